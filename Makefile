@@ -1,0 +1,27 @@
+# slotlane: the two commands of the README.
+#   make test   installs what is missing, builds everything, runs every test
+#   make bench  installs what is missing, builds, starts the servers, runs the cluster-cost benchmark
+.PHONY: all build build-asan test bench deps clean
+JOBS ?= $(shell nproc)
+
+all: build
+
+deps:
+	@bash ci/deps.sh
+
+build: deps
+	@cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build build -j$(JOBS)
+
+build-asan: deps
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSL_SANITIZE=ON >/dev/null
+	@cmake --build build-asan -j$(JOBS)
+
+test: build build-asan
+	@bash ci/test.sh
+
+bench: build
+	@bash ci/bench.sh $(BENCH_ARGS)
+
+clean:
+	rm -rf build build-asan
