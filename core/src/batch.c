@@ -24,9 +24,11 @@ const uint8_t *sl__cmd_bytes(const sl_batch *b, const sl__cmd *cmd)
 
 int sl__batch_push_cmd(sl_batch *b, sl__cmd **out)
 {
-    void *p = b->cmds;
-    if (sl__grow(&b->client->alloc, &p, &b->cmds_cap, b->ncmds + 1, sizeof(sl__cmd))) return SL_ENOMEM;
-    b->cmds = p;
+    if (b->ncmds == b->cmds_cap) {
+        void *p = b->cmds;
+        if (sl__grow(&b->client->alloc, &p, &b->cmds_cap, b->ncmds + 1, sizeof(sl__cmd))) return SL_ENOMEM;
+        b->cmds = p;
+    }
     sl__cmd *cmd = &b->cmds[b->ncmds++];
     memset(cmd, 0, sizeof *cmd);
     cmd->parent = -1;
@@ -307,6 +309,7 @@ static const sl__cmdinfo *lookup(sl_batch *b, const uint8_t *bytes, const sl__ar
 
 static int ensure_scratch(sl_batch *b, size_t n)
 {
+    if (n <= b->scratch_cap) return 0;
     void *p = b->scratch;
     int rc = sl__grow(&b->client->alloc, &p, &b->scratch_cap, n, sizeof(uint32_t));
     b->scratch = p;
@@ -323,6 +326,11 @@ static int cmd_slot(sl_batch *b, uint32_t ci, const sl__cmdinfo **infop, int *mu
     *infop = info;
     *multi = 0;
     if (!info || (info->flags & SL__CMD_NOKEYS)) return -1;
+    /* Fast path: one key at argument 1 (GET, SET, INCR...), most of every pipeline. */
+    if (info->nspecs == 1 && info->specs[0].bs_type == SL__BS_INDEX && info->specs[0].bs_pos == 1 &&
+        info->specs[0].fk_type == SL__FK_RANGE && info->specs[0].fk_a == 0 && cmd->argc >= 2 &&
+        (info->arity > 0 ? cmd->argc == (uint32_t)info->arity : cmd->argc >= (uint32_t)-info->arity))
+        return (int)sl__key_slot(bytes + args[1].off, args[1].len);
     if (ensure_scratch(b, 16)) return -2;
     size_t nk = sl__cmd_keys(info, bytes, args, cmd->argc, b->scratch, b->scratch_cap);
     if (nk > b->scratch_cap) {
@@ -429,7 +437,7 @@ static int route_all(sl_batch *b)
             int multi;
             int slot = cmd_slot(b, i, &info, &multi);
             if (slot == -2) return SL_ENOMEM;
-            if (info && is_name((const uint8_t *)info->name, strlen(info->name), "MULTI")) {
+            if (info && info->name[0] == 'M' && strcmp(info->name, "MULTI") == 0) {
                 rc = route_multi_group(b, i);
                 if (rc < 0) return rc;
                 i += (uint32_t)rc;
@@ -1073,7 +1081,8 @@ int sl__batch_exec(sl_batch *b, int timeout_ms)
         }
     }
 finish:
-    if (status == SL_ECANCELLED || atomic_load(&c->cancel)) {
+    /* A cancel is consumed by the caller's execution, not by a refresh running inside it. */
+    if (b != c->disco && (status == SL_ECANCELLED || atomic_load(&c->cancel))) {
         atomic_store(&c->cancel, 0);
         drain_cancel(c);
     }

@@ -256,7 +256,7 @@ int sl__split_merge(sl_batch *b, uint32_t ci)
         if (!r) return sl__batch_add_error(b, ci, SL_ERR_PROTOCOL, "a part of the command has no reply");
         if (r->type == SL_REPLY_ERROR && merge != SL__MERGE_ARRAY) {
             const char *nm = merge_name(merge);
-            char what[64];
+            char what[SL__HOST_MAX + 32];
             if (fanout)
                 snprintf(what, sizeof what, "on node %s", b->client->topo.nodes[part->node]->addr);
             else
