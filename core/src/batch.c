@@ -294,15 +294,23 @@ static const sl__cmdinfo *lookup(sl_batch *b, const uint8_t *bytes, const sl__ar
     const sl__arg *name = &args[0];
     /* One-entry cache: pipelines mostly repeat one command. Containers are not cached
      * since their subcommand decides. */
-    if (b->last_info && name->len == b->last_name_len &&
-        memcmp(bytes + name->off, b->last_name, name->len) == 0)
-        return b->last_info;
+    if (b->last_info && name->len == b->last_name_len) {
+        const uint8_t *p = bytes + name->off;
+        uint32_t i = 0;
+        while (i < name->len && p[i] == b->last_name[i]) i++;
+        if (i == name->len) return b->last_info;
+    }
     const sl__cmdinfo *info = sl__cmd_lookup(bytes, args, argc);
     if (info && !(info->flags & SL__CMD_CONTAINER) && !strchr(info->name, '|') &&
         name->len <= sizeof b->last_name) {
         memcpy(b->last_name, bytes + name->off, name->len);
         b->last_name_len = name->len;
         b->last_info = info;
+        b->last_single_arity = (info->nspecs == 1 && info->specs[0].bs_type == SL__BS_INDEX &&
+                                info->specs[0].bs_pos == 1 && info->specs[0].fk_type == SL__FK_RANGE &&
+                                info->specs[0].fk_a == 0 && !(info->flags & SL__CMD_NOKEYS))
+                                   ? info->arity
+                                   : 0;
     }
     return info;
 }
@@ -326,10 +334,10 @@ static int cmd_slot(sl_batch *b, uint32_t ci, const sl__cmdinfo **infop, int *mu
     *infop = info;
     *multi = 0;
     if (!info || (info->flags & SL__CMD_NOKEYS)) return -1;
-    /* Fast path: one key at argument 1 (GET, SET, INCR...), most of every pipeline. */
-    if (info->nspecs == 1 && info->specs[0].bs_type == SL__BS_INDEX && info->specs[0].bs_pos == 1 &&
-        info->specs[0].fk_type == SL__FK_RANGE && info->specs[0].fk_a == 0 && cmd->argc >= 2 &&
-        (info->arity > 0 ? cmd->argc == (uint32_t)info->arity : cmd->argc >= (uint32_t)-info->arity))
+    /* Fast path: one key at argument 1 (GET, SET, INCR...), most of every pipeline; the
+     * lookup cache knows the shape. */
+    int16_t ar = info == b->last_info ? b->last_single_arity : 0;
+    if (ar && cmd->argc >= 2 && (ar > 0 ? cmd->argc == (uint32_t)ar : cmd->argc >= (uint32_t)-ar))
         return (int)sl__key_slot(bytes + args[1].off, args[1].len);
     if (ensure_scratch(b, 16)) return -2;
     size_t nk = sl__cmd_keys(info, bytes, args, cmd->argc, b->scratch, b->scratch_cap);
@@ -407,14 +415,17 @@ static int route_all(sl_batch *b)
 {
     sl_client *c = b->client;
     size_t n = b->nuser;
-    if (c->mode != SL_MODE_CLUSTER) {
-        for (size_t i = 0; i < n; i++) {
-            sl__cmd *cmd = &b->cmds[i];
-            if (cmd->route != SL_ROUTE_NODE) cmd->node = c->topo.default_node;
-            cmd->flags |= SL__F_RESEND;
-        }
-        return 0;
+    /* Commands may be executed again (a batch reused after a failed exec): start clean. */
+    for (size_t i = 0; i < n; i++) {
+        sl__cmd *cmd = &b->cmds[i];
+        cmd->flags = SL__F_RESEND;
+        cmd->redirects = 0;
+        cmd->src = SL__SRC_NONE;
+        cmd->rec_count = 0;
+        cmd->merge = SL__MERGE_NONE;
+        if (cmd->route != SL_ROUTE_NODE) cmd->node = c->topo.default_node;
     }
+    if (c->mode != SL_MODE_CLUSTER) return 0;
     for (uint32_t i = 0; i < n; i++) {
         sl__cmd *cmd = &b->cmds[i];
         int rc = 0;
@@ -597,6 +608,7 @@ static void check_redirect(sl_batch *b, uint32_t ci, const sl_reply *r, int *bac
     cmd->node = node;
     cmd->redirects++;
     cmd->flags |= SL__F_RESEND;
+    b->resends++;
     cmd->flags &= (uint16_t)~SL__F_DONE;
     cmd->src = SL__SRC_NONE;
 }
@@ -937,40 +949,38 @@ static int queue_round(sl_batch *b, int first_round, uint64_t now)
     return 0;
 }
 
-static int any_resend(const sl_batch *b)
-{
-    for (size_t i = 0; i < b->ncmds; i++)
-        if (b->cmds[i].flags & SL__F_RESEND) return 1;
-    return 0;
-}
-
-static int append_copy(sl_batch *b, const sl__cmd *cmd)
-{
-    const sl__alloc *a = &b->client->alloc;
-    if (sl__records_reserve(a, &b->out, cmd->rec_count)) return SL_ENOMEM;
-    memcpy(b->out.ptr + b->out.len, cmd_records(b, cmd), cmd->rec_count * sizeof(sl_reply));
-    b->out.len += cmd->rec_count;
-    return 0;
-}
-
-/* Puts the records in the caller's order. */
+/* Puts the records in the caller's order. Returns 1 when some command had no reply
+ * (which the engine never leaves; it gets an error record here), else 0, or SL_ENOMEM. */
 static int assemble(sl_batch *b)
 {
     size_t n = b->nuser;
+    int missing = 0;
     b->sizes.errors = 0;
     /* Fast path: one node answered every caller command, in order, with nothing else. */
     uint32_t src = n ? b->cmds[0].src : SL__SRC_NONE;
     int direct = src != SL__SRC_NONE && src != SL__SRC_X;
-    uint32_t expect = 0;
-    for (size_t i = 0; i < n && direct; i++) {
-        const sl__cmd *cmd = &b->cmds[i];
-        if (cmd->src != src || cmd->rec_start != expect) direct = 0;
-        expect += cmd->rec_count;
+    if (direct) {
+        const sl_reply *recs = b->bn[src].recs.ptr;
+        uint32_t expect = 0;
+        uint64_t errors = 0;
+        for (size_t i = 0; i < n; i++) {
+            const sl__cmd *cmd = &b->cmds[i];
+            if (cmd->src != src || cmd->rec_start != expect) {
+                direct = 0;
+                break;
+            }
+            errors += recs[expect].type == SL_REPLY_ERROR;
+            expect += cmd->rec_count;
+        }
+        if (direct && expect == b->bn[src].recs.len) {
+            b->result = recs;
+            b->nresult = expect;
+            b->sizes.errors = errors;
+        } else {
+            direct = 0;
+        }
     }
-    if (direct && expect == b->bn[src].recs.len) {
-        b->result = b->bn[src].recs.ptr;
-        b->nresult = expect;
-    } else {
+    if (!direct) {
         b->out.len = 0;
         for (size_t i = 0; i < n; i++) {
             const sl__cmd *cmd = &b->cmds[i];
@@ -978,22 +988,21 @@ static int assemble(sl_batch *b)
                 /* Cannot happen: every path leaves a record. Keep the promise anyway. */
                 if (sl__batch_add_error(b, (uint32_t)i, SL_ERR_PROTOCOL, "no reply was recorded")) return SL_ENOMEM;
                 cmd = &b->cmds[i];
+                missing = 1;
             }
-            if (append_copy(b, cmd)) return SL_ENOMEM;
+            if (sl__records_reserve(&b->client->alloc, &b->out, cmd->rec_count)) return SL_ENOMEM;
+            const sl_reply *r = cmd_records(b, cmd);
+            b->sizes.errors += r[0].type == SL_REPLY_ERROR;
+            memcpy(b->out.ptr + b->out.len, r, cmd->rec_count * sizeof(sl_reply));
+            b->out.len += cmd->rec_count;
         }
         b->result = b->out.ptr;
         b->nresult = b->out.len;
     }
-    /* Count top-level errors by walking the records. */
-    size_t i = 0;
-    for (size_t c = 0; c < n && i < b->nresult; c++) {
-        if (b->result[i].type == SL_REPLY_ERROR) b->sizes.errors++;
-        i += b->cmds[c].rec_count;
-    }
     b->sizes.records = b->nresult;
     b->sizes.data = b->data.len;
     b->sizes.commands = n;
-    return 0;
+    return missing;
 }
 
 static void sleep_ms(sl_client *c, uint64_t ms)
@@ -1016,15 +1025,7 @@ int sl__batch_exec(sl_batch *b, int timeout_ms)
     b->nsplit = 0;
     b->ncmds = b->nuser;
     for (size_t k = 0; k < b->nbn; k++) b->bn[k].recs.len = 0;
-    for (size_t i = 0; i < b->nuser; i++) {
-        sl__cmd *cmd = &b->cmds[i];
-        cmd->flags = 0;
-        cmd->redirects = 0;
-        cmd->src = SL__SRC_NONE;
-        cmd->rec_count = 0;
-        cmd->merge = SL__MERGE_NONE;
-        if (cmd->route != SL_ROUTE_NODE) cmd->node = SL__NO_NODE;
-    }
+    b->parents = 0;
     uint64_t start = sl__now_ms();
     int t = timeout_ms == 0 ? c->opts.command_timeout_ms : timeout_ms;
     uint64_t deadline = t > 0 ? start + (uint64_t)t : UINT64_MAX;
@@ -1041,12 +1042,13 @@ int sl__batch_exec(sl_batch *b, int timeout_ms)
             goto finish;
         }
         int backoff = 0;
+        b->resends = 0;
         rc = run_io(b, deadline, &backoff);
         if (rc) {
             status = rc;
             if (rc == SL_ENOMEM) goto finish;
         }
-        if (!any_resend(b)) break;
+        if (b->resends == 0) break;
         if (status) {
             /* Out of time (or cancelled): the commands that wanted another round keep the
              * redirect they got, marked as not followed. */
@@ -1087,16 +1089,15 @@ finish:
         drain_cancel(c);
     }
     /* Parents of split and fan-out commands. */
-    for (uint32_t i = 0; i < b->nuser; i++) {
+    for (uint32_t i = 0; i < b->nuser && b->parents; i++) {
         if ((b->cmds[i].flags & (SL__F_SPLIT | SL__F_FANOUT)) && !(b->cmds[i].flags & SL__F_NOSEND)) {
             int mrc = sl__split_merge(b, i);
             if (mrc) return mrc;
         }
     }
-    for (uint32_t i = 0; i < b->nuser; i++)
-        if (b->cmds[i].src == SL__SRC_NONE && !status) status = SL_EIO;
     rc = assemble(b);
-    if (rc) return rc;
+    if (rc < 0) return rc;
+    if (rc > 0 && !status) status = SL_EIO;
     c->stats.commands += b->nuser;
     b->executed = 1;
     if (status == 0 && b->sizes.errors == b->nuser && b->nuser > 0) {

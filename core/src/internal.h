@@ -156,8 +156,11 @@ struct sl_batch {
     sl_sizes sizes;
     const sl__cmdinfo *last_info;/* one-entry lookup cache */
     uint32_t last_name_len;
+    int16_t last_single_arity;   /* last_info has one key at argument 1: its arity; else 0 */
     uint8_t last_name[24];
     int executed;
+    uint32_t resends;            /* commands marked for another round during this one */
+    uint32_t parents;            /* split and fan-out parents in this execution */
 };
 
 /* ------------------------------------------------------------ functions */

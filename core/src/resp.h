@@ -52,7 +52,11 @@ void sl__resp_parser_init(sl__resp_parser *p, const sl__resp_limits *limits);
 /* Parses from buf[0, len): appends records to *recs and payload bytes to *data (record
  * offsets are offsets into data). *consumed receives the bytes used. Stops after one
  * complete top-level reply (or push). SL_ENOMEM (negative, != SL__RESP_BAD) if a vector
- * cannot grow. */
+ * cannot grow.
+ * recs belongs to this parser while a reply is incomplete (its aggregate records are
+ * already there); data may be shared by several parsers. Attributes are dropped: their
+ * records always, their payload bytes when the attribute was parsed within one call
+ * (otherwise another parser may have appended after them, and they stay as unused bytes). */
 int sl__resp_parse(sl__resp_parser *p, const sl__alloc *a, const uint8_t *buf, size_t len,
                    size_t *consumed, sl__records *recs, sl__bytes *data);
 

@@ -2,7 +2,6 @@
  * (XMODEM), the one in Redis's cluster specification. */
 #include "slot.h"
 
-#include <string.h>
 
 static const uint16_t crc16_table[256] = {
 #include "crc16_table.inc"
@@ -20,13 +19,15 @@ uint16_t sl__crc16(const void *buf, size_t len)
 unsigned sl__key_slot(const void *key, size_t len)
 {
     const unsigned char *k = key;
-    const unsigned char *open = len ? memchr(k, '{', len) : NULL;
-    if (open) {
-        size_t start = (size_t)(open - k) + 1;
-        const unsigned char *close = start < len ? memchr(k + start, '}', len - start) : NULL;
+    /* A plain loop: keys are short, and a libc memchr call costs more than it saves. */
+    size_t open = 0;
+    while (open < len && k[open] != '{') open++;
+    if (open < len) {
+        size_t close = open + 1;
+        while (close < len && k[close] != '}') close++;
         /* "{}" hashes the whole key, as in Redis. */
-        if (close && close != k + start)
-            return sl__crc16(k + start, (size_t)(close - (k + start))) & (SL_SLOTS - 1);
+        if (close < len && close != open + 1)
+            return sl__crc16(k + open + 1, close - open - 1) & (SL_SLOTS - 1);
     }
     return sl__crc16(k, len) & (SL_SLOTS - 1);
 }

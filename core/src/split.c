@@ -148,7 +148,8 @@ int sl__split_plan(sl_batch *b, uint32_t ci, const sl__cmdinfo *info)
     }
     if (rc) return rc;
     cmd = &b->cmds[ci];
-    cmd->flags |= SL__F_SPLIT;
+    cmd->flags = (uint16_t)((cmd->flags | SL__F_SPLIT) & ~SL__F_RESEND);
+    b->parents++;
     cmd->merge = merge;
     cmd->aux = first_child;
     cmd->nparts = nparts;
@@ -202,7 +203,8 @@ int sl__split_fanout(sl_batch *b, uint32_t ci)
     cmd = &b->cmds[ci];
     if (nparts == 0)
         return sl__batch_add_error(b, ci, SL_ERR_CLUSTER, "CLUSTERDOWN no primary is known");
-    cmd->flags |= SL__F_FANOUT;
+    cmd->flags = (uint16_t)((cmd->flags | SL__F_FANOUT) & ~SL__F_RESEND);
+    b->parents++;
     cmd->merge = merge;
     cmd->aux = first;
     cmd->nparts = nparts;
