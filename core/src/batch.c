@@ -854,8 +854,11 @@ static int run_io(sl_batch *b, uint64_t deadline, int *backoff)
                     status = rc;
                     goto out;
                 }
-                if (rc && node_busy(&b->bn[k]) && (status = drop_node(b, k, SL_ERR_IO, rc))) goto out;
-                if (rc && !node_busy(&b->bn[k])) sl__node_close(c, n, 1);
+                if (rc && node_busy(&b->bn[k])) {
+                    if ((status = drop_node(b, k, SL_ERR_IO, rc))) goto out;
+                } else if (rc && n->fd >= 0) {
+                    sl__node_close(c, n, 1); /* every reply arrived before the close */
+                }
             }
         }
     }

@@ -88,12 +88,18 @@ int sl__node_connect_check(sl_client *c, sl__node *n)
 
 void sl__node_close(sl_client *c, sl__node *n, int failed)
 {
+    int was_connected = n->state == SL__CONNECTED;
     if (n->fd >= 0) close(n->fd);
     n->fd = -1;
     n->state = SL__DISCONNECTED;
     n->handshake_replies = 0;
     n->rbuf.len = n->rpos = 0;
-    if (failed) {
+    if (failed && was_connected) {
+        /* A working connection that broke: the next batch reconnects at once (backoff is
+         * for connects that fail), and the map may have changed. */
+        n->failures = 0;
+        if (c->mode == SL_MODE_CLUSTER) c->topo.refresh_wanted = 1;
+    } else if (failed) {
         /* Exponential backoff with full jitter between min and the doubled delay. */
         int lo = c->opts.reconnect_min_ms > 0 ? c->opts.reconnect_min_ms : 1;
         int hi = c->opts.reconnect_max_ms > lo ? c->opts.reconnect_max_ms : lo;
