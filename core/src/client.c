@@ -221,14 +221,14 @@ int sl_client_new(sl_client **out, const sl_client_options *opts, char *errmsg, 
         c->opts.db = db;
         if (rc == 0) {
             c->mode = SL_MODE_CLUSTER;
-        } else if (rc == SL_ESERVER && o.mode == SL_MODE_AUTO) {
+        } else if (rc == SL__NOT_CLUSTER && o.mode == SL_MODE_AUTO) {
             c->mode = SL_MODE_PLAIN;
             c->topo.default_node = c->topo.default_node == SL__NO_NODE ? 0 : c->topo.default_node;
             rc = 0;
             /* Connections made without SELECT must be made again with it. */
             if (c->opts.db > 0)
                 for (size_t i = 0; i < c->topo.nnodes; i++) sl__node_close(c, c->topo.nodes[i], 0);
-        } else if (rc == SL_ESERVER) {
+        } else if (rc == SL__NOT_CLUSTER) {
             sl__set_err(c, "the server is not a cluster (CLUSTER SLOTS refused); use SL_MODE_PLAIN or SL_MODE_AUTO");
             rc = SL_ECLUSTER;
         } else if (c->errmsg[0] == '\0') {
@@ -285,7 +285,7 @@ int sl_client_refresh(sl_client *c)
     if (!c) return SL_EINVAL;
     if (c->mode != SL_MODE_CLUSTER) return 0;
     int rc = sl__topo_discover(c, NULL);
-    return rc == SL_ESERVER ? SL_ECLUSTER : rc;
+    return rc == SL__NOT_CLUSTER ? SL_ECLUSTER : rc;
 }
 
 int sl_client_stats(const sl_client *c, sl_stats *stats)

@@ -125,6 +125,9 @@ typedef struct sl__bnode {
 
 #define SL__PEND_SKIP 0xffffffffu
 
+/* sl__topo_discover: the node answered that it is not a cluster (positive: not an error). */
+#define SL__NOT_CLUSTER 1
+
 /* Split map entry: for key k of a parent, which child and which element of its reply. */
 typedef struct sl__splitref {
     uint32_t child;

@@ -324,7 +324,8 @@ uint16_t sl__topo_random_primary(sl_client *c)
 }
 
 /* Asks one node for the map: CLUSTER SLOTS, then SHARDS, then NODES. Returns 0 when a map
- * was applied, SL_ESERVER when the node answered that it is not a cluster, or another code. */
+ * was applied, SL__NOT_CLUSTER when every form answered an ERR (cluster support disabled),
+ * SL_ESERVER for another error reply (WRONGPASS, NOAUTH, NOPERM...), or another code. */
 static int ask_node(sl_client *c, uint16_t idx)
 {
     sl_batch *b = c->disco;
@@ -347,9 +348,14 @@ static int ask_node(sl_client *c, uint16_t idx)
                 return SL_EIO;
             }
             /* "ERR This instance has cluster support disabled" and unknown subcommands:
-             * try the next form; if none answers, the node is not a cluster. */
-            if (r[0].len >= 3 && memcmp(data + r[0].offset, "ERR", 3) == 0) not_cluster = 1;
-            continue;
+             * try the next form; if none answers, the node is not a cluster. Any other
+             * error (credentials, permissions) is the answer. */
+            if (r[0].len >= 3 && memcmp(data + r[0].offset, "ERR", 3) == 0) {
+                not_cluster = 1;
+                continue;
+            }
+            sl__set_err(c, "%.*s", (int)r[0].len, (const char *)data + r[0].offset);
+            return SL_ESERVER;
         }
         if (f == 0) rc = sl__topo_apply_slots(c, idx, r, nrec, data);
         else if (f == 1) rc = sl__topo_apply_shards(c, idx, r, nrec, data);
@@ -358,7 +364,7 @@ static int ask_node(sl_client *c, uint16_t idx)
                       : SL_ECLUSTER;
         if (rc == 0) return 0;
     }
-    return not_cluster ? SL_ESERVER : SL_ECLUSTER;
+    return not_cluster ? SL__NOT_CLUSTER : SL_ECLUSTER;
 }
 
 int sl__topo_discover(sl_client *c, int *is_cluster)
@@ -382,11 +388,12 @@ int sl__topo_discover(sl_client *c, int *is_cluster)
             c->stats.refreshes++;
             return 0;
         }
-        if (rc == SL_ESERVER) {
+        if (rc == SL__NOT_CLUSTER) {
             if (is_cluster) *is_cluster = 0;
             t->default_node = (uint16_t)i;
-            return SL_ESERVER;
+            return SL__NOT_CLUSTER;
         }
+        if (rc == SL_ESERVER) return rc; /* the credentials are wrong everywhere */
         last = rc;
     }
     t->last_refresh_ms = sl__now_ms();
