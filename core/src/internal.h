@@ -46,7 +46,36 @@ typedef struct sl__node {
     sl__bytes rbuf;              /* bytes read, not yet parsed: rbuf.ptr[rpos, len) */
     size_t rpos;
     sl__resp_parser parser;
+
+    /* What is queued on the connection, shared by the batches in flight (engine.c). */
+    sl__bytes obuf;              /* bytes to write: obuf.ptr[opos, len), then oext */
+    size_t opos;
+    const uint8_t *oext;         /* zero copy: a blocking execution's caller bytes */
+    size_t oext_len;
+    struct sl_batch *oext_owner;
+    struct sl__seg *segs;        /* whose the next replies are, in write order: segs[shead, +slen) */
+    size_t shead, slen, scap;
+    sl__records skip_recs;       /* replies parsed for nobody (handshakes, abandoned batches) */
+    sl__bytes skip_data;
+    void *async;                 /* async.c's per-node state */
 } sl__node;
+
+/* A run of replies on one connection: the next `left` replies belong to `batch`. */
+#define SL__SEG_BATCH 0
+#define SL__SEG_HANDSHAKE 1      /* HELLO/AUTH/SELECT of a new connection: an error fails it */
+#define SL__SEG_DISCARD 2        /* a batch that gave up: the replies are dropped */
+typedef struct sl__seg {
+    struct sl_batch *batch;
+    uint32_t left;
+    uint8_t kind;
+} sl__seg;
+
+/* Notifications from the engine to an event-loop driver (async.c). */
+typedef struct sl__async_hooks {
+    void (*opened)(sl_client *c, size_t k);   /* node k has a new socket (connecting) */
+    void (*queued)(sl_client *c, size_t k);   /* node k has bytes to write / replies to wait for */
+    void (*closing)(sl_client *c, size_t k);  /* node k's socket is about to be closed */
+} sl__async_hooks;
 
 /* ------------------------------------------------------------- topology */
 
@@ -73,6 +102,8 @@ struct sl_client {
     int cancel_pipe[2];          /* wakes poll() on cancel */
     sl_batch *internal;          /* the one-command helper's batch */
     sl_batch *disco;             /* discovery's batch (may run inside another execution) */
+    const sl__async_hooks *async_hooks; /* set while an event-loop driver owns the client */
+    void *async;                 /* async.c's per-client state */
     int nbatches;                /* live batches (free order check) */
     char errmsg[SL__ERRMSG_MAX];
 };
@@ -112,15 +143,11 @@ typedef struct sl__cmd {
 
 /* What one batch keeps per node for one execution. */
 typedef struct sl__bnode {
-    sl__bytes wbuf;              /* bytes to write this round */
-    size_t wpos;
-    const uint8_t *wext;         /* zero-copy: write these caller bytes instead of wbuf */
-    size_t wext_len;
     uint32_t *pending;           /* FIFO of command indexes awaiting replies (SL__PEND_SKIP: discard) */
     size_t phead, plen, pcap;
     sl__records recs;            /* replies parsed from this node */
-    int active;                  /* has work this round */
-    int failed;                  /* failed this round: remaining commands got error records */
+    int state;                   /* this round: 0 unused, 1 queued, 2 the node could not be used */
+    char why[SL__ERRMSG_MAX];    /* state 2: why */
 } sl__bnode;
 
 #define SL__PEND_SKIP 0xffffffffu
@@ -164,6 +191,17 @@ struct sl_batch {
     int executed;
     uint32_t resends;            /* commands marked for another round during this one */
     uint32_t parents;            /* split and fan-out parents in this execution */
+    uint32_t inflight;           /* nodes whose part of this round is not answered yet */
+    int round_over;              /* inflight reached 0: the driver must advance */
+    int round;
+    int backoff;                 /* a TRYAGAIN/CLUSTERDOWN asks to wait before the next round */
+    uint64_t backoff_until;
+    uint64_t deadline;           /* UINT64_MAX: none */
+    /* The async drivers' completion (async.c). */
+    void (*done_cb)(sl_batch *b, int status, const sl_sizes *sizes, void *arg);
+    void *done_arg;
+    void *async;
+    struct sl_batch *async_next;
 };
 
 /* ------------------------------------------------------------ functions */
@@ -197,6 +235,20 @@ uint16_t sl__topo_random_primary(sl_client *c);
 
 /* batch.c */
 int sl__batch_exec(sl_batch *b, int timeout_ms);
+int sl__batch_prepare(sl_batch *b, int timeout_ms);       /* route; first round queued by the caller */
+int sl__batch_finish(sl_batch *b, int status);            /* merge, assemble: the execution's code */
+
+/* engine.c */
+int sl__engine_ensure_bn(sl_batch *b, size_t n);
+int sl__engine_queue_round(sl_batch *b, int zero_copy);
+int sl__engine_node_unwritten(const sl__node *n);
+int sl__engine_node_busy(const sl__node *n);
+int sl__engine_write(sl_client *c, size_t k);
+int sl__engine_read(sl_client *c, size_t k);
+int sl__engine_node_failed(sl_client *c, size_t k, sl_err_kind kind, int code);
+int sl__engine_abandon(sl_batch *b, sl_err_kind kind, const char *msg);
+int sl__engine_advance(sl_batch *b, uint64_t *wait_ms);
+int sl__engine_run_sync(sl_batch *b);
 
 /* split.c */
 int sl__split_plan(sl_batch *b, uint32_t ci, const sl__cmdinfo *info);

@@ -22,6 +22,10 @@ void sl__topo_free(sl_client *c)
         sl__node *n = t->nodes[i];
         sl__node_close(c, n, 0);
         sl__bytes_free(&c->alloc, &n->rbuf);
+        sl__bytes_free(&c->alloc, &n->obuf);
+        sl__bytes_free(&c->alloc, &n->skip_data);
+        sl__records_free(&c->alloc, &n->skip_recs);
+        sl__free(&c->alloc, n->segs);
         sl__free(&c->alloc, n);
     }
     sl__free(&c->alloc, t->nodes);
