@@ -113,6 +113,50 @@ static int open_node(sl_client *c, size_t k, uint64_t now)
     return 0;
 }
 
+/* Queues command i on its node if it is marked for this round. */
+static int queue_one(sl_batch *b, uint32_t i, uint64_t now)
+{
+    sl_client *c = b->client;
+    sl__cmd *cmd = &b->cmds[i];
+    if (!(cmd->flags & SL__F_RESEND)) return 0;
+    cmd->flags &= (uint16_t)~SL__F_RESEND;
+    uint16_t k = cmd->node;
+    if (k == SL__NO_NODE || k >= c->topo.nnodes)
+        return sl__batch_add_error(b, i, SL_ERR_CLUSTER, "no node for the command");
+    if (sl__engine_ensure_bn(b, c->topo.nnodes)) return SL_ENOMEM;
+    sl__bnode *bn = &b->bn[k];
+    if (bn->state == 0) {
+        int rc = open_node(c, k, now);
+        if (rc == SL_ENOMEM) return rc;
+        bn->state = rc ? 2 : 1; /* 2: the node cannot be used this round */
+        if (rc) snprintf(bn->why, sizeof bn->why, "%s", c->errmsg);
+    }
+    if (bn->state == 2) return sl__batch_add_error(b, i, SL_ERR_IO, "%s", bn->why);
+    sl__node *n = c->topo.nodes[k];
+    if (n->oext) {
+        /* Another execution's caller bytes are queued: copy what is not out yet, so
+         * these bytes can follow them. */
+        if (n->opos >= n->obuf.len) {
+            size_t done = n->opos - n->obuf.len;
+            n->obuf.len = n->opos = 0;
+            if (sl__bytes_append(&c->alloc, &n->obuf, n->oext + done, n->oext_len - done)) return SL_ENOMEM;
+        } else if (sl__bytes_append(&c->alloc, &n->obuf, n->oext, n->oext_len)) {
+            return SL_ENOMEM;
+        }
+        n->oext = NULL;
+        n->oext_len = 0;
+        n->oext_owner = NULL;
+    }
+    if (cmd->flags & SL__F_ASKING) {
+        static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
+        if (sl__bytes_append(&c->alloc, &n->obuf, asking, sizeof asking - 1)) return SL_ENOMEM;
+        if (pend_push(b, bn, SL__PEND_SKIP)) return SL_ENOMEM;
+        cmd->flags &= (uint16_t)~SL__F_ASKING;
+    }
+    if (sl__bytes_append(&c->alloc, &n->obuf, sl__cmd_bytes(b, cmd), cmd->len)) return SL_ENOMEM;
+    return pend_push(b, bn, i);
+}
+
 /* Queues one round of batch b: every command marked RESEND goes to its node. */
 int sl__engine_queue_round(sl_batch *b, int zero_copy)
 {
@@ -168,45 +212,20 @@ int sl__engine_queue_round(sl_batch *b, int zero_copy)
             return 0;
         }
     }
-    for (uint32_t i = 0; i < b->ncmds; i++) {
-        sl__cmd *cmd = &b->cmds[i];
-        if (!(cmd->flags & SL__F_RESEND)) continue;
-        cmd->flags &= (uint16_t)~SL__F_RESEND;
-        uint16_t k = cmd->node;
-        if (k == SL__NO_NODE || k >= c->topo.nnodes) {
-            if (sl__batch_add_error(b, i, SL_ERR_CLUSTER, "no node for the command")) return SL_ENOMEM;
-            continue;
-        }
-        if (sl__engine_ensure_bn(b, c->topo.nnodes)) return SL_ENOMEM;
-        sl__bnode *bn = &b->bn[k];
-        if (bn->state == 0) {
-            int rc = open_node(c, k, now);
-            if (rc == SL_ENOMEM) return rc;
-            bn->state = rc ? 2 : 1; /* 2: the node failed this round */
-            if (rc) snprintf(bn->why, sizeof bn->why, "%s", c->errmsg);
-        }
-        if (bn->state == 2) {
-            if (sl__batch_add_error(b, i, SL_ERR_IO, "%s", bn->why)) return SL_ENOMEM;
-            continue;
-        }
-        sl__node *n = c->topo.nodes[k];
-        if (n->oext) { /* another execution's caller bytes: copy them before appending */
-            size_t done = n->opos > n->obuf.len ? n->opos - n->obuf.len : 0;
-            if (sl__bytes_append(&c->alloc, &n->obuf, n->oext + done, n->oext_len - done)) return SL_ENOMEM;
-            if (done) {
-                n->opos = n->obuf.len - (n->oext_len - done);
+    /* In the caller's order, a split or fan-out parent's parts in its place: replies on
+     * each connection come back in the order the commands were meant to run. */
+    for (uint32_t i = 0; i < b->nuser; i++) {
+        const sl__cmd *cmd = &b->cmds[i];
+        if (cmd->flags & (SL__F_SPLIT | SL__F_FANOUT)) {
+            uint32_t first = cmd->aux, nparts = cmd->nparts;
+            for (uint32_t p = first; p < first + nparts; p++) {
+                int rc = queue_one(b, p, now);
+                if (rc) return rc;
             }
-            n->oext = NULL;
-            n->oext_len = 0;
+        } else {
+            int rc = queue_one(b, i, now);
+            if (rc) return rc;
         }
-        if (cmd->flags & SL__F_ASKING) {
-            static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
-            if (sl__bytes_append(&c->alloc, &n->obuf, asking, sizeof asking - 1)) return SL_ENOMEM;
-            if (pend_push(b, bn, SL__PEND_SKIP)) return SL_ENOMEM;
-            cmd->flags &= (uint16_t)~SL__F_ASKING;
-        }
-        if (sl__bytes_append(&c->alloc, &n->obuf, sl__cmd_bytes(b, cmd), cmd->len)) return SL_ENOMEM;
-        if (pend_push(b, bn, i)) return SL_ENOMEM;
     }
     /* One segment per node, pushed after the bytes: the replies will come in that order. */
     for (size_t k = 0; k < b->nbn; k++) {

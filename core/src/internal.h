@@ -197,11 +197,14 @@ struct sl_batch {
     int backoff;                 /* a TRYAGAIN/CLUSTERDOWN asks to wait before the next round */
     uint64_t backoff_until;
     uint64_t deadline;           /* UINT64_MAX: none */
-    /* The async drivers' completion (async.c). */
+    /* The async drivers (async.c). */
     void (*done_cb)(sl_batch *b, int status, const sl_sizes *sizes, void *arg);
     void *done_arg;
-    void *async;
-    struct sl_batch *async_next;
+    int async_status;            /* the execution's code so far (timeout, cancel) */
+    int in_flight;               /* between sl_batch_exec_async and its callback */
+    struct sl_batch *async_next; /* the client's list of executions in flight */
+    struct sl_batch *submit_next;/* sl_loop's lock-free submission stack */
+    int submit_timeout;
 };
 
 /* ------------------------------------------------------------ functions */

@@ -1,0 +1,740 @@
+/*
+ * itest_cluster — integration tests of libslotlane against real redis-servers.
+ * Not a ctest test (it needs servers): ci/test-core-integration.sh starts a 3-primary
+ * Redis Cluster and a standalone redis-server with ci/redis-cluster.sh and
+ * ci/redis-plain.sh and runs
+ *
+ *   itest_cluster random    pipelines of 1..1000 random commands checked against a model,
+ *                           on the plain server and on the cluster, RESP2 and RESP3
+ *                           (random-plain, random-cluster: one of the two)
+ *   itest_cluster migrate   a live slot migration (ci/redis-cluster.sh migrate, in a
+ *                           background process) under a pipelined INCR load
+ *   itest_cluster kill      a primary killed mid-load, then restarted
+ *
+ * Environment: SL_ITEST_CLUSTER_PORT (a node of the cluster), SL_ITEST_CLUSTER_DIR (the
+ * harness directory of that cluster, for migrate/kill/restart), SL_ITEST_PLAIN_PORT,
+ * SL_ITEST_SEED (PRNG seed, default 1). Every failure prints "FAIL file:line: ..." and
+ * exits 1.
+ */
+#include "slotlane.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef SL_SOURCE_DIR
+#define SL_SOURCE_DIR "."
+#endif
+
+extern char **environ;
+
+/* ------------------------------------------------------------ checking */
+
+static const char *g_phase = "";
+static pid_t g_child = -1;   /* a background harness job, stopped (its process group) on failure */
+
+#define CHECK(cond, ...) do { if (!(cond)) fail_at(__FILE__, __LINE__, #cond, __VA_ARGS__); } while (0)
+
+static void fail_at(const char *file, int line, const char *cond, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "FAIL %s:%d [%s] (%s): ", file, line, g_phase, cond);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    if (g_child > 0) {
+        kill(-g_child, SIGTERM);
+        waitpid(g_child, NULL, 0);
+    }
+    exit(1);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t g_rng;
+
+static uint64_t rnd(void)
+{
+    /* xorshift64* */
+    g_rng ^= g_rng >> 12;
+    g_rng ^= g_rng << 25;
+    g_rng ^= g_rng >> 27;
+    return g_rng * 2685821657736338717ULL;
+}
+
+static unsigned rndn(unsigned n) { return (unsigned)(rnd() % n); }
+
+static const char *env_req(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) {
+        fprintf(stderr, "itest_cluster: %s is not set\n", name);
+        exit(2);
+    }
+    return v;
+}
+
+/* ------------------------------------------------------------ client helpers */
+
+static sl_client *client_new(int port, int resp)
+{
+    char url[64], err[256] = "";
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+    sl_client_options o = SL_CLIENT_OPTIONS_INIT;
+    o.url = url;
+    o.resp_version = resp;
+    o.command_timeout_ms = 10000;
+    o.connect_timeout_ms = 1000;
+    sl_client *c = NULL;
+    int rc = sl_client_new(&c, &o, err, sizeof err);
+    CHECK(rc == 0 && c, "sl_client_new(%s): %s: %s", url, sl_strerror(rc), err);
+    return c;
+}
+
+static void appendv(sl_batch *b, int argc, const char *const *argv)
+{
+    int rc = sl_batch_append_argv(b, NULL, argc, argv, NULL);
+    CHECK(rc == 0, "sl_batch_append_argv(%s): %s", argv[0], sl_strerror(rc));
+}
+
+static size_t subtree(const sl_reply *r, size_t n, size_t i)
+{
+    size_t pending = 1, j = i;
+    while (pending && j < n) {
+        const sl_reply *x = &r[j++];
+        pending--;
+        if (x->type == SL_REPLY_ARRAY || x->type == SL_REPLY_MAP || x->type == SL_REPLY_SET || x->type == SL_REPLY_PUSH)
+            pending += x->len;
+    }
+    return j - i;
+}
+
+static int rec_is(const sl_reply *r, const uint8_t *d, int type, const char *text)
+{
+    return r->type == type && r->len == strlen(text) && memcmp(d + r->offset, text, r->len) == 0;
+}
+
+static const char *rec_text(const sl_reply *r, const uint8_t *d)
+{
+    static char buf[200];
+    switch (r->type) {
+    case SL_REPLY_INTEGER: snprintf(buf, sizeof buf, "integer %lld", (long long)r->value.integer); break;
+    case SL_REPLY_NIL: snprintf(buf, sizeof buf, "nil"); break;
+    case SL_REPLY_ARRAY: case SL_REPLY_MAP: case SL_REPLY_SET: case SL_REPLY_PUSH:
+        snprintf(buf, sizeof buf, "aggregate type %d of %u", r->type, r->len); break;
+    default:
+        snprintf(buf, sizeof buf, "type %d kind %d \"%.*s\"", r->type, r->flags, (int)(r->len > 150 ? 150 : r->len),
+                 (const char *)d + r->offset);
+    }
+    return buf;
+}
+
+static void flushall(sl_client *c)
+{
+    const char *argv[] = {"FLUSHALL"};
+    const sl_reply *r;
+    const uint8_t *d;
+    sl_route route = {SL_ROUTE_ALL_PRIMARIES, 0, NULL};
+    int rc = sl_client_command(c, sl_client_mode(c) == SL_MODE_CLUSTER ? &route : NULL, 1, argv, NULL, &r, &d);
+    CHECK(rc == 0, "FLUSHALL: %s (%s)", sl_strerror(rc), sl_client_errmsg(c));
+}
+
+static void stats(sl_client *c, sl_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    st->version = SL_STATS_VERSION;
+    st->size = sizeof *st;
+    CHECK(sl_client_stats(c, st) == 0, "sl_client_stats");
+}
+
+/* owner[slot] = client port of the primary serving it, read from CLUSTER SLOTS. */
+static void slot_owners(sl_client *c, int *owner)
+{
+    const char *argv[] = {"CLUSTER", "SLOTS"};
+    const sl_reply *r;
+    const uint8_t *d;
+    int rc = sl_client_command(c, NULL, 2, argv, NULL, &r, &d);
+    CHECK(rc == 0 && r[0].type == SL_REPLY_ARRAY, "CLUSTER SLOTS: %s", sl_strerror(rc));
+    for (int s = 0; s < 16384; s++) owner[s] = 0;
+    size_t total = subtree(r, (size_t)-1 / 2, 0); /* r[0]'s subtree is complete */
+    size_t i = 1;
+    for (uint32_t e = 0; e < r[0].len; e++) {
+        const sl_reply *ent = &r[i];
+        CHECK(ent->type == SL_REPLY_ARRAY && ent->len >= 3, "CLUSTER SLOTS entry");
+        const sl_reply *lo = &r[i + 1], *hi = &r[i + 2], *node = &r[i + 3];
+        CHECK(lo->type == SL_REPLY_INTEGER && hi->type == SL_REPLY_INTEGER && node->type == SL_REPLY_ARRAY
+                  && node->len >= 2 && r[i + 5].type == SL_REPLY_INTEGER, "CLUSTER SLOTS entry shape");
+        for (int64_t s = lo->value.integer; s <= hi->value.integer && s < 16384; s++)
+            owner[s] = (int)r[i + 5].value.integer;
+        i += subtree(r, total + 1, i);
+    }
+    for (int s = 0; s < 16384; s++) CHECK(owner[s] > 0, "slot %d has no owner", s);
+}
+
+/* Runs argv (NULL-terminated) in the background, in a process group of its own; returns
+ * the pid (= the group's id). */
+static pid_t spawn(char *const argv[])
+{
+    pid_t pid;
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+    int rc = posix_spawn(&pid, argv[0], NULL, &attr, argv, environ);
+    posix_spawnattr_destroy(&attr);
+    CHECK(rc == 0, "posix_spawn(%s): %s", argv[0], strerror(rc));
+    return pid;
+}
+
+static int wait_exit(pid_t pid)
+{
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        CHECK(errno == EINTR, "waitpid: %s", strerror(errno));
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static pid_t spawn_sh(const char *script)
+{
+    char *argv[] = {"/bin/bash", "-c", (char *)script, NULL};
+    return spawn(argv);
+}
+
+static int harness(const char *fmt, ...)
+{
+    char cmd[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return wait_exit(spawn_sh(cmd));
+}
+
+/* ------------------------------------------------------------ the model */
+
+#define NKEYS 300
+
+typedef struct {
+    char *val[NKEYS]; /* NULL: absent */
+} model;
+
+static void model_set(model *m, int k, const char *v)
+{
+    free(m->val[k]);
+    m->val[k] = v ? strdup(v) : NULL;
+}
+
+static void model_clear(model *m)
+{
+    for (int k = 0; k < NKEYS; k++) model_set(m, k, NULL);
+}
+
+static void key_name(int k, char *out, size_t cap)
+{
+    /* a few keys share a hash tag, so that some split parts hold several keys */
+    if (k % 10 == 0) snprintf(out, cap, "{tag%d}:key:%d", k % 30, k);
+    else snprintf(out, cap, "key:%d", k);
+}
+
+enum { OP_SET, OP_GET, OP_INCR, OP_DEL, OP_MGET, OP_MSET, OP_EXISTS, OP_N };
+
+/* What one command expects. */
+typedef struct {
+    int op;
+    int nkeys;
+    int keys[8];
+    char *expect[8];   /* GET/MGET: expected values (NULL = nil); INCR: the value ("" = error) */
+    long long integer; /* DEL/EXISTS/INCR */
+    int incr_error;
+} expect_t;
+
+static void expect_free(expect_t *e)
+{
+    for (int i = 0; i < 8; i++) { free(e->expect[i]); e->expect[i] = NULL; }
+}
+
+/* Builds one random command into the batch and its expected reply from the model
+ * (applying the command to the model). */
+static void random_command(sl_batch *b, model *m, expect_t *e)
+{
+    char names[8][48], vals[8][32];
+    const char *argv[20];
+    int argc = 0;
+    memset(e, 0, sizeof *e);
+    e->op = (int)rndn(OP_N);
+    switch (e->op) {
+    case OP_SET: {
+        int k = (int)rndn(NKEYS);
+        key_name(k, names[0], sizeof names[0]);
+        if (rndn(2)) snprintf(vals[0], sizeof vals[0], "%u", rndn(1000));
+        else snprintf(vals[0], sizeof vals[0], "v%u", rndn(100000));
+        argv[argc++] = "SET"; argv[argc++] = names[0]; argv[argc++] = vals[0];
+        model_set(m, k, vals[0]);
+        break;
+    }
+    case OP_GET: {
+        int k = (int)rndn(NKEYS);
+        key_name(k, names[0], sizeof names[0]);
+        argv[argc++] = "GET"; argv[argc++] = names[0];
+        e->nkeys = 1; e->keys[0] = k;
+        e->expect[0] = m->val[k] ? strdup(m->val[k]) : NULL;
+        break;
+    }
+    case OP_INCR: {
+        int k = (int)rndn(NKEYS);
+        key_name(k, names[0], sizeof names[0]);
+        argv[argc++] = "INCR"; argv[argc++] = names[0];
+        const char *v = m->val[k];
+        char *end;
+        long long x = v ? strtoll(v, &end, 10) : 0;
+        if (v && (*v == '\0' || *end != '\0')) {
+            e->incr_error = 1;
+        } else {
+            e->integer = x + 1;
+            char buf[32];
+            snprintf(buf, sizeof buf, "%lld", x + 1);
+            model_set(m, k, buf);
+        }
+        break;
+    }
+    case OP_DEL: case OP_EXISTS: case OP_MGET: {
+        int n = 1 + (int)rndn(e->op == OP_MGET ? 8 : 5);
+        argv[argc++] = e->op == OP_DEL ? "DEL" : e->op == OP_EXISTS ? "EXISTS" : "MGET";
+        e->nkeys = n;
+        for (int i = 0; i < n; i++) {
+            int k = (int)rndn(NKEYS);
+            e->keys[i] = k;
+            key_name(k, names[i], sizeof names[i]);
+            argv[argc++] = names[i];
+            if (e->op == OP_MGET) e->expect[i] = m->val[k] ? strdup(m->val[k]) : NULL;
+            else if (e->op == OP_EXISTS) e->integer += m->val[k] != NULL;
+        }
+        if (e->op == OP_DEL) {
+            /* DEL counts each deleted key once, even when repeated */
+            for (int i = 0; i < n; i++)
+                if (m->val[e->keys[i]]) { e->integer++; model_set(m, e->keys[i], NULL); }
+        }
+        break;
+    }
+    case OP_MSET: {
+        int n = 1 + (int)rndn(4);
+        argv[argc++] = "MSET";
+        for (int i = 0; i < n; i++) {
+            int k = (int)rndn(NKEYS);
+            key_name(k, names[i], sizeof names[i]);
+            snprintf(vals[i], sizeof vals[i], "%u", rndn(1000));
+            argv[argc++] = names[i]; argv[argc++] = vals[i];
+            model_set(m, k, vals[i]); /* later pairs win, as on the server */
+        }
+        break;
+    }
+    }
+    appendv(b, argc, argv);
+}
+
+static const char *op_name[] = {"SET", "GET", "INCR", "DEL", "MGET", "MSET", "EXISTS"};
+
+static void check_string_or_nil(const sl_reply *r, const uint8_t *d, const char *want, const char *what, size_t ci)
+{
+    if (!want)
+        CHECK(r->type == SL_REPLY_NIL, "command #%zu %s: expected nil, got %s", ci, what, rec_text(r, d));
+    else
+        CHECK(rec_is(r, d, SL_REPLY_STRING, want), "command #%zu %s: expected \"%s\", got %s", ci, what, want, rec_text(r, d));
+}
+
+/* Checks the records of a batch against the expectations; returns the record index after. */
+static void check_replies(sl_batch *b, expect_t *ex, size_t n)
+{
+    size_t nrec, dlen;
+    const uint8_t *d;
+    const sl_reply *r = sl_batch_replies(b, &nrec, &d, &dlen);
+    size_t i = 0;
+    for (size_t c = 0; c < n; c++) {
+        CHECK(i < nrec, "records end before command #%zu", c);
+        const sl_reply *x = &r[i];
+        expect_t *e = &ex[c];
+        switch (e->op) {
+        case OP_SET: case OP_MSET:
+            CHECK(rec_is(x, d, SL_REPLY_STATUS, "OK"), "command #%zu %s: expected +OK, got %s", c, op_name[e->op], rec_text(x, d));
+            break;
+        case OP_GET:
+            check_string_or_nil(x, d, e->expect[0], "GET", c);
+            break;
+        case OP_INCR:
+            if (e->incr_error)
+                CHECK(x->type == SL_REPLY_ERROR && x->flags == SL_ERR_SERVER && x->len >= 3 && !memcmp(d + x->offset, "ERR", 3),
+                      "command #%zu INCR on a non-integer: expected an ERR, got %s", c, rec_text(x, d));
+            else
+                CHECK(x->type == SL_REPLY_INTEGER && x->value.integer == e->integer,
+                      "command #%zu INCR: expected %lld, got %s", c, e->integer, rec_text(x, d));
+            break;
+        case OP_DEL: case OP_EXISTS:
+            CHECK(x->type == SL_REPLY_INTEGER && x->value.integer == e->integer,
+                  "command #%zu %s of %d keys: expected %lld, got %s", c, op_name[e->op], e->nkeys, e->integer, rec_text(x, d));
+            break;
+        case OP_MGET:
+            CHECK(x->type == SL_REPLY_ARRAY && x->len == (uint32_t)e->nkeys, "command #%zu MGET of %d keys: got %s",
+                  c, e->nkeys, rec_text(x, d));
+            for (int k = 0; k < e->nkeys; k++)
+                check_string_or_nil(&r[i + 1 + (size_t)k], d, e->expect[k], "MGET element", c);
+            break;
+        }
+        i += subtree(r, nrec, i);
+    }
+    CHECK(i == nrec, "%zu records left over", nrec - i);
+}
+
+/* ------------------------------------------------------------ random pipelines */
+
+static void random_pipelines(int port, int resp, const char *label)
+{
+    char phase[96];
+    snprintf(phase, sizeof phase, "random %s resp%d", label, resp);
+    g_phase = phase;
+    sl_client *c = client_new(port, resp);
+    flushall(c);
+    sl_batch *b;
+    CHECK(sl_batch_new(c, &b) == 0, "sl_batch_new");
+    model m;
+    memset(&m, 0, sizeof m);
+    static const size_t sizes[] = {1, 2, 3, 5, 8, 13, 64, 100, 127, 256, 333, 512, 999, 1000};
+    expect_t *ex = calloc(1000, sizeof *ex);
+    size_t total = 0;
+    for (size_t round = 0; round < sizeof sizes / sizeof sizes[0] + 12; round++) {
+        size_t n = round < sizeof sizes / sizeof sizes[0] ? sizes[round] : 1 + rndn(1000);
+        for (size_t k = 0; k < n; k++)
+            random_command(b, &m, &ex[k]);
+        sl_sizes sz;
+        int rc = sl_batch_exec(b, 0, &sz);
+        CHECK(rc == 0, "sl_batch_exec of %zu commands: %s (%s)", n, sl_strerror(rc), sl_client_errmsg(c));
+        CHECK(sz.commands == n, "%llu replies for %zu commands", (unsigned long long)sz.commands, n);
+        check_replies(b, ex, n);
+        for (size_t k = 0; k < n; k++) expect_free(&ex[k]);
+        total += n;
+    }
+    /* the whole keyspace agrees with the model at the end */
+    for (int k = 0; k < NKEYS; k++) {
+        char name[48];
+        key_name(k, name, sizeof name);
+        const char *argv[] = {"GET", name};
+        appendv(b, 2, argv);
+        ex[k].op = OP_GET;
+        ex[k].expect[0] = m.val[k] ? strdup(m.val[k]) : NULL;
+    }
+    CHECK(sl_batch_exec(b, 0, NULL) == 0, "final GETs");
+    check_replies(b, ex, NKEYS);
+    for (int k = 0; k < NKEYS; k++) expect_free(&ex[k]);
+    sl_stats st;
+    stats(c, &st);
+    printf("ok   %s: %zu commands in %zu pipelines (moved %llu, ask %llu)\n", phase, total,
+           sizeof sizes / sizeof sizes[0] + 12, (unsigned long long)st.moved, (unsigned long long)st.ask);
+    free(ex);
+    model_clear(&m);
+    sl_batch_free(b);
+    sl_client_free(c);
+}
+
+/* ------------------------------------------------------------ live migration */
+
+#define MIG_KEYS 60
+
+static void migrate_test(int port, const char *dir)
+{
+    g_phase = "migrate";
+    sl_client *c = client_new(port, 2);
+    CHECK(sl_client_mode(c) == SL_MODE_CLUSTER, "the client is not in cluster mode");
+    flushall(c);
+    static int owner[16384];
+    slot_owners(c, owner);
+    const int slot = sl_key_slot("{mig}", 5);
+    int from = owner[slot], to = 0;
+    for (int s = 0; s < 16384; s++) if (owner[s] != from) { to = owner[s]; break; }
+    CHECK(to, "a second primary");
+
+    /* keys of the migrated slot, and a few elsewhere that must be unaffected */
+    char names[MIG_KEYS + 10][32];
+    long long counts[MIG_KEYS + 10];
+    for (int k = 0; k < MIG_KEYS + 10; k++) {
+        if (k < MIG_KEYS) snprintf(names[k], sizeof names[k], "{mig}:%d", k);
+        else snprintf(names[k], sizeof names[k], "other:%d", k);
+        counts[k] = 0;
+    }
+    /* the slot holds keys before the migration starts, so MIGRATE has work to do */
+    sl_batch *b;
+    CHECK(sl_batch_new(c, &b) == 0, "sl_batch_new");
+    for (int k = 0; k < MIG_KEYS + 10; k++) {
+        const char *argv[] = {"INCR", names[k]};
+        appendv(b, 2, argv);
+        counts[k]++;
+    }
+    CHECK(sl_batch_exec(b, 0, NULL) == 0, "first INCRs");
+
+    sl_stats st0;
+    stats(c, &st0);
+    char script[1024];
+    snprintf(script, sizeof script,
+             "export SL_MIGRATE_COUNT=2 SL_MIGRATE_DELAY=0.005; h='%s/ci/redis-cluster.sh'; "
+             "for i in 1 2; do \"$h\" migrate '%s' %d %d %d >/dev/null && \"$h\" migrate '%s' %d %d %d >/dev/null || exit 1; done",
+             SL_SOURCE_DIR, dir, slot, from, to, dir, slot, to, from);
+    pid_t mig = spawn_sh(script);
+    g_child = mig;
+
+    double t0 = now_s();
+    size_t batches = 0, incrs = 0, done_at = 0;
+    int mig_status = -1;
+    const size_t n = 200;
+    int keys[200];
+    for (;;) {
+        if (mig_status < 0) {
+            int st;
+            if (waitpid(mig, &st, WNOHANG) == mig) {
+                mig_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+                done_at = batches;
+                g_child = -1;
+            }
+        } else if (batches >= done_at + 5) {
+            break;   /* a few batches after the last step as well */
+        }
+        CHECK(now_s() - t0 < 60, "the migration loop did not finish within 60 s");
+        for (size_t i = 0; i < n; i++) {
+            int k = (i % 20 == 19) ? MIG_KEYS + (int)rndn(10) : (int)rndn(MIG_KEYS);
+            keys[i] = k;
+            const char *argv[] = {"INCR", names[k]};
+            appendv(b, 2, argv);
+        }
+        sl_sizes sz;
+        int rc = sl_batch_exec(b, 0, &sz);
+        CHECK(rc == 0, "batch %zu: sl_batch_exec: %s (%s)", batches, sl_strerror(rc), sl_client_errmsg(c));
+        size_t nrec;
+        const uint8_t *d;
+        const sl_reply *r = sl_batch_replies(b, &nrec, &d, NULL);
+        CHECK(nrec == n, "batch %zu: %zu records for %zu INCRs", batches, nrec, n);
+        for (size_t i = 0; i < n; i++) {
+            long long want = ++counts[keys[i]];
+            CHECK(r[i].type == SL_REPLY_INTEGER && r[i].value.integer == want,
+                  "batch %zu, command #%zu INCR %s: expected %lld, got %s (lost, duplicated or out of order)",
+                  batches, i, names[keys[i]], want, rec_text(&r[i], d));
+        }
+        batches++;
+        incrs += n;
+        usleep(1000); /* leave CPU to the migration (2 cores are shared with the servers) */
+    }
+    CHECK(mig_status == 0, "the migration loop failed (exit %d): see the harness output", mig_status);
+
+    /* every counter agrees with the model */
+    for (int k = 0; k < MIG_KEYS + 10; k++) {
+        const char *argv[] = {"GET", names[k]};
+        appendv(b, 2, argv);
+    }
+    CHECK(sl_batch_exec(b, 0, NULL) == 0, "final GETs");
+    size_t nrec;
+    const uint8_t *d;
+    const sl_reply *r = sl_batch_replies(b, &nrec, &d, NULL);
+    for (int k = 0; k < MIG_KEYS + 10; k++) {
+        char want[32];
+        snprintf(want, sizeof want, "%lld", counts[k]);
+        CHECK(rec_is(&r[k], d, SL_REPLY_STRING, want), "final %s: expected %s, got %s", names[k], want, rec_text(&r[k], d));
+    }
+    sl_stats st1;
+    stats(c, &st1);
+    unsigned long long moved = st1.moved - st0.moved, ask = st1.ask - st0.ask;
+    CHECK(moved + ask > 0, "no MOVED or ASK redirect was followed during 4 migrations of slot %d", slot);
+    printf("ok   migrate: slot %d moved 4 times between %d and %d under %zu INCRs in %zu batches; "
+           "moved %llu, ask %llu, tryagain %llu, refreshes %llu\n", slot, from, to, incrs, batches, moved, ask,
+           (unsigned long long)(st1.tryagain - st0.tryagain), (unsigned long long)(st1.refreshes - st0.refreshes));
+    sl_batch_free(b);
+    sl_client_free(c);
+}
+
+/* ------------------------------------------------------------ a primary killed */
+
+#define KILL_KEYS 240
+
+static void kill_test(int port, const char *dir)
+{
+    g_phase = "kill";
+    sl_client *c = client_new(port, 2);
+    CHECK(sl_client_mode(c) == SL_MODE_CLUSTER, "the client is not in cluster mode");
+    flushall(c);
+    static int owner[16384];
+    slot_owners(c, owner);
+    /* the victim: a primary other than the seed */
+    int victim = owner[16383] != port ? owner[16383] : owner[0];
+    CHECK(victim != port, "victim is the seed");
+    char names[KILL_KEYS][32];
+    int on_victim[KILL_KEYS], nvictim = 0;
+    for (int k = 0; k < KILL_KEYS; k++) {
+        snprintf(names[k], sizeof names[k], "kill:%d", k);
+        on_victim[k] = owner[sl_key_slot(names[k], strlen(names[k]))] == victim;
+        nvictim += on_victim[k];
+    }
+    CHECK(nvictim > 10 && nvictim < KILL_KEYS - 10, "keys on the victim: %d", nvictim);
+    sl_batch *b;
+    CHECK(sl_batch_new(c, &b) == 0, "sl_batch_new");
+
+    /* One round: SET k "<round>" then GET k for every key. Live nodes must answer
+     * exactly; the victim's commands may fail once it is down. */
+    int round = 0, saw_mixed = 0, victim_down = 0, down_round = 0;
+    unsigned long long io_records = 0;
+    pid_t killer = -1;
+    double t0 = now_s();
+    char script[1024];
+    for (;;) {
+        round++;
+        char val[16];
+        snprintf(val, sizeof val, "%d", round);
+        for (int k = 0; k < KILL_KEYS; k++) {
+            const char *s[] = {"SET", names[k], val};
+            const char *g[] = {"GET", names[k]};
+            appendv(b, 3, s);
+            appendv(b, 2, g);
+        }
+        if (round == 3) {
+            /* kill the victim while the next batches run */
+            snprintf(script, sizeof script, "sleep 0.05; '%s/ci/redis-cluster.sh' kill '%s' %d >/dev/null",
+                     SL_SOURCE_DIR, dir, victim);
+            killer = spawn_sh(script);
+            g_child = killer;
+        }
+        sl_sizes sz;
+        int rc = sl_batch_exec(b, 0, &sz);
+        CHECK(rc == 0, "round %d: sl_batch_exec: %s (%s)", round, sl_strerror(rc), sl_client_errmsg(c));
+        size_t nrec;
+        const uint8_t *d;
+        const sl_reply *r = sl_batch_replies(b, &nrec, &d, NULL);
+        CHECK(nrec == 2 * KILL_KEYS, "round %d: %zu records", round, nrec);
+        int ok_cmds = 0, io = 0;
+        for (int k = 0; k < KILL_KEYS; k++) {
+            const sl_reply *rs = &r[2 * k], *rg = &r[2 * k + 1];
+            int node = owner[sl_key_slot(names[k], strlen(names[k]))];
+            if (!on_victim[k] || killer < 0) {
+                /* a live node (or before the kill): exact replies */
+                CHECK(rec_is(rs, d, SL_REPLY_STATUS, "OK"), "round %d SET %s (node %d): %s", round, names[k], node,
+                      rec_text(rs, d));
+                CHECK(rec_is(rg, d, SL_REPLY_STRING, val), "round %d GET %s (node %d): expected %s, got %s", round,
+                      names[k], node, val, rec_text(rg, d));
+                ok_cmds += 2;
+            } else if (victim_down) {
+                /* the node is down: its commands fail, and only they */
+                CHECK(rs->type == SL_REPLY_ERROR && rg->type == SL_REPLY_ERROR,
+                      "round %d: %s on the dead node %d answered %s", round, names[k], victim, rec_text(rs, d));
+                io += (rs->flags == SL_ERR_IO) + (rg->flags == SL_ERR_IO);
+            } else {
+                /* the kill is in flight: a reply is either right or an error */
+                if (rs->type == SL_REPLY_ERROR) io += rs->flags == SL_ERR_IO;
+                else CHECK(rec_is(rs, d, SL_REPLY_STATUS, "OK"), "round %d SET %s: %s", round, names[k], rec_text(rs, d));
+                if (rg->type == SL_REPLY_ERROR) io += rg->flags == SL_ERR_IO;
+                else CHECK(rec_is(rg, d, SL_REPLY_STRING, val), "round %d GET %s: expected %s, got %s", round, names[k],
+                           val, rec_text(rg, d));
+            }
+        }
+        if (io) {
+            if (!victim_down) down_round = round;
+            victim_down = 1;
+            io_records += (unsigned long long)io;
+            if (ok_cmds) saw_mixed = 1;
+        }
+        if (victim_down && round >= down_round + 2)
+            break;
+        CHECK(now_s() - t0 < 20, "no SL_ERR_IO record within 20 s of killing node %d (round %d)", victim, round);
+        if (killer > 0 && !victim_down) usleep(20000);
+    }
+    int kst = wait_exit(killer);
+    g_child = -1;
+    CHECK(kst == 0, "ci/redis-cluster.sh kill failed");
+    CHECK(saw_mixed, "no batch had both completed commands and SL_ERR_IO records");
+
+    /* restart: the node rejoins (empty: no persistence); commands to it succeed again */
+    double t_restart = now_s();
+    CHECK(harness("'%s/ci/redis-cluster.sh' restart '%s' %d >/dev/null", SL_SOURCE_DIR, dir, victim) == 0,
+          "ci/redis-cluster.sh restart %d failed", victim);
+    double t1 = now_s();
+    int recovered = 0, tries = 0;
+    while (!recovered) {
+        tries++;
+        for (int k = 0; k < KILL_KEYS; k++) {
+            if (!on_victim[k]) continue;
+            const char *s[] = {"SET", names[k], "back"};
+            const char *g[] = {"GET", names[k]};
+            appendv(b, 3, s);
+            appendv(b, 2, g);
+        }
+        sl_sizes sz;
+        int rc = sl_batch_exec(b, 0, &sz);
+        size_t nrec;
+        const uint8_t *d;
+        const sl_reply *r = sl_batch_replies(b, &nrec, &d, NULL);
+        recovered = rc == 0 && sz.errors == 0;
+        if (recovered) {
+            for (size_t i = 0; i < nrec; i += 2) {
+                CHECK(rec_is(&r[i], d, SL_REPLY_STATUS, "OK") && rec_is(&r[i + 1], d, SL_REPLY_STRING, "back"),
+                      "after restart: %s / %s", rec_text(&r[i], d), rec_text(&r[i + 1], d));
+            }
+            break;
+        }
+        CHECK(now_s() - t1 < 10, "commands to node %d still fail 10 s after it rejoined: %s", victim,
+              nrec ? rec_text(&r[0], d) : sl_strerror(rc));
+        usleep(100000);
+    }
+    sl_stats st;
+    stats(c, &st);
+    double t_ok = now_s();
+    CHECK(t_ok - t_restart < 20, "recovery took %.1f s after the restart began", t_ok - t_restart);
+    printf("ok   kill: node %d killed during round 3, %llu SL_ERR_IO records in batches whose other commands "
+           "completed; restarted, rejoined and serving again %.2f s after the restart began (%.2f s after it "
+           "rejoined, %d tries), reconnects %llu\n", victim, io_records, t_ok - t_restart, t_ok - t1, tries,
+           (unsigned long long)st.reconnects);
+    sl_batch_free(b);
+    sl_client_free(c);
+}
+
+/* ------------------------------------------------------------ main */
+
+int main(int argc, char **argv)
+{
+    const char *what = argc > 1 ? argv[1] : "all";
+    const char *seed = getenv("SL_ITEST_SEED");
+    g_rng = seed && *seed ? strtoull(seed, NULL, 10) : 1;
+    if (!g_rng) g_rng = 1;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    int all = !strcmp(what, "all");
+    int known = 0;
+    if (all || !strcmp(what, "random") || !strcmp(what, "random-plain")) {
+        known = 1;
+        int pport = atoi(env_req("SL_ITEST_PLAIN_PORT"));
+        random_pipelines(pport, 2, "plain");
+        random_pipelines(pport, 3, "plain");
+    }
+    if (all || !strcmp(what, "random") || !strcmp(what, "random-cluster")) {
+        known = 1;
+        int cport = atoi(env_req("SL_ITEST_CLUSTER_PORT"));
+        random_pipelines(cport, 2, "cluster");
+        random_pipelines(cport, 3, "cluster");
+    }
+    if (all || !strcmp(what, "migrate")) {
+        known = 1;
+        migrate_test(atoi(env_req("SL_ITEST_CLUSTER_PORT")), env_req("SL_ITEST_CLUSTER_DIR"));
+    }
+    if (all || !strcmp(what, "kill")) {
+        known = 1;
+        kill_test(atoi(env_req("SL_ITEST_CLUSTER_PORT")), env_req("SL_ITEST_CLUSTER_DIR"));
+    }
+    if (!known) {
+        fprintf(stderr, "usage: itest_cluster [random|random-plain|random-cluster|migrate|kill|all]\n");
+        return 2;
+    }
+    return 0;
+}
