@@ -94,7 +94,8 @@ typedef struct sl_client_options {
     unsigned int size;          /* sizeof(sl_client_options) as the caller compiled it */
 
     /* Where to connect: "redis://[user:password@]host:port[/db]", "host:port", or several
-     * seeds separated by commas ("h1:p1,h2:p2"). "rediss://" fails with SL_EUNSUPPORTED.
+     * seeds separated by commas ("h1:p1,h2:p2"); NULL means "127.0.0.1:6379".
+     * "rediss://" fails with SL_EUNSUPPORTED.
      * Credentials and db in the URL are used unless the fields below are set. */
     const char *url;
     sl_mode mode;

@@ -67,6 +67,12 @@ static void set_events(sl_client *c, size_t k)
     if (n->state == SL__CONNECTING) want = UV_WRITABLE | UV_READABLE;
     else if (n->state == SL__CONNECTED && sl__engine_node_busy(n))
         want = UV_READABLE | (sl__engine_node_unwritten(n) ? UV_WRITABLE : 0);
+    /* Waiting only to swallow the late replies of executions that gave up is idle too:
+     * it must not keep the loop alive. */
+    int owed = sl__engine_node_unwritten(n) || n->state == SL__CONNECTING;
+    for (size_t s = 0; s < n->slen && !owed; s++) owed = n->segs[n->shead + s].kind != SL__SEG_DISCARD;
+    if (owed) uv_ref((uv_handle_t *)&un->poll);
+    else uv_unref((uv_handle_t *)&un->poll);
     if (want == un->events) return;
     un->events = want;
     if (want) uv_poll_start(&un->poll, want, on_node);

@@ -94,7 +94,7 @@ void sl__node_close(sl_client *c, sl__node *n, int failed)
     n->state = SL__DISCONNECTED;
     n->handshake_replies = 0;
     n->rbuf.len = n->rpos = 0;
-    if (failed && was_connected) {
+    if (failed == 1 && was_connected) {
         /* A working connection that broke: the next batch reconnects at once (backoff is
          * for connects that fail), and the map may have changed. */
         n->failures = 0;

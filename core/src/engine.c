@@ -459,7 +459,7 @@ int sl__engine_node_failed(sl_client *c, size_t k, sl_err_kind kind, int code)
     n->oext_len = 0;
     n->oext_owner = NULL;
     if (c->async_hooks) c->async_hooks->closing(c, k);
-    sl__node_close(c, n, kind == SL_ERR_IO || kind == SL_ERR_PROTOCOL || code == SL_ESERVER);
+    sl__node_close(c, n, code == SL_ESERVER ? 2 : (kind == SL_ERR_IO || kind == SL_ERR_PROTOCOL));
     return err;
 }
 

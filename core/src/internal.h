@@ -220,6 +220,8 @@ uint64_t sl__rand(sl_client *c);
 /* conn.c */
 int sl__node_connect_start(sl_client *c, sl__node *n);    /* 0, or <0 with errmsg */
 int sl__node_connect_check(sl_client *c, sl__node *n);    /* after POLLOUT: 0 connected, <0 failed */
+/* failed: 0 a clean close; 1 a failure (backoff unless the connection had been working);
+ * 2 a failure that always backs off (the handshake was refused). */
 void sl__node_close(sl_client *c, sl__node *n, int failed);
 int sl__node_handshake(sl_client *c, sl__node *n, sl__bytes *wbuf); /* appends HELLO/AUTH/SELECT, returns replies to skip */
 int sl__node_may_connect(const sl_client *c, const sl__node *n, uint64_t now);

@@ -1,0 +1,536 @@
+/* The async engine (slotlane_uv.h) against fake nodes: on a loop the test owns and on the
+ * core's loop thread. Many concurrent batches on one client, redirects, a node dying
+ * mid-batch, deadlines, cancellation, and shutdown with batches in flight — every
+ * callback called exactly once, every handle closed (uv_loop_close succeeds). */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake_server.h"
+#include "slotlane_uv.h"
+
+#define NBATCH 64
+#define PER 20
+
+typedef struct job {
+    sl_batch *b;
+    int calls;      /* callbacks received */
+    int status;
+    int round;      /* which keys/values the batch used */
+    int ok;         /* replies checked */
+    uint64_t errors;
+} job;
+
+static sl_client *client_for(int port, sl_mode mode)
+{
+    sl_client_options o = SL_CLIENT_OPTIONS_INIT;
+    char url[64];
+    snprintf(url, sizeof url, "127.0.0.1:%d", port);
+    o.url = url;
+    o.mode = mode;
+    o.connect_timeout_ms = 1000;
+    sl_client *c = NULL;
+    char err[256];
+    if (sl_client_new(&c, &o, err, sizeof err) != 0) fail_msg("sl_client_new: %s", err);
+    return c;
+}
+
+static void key_of(char *buf, size_t cap, int job, int i)
+{
+    snprintf(buf, cap, "k:%d:%d", job, i);
+}
+
+/* Each batch: PER SETs of its own keys then PER GETs of them. */
+static void queue_job(job *j, int id)
+{
+    char key[32], val[32];
+    for (int i = 0; i < PER; i++) {
+        key_of(key, sizeof key, id, i);
+        snprintf(val, sizeof val, "v%d.%d", id, i);
+        const char *a[] = {"SET", key, val};
+        assert_int_equal(sl_batch_append_argv(j->b, NULL, 3, a, NULL), 0);
+    }
+    for (int i = 0; i < PER; i++) {
+        key_of(key, sizeof key, id, i);
+        const char *a[] = {"GET", key};
+        assert_int_equal(sl_batch_append_argv(j->b, NULL, 2, a, NULL), 0);
+    }
+}
+
+static int check_job(job *j, int id)
+{
+    size_t n;
+    const uint8_t *d;
+    const sl_reply *r = sl_batch_replies(j->b, &n, &d, NULL);
+    if (n != 2 * PER) return 0;
+    for (int i = 0; i < PER; i++)
+        if (r[i].type != SL_REPLY_STATUS) return 0;
+    for (int i = 0; i < PER; i++) {
+        char val[32];
+        snprintf(val, sizeof val, "v%d.%d", id, i);
+        const sl_reply *g = &r[PER + i];
+        if (g->type != SL_REPLY_STRING || g->len != strlen(val) || memcmp(d + g->offset, val, g->len) != 0) return 0;
+    }
+    return 1;
+}
+
+static job *jobs_base;
+
+static void on_done(sl_batch *b, int status, const sl_sizes *sizes, void *arg)
+{
+    job *j = arg;
+    assert_ptr_equal(b, j->b);
+    j->calls++;
+    j->status = status;
+    j->errors = sizes->errors;
+    j->ok = status == 0 && check_job(j, (int)(j - jobs_base));
+}
+
+/* ------------------------------------------------------------ caller's loop */
+
+static void run_many(sl_mode mode, int cluster_nodes)
+{
+    fs_cluster cl;
+    fs_node *single = NULL;
+    int port;
+    if (cluster_nodes) {
+        fs_cluster_start(&cl, cluster_nodes);
+        port = fs_port(cl.nodes[0]);
+    } else {
+        single = fs_start();
+        port = fs_port(single);
+    }
+    sl_client *c = client_for(port, mode);
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(sl_client_attach_loop(c, &loop), 0);
+    assert_int_equal(sl_client_attach_loop(c, &loop), SL_ESTATE);
+    job jobs[NBATCH];
+    jobs_base = jobs;
+    memset(jobs, 0, sizeof jobs);
+    for (int i = 0; i < NBATCH; i++) {
+        assert_int_equal(sl_batch_new(c, &jobs[i].b), 0);
+        queue_job(&jobs[i], i);
+        assert_int_equal(sl_batch_exec_async(jobs[i].b, 3000, on_done, &jobs[i]), 0);
+        /* In flight: a second start is refused. */
+        assert_int_equal(sl_batch_exec_async(jobs[i].b, 3000, on_done, &jobs[i]), SL_ESTATE);
+    }
+    uv_run(&loop, UV_RUN_DEFAULT); /* returns when nothing is in flight: idle polls are stopped */
+    for (int i = 0; i < NBATCH; i++) {
+        assert_int_equal(jobs[i].calls, 1);
+        if (!jobs[i].ok) fail_msg("batch %d: status %d, errors %llu", i, jobs[i].status, (unsigned long long)jobs[i].errors);
+    }
+    assert_int_equal(sl_client_detach_loop(c, NULL, NULL), 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    /* The blocking API works again on the same client. */
+    const char *get[] = {"GET", "k:3:4"};
+    const sl_reply *r;
+    const uint8_t *d;
+    assert_int_equal(sl_client_command(c, NULL, 2, get, NULL, &r, &d), 0);
+    assert_int_equal(r->type, SL_REPLY_STRING);
+    for (int i = 0; i < NBATCH; i++) sl_batch_free(jobs[i].b);
+    sl_client_free(c);
+    if (cluster_nodes) fs_cluster_stop(&cl);
+    else fs_stop(single);
+}
+
+static void test_many_batches_plain(void **state)
+{
+    (void)state;
+    run_many(SL_MODE_PLAIN, 0);
+}
+
+static void test_many_batches_cluster(void **state)
+{
+    (void)state;
+    run_many(SL_MODE_CLUSTER, 3);
+}
+
+/* One batch on the caller's loop, for the failure cases. */
+typedef struct one {
+    uv_loop_t loop;
+    sl_client *c;
+    job j;
+} one;
+
+static void one_start(one *o, fs_cluster *cl)
+{
+    o->c = client_for(fs_port(cl->nodes[0]), SL_MODE_CLUSTER);
+    assert_int_equal(uv_loop_init(&o->loop), 0);
+    assert_int_equal(sl_client_attach_loop(o->c, &o->loop), 0);
+    memset(&o->j, 0, sizeof o->j);
+    assert_int_equal(sl_batch_new(o->c, &o->j.b), 0);
+    jobs_base = &o->j;
+}
+
+static void one_stop(one *o)
+{
+    assert_int_equal(sl_client_detach_loop(o->c, NULL, NULL), 0);
+    uv_run(&o->loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&o->loop), 0);
+    sl_batch_free(o->j.b);
+    sl_client_free(o->c);
+}
+
+static int count_kind(sl_batch *b, int kind)
+{
+    size_t n;
+    const sl_reply *r = sl_batch_replies(b, &n, NULL, NULL);
+    int k = 0;
+    for (size_t i = 0; i < n; i++) k += r[i].type == SL_REPLY_ERROR && r[i].flags == kind;
+    return k;
+}
+
+static void test_redirect_async(void **state)
+{
+    (void)state;
+    fs_cluster cl;
+    fs_cluster_start(&cl, 3);
+    one o;
+    one_start(&o, &cl);
+    /* Key k:0:0 lives somewhere; its owner answers MOVED to node 2 once, then node 2 serves. */
+    int slot = fs_key_slot("k:0:0", 5);
+    int owner = fs_cluster_default_owner(&cl, slot);
+    int target = (owner + 1) % 3;
+    char moved[64];
+    snprintf(moved, sizeof moved, "-MOVED %d 127.0.0.1:%d\r\n", slot, fs_port(cl.nodes[target]));
+    fs_add_reply(cl.nodes[owner], "SET", "k:0:0", 1, moved);
+    fs_set_enforce(cl.nodes[target], 0);
+    queue_job(&o.j, 0);
+    assert_int_equal(sl_batch_exec_async(o.j.b, 3000, on_done, &o.j), 0);
+    uv_run(&o.loop, UV_RUN_DEFAULT);
+    assert_int_equal(o.j.calls, 1);
+    assert_int_equal(o.j.status, 0);
+    assert_int_equal(count_kind(o.j.b, SL_ERR_SERVER), 0);
+    sl_stats st = {SL_STATS_VERSION, sizeof st, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    sl_client_stats(o.c, &st);
+    assert_true(st.moved >= 1);
+    assert_true(fs_count(cl.nodes[target], "SET", "k:0:0") >= 1);
+    one_stop(&o);
+    fs_cluster_stop(&cl);
+}
+
+static void test_node_dies_async(void **state)
+{
+    (void)state;
+    fs_cluster cl;
+    fs_cluster_start(&cl, 3);
+    one o;
+    one_start(&o, &cl);
+    fs_rule r;
+    memset(&r, 0, sizeof r);
+    r.cmd = "GET";
+    r.action = FS_CLOSE;
+    fs_add_rule(cl.nodes[1], &r);
+    queue_job(&o.j, 0);
+    assert_int_equal(sl_batch_exec_async(o.j.b, 3000, on_done, &o.j), 0);
+    uv_run(&o.loop, UV_RUN_DEFAULT);
+    assert_int_equal(o.j.calls, 1);
+    /* Exactly the GETs owned by node 1 failed with I/O errors; all else answered. */
+    int expect = 0;
+    for (int i = 0; i < PER; i++) {
+        char key[32];
+        key_of(key, sizeof key, 0, i);
+        expect += fs_cluster_default_owner(&cl, fs_key_slot(key, strlen(key))) == 1;
+    }
+    assert_true(expect > 0);
+    int io = count_kind(o.j.b, SL_ERR_IO);
+    assert_int_equal(io, expect);
+    assert_int_equal(o.j.errors, (uint64_t)expect);
+    one_stop(&o);
+    fs_cluster_stop(&cl);
+}
+
+static void test_timeout_async(void **state)
+{
+    (void)state;
+    fs_cluster cl;
+    fs_cluster_start(&cl, 3);
+    one o;
+    one_start(&o, &cl);
+    fs_rule r;
+    memset(&r, 0, sizeof r);
+    r.cmd = "GET";
+    r.times = 1;
+    r.action = FS_STALL;
+    fs_add_rule(cl.nodes[2], &r);
+    queue_job(&o.j, 0);
+    assert_int_equal(sl_batch_exec_async(o.j.b, 50, on_done, &o.j), 0);
+    uv_run(&o.loop, UV_RUN_DEFAULT);
+    assert_int_equal(o.j.calls, 1);
+    assert_int_equal(o.j.status, SL_ETIMEOUT);
+    assert_true(count_kind(o.j.b, SL_ERR_TIMEOUT) > 0);
+    /* Late replies are swallowed: the next batch gets its own answers. */
+    fs_release(cl.nodes[2]);
+    o.j.calls = 0;
+    queue_job(&o.j, 0);
+    assert_int_equal(sl_batch_exec_async(o.j.b, 3000, on_done, &o.j), 0);
+    uv_run(&o.loop, UV_RUN_DEFAULT);
+    assert_int_equal(o.j.calls, 1);
+    assert_true(o.j.ok);
+    one_stop(&o);
+    fs_cluster_stop(&cl);
+}
+
+typedef struct canceller {
+    fs_node *node;
+    sl_client *c;
+} canceller;
+
+static void *cancel_main(void *arg)
+{
+    canceller *k = arg;
+    if (fs_wait_stalled(k->node, 1, 3000) == 0) sl_client_cancel(k->c);
+    return NULL;
+}
+
+static void test_cancel_async(void **state)
+{
+    (void)state;
+    fs_cluster cl;
+    fs_cluster_start(&cl, 3);
+    one o;
+    one_start(&o, &cl);
+    fs_rule r;
+    memset(&r, 0, sizeof r);
+    r.cmd = "GET";
+    r.times = 1;
+    r.action = FS_STALL;
+    fs_add_rule(cl.nodes[1], &r);
+    queue_job(&o.j, 0);
+    canceller k = {cl.nodes[1], o.c};
+    pthread_t th;
+    assert_int_equal(sl_batch_exec_async(o.j.b, -1, on_done, &o.j), 0);
+    assert_int_equal(pthread_create(&th, NULL, cancel_main, &k), 0);
+    /* The cancel pipe's handle is unreferenced; run until the callback came. */
+    while (o.j.calls == 0) uv_run(&o.loop, UV_RUN_ONCE);
+    pthread_join(th, NULL);
+    assert_int_equal(o.j.calls, 1);
+    assert_int_equal(o.j.status, SL_ECANCELLED);
+    assert_true(count_kind(o.j.b, SL_ERR_CANCELLED) > 0);
+    fs_release(cl.nodes[1]);
+    one_stop(&o);
+    fs_cluster_stop(&cl);
+}
+
+static int detach_calls;
+static void on_detached(sl_client *c, void *arg)
+{
+    (void)c;
+    (void)arg;
+    detach_calls++;
+}
+
+static void test_detach_with_batches_in_flight(void **state)
+{
+    (void)state;
+    fs_cluster cl;
+    fs_cluster_start(&cl, 3);
+    sl_client *c = client_for(fs_port(cl.nodes[0]), SL_MODE_CLUSTER);
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(sl_client_attach_loop(c, &loop), 0);
+    fs_rule r;
+    memset(&r, 0, sizeof r);
+    r.action = FS_STALL; /* every node holds everything */
+    for (int i = 0; i < 3; i++) fs_add_rule(cl.nodes[i], &r);
+    job jobs[8];
+    jobs_base = jobs;
+    memset(jobs, 0, sizeof jobs);
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(sl_batch_new(c, &jobs[i].b), 0);
+        queue_job(&jobs[i], i);
+        assert_int_equal(sl_batch_exec_async(jobs[i].b, -1, on_done, &jobs[i]), 0);
+    }
+    for (int i = 0; i < 20; i++) uv_run(&loop, UV_RUN_NOWAIT); /* let the bytes go out */
+    detach_calls = 0;
+    assert_int_equal(sl_client_detach_loop(c, on_detached, NULL), 0);
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(jobs[i].calls, 1); /* before detach returned */
+        assert_int_equal(jobs[i].status, SL_ECANCELLED);
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(detach_calls, 1);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    for (int i = 0; i < 8; i++) assert_int_equal(jobs[i].calls, 1);
+    for (int i = 0; i < 3; i++) fs_clear_rules(cl.nodes[i]);
+    for (int i = 0; i < 3; i++) fs_release(cl.nodes[i]);
+    for (int i = 0; i < 8; i++) sl_batch_free(jobs[i].b);
+    sl_client_free(c);
+    fs_cluster_stop(&cl);
+}
+
+/* ------------------------------------------------------------ the core's loop thread */
+
+typedef struct tjob {
+    job j;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int id;
+} tjob;
+
+static void on_done_thread(sl_batch *b, int status, const sl_sizes *sizes, void *arg)
+{
+    tjob *t = arg;
+    (void)b;
+    pthread_mutex_lock(&t->mu);
+    t->j.calls++;
+    t->j.status = status;
+    t->j.errors = sizes->errors;
+    t->j.ok = status == 0 && check_job(&t->j, t->id);
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+typedef struct submitter {
+    sl_loop *loop;
+    int port;
+    int base;
+    int rounds;
+    int failures;
+} submitter;
+
+static void *submit_main(void *arg)
+{
+    submitter *s = arg;
+    sl_client *c = client_for(s->port, SL_MODE_CLUSTER);
+    tjob t;
+    memset(&t, 0, sizeof t);
+    pthread_mutex_init(&t.mu, NULL);
+    pthread_cond_init(&t.cv, NULL);
+    assert_int_equal(sl_batch_new(c, &t.j.b), 0);
+    for (int r = 0; r < s->rounds; r++) {
+        t.id = s->base + r;
+        queue_job(&t.j, t.id);
+        pthread_mutex_lock(&t.mu);
+        t.j.calls = 0;
+        pthread_mutex_unlock(&t.mu);
+        assert_int_equal(sl_loop_submit(s->loop, t.j.b, 3000, on_done_thread, &t), 0);
+        pthread_mutex_lock(&t.mu);
+        while (t.j.calls == 0) pthread_cond_wait(&t.cv, &t.mu);
+        if (!t.j.ok || t.j.calls != 1) s->failures++;
+        pthread_mutex_unlock(&t.mu);
+    }
+    assert_int_equal(sl_loop_detach(s->loop, c), 0);
+    /* Detached: the blocking API works on it again. */
+    const char *get[] = {"GET", "k:0:0"};
+    const sl_reply *rep;
+    const uint8_t *d;
+    if (sl_client_command(c, NULL, 2, get, NULL, &rep, &d) != 0) s->failures++;
+    sl_batch_free(t.j.b);
+    sl_client_free(c);
+    pthread_mutex_destroy(&t.mu);
+    pthread_cond_destroy(&t.cv);
+    return NULL;
+}
+
+static void test_loop_thread(void **state)
+{
+    (void)state;
+    fs_cluster cl;
+    fs_cluster_start(&cl, 3);
+    sl_loop *l;
+    assert_int_equal(sl_loop_new(&l), 0);
+    submitter s[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        s[i] = (submitter){l, fs_port(cl.nodes[0]), i * 1000, 50, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, submit_main, &s[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(s[i].failures, 0);
+    }
+    sl_loop_free(l);
+    fs_cluster_stop(&cl);
+}
+
+static void test_loop_free_with_batches_in_flight(void **state)
+{
+    (void)state;
+    fs_cluster cl;
+    fs_cluster_start(&cl, 3);
+    fs_rule r;
+    memset(&r, 0, sizeof r);
+    r.action = FS_STALL;
+    sl_client *c = client_for(fs_port(cl.nodes[0]), SL_MODE_CLUSTER);
+    for (int i = 0; i < 3; i++) fs_add_rule(cl.nodes[i], &r);
+    sl_loop *l;
+    assert_int_equal(sl_loop_new(&l), 0);
+    tjob t[6];
+    memset(t, 0, sizeof t);
+    for (int i = 0; i < 6; i++) {
+        pthread_mutex_init(&t[i].mu, NULL);
+        pthread_cond_init(&t[i].cv, NULL);
+        t[i].id = i;
+        assert_int_equal(sl_batch_new(c, &t[i].j.b), 0);
+        queue_job(&t[i].j, i);
+        assert_int_equal(sl_loop_submit(l, t[i].j.b, -1, on_done_thread, &t[i]), 0);
+    }
+    assert_int_equal(fs_wait_stalled(cl.nodes[0], 1, 3000), 0);
+    sl_loop_free(l); /* joins: every callback has run */
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(t[i].j.calls, 1);
+        assert_int_equal(t[i].j.status, SL_ECANCELLED);
+    }
+    for (int i = 0; i < 3; i++) fs_clear_rules(cl.nodes[i]);
+    for (int i = 0; i < 3; i++) fs_release(cl.nodes[i]);
+    /* The client is usable with the blocking API after the loop is gone. */
+    const char *ping[] = {"PING"};
+    const sl_reply *rep;
+    const uint8_t *d;
+    assert_int_equal(sl_client_command(c, NULL, 1, ping, NULL, &rep, &d), 0);
+    for (int i = 0; i < 6; i++) {
+        sl_batch_free(t[i].j.b);
+        pthread_mutex_destroy(&t[i].mu);
+        pthread_cond_destroy(&t[i].cv);
+    }
+    sl_client_free(c);
+    fs_cluster_stop(&cl);
+}
+
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    fs_node *n = fs_start();
+    sl_client *c = client_for(fs_port(n), SL_MODE_PLAIN);
+    sl_batch *b;
+    assert_int_equal(sl_batch_new(c, &b), 0);
+    const char *ping[] = {"PING"};
+    assert_int_equal(sl_batch_append_argv(b, NULL, 1, ping, NULL), 0);
+    assert_int_equal(sl_batch_exec_async(b, 0, on_done, NULL), SL_ESTATE); /* not attached */
+    assert_int_equal(sl_batch_exec_async(NULL, 0, on_done, NULL), SL_EINVAL);
+    assert_int_equal(sl_batch_exec_async(b, 0, NULL, NULL), SL_EINVAL);
+    assert_int_equal(sl_client_attach_loop(NULL, NULL), SL_EINVAL);
+    assert_int_equal(sl_client_detach_loop(c, NULL, NULL), SL_ESTATE);
+    assert_int_equal(sl_loop_new(NULL), SL_EINVAL);
+    sl_loop_free(NULL);
+    sl_batch_free(b);
+    sl_client_free(c);
+    fs_stop(n);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_many_batches_plain),
+        cmocka_unit_test(test_many_batches_cluster),
+        cmocka_unit_test(test_redirect_async),
+        cmocka_unit_test(test_node_dies_async),
+        cmocka_unit_test(test_timeout_async),
+        cmocka_unit_test(test_cancel_async),
+        cmocka_unit_test(test_detach_with_batches_in_flight),
+        cmocka_unit_test(test_loop_thread),
+        cmocka_unit_test(test_loop_free_with_batches_in_flight),
+        cmocka_unit_test(test_bad_arguments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
