@@ -39,21 +39,27 @@ static void process(sl_client *c);
 
 /* ------------------------------------------------------------ node handles */
 
+/* One of the client's handles finished closing; after the last one of a detach, the
+ * client is free of the loop and the detach callback runs. */
+static void handle_gone(uv_client *uc)
+{
+    sl_client *c = uc->client;
+    if (--uc->handles != 0 || !uc->detaching) return;
+    sl_detach_cb cb = uc->done_cb;
+    void *arg = uc->done_arg;
+    c->async = NULL;
+    c->async_hooks = NULL;
+    sl__free(&c->alloc, uc);
+    if (cb) cb(c, arg);
+}
+
 static void node_closed(uv_handle_t *h)
 {
     uv_node *un = h->data;
     sl_client *c = un->client;
     uv_client *uc = c->async;
     sl__free(&c->alloc, un);
-    if (uc && --uc->handles == 0 && uc->detaching) {
-        /* The client's own handles closed first; this was the last one. */
-        sl_detach_cb cb = uc->done_cb;
-        void *arg = uc->done_arg;
-        c->async = NULL;
-        c->async_hooks = NULL;
-        sl__free(&c->alloc, uc);
-        if (cb) cb(c, arg);
-    }
+    if (uc) handle_gone(uc);
 }
 
 static void on_node(uv_poll_t *p, int status, int events);
@@ -388,16 +394,7 @@ int sl_batch_exec_async(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
 
 static void client_handle_closed(uv_handle_t *h)
 {
-    uv_client *uc = h->data;
-    sl_client *c = uc->client;
-    if (--uc->handles == 0) {
-        sl_detach_cb cb = uc->done_cb;
-        void *arg = uc->done_arg;
-        c->async = NULL;
-        c->async_hooks = NULL;
-        sl__free(&c->alloc, uc);
-        if (cb) cb(c, arg);
-    }
+    handle_gone(h->data);
 }
 
 int sl_client_detach_loop(sl_client *c, sl_detach_cb done_cb, void *arg)

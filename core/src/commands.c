@@ -69,33 +69,11 @@ static int arg_is(const uint8_t *buf, const sl__arg *a, const char *word)
  * overflow. Anything else (spaces, '+', leading zeros) is not a number. */
 static int parse_ll(const uint8_t *s, size_t n, int64_t *out)
 {
-    if (n == 0 || n > 20) return 0;
-    size_t i = 0;
-    int neg = 0;
-    if (s[0] == '-') {
-        neg = 1;
-        if (++i == n) return 0;
-    }
-    if (s[i] == '0') {
-        if (n - i != 1 || neg) return 0;
-        *out = 0;
-        return 1;
-    }
-    uint64_t v = 0;
-    for (; i < n; i++) {
-        unsigned d = (unsigned)s[i] - '0';
-        if (d > 9) return 0;
-        if (v > (UINT64_MAX - d) / 10) return 0;
-        v = v * 10 + d;
-    }
-    if (neg) {
-        if (v > (uint64_t)INT64_MAX + 1) return 0;
-        *out = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
-    } else {
-        if (v > (uint64_t)INT64_MAX) return 0;
-        *out = (int64_t)v;
-    }
-    return 1;
+    if (n == 0 || s[0] == '+') return 0;
+    size_t first = s[0] == '-';
+    /* "0" alone; no leading zeros, no "-0". */
+    if (first < n && s[first] == '0' && (n - first != 1 || first)) return 0;
+    return sl__parse_i64(s, n, out);
 }
 
 static inline void put(uint32_t *out, size_t cap, size_t *n, uint32_t pos)

@@ -44,7 +44,7 @@ void sl__resp_parser_init(sl__resp_parser *p, const sl__resp_limits *limits)
 }
 
 /* Parses a decimal int64 from s[0, n): optional sign, at least one digit, no overflow. */
-static int parse_i64(const uint8_t *s, size_t n, int64_t *out)
+int sl__parse_i64(const uint8_t *s, size_t n, int64_t *out)
 {
     size_t i = 0;
     int neg = 0;
@@ -230,7 +230,7 @@ int sl__resp_parse(sl__resp_parser *p, const sl__alloc *a, const uint8_t *buf, s
             break;
         }
         case ':':
-            if (!parse_i64(line, n, &v)) return bad(p, "bad RESP integer");
+            if (!sl__parse_i64(line, n, &v)) return bad(p, "bad RESP integer");
             new_record(recs, SL_REPLY_INTEGER, 0, data->len)->value.integer = v;
             break;
         case '#':
@@ -253,7 +253,7 @@ int sl__resp_parse(sl__resp_parser *p, const sl__alloc *a, const uint8_t *buf, s
         case '=':
         case '!': {
             if (n == 1 && line[0] == '?') return bad(p, "streamed RESP3 strings are not supported");
-            if (!n || line[0] == '+' || !parse_i64(line, n, &v)) return bad(p, "bad RESP bulk length");
+            if (!n || line[0] == '+' || !sl__parse_i64(line, n, &v)) return bad(p, "bad RESP bulk length");
             if (v == -1 && type == '$') {
                 new_record(recs, SL_REPLY_NIL, 0, data->len);
                 break;
@@ -292,7 +292,7 @@ int sl__resp_parse(sl__resp_parser *p, const sl__alloc *a, const uint8_t *buf, s
         case '>':
         case '|': {
             if (n == 1 && line[0] == '?') return bad(p, "streamed RESP3 aggregates are not supported");
-            if (!n || line[0] == '+' || !parse_i64(line, n, &v)) return bad(p, "bad RESP aggregate length");
+            if (!n || line[0] == '+' || !sl__parse_i64(line, n, &v)) return bad(p, "bad RESP aggregate length");
             if (v == -1 && type == '*') {
                 new_record(recs, SL_REPLY_NIL, 0, data->len);
                 break;

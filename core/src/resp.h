@@ -66,6 +66,10 @@ int sl__resp_parse(sl__resp_parser *p, const sl__alloc *a, const uint8_t *buf, s
 int sl__resp_encode_argv(const sl__alloc *a, sl__bytes *out, int argc,
                          const char *const *argv, const size_t *argvlen);
 
+/* Parses a decimal int64 from s[0, n): an optional sign, at least one digit, no overflow.
+ * 1 on success (*out set), else 0. */
+int sl__parse_i64(const uint8_t *s, size_t n, int64_t *out);
+
 /* Writes the decimal form of v into buf (at least 21 bytes); returns its length. */
 size_t sl__fmt_i64(char *buf, int64_t v);
 
