@@ -371,6 +371,17 @@ static int route_to_slot(sl_batch *b, uint32_t ci, int slot)
     return 0;
 }
 
+/* Commands may be executed again (a batch reused after a failed exec): start clean. */
+static inline void reset_cmd(const sl_client *c, sl__cmd *cmd)
+{
+    cmd->flags = SL__F_RESEND;
+    cmd->redirects = 0;
+    cmd->src = SL__SRC_NONE;
+    cmd->rec_count = 0;
+    cmd->merge = SL__MERGE_NONE;
+    if (cmd->route != SL_ROUTE_NODE) cmd->node = c->topo.default_node;
+}
+
 static int route_multi_group(sl_batch *b, uint32_t first)
 {
     /* MULTI ... EXEC/DISCARD: every member must be in one slot; the group goes to that
@@ -379,6 +390,7 @@ static int route_multi_group(sl_batch *b, uint32_t first)
     int slot = -1, cross = 0;
     for (uint32_t i = first + 1; i < b->nuser; i++) {
         sl__cmd *cmd = &b->cmds[i];
+        reset_cmd(b->client, cmd);
         const uint8_t *bytes = sl__cmd_bytes(b, cmd);
         const sl__arg *name = &b->args[cmd->arg0];
         if (is_name(bytes + name->off, name->len, "EXEC") || is_name(bytes + name->off, name->len, "DISCARD")) {
@@ -414,30 +426,44 @@ static int route_all(sl_batch *b)
 {
     sl_client *c = b->client;
     size_t n = b->nuser;
-    /* Commands may be executed again (a batch reused after a failed exec): start clean. */
-    for (size_t i = 0; i < n; i++) {
-        sl__cmd *cmd = &b->cmds[i];
-        cmd->flags = SL__F_RESEND;
-        cmd->redirects = 0;
-        cmd->src = SL__SRC_NONE;
-        cmd->rec_count = 0;
-        cmd->merge = SL__MERGE_NONE;
-        if (cmd->route != SL_ROUTE_NODE) cmd->node = c->topo.default_node;
+    if (c->mode != SL_MODE_CLUSTER) {
+        for (size_t i = 0; i < n; i++) reset_cmd(c, &b->cmds[i]);
+        return 0;
     }
-    if (c->mode != SL_MODE_CLUSTER) return 0;
     for (uint32_t i = 0; i < n; i++) {
         sl__cmd *cmd = &b->cmds[i];
+        reset_cmd(c, cmd);
         int rc = 0;
+        if (cmd->route == SL_ROUTE_KEY && b->last_single_arity && cmd->argc >= 2) {
+            /* Fast path: the same single-key command as the last one (GET after GET...):
+             * the key is argument 1; no lookup, no key-spec walk. */
+            const uint8_t *bytes = sl__cmd_bytes(b, cmd);
+            const sl__arg *args = b->args + cmd->arg0;
+            int16_t ar = b->last_single_arity;
+            if (args[0].len == b->last_name_len &&
+                (ar > 0 ? cmd->argc == (uint32_t)ar : cmd->argc >= (uint32_t)-ar)) {
+                const uint8_t *nm = bytes + args[0].off;
+                uint32_t k = 0;
+                while (k < args[0].len && nm[k] == b->last_name[k]) k++;
+                if (k == args[0].len) {
+                    int slot = (int)sl__key_slot(bytes + args[1].off, args[1].len);
+                    uint16_t node = c->topo.slot_node[slot];
+                    if (node != SL__NO_NODE) {
+                        cmd->node = node;
+                        cmd->slot = slot;
+                        continue;
+                    }
+                }
+            }
+        }
         switch (cmd->route) {
         case SL_ROUTE_NODE:
-            cmd->flags |= SL__F_RESEND;
             break;
         case SL_ROUTE_SLOT:
             rc = route_to_slot(b, i, (int)cmd->aux);
             break;
         case SL_ROUTE_RANDOM:
             cmd->node = sl__topo_random_primary(c);
-            cmd->flags |= SL__F_RESEND;
             break;
         case SL_ROUTE_ALL_PRIMARIES:
             rc = sl__split_fanout(b, i);
@@ -457,9 +483,6 @@ static int route_all(sl_batch *b)
                 if (rc == 1) rc = route_to_slot(b, i, slot); /* not splittable: the server decides */
             } else if (slot >= 0) {
                 rc = route_to_slot(b, i, slot);
-            } else {
-                b->cmds[i].node = c->topo.default_node;
-                b->cmds[i].flags |= SL__F_RESEND;
             }
         }
         }

@@ -54,6 +54,14 @@ int sl__parse_i64(const uint8_t *s, size_t n, int64_t *out)
     }
     if (i == n || n - i > 19 + 1) return 0; /* no digits, or too many even with zeros */
     uint64_t v = 0;
+    /* Up to 19 digits cannot overflow 64 bits: no check (and no division) per digit on
+     * the path of every length and integer. */
+    size_t safe = n - i <= 19 ? n : i + 19;
+    for (; i < safe; i++) {
+        unsigned d = (unsigned)s[i] - '0';
+        if (d > 9) return 0;
+        v = v * 10 + d;
+    }
     for (; i < n; i++) {
         unsigned d = (unsigned)s[i] - '0';
         if (d > 9) return 0;
@@ -191,7 +199,13 @@ int sl__resp_parse(sl__resp_parser *p, const sl__alloc *a, const uint8_t *buf, s
             return bad(p, "bad RESP type byte 0x%02x", type);
         }
         size_t scan = avail <= maxline ? avail : maxline + 1;
-        const uint8_t *cr = scan ? memchr(line, '\r', scan) : NULL;
+        /* Most lines are short ("$32", ":1", "+OK"): look at a few bytes before calling
+         * memchr. */
+        const uint8_t *cr = NULL;
+        size_t q = 0, quick = scan < 8 ? scan : 8;
+        while (q < quick && line[q] != '\r') q++;
+        if (q < quick) cr = line + q;
+        else if (scan > quick) cr = memchr(line + quick, '\r', scan - quick);
         if (!cr) {
             if (avail > maxline) return bad(p, "RESP line of type '%c' too long", type);
             return SL__RESP_MORE;
