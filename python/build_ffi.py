@@ -1,0 +1,126 @@
+"""CFFI (API, out-of-line mode) build of slotlane._native: the core's C sources compiled
+into the extension, with the declarations generated from core/include/slotlane.h.
+
+Where the core comes from, first match wins:
+  1. $SLOTLANE_CORE_DIR (a directory holding include/slotlane.h and src/*.c);
+  2. ../core — the monorepo's own core (``pip install ./python`` inside the repository);
+  3. vendor/core — the copy written by ci/vendor-core.sh (sdists and wheels built from
+     them); never edit it by hand, CI checks it against core/.
+"""
+import os
+import re
+import sys
+
+from cffi import FFI
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def core_dir():
+    env = os.environ.get("SLOTLANE_CORE_DIR")
+    candidates = [env] if env else []
+    candidates += [os.path.join(HERE, "..", "core"), os.path.join(HERE, "vendor", "core")]
+    for c in candidates:
+        if c and os.path.isfile(os.path.join(c, "include", "slotlane.h")):
+            return os.path.abspath(c)
+    raise RuntimeError("slotlane: cannot find the C core (tried %s); run ci/vendor-core.sh python/vendor/core"
+                       % ", ".join(x for x in candidates if x))
+
+
+def core_version(core):
+    for p in (os.path.join(core, "VERSION"), os.path.join(core, "..", "VERSION")):
+        if os.path.isfile(p):
+            with open(p) as f:
+                return f.read().strip()
+    return "0.0.0"
+
+
+def cdef_from_header(text):
+    """The declarations of slotlane.h for ffi.cdef: comments, preprocessor lines (with
+    their continuations) and the SL_EXTERN marker removed; integer #defines kept as
+    ``#define NAME ...`` so cffi reads their values from the real header."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    out = []
+    lines = text.split("\n")
+    skip = []  # one entry per open #if: True inside a C++-only block (extern "C" {...})
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.lstrip().startswith("#"):
+            full = line
+            while full.rstrip().endswith("\\") and i + 1 < len(lines):
+                i += 1
+                full = full.rstrip()[:-1] + " " + lines[i]
+            d = full.strip()[1:].strip()
+            if re.match(r"if(n?def)?\b", d):
+                skip.append("__cplusplus" in d and not d.startswith("ifndef"))
+            elif d.startswith("endif"):
+                skip.pop()
+            elif not any(skip):
+                m = re.match(r"define\s+(SL_[A-Z0-9_]+)\s+(\d+)\s*$", d)
+                if m:
+                    out.append("#define %s ..." % m.group(1))
+        elif not any(skip):
+            out.append(line)
+        i += 1
+    body = "\n".join(out)
+    body = body.replace("SL_EXTERN ", "")
+    # extern "C" braces are inside #ifdef __cplusplus blocks; a stray "}" from them is
+    # removed with the preprocessor lines above. Nothing else is rewritten.
+    return body
+
+
+# A few lines of glue in the extension (not core logic): one crossing per pipeline runs the
+# batch and returns where its records and data are.
+GLUE_CDEF = """
+int slpy_run(sl_batch *batch, const void *cmds, size_t len, size_t count, int timeout_ms,
+             sl_sizes *sizes, const sl_reply **records, const uint8_t **data);
+"""
+GLUE_SRC = r"""
+static int slpy_run(sl_batch *batch, const void *cmds, size_t len, size_t count, int timeout_ms,
+                    sl_sizes *sizes, const sl_reply **records, const uint8_t **data)
+{
+    int rc = sl_batch_run(batch, cmds, len, count, timeout_ms, NULL, 0, NULL, 0, sizes);
+    *records = sl_batch_replies(batch, NULL, data, NULL);
+    return rc;
+}
+"""
+
+
+def _uses_libuv(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return re.search(r'#\s*include\s*[<"](slotlane_uv|uv)\.h[>"]', f.read()) is not None
+
+
+def make_ffi():
+    core = core_dir()
+    with open(os.path.join(core, "include", "slotlane.h")) as f:
+        header = f.read()
+    ffi = FFI()
+    ffi.cdef(cdef_from_header(header) + GLUE_CDEF)
+    src_dir = os.path.join(core, "src")
+    # Every source of the core except its libuv driver (the files that include
+    # slotlane_uv.h): this package uses the synchronous API and needs no libuv.
+    sources = sorted(os.path.join(src_dir, n) for n in os.listdir(src_dir)
+                     if n.endswith(".c") and not _uses_libuv(os.path.join(src_dir, n)))
+    # setuptools wants source paths relative to setup.py when they are inside the project.
+    sources = [os.path.relpath(s, HERE) if s.startswith(HERE + os.sep) else s for s in sources]
+    version = core_version(core)
+    ffi.set_source(
+        "slotlane._native",
+        '#include "slotlane.h"\n' + GLUE_SRC,
+        sources=sources,
+        include_dirs=[os.path.join(core, "include"), src_dir],
+        define_macros=[("SL_VERSION_STRING", '"%s"' % version), ("_POSIX_C_SOURCE", "200809L"),
+                       ("_DEFAULT_SOURCE", None)],
+        extra_compile_args=["-O2", "-std=c11", "-fvisibility=hidden", "-Wno-unused-parameter"],
+        libraries=["pthread"] if sys.platform != "win32" else [],
+    )
+    return ffi
+
+
+ffi = make_ffi()
+
+if __name__ == "__main__":
+    ffi.compile(verbose=True)

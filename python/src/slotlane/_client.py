@@ -1,0 +1,644 @@
+"""Client and Pipeline: a pool of core handles, one crossing into C per pipeline."""
+import threading
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from . import _errors
+from ._codec import _CRLF, _HDR, Callback, conv, decode_records, encode_into
+from ._commands import _P_GET, _P_SET, Commands
+from ._native import ffi, lib
+
+__all__ = ["Client", "Pipeline", "ALL_PRIMARIES", "RANDOM"]
+
+ALL_PRIMARIES = "all-primaries"
+"""``target=ALL_PRIMARIES``: send the command to every primary (replies merged by the core
+for DBSIZE, KEYS, FLUSHALL, FLUSHDB, PING...; otherwise a list with one reply per primary)."""
+RANDOM = "random"
+"""``target=RANDOM``: send the command to a random primary."""
+
+Target = Union[None, str, int]
+
+_NO_RECORDS_CODES = (lib.SL_EINVAL, lib.SL_ENOMEM, lib.SL_ESTATE)
+_slpy_run = lib.slpy_run
+_buffer = ffi.buffer
+
+
+def _raise_code(rc: int, message: str) -> None:
+    """Raises the exception of a failed call of the core as a whole."""
+    msg = message or ffi.string(lib.sl_strerror(rc)).decode("utf-8", "replace")
+    if rc == lib.SL_EINVAL:
+        raise ValueError(msg)
+    if rc == lib.SL_ENOMEM:
+        raise MemoryError(msg)
+    if rc == lib.SL_EUNSUPPORTED:
+        raise NotImplementedError(msg)
+    cls = {
+        lib.SL_EIO: _errors.ConnectionError,
+        lib.SL_ETIMEOUT: _errors.TimeoutError,
+        lib.SL_EPROTO: _errors.ProtocolError,
+        lib.SL_ESERVER: _errors.ResponseError,
+        lib.SL_EREDIRECT: _errors.ClusterError,
+        lib.SL_ECANCELLED: _errors.CancelledError,
+        lib.SL_ECLUSTER: _errors.ClusterError,
+    }.get(rc, _errors.Error)
+    raise cls(msg)
+
+
+class _Handle:
+    """One core client (its own connections) with its batch and out-parameters."""
+
+    __slots__ = ("client", "batch", "sizes", "recp", "datap")
+
+    def __init__(self, opts: Any) -> None:
+        out = ffi.new("sl_client **")
+        errbuf = ffi.new("char[512]")
+        rc = lib.sl_client_new(out, opts, errbuf, 512)
+        if rc != 0:
+            _raise_code(rc, ffi.string(errbuf).decode("utf-8", "replace"))
+        self.client = out[0]
+        bout = ffi.new("sl_batch **")
+        rc = lib.sl_batch_new(self.client, bout)
+        if rc != 0:
+            msg = ffi.string(lib.sl_client_errmsg(self.client)).decode("utf-8", "replace")
+            lib.sl_client_free(self.client)
+            self.client = ffi.NULL
+            _raise_code(rc, msg)
+        self.batch = bout[0]
+        self.sizes = ffi.new("sl_sizes *")
+        self.recp = ffi.new("sl_reply **")
+        self.datap = ffi.new("uint8_t **")
+
+    def errmsg(self) -> str:
+        return str(ffi.string(lib.sl_client_errmsg(self.client)).decode("utf-8", "replace"))
+
+    def free(self) -> None:
+        if self.batch:
+            lib.sl_batch_free(self.batch)
+            self.batch = ffi.NULL
+        if self.client:
+            lib.sl_client_free(self.client)
+            self.client = ffi.NULL
+
+
+def _seconds_to_ms(name: str, v: Optional[float], none_ms: int) -> int:
+    if v is None:
+        return none_ms
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError("%s must be a number of seconds or None, not %s" % (name, type(v).__name__))
+    if v < 0 or v != v:
+        raise ValueError("%s must not be negative" % name)
+    ms = int(round(v * 1000))
+    if ms > 2 ** 31 - 1:
+        raise ValueError("%s is too large" % name)
+    return max(ms, 1) if v > 0 else 0
+
+
+def _opt_int(name: str, v: Any, lo: int, hi: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError("%s must be an int, not %s" % (name, type(v).__name__))
+    if not lo <= v <= hi:
+        raise ValueError("%s must be in %d..%d, got %d" % (name, lo, hi, v))
+    return v
+
+
+def _opt_str(name: str, v: Any) -> Optional[bytes]:
+    if v is None:
+        return None
+    if isinstance(v, bytes):
+        b = v
+    elif isinstance(v, str):
+        b = v.encode("utf-8")
+    else:
+        raise TypeError("%s must be str or None, not %s" % (name, type(v).__name__))
+    if b"\0" in b:
+        raise ValueError("%s must not contain NUL characters" % name)
+    return b
+
+
+class Client(Commands):
+    """A Redis-protocol client for one server or a cluster, from a URL or host and port.
+
+    ``Client("redis://user:pw@host:6379/0")``, ``Client("host", 6379)``,
+    ``Client("h1:7000,h2:7001", cluster=True)``. Parsing the address, detecting a
+    cluster, routing, splitting multi-key commands across slots and following redirects
+    are done by the C core.
+
+    ``cluster``: None asks the seed (a cluster when it answers CLUSTER SLOTS), True or
+    False force cluster or plain mode. ``username``/``password``/``db`` override the
+    URL's. ``protocol``: RESP version 2 or 3. ``socket_connect_timeout``: seconds per
+    connection attempt (None: the core's default, 2 s); ``socket_timeout``: the deadline
+    in seconds of one command or pipeline (None: no deadline). ``max_redirects``: MOVED/ASK/TRYAGAIN per command.
+    ``refresh_interval``: seconds between periodic slot-map refreshes (None: only after
+    MOVED). ``reconnect_backoff``: (first, max) seconds of the reconnect backoff.
+    ``decode_responses``: bulk strings as str (with ``encoding``/``encoding_errors``)
+    instead of bytes; str arguments are encoded with the same encoding.
+    ``max_handles``: how many core handles (each with its own connections) threads may
+    use at once; a thread that finds them all busy waits (``pool_timeout`` seconds,
+    None: forever).
+
+    A Client may be shared by threads; the GIL is released during I/O. ``close()`` or
+    ``with Client(...) as c:`` releases every connection.
+    """
+
+    def __init__(self, url_or_host: str = "localhost", port: Optional[int] = None, *,
+                 cluster: Optional[bool] = None, username: Optional[str] = None,
+                 password: Optional[str] = None, db: Optional[int] = None, protocol: int = 2,
+                 socket_connect_timeout: Optional[float] = 2.0, socket_timeout: Optional[float] = 5.0,
+                 max_redirects: int = 5, refresh_interval: Optional[float] = None,
+                 reconnect_backoff: Tuple[float, float] = (0.01, 1.0),
+                 decode_responses: bool = False, encoding: str = "utf-8",
+                 encoding_errors: str = "strict", max_handles: int = 64,
+                 pool_timeout: Optional[float] = None) -> None:
+        self._closed = True  # until fully constructed (close() and __del__ stay safe)
+        self._free: List[_Handle] = []
+        self._all: List[_Handle] = []
+        if not isinstance(url_or_host, str):
+            raise TypeError("url_or_host must be a str (a redis:// URL, \"host\", \"host:port\" or "
+                            "a comma-separated list of seeds), not %s" % type(url_or_host).__name__)
+        if port is not None:
+            port = _opt_int("port", port, 1, 65535)
+            if "://" in url_or_host or "," in url_or_host:
+                raise ValueError("port is only valid with a bare host name, not with a URL or a "
+                                 "list of seeds: %r" % url_or_host)
+            host = url_or_host
+            if ":" in host and not host.startswith("["):
+                host = "[%s]" % host  # an IPv6 literal
+            address = "%s:%d" % (host, port)
+        else:
+            address = url_or_host
+        if "\0" in address:
+            raise ValueError("the address must not contain NUL characters")
+        if cluster is not None and not isinstance(cluster, bool):
+            raise TypeError("cluster must be None (detect), True or False, not %s" % type(cluster).__name__)
+        if protocol not in (2, 3) or isinstance(protocol, bool):
+            raise ValueError("protocol must be 2 or 3, got %r" % (protocol,))
+        if not isinstance(decode_responses, bool):
+            raise TypeError("decode_responses must be a bool")
+        if not isinstance(encoding, str) or not isinstance(encoding_errors, str):
+            raise TypeError("encoding and encoding_errors must be str")
+        "".encode(encoding, encoding_errors)  # LookupError for an unknown codec, early
+        self.max_handles = _opt_int("max_handles", max_handles, 1, 100000)
+        self._pool_timeout = None if pool_timeout is None else float(pool_timeout)
+
+        opts = ffi.new("sl_client_options *")
+        rc = lib.sl_client_options_init(opts, lib.SL_CLIENT_OPTIONS_VERSION)
+        if rc != 0:
+            _raise_code(rc, "sl_client_options_init failed")
+        self._keep: List[Any] = []  # the strings opts points to
+
+        def cstr(b: Optional[bytes]) -> Any:
+            if b is None:
+                return ffi.NULL
+            c = ffi.new("char[]", b)
+            self._keep.append(c)
+            return c
+
+        opts.url = cstr(address.encode("utf-8"))
+        opts.mode = (lib.SL_MODE_AUTO if cluster is None else
+                     lib.SL_MODE_CLUSTER if cluster else lib.SL_MODE_PLAIN)
+        opts.username = cstr(_opt_str("username", username))
+        opts.password = cstr(_opt_str("password", password))
+        if db is not None:
+            opts.db = _opt_int("db", db, 0, 1000000)
+        opts.resp_version = protocol
+        opts.connect_timeout_ms = _seconds_to_ms("socket_connect_timeout", socket_connect_timeout, 0)
+        opts.command_timeout_ms = _seconds_to_ms("socket_timeout", socket_timeout, 0)
+        opts.max_redirects = _opt_int("max_redirects", max_redirects, 0, 100)
+        opts.refresh_interval_ms = _seconds_to_ms("refresh_interval", refresh_interval, 0)
+        if (not isinstance(reconnect_backoff, tuple) or len(reconnect_backoff) != 2):
+            raise TypeError("reconnect_backoff must be a (first, max) tuple of seconds")
+        opts.reconnect_min_ms = _seconds_to_ms("reconnect_backoff[0]", reconnect_backoff[0], 0)
+        opts.reconnect_max_ms = _seconds_to_ms("reconnect_backoff[1]", reconnect_backoff[1], 0)
+        self._opts = opts
+
+        self.decode_responses = decode_responses
+        self.encoding = encoding
+        self.encoding_errors = encoding_errors
+        self._text: Optional[Tuple[str, str]] = (encoding, encoding_errors) if decode_responses else None
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._freed_stats: Dict[str, int] = {}
+        # The first handle now: a bad address, an unreachable server or a failed
+        # detection raise here, not at the first command.
+        h = _Handle(opts)
+        self._all.append(h)
+        self._free.append(h)
+        self._mode = lib.sl_client_mode(h.client)
+        self._closed = False
+
+    # ------------------------------------------------------------ the pool
+
+    def _acquire(self) -> _Handle:
+        try:
+            h = self._free.pop()  # atomic: each idle handle goes to exactly one taker
+        except IndexError:
+            pass
+        else:
+            if not self._closed:
+                return h
+            self._retire(h)  # released just as close() ran: free it here
+        if self._closed:
+            raise _errors.Error("the client is closed")
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise _errors.Error("the client is closed")
+                if self._free:
+                    return self._free.pop()
+                if len(self._all) < self.max_handles:
+                    self._all.append(None)  # type: ignore[arg-type]  # reserve the slot
+                    break
+                if not self._cond.wait(self._pool_timeout):
+                    raise _errors.TimeoutError("no free connection handle within pool_timeout "
+                                               "(%d handles busy)" % self.max_handles)
+        try:
+            h = _Handle(self._opts)  # connects without the lock (and without the GIL)
+        except BaseException:
+            with self._cond:
+                self._all.remove(None)  # type: ignore[arg-type]
+                self._cond.notify()
+            raise
+        with self._cond:
+            self._all[self._all.index(None)] = h  # type: ignore[arg-type]
+        return h
+
+    def _release(self, h: _Handle) -> None:
+        if self._closed:
+            self._retire(h)
+            return
+        self._free.append(h)
+        if self._all and len(self._all) >= self.max_handles:
+            with self._cond:
+                self._cond.notify()
+
+    def _retire(self, h: _Handle) -> None:
+        with self._lock:
+            self._add_stats(self._freed_stats, h)
+            if h in self._all:
+                self._all.remove(h)
+        h.free()
+
+    # ------------------------------------------------------------ execution
+
+    def _run(self, h: _Handle, payload: bytes, count: int) -> List[Any]:
+        """One crossing: the batch runs (GIL released) and the records are decoded."""
+        sizes = h.sizes
+        rc = _slpy_run(h.batch, payload, len(payload), count, 0, sizes, h.recp, h.datap)
+        if rc < 0 and (rc in _NO_RECORDS_CODES or sizes.commands != count):
+            _raise_code(rc, h.errmsg())
+        nd = sizes.data
+        return decode_records(_buffer(h.recp[0], sizes.records * 24),
+                              _buffer(h.datap[0], nd)[:] if nd else b"", self._text)
+
+    def _cmd(self, args: Tuple[Any, ...], cb: Optional[Callback] = None) -> Any:
+        parts: List[bytes] = []
+        encode_into(parts, args, self.encoding, self.encoding_errors)
+        return self._one(b"".join(parts), cb)
+
+    def _one(self, payload: bytes, cb: Optional[Callback]) -> Any:
+        h = self._acquire()
+        try:
+            r = self._run(h, payload, 1)[0]
+        finally:
+            self._release(h)
+        if isinstance(r, _errors.Error):
+            raise r
+        return r if cb is None else cb(r)
+
+    def _c1(self, pfx: bytes, a: Any, cb: Optional[Callback] = None) -> Any:
+        if type(a) is not bytes:
+            a = conv(a, self.encoding, self.encoding_errors, pfx, 1)
+        m = len(a)
+        return self._one(b"".join((pfx, _HDR[m] if m < 4096 else b"$%d\r\n" % m, a, _CRLF)), cb)
+
+    def _c2(self, pfx: bytes, a: Any, b: Any, cb: Optional[Callback] = None) -> Any:
+        if type(a) is not bytes:
+            a = conv(a, self.encoding, self.encoding_errors, pfx, 1)
+        if type(b) is not bytes:
+            b = conv(b, self.encoding, self.encoding_errors, pfx, 2)
+        m = len(a)
+        n = len(b)
+        return self._one(b"".join((pfx, _HDR[m] if m < 4096 else b"$%d\r\n" % m, a, _CRLF,
+                                   _HDR[n] if n < 4096 else b"$%d\r\n" % n, b, _CRLF)), cb)
+
+    def execute_command(self, *args: Any, target: Target = None) -> Any:
+        """Runs one command given as its arguments and returns its reply as Python values
+        (see the module's type table); an error reply is raised (ResponseError...).
+
+        ``target`` overrides routing: ``ALL_PRIMARIES``, ``RANDOM``, ``"host:port"`` (a
+        node) or an int slot (its owner). None routes by the command's key.
+        """
+        if target is None:
+            return self._cmd(args)
+        return self._routed(args, target)
+
+    def _routed(self, args: Tuple[Any, ...], target: Target) -> Any:
+        route = ffi.new("sl_route *")
+        keep = None
+        if isinstance(target, bool):
+            raise TypeError("target must be ALL_PRIMARIES, RANDOM, \"host:port\" or a slot number")
+        if isinstance(target, int):
+            if not 0 <= target < 16384:
+                raise ValueError("target slot must be 0..16383, got %d" % target)
+            route.kind = lib.SL_ROUTE_SLOT
+            route.slot = target
+        elif target == ALL_PRIMARIES:
+            route.kind = lib.SL_ROUTE_ALL_PRIMARIES
+        elif target == RANDOM:
+            route.kind = lib.SL_ROUTE_RANDOM
+        elif isinstance(target, str):
+            if ":" not in target:
+                raise ValueError("target must be ALL_PRIMARIES, RANDOM, \"host:port\" or a slot "
+                                 "number, got %r" % target)
+            keep = ffi.new("char[]", target.encode("utf-8"))
+            route.kind = lib.SL_ROUTE_NODE
+            route.node = keep
+        else:
+            raise TypeError("target must be ALL_PRIMARIES, RANDOM, \"host:port\" or a slot number, "
+                            "not %s" % type(target).__name__)
+        parts: List[bytes] = []
+        encode_into(parts, args, self.encoding, self.encoding_errors)
+        payload = b"".join(parts)
+        h = self._acquire()
+        try:
+            lib.sl_batch_reset(h.batch)
+            rc = lib.sl_batch_append(h.batch, route, payload, len(payload), 1)
+            if rc != 0:
+                _raise_code(rc, h.errmsg())
+            rc = lib.sl_batch_exec(h.batch, 0, h.sizes)
+            if rc < 0 and (rc in _NO_RECORDS_CODES or h.sizes.commands != 1):
+                _raise_code(rc, h.errmsg())
+            recs = lib.sl_batch_replies(h.batch, ffi.NULL, h.datap, ffi.NULL)
+            nd = h.sizes.data
+            r = decode_records(ffi.buffer(recs, h.sizes.records * 24),
+                               ffi.buffer(h.datap[0], nd)[:] if nd else b"", self._text)[0]
+        finally:
+            del keep
+            self._release(h)
+        if isinstance(r, _errors.Error):
+            raise r
+        return r
+
+    # Commands that go to every primary (the core merges the replies).
+
+    def flushall(self, asynchronous: bool = False) -> bool:
+        """FLUSHALL on every primary -> True."""
+        args: Tuple[Any, ...] = (b"FLUSHALL", b"ASYNC") if asynchronous else (b"FLUSHALL",)
+        return bool(self._routed(args, ALL_PRIMARIES) == "OK")
+
+    def dbsize(self) -> int:
+        """DBSIZE summed over every primary."""
+        return self._routed((b"DBSIZE",), ALL_PRIMARIES)  # type: ignore[no-any-return]
+
+    def keys(self, pattern: Any = b"*") -> List[Any]:
+        """KEYS pattern on every primary, concatenated (use on small data sets only)."""
+        return self._routed((b"KEYS", pattern), ALL_PRIMARIES)  # type: ignore[no-any-return]
+
+    def pipeline(self) -> "Pipeline":
+        """A pipeline: queue commands (the typed methods and execute_command), then
+        ``execute()`` sends them all at once — one crossing into C, every node written
+        before any is read — and returns their results in order."""
+        return Pipeline(self)
+
+    # ------------------------------------------------------------ state
+
+    @property
+    def mode(self) -> str:
+        """``"cluster"`` or ``"plain"``: what the client is (after detection)."""
+        return "cluster" if self._mode == lib.SL_MODE_CLUSTER else "plain"
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @staticmethod
+    def _add_stats(acc: Dict[str, int], h: _Handle) -> None:
+        st = ffi.new("sl_stats *")
+        st.version = lib.SL_STATS_VERSION
+        st.size = ffi.sizeof("sl_stats")
+        if lib.sl_client_stats(h.client, st) != 0:
+            return
+        for f in _STAT_FIELDS:
+            if f == "nodes":
+                acc[f] = max(acc.get(f, 0), st.nodes)
+            else:
+                acc[f] = acc.get(f, 0) + getattr(st, f)
+
+    def stats(self) -> Dict[str, int]:
+        """The core's counters (commands, moved, ask, tryagain, refreshes, connects,
+        reconnects, bytes_written, bytes_read, nodes), summed over the handles that are
+        idle now and those already closed (a handle in use by another thread at this
+        moment is counted at the next call)."""
+        acc = {f: 0 for f in _STAT_FIELDS}
+        for k, v in self._freed_stats.items():
+            acc[k] = v if k == "nodes" else acc[k] + v
+        taken = []
+        try:
+            while True:
+                try:
+                    h = self._free.pop()
+                except IndexError:
+                    break
+                taken.append(h)
+                self._add_stats(acc, h)
+        finally:
+            for h in taken:
+                self._release(h)
+        return acc
+
+    def refresh(self) -> None:
+        """Re-reads the slot map now (every idle handle)."""
+        h = self._acquire()
+        try:
+            rc = lib.sl_client_refresh(h.client)
+            if rc != 0:
+                _raise_code(rc, h.errmsg())
+        finally:
+            self._release(h)
+
+    def close(self) -> None:
+        """Closes every connection. Executions running in other threads are cancelled
+        (their commands fail with CancelledError) and their handles freed when they
+        return. Calling close() again does nothing."""
+        if self._closed:
+            return
+        with self._cond:
+            self._closed = True
+            idle = []
+            while True:  # pop one by one: a concurrent _acquire may take one first
+                try:
+                    idle.append(self._free.pop())
+                except IndexError:
+                    break
+            busy = [h for h in self._all if h is not None and not any(h is i for i in idle)]
+            for h in busy:
+                lib.sl_client_cancel(h.client)
+            self._cond.notify_all()
+        for h in idle:
+            self._retire(h)
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        url = ffi.string(self._opts.url).decode() if getattr(self, "_opts", None) else "?"
+        url = url.split("@", 1)[-1] if "@" in url else url
+        return "<slotlane.Client %s %s%s>" % (url, self.mode if hasattr(self, "_mode") else "?",
+                                              " closed" if self._closed else "")
+
+
+_STAT_FIELDS = ("commands", "moved", "ask", "tryagain", "refreshes", "connects", "reconnects",
+                "bytes_written", "bytes_read", "nodes")
+
+
+class Pipeline(Commands):
+    """Queued commands sent together by ``execute()``. Every typed method and
+    ``execute_command`` returns the pipeline (so calls can be chained). A context manager:
+    leaving the block discards what was not executed."""
+
+    __slots__ = ("_client", "_parts", "_n", "_cbs", "_oks", "_enc", "_errs")
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self._parts: List[bytes] = []
+        self._n = 0
+        self._cbs: List[Tuple[int, Callback]] = []
+        self._oks: List[int] = []  # commands whose "OK" becomes True (SET)
+        self._enc = client.encoding
+        self._errs = client.encoding_errors
+
+    def _cmd(self, args: Tuple[Any, ...], cb: Optional[Callback] = None) -> "Pipeline":
+        encode_into(self._parts, args, self._enc, self._errs)
+        if cb is not None:
+            self._cbs.append((self._n, cb))
+        self._n += 1
+        return self
+
+    def _c1(self, pfx: bytes, a: Any, cb: Optional[Callback] = None) -> "Pipeline":
+        t = type(a)
+        if t is not bytes:
+            a = a.encode(self._enc, self._errs) if t is str else conv(a, self._enc, self._errs, pfx, 1)
+        m = len(a)
+        self._parts += (pfx, _HDR[m] if m < 4096 else b"$%d\r\n" % m, a, _CRLF)
+        if cb is not None:
+            self._cbs.append((self._n, cb))
+        self._n += 1
+        return self
+
+    def _c2(self, pfx: bytes, a: Any, b: Any, cb: Optional[Callback] = None) -> "Pipeline":
+        if type(a) is not bytes:
+            a = conv(a, self._enc, self._errs, pfx, 1)
+        if type(b) is not bytes:
+            b = conv(b, self._enc, self._errs, pfx, 2)
+        m = len(a)
+        n = len(b)
+        self._parts += (pfx, _HDR[m] if m < 4096 else b"$%d\r\n" % m, a, _CRLF,
+                        _HDR[n] if n < 4096 else b"$%d\r\n" % n, b, _CRLF)
+        if cb is not None:
+            self._cbs.append((self._n, cb))
+        self._n += 1
+        return self
+
+    # get and set inline the fast path of _c1/_c2 (the commands pipelines carry most).
+
+    def get(self, name: Any) -> "Pipeline":
+        """GET -> the value (bytes, or str with decode_responses) or None."""
+        t = type(name)
+        if t is not bytes:
+            name = name.encode(self._enc, self._errs) if t is str else conv(name, self._enc, self._errs, _P_GET, 1)
+        m = len(name)
+        self._parts += (_P_GET, _HDR[m] if m < 4096 else b"$%d\r\n" % m, name, _CRLF)
+        self._n += 1
+        return self
+
+    def set(self, name: Any, value: Any, ex: Any = None, px: Any = None, nx: bool = False,
+            xx: bool = False, keepttl: bool = False, get: bool = False, exat: Any = None,
+            pxat: Any = None) -> "Pipeline":
+        """SET with its options -> True when set, None when NX/XX prevented it; with
+        ``get=True`` the old value (or None)."""
+        if (ex is not None or px is not None or nx or xx or keepttl or get or exat is not None
+                or pxat is not None):
+            return Commands.set(self, name, value, ex, px, nx, xx, keepttl, get, exat, pxat)  # type: ignore[no-any-return]
+        t = type(name)
+        if t is not bytes:
+            name = name.encode(self._enc, self._errs) if t is str else conv(name, self._enc, self._errs, _P_SET, 1)
+        t = type(value)
+        if t is not bytes:
+            value = value.encode(self._enc, self._errs) if t is str else conv(value, self._enc, self._errs, _P_SET, 2)
+        m = len(name)
+        n = len(value)
+        self._parts += (_P_SET, _HDR[m] if m < 4096 else b"$%d\r\n" % m, name, _CRLF,
+                        _HDR[n] if n < 4096 else b"$%d\r\n" % n, value, _CRLF)
+        self._oks.append(self._n)
+        self._n += 1
+        return self
+
+    def execute_command(self, *args: Any) -> "Pipeline":
+        """Queues one command given as its arguments (routed by its key)."""
+        return self._cmd(args)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def reset(self) -> None:
+        """Discards the queued commands."""
+        self._parts = []
+        self._n = 0
+        self._cbs = []
+        self._oks = []
+
+    def execute(self, raise_on_error: bool = False) -> List[Any]:
+        """Sends every queued command (one crossing into C) and returns their results in
+        order. A failed command's result is its exception instance (ResponseError,
+        ConnectionError for a command whose node failed...), or with
+        ``raise_on_error=True`` the first one is raised. The queue is empty afterwards."""
+        n = self._n
+        if n == 0:
+            return []
+        payload = b"".join(self._parts)
+        cbs = self._cbs
+        oks = self._oks
+        self._parts = []
+        self._n = 0
+        if cbs:
+            self._cbs = []
+        if oks:
+            self._oks = []
+        client = self._client
+        h = client._acquire()
+        try:
+            res = client._run(h, payload, n)
+        finally:
+            client._release(h)
+        for i in oks:
+            if res[i] == "OK":
+                res[i] = True
+        for i, cb in cbs:
+            r = res[i]
+            if not isinstance(r, _errors.Error):
+                try:
+                    res[i] = cb(r)
+                except (ValueError, TypeError) as e:
+                    res[i] = _errors.ProtocolError("unexpected reply %r: %s" % (r, e))
+        if raise_on_error:
+            for r in res:
+                if isinstance(r, _errors.Error):
+                    raise r
+        return res
+
+    def __enter__(self) -> "Pipeline":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.reset()
+
+    def __repr__(self) -> str:
+        return "<slotlane.Pipeline %d queued>" % self._n

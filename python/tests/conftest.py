@@ -1,0 +1,315 @@
+"""Servers for the tests, started and stopped here (by PID, also on failure).
+
+Deployments (the ``client`` fixture runs a test once per deployment):
+  redis-plain         Debian's redis-server, standalone (ci/redis-plain.sh), port 22000
+  redis-cluster       a 3-primary Redis Cluster (ci/redis-cluster.sh), ports 22010-22015
+  slotlane-per-shard  build/server/slotlane-server --shards 4, per-shard ports 22040-22043
+  slotlane-one-port   build/server/slotlane-server --shards 4 one-port mode, port 22050
+The two slotlane-server deployments are skipped (with the reason) while the server is not
+built or lacks the mode. The failure tests use their own cluster (``chaos_cluster``,
+ports 22020-22025), rebuilt for every test that breaks it.
+
+Environment: SL_ROOT (the repository; default: two levels up), SL_TEST_DIR (where server
+files go; default build/python-test), SL_SLOTLANE_SERVER (the server binary).
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from typing import Dict, Iterator, List, Optional
+
+import pytest
+
+import slotlane
+
+ROOT = os.environ.get("SL_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+TEST_DIR = os.environ.get("SL_TEST_DIR") or os.path.join(ROOT, "build", "python-test")
+SERVER_BIN = os.environ.get("SL_SLOTLANE_SERVER") or os.path.join(ROOT, "build", "server", "slotlane-server")
+HOST = "127.0.0.1"
+
+PLAIN_PORT = 22000
+CLUSTER_PORT = 22010      # 3 primaries: 22010-22012, buses 22013-22015
+CHAOS_PORT = 22020        # 3 primaries: 22020-22022, buses 22023-22025
+SL_PERSHARD_PORT = 22040  # 4 shards: 22040-22043
+SL_ONEPORT_PORT = 22050
+
+DEPLOYMENTS = ["redis-plain", "redis-cluster", "slotlane-per-shard", "slotlane-one-port"]
+
+
+def script(name: str, *args: str, timeout: float = 90) -> str:
+    p = subprocess.run(["bash", os.path.join(ROOT, "ci", name)] + list(args), capture_output=True,
+                       text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError("ci/%s %s failed (%d): %s%s" % (name, " ".join(args), p.returncode, p.stdout, p.stderr))
+    return p.stdout
+
+
+def ping(port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((HOST, port), timeout=timeout) as s:
+            s.sendall(b"*1\r\n$4\r\nPING\r\n")
+            return s.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+class RedisCluster:
+    """A Redis Cluster from ci/redis-cluster.sh."""
+
+    def __init__(self, name: str, base: int, n: int = 3) -> None:
+        self.dir = os.path.join(TEST_DIR, name)
+        self.base = base
+        self.n = n
+        self.started = False
+
+    def start(self) -> "RedisCluster":
+        script("redis-cluster.sh", "start", self.dir, str(self.base), str(self.n))
+        self.started = True
+        return self
+
+    def stop(self) -> None:
+        if self.started or os.path.isdir(self.dir):
+            script("redis-cluster.sh", "stop", self.dir)
+            self.started = False
+
+    @property
+    def ports(self) -> List[int]:
+        return [self.base + i for i in range(self.n)]
+
+    @property
+    def url(self) -> str:
+        return "redis://%s:%d" % (HOST, self.base)
+
+    def pid(self, port: int) -> int:
+        with open(os.path.join(self.dir, str(port), "pid")) as f:
+            return int(f.read().strip())
+
+    def kill(self, port: int) -> None:
+        script("redis-cluster.sh", "kill", self.dir, str(port))
+
+    def restart(self, port: int) -> None:
+        script("redis-cluster.sh", "restart", self.dir, str(port))
+
+    def migrate(self, slot: int, src: int, dst: int, count: int = 3) -> "subprocess.Popen[str]":
+        env = dict(os.environ, SL_MIGRATE_COUNT=str(count))
+        return subprocess.Popen(["bash", os.path.join(ROOT, "ci", "redis-cluster.sh"), "migrate", self.dir,
+                                 str(slot), str(src), str(dst)], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, env=env)
+
+
+class SlotlaneServer:
+    """build/server/slotlane-server, started by PID and stopped with SIGTERM (then SIGKILL)."""
+
+    def __init__(self, port: int, args: List[str], nports: int) -> None:
+        self.port = port
+        self.args = args
+        self.nports = nports
+        self.proc: Optional["subprocess.Popen[bytes]"] = None
+
+    def start(self) -> "SlotlaneServer":
+        os.makedirs(TEST_DIR, exist_ok=True)
+        log = open(os.path.join(TEST_DIR, "slotlane-server-%d.log" % self.port), "wb")
+        self.proc = subprocess.Popen([SERVER_BIN] + self.args, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 15
+        for i in range(self.nports):
+            while not ping(self.port + i):
+                if self.proc.poll() is not None:
+                    with open(log.name, "rb") as f:
+                        text = f.read().decode("utf-8", "replace").strip()
+                    self.proc = None
+                    if "not implemented" in text:
+                        raise _Unavailable(text)
+                    raise RuntimeError("slotlane-server %s exited (%s): %s" % (self.args, self.proc, text))
+                if time.time() > deadline:
+                    self.stop()
+                    raise RuntimeError("slotlane-server %s does not answer on port %d" % (self.args, self.port + i))
+                time.sleep(0.05)
+        return self
+
+    def stop(self) -> None:
+        p = self.proc
+        if p is None:
+            return
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+        self.proc = None
+
+
+def server_help() -> str:
+    if not os.access(SERVER_BIN, os.X_OK):
+        return ""
+    try:
+        p = subprocess.run([SERVER_BIN, "--help"], capture_output=True, text=True, timeout=10)
+        return p.stdout + p.stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+class Servers:
+    """Session-wide servers, started on first use."""
+
+    def __init__(self) -> None:
+        self.urls: Dict[str, str] = {}
+        self.skip: Dict[str, str] = {}
+        self.stops: List = []
+
+    def url(self, dep: str) -> str:
+        if dep in self.urls:
+            return self.urls[dep]
+        if dep in self.skip:
+            pytest.skip(self.skip[dep])
+        try:
+            url = self._start(dep)
+        except _Unavailable as e:
+            self.skip[dep] = str(e)
+            pytest.skip(str(e))
+        self.urls[dep] = url
+        return url
+
+    def _start(self, dep: str) -> str:
+        if dep == "redis-plain":
+            d = os.path.join(TEST_DIR, "plain")
+            self.stops.append(lambda: script("redis-plain.sh", "stop", d))
+            script("redis-plain.sh", "start", d, str(PLAIN_PORT))
+            return "redis://%s:%d" % (HOST, PLAIN_PORT)
+        if dep == "redis-cluster":
+            c = RedisCluster("cluster", CLUSTER_PORT)
+            self.stops.append(c.stop)
+            return c.start().url
+        h = server_help()
+        if not h:
+            raise _Unavailable("%s is not built (slotlane-server is being written)" % SERVER_BIN)
+        if dep == "slotlane-per-shard":
+            s = SlotlaneServer(SL_PERSHARD_PORT, ["--shards", "4", "--port", str(SL_PERSHARD_PORT),
+                                                  "--bind", HOST] + (["--port-mode", "per-shard"] if "--port-mode" in h else []), 4)
+            self.stops.append(s.stop)
+            s.start()
+            return "redis://%s:%d" % (HOST, SL_PERSHARD_PORT)
+        if dep == "slotlane-one-port":
+            if "one-port" not in h or "one-port (not implemented" in h:
+                raise _Unavailable("slotlane-server --help does not offer one-port mode yet")
+            s = SlotlaneServer(SL_ONEPORT_PORT, ["--shards", "4", "--port", str(SL_ONEPORT_PORT), "--bind", HOST,
+                                                 "--port-mode", "one-port"], 1)
+            self.stops.append(s.stop)
+            s.start()
+            return "redis://%s:%d" % (HOST, SL_ONEPORT_PORT)
+        raise ValueError(dep)
+
+    def stop_all(self) -> None:
+        errors = []
+        for stop in reversed(self.stops):
+            try:
+                stop()
+            except Exception as e:  # keep stopping the others
+                errors.append(e)
+        self.stops.clear()
+        if errors:
+            raise errors[0]
+
+
+class _Unavailable(Exception):
+    pass
+
+
+@pytest.fixture(scope="session")
+def servers() -> Iterator[Servers]:
+    s = Servers()
+    try:
+        yield s
+    finally:
+        s.stop_all()
+
+
+@pytest.fixture(params=DEPLOYMENTS)
+def deployment(request, servers: Servers) -> str:
+    return request.param
+
+
+@pytest.fixture
+def url(deployment: str, servers: Servers) -> str:
+    return servers.url(deployment)
+
+
+@pytest.fixture
+def client(url: str) -> Iterator[slotlane.Client]:
+    c = slotlane.Client(url)
+    c.flushall()
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture
+def text_client(url: str) -> Iterator[slotlane.Client]:
+    c = slotlane.Client(url, decode_responses=True)
+    c.flushall()
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(params=["redis-plain", "redis-cluster"])
+def redis_url(request, servers: Servers) -> str:
+    return servers.url(request.param)
+
+
+@pytest.fixture
+def cluster_url(servers: Servers) -> str:
+    return servers.url("redis-cluster")
+
+
+@pytest.fixture
+def plain_url(servers: Servers) -> str:
+    return servers.url("redis-plain")
+
+
+@pytest.fixture
+def chaos_cluster() -> Iterator[RedisCluster]:
+    """A Redis Cluster of its own for a test that kills nodes or moves slots: started
+    fresh (a healthy one is kept by the script), stopped if the test broke it."""
+    c = RedisCluster("chaos", CHAOS_PORT)
+    c.start()
+    ok = False
+    try:
+        yield c
+        ok = True
+    finally:
+        healthy = ok and all(ping(p) for p in c.ports)
+        if not healthy:
+            c.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_chaos_at_end() -> Iterator[None]:
+    yield
+    d = os.path.join(TEST_DIR, "chaos")
+    if os.path.isdir(d):
+        script("redis-cluster.sh", "stop", d)
+
+
+def keys_for_every_slot() -> List[bytes]:
+    """One key per slot (16384 keys), found with the core's own slot function."""
+    found: List[Optional[bytes]] = [None] * 16384
+    missing = 16384
+    i = 0
+    while missing:
+        k = b"slot:%d" % i
+        s = slotlane.key_slot(k)
+        if found[s] is None:
+            found[s] = k
+            missing -= 1
+        i += 1
+    return [k for k in found if k is not None]
+
+
+def shutil_which(name: str) -> Optional[str]:
+    return shutil.which(name)
