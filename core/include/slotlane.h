@@ -179,7 +179,10 @@ SL_EXTERN int sl_client_stats(const sl_client *client, sl_stats *stats);
 /* ----------------------------------------------------------------- routing */
 
 typedef enum sl_route_kind {
-    SL_ROUTE_KEY = 0,           /* by the command's key (a keyless command: the default node) */
+    SL_ROUTE_KEY = 0,           /* by the command's key; in cluster mode DBSIZE, KEYS, FLUSHALL,
+                                   FLUSHDB, SCRIPT FLUSH and FUNCTION FLUSH go to every primary
+                                   (merged as below); other keyless commands: the default node
+                                   (the seed that answered discovery) */
     SL_ROUTE_ALL_PRIMARIES = 1, /* to every primary; see "all-primaries replies" below */
     SL_ROUTE_NODE = 2,          /* to the node "host:port" named by route.node */
     SL_ROUTE_SLOT = 3,          /* to the owner of route.slot */

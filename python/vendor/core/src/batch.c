@@ -371,6 +371,16 @@ static int route_to_slot(sl_batch *b, uint32_t ci, int slot)
     return 0;
 }
 
+/* Keyless commands whose answer from one node would be wrong in a cluster go to every
+ * primary by default and are merged (slotlane.h, "All-primaries replies"). */
+static int fans_out(const sl__cmdinfo *info)
+{
+    static const char *const names[] = {"DBSIZE", "KEYS", "FLUSHALL", "FLUSHDB", "SCRIPT|FLUSH", "FUNCTION|FLUSH"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcmp(info->name, names[i]) == 0) return 1;
+    return 0;
+}
+
 /* Commands may be executed again (a batch reused after a failed exec): start clean. */
 static inline void reset_cmd(const sl_client *c, sl__cmd *cmd)
 {
@@ -483,6 +493,8 @@ static int route_all(sl_batch *b)
                 if (rc == 1) rc = route_to_slot(b, i, slot); /* not splittable: the server decides */
             } else if (slot >= 0) {
                 rc = route_to_slot(b, i, slot);
+            } else if (info && fans_out(info)) {
+                rc = sl__split_fanout(b, i); /* one node's answer would be wrong */
             }
         }
         }

@@ -1,0 +1,164 @@
+/* Routing overrides and default fan-out against a fake 3-node cluster: all primaries
+ * (merged DBSIZE, FLUSHALL, PING; an array of per-node replies otherwise), a given node, a
+ * slot, a random primary; DBSIZE and FLUSHALL fan out by default; bad routes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake_server.h"
+#include "slotlane.h"
+
+typedef struct fx {
+    fs_cluster cl;
+    sl_client *c;
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = test_calloc(1, sizeof *f);
+    fs_cluster_start(&f->cl, 3);
+    /* Keys on every node: 10 on node 0, 20 on node 1, 30 on node 2. */
+    char key[32];
+    for (int n = 0; n < 3; n++)
+        for (int i = 0; i < 10 * (n + 1); i++) {
+            int lo = n * 5461, hi = n == 2 ? 16383 : lo + 5460;
+            char prefix[16];
+            snprintf(prefix, sizeof prefix, "n%d:%d:", n, i);
+            fs_find_key(prefix, lo, hi, key, sizeof key);
+            fs_store_set(f->cl.nodes[n], key, "v");
+        }
+    sl_client_options o = SL_CLIENT_OPTIONS_INIT;
+    char url[64];
+    snprintf(url, sizeof url, "127.0.0.1:%d", fs_port(f->cl.nodes[1]));
+    o.url = url;
+    o.mode = SL_MODE_CLUSTER;
+    char err[256];
+    if (sl_client_new(&f->c, &o, err, sizeof err) != 0) fail_msg("%s", err);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    sl_client_free(f->c);
+    fs_cluster_stop(&f->cl);
+    test_free(f);
+    return 0;
+}
+
+static const sl_reply *run(fx *f, const sl_route *route, int argc, const char *const *argv, const uint8_t **data)
+{
+    const sl_reply *r = NULL;
+    int rc = sl_client_command(f->c, route, argc, argv, NULL, &r, data);
+    if (rc != 0 && rc != SL_ESERVER) fail_msg("command failed: %d %s", rc, sl_client_errmsg(f->c));
+    return r;
+}
+
+static void test_dbsize_fans_out_by_default(void **state)
+{
+    fx *f = *state;
+    const uint8_t *d;
+    const char *argv[] = {"DBSIZE"};
+    const sl_reply *r = run(f, NULL, 1, argv, &d);
+    assert_int_equal(r->type, SL_REPLY_INTEGER);
+    assert_int_equal(r->value.integer, 60);
+    for (int n = 0; n < 3; n++) assert_int_equal(fs_count(f->cl.nodes[n], "DBSIZE", NULL), 1);
+}
+
+static void test_flushall_fans_out_by_default(void **state)
+{
+    fx *f = *state;
+    const uint8_t *d;
+    const char *argv[] = {"FLUSHALL"};
+    const sl_reply *r = run(f, NULL, 1, argv, &d);
+    assert_int_equal(r->type, SL_REPLY_STATUS);
+    assert_int_equal(r->len, 2);
+    assert_memory_equal(d + r->offset, "OK", 2);
+    const char *dbsize[] = {"DBSIZE"};
+    r = run(f, NULL, 1, dbsize, &d);
+    assert_int_equal(r->value.integer, 0);
+}
+
+static void test_all_primaries_ping_and_array(void **state)
+{
+    fx *f = *state;
+    const uint8_t *d;
+    sl_route all = {SL_ROUTE_ALL_PRIMARIES, 0, NULL};
+    const char *ping[] = {"PING"};
+    const sl_reply *r = run(f, &all, 1, ping, &d);
+    assert_int_equal(r->type, SL_REPLY_STATUS);
+    assert_memory_equal(d + r->offset, "PONG", 4);
+    for (int n = 0; n < 3; n++) assert_int_equal(fs_count(f->cl.nodes[n], "PING", NULL), 1);
+    /* ECHO has no merge rule: an array with one reply per primary. */
+    const char *echo[] = {"ECHO", "hi"};
+    r = run(f, &all, 2, echo, &d);
+    assert_int_equal(r->type, SL_REPLY_ARRAY);
+    assert_int_equal(r->len, 3);
+    for (int i = 1; i <= 3; i++) {
+        assert_int_equal(r[i].type, SL_REPLY_STRING);
+        assert_memory_equal(d + r[i].offset, "hi", 2);
+    }
+    /* Without the override, a keyless command goes to one node only. */
+    run(f, NULL, 1, ping, &d);
+    uint64_t total = 0;
+    for (int n = 0; n < 3; n++) total += fs_count(f->cl.nodes[n], "PING", NULL);
+    assert_int_equal(total, 4);
+}
+
+static void test_route_node_slot_random(void **state)
+{
+    fx *f = *state;
+    const uint8_t *d;
+    char node[64];
+    snprintf(node, sizeof node, "127.0.0.1:%d", fs_port(f->cl.nodes[2]));
+    sl_route to_node = {SL_ROUTE_NODE, 0, node};
+    const char *ping[] = {"PING"};
+    run(f, &to_node, 1, ping, &d);
+    assert_int_equal(fs_count(f->cl.nodes[2], "PING", NULL), 1);
+    sl_route to_slot = {SL_ROUTE_SLOT, 6000, NULL}; /* node 1's range */
+    run(f, &to_slot, 1, ping, &d);
+    assert_int_equal(fs_count(f->cl.nodes[1], "PING", NULL), 1);
+    sl_route random = {SL_ROUTE_RANDOM, 0, NULL};
+    for (int i = 0; i < 30; i++) run(f, &random, 1, ping, &d);
+    uint64_t total = 0;
+    for (int n = 0; n < 3; n++) total += fs_count(f->cl.nodes[n], "PING", NULL);
+    assert_int_equal(total, 32);
+    /* 30 random picks over 3 primaries: each got at least one (chance of a miss ~ 3e-6). */
+    for (int n = 0; n < 3; n++) assert_true(fs_count(f->cl.nodes[n], "PING", NULL) >= 1);
+}
+
+static void test_bad_routes(void **state)
+{
+    fx *f = *state;
+    sl_batch *b;
+    assert_int_equal(sl_batch_new(f->c, &b), 0);
+    const char *ping[] = {"PING"};
+    sl_route bad_slot = {SL_ROUTE_SLOT, 16384, NULL};
+    assert_int_equal(sl_batch_append_argv(b, &bad_slot, 1, ping, NULL), SL_EINVAL);
+    sl_route no_node = {SL_ROUTE_NODE, 0, NULL};
+    assert_int_equal(sl_batch_append_argv(b, &no_node, 1, ping, NULL), SL_EINVAL);
+    sl_route bad_node = {SL_ROUTE_NODE, 0, "not an address"};
+    assert_int_equal(sl_batch_append_argv(b, &bad_node, 1, ping, NULL), SL_EINVAL);
+    sl_route bad_kind = {(sl_route_kind)42, 0, NULL};
+    assert_int_equal(sl_batch_append_argv(b, &bad_kind, 1, ping, NULL), SL_EINVAL);
+    assert_int_equal(sl_batch_count(b), 0);
+    sl_batch_free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_dbsize_fans_out_by_default, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flushall_fans_out_by_default, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_all_primaries_ping_and_array, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_route_node_slot_random, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_routes, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
