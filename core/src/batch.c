@@ -634,6 +634,7 @@ int sl__batch_exec(sl_batch *b, int timeout_ms)
 
 int sl_batch_exec(sl_batch *b, int timeout_ms, sl_sizes *sizes)
 {
+    if (sizes) memset(sizes, 0, sizeof *sizes);
     if (!b) return SL_EINVAL;
     if (timeout_ms < -1) {
         sl__set_err(b->client, "timeout_ms must be -1, 0 or positive");
@@ -672,8 +673,13 @@ int sl_batch_copy_out(const sl_batch *b, void *records, size_t records_cap, void
 int sl_batch_run(sl_batch *b, const void *cmds, size_t len, size_t count, int timeout_ms, void *records,
                  size_t records_cap, void *data, size_t data_cap, sl_sizes *sizes)
 {
+    if (sizes) memset(sizes, 0, sizeof *sizes);
     if (!b) return SL_EINVAL;
     sl_batch_reset(b);
+    /* Until this run executes, there are no results: a failed call leaves none behind. */
+    b->result = NULL;
+    b->nresult = 0;
+    memset(&b->sizes, 0, sizeof b->sizes);
     if ((!cmds && len) || count == 0) {
         sl__set_err(b->client, "sl_batch_run: no commands");
         return SL_EINVAL;

@@ -289,7 +289,7 @@ SL_EXTERN size_t sl_batch_count(const sl_batch *batch);
  * (sizes->errors counts error records) — or a negative code when the execution as a
  * whole failed (SL_ETIMEOUT, SL_ECANCELLED, SL_EIO when no node could be reached...);
  * even then, every command has a record. The queue is empty afterwards.
- * sizes may be NULL. */
+ * sizes may be NULL; when not, it is filled on every return (zeros when nothing ran). */
 SL_EXTERN int sl_batch_exec(sl_batch *batch, int timeout_ms, sl_sizes *sizes);
 
 /* The records and data of the last execution, in the batch's memory (valid until the
@@ -308,7 +308,8 @@ SL_EXTERN int sl_batch_copy_out(const sl_batch *batch, void *records, size_t rec
  * sl_batch_exec + sl_batch_copy_out. records/data may be NULL with zero caps to
  * leave the results in the batch (read them with sl_batch_replies). Returns the code
  * of exec, or SL_ETOOSMALL (results kept in the batch; use sl_batch_copy_out), or
- * SL_EINVAL for malformed command bytes (nothing sent). */
+ * SL_EINVAL for malformed command bytes (nothing sent, sizes all zero, and
+ * sl_batch_replies then gives no records). sizes, when not NULL, is filled on every return. */
 SL_EXTERN int sl_batch_run(sl_batch *batch, const void *cmds, size_t len, size_t count,
                            int timeout_ms, void *records, size_t records_cap,
                            void *data, size_t data_cap, sl_sizes *sizes);

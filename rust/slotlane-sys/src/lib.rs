@@ -1,0 +1,283 @@
+//! Raw FFI declarations for `libslotlane`, the C core of the slotlane Redis-protocol
+//! client: one declaration per item of `core/include/slotlane.h`, with the C names.
+//!
+//! The declarations are written by hand; `tests/abi.rs` compiles a C file generated
+//! from them against the real header (every signature, constant, struct size and
+//! field offset), so they cannot drift. The documentation of each item is the comment
+//! in `slotlane.h`. Use the safe crate `slotlane` unless you need the C API itself.
+#![allow(non_camel_case_types)]
+#![no_std]
+
+use core::ffi::{c_char, c_int, c_uint, c_void};
+
+// ------------------------------------------------------------------ version
+pub const SL_VERSION_MAJOR: c_int = 0;
+pub const SL_VERSION_MINOR: c_int = 1;
+pub const SL_VERSION_PATCH: c_int = 0;
+
+// ------------------------------------------------------------------- errors
+/// `sl_error_code` (an `int`-sized C enum).
+pub type sl_error_code = c_int;
+pub const SL_OK: sl_error_code = 0;
+pub const SL_EINVAL: sl_error_code = -1;
+pub const SL_ENOMEM: sl_error_code = -2;
+pub const SL_EIO: sl_error_code = -3;
+pub const SL_ETIMEOUT: sl_error_code = -4;
+pub const SL_EPROTO: sl_error_code = -5;
+pub const SL_ESERVER: sl_error_code = -6;
+pub const SL_EREDIRECT: sl_error_code = -7;
+pub const SL_ECANCELLED: sl_error_code = -8;
+pub const SL_ECLUSTER: sl_error_code = -9;
+pub const SL_ETOOSMALL: sl_error_code = -10;
+pub const SL_EUNSUPPORTED: sl_error_code = -11;
+pub const SL_ESTATE: sl_error_code = -12;
+
+// ---------------------------------------------------------------- allocator
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sl_allocator {
+    pub malloc_fn: Option<unsafe extern "C" fn(size: usize, ctx: *mut c_void) -> *mut c_void>,
+    pub realloc_fn: Option<
+        unsafe extern "C" fn(ptr: *mut c_void, size: usize, ctx: *mut c_void) -> *mut c_void,
+    >,
+    pub free_fn: Option<unsafe extern "C" fn(ptr: *mut c_void, ctx: *mut c_void)>,
+    pub ctx: *mut c_void,
+}
+
+// ------------------------------------------------------------------ options
+/// `sl_mode` (an `int`-sized C enum).
+pub type sl_mode = c_int;
+pub const SL_MODE_AUTO: sl_mode = 0;
+pub const SL_MODE_PLAIN: sl_mode = 1;
+pub const SL_MODE_CLUSTER: sl_mode = 2;
+
+pub const SL_CLIENT_OPTIONS_VERSION: c_uint = 1;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sl_client_options {
+    pub version: c_uint,
+    pub size: c_uint,
+    pub url: *const c_char,
+    pub mode: sl_mode,
+    pub username: *const c_char,
+    pub password: *const c_char,
+    pub db: c_int,
+    pub resp_version: c_int,
+    pub connect_timeout_ms: c_int,
+    pub command_timeout_ms: c_int,
+    pub max_redirects: c_int,
+    pub refresh_interval_ms: c_int,
+    pub reconnect_min_ms: c_int,
+    pub reconnect_max_ms: c_int,
+    pub allocator: *const sl_allocator,
+    pub max_bulk_len: u64,
+    pub max_aggregate_len: u64,
+    pub max_depth: c_int,
+}
+
+// ------------------------------------------------------------------- client
+/// Opaque: `sl_client`.
+#[repr(C)]
+pub struct sl_client {
+    _private: [u8; 0],
+    _not_send_sync: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+/// Opaque: `sl_batch`.
+#[repr(C)]
+pub struct sl_batch {
+    _private: [u8; 0],
+    _not_send_sync: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+pub const SL_STATS_VERSION: c_uint = 1;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct sl_stats {
+    pub version: c_uint,
+    pub size: c_uint,
+    pub commands: u64,
+    pub moved: u64,
+    pub ask: u64,
+    pub tryagain: u64,
+    pub refreshes: u64,
+    pub connects: u64,
+    pub reconnects: u64,
+    pub bytes_written: u64,
+    pub bytes_read: u64,
+    pub nodes: u64,
+}
+
+// ------------------------------------------------------------------ routing
+/// `sl_route_kind` (an `int`-sized C enum).
+pub type sl_route_kind = c_int;
+pub const SL_ROUTE_KEY: sl_route_kind = 0;
+pub const SL_ROUTE_ALL_PRIMARIES: sl_route_kind = 1;
+pub const SL_ROUTE_NODE: sl_route_kind = 2;
+pub const SL_ROUTE_SLOT: sl_route_kind = 3;
+pub const SL_ROUTE_RANDOM: sl_route_kind = 4;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sl_route {
+    pub kind: sl_route_kind,
+    pub slot: c_int,
+    pub node: *const c_char,
+}
+
+// ---------------------------------------------------------------- the batch
+/// `sl_reply_type` (an `int`-sized C enum; stored as `u8` in `sl_reply::type_`).
+pub type sl_reply_type = c_int;
+pub const SL_REPLY_STRING: sl_reply_type = 1;
+pub const SL_REPLY_STATUS: sl_reply_type = 2;
+pub const SL_REPLY_ERROR: sl_reply_type = 3;
+pub const SL_REPLY_INTEGER: sl_reply_type = 4;
+pub const SL_REPLY_NIL: sl_reply_type = 5;
+pub const SL_REPLY_ARRAY: sl_reply_type = 6;
+pub const SL_REPLY_MAP: sl_reply_type = 7;
+pub const SL_REPLY_SET: sl_reply_type = 8;
+pub const SL_REPLY_DOUBLE: sl_reply_type = 9;
+pub const SL_REPLY_BOOL: sl_reply_type = 10;
+pub const SL_REPLY_BIGNUM: sl_reply_type = 11;
+pub const SL_REPLY_VERB: sl_reply_type = 12;
+pub const SL_REPLY_PUSH: sl_reply_type = 13;
+
+/// `sl_err_kind` (an `int`-sized C enum; stored as `u8` in `sl_reply::flags`).
+pub type sl_err_kind = c_int;
+pub const SL_ERR_SERVER: sl_err_kind = 0;
+pub const SL_ERR_IO: sl_err_kind = 1;
+pub const SL_ERR_TIMEOUT: sl_err_kind = 2;
+pub const SL_ERR_REDIRECTS: sl_err_kind = 3;
+pub const SL_ERR_PROTOCOL: sl_err_kind = 4;
+pub const SL_ERR_CANCELLED: sl_err_kind = 5;
+pub const SL_ERR_CLUSTER: sl_err_kind = 6;
+pub const SL_ERR_ARGUMENT: sl_err_kind = 7;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union sl_reply_value {
+    pub integer: i64,
+    pub dbl: f64,
+}
+
+/// One 24-byte reply record. `type_` is the C field `type`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct sl_reply {
+    pub type_: u8,
+    pub flags: u8,
+    pub reserved: u16,
+    pub len: u32,
+    pub value: sl_reply_value,
+    pub offset: u64,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct sl_sizes {
+    pub records: u64,
+    pub data: u64,
+    pub commands: u64,
+    pub errors: u64,
+}
+
+extern "C" {
+    pub fn sl_version() -> *const c_char;
+    pub fn sl_strerror(code: c_int) -> *const c_char;
+
+    pub fn sl_client_options_init(opts: *mut sl_client_options, version: c_uint) -> c_int;
+    pub fn sl_client_new(
+        out: *mut *mut sl_client,
+        opts: *const sl_client_options,
+        errmsg: *mut c_char,
+        errmsg_cap: usize,
+    ) -> c_int;
+    pub fn sl_client_free(client: *mut sl_client);
+    pub fn sl_client_errmsg(client: *const sl_client) -> *const c_char;
+    pub fn sl_client_mode(client: *const sl_client) -> c_int;
+    pub fn sl_client_cancel(client: *mut sl_client);
+    pub fn sl_client_refresh(client: *mut sl_client) -> c_int;
+    pub fn sl_client_stats(client: *const sl_client, stats: *mut sl_stats) -> c_int;
+
+    pub fn sl_batch_new(client: *mut sl_client, out: *mut *mut sl_batch) -> c_int;
+    pub fn sl_batch_free(batch: *mut sl_batch);
+    pub fn sl_batch_reset(batch: *mut sl_batch);
+    pub fn sl_batch_append(
+        batch: *mut sl_batch,
+        route: *const sl_route,
+        cmds: *const c_void,
+        len: usize,
+        count: usize,
+    ) -> c_int;
+    pub fn sl_batch_append_argv(
+        batch: *mut sl_batch,
+        route: *const sl_route,
+        argc: c_int,
+        argv: *const *const c_char,
+        argvlen: *const usize,
+    ) -> c_int;
+    pub fn sl_batch_count(batch: *const sl_batch) -> usize;
+    pub fn sl_batch_exec(batch: *mut sl_batch, timeout_ms: c_int, sizes: *mut sl_sizes) -> c_int;
+    pub fn sl_batch_replies(
+        batch: *const sl_batch,
+        nrecords: *mut usize,
+        data: *mut *const u8,
+        data_len: *mut usize,
+    ) -> *const sl_reply;
+    pub fn sl_batch_copy_out(
+        batch: *const sl_batch,
+        records: *mut c_void,
+        records_cap: usize,
+        data: *mut c_void,
+        data_cap: usize,
+        sizes: *mut sl_sizes,
+    ) -> c_int;
+    pub fn sl_batch_run(
+        batch: *mut sl_batch,
+        cmds: *const c_void,
+        len: usize,
+        count: usize,
+        timeout_ms: c_int,
+        records: *mut c_void,
+        records_cap: usize,
+        data: *mut c_void,
+        data_cap: usize,
+        sizes: *mut sl_sizes,
+    ) -> c_int;
+
+    pub fn sl_client_command(
+        client: *mut sl_client,
+        route: *const sl_route,
+        argc: c_int,
+        argv: *const *const c_char,
+        argvlen: *const usize,
+        reply: *mut *const sl_reply,
+        data: *mut *const u8,
+    ) -> c_int;
+
+    pub fn sl_key_slot(key: *const c_void, len: usize) -> c_int;
+}
+
+/// The defaults of `SL_CLIENT_OPTIONS_INIT` (the macro's values, checked against the
+/// header by `tests/abi.rs`), for callers that want them without a call.
+pub const SL_CLIENT_OPTIONS_INIT: sl_client_options = sl_client_options {
+    version: SL_CLIENT_OPTIONS_VERSION,
+    size: core::mem::size_of::<sl_client_options>() as c_uint,
+    url: core::ptr::null(),
+    mode: SL_MODE_AUTO,
+    username: core::ptr::null(),
+    password: core::ptr::null(),
+    db: -1,
+    resp_version: 2,
+    connect_timeout_ms: 2000,
+    command_timeout_ms: 5000,
+    max_redirects: 5,
+    refresh_interval_ms: 0,
+    reconnect_min_ms: 10,
+    reconnect_max_ms: 1000,
+    allocator: core::ptr::null(),
+    max_bulk_len: 512 << 20,
+    max_aggregate_len: 1 << 30,
+    max_depth: 32,
+};

@@ -1,0 +1,122 @@
+//! Shared by the integration tests: the servers the harness (ci/test-rust.sh) started,
+//! and throwaway Redis Clusters for the failure tests (ci/redis-cluster.sh).
+//!
+//! The servers come from the environment; a missing variable fails the test with a
+//! message (it never skips):
+//!   SLOTLANE_TEST_PLAIN_URL    a standalone server
+//!   SLOTLANE_TEST_CLUSTER_URL  a seed of a Redis Cluster
+//!   SLOTLANE_TEST_SERVER_URL   slotlane-server in per-shard mode, when built (optional:
+//!                              `targets()` lists it only when set)
+//!   SLOTLANE_TEST_PORT_BASE    first port for the tests' own clusters (default 22600)
+#![allow(dead_code)]
+use std::path::PathBuf;
+use std::process::Command;
+
+pub fn env_url(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var} is not set: run the tests with ci/test-rust.sh (it starts the servers), or set {var} to a server's URL")
+    })
+}
+
+pub fn plain_url() -> String {
+    env_url("SLOTLANE_TEST_PLAIN_URL")
+}
+
+pub fn cluster_url() -> String {
+    env_url("SLOTLANE_TEST_CLUSTER_URL")
+}
+
+/// (name, url) of every server to run the common tests against.
+pub fn targets() -> Vec<(&'static str, String)> {
+    let mut t = vec![("plain", plain_url()), ("cluster", cluster_url())];
+    if let Ok(u) = std::env::var("SLOTLANE_TEST_SERVER_URL") {
+        t.push(("slotlane-server", u));
+    }
+    t
+}
+
+/// The monorepo's root (for ci/ scripts and bindings/conformance).
+pub fn repo_root() -> PathBuf {
+    if let Ok(r) = std::env::var("SL_ROOT") {
+        return PathBuf::from(r);
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the monorepo root")
+}
+
+pub fn port_base() -> u16 {
+    std::env::var("SLOTLANE_TEST_PORT_BASE")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(22600)
+}
+
+fn cluster_script(args: &[&str]) -> std::process::Output {
+    Command::new("bash")
+        .arg(repo_root().join("ci/redis-cluster.sh"))
+        .args(args)
+        .output()
+        .expect("run ci/redis-cluster.sh")
+}
+
+/// A Redis Cluster of its own (ci/redis-cluster.sh), stopped on drop — also when the
+/// test panics.
+pub struct OwnCluster {
+    pub dir: PathBuf,
+    pub ports: Vec<u16>,
+}
+
+impl OwnCluster {
+    /// `n` primaries on ports base+offset .. (2n ports with the bus).
+    pub fn start(name: &str, offset: u16, n: usize) -> OwnCluster {
+        let dir = std::env::temp_dir().join(format!("slotlane-rust-{name}-{}", std::process::id()));
+        let base = port_base() + offset;
+        let out = cluster_script(&[
+            "start",
+            dir.to_str().unwrap(),
+            &base.to_string(),
+            &n.to_string(),
+        ]);
+        if !out.status.success() {
+            let _ = cluster_script(&["stop", dir.to_str().unwrap()]);
+            panic!(
+                "redis-cluster.sh start failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let ports = std::fs::read_to_string(dir.join("ports"))
+            .unwrap()
+            .lines()
+            .map(|l| l.trim().parse().unwrap())
+            .collect();
+        OwnCluster { dir, ports }
+    }
+
+    fn script(&self, args: &[&str]) -> std::process::Output {
+        cluster_script(args)
+    }
+
+    pub fn run(&self, args: &[&str]) {
+        let mut full = vec![args[0], self.dir.to_str().unwrap()];
+        full.extend_from_slice(&args[1..]);
+        let out = self.script(&full);
+        assert!(
+            out.status.success(),
+            "redis-cluster.sh {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.ports[0])
+    }
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        let _ = self.script(&["stop", self.dir.to_str().unwrap()]);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
