@@ -148,10 +148,12 @@ SL_EXTERN const char *sl_client_errmsg(const sl_client *client);
 /* SL_MODE_PLAIN or SL_MODE_CLUSTER: what the client is (after auto-detection). */
 SL_EXTERN int sl_client_mode(const sl_client *client);
 
-/* Asks the execution running on this client (or the next one to start) to stop as
- * soon as possible: unfinished commands get SL_ERR_CANCELLED records and the
- * execution returns SL_ECANCELLED. The one call that is safe from any thread,
- * concurrently with the client's own thread. */
+/* Asks the execution running on this client now to stop as soon as possible:
+ * unfinished commands get SL_ERR_CANCELLED records, the execution returns SL_ECANCELLED,
+ * and connections that still owed replies are closed (the next execution reconnects).
+ * When no execution is running, it has no effect (it never reaches a later execution).
+ * The one call that is safe from any thread, concurrently with the client's own thread;
+ * with the async API it cancels every execution of the client in flight. */
 SL_EXTERN void sl_client_cancel(sl_client *client);
 
 /* Re-reads the slot map from the known nodes now. */
@@ -284,7 +286,8 @@ SL_EXTERN size_t sl_batch_count(const sl_batch *batch);
 /* Executes the queued commands: routes each by its key, writes every node's buffer
  * before reading any, follows redirects, and leaves one reply per command, in order,
  * in the batch. timeout_ms: the deadline of the whole execution (0: the client's
- * command_timeout_ms; -1: none). Returns 0 when every command has a reply record —
+ * command_timeout_ms; -1: none); when it passes, the connections that still owe replies
+ * are closed, so a slow or blocked reply never reaches a later execution. Returns 0 when every command has a reply record —
  * a failed command's record is an error, so 0 does not mean every command succeeded
  * (sizes->errors counts error records) — or a negative code when the execution as a
  * whole failed (SL_ETIMEOUT, SL_ECANCELLED, SL_EIO when no node could be reached...);

@@ -170,6 +170,7 @@ static void complete(sl_batch *b)
     void *arg = b->done_arg;
     sl_sizes sizes = b->sizes;
     b->in_flight = 0;
+    atomic_fetch_sub(&b->client->running, 1);
     b->nuser = b->ncmds = 0;
     b->nargs = 0;
     b->input.len = 0;
@@ -313,6 +314,7 @@ static int start(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
     b->done_cb = (void (*)(sl_batch *, int, const sl_sizes *, void *))cb;
     b->done_arg = arg;
     b->in_flight = 1;
+    atomic_fetch_add(&c->running, 1);
     b->async_next = uc->inflight;
     uc->inflight = b;
     if (rc == 0) rc = sl__engine_queue_round(b, 0);

@@ -168,6 +168,7 @@ int sl_client_new(sl_client **out, const sl_client_options *opts, char *errmsg, 
     c->alloc = *a;
     c->cancel_pipe[0] = c->cancel_pipe[1] = -1;
     atomic_init(&c->cancel, 0);
+    atomic_init(&c->running, 0);
     sl__topo_init(&c->topo);
     c->opts = o;
     c->opts.allocator = NULL;
@@ -272,6 +273,9 @@ int sl_client_mode(const sl_client *c)
 void sl_client_cancel(sl_client *c)
 {
     if (!c) return;
+    /* Only an execution running now is cancelled: a cancel while idle would otherwise
+     * reach whatever runs next. (One that races with an execution's start is lost.) */
+    if (atomic_load(&c->running) == 0) return;
     atomic_store(&c->cancel, 1);
     if (c->cancel_pipe[1] >= 0) {
         char x = 1;

@@ -459,7 +459,9 @@ int sl__engine_node_failed(sl_client *c, size_t k, sl_err_kind kind, int code)
     n->oext_len = 0;
     n->oext_owner = NULL;
     if (c->async_hooks) c->async_hooks->closing(c, k);
-    sl__node_close(c, n, code == SL_ESERVER ? 2 : (kind == SL_ERR_IO || kind == SL_ERR_PROTOCOL));
+    int failed = code == SL_ESERVER ? 2 : (kind == SL_ERR_IO || kind == SL_ERR_PROTOCOL);
+    if (code == SL_ETIMEOUT || code == SL_ECANCELLED) failed = 0; /* the node did nothing wrong */
+    sl__node_close(c, n, failed);
     return err;
 }
 
@@ -478,37 +480,22 @@ int sl__engine_read(sl_client *c, size_t k)
     return 0;
 }
 
-/* Batch b gives up (deadline or cancel): its waiting commands get error records; its
- * segments stay to swallow the late replies, so the connections stay usable. */
-int sl__engine_abandon(sl_batch *b, sl_err_kind kind, const char *msg)
+/* Batch b gives up (deadline or cancel): its waiting commands get error records, and
+ * every connection that still owes it replies is closed — a reply that is late (or a
+ * blocking command still waiting) would otherwise hold up or reach whatever comes next on
+ * that connection. Other executions queued on those connections get I/O errors. */
+int sl__engine_abandon(sl_batch *b, sl_err_kind kind, const char *why)
 {
     sl_client *c = b->client;
     int err = 0;
+    char msg[SL__ERRMSG_MAX]; /* why may be c->errmsg, which this function rewrites */
+    snprintf(msg, sizeof msg, "%s", why);
     for (size_t k = 0; k < b->nbn && k < c->topo.nnodes; k++) {
         sl__node *n = c->topo.nodes[k];
-        int mine = 0, head_partial = 0;
-        for (size_t s = 0; s < n->slen; s++) {
-            sl__seg *seg = &n->segs[n->shead + s];
-            if (seg->kind == SL__SEG_BATCH && seg->batch == b) {
-                mine = 1;
-                if (s == 0 && n->parser.depth > 0) head_partial = 1; /* its records are mid-reply */
-            }
-        }
-        /* Caller bytes that are not all out cannot be kept: the caller may reuse them. */
-        int ext_unwritten = n->oext_owner == b && sl__engine_node_unwritten(n);
-        if (!mine && !ext_unwritten) continue;
-        if (head_partial || ext_unwritten) {
-            /* Cut the connection: its stream cannot be handed to anyone else. Other
-             * batches on it get I/O errors. */
-            if (fail_pending(b, k, kind, msg)) err = SL_ENOMEM;
-            for (size_t s = 0; s < n->slen; s++) {
-                sl__seg *seg = &n->segs[n->shead + s];
-                if (seg->kind == SL__SEG_BATCH && seg->batch == b) seg->kind = SL__SEG_DISCARD;
-            }
-            sl__set_err(c, "%s", msg);
-            if (sl__engine_node_failed(c, k, SL_ERR_IO, SL_EIO)) err = SL_ENOMEM;
-            continue;
-        }
+        int mine = n->oext_owner == b && sl__engine_node_unwritten(n);
+        for (size_t s = 0; s < n->slen && !mine; s++)
+            mine = n->segs[n->shead + s].kind == SL__SEG_BATCH && n->segs[n->shead + s].batch == b;
+        if (!mine) continue;
         if (fail_pending(b, k, kind, msg)) err = SL_ENOMEM;
         for (size_t s = 0; s < n->slen; s++) {
             sl__seg *seg = &n->segs[n->shead + s];
@@ -517,6 +504,9 @@ int sl__engine_abandon(sl_batch *b, sl_err_kind kind, const char *msg)
                 seg->batch = NULL;
             }
         }
+        sl__set_err(c, "%s", msg);
+        if (sl__engine_node_failed(c, k, SL_ERR_IO, kind == SL_ERR_TIMEOUT ? SL_ETIMEOUT : SL_ECANCELLED))
+            err = SL_ENOMEM;
     }
     /* Commands that wanted another round keep the redirect they got, marked unfollowed. */
     for (uint32_t i = 0; i < b->ncmds; i++)
@@ -558,7 +548,7 @@ int sl__engine_advance(sl_batch *b, uint64_t *wait_ms)
 
 /* ------------------------------------------------------------ blocking driver */
 
-static void drain_cancel(sl_client *c)
+void sl__drain_cancel(sl_client *c)
 {
     char buf[64];
     while (read(c->cancel_pipe[0], buf, sizeof buf) > 0) {
@@ -568,6 +558,7 @@ static void drain_cancel(sl_client *c)
 int sl__engine_run_sync(sl_batch *b)
 {
     sl_client *c = b->client;
+
     struct pollfd stack_pfds[17];
     uint16_t stack_map[17];
     struct pollfd *pfds = stack_pfds;
@@ -693,11 +684,6 @@ cancelled:
     status = SL_ECANCELLED;
     if (sl__engine_abandon(b, SL_ERR_CANCELLED, c->errmsg)) status = SL_ENOMEM;
 out:
-    /* A cancel is consumed by the caller's execution, not by a refresh running inside it. */
-    if (b != c->disco && (status == SL_ECANCELLED || atomic_load(&c->cancel))) {
-        atomic_store(&c->cancel, 0);
-        drain_cancel(c);
-    }
     if (pfds != stack_pfds) sl__free(&c->alloc, pfds);
     return status;
 }

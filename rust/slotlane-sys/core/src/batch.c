@@ -622,12 +622,23 @@ int sl__batch_finish(sl_batch *b, int status)
 
 int sl__batch_exec(sl_batch *b, int timeout_ms)
 {
+    sl_client *c = b->client;
+    int outer = b != c->disco; /* discovery runs inside the caller's execution */
+    if (outer) {
+        atomic_store(&c->running, 1);
+        /* A cancel aimed at an execution that already ended must not reach this one. */
+        if (atomic_exchange(&c->cancel, 0)) sl__drain_cancel(c);
+    }
     int status = sl__batch_prepare(b, timeout_ms);
     if (status == 0) status = sl__engine_queue_round(b, 1);
     if (status == 0) status = sl__engine_run_sync(b);
     if (status == SL_ENOMEM) {
         /* Whatever could not run still needs its record. */
         (void)sl__engine_abandon(b, SL_ERR_IO, "out of memory");
+    }
+    if (outer) {
+        atomic_store(&c->running, 0);
+        if (atomic_exchange(&c->cancel, 0)) sl__drain_cancel(c);
     }
     return sl__batch_finish(b, status);
 }

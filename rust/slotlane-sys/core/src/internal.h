@@ -98,7 +98,8 @@ struct sl_client {
     sl__topology topo;
     sl_stats stats;
     uint64_t rng;                /* xorshift state for jitter and random routes */
-    atomic_int cancel;           /* set by sl_client_cancel */
+    atomic_int cancel;           /* set by sl_client_cancel while an execution runs */
+    atomic_int running;          /* executions running (blocking: 0 or 1; async: in flight) */
     int cancel_pipe[2];          /* wakes poll() on cancel */
     sl_batch *internal;          /* the one-command helper's batch */
     sl_batch *disco;             /* discovery's batch (may run inside another execution) */
@@ -254,6 +255,7 @@ int sl__engine_node_failed(sl_client *c, size_t k, sl_err_kind kind, int code);
 int sl__engine_abandon(sl_batch *b, sl_err_kind kind, const char *msg);
 int sl__engine_advance(sl_batch *b, uint64_t *wait_ms);
 int sl__engine_run_sync(sl_batch *b);
+void sl__drain_cancel(sl_client *c);                      /* empties the cancel pipe */
 
 /* split.c */
 int sl__split_plan(sl_batch *b, uint32_t ci, const sl__cmdinfo *info);

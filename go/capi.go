@@ -1,0 +1,377 @@
+package slotlane
+
+// The one file that speaks C. Everything the binding needs from libslotlane crosses
+// here: handle creation and destruction, one crossing per execution (slgo_run), stats,
+// cancellation, version and key slots. Declarations, constants and the reply-record
+// layout are taken from the vendored slotlane.h by cgo, never copied by hand.
+
+/*
+#cgo CFLAGS: -O2 -I${SRCDIR}/internal/csrc/include -I${SRCDIR}/internal/csrc/src -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+#cgo LDFLAGS: -lm -lpthread
+#include <stdlib.h>
+#include <string.h>
+#include "slotlane.h"
+
+// What one execution leaves for Go to read: pointers into the batch's own memory
+// (valid until the batch's next execution) and the sizes. Allocated in C, once per
+// handle, so that no Go pointer is ever stored by C.
+typedef struct slgo_out {
+	const sl_reply *recs;
+	size_t nrecs;
+	const uint8_t *data;
+	size_t dlen;
+	sl_sizes sizes;
+	const char *errmsg;
+} slgo_out;
+
+// One execution, one crossing: the commands (concatenated RESP, count of them) are
+// queued with the route (kind < 0: by key), executed, and the replies' location is
+// written to out. The caller's bytes are only read during the call.
+static int slgo_run(sl_client *cl, sl_batch *b, int route_kind, int slot, const char *node,
+                    const void *cmds, size_t len, size_t count, int timeout_ms, slgo_out *out)
+{
+	int rc;
+	if (route_kind < 0) {
+		rc = sl_batch_run(b, cmds, len, count, timeout_ms, NULL, 0, NULL, 0, &out->sizes);
+	} else {
+		sl_route r;
+		r.kind = (sl_route_kind)route_kind;
+		r.slot = slot;
+		r.node = node;
+		sl_batch_reset(b);
+		rc = sl_batch_append(b, &r, cmds, len, count);
+		if (rc == 0)
+			rc = sl_batch_exec(b, timeout_ms, &out->sizes);
+		else
+			memset(&out->sizes, 0, sizeof out->sizes);
+	}
+	out->recs = sl_batch_replies(b, &out->nrecs, &out->data, &out->dlen);
+	out->errmsg = rc ? sl_client_errmsg(cl) : "";
+	return rc;
+}
+
+// Consumes a cancel that reached the client after its execution had finished (the core
+// keeps it for the next execution): an execution of no commands does no I/O and clears it.
+static void slgo_clear_cancel(sl_batch *b)
+{
+	sl_batch_reset(b);
+	(void)sl_batch_exec(b, -1, NULL);
+}
+
+static int slgo_new(sl_client **out, const char *url, int mode, const char *user, const char *pass,
+                    int db, int resp, int connect_ms, int command_ms, int max_redirects, int refresh_ms,
+                    int reconnect_min_ms, int reconnect_max_ms, char *errmsg, size_t cap)
+{
+	sl_client_options o = SL_CLIENT_OPTIONS_INIT;
+	o.url = url;
+	o.mode = (sl_mode)mode;
+	o.username = user;
+	o.password = pass;
+	o.db = db;
+	if (resp) o.resp_version = resp;
+	if (connect_ms >= 0) o.connect_timeout_ms = connect_ms;
+	if (command_ms >= 0) o.command_timeout_ms = command_ms;
+	if (max_redirects >= 0) o.max_redirects = max_redirects;
+	if (refresh_ms >= 0) o.refresh_interval_ms = refresh_ms;
+	if (reconnect_min_ms >= 0) o.reconnect_min_ms = reconnect_min_ms;
+	if (reconnect_max_ms >= 0) o.reconnect_max_ms = reconnect_max_ms;
+	return sl_client_new(out, &o, errmsg, cap);
+}
+
+static int slgo_stats(const sl_client *cl, sl_stats *st)
+{
+	memset(st, 0, sizeof *st);
+	st->version = SL_STATS_VERSION;
+	st->size = sizeof *st;
+	return sl_client_stats(cl, st);
+}
+*/
+import "C"
+
+import (
+	"context"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// handle is one core client with its batch: a connection (per node) and a pipeline
+// engine. A handle is used by one goroutine at a time (the pool hands it out); mu is
+// held for the duration of an execution so that Close and Stats can wait for it.
+type handle struct {
+	mu    sync.Mutex
+	cmu   sync.Mutex // orders cancel (from Close) against free; never held during an execution
+	cl    *C.sl_client
+	b     *C.sl_batch
+	out   *C.slgo_out // C memory
+	freed bool
+	// broken: the handle must not run again (see Client.exec); release frees it.
+	broken bool
+
+	buf        []byte        // encoding scratch for single commands
+	cancelDone chan struct{} // the ctx watcher signals here after sl_client_cancel
+	cancelFn   func()        // prebuilt: no closure allocation per execution
+}
+
+type createParams struct {
+	url, username, password string
+	mode                    Mode
+	db, resp                int
+	connectMs, commandMs    int
+	maxRedirects, refreshMs int
+	reconnMin, reconnMax    int
+}
+
+// newHandle creates a core client (connect, and in cluster mode discovery) and its batch.
+func newHandle(p *createParams) (*handle, error) {
+	curl := C.CString(p.url)
+	defer C.free(unsafe.Pointer(curl))
+	var cuser, cpass *C.char
+	if p.username != "" {
+		cuser = C.CString(p.username)
+		defer C.free(unsafe.Pointer(cuser))
+	}
+	if p.password != "" {
+		cpass = C.CString(p.password)
+		defer C.free(unsafe.Pointer(cpass))
+	}
+	var errbuf [512]C.char
+	var cl *C.sl_client
+	rc := C.slgo_new(&cl, curl, C.int(p.mode), cuser, cpass, C.int(p.db), C.int(p.resp),
+		C.int(p.connectMs), C.int(p.commandMs), C.int(p.maxRedirects), C.int(p.refreshMs),
+		C.int(p.reconnMin), C.int(p.reconnMax), &errbuf[0], C.size_t(len(errbuf)))
+	if rc != 0 {
+		return nil, newError(int(rc), C.GoString(&errbuf[0]), nil)
+	}
+	var b *C.sl_batch
+	if rc = C.sl_batch_new(cl, &b); rc != 0 {
+		msg := C.GoString(C.sl_client_errmsg(cl))
+		C.sl_client_free(cl)
+		return nil, newError(int(rc), msg, nil)
+	}
+	out := (*C.slgo_out)(C.calloc(1, C.sizeof_slgo_out))
+	if out == nil {
+		C.sl_batch_free(b)
+		C.sl_client_free(cl)
+		return nil, newError(int(C.SL_ENOMEM), "out of memory", nil)
+	}
+	h := &handle{cl: cl, b: b, out: out, cancelDone: make(chan struct{}, 1)}
+	h.cancelFn = func() {
+		C.sl_client_cancel(h.cl)
+		h.cancelDone <- struct{}{}
+	}
+	return h, nil
+}
+
+// free releases the C objects; the caller holds h.mu (or owns h alone).
+func (h *handle) free() {
+	if h.freed {
+		return
+	}
+	h.cmu.Lock()
+	h.freed = true
+	C.sl_batch_free(h.b)
+	C.sl_client_free(h.cl)
+	C.free(unsafe.Pointer(h.out))
+	h.b, h.cl, h.out = nil, nil, nil
+	h.cmu.Unlock()
+}
+
+func (h *handle) mode() Mode { return Mode(C.sl_client_mode(h.cl)) }
+
+// cancel may be called from any goroutine, also while an execution runs (Close); a
+// freed handle is left alone.
+func (h *handle) cancel() {
+	h.cmu.Lock()
+	if !h.freed {
+		C.sl_client_cancel(h.cl)
+	}
+	h.cmu.Unlock()
+}
+
+func (h *handle) stats(s *Stats) error {
+	var st C.sl_stats
+	if rc := C.slgo_stats(h.cl, &st); rc != 0 {
+		return newError(int(rc), C.GoString(C.sl_client_errmsg(h.cl)), nil)
+	}
+	s.Commands += uint64(st.commands)
+	s.Moved += uint64(st.moved)
+	s.Ask += uint64(st.ask)
+	s.TryAgain += uint64(st.tryagain)
+	s.Refreshes += uint64(st.refreshes)
+	s.Connects += uint64(st.connects)
+	s.Reconnects += uint64(st.reconnects)
+	s.BytesWritten += uint64(st.bytes_written)
+	s.BytesRead += uint64(st.bytes_read)
+	if n := uint64(st.nodes); n > s.Nodes {
+		s.Nodes = n
+	}
+	return nil
+}
+
+// execution is what run leaves for decoding: the return code and the message.
+type execution struct {
+	rc      int
+	errmsg  string
+	decoded bool // every command got its record, in dst
+}
+
+// run executes count commands (cmds: concatenated RESP) with one crossing and decodes
+// the replies into dst (len(dst) == count) before the handle can run again. ctx's
+// deadline is the execution's deadline (timeoutMs, already computed by the caller);
+// ctx's cancellation cancels the execution through sl_client_cancel from a watcher.
+func (h *handle) run(ctx context.Context, cmds []byte, count int, rt *Route, timeoutMs int, dst []Result) execution {
+	var stop func() bool
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, h.cancelFn)
+	}
+	kind, slot := C.int(-1), C.int(0)
+	var node *C.char
+	var nodeBuf []byte
+	if rt != nil {
+		kind, slot = C.int(rt.kind), C.int(rt.slot)
+		if rt.kind == routeNode {
+			nodeBuf = append(append(nodeBuf, rt.node...), 0)
+			node = (*C.char)(unsafe.Pointer(&nodeBuf[0]))
+		}
+	}
+	rc := C.slgo_run(h.cl, h.b, kind, slot, node, unsafe.Pointer(unsafe.SliceData(cmds)), C.size_t(len(cmds)),
+		C.size_t(count), C.int(timeoutMs), h.out)
+	ex := execution{rc: int(rc)}
+	if rc != 0 {
+		ex.errmsg = C.GoString(h.out.errmsg)
+	}
+	ex.decoded = h.decode(count, dst)
+	if stop != nil && !stop() {
+		// The watcher ran (or is running): wait for its sl_client_cancel, then consume a
+		// cancel that may have arrived after the execution finished, so that it cannot
+		// cancel the next execution on this handle.
+		<-h.cancelDone
+		C.slgo_clear_cancel(h.b)
+	}
+	return ex
+}
+
+// decode turns the batch's records into dst. When the execution left no record per
+// command (a malformed command buffer, out of memory), dst is left untouched and the
+// caller fills it with the execution's error.
+func (h *handle) decode(count int, dst []Result) bool {
+	out := h.out
+	nrecs := int(out.nrecs)
+	if int(out.sizes.commands) != count || nrecs < count || out.recs == nil {
+		return false
+	}
+	recs := unsafe.Slice(out.recs, nrecs)
+	var data []byte
+	if out.dlen > 0 {
+		data = make([]byte, int(out.dlen))
+		copy(data, unsafe.Slice((*byte)(unsafe.Pointer(out.data)), int(out.dlen)))
+	}
+	d := decoder{recs: recs, data: data}
+	if extra := nrecs - count; extra > 0 {
+		d.pool = make([]Value, extra)
+	}
+	for k := 0; k < count; k++ {
+		v := d.value()
+		if v.kind == KindError {
+			dst[k] = Result{Err: v.responseError()}
+		} else {
+			dst[k] = Result{Value: v}
+		}
+	}
+	return true
+}
+
+type decoder struct {
+	recs []C.sl_reply
+	data []byte
+	i    int
+	pool []Value // children of every aggregate, carved in order
+}
+
+func (d *decoder) value() Value {
+	r := &d.recs[d.i]
+	d.i++
+	v := Value{kind: Kind(r._type), flags: uint8(r.flags)}
+	switch v.kind {
+	case KindInteger, KindBool, KindVerbatim:
+		v.num = *(*int64)(unsafe.Pointer(&r.value))
+	case KindDouble:
+		v.num = *(*int64)(unsafe.Pointer(&r.value)) // the bits of the double
+	}
+	switch v.kind {
+	case KindArray, KindMap, KindSet, KindPush:
+		n := int(r.len)
+		elems := d.pool[:n:n]
+		d.pool = d.pool[n:]
+		for j := range elems {
+			elems[j] = d.value()
+		}
+		v.elems = elems
+	case KindString, KindStatus, KindError, KindDouble, KindBigNumber, KindVerbatim:
+		off, n := int(r.offset), int(r.len)
+		v.b = d.data[off : off+n : off+n]
+	}
+	return v
+}
+
+// Version returns the version of the libslotlane core compiled into this package.
+func Version() string { return C.GoString(C.sl_version()) }
+
+// KeySlot returns the Redis Cluster slot (0..16383) of a key: CRC16 of the key, or of
+// its {hash tag}, modulo 16384 — computed by the core.
+func KeySlot(key string) int {
+	if len(key) == 0 {
+		return int(C.sl_key_slot(nil, 0))
+	}
+	b := []byte(key)
+	return int(C.sl_key_slot(unsafe.Pointer(&b[0]), C.size_t(len(b))))
+}
+
+// strerror is the core's short description of a return code.
+func strerror(code int) string { return C.GoString(C.sl_strerror(C.int(code))) }
+
+// Core return codes, from slotlane.h.
+const (
+	codeOK          = int(C.SL_OK)
+	codeInvalid     = int(C.SL_EINVAL)
+	codeNoMemory    = int(C.SL_ENOMEM)
+	codeIO          = int(C.SL_EIO)
+	codeTimeout     = int(C.SL_ETIMEOUT)
+	codeProtocol    = int(C.SL_EPROTO)
+	codeServer      = int(C.SL_ESERVER)
+	codeRedirect    = int(C.SL_EREDIRECT)
+	codeCancelled   = int(C.SL_ECANCELLED)
+	codeCluster     = int(C.SL_ECLUSTER)
+	codeTooSmall    = int(C.SL_ETOOSMALL)
+	codeUnsupported = int(C.SL_EUNSUPPORTED)
+	codeState       = int(C.SL_ESTATE)
+)
+
+// Route kinds, from slotlane.h.
+const (
+	routeKey          = int(C.SL_ROUTE_KEY)
+	routeAllPrimaries = int(C.SL_ROUTE_ALL_PRIMARIES)
+	routeNode         = int(C.SL_ROUTE_NODE)
+	routeSlot         = int(C.SL_ROUTE_SLOT)
+	routeRandom       = int(C.SL_ROUTE_RANDOM)
+)
+
+// timeoutMillis is the execution deadline for ctx: its deadline rounded up to a
+// millisecond, or 0 (the client's CommandTimeout) when ctx has none. ok is false when
+// the deadline has already passed.
+func timeoutMillis(ctx context.Context) (ms int, ok bool) {
+	d, has := ctx.Deadline()
+	if !has {
+		return 0, true
+	}
+	left := time.Until(d)
+	if left <= 0 {
+		return 0, false
+	}
+	ms64 := (left + time.Millisecond - 1) / time.Millisecond
+	if ms64 > 1<<31-1 {
+		ms64 = 1<<31 - 1
+	}
+	return int(ms64), true
+}

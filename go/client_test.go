@@ -1,0 +1,725 @@
+package slotlane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// servers runs f against the bundled server (cluster) and standalone Redis (plain).
+func servers(t *testing.T, f func(t *testing.T, c *Client)) {
+	t.Run("bundled", func(t *testing.T) {
+		c := newTestClient(t, bundledURL, nil)
+		if err := c.FlushAll(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		f(t, c)
+	})
+	t.Run("plain", func(t *testing.T) {
+		c := newTestClient(t, plainURL, nil)
+		if err := c.FlushAll(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		f(t, c)
+	})
+}
+
+func TestVersionMatchesVendoredCore(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("internal", "csrc", "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := Version(), strings.TrimSpace(string(b)); got != want {
+		t.Fatalf("Version() = %q, the vendored core's VERSION is %q: update SL_VERSION_STRING in core_client.c", got, want)
+	}
+}
+
+func TestEveryCoreSourceIsCompiled(t *testing.T) {
+	srcs, err := filepath.Glob(filepath.Join("internal", "csrc", "src", "*.c"))
+	if err != nil || len(srcs) == 0 {
+		t.Fatalf("no vendored core sources: %v", err)
+	}
+	// async.c is the libuv driver of the core's asynchronous API (slotlane_uv.h): the Go
+	// binding uses the blocking engine from goroutines and does not link libuv.
+	excluded := map[string]bool{"async": true}
+	n := 0
+	for _, s := range srcs {
+		base := strings.TrimSuffix(filepath.Base(s), ".c")
+		if excluded[base] {
+			if _, err := os.Stat("core_" + base + ".c"); err == nil {
+				t.Errorf("core_%s.c compiles an excluded source", base)
+			}
+			continue
+		}
+		n++
+		w, err := os.ReadFile("core_" + base + ".c")
+		if err != nil {
+			t.Errorf("core source %s has no core_%s.c wrapper in the package: %v", s, base, err)
+			continue
+		}
+		if !strings.Contains(string(w), `#include "internal/csrc/src/`+base+`.c"`) {
+			t.Errorf("core_%s.c does not include %s", base, s)
+		}
+	}
+	wrappers, _ := filepath.Glob("core_*.c")
+	if len(wrappers) != n {
+		t.Errorf("%d wrappers for %d core sources (a wrapper of a removed source?)", len(wrappers), n)
+	}
+}
+
+func TestKeySlot(t *testing.T) {
+	c := newTestClient(t, bundledURL, nil)
+	ctx := testCtx(t)
+	for _, k := range []string{"", "foo", "key:0", "{user1000}.following", "{}x", "{a}{b}", "ключ"} {
+		want, err := c.Do(ctx, "CLUSTER", "KEYSLOT", k).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := KeySlot(k); int64(got) != want {
+			t.Errorf("KeySlot(%q) = %d, the server says %d", k, got, want)
+		}
+	}
+	if KeySlot("foo") != 12182 {
+		t.Errorf("KeySlot(foo) = %d, want 12182", KeySlot("foo"))
+	}
+	if KeySlot("{user1000}.following") != KeySlot("{user1000}.followers") {
+		t.Error("hash tags do not share a slot")
+	}
+}
+
+func TestNewClientModes(t *testing.T) {
+	ctx := testCtx(t)
+	cases := []struct {
+		name string
+		opts Options
+		want Mode
+	}{
+		{"bundled auto URL", Options{URL: bundledURL}, ModeCluster},
+		{"bundled addrs", Options{Addrs: []string{"127.0.0.1:23001", "127.0.0.1:23002"}}, ModeCluster},
+		{"bundled forced cluster", Options{URL: bundledURL, Mode: ModeCluster}, ModeCluster},
+		{"plain auto", Options{URL: plainURL}, ModePlain},
+		{"plain forced", Options{Addrs: []string{fmt.Sprintf("127.0.0.1:%d", plainPort)}, Mode: ModePlain}, ModePlain},
+		{"plain host:port URL", Options{URL: fmt.Sprintf("127.0.0.1:%d", plainPort)}, ModePlain},
+		{"redis cluster", Options{URL: clusterURL, Protocol: 3}, ModeCluster},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewClient(ctx, &tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if c.Mode() != tc.want {
+				t.Fatalf("Mode() = %v, want %v", c.Mode(), tc.want)
+			}
+			if err := c.Ping(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestNewClientBadOptions(t *testing.T) {
+	ctx := testCtx(t)
+	bad := []struct {
+		name string
+		opts *Options
+		want error
+	}{
+		{"nil", nil, ErrInvalid},
+		{"empty", &Options{}, ErrInvalid},
+		{"both", &Options{URL: bundledURL, Addrs: []string{"127.0.0.1:1"}}, ErrInvalid},
+		{"bad addr", &Options{Addrs: []string{"a,b"}}, ErrInvalid},
+		{"mode", &Options{URL: bundledURL, Mode: 7}, ErrInvalid},
+		{"protocol", &Options{URL: bundledURL, Protocol: 4}, ErrInvalid},
+		{"db", &Options{URL: bundledURL, DB: -1}, ErrInvalid},
+		{"redirects", &Options{URL: bundledURL, MaxRedirects: -1}, ErrInvalid},
+		{"pool", &Options{URL: bundledURL, PoolSize: -1}, ErrInvalid},
+		{"dial timeout", &Options{URL: bundledURL, DialTimeout: -time.Second}, ErrInvalid},
+		{"refresh", &Options{URL: bundledURL, RefreshInterval: -time.Second}, ErrInvalid},
+		{"bad url", &Options{URL: "redis://[::1"}, ErrInvalid},
+		{"tls", &Options{URL: "rediss://127.0.0.1:23000"}, ErrUnsupported},
+		{"refused", &Options{URL: "redis://127.0.0.1:23499", DialTimeout: time.Second}, ErrConnection},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewClient(ctx, tc.opts)
+			if err == nil {
+				c.Close()
+				t.Fatal("NewClient succeeded")
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("error %q does not match %v", err, tc.want)
+			}
+			if err.Error() == "" {
+				t.Fatal("empty message")
+			}
+		})
+	}
+}
+
+func TestNewClientContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := NewClient(ctx, &Options{URL: bundledURL}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled ctx: %v", err)
+	}
+	// A server that accepts and never answers: the ctx deadline ends NewClient.
+	ln, err := listenSilent(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel2()
+	start := time.Now()
+	_, err = NewClient(ctx2, &Options{URL: "redis://" + ln, Mode: ModeCluster})
+	if err == nil {
+		t.Fatal("NewClient against a silent server succeeded")
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("NewClient took %v with a 300ms deadline", d)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrTimeout) {
+		t.Fatalf("error %v is neither a deadline nor a timeout", err)
+	}
+}
+
+func TestStringers(t *testing.T) {
+	if ModeAuto.String() != "auto" || ModePlain.String() != "plain" || ModeCluster.String() != "cluster" || Mode(9).String() != "Mode(9)" {
+		t.Error("Mode.String")
+	}
+	if KindString.String() != "string" || KindPush.String() != "push" || Kind(99).String() != "Kind(99)" {
+		t.Error("Kind.String")
+	}
+	if ErrKindServer.String() != "server" || ErrKindArgument.String() != "argument" || ErrorKind(99).String() != "unknown" {
+		t.Error("ErrorKind.String")
+	}
+	e := &Error{Code: codeTimeout, Msg: "late"}
+	if !errors.Is(e, ErrTimeout) || !strings.Contains(e.Error(), "late") {
+		t.Errorf("Error: %v", e)
+	}
+	var to interface{ Timeout() bool }
+	if !errors.As(e, &to) || !to.Timeout() {
+		t.Error("ErrTimeout is not a Timeout() error")
+	}
+	re := &ResponseError{Kind: ErrKindServer, Msg: "WRONGTYPE Operation against a key"}
+	if re.Prefix() != "WRONGTYPE" || re.Error() != re.Msg || len(re.Unwrap()) != 0 {
+		t.Errorf("ResponseError: %q %q", re.Prefix(), re.Error())
+	}
+	re2 := &ResponseError{Kind: ErrKindIO, Msg: "connection refused"}
+	if re2.Prefix() != "" || !errors.Is(re2, ErrConnection) || !strings.Contains(re2.Error(), "io") {
+		t.Errorf("ResponseError io: %v", re2)
+	}
+	if (Value{}).String() != "invalid" {
+		t.Errorf("zero Value: %q", Value{}.String())
+	}
+}
+
+func TestStringCommands(t *testing.T) {
+	servers(t, func(t *testing.T, c *Client) {
+		ctx := testCtx(t)
+		if err := c.Ping(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Set(ctx, "s1", "v1", 0); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := c.Get(ctx, "s1"); err != nil || v != "v1" {
+			t.Fatalf("Get = %q, %v", v, err)
+		}
+		if _, err := c.Get(ctx, "nokey"); !errors.Is(err, ErrNil) {
+			t.Fatalf("Get missing: %v", err)
+		}
+		if err := c.Set(ctx, "bin", []byte{0, 1, '\r', '\n', 0xff}, 0); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := c.Do(ctx, "GET", "bin").Bytes(); err != nil || string(b) != "\x00\x01\r\n\xff" {
+			t.Fatalf("binary: %q %v", b, err)
+		}
+		if err := c.Set(ctx, "n", 41, 0); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := c.Incr(ctx, "n"); err != nil || n != 42 {
+			t.Fatalf("Incr = %d %v", n, err)
+		}
+		if n, err := c.IncrBy(ctx, "n", -50); err != nil || n != -8 {
+			t.Fatalf("IncrBy = %d %v", n, err)
+		}
+		if _, err := c.Incr(ctx, "s1"); err == nil {
+			t.Fatal("INCR of a string succeeded")
+		} else {
+			var re *ResponseError
+			if !errors.As(err, &re) || re.Kind != ErrKindServer || re.Prefix() != "ERR" {
+				t.Fatalf("INCR error %T %v", err, err)
+			}
+		}
+		// SetNX
+		if ok, err := c.SetNX(ctx, "nx", "a", 0); err != nil || !ok {
+			t.Fatalf("SetNX new = %v %v", ok, err)
+		}
+		if ok, err := c.SetNX(ctx, "nx", "b", time.Minute); err != nil || ok {
+			t.Fatalf("SetNX existing = %v %v", ok, err)
+		}
+		// TTL and Expire
+		if d, err := c.TTL(ctx, "nx"); err != nil || d != NoExpiry {
+			t.Fatalf("TTL no expiry = %v %v", d, err)
+		}
+		if _, err := c.TTL(ctx, "nokey"); !errors.Is(err, ErrNil) {
+			t.Fatalf("TTL missing: %v", err)
+		}
+		if ok, err := c.Expire(ctx, "nx", 90*time.Second); err != nil || !ok {
+			t.Fatalf("Expire = %v %v", ok, err)
+		}
+		if ok, err := c.Expire(ctx, "nokey", time.Second); err != nil || ok {
+			t.Fatalf("Expire missing = %v %v", ok, err)
+		}
+		if d, err := c.TTL(ctx, "nx"); err != nil || d <= 80*time.Second || d > 90*time.Second {
+			t.Fatalf("TTL = %v %v", d, err)
+		}
+		if err := c.Set(ctx, "ttl", "x", 1500*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := c.TTL(ctx, "ttl"); err != nil || d <= 0 || d > 1500*time.Millisecond {
+			t.Fatalf("Set with ttl: TTL = %v %v", d, err)
+		}
+		// Del, Exists, MGet, MSet across slots (split by the core in cluster mode)
+		if err := c.MSet(ctx, "m:a", "1", "m:b", 2, "{t}m:c", []byte("3")); err != nil {
+			t.Fatal(err)
+		}
+		vals, err := c.MGet(ctx, "m:a", "nokey", "m:b", "{t}m:c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := []string{}
+		for _, v := range vals {
+			if v.IsNil() {
+				got = append(got, "<nil>")
+			} else {
+				got = append(got, v.Text())
+			}
+		}
+		if !reflect.DeepEqual(got, []string{"1", "<nil>", "2", "3"}) {
+			t.Fatalf("MGet = %v", got)
+		}
+		if n, err := c.Exists(ctx, "m:a", "m:b", "nokey", "m:a"); err != nil || n != 3 {
+			t.Fatalf("Exists = %d %v", n, err)
+		}
+		if n, err := c.Del(ctx, "m:a", "m:b", "nokey", "{t}m:c"); err != nil || n != 3 {
+			t.Fatalf("Del = %d %v", n, err)
+		}
+		// argument errors, before anything is sent
+		for name, f := range map[string]func() error{
+			"Del":       func() error { _, err := c.Del(ctx); return err },
+			"Exists":    func() error { _, err := c.Exists(ctx); return err },
+			"MGet":      func() error { _, err := c.MGet(ctx); return err },
+			"MSet":      func() error { return c.MSet(ctx, "a") },
+			"HSet":      func() error { _, err := c.HSet(ctx, "h", "f"); return err },
+			"LPush":     func() error { _, err := c.LPush(ctx, "l"); return err },
+			"RPush":     func() error { _, err := c.RPush(ctx, "l"); return err },
+			"SAdd":      func() error { _, err := c.SAdd(ctx, "s"); return err },
+			"Expire":    func() error { _, err := c.Expire(ctx, "k", 0); return err },
+			"Set ttl":   func() error { return c.Set(ctx, "k", "v", -time.Second) },
+			"SetNX ttl": func() error { _, err := c.SetNX(ctx, "k", "v", -time.Second); return err },
+			"Set nil":   func() error { return c.Set(ctx, "k", nil, 0) },
+			"Set type":  func() error { return c.Set(ctx, "k", struct{}{}, 0) },
+			"Do empty":  func() error { return c.Do(ctx).Err },
+			"Do dur":    func() error { return c.Do(ctx, "SET", "k", time.Second).Err },
+		} {
+			if err := f(); !errors.Is(err, ErrInvalid) {
+				t.Errorf("%s: error %v does not match ErrInvalid", name, err)
+			}
+		}
+	})
+}
+
+func TestHashListSetCommands(t *testing.T) {
+	servers(t, func(t *testing.T, c *Client) {
+		ctx := testCtx(t)
+		if n, err := c.HSet(ctx, "h", "f1", "v1", "f2", 2); err != nil || n != 2 {
+			t.Fatalf("HSet = %d %v", n, err)
+		}
+		if v, err := c.HGet(ctx, "h", "f2"); err != nil || v != "2" {
+			t.Fatalf("HGet = %q %v", v, err)
+		}
+		if _, err := c.HGet(ctx, "h", "nofield"); !errors.Is(err, ErrNil) {
+			t.Fatalf("HGet missing: %v", err)
+		}
+		if m, err := c.HGetAll(ctx, "h"); err != nil || !reflect.DeepEqual(m, map[string]string{"f1": "v1", "f2": "2"}) {
+			t.Fatalf("HGetAll = %v %v", m, err)
+		}
+		if m, err := c.HGetAll(ctx, "nohash"); err != nil || len(m) != 0 {
+			t.Fatalf("HGetAll missing = %v %v", m, err)
+		}
+		if n, err := c.RPush(ctx, "l", "b", "c"); err != nil || n != 2 {
+			t.Fatalf("RPush = %d %v", n, err)
+		}
+		if n, err := c.LPush(ctx, "l", "a"); err != nil || n != 3 {
+			t.Fatalf("LPush = %d %v", n, err)
+		}
+		if l, err := c.LRange(ctx, "l", 0, -1); err != nil || !reflect.DeepEqual(l, []string{"a", "b", "c"}) {
+			t.Fatalf("LRange = %v %v", l, err)
+		}
+		if n, err := c.SAdd(ctx, "s", "x", "y", "x"); err != nil || n != 2 {
+			t.Fatalf("SAdd = %d %v", n, err)
+		}
+		m, err := c.SMembers(ctx, "s")
+		sort.Strings(m)
+		if err != nil || !reflect.DeepEqual(m, []string{"x", "y"}) {
+			t.Fatalf("SMembers = %v %v", m, err)
+		}
+		// wrong type: a *ResponseError with the server's prefix
+		if _, err := c.LRange(ctx, "h", 0, -1); err == nil {
+			t.Fatal("LRANGE of a hash succeeded")
+		} else {
+			var re *ResponseError
+			if !errors.As(err, &re) || re.Prefix() != "WRONGTYPE" {
+				t.Fatalf("LRANGE of a hash: %v", err)
+			}
+		}
+	})
+}
+
+func TestDoRoute(t *testing.T) {
+	c := newTestClient(t, bundledURL, nil)
+	ctx := testCtx(t)
+	if err := c.FlushAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := c.Pipeline()
+	for i := 0; i < 100; i++ {
+		p.Set(fmt.Sprintf("r:%d", i), "x", 0)
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.DoRoute(ctx, RouteAllPrimaries(), "DBSIZE").Int64(); err != nil || n != 100 {
+		t.Fatalf("DBSIZE on all primaries = %d %v", n, err)
+	}
+	// one node: its own DBSIZE is a part of the keys
+	n0, err := c.DoRoute(ctx, RouteNode("127.0.0.1:23000"), "DBSIZE").Int64()
+	if err != nil || n0 <= 0 || n0 >= 100 {
+		t.Fatalf("DBSIZE on 23000 = %d %v", n0, err)
+	}
+	// the owner of a slot holds the key of that slot
+	slot := KeySlot("r:7")
+	if v, err := c.DoRoute(ctx, RouteSlot(slot), "GET", "r:7").Text(); err != nil || v != "x" {
+		t.Fatalf("GET by slot = %q %v", v, err)
+	}
+	if err := c.DoRoute(ctx, RouteRandom(), "PING").Err; err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]Route{"zero": {}, "slot": RouteSlot(16384), "node": RouteNode("nohost")} {
+		if err := c.DoRoute(ctx, r, "PING").Err; !errors.Is(err, ErrInvalid) {
+			t.Errorf("route %s: %v", name, err)
+		}
+	}
+}
+
+func TestValueAccessors(t *testing.T) {
+	c := newTestClient(t, bundledURL, &Options{Protocol: 3})
+	ctx := testCtx(t)
+	if err := c.FlushAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.HSet(ctx, "vh", "a", "1", "b", "2.5")
+	c.RPush(ctx, "vl", "x", "y")
+	r := c.Do(ctx, "HGETALL", "vh")
+	if r.Err != nil || r.Value.Kind() != KindMap || r.Value.Len() != 4 {
+		t.Fatalf("RESP3 HGETALL: %v %v", r.Value, r.Err)
+	}
+	m, err := r.StringMap()
+	if err != nil || m["b"] != "2.5" {
+		t.Fatalf("StringMap %v %v", m, err)
+	}
+	if iv, err := r.Interface(); err != nil || !reflect.DeepEqual(iv, map[string]any{"a": "1", "b": "2.5"}) {
+		t.Fatalf("Interface %v %v", iv, err)
+	}
+	f, err := c.Do(ctx, "HGET", "vh", "b").Float64()
+	if err != nil || f != 2.5 {
+		t.Fatalf("Float64 of a string = %v %v", f, err)
+	}
+	if n, err := c.Do(ctx, "HGET", "vh", "a").Int64(); err != nil || n != 1 {
+		t.Fatalf("Int64 of a string = %v %v", n, err)
+	}
+	if _, err := c.Do(ctx, "HGET", "vh", "b").Int64(); !errors.Is(err, ErrUnexpectedType) {
+		t.Fatalf("Int64 of 2.5: %v", err)
+	}
+	l := c.Do(ctx, "LRANGE", "vl", 0, -1)
+	if s, err := l.Slice(); err != nil || len(s) != 2 || s[1].Text() != "y" || l.Value.Elems()[0].Text() != "x" {
+		t.Fatalf("Slice %v %v", s, err)
+	}
+	if _, err := l.Text(); !errors.Is(err, ErrUnexpectedType) {
+		t.Fatalf("Text of an array: %v", err)
+	}
+	if _, err := l.Bytes(); !errors.Is(err, ErrUnexpectedType) {
+		t.Fatalf("Bytes of an array: %v", err)
+	}
+	if _, err := l.Int64(); !errors.Is(err, ErrUnexpectedType) {
+		t.Fatalf("Int64 of an array: %v", err)
+	}
+	if _, err := l.StringMap(); err != nil {
+		t.Fatalf("StringMap of 2 elements: %v", err)
+	}
+	if fmt.Sprint(l.Value) != `array["x" "y"]` {
+		t.Fatalf("String of an array: %s", l.Value)
+	}
+	nilr := c.Do(ctx, "GET", "nokey")
+	if nilr.Err != nil || !nilr.Value.IsNil() || nilr.Value.String() != "nil" {
+		t.Fatalf("nil: %v", nilr)
+	}
+	for name, f := range map[string]func() error{
+		"Bytes":   func() error { _, err := nilr.Bytes(); return err },
+		"Text":    func() error { _, err := nilr.Text(); return err },
+		"Int64":   func() error { _, err := nilr.Int64(); return err },
+		"Float64": func() error { _, err := nilr.Float64(); return err },
+		"Bool":    func() error { _, err := nilr.Bool(); return err },
+		"Slice":   func() error { _, err := nilr.Slice(); return err },
+		"Strings": func() error { _, err := nilr.Strings(); return err },
+	} {
+		if err := f(); !errors.Is(err, ErrNil) {
+			t.Errorf("%s of nil: %v", name, err)
+		}
+	}
+	if iv, err := nilr.Interface(); err != nil || iv != nil {
+		t.Fatalf("Interface of nil %v %v", iv, err)
+	}
+	i := c.Do(ctx, "INCR", "vi")
+	if i.Value.Kind() != KindInteger || i.Value.Text() != "1" || i.Value.String() != "1" {
+		t.Fatalf("integer %v", i.Value)
+	}
+	if b, err := i.Bool(); err != nil || !b {
+		t.Fatalf("Bool of 1: %v %v", b, err)
+	}
+	if f, err := i.Float64(); err != nil || f != 1 {
+		t.Fatalf("Float64 of 1: %v %v", f, err)
+	}
+	if i.Value.Bytes() != nil || i.Value.Format() != "" || i.Value.Err() != nil {
+		t.Fatal("integer has bytes, a format or an error")
+	}
+	// errors: Result.Err, and every accessor returns it
+	e := c.Do(ctx, "LPUSH", "vh", "x")
+	var re *ResponseError
+	if !errors.As(e.Err, &re) || re.Prefix() != "WRONGTYPE" {
+		t.Fatalf("WRONGTYPE: %v", e.Err)
+	}
+	for name, f := range map[string]func() error{
+		"Bytes": func() error { _, err := e.Bytes(); return err }, "Text": func() error { _, err := e.Text(); return err },
+		"Int64": func() error { _, err := e.Int64(); return err }, "Float64": func() error { _, err := e.Float64(); return err },
+		"Bool": func() error { _, err := e.Bool(); return err }, "Slice": func() error { _, err := e.Slice(); return err },
+		"Strings": func() error { _, err := e.Strings(); return err }, "StringMap": func() error { _, err := e.StringMap(); return err },
+		"Interface": func() error { _, err := e.Interface(); return err },
+	} {
+		if err := f(); err != e.Err {
+			t.Errorf("%s of an error result: %v", name, err)
+		}
+	}
+	// RESP3 double, bool, verbatim
+	d := c.Do(ctx, "ZINCRBY", "vz", "1.5", "m")
+	if d.Err != nil {
+		t.Fatal(d.Err)
+	}
+	if f, err := d.Float64(); err != nil || f != 1.5 {
+		t.Fatalf("ZINCRBY double: %v %v (%v)", f, err, d.Value.Kind())
+	}
+}
+
+func TestValueDecodingKinds(t *testing.T) {
+	// Decoding of every RESP3 record kind through EVAL, against standalone Redis (the
+	// bundled server has no scripting yet).
+	c := newTestClient(t, plainURL, &Options{Protocol: 3})
+	ctx := testCtx(t)
+	check := func(script string, kind Kind, f func(r Result) bool) {
+		t.Helper()
+		r := c.Do(ctx, "EVAL", script, 0)
+		if r.Err != nil || r.Value.Kind() != kind || !f(r) {
+			t.Errorf("EVAL %s: %v (%v) err %v", script, r.Value, r.Value.Kind(), r.Err)
+		}
+	}
+	check("return {double=3.141}", KindDouble, func(r Result) bool {
+		f, _ := r.Float64()
+		return f == 3.141 && r.Value.Interface() == f && r.Value.String() == "3.141"
+	})
+	check("redis.setresp(3); return true", KindBool, func(r Result) bool {
+		b, _ := r.Bool()
+		return b && r.Value.Text() == "true" && r.Value.Interface() == true && r.Value.String() == "true"
+	})
+	check("redis.setresp(3); return false", KindBool, func(r Result) bool { b, err := r.Bool(); return !b && err == nil })
+	check("return {big_number='-1234567890123456789012345678901234567890'}", KindBigNumber, func(r Result) bool {
+		_, err := r.Int64() // too big for an int64
+		return r.Value.Text() == "-1234567890123456789012345678901234567890" && errors.Is(err, ErrUnexpectedType)
+	})
+	check("return {verbatim_string={format='mkd', string='# title'}}", KindVerbatim, func(r Result) bool {
+		s, _ := r.Text()
+		return r.Value.Format() == "mkd" && s == "# title" && r.Value.Interface() == "# title"
+	})
+	check("return {set={x=true,y=true,z=true}}", KindSet, func(r Result) bool {
+		s, _ := r.Strings()
+		sort.Strings(s)
+		return reflect.DeepEqual(s, []string{"x", "y", "z"})
+	})
+	check("return {map={a=1,b='two'}}", KindMap, func(r Result) bool {
+		iv, _ := r.Interface()
+		return reflect.DeepEqual(iv, map[string]any{"a": int64(1), "b": "two"})
+	})
+	check("return nil", KindNil, func(r Result) bool { return r.Value.IsNil() })
+	check("return {1, {2, {3, 'x'}}, 'y', {}}", KindArray, func(r Result) bool {
+		return fmt.Sprint(r.Value) == `array[1 array[2 array[3 "x"]] "y" array[]]`
+	})
+	if _, err := c.Do(ctx, "EVAL", "return {double=1.5}", 0).Float64(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Do(ctx, "EVAL", "return 'x'", 0).Float64(); !errors.Is(err, ErrUnexpectedType) {
+		t.Fatalf("Float64 of x: %v", err)
+	}
+	if _, err := c.Do(ctx, "EVAL", "return {1}", 0).Float64(); !errors.Is(err, ErrUnexpectedType) {
+		t.Fatalf("Float64 of an array: %v", err)
+	}
+	if _, err := c.Do(ctx, "EVAL", "return {1}", 0).Bool(); !errors.Is(err, ErrUnexpectedType) {
+		t.Fatalf("Bool of an array: %v", err)
+	}
+	if _, err := c.Do(ctx, "EVAL", "return {1,2,3}", 0).StringMap(); !errors.Is(err, ErrUnexpectedType) {
+		t.Fatalf("StringMap of 3 elements: %v", err)
+	}
+	if v := c.Do(ctx, "EVAL", "return {1}", 0).Value; v.Bytes() != nil || v.Text() != "" {
+		t.Fatalf("Bytes/Text of an array: %v", v)
+	}
+	// a nested error inside an EXEC reply
+	p := c.Pipeline()
+	p.Do("SET", "str", "x")
+	p.Do("MULTI")
+	p.Do("INCR", "str")
+	p.Do("INCR", "ctr")
+	p.Do("EXEC")
+	res, err := p.Exec(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := res[4].Value
+	if ex.Kind() != KindArray || ex.Len() != 2 || ex.Elems()[0].Kind() != KindError || ex.Elems()[1].Text() != "1" {
+		t.Fatalf("EXEC: %v", ex)
+	}
+	var re *ResponseError
+	if !errors.As(ex.Elems()[0].Err(), &re) || re.Kind != ErrKindServer || re.Prefix() != "ERR" {
+		t.Fatalf("nested error: %v", ex.Elems()[0].Err())
+	}
+	if _, ok := ex.Interface().([]any)[0].(*ResponseError); !ok {
+		t.Fatalf("Interface of a nested error: %#v", ex.Interface())
+	}
+	if _, err := res[4].Strings(); err == nil {
+		t.Fatal("Strings of a reply with an error element succeeded")
+	}
+	if !strings.HasPrefix(ex.Elems()[0].String(), "error(server") {
+		t.Fatalf("String of an error value: %s", ex.Elems()[0])
+	}
+}
+
+func TestStats(t *testing.T) {
+	c := newTestClient(t, bundledURL, &Options{PoolSize: 2})
+	ctx := testCtx(t)
+	s0, err := c.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Pipeline()
+	for i := 0; i < 50; i++ {
+		p.Get(fmt.Sprintf("st:%d", i))
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s1, err := c.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s1.Commands-s0.Commands != 50 || s1.BytesWritten <= s0.BytesWritten || s1.BytesRead <= s0.BytesRead {
+		t.Fatalf("stats %+v -> %+v", s0, s1)
+	}
+	if s1.Nodes != 4 || s1.Handles != 1 || s1.Connects < 4 {
+		t.Fatalf("stats %+v: want 4 nodes, 1 handle, 4 connects", s1)
+	}
+}
+
+func TestClose(t *testing.T) {
+	c := newTestClient(t, bundledURL, nil)
+	ctx := testCtx(t)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal("second Close:", err)
+	}
+	if err := c.Ping(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Ping after Close: %v", err)
+	}
+	p := c.Pipeline()
+	p.Get("a")
+	res, err := p.Exec(ctx)
+	if !errors.Is(err, ErrClosed) || len(res) != 1 || !errors.Is(res[0].Err, ErrClosed) {
+		t.Fatalf("Exec after Close: %v %v", res, err)
+	}
+	if _, err := c.Stats(); err != nil {
+		t.Fatalf("Stats after Close: %v", err)
+	}
+}
+
+func TestCloseDuringExecution(t *testing.T) {
+	c := newTestClient(t, plainURL, nil)
+	ctx := testCtx(t)
+	done := make(chan Result, 1)
+	go func() { done <- c.Do(ctx, "BLPOP", "close:never", 10) }()
+	waitBlocked(t, plainPort, "blpop")
+	start := time.Now()
+	c.Close()
+	r := <-done
+	if !errors.Is(r.Err, ErrClosed) && !errors.Is(r.Err, ErrCancelled) {
+		t.Fatalf("BLPOP during Close: %v", r.Err)
+	}
+	if time.Since(start) > 2*time.Second {
+		t.Fatalf("Close took %v", time.Since(start))
+	}
+}
+
+// waitBlocked waits until a client of the server at port runs the blocking command cmd.
+func waitBlocked(t testing.TB, port int, cmd string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, l := range redisCLI(t, port, "CLIENT", "LIST") {
+			if strings.Contains(l, "cmd="+cmd) {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no client of port %d ran %s", port, cmd)
+}
+
+func TestGoroutineLeakFreeClose(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for i := 0; i < 5; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		c, err := NewClient(ctx, &Options{URL: bundledURL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := c.Pipeline()
+		p.Get("x")
+		if _, err := p.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		cancel()
+	}
+	time.Sleep(100 * time.Millisecond)
+	if after := runtime.NumGoroutine(); after > before+2 {
+		t.Fatalf("goroutines %d -> %d", before, after)
+	}
+}

@@ -1,0 +1,3 @@
+module github.com/slotlane/slotlane/go
+
+go 1.22

@@ -1,0 +1,272 @@
+package slotlane
+
+// The servers the tests run against, started by TestMain and stopped by PID when it
+// ends (ci/test-go.sh stops them too if the test binary dies):
+//
+//   - the bundled slotlane-server, 4 shards in per-shard mode (cluster), ports 23000-23003
+//     ($SL_SERVER_BIN, else ../build/server/slotlane-server; when it is not built the
+//     tests fail unless SL_GO_ALLOW_NO_BUNDLED=1, which puts a Redis Cluster there);
+//   - Debian's redis-server, standalone (plain), port 23010 (ci/redis-plain.sh);
+//   - a 3-primary Redis Cluster, ports 23020-23025 (ci/redis-cluster.sh), for the
+//     conformance cases in cluster mode against Redis and the live-reshard test;
+//   - the failure test starts its own cluster on 23040-23045.
+//
+// Ports 23000-23499 are this binding's. SL_GO_TEST_DIR (set by ci/test-go.sh) is where
+// the servers keep their files.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	bundledPort = 23000
+	plainPort   = 23010
+	clusterPort = 23020
+	failurePort = 23040
+)
+
+var (
+	repoRoot    string
+	workDir     string
+	bundledURL  string // the bundled server (cluster, per-shard)
+	bundledDesc string
+	plainURL    string // standalone Redis
+	clusterURL  string // Redis Cluster
+	bundledPID  int
+	startedDirs []string // ci/redis-*.sh dirs to stop: "plain:DIR" or "cluster:DIR"
+	ownWorkDir  bool     // workDir was made here: removed at the end
+)
+
+func TestMain(m *testing.M) {
+	code := 1
+	func() {
+		defer stopServers()
+		if err := startServers(); err != nil {
+			fmt.Fprintln(os.Stderr, "slotlane tests: cannot start the test servers:", err)
+			return
+		}
+		code = m.Run()
+	}()
+	os.Exit(code)
+}
+
+func findRepoRoot() (string, error) {
+	if r := os.Getenv("SL_ROOT"); r != "" {
+		return r, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	root := filepath.Dir(wd)
+	if _, err := os.Stat(filepath.Join(root, "ci", "redis-cluster.sh")); err != nil {
+		return "", fmt.Errorf("the tests need the slotlane monorepo around go/ (ci/redis-cluster.sh not found from %s); set SL_ROOT", wd)
+	}
+	return root, nil
+}
+
+func startServers() error {
+	var err error
+	if repoRoot, err = findRepoRoot(); err != nil {
+		return err
+	}
+	workDir = os.Getenv("SL_GO_TEST_DIR")
+	if workDir == "" {
+		if workDir, err = os.MkdirTemp("", "slotlane-go-test."); err != nil {
+			return err
+		}
+		ownWorkDir = true
+	}
+	bin := os.Getenv("SL_SERVER_BIN")
+	if bin == "" {
+		bin = filepath.Join(repoRoot, "build", "server", "slotlane-server")
+	}
+	if _, err := os.Stat(bin); err == nil {
+		if err := startBundled(bin); err != nil {
+			return err
+		}
+	} else if os.Getenv("SL_GO_ALLOW_NO_BUNDLED") == "1" {
+		dir := filepath.Join(workDir, "cluster-instead-of-bundled")
+		if err := script("redis-cluster.sh", "start", dir, strconv.Itoa(bundledPort), "4"); err != nil {
+			return err
+		}
+		startedDirs = append(startedDirs, "cluster:"+dir)
+		bundledURL = fmt.Sprintf("redis://127.0.0.1:%d", bundledPort)
+		os.Setenv("SLOTLANE_URL", bundledURL) // for Example
+		bundledDesc = "a 4-primary Redis Cluster (slotlane-server not built, SL_GO_ALLOW_NO_BUNDLED=1)"
+	} else {
+		return fmt.Errorf("%s is not built (run `make build`, or set SL_SERVER_BIN)", bin)
+	}
+	dir := filepath.Join(workDir, "plain")
+	if err := script("redis-plain.sh", "start", dir, strconv.Itoa(plainPort)); err != nil {
+		return err
+	}
+	startedDirs = append(startedDirs, "plain:"+dir)
+	plainURL = fmt.Sprintf("redis://127.0.0.1:%d", plainPort)
+	dir = filepath.Join(workDir, "cluster")
+	if err := script("redis-cluster.sh", "start", dir, strconv.Itoa(clusterPort), "3"); err != nil {
+		return err
+	}
+	startedDirs = append(startedDirs, "cluster:"+dir)
+	clusterURL = fmt.Sprintf("redis://127.0.0.1:%d", clusterPort)
+	return nil
+}
+
+func startBundled(bin string) error {
+	for i := 0; i < 4; i++ {
+		if portOpen(bundledPort + i) {
+			return fmt.Errorf("port %d is in use", bundledPort+i)
+		}
+	}
+	logf, err := os.Create(filepath.Join(workDir, "slotlane-server.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, "--shards", "4", "--port", strconv.Itoa(bundledPort), "--port-mode", "per-shard",
+		"--bind", "127.0.0.1")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	bundledPID = cmd.Process.Pid
+	_ = os.WriteFile(filepath.Join(workDir, "slotlane-server.pid"), []byte(strconv.Itoa(bundledPID)+"\n"), 0o644)
+	go func() { _ = cmd.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; i < 4; i++ {
+		for !portOpen(bundledPort + i) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("slotlane-server did not listen on %d (log: %s)", bundledPort+i, filepath.Join(workDir, "slotlane-server.log"))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	bundledURL = fmt.Sprintf("redis://127.0.0.1:%d", bundledPort)
+	os.Setenv("SLOTLANE_URL", bundledURL) // for Example
+	bundledDesc = "slotlane-server, 4 shards, per-shard ports 23000-23003"
+	return nil
+}
+
+func stopServers() {
+	if bundledPID > 0 {
+		_ = syscall.Kill(bundledPID, syscall.SIGTERM)
+		for i := 0; i < 100 && syscall.Kill(bundledPID, 0) == nil; i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+		_ = syscall.Kill(bundledPID, syscall.SIGKILL)
+		bundledPID = 0
+	}
+	for _, s := range startedDirs {
+		kind, dir, _ := strings.Cut(s, ":")
+		if kind == "plain" {
+			_ = script("redis-plain.sh", "stop", dir)
+		} else {
+			_ = script("redis-cluster.sh", "stop", dir)
+		}
+	}
+	startedDirs = nil
+	if ownWorkDir {
+		_ = os.RemoveAll(workDir)
+	}
+}
+
+func portOpen(port int) bool {
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// script runs ci/NAME with args; its output goes to the test log on failure.
+func script(name string, args ...string) error {
+	cmd := exec.Command("bash", append([]string{filepath.Join(repoRoot, "ci", name)}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ci/%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// newTestClient connects to url with opts (URL filled in) and closes it at the end.
+func newTestClient(t testing.TB, url string, opts *Options) *Client {
+	t.Helper()
+	if opts == nil {
+		opts = &Options{}
+	}
+	o := *opts
+	if len(o.Addrs) == 0 {
+		o.URL = url
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := NewClient(ctx, &o)
+	if err != nil {
+		t.Fatalf("NewClient(%s): %v", url, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// listenSilent accepts connections on 127.0.0.1:23450 and never answers; it returns
+// the address and closes at the end of the test.
+func listenSilent(t testing.TB) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:23450")
+	if err != nil {
+		return "", err
+	}
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String(), nil
+}
+
+// redisCLI runs redis-cli against a port and returns its output lines.
+func redisCLI(t testing.TB, port int, args ...string) []string {
+	t.Helper()
+	out, err := exec.Command("redis-cli", append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(port)}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli -p %d %v: %v: %s", port, args, err, out)
+	}
+	var lines []string
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines
+}
