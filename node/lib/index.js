@@ -1,0 +1,662 @@
+'use strict';
+// slotlane for Node: a thin binding of libslotlane's async engine on Node's own loop.
+//
+// Automatic pipelining: every command issued in one tick is RESP-encoded here into one
+// reused Buffer; a setImmediate flush hands the whole tick to the core in ONE native call
+// (sl_batch_append + sl_batch_exec_async). The core routes each command (cluster slots,
+// multi-key splits, redirects — never JavaScript) and, once every command has its reply,
+// the addon copies the 24-byte reply records and their data into two reused Buffers and
+// calls _onReply once per batch; the records are decoded here with a DataView.
+
+const errors = require('./errors');
+const { ReplyError, ConnectionError, SlotlaneError, errorFromRecord, errorFromCode } = errors;
+
+function loadAddon() {
+  const tried = [];
+  for (const p of ['../build/Release/slotlane.node', '../build/Debug/slotlane.node']) {
+    try {
+      return require(p);
+    } catch (e) {
+      if (e.code !== 'MODULE_NOT_FOUND') throw e;
+      tried.push(p);
+    }
+  }
+  throw new Error(`slotlane: the native addon is not built (tried ${tried.join(', ')}); run \`npm rebuild slotlane\``);
+}
+const native = loadAddon();
+
+// The record layout the decoder below assumes; checked against the compiled core.
+const REC = 24;
+{
+  const l = native.layout();
+  if (l.join() !== '24,0,1,4,8,16') throw new Error(`slotlane: unexpected sl_reply layout ${l.join()}`);
+}
+
+const T_STRING = 1, T_STATUS = 2, T_ERROR = 3, T_INTEGER = 4, T_NIL = 5, T_ARRAY = 6,
+  T_MAP = 7, T_SET = 8, T_DOUBLE = 9, T_BOOL = 10, T_BIGNUM = 11, T_VERB = 12, T_PUSH = 13;
+
+const MODES = { auto: 0, plain: 1, cluster: 2 };
+const MODE_NAMES = { 1: 'plain', 2: 'cluster' };
+const ROUTES = { 'all-primaries': 1, random: 4 };
+
+const CONNECTING = 0, OPEN = 1, CLOSING = 2, CLOSED = 3, FAILED = 4;
+
+const utf8Slice = typeof Buffer.prototype.utf8Slice === 'function'
+  ? (b, s, e) => b.utf8Slice(s, e)
+  : (b, s, e) => b.toString('utf8', s, e);
+
+function typeName(v) {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  return typeof v;
+}
+
+function argTypeError(args, i, what) {
+  const cmd = typeof args[0] === 'string' ? args[0].toUpperCase() : 'the command';
+  return new TypeError(`slotlane: argument ${i} of ${cmd} must be a string, number, bigint, Buffer or Uint8Array (got ${what})`);
+}
+
+function digits(n) {
+  return n < 10 ? 1 : n < 100 ? 2 : n < 1000 ? 3 : n < 10000 ? 4 : n < 100000 ? 5 : String(n).length;
+}
+
+// Writes the decimal digits of n >= 0 at p; returns the new position.
+function putInt(buf, p, n) {
+  if (n < 10) { buf[p] = 48 + n; return p + 1; }
+  if (n < 100) { buf[p] = 48 + ((n / 10) | 0); buf[p + 1] = 48 + (n % 10); return p + 2; }
+  const d = digits(n);
+  let q = p + d;
+  while (n > 0) { buf[--q] = 48 + (n % 10); n = Math.floor(n / 10); }
+  return p + d;
+}
+
+function checkOptions(o) {
+  if (typeof o === 'string') o = { url: o };
+  if (o === undefined) o = {};
+  if (o === null || typeof o !== 'object' || Array.isArray(o)) {
+    throw new TypeError(`slotlane: createClient options must be an object or a URL string (got ${typeName(o)})`);
+  }
+  const str = (k) => {
+    if (o[k] !== undefined && o[k] !== null && typeof o[k] !== 'string') {
+      throw new TypeError(`slotlane: option ${k} must be a string (got ${typeName(o[k])})`);
+    }
+    return o[k] == null ? undefined : o[k];
+  };
+  const int = (k, lo, hi) => {
+    if (o[k] === undefined) return undefined;
+    if (typeof o[k] !== 'number' || !Number.isInteger(o[k])) {
+      throw new TypeError(`slotlane: option ${k} must be an integer (got ${typeName(o[k])})`);
+    }
+    if (o[k] < lo || o[k] > hi) throw new RangeError(`slotlane: option ${k} must be in ${lo}..${hi} (got ${o[k]})`);
+    return o[k];
+  };
+  let url = str('url');
+  const host = str('host');
+  const port = int('port', 1, 65535);
+  if (url !== undefined && (host !== undefined || port !== undefined)) {
+    throw new TypeError('slotlane: give either url or host/port, not both');
+  }
+  if (url === undefined && (host !== undefined || port !== undefined)) {
+    url = `${host === undefined ? '127.0.0.1' : host}:${port === undefined ? 6379 : port}`;
+  }
+  let mode = 0;
+  if (o.cluster !== undefined) {
+    if (typeof o.cluster !== 'boolean') {
+      throw new TypeError(`slotlane: option cluster must be a boolean (got ${typeName(o.cluster)}); leave it out to detect`);
+    }
+    mode = o.cluster ? MODES.cluster : MODES.plain;
+  }
+  if (o.returnBuffers !== undefined && typeof o.returnBuffers !== 'boolean') {
+    throw new TypeError(`slotlane: option returnBuffers must be a boolean (got ${typeName(o.returnBuffers)})`);
+  }
+  const resp = int('resp', 2, 3);
+  return {
+    native: {
+      url, mode,
+      username: str('username'), password: str('password'),
+      db: int('db', 0, 1 << 30), resp,
+      connectTimeout: int('connectTimeout', 1, 0x7fffffff),
+      commandTimeout: int('commandTimeout', 0, 0x7fffffff),
+      maxRedirects: int('maxRedirects', 0, 1000),
+    },
+    returnBuffers: o.returnBuffers === true,
+  };
+}
+
+function parseRoute(route) {
+  if (route === undefined) return null;
+  if (typeof route === 'string') {
+    if (ROUTES[route] !== undefined) return { kind: ROUTES[route], slot: 0, node: null };
+  } else if (route !== null && typeof route === 'object') {
+    if (typeof route.node === 'string') return { kind: 2, slot: 0, node: route.node };
+    if (Number.isInteger(route.slot) && route.slot >= 0 && route.slot < 16384) return { kind: 3, slot: route.slot, node: null };
+  }
+  throw new TypeError("slotlane: route must be 'all-primaries', 'random', { node: 'host:port' } or { slot: 0..16383 }");
+}
+
+class Client {
+  constructor(opts) {
+    const o = checkOptions(opts);
+    this._returnBuffers = o.returnBuffers;
+    this._state = CONNECTING;
+    this._h = null;
+    this._mode = null;
+    // the tick being gathered
+    this._buf = Buffer.allocUnsafeSlow(16384);
+    this._len = 0;
+    this._count = 0;
+    this._res = [];
+    this._rej = [];
+    this._segs = null;        // routed segments of this tick, or null
+    this._segOff = 0;         // start of the current unrouted run
+    this._segCount = 0;
+    this._scheduled = false;
+    this._flushBound = () => this._flush();
+    this._executor = (res, rej) => { this._res.push(res); this._rej.push(rej); };
+    // batches in flight, by the addon's slot index
+    this._slotRes = [];
+    this._slotRej = [];
+    this._inflight = 0;
+    this._closeWaiters = null;
+    // output buffers (owned by the addon, reused) and their views
+    this._recs = null;
+    this._dv = null;
+    this._data = null;
+    this._pos = 0;
+    this._ready = new Promise((resolve, reject) => { this._readyRes = resolve; this._readyRej = reject; });
+    this._ready.catch(() => {});
+    native.connect(o.native, this, this._onReply, (code, h, mode) => this._connected(code, h, mode));
+  }
+
+  _connected(code, h, mode) {
+    if (code !== 0) {
+      this._state = FAILED;
+      const err = errorFromCode(code, `slotlane: connect failed: ${h}`);
+      this._failPending(err);
+      this._readyRej(err);
+      this._finishClose();
+      return;
+    }
+    this._h = h;
+    this._mode = MODE_NAMES[mode];
+    const closing = this._state === CLOSING;
+    if (!closing) this._state = OPEN;
+    this._readyRes(this);
+    if (this._count > 0) this._flush();
+    if (closing) this._maybeFinishClose();
+  }
+
+  /** Resolves with the client once connected (and the slot map known); rejects with the connect error. */
+  connect() { return this._ready; }
+
+  /** 'plain' or 'cluster' once connected, else null. */
+  get mode() { return this._mode; }
+
+  /** true between a successful connect and close(). */
+  get isOpen() { return this._state === OPEN; }
+
+  // ---------------------------------------------------------------- encoding
+
+  // Appends one command to the tick's buffer. Validates first, so a bad argument leaves
+  // nothing behind. Returns nothing; throws TypeError.
+  _encode(args) {
+    if (!Array.isArray(args)) throw new TypeError(`slotlane: a command must be an array of arguments (got ${typeName(args)})`);
+    const n = args.length;
+    if (n === 0) throw new TypeError('slotlane: a command needs at least its name');
+    if (typeof args[0] !== 'string' && !(args[0] instanceof Uint8Array)) {
+      throw new TypeError(`slotlane: the command name must be a string or a Buffer (got ${typeName(args[0])})`);
+    }
+    let need = 16;
+    for (let i = 0; i < n; i++) {
+      const a = args[i];
+      if (typeof a === 'string') need += a.length * 3 + 16;
+      else if (typeof a === 'number') {
+        if (!Number.isFinite(a)) throw argTypeError(args, i, String(a));
+        need += 40;
+      } else if (a instanceof Uint8Array) need += a.length + 16;
+      else if (typeof a === 'bigint') need += 40;
+      else throw argTypeError(args, i, typeName(a));
+    }
+    let buf = this._buf;
+    let p = this._len;
+    if (p + need > buf.length) {
+      let cap = buf.length * 2;
+      while (cap < p + need) cap *= 2;
+      const grown = Buffer.allocUnsafeSlow(cap);
+      buf.copy(grown, 0, 0, p);
+      this._buf = buf = grown;
+    }
+    buf[p++] = 42; // *
+    p = putInt(buf, p, n);
+    buf[p++] = 13; buf[p++] = 10;
+    for (let i = 0; i < n; i++) {
+      let a = args[i];
+      if (typeof a === 'number' || typeof a === 'bigint') a = String(a);
+      if (typeof a === 'string') {
+        const sl = a.length;
+        const d = digits(sl);
+        const start = p + 3 + d;
+        let ascii = sl <= 64;
+        if (ascii) {
+          for (let j = 0; j < sl; j++) {
+            const c = a.charCodeAt(j);
+            if (c > 127) { ascii = false; break; }
+            buf[start + j] = c;
+          }
+        }
+        let wrote = sl;
+        let d2 = d;
+        if (!ascii) {
+          wrote = buf.utf8Write(a, start);
+          d2 = digits(wrote);
+          if (d2 !== d) buf.copyWithin(start + d2 - d, start, start + wrote);
+        }
+        buf[p++] = 36; // $
+        p = putInt(buf, p, wrote);
+        buf[p++] = 13; buf[p++] = 10;
+        p += wrote;
+      } else {
+        buf[p++] = 36;
+        p = putInt(buf, p, a.length);
+        buf[p++] = 13; buf[p++] = 10;
+        buf.set(a, p);
+        p += a.length;
+      }
+      buf[p++] = 13; buf[p++] = 10;
+    }
+    this._len = p;
+  }
+
+  // Encodes one command into this tick's batch (throws TypeError, leaving nothing queued);
+  // the caller then pushes its resolve/reject pair.
+  _enqueue(args, route) {
+    const off = this._len;
+    this._encode(args);
+    if (route) {
+      const segs = this._segs || (this._segs = []);
+      if (this._count - this._segCount > 0) {
+        segs.push(this._segOff, off - this._segOff, this._count - this._segCount, -1, 0, null);
+      }
+      segs.push(off, this._len - off, 1, route.kind, route.slot, route.node);
+      this._segOff = this._len;
+      this._segCount = this._count + 1;
+    }
+    this._count++;
+    if (!this._scheduled) {
+      this._scheduled = true;
+      setImmediate(this._flushBound);
+    }
+  }
+
+  _closedError() {
+    return new ConnectionError(this._state === FAILED ? 'slotlane: the client failed to connect' : 'slotlane: the client is closed', 'closed');
+  }
+
+  // One command as a promise: TypeError thrown synchronously for bad arguments.
+  _cmd(args, route) {
+    if (this._state >= CLOSING) return Promise.reject(this._closedError());
+    this._enqueue(args, route);
+    return new Promise(this._executor);
+  }
+
+  _flush() {
+    this._scheduled = false;
+    if (this._count === 0 || this._state !== OPEN && this._state !== CLOSING) return;
+    if (this._h === null) return; // still connecting: _connected flushes
+    let segs = this._segs;
+    if (segs !== null && this._count - this._segCount > 0) {
+      segs.push(this._segOff, this._len - this._segOff, this._count - this._segCount, -1, 0, null);
+    }
+    const res = this._res, rej = this._rej;
+    const idx = native.exec(this._h, this._buf, this._len, this._count, 0, segs === null ? undefined : segs);
+    this._len = 0;
+    this._count = 0;
+    this._res = [];
+    this._rej = [];
+    this._segs = null;
+    this._segOff = 0;
+    this._segCount = 0;
+    if (idx < 0) {
+      const err = errorFromCode(idx, `slotlane: ${native.strerror(idx)}: ${native.errmsg(this._h)}`);
+      for (let i = 0; i < rej.length; i++) rej[i](err);
+      return;
+    }
+    this._slotRes[idx] = res;
+    this._slotRej[idx] = rej;
+    this._inflight++;
+  }
+
+  // ---------------------------------------------------------------- decoding
+
+  // Called by the addon once per finished batch (records and data copied into recs/data).
+  _onReply(idx, status, nrecs, ncmds, recs, data) {
+    const res = this._slotRes[idx], rej = this._slotRej[idx];
+    this._slotRes[idx] = undefined;
+    this._slotRej[idx] = undefined;
+    this._inflight--;
+    if (recs !== this._recs) {
+      this._recs = recs;
+      this._dv = new DataView(recs.buffer, recs.byteOffset, recs.byteLength);
+    }
+    this._data = data;
+    const n = res.length;
+    if (ncmds !== n) {
+      const err = errorFromCode(status < 0 ? status : -5,
+        `slotlane: the batch failed (${native.strerror(status < 0 ? status : -5)}; ${ncmds} replies for ${n} commands)`);
+      for (let i = 0; i < n; i++) rej[i](err);
+    } else {
+      const dv = this._dv;
+      this._pos = 0;
+      for (let i = 0; i < n; i++) {
+        const o = this._pos * REC;
+        const type = dv.getUint8(o);
+        if (type === T_ERROR) {
+          this._pos++;
+          rej[i](errorFromRecord(dv.getUint8(o + 1), utf8Slice(data, this._off(o), this._off(o) + dv.getUint32(o + 4, true))));
+        } else {
+          res[i](this._value());
+        }
+      }
+    }
+    if (this._inflight === 0 && this._state === CLOSING) this._maybeFinishClose();
+  }
+
+  _off(o) {
+    const dv = this._dv;
+    return dv.getUint32(o + 16, true) + dv.getUint32(o + 20, true) * 4294967296;
+  }
+
+  _str(o) {
+    const start = this._off(o);
+    const end = start + this._dv.getUint32(o + 4, true);
+    if (this._returnBuffers) return Buffer.from(this._data.subarray(start, end));
+    return utf8Slice(this._data, start, end);
+  }
+
+  _value() {
+    const dv = this._dv;
+    const o = this._pos * REC;
+    this._pos++;
+    switch (dv.getUint8(o)) {
+      case T_STRING: return this._str(o);
+      case T_STATUS: {
+        const start = this._off(o);
+        return utf8Slice(this._data, start, start + dv.getUint32(o + 4, true));
+      }
+      case T_INTEGER: {
+        const hi = dv.getInt32(o + 12, true);
+        if (hi >= -2097152 && hi < 2097152) return hi * 4294967296 + dv.getUint32(o + 8, true);
+        return dv.getBigInt64(o + 8, true);
+      }
+      case T_NIL: return null;
+      case T_ARRAY: case T_PUSH: {
+        const len = dv.getUint32(o + 4, true);
+        const a = new Array(len);
+        for (let i = 0; i < len; i++) a[i] = this._value();
+        return a;
+      }
+      case T_MAP: {
+        const len = dv.getUint32(o + 4, true);
+        const m = new Map();
+        for (let i = 0; i < len; i += 2) {
+          const k = this._value();
+          m.set(k, this._value());
+        }
+        return m;
+      }
+      case T_SET: {
+        const len = dv.getUint32(o + 4, true);
+        const s = new Set();
+        for (let i = 0; i < len; i++) s.add(this._value());
+        return s;
+      }
+      case T_ERROR: {
+        const start = this._off(o);
+        return errorFromRecord(dv.getUint8(o + 1), utf8Slice(this._data, start, start + dv.getUint32(o + 4, true)));
+      }
+      case T_DOUBLE: return dv.getFloat64(o + 8, true);
+      case T_BOOL: return dv.getUint32(o + 8, true) !== 0;
+      case T_BIGNUM: {
+        const start = this._off(o);
+        return BigInt(utf8Slice(this._data, start, start + dv.getUint32(o + 4, true)));
+      }
+      case T_VERB: return this._str(o);
+      default: throw new SlotlaneError(`slotlane: unknown reply record type ${dv.getUint8(o)}`, 'protocol');
+    }
+  }
+
+  // ---------------------------------------------------------------- commands
+
+  /**
+   * Sends one command, e.g. sendCommand(['HSET', 'h', 'f', 'v']). Commands of one tick go to
+   * the core as one batch. options.route: 'all-primaries', 'random', { node: 'host:port' } or
+   * { slot }. Resolves with the reply; rejects with a ReplyError (or another SlotlaneError).
+   */
+  sendCommand(args, options) {
+    let route = null;
+    if (options !== undefined) {
+      if (options === null || typeof options !== 'object') {
+        throw new TypeError(`slotlane: sendCommand options must be an object (got ${typeName(options)})`);
+      }
+      route = parseRoute(options.route);
+    }
+    return this._cmd(args, route);
+  }
+
+  /** An explicit pipeline: queue commands, then exec() sends them as one batch. */
+  pipeline() {
+    return new Pipeline(this);
+  }
+
+  /** Alias of pipeline() for code written for other clients: no MULTI is added. */
+  batch() {
+    return new Pipeline(this);
+  }
+
+  /** The core's counters: commands, moved, ask, tryagain, refreshes, connects, reconnects,
+   * bytesWritten, bytesRead, nodes. */
+  stats() {
+    if (this._h === null || this._state >= CLOSED) {
+      throw new ConnectionError('slotlane: stats() needs an open client', 'closed');
+    }
+    const s = native.stats(this._h);
+    return {
+      commands: s[0], moved: s[1], ask: s[2], tryagain: s[3], refreshes: s[4],
+      connects: s[5], reconnects: s[6], bytesWritten: s[7], bytesRead: s[8], nodes: s[9],
+    };
+  }
+
+  /**
+   * Closes the client: commands already issued are sent and answered first, later ones
+   * reject with a ConnectionError. Resolves when the connections are closed.
+   */
+  close() {
+    if (this._closeWaiters) return this._closeWaiters.promise;
+    let resolve;
+    const promise = new Promise((r) => { resolve = r; });
+    this._closeWaiters = { promise, resolve };
+    if (this._state === FAILED || this._state === CLOSED) {
+      this._state = this._state === FAILED ? FAILED : CLOSED;
+      resolve();
+      return promise;
+    }
+    this._state = CLOSING;
+    if (this._h !== null) {
+      // send what this tick gathered now
+      if (this._count > 0) this._flush();
+      this._maybeFinishClose();
+    }
+    return promise;
+  }
+
+  /** Alias of close(). */
+  quit() {
+    return this.close();
+  }
+
+  /**
+   * Closes at once: commands in flight reject with a ConnectionError (kind 'cancelled'),
+   * commands not yet sent with kind 'closed'.
+   */
+  disconnect() {
+    const p = this.close();
+    this._failPending(new ConnectionError('slotlane: the client is closed', 'closed'));
+    if (this._h !== null && this._state === CLOSING) {
+      native.close(this._h); // in-flight batches complete now, with cancelled records
+      this._state = CLOSED;
+      this._finishClose();
+    }
+    return p;
+  }
+
+  _failPending(err) {
+    const rej = this._rej;
+    this._len = 0;
+    this._count = 0;
+    this._res = [];
+    this._rej = [];
+    this._segs = null;
+    this._segOff = 0;
+    this._segCount = 0;
+    for (let i = 0; i < rej.length; i++) rej[i](err);
+  }
+
+  _maybeFinishClose() {
+    if (this._state !== CLOSING || this._inflight > 0 || this._count > 0) return;
+    native.close(this._h);
+    this._state = CLOSED;
+    this._finishClose();
+  }
+
+  _finishClose() {
+    if (this._closeWaiters) this._closeWaiters.resolve();
+  }
+}
+
+class Pipeline {
+  constructor(client) {
+    this._client = client;
+    this._cmds = [];
+    this._routes = [];
+  }
+
+  /** Queues a command given as an array of arguments; returns the pipeline. */
+  sendCommand(args, options) {
+    let route = null;
+    if (options !== undefined) {
+      if (options === null || typeof options !== 'object') {
+        throw new TypeError(`slotlane: sendCommand options must be an object (got ${typeName(options)})`);
+      }
+      route = parseRoute(options.route);
+    }
+    if (!Array.isArray(args)) throw new TypeError(`slotlane: a command must be an array of arguments (got ${typeName(args)})`);
+    this._cmds.push(args);
+    this._routes.push(route);
+    return this;
+  }
+
+  /** Commands queued. */
+  get length() { return this._cmds.length; }
+
+  /**
+   * Sends the queued commands as one batch (with the rest of this tick's commands) and
+   * resolves with one [error, value] pair per command, in order: error is null or the
+   * command's SlotlaneError. Throws TypeError (nothing sent) when an argument is bad.
+   */
+  exec() {
+    const cmds = this._cmds, routes = this._routes;
+    this._cmds = [];
+    this._routes = [];
+    const n = cmds.length;
+    if (n === 0) return Promise.resolve([]);
+    const client = this._client;
+    // validate every command first: a TypeError leaves nothing queued
+    for (let i = 0; i < n; i++) {
+      const mark = client._len;
+      try {
+        client._encode(cmds[i]);
+      } finally {
+        client._len = mark;
+      }
+    }
+    if (client._state >= CLOSING) return Promise.reject(client._closedError());
+    return new Promise((resolve) => {
+      const out = new Array(n);
+      let left = n;
+      for (let i = 0; i < n; i++) {
+        client._enqueue(cmds[i], routes[i]);
+        client._res.push((v) => { out[i] = [null, v]; if (--left === 0) resolve(out); });
+        client._rej.push((e) => { out[i] = [e, null]; if (--left === 0) resolve(out); });
+      }
+    });
+  }
+}
+
+// Command helpers: client.get(key), client.set(key, value, ...options), ... and the same on
+// pipelines (queue and return the pipeline). Each is sendCommand([NAME, ...args]); the
+// reply is the server's, decoded as described in the README.
+const COMMANDS = [
+  'append', 'bitcount', 'blpop', 'brpop', 'copy', 'dbsize', 'decr', 'decrby', 'del', 'echo',
+  'eval', 'evalsha', 'exists', 'expire', 'expireat', 'flushall', 'flushdb', 'get', 'getdel',
+  'getex', 'getrange', 'getset', 'hdel', 'hexists', 'hget', 'hgetall', 'hincrby', 'hkeys',
+  'hlen', 'hmget', 'hset', 'hsetnx', 'hvals', 'incr', 'incrby', 'incrbyfloat', 'info', 'keys',
+  'lindex', 'llen', 'lmove', 'lpop', 'lpush', 'lrange', 'lrem', 'lset', 'ltrim', 'mget', 'mset',
+  'msetnx', 'persist', 'pexpire', 'ping', 'pttl', 'rename', 'rpop', 'rpush', 'sadd', 'scan',
+  'scard', 'sdiff', 'set', 'setex', 'setnx', 'sinter', 'sismember', 'smembers', 'spop', 'srem',
+  'strlen', 'sunion', 'time', 'touch', 'ttl', 'type', 'unlink', 'zadd', 'zcard', 'zincrby',
+  'zrange', 'zrangebyscore', 'zrank', 'zrem', 'zscore',
+];
+
+for (const name of COMMANDS) {
+  const upper = name.toUpperCase();
+  Object.defineProperty(Client.prototype, name, {
+    value: function (...args) {
+      args.unshift(upper);
+      return this._cmd(args, null);
+    },
+    writable: true, configurable: true,
+  });
+  Object.defineProperty(Pipeline.prototype, name, {
+    value: function (...args) {
+      args.unshift(upper);
+      return this.sendCommand(args);
+    },
+    writable: true, configurable: true,
+  });
+}
+
+// The two commands of every benchmark, without the rest-parameter array.
+Client.prototype.get = function get(key) {
+  if (arguments.length !== 1) return this._cmd(['GET', ...arguments], null);
+  return this._cmd(['GET', key], null);
+};
+Client.prototype.set = function set(key, value) {
+  if (arguments.length !== 2) return this._cmd(['SET', ...arguments], null);
+  return this._cmd(['SET', key, value], null);
+};
+
+/**
+ * Creates a client and starts connecting (in the background: discovery of a cluster runs on
+ * a worker thread). Commands issued before the connection is up are queued.
+ * options: a URL string or { url | host/port, cluster, username, password, db, resp,
+ * connectTimeout, commandTimeout, maxRedirects, returnBuffers }.
+ */
+function createClient(options) {
+  return new Client(options);
+}
+
+/** The cluster slot of a key (CRC16 with {hash tags}, mod 16384), computed by the core. */
+function keySlot(key) {
+  if (typeof key === 'string') key = Buffer.from(key);
+  else if (!(key instanceof Uint8Array)) throw new TypeError(`slotlane: keySlot needs a string or a Buffer (got ${typeName(key)})`);
+  else if (!Buffer.isBuffer(key)) key = Buffer.from(key.buffer, key.byteOffset, key.byteLength);
+  return native.keySlot(key);
+}
+
+const version = native.version();
+
+module.exports = {
+  createClient, Client, Pipeline, keySlot, version, COMMANDS,
+  SlotlaneError, ReplyError, ConnectionError,
+  TimeoutError: errors.TimeoutError, ClusterError: errors.ClusterError,
+};

@@ -1,0 +1,645 @@
+/* slotlane Node addon: a thin N-API layer over libslotlane's async engine (slotlane_uv.h)
+ * driven by Node's own libuv loop.
+ *
+ * The crossing is the batch ABI of DESIGN.md: JavaScript encodes a tick's commands as
+ * concatenated RESP into one reused Buffer and makes one native call per flush (exec),
+ * which appends them to a pooled sl_batch and starts sl_batch_exec_async. The completion
+ * callback runs on the loop thread, copies the 24-byte reply records and the data into
+ * the client's two reused output Buffers (growing them on SL_ETOOSMALL: the replies stay
+ * in the batch, nothing is re-sent) and calls JavaScript once per batch with
+ * napi_make_callback; JavaScript decodes the records with a DataView. No JS object is
+ * built here per reply.
+ *
+ * Lifetime: the JS client holds an external (this struct). The receiver and the reply
+ * function are held strongly only while a batch is in flight, so an idle client can be
+ * collected; its finalizer detaches and frees. close() detaches at once (executions in
+ * flight complete with SL_ECANCELLED records first). Env teardown (process exit, a Worker
+ * ending) detaches in an async cleanup hook and frees from the detach callback. */
+#ifndef NAPI_VERSION
+#define NAPI_VERSION 8
+#endif
+#include <node_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "slotlane.h"
+#include "slotlane_uv.h"
+
+#define REC_SIZE 24
+
+typedef struct nclient nclient;
+
+typedef struct nslot {
+    sl_batch *b;
+    nclient *nc;
+    int index;
+    int busy;
+} nslot;
+
+struct nclient {
+    napi_env env;
+    sl_client *c;
+    nslot **slots;
+    int nslots;
+    int inflight;
+    napi_ref recv;             /* the JS client: receiver of on-reply calls */
+    napi_ref fn;               /* its reply function */
+    napi_ref recs_ref, data_ref;
+    uint8_t *recs, *data;
+    size_t recs_cap, data_cap;
+    napi_async_context actx;
+    napi_async_cleanup_hook_handle cleanup;
+    int detaching;             /* detach started */
+    int detached;              /* detach done, core memory freed */
+    int finalized;             /* the external was collected */
+    int tearing;               /* env teardown: call no JS */
+};
+
+/* ------------------------------------------------------------------ helpers */
+
+#define CHECK(call)                                                                  \
+    do {                                                                             \
+        if ((call) != napi_ok) {                                                     \
+            throw_last(env, #call);                                                  \
+            return NULL;                                                             \
+        }                                                                            \
+    } while (0)
+
+static void throw_last(napi_env env, const char *what)
+{
+    bool pending = false;
+    napi_is_exception_pending(env, &pending);
+    if (pending) return;
+    const napi_extended_error_info *info = NULL;
+    napi_get_last_error_info(env, &info);
+    char msg[256];
+    snprintf(msg, sizeof msg, "slotlane addon: %s failed: %s", what,
+             info && info->error_message ? info->error_message : "unknown N-API error");
+    napi_throw_error(env, NULL, msg);
+}
+
+static napi_value make_int(napi_env env, int64_t v)
+{
+    napi_value r;
+    napi_create_int64(env, v, &r);
+    return r;
+}
+
+static nclient *get_client(napi_env env, napi_value v)
+{
+    napi_valuetype t;
+    void *p = NULL;
+    if (napi_typeof(env, v, &t) != napi_ok || t != napi_external ||
+        napi_get_value_external(env, v, &p) != napi_ok || !p) {
+        napi_throw_type_error(env, NULL, "slotlane addon: not a client handle");
+        return NULL;
+    }
+    return p;
+}
+
+/* Copies a JS string argument (or returns NULL for undefined/null) into malloc'd memory. */
+static int get_opt_string(napi_env env, napi_value v, char **out)
+{
+    napi_valuetype t;
+    *out = NULL;
+    if (napi_typeof(env, v, &t) != napi_ok) return -1;
+    if (t == napi_undefined || t == napi_null) return 0;
+    if (t != napi_string) return -1;
+    size_t n = 0;
+    if (napi_get_value_string_utf8(env, v, NULL, 0, &n) != napi_ok) return -1;
+    *out = malloc(n + 1);
+    if (!*out) return -1;
+    napi_get_value_string_utf8(env, v, *out, n + 1, &n);
+    return 0;
+}
+
+static int get_int_prop(napi_env env, napi_value obj, const char *name, int *out)
+{
+    napi_value v;
+    napi_valuetype t;
+    if (napi_get_named_property(env, obj, name, &v) != napi_ok) return -1;
+    if (napi_typeof(env, v, &t) != napi_ok) return -1;
+    if (t == napi_undefined) return 0;
+    if (t != napi_number) return -1;
+    int32_t i;
+    napi_get_value_int32(env, v, &i);
+    *out = i;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ lifetime */
+
+static void free_core(nclient *nc)
+{
+    for (int i = 0; i < nc->nslots; i++) {
+        sl_batch_free(nc->slots[i]->b);
+        free(nc->slots[i]);
+    }
+    free(nc->slots);
+    nc->slots = NULL;
+    nc->nslots = 0;
+    sl_client_free(nc->c);
+    nc->c = NULL;
+}
+
+static void release_js(nclient *nc)
+{
+    napi_env env = nc->env;
+    if (nc->recv) napi_delete_reference(env, nc->recv);
+    if (nc->fn) napi_delete_reference(env, nc->fn);
+    if (nc->recs_ref) napi_delete_reference(env, nc->recs_ref);
+    if (nc->data_ref) napi_delete_reference(env, nc->data_ref);
+    nc->recv = nc->fn = nc->recs_ref = nc->data_ref = NULL;
+    nc->recs = nc->data = NULL;
+    if (nc->actx) napi_async_destroy(env, nc->actx);
+    nc->actx = NULL;
+}
+
+static void on_detached(sl_client *c, void *arg)
+{
+    (void)c;
+    nclient *nc = arg;
+    free_core(nc);
+    nc->detached = 1;
+    if (!nc->tearing) release_js(nc);
+    if (nc->cleanup) {
+        napi_async_cleanup_hook_handle h = nc->cleanup;
+        nc->cleanup = NULL;
+        napi_remove_async_cleanup_hook(h);
+    }
+    if (nc->finalized) free(nc);
+}
+
+static int start_detach(nclient *nc)
+{
+    if (nc->detaching) return 0;
+    nc->detaching = 1;
+    return sl_client_detach_loop(nc->c, on_detached, nc);
+}
+
+static void on_teardown(napi_async_cleanup_hook_handle h, void *arg)
+{
+    nclient *nc = arg;
+    (void)h;
+    nc->tearing = 1;
+    if (nc->detached) {
+        nc->cleanup = NULL;
+        napi_remove_async_cleanup_hook(h);
+        return;
+    }
+    if (nc->detaching) return; /* on_detached removes the hook */
+    start_detach(nc);
+}
+
+static void on_finalize(napi_env env, void *data, void *hint)
+{
+    (void)env;
+    (void)hint;
+    nclient *nc = data;
+    nc->finalized = 1;
+    if (nc->detached) {
+        free(nc);
+        return;
+    }
+    if (!nc->detaching) start_detach(nc);
+    /* on_detached frees nc */
+}
+
+/* ------------------------------------------------------------------ connect */
+
+typedef struct connect_work {
+    napi_async_work work;
+    napi_ref cb, recv, fn;
+    char *url, *username, *password;
+    sl_client_options opts;
+    sl_client *client;
+    int rc;
+    char err[512];
+} connect_work;
+
+static void free_connect_work(napi_env env, connect_work *w)
+{
+    if (w->cb) napi_delete_reference(env, w->cb);
+    if (w->recv) napi_delete_reference(env, w->recv);
+    if (w->fn) napi_delete_reference(env, w->fn);
+    if (w->work) napi_delete_async_work(env, w->work);
+    free(w->url);
+    free(w->username);
+    free(w->password);
+    free(w);
+}
+
+static void connect_execute(napi_env env, void *data)
+{
+    (void)env;
+    connect_work *w = data;
+    w->opts.url = w->url;
+    w->opts.username = w->username;
+    w->opts.password = w->password;
+    w->err[0] = 0;
+    w->rc = sl_client_new(&w->client, &w->opts, w->err, sizeof w->err);
+}
+
+static napi_value new_output_buffer(napi_env env, size_t cap, uint8_t **ptr, napi_ref *ref)
+{
+    napi_value buf;
+    void *p = NULL;
+    if (napi_create_buffer(env, cap, &p, &buf) != napi_ok) return NULL;
+    if (*ref) napi_delete_reference(env, *ref);
+    if (napi_create_reference(env, buf, 1, ref) != napi_ok) return NULL;
+    *ptr = p;
+    return buf;
+}
+
+static void connect_complete(napi_env env, napi_status status, void *data)
+{
+    connect_work *w = data;
+    napi_value cb, global, argv[3];
+    napi_get_reference_value(env, w->cb, &cb);
+    napi_get_global(env, &global);
+    napi_get_undefined(env, &argv[1]);
+    napi_get_undefined(env, &argv[2]);
+    if (status != napi_ok || w->rc != 0) {
+        sl_client_free(w->client);
+        char msg[600];
+        snprintf(msg, sizeof msg, "%s", w->rc ? (w->err[0] ? w->err : sl_strerror(w->rc)) : "cancelled");
+        napi_value m;
+        napi_create_string_utf8(env, msg, NAPI_AUTO_LENGTH, &m);
+        argv[0] = make_int(env, w->rc ? w->rc : SL_ECANCELLED);
+        argv[1] = m;
+        napi_call_function(env, global, cb, 2, argv, NULL);
+        free_connect_work(env, w);
+        return;
+    }
+    nclient *nc = calloc(1, sizeof *nc);
+    uv_loop_t *loop = NULL;
+    int rc = nc ? 0 : SL_ENOMEM;
+    if (rc == 0 && napi_get_uv_event_loop(env, &loop) != napi_ok) rc = SL_ESTATE;
+    if (rc == 0) rc = sl_client_attach_loop(w->client, loop);
+    if (rc != 0) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "attaching to the event loop failed: %s",
+                 rc == SL_ENOMEM ? sl_strerror(rc) : sl_client_errmsg(w->client));
+        sl_client_free(w->client);
+        free(nc);
+        napi_value m;
+        napi_create_string_utf8(env, msg, NAPI_AUTO_LENGTH, &m);
+        argv[0] = make_int(env, rc);
+        argv[1] = m;
+        napi_call_function(env, global, cb, 2, argv, NULL);
+        free_connect_work(env, w);
+        return;
+    }
+    nc->env = env;
+    nc->c = w->client;
+    w->client = NULL;
+    /* weak until a batch is in flight */
+    napi_value recv, fn, name;
+    napi_get_reference_value(env, w->recv, &recv);
+    napi_get_reference_value(env, w->fn, &fn);
+    napi_create_reference(env, recv, 0, &nc->recv);
+    napi_create_reference(env, fn, 0, &nc->fn);
+    napi_create_string_utf8(env, "slotlane:batch", NAPI_AUTO_LENGTH, &name);
+    napi_async_init(env, NULL, name, &nc->actx);
+    napi_value recs = new_output_buffer(env, 64 * REC_SIZE, &nc->recs, &nc->recs_ref);
+    napi_value dat = new_output_buffer(env, 4096, &nc->data, &nc->data_ref);
+    nc->recs_cap = 64 * REC_SIZE;
+    nc->data_cap = 4096;
+    napi_add_async_cleanup_hook(env, on_teardown, nc, &nc->cleanup);
+    napi_value ext;
+    napi_create_external(env, nc, on_finalize, NULL, &ext);
+    (void)recs;
+    (void)dat;
+    argv[0] = make_int(env, 0);
+    argv[1] = ext;
+    argv[2] = make_int(env, sl_client_mode(nc->c));
+    napi_call_function(env, global, cb, 3, argv, NULL);
+    free_connect_work(env, w);
+}
+
+/* connect(opts, recv, onReply, cb): opts {url, mode, username, password, db, resp,
+ * connectTimeout, commandTimeout, maxRedirects}; cb(code, handleOrMessage, mode). */
+static napi_value js_connect(napi_env env, napi_callback_info info)
+{
+    size_t argc = 4;
+    napi_value argv[4];
+    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    if (argc < 4) {
+        napi_throw_type_error(env, NULL, "slotlane addon: connect(opts, recv, onReply, cb)");
+        return NULL;
+    }
+    connect_work *w = calloc(1, sizeof *w);
+    if (!w) {
+        napi_throw_error(env, NULL, "out of memory");
+        return NULL;
+    }
+    sl_client_options_init(&w->opts, SL_CLIENT_OPTIONS_VERSION);
+    napi_value v;
+    int bad = 0;
+    napi_get_named_property(env, argv[0], "url", &v);
+    bad |= get_opt_string(env, v, &w->url);
+    napi_get_named_property(env, argv[0], "username", &v);
+    bad |= get_opt_string(env, v, &w->username);
+    napi_get_named_property(env, argv[0], "password", &v);
+    bad |= get_opt_string(env, v, &w->password);
+    int mode = 0;
+    bad |= get_int_prop(env, argv[0], "mode", &mode);
+    w->opts.mode = (sl_mode)mode;
+    bad |= get_int_prop(env, argv[0], "db", &w->opts.db);
+    bad |= get_int_prop(env, argv[0], "resp", &w->opts.resp_version);
+    bad |= get_int_prop(env, argv[0], "connectTimeout", &w->opts.connect_timeout_ms);
+    bad |= get_int_prop(env, argv[0], "commandTimeout", &w->opts.command_timeout_ms);
+    bad |= get_int_prop(env, argv[0], "maxRedirects", &w->opts.max_redirects);
+    if (bad) {
+        free_connect_work(env, w);
+        napi_throw_type_error(env, NULL, "slotlane addon: bad connect options");
+        return NULL;
+    }
+    napi_value name;
+    napi_create_reference(env, argv[1], 1, &w->recv);
+    napi_create_reference(env, argv[2], 1, &w->fn);
+    napi_create_reference(env, argv[3], 1, &w->cb);
+    napi_create_string_utf8(env, "slotlane:connect", NAPI_AUTO_LENGTH, &name);
+    if (napi_create_async_work(env, NULL, name, connect_execute, connect_complete, w, &w->work) != napi_ok ||
+        napi_queue_async_work(env, w->work) != napi_ok) {
+        free_connect_work(env, w);
+        throw_last(env, "napi_queue_async_work");
+        return NULL;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ exec */
+
+static void call_js(nclient *nc, int index, int status, const sl_sizes *sz)
+{
+    napi_env env = nc->env;
+    napi_handle_scope scope;
+    if (napi_open_handle_scope(env, &scope) != napi_ok) return;
+    napi_value recv, fn, argv[6], result;
+    napi_get_reference_value(env, nc->recv, &recv);
+    napi_get_reference_value(env, nc->fn, &fn);
+    napi_get_reference_value(env, nc->recs_ref, &argv[4]);
+    napi_get_reference_value(env, nc->data_ref, &argv[5]);
+    napi_create_int32(env, index, &argv[0]);
+    napi_create_int32(env, status, &argv[1]);
+    napi_create_double(env, (double)sz->records, &argv[2]);
+    napi_create_double(env, (double)sz->commands, &argv[3]);
+    if (--nc->inflight == 0) {
+        uint32_t n;
+        napi_reference_unref(env, nc->recv, &n);
+        napi_reference_unref(env, nc->fn, &n);
+    }
+    if (recv && fn) {
+        napi_status st = napi_make_callback(env, nc->actx, recv, fn, 6, argv, &result);
+        if (st == napi_pending_exception) {
+            napi_value exc;
+            if (napi_get_and_clear_last_exception(env, &exc) == napi_ok) napi_fatal_exception(env, exc);
+        }
+    }
+    napi_close_handle_scope(env, scope);
+}
+
+static void on_done(sl_batch *b, int status, const sl_sizes *sizes, void *arg)
+{
+    (void)sizes;
+    nslot *s = arg;
+    nclient *nc = s->nc;
+    if (nc->tearing || !nc->recv) {
+        s->busy = 0;
+        nc->inflight--;
+        return;
+    }
+    napi_env env = nc->env;
+    sl_sizes sz;
+    int rc = sl_batch_copy_out(b, nc->recs, nc->recs_cap, nc->data, nc->data_cap, &sz);
+    if (rc == SL_ETOOSMALL) {
+        napi_handle_scope scope;
+        napi_open_handle_scope(env, &scope);
+        size_t need_r = (size_t)sz.records * REC_SIZE, need_d = (size_t)sz.data;
+        if (need_r > nc->recs_cap) {
+            size_t cap = nc->recs_cap * 2;
+            while (cap < need_r) cap *= 2;
+            if (new_output_buffer(env, cap, &nc->recs, &nc->recs_ref)) nc->recs_cap = cap;
+        }
+        if (need_d > nc->data_cap) {
+            size_t cap = nc->data_cap * 2;
+            while (cap < need_d) cap *= 2;
+            if (new_output_buffer(env, cap, &nc->data, &nc->data_ref)) nc->data_cap = cap;
+        }
+        napi_close_handle_scope(env, scope);
+        rc = sl_batch_copy_out(b, nc->recs, nc->recs_cap, nc->data, nc->data_cap, &sz);
+    }
+    s->busy = 0;
+    if (rc != 0) {
+        /* could not grow the buffers: report the failure with no records */
+        memset(&sz, 0, sizeof sz);
+        status = rc;
+    }
+    call_js(nc, s->index, status, &sz);
+}
+
+static nslot *free_slot(nclient *nc)
+{
+    for (int i = 0; i < nc->nslots; i++)
+        if (!nc->slots[i]->busy) return nc->slots[i];
+    nslot **grown = realloc(nc->slots, sizeof *grown * (size_t)(nc->nslots + 1));
+    if (!grown) return NULL;
+    nc->slots = grown;
+    nslot *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    if (sl_batch_new(nc->c, &s->b) != 0) {
+        free(s);
+        return NULL;
+    }
+    s->nc = nc;
+    s->index = nc->nslots;
+    nc->slots[nc->nslots++] = s;
+    return s;
+}
+
+/* exec(handle, buf, len, count, timeout_ms[, segments]) -> slot index (>= 0) or a negative
+ * SL_E code (then errmsg(handle) tells why). segments: a flat array of
+ * [offset, len, count, routeKind, slot, node] per sl_batch_append call, for routed commands. */
+static napi_value js_exec(napi_env env, napi_callback_info info)
+{
+    size_t argc = 6;
+    napi_value argv[6];
+    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    nclient *nc = get_client(env, argv[0]);
+    if (!nc) return NULL;
+    if (!nc->c || nc->detaching) return make_int(env, SL_ESTATE);
+    void *buf;
+    size_t buflen;
+    CHECK(napi_get_buffer_info(env, argv[1], &buf, &buflen));
+    int64_t len, count;
+    int32_t timeout;
+    CHECK(napi_get_value_int64(env, argv[2], &len));
+    CHECK(napi_get_value_int64(env, argv[3], &count));
+    CHECK(napi_get_value_int32(env, argv[4], &timeout));
+    if (len < 0 || (size_t)len > buflen || count <= 0) return make_int(env, SL_EINVAL);
+    nslot *s = free_slot(nc);
+    if (!s) return make_int(env, SL_ENOMEM);
+    int rc = 0;
+    napi_valuetype t = napi_undefined;
+    if (argc >= 6) napi_typeof(env, argv[5], &t);
+    if (t != napi_object) {
+        rc = sl_batch_append(s->b, NULL, buf, (size_t)len, (size_t)count);
+    } else {
+        uint32_t n;
+        CHECK(napi_get_array_length(env, argv[5], &n));
+        for (uint32_t i = 0; i + 5 < n + 0 && rc == 0; i += 6) {
+            napi_value e[6];
+            for (uint32_t k = 0; k < 6; k++) CHECK(napi_get_element(env, argv[5], i + k, &e[k]));
+            int64_t off, slen, scount;
+            int32_t kind, slot;
+            CHECK(napi_get_value_int64(env, e[0], &off));
+            CHECK(napi_get_value_int64(env, e[1], &slen));
+            CHECK(napi_get_value_int64(env, e[2], &scount));
+            CHECK(napi_get_value_int32(env, e[3], &kind));
+            CHECK(napi_get_value_int32(env, e[4], &slot));
+            char node[300] = "";
+            napi_valuetype nt;
+            napi_typeof(env, e[5], &nt);
+            if (nt == napi_string) {
+                size_t nl;
+                napi_get_value_string_utf8(env, e[5], node, sizeof node, &nl);
+            }
+            if (off < 0 || slen < 0 || (size_t)(off + slen) > (size_t)len) {
+                rc = SL_EINVAL;
+                break;
+            }
+            sl_route route = {(sl_route_kind)kind, slot, node};
+            rc = sl_batch_append(s->b, kind < 0 ? NULL : &route, (const char *)buf + off, (size_t)slen,
+                                 (size_t)scount);
+        }
+    }
+    if (rc == 0) rc = sl_batch_exec_async(s->b, timeout, on_done, s);
+    if (rc != 0) {
+        sl_batch_reset(s->b);
+        return make_int(env, rc);
+    }
+    s->busy = 1;
+    if (nc->inflight++ == 0) {
+        uint32_t n;
+        napi_reference_ref(env, nc->recv, &n);
+        napi_reference_ref(env, nc->fn, &n);
+    }
+    return make_int(env, s->index);
+}
+
+/* ------------------------------------------------------------------ the rest */
+
+static napi_value js_close(napi_env env, napi_callback_info info)
+{
+    size_t argc = 1;
+    napi_value argv[1];
+    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    nclient *nc = get_client(env, argv[0]);
+    if (!nc) return NULL;
+    if (nc->detaching || !nc->c) return make_int(env, 0);
+    return make_int(env, start_detach(nc));
+}
+
+static napi_value js_errmsg(napi_env env, napi_callback_info info)
+{
+    size_t argc = 1;
+    napi_value argv[1], r;
+    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    nclient *nc = get_client(env, argv[0]);
+    if (!nc) return NULL;
+    CHECK(napi_create_string_utf8(env, nc->c ? sl_client_errmsg(nc->c) : "client is closed", NAPI_AUTO_LENGTH, &r));
+    return r;
+}
+
+static napi_value js_stats(napi_env env, napi_callback_info info)
+{
+    size_t argc = 1;
+    napi_value argv[1], arr;
+    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    nclient *nc = get_client(env, argv[0]);
+    if (!nc) return NULL;
+    if (!nc->c) {
+        napi_throw_error(env, NULL, "client is closed");
+        return NULL;
+    }
+    sl_stats st;
+    memset(&st, 0, sizeof st);
+    st.version = SL_STATS_VERSION;
+    st.size = sizeof st;
+    sl_client_stats(nc->c, &st);
+    const uint64_t f[] = {st.commands, st.moved, st.ask, st.tryagain, st.refreshes,
+                          st.connects, st.reconnects, st.bytes_written, st.bytes_read, st.nodes};
+    CHECK(napi_create_array_with_length(env, 10, &arr));
+    for (uint32_t i = 0; i < 10; i++) {
+        napi_value v;
+        CHECK(napi_create_double(env, (double)f[i], &v));
+        CHECK(napi_set_element(env, arr, i, v));
+    }
+    return arr;
+}
+
+static napi_value js_key_slot(napi_env env, napi_callback_info info)
+{
+    size_t argc = 1;
+    napi_value argv[1];
+    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    void *p;
+    size_t n;
+    CHECK(napi_get_buffer_info(env, argv[0], &p, &n));
+    return make_int(env, sl_key_slot(p, n));
+}
+
+static napi_value js_version(napi_env env, napi_callback_info info)
+{
+    (void)info;
+    napi_value r;
+    CHECK(napi_create_string_utf8(env, sl_version(), NAPI_AUTO_LENGTH, &r));
+    return r;
+}
+
+static napi_value js_strerror(napi_env env, napi_callback_info info)
+{
+    size_t argc = 1;
+    napi_value argv[1], r;
+    int32_t code;
+    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    CHECK(napi_get_value_int32(env, argv[0], &code));
+    CHECK(napi_create_string_utf8(env, sl_strerror(code), NAPI_AUTO_LENGTH, &r));
+    return r;
+}
+
+/* Layout facts JS checks against its decoder at load time. */
+static napi_value js_layout(napi_env env, napi_callback_info info)
+{
+    (void)info;
+    napi_value arr;
+    const int64_t f[] = {(int64_t)sizeof(sl_reply), (int64_t)offsetof(sl_reply, type),
+                         (int64_t)offsetof(sl_reply, flags), (int64_t)offsetof(sl_reply, len),
+                         (int64_t)offsetof(sl_reply, value), (int64_t)offsetof(sl_reply, offset)};
+    CHECK(napi_create_array_with_length(env, 6, &arr));
+    for (uint32_t i = 0; i < 6; i++) CHECK(napi_set_element(env, arr, i, make_int(env, f[i])));
+    return arr;
+}
+
+static napi_value init(napi_env env, napi_value exports)
+{
+    napi_property_descriptor d[] = {
+        {"connect", NULL, js_connect, NULL, NULL, NULL, napi_default, NULL},
+        {"exec", NULL, js_exec, NULL, NULL, NULL, napi_default, NULL},
+        {"close", NULL, js_close, NULL, NULL, NULL, napi_default, NULL},
+        {"errmsg", NULL, js_errmsg, NULL, NULL, NULL, napi_default, NULL},
+        {"stats", NULL, js_stats, NULL, NULL, NULL, napi_default, NULL},
+        {"keySlot", NULL, js_key_slot, NULL, NULL, NULL, napi_default, NULL},
+        {"version", NULL, js_version, NULL, NULL, NULL, napi_default, NULL},
+        {"strerror", NULL, js_strerror, NULL, NULL, NULL, napi_default, NULL},
+        {"layout", NULL, js_layout, NULL, NULL, NULL, napi_default, NULL},
+    };
+    CHECK(napi_define_properties(env, exports, sizeof d / sizeof d[0], d));
+    return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, init)

@@ -1,0 +1,141 @@
+'use strict';
+// Servers for the tests: the bundled slotlane-server, and Debian's redis-server through the
+// repository's harness scripts. Every server is stopped by PID when the test file ends,
+// also when it fails (process 'exit' hook as the last resort). Ports: 25000-25499.
+const { spawn, execFileSync, spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+const ROOT = process.env.SL_ROOT || path.resolve(__dirname, '..', '..');
+const BUILD = process.env.SL_BUILD_DIR || path.join(ROOT, 'build');
+const SERVER = path.join(BUILD, 'server', 'slotlane-server');
+
+const stoppers = new Set();
+process.on('exit', () => {
+  for (const stop of stoppers) {
+    try { stop(); } catch { /* best effort at exit */ }
+  }
+});
+
+function ping(port) {
+  const r = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), 'ping'], { encoding: 'utf8', timeout: 2000 });
+  return r.stdout && r.stdout.trim() === 'PONG';
+}
+
+function sleepSync(ms) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/** SIGSTOP, then wait until the kernel reports the process stopped (state T). */
+function freeze(pid) {
+  process.kill(pid, 'SIGSTOP');
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+    if (state === 'T' || state === 't') return;
+    if (Date.now() > deadline) throw new Error(`process ${pid} did not stop (state ${state})`);
+    sleepSync(5);
+  }
+}
+
+/** slotlane-server with `shards` shards in per-shard mode on port..port+shards-1. */
+function startSlotlaneServer(port, shards) {
+  if (!fs.existsSync(SERVER)) {
+    throw new Error(`${SERVER} is not built (ci/test-node.sh builds it; or: cmake --build build --target slotlane-server)`);
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slotlane-node-srv-'));
+  const log = fs.openSync(path.join(dir, 'server.log'), 'w');
+  const proc = spawn(SERVER, ['--shards', String(shards), '--port', String(port), '--dir', dir, '--loglevel', 'warning'],
+    { stdio: ['ignore', log, log] });
+  fs.closeSync(log);
+  const stop = () => {
+    stoppers.delete(stop);
+    if (proc.exitCode === null && proc.signalCode === null) {
+      try { process.kill(proc.pid, 'SIGCONT'); } catch { /* gone */ }
+      try { process.kill(proc.pid, 'SIGKILL'); } catch { /* gone */ }
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  stoppers.add(stop);
+  for (let i = 0; i < shards; i++) {
+    const deadline = Date.now() + 10000;
+    while (!ping(port + i)) {
+      if (proc.exitCode !== null || Date.now() > deadline) {
+        const text = fs.readFileSync(path.join(dir, 'server.log'), 'utf8');
+        stop();
+        throw new Error(`slotlane-server on port ${port + i} did not start:\n${text}`);
+      }
+      sleepSync(50);
+    }
+  }
+  return { port, shards, pid: proc.pid, url: `redis://127.0.0.1:${port}`, stop, proc };
+}
+
+function script(name, args) {
+  return execFileSync('bash', [path.join(ROOT, 'ci', name), ...args.map(String)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** A standalone redis-server (ci/redis-plain.sh). */
+function startRedisPlain(port) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slotlane-node-plain-'));
+  const stop = () => {
+    stoppers.delete(stop);
+    try { script('redis-plain.sh', ['stop', dir]); } catch { /* already gone */ }
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  stoppers.add(stop);
+  try {
+    script('redis-plain.sh', ['start', dir, port]);
+  } catch (e) {
+    stop();
+    throw e;
+  }
+  return { port, url: `redis://127.0.0.1:${port}`, stop, dir };
+}
+
+/** A Redis Cluster of n primaries on ports base..base+n-1 (buses base+n..), ci/redis-cluster.sh. */
+function startRedisCluster(base, n = 3) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slotlane-node-cluster-'));
+  const stop = () => {
+    stoppers.delete(stop);
+    try { script('redis-cluster.sh', ['stop', dir]); } catch { /* already gone */ }
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  stoppers.add(stop);
+  try {
+    script('redis-cluster.sh', ['start', dir, base, n]);
+  } catch (e) {
+    stop();
+    throw e;
+  }
+  const ports = fs.readFileSync(path.join(dir, 'ports'), 'utf8').trim().split('\n').map(Number);
+  const pids = fs.readFileSync(path.join(dir, 'pids'), 'utf8').trim().split('\n').map(Number);
+  return {
+    base, ports, dir, url: `redis://127.0.0.1:${base}`, stop,
+    pid: (port) => pids[ports.indexOf(port)],
+    kill: (port) => script('redis-cluster.sh', ['kill', dir, port]),
+    restart: (port) => script('redis-cluster.sh', ['restart', dir, port]),
+    /** Starts a live migration of one slot in the background; resolves with its exit code and output. */
+    migrate: (slot, from, to, count = 10) => new Promise((resolve) => {
+      const p = spawn('bash', [path.join(ROOT, 'ci', 'redis-cluster.sh'), 'migrate', dir, String(slot), String(from), String(to)],
+        { env: { ...process.env, SL_MIGRATE_COUNT: String(count) }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      p.stdout.on('data', (d) => { out += d; });
+      p.stderr.on('data', (d) => { out += d; });
+      p.on('close', (code) => resolve({ code, out }));
+    }),
+  };
+}
+
+/** The owner port of a slot, from CLUSTER SLOTS through a slotlane client. */
+async function ownerPort(client, slot) {
+  const slots = await client.sendCommand(['CLUSTER', 'SLOTS']);
+  for (const [lo, hi, [, port]] of slots) {
+    if (slot >= lo && slot <= hi) return port;
+  }
+  throw new Error(`no owner for slot ${slot}`);
+}
+
+module.exports = { freeze, ROOT, BUILD, startSlotlaneServer, startRedisPlain, startRedisCluster, ownerPort, sleepSync };

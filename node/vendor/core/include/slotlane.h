@@ -1,0 +1,339 @@
+/*
+ * slotlane.h — the whole public API of libslotlane, the C core of the slotlane
+ * Redis-protocol client SDK: cluster routing, the slot cache and per-node
+ * batched pipelining, for C and for the six language bindings.
+ *
+ * Conventions (they hold for every function below unless its comment says otherwise):
+ *  - Every call that can fail returns int: 0 (SL_OK) or a negative SL_E* code.
+ *    The message of the last failure is sl_client_errmsg(); the library never
+ *    prints, aborts or exits on bad input or a bad server.
+ *  - Handles are opaque. A handle and everything made from it is used by one
+ *    thread at a time; sl_client_cancel() is the one call that any thread may make
+ *    at any time. There is no global mutable state and no hidden thread.
+ *  - Input buffers are only read during the call and never retained.
+ *  - Reply memory (records and data) belongs to the batch and stays valid until
+ *    the batch's next execution, reset or free.
+ *  - Option structs carry their version and their size; fields are only appended.
+ *  - A client is not usable in a child after fork(); create clients after forking.
+ */
+#ifndef SLOTLANE_H
+#define SLOTLANE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define SL_EXTERN __declspec(dllexport)
+#elif defined(__GNUC__)
+#define SL_EXTERN __attribute__((visibility("default")))
+#else
+#define SL_EXTERN
+#endif
+
+/* ------------------------------------------------------------------ version */
+
+#define SL_VERSION_MAJOR 0
+#define SL_VERSION_MINOR 1
+#define SL_VERSION_PATCH 0
+
+/* The library's version as "MAJOR.MINOR.PATCH" (the repository's VERSION file).
+ * Static storage; never NULL. */
+SL_EXTERN const char *sl_version(void);
+
+/* ------------------------------------------------------------------- errors */
+
+/* Return codes. New codes are only appended. */
+typedef enum sl_error_code {
+    SL_OK = 0,
+    SL_EINVAL = -1,       /* a bad argument: NULL handle, bad option, malformed command bytes, bad URL */
+    SL_ENOMEM = -2,       /* an allocation failed (the handle stays usable) */
+    SL_EIO = -3,          /* connecting, writing or reading failed */
+    SL_ETIMEOUT = -4,     /* a connect or execution deadline passed */
+    SL_EPROTO = -5,       /* the server sent bytes that are not RESP, or exceeded a limit */
+    SL_ESERVER = -6,      /* the server answered an error (one-command helper only) */
+    SL_EREDIRECT = -7,    /* too many MOVED/ASK/TRYAGAIN/CLUSTERDOWN for one command */
+    SL_ECANCELLED = -8,   /* sl_client_cancel() was called during the execution */
+    SL_ECLUSTER = -9,     /* discovery failed, no node for a slot, or CROSSSLOT refused */
+    SL_ETOOSMALL = -10,   /* caller buffers too small: the sizes say how much is needed */
+    SL_EUNSUPPORTED = -11,/* a feature this build does not have (e.g. rediss:// TLS) */
+    SL_ESTATE = -12       /* the call is not valid in the handle's state */
+} sl_error_code;
+
+/* A short static description of a code, e.g. "I/O error". Never NULL. */
+SL_EXTERN const char *sl_strerror(int code);
+
+/* --------------------------------------------------------------- allocator */
+
+/* Allocator hooks: every allocation of a client and its batches goes through them.
+ * realloc(NULL, n) must behave as malloc; free(NULL) must be a no-op. */
+typedef struct sl_allocator {
+    void *(*malloc_fn)(size_t size, void *ctx);
+    void *(*realloc_fn)(void *ptr, size_t size, void *ctx);
+    void (*free_fn)(void *ptr, void *ctx);
+    void *ctx;
+} sl_allocator;
+
+/* ------------------------------------------------------------------ options */
+
+typedef enum sl_mode {
+    SL_MODE_AUTO = 0,     /* ask the seed: CLUSTER SLOTS answers -> cluster, an error -> plain */
+    SL_MODE_PLAIN = 1,    /* one node, no discovery, no routing: the server sees every command */
+    SL_MODE_CLUSTER = 2   /* discover the slot map and route every command by its key */
+} sl_mode;
+
+#define SL_CLIENT_OPTIONS_VERSION 1
+
+/* Client options. Initialise with SL_CLIENT_OPTIONS_INIT or sl_client_options_init()
+ * and set what differs. Strings are only read during sl_client_new() (copied). */
+typedef struct sl_client_options {
+    unsigned int version;       /* SL_CLIENT_OPTIONS_VERSION */
+    unsigned int size;          /* sizeof(sl_client_options) as the caller compiled it */
+
+    /* Where to connect: "redis://[user:password@]host:port[/db]", "host:port", or several
+     * seeds separated by commas ("h1:p1,h2:p2"); NULL means "127.0.0.1:6379".
+     * "rediss://" fails with SL_EUNSUPPORTED.
+     * Credentials and db in the URL are used unless the fields below are set. */
+    const char *url;
+    sl_mode mode;
+    const char *username;       /* NULL: none (or the URL's) */
+    const char *password;       /* NULL: none (or the URL's) */
+    int db;                     /* SELECT in plain mode; -1: the URL's, else 0 */
+    int resp_version;           /* 2 (default) or 3 (HELLO 3 on every connection) */
+    int connect_timeout_ms;     /* per connection attempt; default 2000 */
+    int command_timeout_ms;     /* default deadline of one execution; 0 = none; default 5000 */
+    int max_redirects;          /* per command; default 5 */
+    int refresh_interval_ms;    /* periodic slot-map refresh; 0 (default) = only after MOVED */
+    int reconnect_min_ms;       /* backoff after a failed connect: first wait; default 10 */
+    int reconnect_max_ms;       /* backoff ceiling (with jitter); default 1000 */
+    const sl_allocator *allocator; /* NULL: malloc/realloc/free; copied, ctx kept */
+    /* Reply limits: exceeding one is a protocol error on that connection. */
+    uint64_t max_bulk_len;      /* default 512 MiB */
+    uint64_t max_aggregate_len; /* elements of one array/map/set; default 2^30 */
+    int max_depth;              /* nesting; default 32 */
+} sl_client_options;
+
+#define SL_CLIENT_OPTIONS_INIT { SL_CLIENT_OPTIONS_VERSION, (unsigned int)sizeof(sl_client_options), \
+        NULL, SL_MODE_AUTO, NULL, NULL, -1, 2, 2000, 5000, 5, 0, 10, 1000, NULL,                     \
+        (uint64_t)512 << 20, (uint64_t)1 << 30, 32 }
+
+/* Fills opts with the defaults of the given version (SL_CLIENT_OPTIONS_VERSION) and sets
+ * size to sizeof(sl_client_options). Returns SL_EINVAL for an unknown version.
+ * For bindings that cannot use the macro. */
+SL_EXTERN int sl_client_options_init(sl_client_options *opts, unsigned int version);
+
+/* ------------------------------------------------------------------- client */
+
+typedef struct sl_client sl_client;
+typedef struct sl_batch sl_batch;
+
+/* Creates a client: parses the URL, connects to a seed, and in cluster (or detected
+ * cluster) mode discovers the slot map. *out is set on success and NULL on failure.
+ * On failure, when errmsg is not NULL, a message is written there (at most errmsg_cap
+ * bytes, NUL-terminated). Free with sl_client_free(). */
+SL_EXTERN int sl_client_new(sl_client **out, const sl_client_options *opts,
+                            char *errmsg, size_t errmsg_cap);
+
+/* Closes every connection and frees the client. The client's batches must be freed
+ * first. NULL is a no-op. */
+SL_EXTERN void sl_client_free(sl_client *client);
+
+/* The message of the client's last failure ("" when none). Valid until the next call
+ * on the client or one of its batches. Never NULL for a non-NULL client. */
+SL_EXTERN const char *sl_client_errmsg(const sl_client *client);
+
+/* SL_MODE_PLAIN or SL_MODE_CLUSTER: what the client is (after auto-detection). */
+SL_EXTERN int sl_client_mode(const sl_client *client);
+
+/* Asks the execution running on this client now to stop as soon as possible:
+ * unfinished commands get SL_ERR_CANCELLED records, the execution returns SL_ECANCELLED,
+ * and connections that still owed replies are closed (the next execution reconnects).
+ * When no execution is running, it has no effect (it never reaches a later execution).
+ * The one call that is safe from any thread, concurrently with the client's own thread;
+ * with the async API it cancels every execution of the client in flight. */
+SL_EXTERN void sl_client_cancel(sl_client *client);
+
+/* Re-reads the slot map from the known nodes now. */
+SL_EXTERN int sl_client_refresh(sl_client *client);
+
+#define SL_STATS_VERSION 1
+typedef struct sl_stats {
+    unsigned int version;       /* set by the caller: SL_STATS_VERSION */
+    unsigned int size;          /* set by the caller: sizeof(sl_stats) */
+    uint64_t commands;          /* commands executed (a split command counts once) */
+    uint64_t moved;             /* MOVED redirects followed */
+    uint64_t ask;               /* ASK redirects followed */
+    uint64_t tryagain;          /* TRYAGAIN / CLUSTERDOWN retries */
+    uint64_t refreshes;         /* slot-map refreshes */
+    uint64_t connects;          /* successful connects, the first ones included */
+    uint64_t reconnects;        /* successful connects after a connection was lost */
+    uint64_t bytes_written;     /* bytes written to sockets */
+    uint64_t bytes_read;        /* bytes read from sockets */
+    uint64_t nodes;             /* nodes currently known */
+} sl_stats;
+
+/* Copies the client's counters into *stats (fields up to stats->size). */
+SL_EXTERN int sl_client_stats(const sl_client *client, sl_stats *stats);
+
+/* ----------------------------------------------------------------- routing */
+
+typedef enum sl_route_kind {
+    SL_ROUTE_KEY = 0,           /* by the command's key; in cluster mode DBSIZE, KEYS, FLUSHALL,
+                                   FLUSHDB, SCRIPT FLUSH and FUNCTION FLUSH go to every primary
+                                   (merged as below); other keyless commands: the default node
+                                   (the seed that answered discovery) */
+    SL_ROUTE_ALL_PRIMARIES = 1, /* to every primary; see "all-primaries replies" below */
+    SL_ROUTE_NODE = 2,          /* to the node "host:port" named by route.node */
+    SL_ROUTE_SLOT = 3,          /* to the owner of route.slot */
+    SL_ROUTE_RANDOM = 4         /* to a random primary */
+} sl_route_kind;
+
+/* A routing override for the commands of one sl_batch_append*() call.
+ * All-primaries replies: the reply is an array with one element per primary, in the
+ * client's node order (the order it learned them), except for these commands whose replies are merged:
+ * DBSIZE -> the sum; KEYS -> one array, the concatenation; FLUSHALL, FLUSHDB,
+ * SCRIPT FLUSH, FUNCTION FLUSH -> +OK when every node answered OK; PING -> +PONG when
+ * every node did. Any node's error reply (or I/O error) becomes the command's reply. */
+typedef struct sl_route {
+    sl_route_kind kind;
+    int slot;                   /* SL_ROUTE_SLOT: 0..16383 */
+    const char *node;           /* SL_ROUTE_NODE: "host:port" (only read during the call) */
+} sl_route;
+
+/* --------------------------------------------------------------- the batch */
+
+/* Reply record types. */
+typedef enum sl_reply_type {
+    SL_REPLY_STRING = 1,   /* bulk string: data[offset, len) */
+    SL_REPLY_STATUS = 2,   /* simple string (+OK): data[offset, len) */
+    SL_REPLY_ERROR = 3,    /* error: data[offset, len) is the message; flags is the sl_err_kind */
+    SL_REPLY_INTEGER = 4,  /* value.integer */
+    SL_REPLY_NIL = 5,      /* RESP2 null bulk/array, RESP3 null */
+    SL_REPLY_ARRAY = 6,    /* len children follow (flattened depth-first) */
+    SL_REPLY_MAP = 7,      /* len children follow: key, value, key, value... (len = 2 x pairs) */
+    SL_REPLY_SET = 8,      /* len children follow */
+    SL_REPLY_DOUBLE = 9,   /* value.dbl; data[offset, len) holds the server's text */
+    SL_REPLY_BOOL = 10,    /* value.integer is 0 or 1 */
+    SL_REPLY_BIGNUM = 11,  /* data[offset, len) holds the decimal digits */
+    SL_REPLY_VERB = 12,    /* verbatim string: data[offset, len) without the "fmt:" prefix;
+                              value.integer holds the 3 format bytes, little-endian */
+    SL_REPLY_PUSH = 13     /* len children follow (a RESP3 push that answered a command) */
+} sl_reply_type;
+
+/* Kinds of error records (sl_reply.flags when type == SL_REPLY_ERROR). */
+typedef enum sl_err_kind {
+    SL_ERR_SERVER = 0,     /* the server's error reply; the message starts with its prefix
+                              (ERR, WRONGTYPE, MOVED, CROSSSLOT...) */
+    SL_ERR_IO = 1,         /* the command's node failed (connect, write or read) */
+    SL_ERR_TIMEOUT = 2,    /* the execution's deadline passed before the reply */
+    SL_ERR_REDIRECTS = 3,  /* the redirect limit was reached; the message is the last redirect */
+    SL_ERR_PROTOCOL = 4,   /* the node sent malformed RESP or exceeded a limit */
+    SL_ERR_CANCELLED = 5,  /* sl_client_cancel() */
+    SL_ERR_CLUSTER = 6,    /* no node owns the slot, or the client refused the command
+                              (CROSSSLOT transaction, split part failed) */
+    SL_ERR_ARGUMENT = 7    /* the client refused the command's bytes or arguments */
+} sl_err_kind;
+
+/* One reply record: 24 bytes, fixed layout, little- or native-endian as the host.
+ * Records of one execution form a flat array in the caller's command order; an
+ * aggregate's children follow it depth-first. RESP3 attributes are dropped. */
+typedef struct sl_reply {
+    uint8_t type;          /* sl_reply_type */
+    uint8_t flags;         /* sl_err_kind for errors; 0 otherwise */
+    uint16_t reserved;     /* 0 */
+    uint32_t len;          /* data bytes, or the child count of an aggregate */
+    union {
+        int64_t integer;
+        double dbl;
+    } value;
+    uint64_t offset;       /* of the data bytes in the data buffer */
+} sl_reply;
+
+/* Sizes of an execution's results, in records and data bytes. */
+typedef struct sl_sizes {
+    uint64_t records;      /* records of all replies */
+    uint64_t data;         /* data bytes */
+    uint64_t commands;     /* commands executed = top-level replies */
+    uint64_t errors;       /* top-level error records */
+} sl_sizes;
+
+/* Creates a batch for the client. Free with sl_batch_free() before the client. */
+SL_EXTERN int sl_batch_new(sl_client *client, sl_batch **out);
+
+/* Frees the batch and its reply memory. NULL is a no-op. */
+SL_EXTERN void sl_batch_free(sl_batch *batch);
+
+/* Drops queued commands and replies; keeps the buffers for reuse. */
+SL_EXTERN void sl_batch_reset(sl_batch *batch);
+
+/* Queues count commands given as concatenated RESP arrays of bulk strings
+ * ("*2\r\n$3\r\nGET\r\n$1\r\nk\r\n..."), copied. route may be NULL (by key).
+ * SL_EINVAL if the bytes are not exactly count well-formed commands (nothing is queued). */
+SL_EXTERN int sl_batch_append(sl_batch *batch, const sl_route *route,
+                              const void *cmds, size_t len, size_t count);
+
+/* Queues one command given as arguments, copied. argvlen may be NULL for NUL-terminated
+ * arguments. route may be NULL (by key). */
+SL_EXTERN int sl_batch_append_argv(sl_batch *batch, const sl_route *route, int argc,
+                                   const char *const *argv, const size_t *argvlen);
+
+/* Commands queued and not yet executed. */
+SL_EXTERN size_t sl_batch_count(const sl_batch *batch);
+
+/* Executes the queued commands: routes each by its key, writes every node's buffer
+ * before reading any, follows redirects, and leaves one reply per command, in order,
+ * in the batch. timeout_ms: the deadline of the whole execution (0: the client's
+ * command_timeout_ms; -1: none); when it passes, the connections that still owe replies
+ * are closed, so a slow or blocked reply never reaches a later execution. Returns 0 when every command has a reply record —
+ * a failed command's record is an error, so 0 does not mean every command succeeded
+ * (sizes->errors counts error records) — or a negative code when the execution as a
+ * whole failed (SL_ETIMEOUT, SL_ECANCELLED, SL_EIO when no node could be reached...);
+ * even then, every command has a record. The queue is empty afterwards.
+ * sizes may be NULL; when not, it is filled on every return (zeros when nothing ran). */
+SL_EXTERN int sl_batch_exec(sl_batch *batch, int timeout_ms, sl_sizes *sizes);
+
+/* The records and data of the last execution, in the batch's memory (valid until the
+ * batch's next exec, reset or free). Either out pointer may be NULL. */
+SL_EXTERN const sl_reply *sl_batch_replies(const sl_batch *batch, size_t *nrecords,
+                                           const uint8_t **data, size_t *data_len);
+
+/* Copies the last execution's records and data into caller buffers (records_cap in
+ * bytes, a multiple of 24). sizes (not NULL) always receives the sizes; when a buffer is
+ * too small nothing is copied and SL_ETOOSMALL is returned: grow and call again — the
+ * replies stay in the batch, nothing is re-sent. */
+SL_EXTERN int sl_batch_copy_out(const sl_batch *batch, void *records, size_t records_cap,
+                                void *data, size_t data_cap, sl_sizes *sizes);
+
+/* One crossing for bindings: sl_batch_reset + sl_batch_append(route = NULL) +
+ * sl_batch_exec + sl_batch_copy_out. records/data may be NULL with zero caps to
+ * leave the results in the batch (read them with sl_batch_replies). Returns the code
+ * of exec, or SL_ETOOSMALL (results kept in the batch; use sl_batch_copy_out), or
+ * SL_EINVAL for malformed command bytes (nothing sent, sizes all zero, and
+ * sl_batch_replies then gives no records). sizes, when not NULL, is filled on every return. */
+SL_EXTERN int sl_batch_run(sl_batch *batch, const void *cmds, size_t len, size_t count,
+                           int timeout_ms, void *records, size_t records_cap,
+                           void *data, size_t data_cap, sl_sizes *sizes);
+
+/* ----------------------------------------------------------- one command */
+
+/* Runs one command through the client's internal batch: *reply points to its first
+ * record (children follow) and *data to the data buffer, both valid until the next
+ * call on the client. Returns 0, SL_ESERVER for an error reply (the record holds the
+ * message, also in sl_client_errmsg), or another negative code. */
+SL_EXTERN int sl_client_command(sl_client *client, const sl_route *route, int argc,
+                                const char *const *argv, const size_t *argvlen,
+                                const sl_reply **reply, const uint8_t **data);
+
+/* ----------------------------------------------------------- helpers */
+
+/* The cluster slot of a key (CRC16-XMODEM with {hash tag}s, mod 16384). */
+SL_EXTERN int sl_key_slot(const void *key, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SLOTLANE_H */

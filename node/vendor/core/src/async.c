@@ -1,0 +1,669 @@
+/* async: the engine (engine.c) driven by a libuv loop. One uv_poll_t per connection
+ * (read and write interest merged in it, never two polls on one fd) and one uv_timer_t per
+ * client for deadlines, connect timeouts and TRYAGAIN backoff; a uv_poll_t on the client's
+ * cancel pipe. Handles are freed only in their close callbacks. Writes happen when libuv
+ * reports a socket writable, so batches queued in the same loop turn leave in one write.
+ * Uses only the libuv 1.44 API, so that Node's bundled libuv (1.46) serves as well. */
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "slotlane_uv.h"
+
+typedef struct uv_client {
+    uv_loop_t *loop;
+    uv_timer_t timer;
+    uv_poll_t cancel_poll;
+    sl_batch *inflight;          /* executions in flight, newest first */
+    int handles;                 /* open handles, the client's and its nodes' */
+    int detaching;
+    int refreshing;
+    sl_detach_cb done_cb;
+    void *done_arg;
+    struct sl_loop *owner;       /* the sl_loop driving it, or NULL */
+    struct uv_client *next_in_owner;
+    sl_client *client;
+} uv_client;
+
+typedef struct uv_node {
+    uv_poll_t poll;
+    sl_client *client;
+    size_t k;
+    int events;                  /* what the poll is started with; 0: stopped */
+} uv_node;
+
+static void process(sl_client *c);
+
+/* ------------------------------------------------------------ node handles */
+
+/* One of the client's handles finished closing; after the last one of a detach, the
+ * client is free of the loop and the detach callback runs. */
+static void handle_gone(uv_client *uc)
+{
+    sl_client *c = uc->client;
+    if (--uc->handles != 0 || !uc->detaching) return;
+    sl_detach_cb cb = uc->done_cb;
+    void *arg = uc->done_arg;
+    c->async = NULL;
+    c->async_hooks = NULL;
+    sl__free(&c->alloc, uc);
+    if (cb) cb(c, arg);
+}
+
+static void node_closed(uv_handle_t *h)
+{
+    uv_node *un = h->data;
+    sl_client *c = un->client;
+    uv_client *uc = c->async;
+    sl__free(&c->alloc, un);
+    if (uc) handle_gone(uc);
+}
+
+static void on_node(uv_poll_t *p, int status, int events);
+
+static void set_events(sl_client *c, size_t k)
+{
+    sl__node *n = c->topo.nodes[k];
+    uv_node *un = n->async;
+    if (!un) return;
+    int want = 0;
+    if (n->state == SL__CONNECTING) want = UV_WRITABLE | UV_READABLE;
+    else if (n->state == SL__CONNECTED && sl__engine_node_busy(n))
+        want = UV_READABLE | (sl__engine_node_unwritten(n) ? UV_WRITABLE : 0);
+    /* Waiting only to swallow the late replies of executions that gave up is idle too:
+     * it must not keep the loop alive. */
+    int owed = sl__engine_node_unwritten(n) || n->state == SL__CONNECTING;
+    for (size_t s = 0; s < n->slen && !owed; s++) owed = n->segs[n->shead + s].kind != SL__SEG_DISCARD;
+    if (owed) uv_ref((uv_handle_t *)&un->poll);
+    else uv_unref((uv_handle_t *)&un->poll);
+    if (want == un->events) return;
+    un->events = want;
+    if (want) uv_poll_start(&un->poll, want, on_node);
+    else uv_poll_stop(&un->poll); /* idle: does not keep the loop alive */
+}
+
+static void hook_opened(sl_client *c, size_t k)
+{
+    uv_client *uc = c->async;
+    sl__node *n = c->topo.nodes[k];
+    uv_node *un = sl__malloc(&c->alloc, sizeof *un);
+    if (!un) return; /* the node then never becomes writable: its commands time out */
+    memset(un, 0, sizeof *un);
+    un->client = c;
+    un->k = k;
+    if (uv_poll_init_socket(uc->loop, &un->poll, n->fd) != 0) {
+        sl__free(&c->alloc, un);
+        return;
+    }
+    un->poll.data = un;
+    uc->handles++;
+    n->async = un;
+    set_events(c, k);
+}
+
+static void hook_queued(sl_client *c, size_t k)
+{
+    set_events(c, k);
+}
+
+static void hook_closing(sl_client *c, size_t k)
+{
+    sl__node *n = c->topo.nodes[k];
+    uv_node *un = n->async;
+    if (!un) return;
+    n->async = NULL;
+    uv_poll_stop(&un->poll); /* before the engine closes the fd */
+    uv_close((uv_handle_t *)&un->poll, node_closed);
+}
+
+static const sl__async_hooks hooks = {hook_opened, hook_queued, hook_closing};
+
+static void on_node(uv_poll_t *p, int status, int events)
+{
+    uv_node *un = p->data;
+    sl_client *c = un->client;
+    size_t k = un->k;
+    sl__node *n = c->topo.nodes[k];
+    if (status < 0) {
+        sl__set_err(c, "%s: %s", n->addr, uv_strerror(status));
+        (void)sl__engine_node_failed(c, k, SL_ERR_IO, SL_EIO);
+        process(c);
+        return;
+    }
+    if (n->state == SL__CONNECTING) {
+        if (sl__node_connect_check(c, n) != 0) {
+            (void)sl__engine_node_failed(c, k, SL_ERR_IO, SL_EIO);
+            process(c);
+            return;
+        }
+        events |= UV_WRITABLE;
+    }
+    if ((events & UV_WRITABLE) && n->fd >= 0 && sl__engine_write(c, k) != 0) {
+        (void)sl__engine_node_failed(c, k, SL_ERR_IO, SL_EIO);
+        process(c);
+        return;
+    }
+    if ((events & UV_READABLE) && n->fd >= 0) (void)sl__engine_read(c, k);
+    process(c);
+}
+
+/* ------------------------------------------------------------ executions */
+
+static void unlink_batch(uv_client *uc, sl_batch *b)
+{
+    for (sl_batch **pp = &uc->inflight; *pp; pp = &(*pp)->async_next) {
+        if (*pp == b) {
+            *pp = b->async_next;
+            break;
+        }
+    }
+    b->async_next = NULL;
+}
+
+static void complete(sl_batch *b)
+{
+    int status = sl__batch_finish(b, b->async_status);
+    sl_exec_cb cb = (sl_exec_cb)b->done_cb;
+    void *arg = b->done_arg;
+    sl_sizes sizes = b->sizes;
+    b->in_flight = 0;
+    atomic_fetch_sub(&b->client->running, 1);
+    b->nuser = b->ncmds = 0;
+    b->nargs = 0;
+    b->input.len = 0;
+    b->done_cb = NULL;
+    if (cb) cb(b, status, &sizes, arg);
+}
+
+static void refresh_done(sl_batch *b, int status, const sl_sizes *sizes, void *arg)
+{
+    (void)sizes;
+    (void)arg;
+    sl_client *c = b->client;
+    uv_client *uc = c->async;
+    if (uc) uc->refreshing = 0;
+    c->topo.last_refresh_ms = sl__now_ms();
+    if (status != 0) return;
+    size_t n;
+    const uint8_t *data;
+    const sl_reply *r = sl_batch_replies(b, &n, &data, NULL);
+    if (n && sl__topo_apply_slots(c, c->topo.default_node, r, n, data) == 0) {
+        c->topo.refresh_wanted = 0;
+        c->stats.refreshes++;
+    }
+}
+
+static int start(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg);
+
+/* A MOVED asked for a fresh map: ask the default node in the background, at most once a
+ * second; the table was already patched for the redirected slot. */
+static void maybe_refresh(sl_client *c)
+{
+    uv_client *uc = c->async;
+    uint64_t now = sl__now_ms();
+    int periodic = c->opts.refresh_interval_ms > 0 &&
+                   now >= c->topo.last_refresh_ms + (uint64_t)c->opts.refresh_interval_ms;
+    if (c->mode != SL_MODE_CLUSTER || uc->refreshing || uc->detaching || !(c->topo.refresh_wanted || periodic) ||
+        now < c->topo.last_refresh_ms + 1000 || c->disco->in_flight)
+        return;
+    static const char *const argv[] = {"CLUSTER", "SLOTS"};
+    sl_batch_reset(c->disco);
+    if (sl_batch_append_argv(c->disco, NULL, 2, argv, NULL) != 0) return;
+    c->disco->cmds[0].route = SL_ROUTE_NODE;
+    c->disco->cmds[0].node = c->topo.default_node;
+    uc->refreshing = 1;
+    c->topo.last_refresh_ms = now;
+    if (start(c->disco, c->opts.connect_timeout_ms + 1000, refresh_done, NULL) != 0) uc->refreshing = 0;
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    uv_client *uc = t->data;
+    sl_client *c = uc->client;
+    uint64_t now = sl__now_ms();
+    for (size_t k = 0; k < c->topo.nnodes; k++) {
+        sl__node *n = c->topo.nodes[k];
+        if (n->state == SL__CONNECTING && now >= n->connect_deadline_ms) {
+            sl__set_err(c, "connect to %s timed out", n->addr);
+            (void)sl__engine_node_failed(c, k, SL_ERR_IO, SL_EIO);
+        }
+    }
+    process(c);
+}
+
+static void rearm(sl_client *c)
+{
+    uv_client *uc = c->async;
+    uint64_t now = sl__now_ms(), wake = UINT64_MAX;
+    for (sl_batch *b = uc->inflight; b; b = b->async_next) {
+        if (b->deadline < wake) wake = b->deadline;
+        if (b->backoff_until && b->backoff_until < wake) wake = b->backoff_until;
+    }
+    for (size_t k = 0; k < c->topo.nnodes; k++) {
+        sl__node *n = c->topo.nodes[k];
+        if (n->state == SL__CONNECTING && n->connect_deadline_ms < wake) wake = n->connect_deadline_ms;
+    }
+    if (wake == UINT64_MAX) uv_timer_stop(&uc->timer);
+    else uv_timer_start(&uc->timer, on_timer, wake > now ? wake - now : 0, 0);
+}
+
+/* Moves every execution along after an event: rounds that are over advance, deadlines
+ * and cancels end executions, finished ones get their callbacks (after the walk, since a
+ * callback may start new executions). */
+static void process(sl_client *c)
+{
+    uv_client *uc = c->async;
+    if (!uc) return;
+    uint64_t now = sl__now_ms();
+    int cancel = atomic_exchange(&c->cancel, 0);
+    sl_batch *done = NULL, **tail = &done;
+    for (sl_batch *b = uc->inflight, *next; b; b = next) {
+        next = b->async_next;
+        int over = 0;
+        if (cancel || uc->detaching) {
+            sl__set_err(c, "the execution was cancelled");
+            (void)sl__engine_abandon(b, SL_ERR_CANCELLED, c->errmsg);
+            b->async_status = SL_ECANCELLED;
+            over = 1;
+        } else if (now >= b->deadline && (b->inflight > 0 || b->resends)) {
+            sl__set_err(c, "the execution's deadline passed");
+            (void)sl__engine_abandon(b, SL_ERR_TIMEOUT, c->errmsg);
+            b->async_status = SL_ETIMEOUT;
+            over = 1;
+        } else if (b->round_over || b->inflight == 0) {
+            b->round_over = 0;
+            uint64_t wait = 0;
+            int rc = sl__engine_advance(b, &wait);
+            if (rc < 0) {
+                (void)sl__engine_abandon(b, SL_ERR_IO, "out of memory");
+                b->async_status = rc;
+                over = 1;
+            } else if (rc == 1) {
+                over = 1;
+            }
+        }
+        if (over) {
+            unlink_batch(uc, b);
+            *tail = b;
+            tail = &b->async_next;
+            b->async_next = NULL;
+        }
+    }
+    if (!uc->detaching) {
+        for (size_t k = 0; k < c->topo.nnodes; k++) set_events(c, k);
+        rearm(c);
+    }
+    while (done) {
+        sl_batch *b = done;
+        done = b->async_next;
+        b->async_next = NULL;
+        complete(b);
+    }
+    if (c->async && !uc->detaching) maybe_refresh(c);
+}
+
+static int start(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
+{
+    sl_client *c = b->client;
+    uv_client *uc = c->async;
+    int rc = sl__batch_prepare(b, timeout_ms);
+    b->async_status = 0;
+    b->done_cb = (void (*)(sl_batch *, int, const sl_sizes *, void *))cb;
+    b->done_arg = arg;
+    b->in_flight = 1;
+    atomic_fetch_add(&c->running, 1);
+    b->async_next = uc->inflight;
+    uc->inflight = b;
+    if (rc == 0) rc = sl__engine_queue_round(b, 0);
+    if (rc) {
+        (void)sl__engine_abandon(b, SL_ERR_IO, "out of memory");
+        b->async_status = rc;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ public: caller's loop */
+
+static void on_cancel(uv_poll_t *p, int status, int events)
+{
+    (void)status;
+    (void)events;
+    uv_client *uc = p->data;
+    char buf[64];
+    while (read(uc->client->cancel_pipe[0], buf, sizeof buf) > 0) {
+    }
+    process(uc->client);
+}
+
+int sl_client_attach_loop(sl_client *c, uv_loop_t *loop)
+{
+    if (!c || !loop) return SL_EINVAL;
+    if (c->async) {
+        sl__set_err(c, "the client is already attached to a loop");
+        return SL_ESTATE;
+    }
+    uv_client *uc = sl__malloc(&c->alloc, sizeof *uc);
+    if (!uc) return SL_ENOMEM;
+    memset(uc, 0, sizeof *uc);
+    uc->loop = loop;
+    uc->client = c;
+    if (uv_timer_init(loop, &uc->timer) != 0 || uv_poll_init(loop, &uc->cancel_poll, c->cancel_pipe[0]) != 0) {
+        sl__free(&c->alloc, uc);
+        sl__set_err(c, "libuv could not make the client's handles");
+        return SL_EIO;
+    }
+    uc->timer.data = uc;
+    uc->cancel_poll.data = uc;
+    uc->handles = 2;
+    uv_poll_start(&uc->cancel_poll, UV_READABLE, on_cancel);
+    uv_unref((uv_handle_t *)&uc->cancel_poll); /* an idle client does not keep the loop alive */
+    c->async = uc;
+    c->async_hooks = &hooks;
+    /* Connections opened by the blocking API get their poll handles now. */
+    for (size_t k = 0; k < c->topo.nnodes; k++)
+        if (c->topo.nodes[k]->fd >= 0) hook_opened(c, k);
+    return 0;
+}
+
+int sl_batch_exec_async(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
+{
+    if (!b || !cb) return SL_EINVAL;
+    sl_client *c = b->client;
+    uv_client *uc = c->async;
+    if (!uc || uc->detaching) {
+        sl__set_err(c, "sl_batch_exec_async: the client is not attached to a loop");
+        return SL_ESTATE;
+    }
+    if (b->in_flight) {
+        sl__set_err(c, "sl_batch_exec_async: the batch is already executing");
+        return SL_ESTATE;
+    }
+    if (timeout_ms < -1) {
+        sl__set_err(c, "timeout_ms must be -1, 0 or positive");
+        return SL_EINVAL;
+    }
+    if (b->nuser == 0) {
+        sl__set_err(c, "sl_batch_exec_async: no commands queued");
+        return SL_EINVAL;
+    }
+    start(b, timeout_ms, cb, arg);
+    process(c);
+    return 0;
+}
+
+static void client_handle_closed(uv_handle_t *h)
+{
+    handle_gone(h->data);
+}
+
+int sl_client_detach_loop(sl_client *c, sl_detach_cb done_cb, void *arg)
+{
+    if (!c) return SL_EINVAL;
+    uv_client *uc = c->async;
+    if (!uc || uc->detaching) return SL_ESTATE;
+    uc->detaching = 1;
+    uc->done_cb = done_cb;
+    uc->done_arg = arg;
+    process(c); /* every execution completes with SL_ECANCELLED */
+    /* Connections stay open for the blocking API; only their handles go. */
+    for (size_t k = 0; k < c->topo.nnodes; k++) {
+        sl__node *n = c->topo.nodes[k];
+        uv_node *un = n->async;
+        if (!un) continue;
+        n->async = NULL;
+        uv_poll_stop(&un->poll);
+        uv_close((uv_handle_t *)&un->poll, node_closed);
+    }
+    uv_timer_stop(&uc->timer);
+    uv_poll_stop(&uc->cancel_poll);
+    uv_close((uv_handle_t *)&uc->timer, client_handle_closed);
+    uv_close((uv_handle_t *)&uc->cancel_poll, client_handle_closed);
+    return 0;
+}
+
+/* ------------------------------------------------------------ public: the core's loop thread */
+
+typedef struct ctl_msg {
+    struct ctl_msg *next;
+    sl_client *client;           /* detach this client; NULL: stop the loop */
+    int done;
+} ctl_msg;
+
+struct sl_loop {
+    uv_loop_t loop;
+    uv_async_t wake;
+    pthread_t thread;
+    _Atomic(sl_batch *) inbox;   /* lock-free stack of submitted batches */
+    pthread_mutex_t mu;          /* control messages (detach, stop) and their completion */
+    pthread_cond_t cv;
+    ctl_msg *ctl;
+    atomic_int stopping;
+    uv_client *clients;          /* attached clients */
+    int started;
+};
+
+static void finish_ctl(sl_loop *l, ctl_msg *m)
+{
+    pthread_mutex_lock(&l->mu);
+    m->done = 1;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+typedef struct detach_wait {
+    sl_loop *loop;
+    ctl_msg *msg;
+} detach_wait;
+
+static void detached_signal(sl_client *c, void *arg)
+{
+    (void)c;
+    detach_wait *w = arg;
+    finish_ctl(w->loop, w->msg);
+    sl__free(&sl__default_alloc, w);
+}
+
+static void forget_client(sl_loop *l, sl_client *c)
+{
+    for (uv_client **pp = &l->clients; *pp; pp = &(*pp)->next_in_owner) {
+        if ((*pp)->client == c) {
+            *pp = (*pp)->next_in_owner;
+            return;
+        }
+    }
+}
+
+static void detach_one(sl_loop *l, sl_client *c, ctl_msg *m)
+{
+    forget_client(l, c);
+    detach_wait *w = sl__malloc(&sl__default_alloc, sizeof *w);
+    if (!w) { /* cannot wait for the close callbacks: detach anyway and signal now */
+        (void)sl_client_detach_loop(c, NULL, NULL);
+        if (m) finish_ctl(l, m);
+        return;
+    }
+    w->loop = l;
+    w->msg = m;
+    if (!m) {
+        sl__free(&sl__default_alloc, w);
+        (void)sl_client_detach_loop(c, NULL, NULL);
+        return;
+    }
+    if (sl_client_detach_loop(c, detached_signal, w) != 0) {
+        sl__free(&sl__default_alloc, w);
+        finish_ctl(l, m);
+    }
+}
+
+static void drain(sl_loop *l)
+{
+    for (;;) {
+        sl_batch *list = atomic_exchange(&l->inbox, NULL);
+        if (!list) break;
+        /* The stack is newest first: reverse it to keep submission order. */
+        sl_batch *fifo = NULL;
+        while (list) {
+            sl_batch *next = list->submit_next;
+            list->submit_next = fifo;
+            fifo = list;
+            list = next;
+        }
+        while (fifo) {
+            sl_batch *b = fifo;
+            fifo = b->submit_next;
+            b->submit_next = NULL;
+            sl_client *c = b->client;
+            sl_exec_cb cb = (sl_exec_cb)b->done_cb;
+            void *arg = b->done_arg;
+            b->done_cb = NULL;
+            int rc = 0;
+            if (atomic_load(&l->stopping)) {
+                rc = SL_ECANCELLED;
+            } else if (!c->async) {
+                rc = sl_client_attach_loop(c, &l->loop);
+                if (rc == 0) {
+                    uv_client *uc = c->async;
+                    uc->owner = l;
+                    uc->next_in_owner = l->clients;
+                    l->clients = uc;
+                }
+            }
+            if (rc == 0) rc = sl_batch_exec_async(b, b->submit_timeout, cb, arg);
+            if (rc != 0) {
+                /* The submitter was told 0: the callback carries the failure. */
+                sl_sizes none;
+                memset(&none, 0, sizeof none);
+                b->in_flight = 0;
+                cb(b, rc, &none, arg);
+            }
+        }
+    }
+}
+
+static void on_wake(uv_async_t *a)
+{
+    sl_loop *l = a->data;
+    drain(l);
+    pthread_mutex_lock(&l->mu);
+    ctl_msg *ctl = l->ctl;
+    l->ctl = NULL;
+    pthread_mutex_unlock(&l->mu);
+    while (ctl) {
+        ctl_msg *m = ctl;
+        ctl = m->next;
+        m->next = NULL;
+        if (m->client) {
+            if (m->client->async && ((uv_client *)m->client->async)->owner == l)
+                detach_one(l, m->client, m);
+            else
+                finish_ctl(l, m);
+        } else {
+            /* Stop: detach every client (their executions complete with SL_ECANCELLED),
+             * close the wake handle; uv_run returns once every handle is closed. */
+            while (l->clients) detach_one(l, l->clients->client, NULL);
+            drain(l); /* late submissions get SL_ECANCELLED */
+            uv_close((uv_handle_t *)&l->wake, NULL);
+            finish_ctl(l, m);
+        }
+    }
+}
+
+static void *loop_main(void *arg)
+{
+    sl_loop *l = arg;
+    uv_run(&l->loop, UV_RUN_DEFAULT);
+    return NULL;
+}
+
+int sl_loop_new(sl_loop **out)
+{
+    if (!out) return SL_EINVAL;
+    *out = NULL;
+    sl_loop *l = sl__malloc(&sl__default_alloc, sizeof *l);
+    if (!l) return SL_ENOMEM;
+    memset(l, 0, sizeof *l);
+    atomic_init(&l->inbox, NULL);
+    atomic_init(&l->stopping, 0);
+    if (uv_loop_init(&l->loop) != 0) {
+        sl__free(&sl__default_alloc, l);
+        return SL_EIO;
+    }
+    if (uv_async_init(&l->loop, &l->wake, on_wake) != 0) {
+        uv_loop_close(&l->loop);
+        sl__free(&sl__default_alloc, l);
+        return SL_EIO;
+    }
+    l->wake.data = l;
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+    if (pthread_create(&l->thread, NULL, loop_main, l) != 0) {
+        uv_close((uv_handle_t *)&l->wake, NULL);
+        uv_run(&l->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&l->loop);
+        pthread_mutex_destroy(&l->mu);
+        pthread_cond_destroy(&l->cv);
+        sl__free(&sl__default_alloc, l);
+        return SL_EIO;
+    }
+    l->started = 1;
+    *out = l;
+    return 0;
+}
+
+int sl_loop_submit(sl_loop *l, sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
+{
+    if (!l || !b || !cb) return SL_EINVAL;
+    if (atomic_load(&l->stopping)) return SL_ESTATE;
+    if (timeout_ms < -1) return SL_EINVAL;
+    if (b->nuser == 0) {
+        sl__set_err(b->client, "sl_loop_submit: no commands queued");
+        return SL_EINVAL;
+    }
+    b->done_cb = (void (*)(sl_batch *, int, const sl_sizes *, void *))cb;
+    b->done_arg = arg;
+    b->submit_timeout = timeout_ms;
+    sl_batch *head = atomic_load(&l->inbox);
+    do {
+        b->submit_next = head;
+    } while (!atomic_compare_exchange_weak(&l->inbox, &head, b));
+    uv_async_send(&l->wake); /* coalesced: on_wake drains until empty */
+    return 0;
+}
+
+static void send_ctl(sl_loop *l, ctl_msg *m)
+{
+    pthread_mutex_lock(&l->mu);
+    m->next = l->ctl;
+    l->ctl = m;
+    pthread_mutex_unlock(&l->mu);
+    uv_async_send(&l->wake);
+    pthread_mutex_lock(&l->mu);
+    while (!m->done) pthread_cond_wait(&l->cv, &l->mu);
+    pthread_mutex_unlock(&l->mu);
+}
+
+int sl_loop_detach(sl_loop *l, sl_client *c)
+{
+    if (!l || !c) return SL_EINVAL;
+    if (pthread_equal(pthread_self(), l->thread)) return SL_ESTATE;
+    if (atomic_load(&l->stopping)) return SL_ESTATE;
+    ctl_msg m = {NULL, c, 0};
+    send_ctl(l, &m);
+    return 0;
+}
+
+void sl_loop_free(sl_loop *l)
+{
+    if (!l) return;
+    atomic_store(&l->stopping, 1);
+    ctl_msg m = {NULL, NULL, 0};
+    send_ctl(l, &m);
+    pthread_join(l->thread, NULL);
+    uv_loop_close(&l->loop);
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->cv);
+    sl__free(&sl__default_alloc, l);
+}

@@ -1,0 +1,689 @@
+/* engine: runs executions. Each node has one output queue and one FIFO of reply segments
+ * shared by every batch in flight on it ("the next n replies belong to batch b"), so
+ * several batches may use one connection at once (the async drivers) and a batch that
+ * gives up (deadline, cancel) leaves its segment behind to swallow late replies instead
+ * of breaking the connection. An execution goes in rounds: queue every command to its
+ * node, write every node before reading any, dispatch replies as they are parsed; when a
+ * round's replies are in, redirected commands form the next round.
+ *
+ * The drivers: sl__engine_run_sync (a poll loop, the blocking API) here, and async.c
+ * (libuv). Both call the same step functions: sl__engine_write, sl__engine_read,
+ * sl__engine_node_failed, sl__engine_abandon and sl__engine_advance. */
+#include "internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ per-batch node state */
+
+int sl__engine_ensure_bn(sl_batch *b, size_t n)
+{
+    if (n <= b->nbn) return 0;
+    size_t cap = b->nbn;
+    void *p = sl__realloc(&b->client->alloc, b->bn, n * sizeof(sl__bnode));
+    if (!p) return SL_ENOMEM;
+    b->bn = p;
+    memset(b->bn + cap, 0, (n - cap) * sizeof(sl__bnode));
+    b->nbn = n;
+    return 0;
+}
+
+static int pend_push(sl_batch *b, sl__bnode *bn, uint32_t v)
+{
+    if (bn->plen == bn->pcap) {
+        void *p = bn->pending;
+        if (sl__grow(&b->client->alloc, &p, &bn->pcap, bn->plen + 1, sizeof(uint32_t))) return SL_ENOMEM;
+        bn->pending = p;
+    }
+    bn->pending[bn->plen++] = v;
+    return 0;
+}
+
+/* Every command of batch b still waiting on node k gets an error record. */
+static int fail_pending(sl_batch *b, size_t k, sl_err_kind kind, const char *msg)
+{
+    sl__bnode *bn = &b->bn[k];
+    for (size_t i = bn->phead; i < bn->plen; i++) {
+        uint32_t ci = bn->pending[i];
+        if (ci == SL__PEND_SKIP) continue;
+        if (sl__batch_add_error(b, ci, kind, "%s", msg)) return SL_ENOMEM;
+    }
+    bn->phead = bn->plen = 0;
+    return 0;
+}
+
+/* ------------------------------------------------------------ node queues */
+
+static int seg_push(sl_client *c, sl__node *n, uint8_t kind, sl_batch *b, uint32_t count)
+{
+    if (n->slen > 0) {
+        sl__seg *tail = &n->segs[n->shead + n->slen - 1];
+        if (tail->kind == kind && tail->batch == b) {
+            tail->left += count;
+            return 0;
+        }
+    }
+    if (n->shead + n->slen == n->scap) {
+        if (n->shead > 0) { /* compact before growing */
+            memmove(n->segs, n->segs + n->shead, n->slen * sizeof(sl__seg));
+            n->shead = 0;
+        }
+        if (n->slen == n->scap) {
+            void *p = n->segs;
+            if (sl__grow(&c->alloc, &p, &n->scap, n->slen + 1, sizeof(sl__seg))) return SL_ENOMEM;
+            n->segs = p;
+        }
+    }
+    n->segs[n->shead + n->slen++] = (sl__seg){b, count, kind};
+    return 0;
+}
+
+int sl__engine_node_unwritten(const sl__node *n)
+{
+    return n->opos < n->obuf.len + (n->oext ? n->oext_len : 0);
+}
+
+int sl__engine_node_busy(const sl__node *n)
+{
+    return n->slen > 0 || sl__engine_node_unwritten(n);
+}
+
+/* Opens node k's connection if needed and queues its handshake first. Returns 0 when the
+ * node can take commands, SL_EIO when it cannot now (c->errmsg says why), SL_ENOMEM. */
+static int open_node(sl_client *c, size_t k, uint64_t now)
+{
+    sl__node *n = c->topo.nodes[k];
+    if (n->state != SL__DISCONNECTED) return 0;
+    if (!sl__node_may_connect(c, n, now)) {
+        sl__set_err(c, "node %s is unavailable (reconnecting in %llu ms)", n->addr,
+                    (unsigned long long)(n->retry_at_ms - now));
+        return SL_EIO;
+    }
+    if (sl__node_connect_start(c, n) != 0) return SL_EIO;
+    n->obuf.len = n->opos = 0;
+    n->oext = NULL;
+    n->oext_len = 0;
+    int hs = sl__node_handshake(c, n, &n->obuf);
+    if (hs < 0) return hs;
+    if (hs > 0 && seg_push(c, n, SL__SEG_HANDSHAKE, NULL, (uint32_t)hs)) return SL_ENOMEM;
+    if (c->async_hooks) c->async_hooks->opened(c, k);
+    return 0;
+}
+
+/* Queues command i on its node if it is marked for this round. */
+static int queue_one(sl_batch *b, uint32_t i, uint64_t now)
+{
+    sl_client *c = b->client;
+    sl__cmd *cmd = &b->cmds[i];
+    if (!(cmd->flags & SL__F_RESEND)) return 0;
+    cmd->flags &= (uint16_t)~SL__F_RESEND;
+    uint16_t k = cmd->node;
+    if (k == SL__NO_NODE || k >= c->topo.nnodes)
+        return sl__batch_add_error(b, i, SL_ERR_CLUSTER, "no node for the command");
+    if (sl__engine_ensure_bn(b, c->topo.nnodes)) return SL_ENOMEM;
+    sl__bnode *bn = &b->bn[k];
+    if (bn->state == 0) {
+        int rc = open_node(c, k, now);
+        if (rc == SL_ENOMEM) return rc;
+        bn->state = rc ? 2 : 1; /* 2: the node cannot be used this round */
+        if (rc) snprintf(bn->why, sizeof bn->why, "%s", c->errmsg);
+    }
+    if (bn->state == 2) return sl__batch_add_error(b, i, SL_ERR_IO, "%s", bn->why);
+    sl__node *n = c->topo.nodes[k];
+    if (n->oext) {
+        /* Another execution's caller bytes are queued: copy what is not out yet, so
+         * these bytes can follow them. */
+        if (n->opos >= n->obuf.len) {
+            size_t done = n->opos - n->obuf.len;
+            n->obuf.len = n->opos = 0;
+            if (sl__bytes_append(&c->alloc, &n->obuf, n->oext + done, n->oext_len - done)) return SL_ENOMEM;
+        } else if (sl__bytes_append(&c->alloc, &n->obuf, n->oext, n->oext_len)) {
+            return SL_ENOMEM;
+        }
+        n->oext = NULL;
+        n->oext_len = 0;
+        n->oext_owner = NULL;
+    }
+    if (cmd->flags & SL__F_ASKING) {
+        static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
+        if (sl__bytes_append(&c->alloc, &n->obuf, asking, sizeof asking - 1)) return SL_ENOMEM;
+        if (pend_push(b, bn, SL__PEND_SKIP)) return SL_ENOMEM;
+        cmd->flags &= (uint16_t)~SL__F_ASKING;
+    }
+    if (sl__bytes_append(&c->alloc, &n->obuf, sl__cmd_bytes(b, cmd), cmd->len)) return SL_ENOMEM;
+    return pend_push(b, bn, i);
+}
+
+/* Queues one round of batch b: every command marked RESEND goes to its node. */
+int sl__engine_queue_round(sl_batch *b, int zero_copy)
+{
+    sl_client *c = b->client;
+    uint64_t now = sl__now_ms();
+    if (sl__engine_ensure_bn(b, c->topo.nnodes)) return SL_ENOMEM;
+    for (size_t k = 0; k < b->nbn; k++) {
+        b->bn[k].phead = b->bn[k].plen = 0;
+        b->bn[k].state = 0;
+    }
+    b->resends = 0;
+    b->inflight = 0;
+    /* Zero copy: when every caller command goes, in order, to one idle node, the node
+     * writes the caller's bytes as they are (the blocking driver only: the bytes must
+     * outlive the writing). */
+    if (zero_copy && b->ncmds == b->nuser && b->nuser > 0) {
+        uint16_t node = b->cmds[0].node;
+        size_t i;
+        for (i = 0; i < b->nuser; i++) {
+            const sl__cmd *cmd = &b->cmds[i];
+            if (cmd->node != node || !(cmd->flags & SL__F_RESEND) || (cmd->flags & (SL__F_ASKING | SL__F_SYNTH)))
+                break;
+        }
+        if (i == b->nuser && node < c->topo.nnodes) {
+            sl__node *n = c->topo.nodes[node];
+            sl__bnode *bn = &b->bn[node];
+            int rc = open_node(c, node, now);
+            if (rc == SL_ENOMEM) return rc;
+            for (i = 0; i < b->nuser; i++) {
+                b->cmds[i].flags &= (uint16_t)~SL__F_RESEND;
+                if (rc) {
+                    if (sl__batch_add_error(b, (uint32_t)i, SL_ERR_IO, "%s", c->errmsg)) return SL_ENOMEM;
+                } else if (pend_push(b, bn, (uint32_t)i)) {
+                    return SL_ENOMEM;
+                }
+            }
+            if (rc) return 0;
+            const sl__cmd *last = &b->cmds[b->nuser - 1];
+            const uint8_t *base = sl__cmd_bytes(b, &b->cmds[0]);
+            size_t total = last->off + last->len - b->cmds[0].off;
+            if (n->opos == n->obuf.len && !n->oext) {
+                n->obuf.len = n->opos = 0;
+                n->oext = base;
+                n->oext_len = total;
+                n->oext_owner = b;
+            } else if (sl__bytes_append(&c->alloc, &n->obuf, base, total)) {
+                return SL_ENOMEM;
+            }
+            if (seg_push(c, n, SL__SEG_BATCH, b, (uint32_t)bn->plen)) return SL_ENOMEM;
+            bn->state = 1;
+            b->inflight = 1;
+            if (c->async_hooks) c->async_hooks->queued(c, node);
+            return 0;
+        }
+    }
+    /* In the caller's order, a split or fan-out parent's parts in its place: replies on
+     * each connection come back in the order the commands were meant to run. */
+    for (uint32_t i = 0; i < b->nuser; i++) {
+        const sl__cmd *cmd = &b->cmds[i];
+        if (cmd->flags & (SL__F_SPLIT | SL__F_FANOUT)) {
+            uint32_t first = cmd->aux, nparts = cmd->nparts;
+            for (uint32_t p = first; p < first + nparts; p++) {
+                int rc = queue_one(b, p, now);
+                if (rc) return rc;
+            }
+        } else {
+            int rc = queue_one(b, i, now);
+            if (rc) return rc;
+        }
+    }
+    /* One segment per node, pushed after the bytes: the replies will come in that order. */
+    for (size_t k = 0; k < b->nbn; k++) {
+        sl__bnode *bn = &b->bn[k];
+        if (bn->state != 1 || bn->plen == 0) continue;
+        if (seg_push(c, c->topo.nodes[k], SL__SEG_BATCH, b, (uint32_t)bn->plen)) return SL_ENOMEM;
+        b->inflight++;
+        if (c->async_hooks) c->async_hooks->queued(c, k);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ redirects */
+
+static int parse_uint(const uint8_t *p, size_t len, size_t *pos, long *out)
+{
+    long v = 0;
+    size_t i = *pos, start = i;
+    while (i < len && p[i] >= '0' && p[i] <= '9' && v < 100000000) v = v * 10 + (p[i++] - '0');
+    if (i == start) return -1;
+    *pos = i;
+    *out = v;
+    return 0;
+}
+
+/* Looks at command ci's error reply: a redirect schedules a resend. */
+static void check_redirect(sl_batch *b, uint32_t ci, sl_reply *r)
+{
+    sl_client *c = b->client;
+    sl__cmd *cmd = &b->cmds[ci];
+    const uint8_t *m = b->data.ptr + r->offset;
+    size_t len = r->len;
+    int moved = len > 6 && memcmp(m, "MOVED ", 6) == 0;
+    int ask = !moved && len > 4 && memcmp(m, "ASK ", 4) == 0;
+    int again = !moved && !ask &&
+                ((len >= 8 && memcmp(m, "TRYAGAIN", 8) == 0) || (len >= 11 && memcmp(m, "CLUSTERDOWN", 11) == 0));
+    if (!(moved || ask || again)) return;
+    if (cmd->redirects >= (uint8_t)c->opts.max_redirects) {
+        r->flags = SL_ERR_REDIRECTS;
+        return;
+    }
+    uint16_t node = cmd->node;
+    if (moved || ask) {
+        size_t pos = moved ? 6 : 4;
+        long slot;
+        if (parse_uint(m, len, &pos, &slot) || pos >= len || m[pos] != ' ' || slot >= SL_SLOTS) return;
+        pos++;
+        if (sl__topo_node_addr(c, (const char *)m + pos, len - pos, &node) != 0) {
+            /* "MOVED 3999 :6380": an empty host means the node that answered. */
+            char addr[SL__HOST_MAX + 8];
+            int n = snprintf(addr, sizeof addr, "%s%.*s", c->topo.nodes[cmd->node]->host, (int)(len - pos),
+                             (const char *)m + pos);
+            if (n <= 0 || (size_t)n >= sizeof addr || sl__topo_node_addr(c, addr, (size_t)n, &node) != 0) return;
+        }
+        if (moved) {
+            c->topo.slot_node[slot] = node;
+            c->topo.nodes[node]->primary = 1;
+            c->topo.refresh_wanted = 1;
+            c->stats.moved++;
+            cmd->flags &= (uint16_t)~SL__F_ASKING;
+        } else {
+            c->stats.ask++;
+            cmd->flags |= SL__F_ASKING;
+        }
+    } else {
+        c->stats.tryagain++;
+        b->backoff = 1;
+        if (len >= 11 && memcmp(m, "CLUSTERDOWN", 11) == 0) c->topo.refresh_wanted = 1;
+    }
+    cmd->node = node;
+    cmd->redirects++;
+    cmd->flags |= SL__F_RESEND;
+    cmd->flags &= (uint16_t)~SL__F_DONE;
+    cmd->src = SL__SRC_NONE;
+    b->resends++;
+}
+
+/* ------------------------------------------------------------ I/O steps */
+
+int sl__engine_write(sl_client *c, size_t k)
+{
+    sl__node *n = c->topo.nodes[k];
+    for (;;) {
+        const uint8_t *p;
+        size_t left;
+        if (n->opos < n->obuf.len) {
+            p = n->obuf.ptr + n->opos;
+            left = n->obuf.len - n->opos;
+        } else if (n->oext && n->opos - n->obuf.len < n->oext_len) {
+            size_t done = n->opos - n->obuf.len;
+            p = n->oext + done;
+            left = n->oext_len - done;
+        } else {
+            /* Everything is out: start the buffer over. */
+            n->obuf.len = n->opos = 0;
+            n->oext = NULL;
+            n->oext_len = 0;
+            n->oext_owner = NULL;
+            return 0;
+        }
+        ssize_t w = send(n->fd, p, left, MSG_NOSIGNAL);
+        if (w > 0) {
+            n->opos += (size_t)w;
+            c->stats.bytes_written += (uint64_t)w;
+            continue;
+        }
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+        if (w < 0 && errno == EINTR) continue;
+        sl__set_err(c, "write to %s: %s", n->addr, w < 0 ? strerror(errno) : "closed");
+        return SL_EIO;
+    }
+}
+
+/* Marks batch b's part on node k done for this round. */
+static void part_done(sl_batch *b)
+{
+    if (b->inflight > 0 && --b->inflight == 0) b->round_over = 1;
+}
+
+/* Parses every complete reply in node k's read buffer and hands it to its owner. */
+static int parse_node(sl_client *c, size_t k)
+{
+    sl__node *n = c->topo.nodes[k];
+    int cluster = c->mode == SL_MODE_CLUSTER;
+    while (n->rpos < n->rbuf.len) {
+        if (n->slen == 0) {
+            sl__set_err(c, "%s sent a reply nobody asked for", n->addr);
+            return SL_EPROTO;
+        }
+        sl__seg *seg = &n->segs[n->shead];
+        sl_batch *b = seg->kind == SL__SEG_BATCH ? seg->batch : NULL;
+        sl__records *recs = b ? &b->bn[k].recs : &n->skip_recs;
+        sl__bytes *data = b ? &b->data : &n->skip_data;
+        size_t used = 0;
+        int rc = sl__resp_parse(&n->parser, &c->alloc, n->rbuf.ptr + n->rpos, n->rbuf.len - n->rpos, &used, recs,
+                                data);
+        n->rpos += used;
+        if (rc == SL__RESP_MORE) break;
+        if (rc == SL__RESP_BAD) {
+            sl__set_err(c, "protocol error from %s: %s", n->addr, n->parser.errmsg);
+            return SL_EPROTO;
+        }
+        if (rc < 0) return rc;
+        size_t start = n->parser.top_record;
+        if (rc == SL__RESP_PUSH) { /* out of band: drop it */
+            recs->len = start;
+            continue;
+        }
+        if (!b) {
+            if (seg->kind == SL__SEG_HANDSHAKE && recs->ptr[start].type == SL_REPLY_ERROR) {
+                sl__set_err(c, "connection setup on %s failed: %.*s", n->addr, (int)recs->ptr[start].len,
+                            (const char *)data->ptr + recs->ptr[start].offset);
+                return SL_ESERVER;
+            }
+            n->skip_recs.len = 0;
+            n->skip_data.len = 0;
+        } else {
+            sl__bnode *bn = &b->bn[k];
+            uint32_t ci = bn->pending[bn->phead++];
+            if (ci == SL__PEND_SKIP) {
+                recs->len = start; /* ASKING's +OK */
+            } else {
+                sl__cmd *cmd = &b->cmds[ci];
+                cmd->src = (uint32_t)k;
+                cmd->rec_start = (uint32_t)start;
+                cmd->rec_count = (uint32_t)(recs->len - start);
+                cmd->flags |= SL__F_DONE;
+                sl_reply *r = &recs->ptr[start];
+                if (cluster && r->type == SL_REPLY_ERROR && !(cmd->flags & SL__F_MULTI)) check_redirect(b, ci, r);
+            }
+        }
+        if (--seg->left == 0) {
+            n->shead++;
+            n->slen--;
+            if (n->slen == 0) n->shead = 0;
+            if (b) part_done(b);
+        }
+    }
+    if (n->rpos == n->rbuf.len) n->rpos = n->rbuf.len = 0;
+    return 0;
+}
+
+static int read_node(sl_client *c, size_t k)
+{
+    sl__node *n = c->topo.nodes[k];
+    for (int loops = 0; loops < 64; loops++) {
+        if (n->rpos > 0 && n->rbuf.cap - n->rbuf.len < 4096) {
+            memmove(n->rbuf.ptr, n->rbuf.ptr + n->rpos, n->rbuf.len - n->rpos);
+            n->rbuf.len -= n->rpos;
+            n->rpos = 0;
+        }
+        if (sl__bytes_reserve(&c->alloc, &n->rbuf, n->rbuf.cap < 16384 ? 16384 : 4096)) return SL_ENOMEM;
+        size_t room = n->rbuf.cap - n->rbuf.len;
+        ssize_t r = recv(n->fd, n->rbuf.ptr + n->rbuf.len, room, 0);
+        if (r > 0) {
+            n->rbuf.len += (size_t)r;
+            c->stats.bytes_read += (uint64_t)r;
+            if ((size_t)r < room) return 0; /* drained for now */
+            continue;
+        }
+        if (r == 0) {
+            sl__set_err(c, "connection to %s closed by the server", n->addr);
+            return SL_EIO;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+        if (errno == EINTR) continue;
+        sl__set_err(c, "read from %s: %s", n->addr, strerror(errno));
+        return SL_EIO;
+    }
+    return 0;
+}
+
+/* Node k failed: every batch waiting on it gets error records for its commands there, the
+ * queues are emptied and the connection closed (a broken reply stream cannot resume). */
+int sl__engine_node_failed(sl_client *c, size_t k, sl_err_kind kind, int code)
+{
+    sl__node *n = c->topo.nodes[k];
+    char msg[SL__ERRMSG_MAX];
+    snprintf(msg, sizeof msg, "%s", c->errmsg);
+    int err = 0;
+    for (size_t s = 0; s < n->slen; s++) {
+        sl__seg *seg = &n->segs[n->shead + s];
+        if (seg->kind != SL__SEG_BATCH) continue;
+        sl_batch *b = seg->batch;
+        if (fail_pending(b, k, kind, msg)) err = SL_ENOMEM;
+        part_done(b);
+    }
+    n->shead = n->slen = 0;
+    n->obuf.len = n->opos = 0;
+    n->oext = NULL;
+    n->oext_len = 0;
+    n->oext_owner = NULL;
+    if (c->async_hooks) c->async_hooks->closing(c, k);
+    int failed = code == SL_ESERVER ? 2 : (kind == SL_ERR_IO || kind == SL_ERR_PROTOCOL);
+    if (code == SL_ETIMEOUT || code == SL_ECANCELLED) failed = 0; /* the node did nothing wrong */
+    sl__node_close(c, n, failed);
+    return err;
+}
+
+int sl__engine_read(sl_client *c, size_t k)
+{
+    int rc = read_node(c, k);
+    int prc = parse_node(c, k); /* replies read before a close still count */
+    if (prc == SL_ENOMEM) return prc;
+    if (prc) return sl__engine_node_failed(c, k, prc == SL_EPROTO ? SL_ERR_PROTOCOL : SL_ERR_SERVER, prc);
+    if (rc == SL_ENOMEM) return rc;
+    if (rc) {
+        if (sl__engine_node_busy(c->topo.nodes[k])) return sl__engine_node_failed(c, k, SL_ERR_IO, rc);
+        if (c->async_hooks) c->async_hooks->closing(c, k);
+        sl__node_close(c, c->topo.nodes[k], 1); /* every reply arrived before the close */
+    }
+    return 0;
+}
+
+/* Batch b gives up (deadline or cancel): its waiting commands get error records, and
+ * every connection that still owes it replies is closed — a reply that is late (or a
+ * blocking command still waiting) would otherwise hold up or reach whatever comes next on
+ * that connection. Other executions queued on those connections get I/O errors. */
+int sl__engine_abandon(sl_batch *b, sl_err_kind kind, const char *why)
+{
+    sl_client *c = b->client;
+    int err = 0;
+    char msg[SL__ERRMSG_MAX]; /* why may be c->errmsg, which this function rewrites */
+    snprintf(msg, sizeof msg, "%s", why);
+    for (size_t k = 0; k < b->nbn && k < c->topo.nnodes; k++) {
+        sl__node *n = c->topo.nodes[k];
+        int mine = n->oext_owner == b && sl__engine_node_unwritten(n);
+        for (size_t s = 0; s < n->slen && !mine; s++)
+            mine = n->segs[n->shead + s].kind == SL__SEG_BATCH && n->segs[n->shead + s].batch == b;
+        if (!mine) continue;
+        if (fail_pending(b, k, kind, msg)) err = SL_ENOMEM;
+        for (size_t s = 0; s < n->slen; s++) {
+            sl__seg *seg = &n->segs[n->shead + s];
+            if (seg->kind == SL__SEG_BATCH && seg->batch == b) {
+                seg->kind = SL__SEG_DISCARD;
+                seg->batch = NULL;
+            }
+        }
+        sl__set_err(c, "%s", msg);
+        if (sl__engine_node_failed(c, k, SL_ERR_IO, kind == SL_ERR_TIMEOUT ? SL_ETIMEOUT : SL_ECANCELLED))
+            err = SL_ENOMEM;
+    }
+    /* Commands that wanted another round keep the redirect they got, marked unfollowed. */
+    for (uint32_t i = 0; i < b->ncmds; i++)
+        if ((b->cmds[i].flags & SL__F_RESEND) && sl__batch_add_error(b, i, kind, "%s", msg)) err = SL_ENOMEM;
+    b->inflight = 0;
+    b->round_over = 0;
+    b->resends = 0;
+    return err;
+}
+
+/* After a round: returns 1 when the execution is over, 0 when a new round was queued,
+ * or a negative code. *wait_ms > 0 asks the driver to wait (TRYAGAIN backoff) and call
+ * again. */
+int sl__engine_advance(sl_batch *b, uint64_t *wait_ms)
+{
+    *wait_ms = 0;
+    for (;;) {
+        if (b->resends == 0) return 1;
+        if (b->backoff) {
+            uint64_t now = sl__now_ms();
+            if (b->backoff_until == 0) {
+                b->backoff_until = now + ((uint64_t)10 << (b->round < 4 ? b->round : 4));
+                if (b->deadline != UINT64_MAX && b->backoff_until > b->deadline) b->backoff_until = b->deadline;
+            }
+            if (now < b->backoff_until) {
+                *wait_ms = b->backoff_until - now;
+                return 0;
+            }
+            b->backoff = 0;
+            b->backoff_until = 0;
+        }
+        b->round++;
+        int rc = sl__engine_queue_round(b, 0);
+        if (rc) return rc;
+        if (b->inflight > 0) return 0;
+        /* Everything failed at once (no node reachable): maybe nothing left to resend. */
+    }
+}
+
+/* ------------------------------------------------------------ blocking driver */
+
+void sl__drain_cancel(sl_client *c)
+{
+    char buf[64];
+    while (read(c->cancel_pipe[0], buf, sizeof buf) > 0) {
+    }
+}
+
+int sl__engine_run_sync(sl_batch *b)
+{
+    sl_client *c = b->client;
+
+    struct pollfd stack_pfds[17];
+    uint16_t stack_map[17];
+    struct pollfd *pfds = stack_pfds;
+    uint16_t *map = stack_map;
+    size_t pcap = 16;
+    int status = 0;
+    for (;;) {
+        if (b->round_over || b->inflight == 0) {
+            b->round_over = 0;
+            if (b->resends && sl__now_ms() >= b->deadline) {
+                sl__set_err(c, "the execution's deadline passed");
+                status = SL_ETIMEOUT;
+                if (sl__engine_abandon(b, SL_ERR_TIMEOUT, c->errmsg)) status = SL_ENOMEM;
+                break;
+            }
+            uint64_t wait = 0;
+            int rc = sl__engine_advance(b, &wait);
+            if (rc < 0) {
+                status = rc;
+                break;
+            }
+            if (rc == 1) break;
+            if (wait > 0) {
+                struct pollfd p = {c->cancel_pipe[0], POLLIN, 0};
+                (void)poll(&p, 1, (int)wait);
+                if (atomic_load(&c->cancel)) goto cancelled;
+                continue;
+            }
+            if (b->inflight == 0) continue;
+        }
+        if (c->topo.nnodes > pcap) {
+            if (pfds != stack_pfds) sl__free(&c->alloc, pfds);
+            pcap = c->topo.nnodes;
+            pfds = sl__malloc(&c->alloc, (pcap + 1) * (sizeof *pfds + sizeof *map));
+            if (!pfds) {
+                pfds = stack_pfds;
+                pcap = 16;
+                status = SL_ENOMEM;
+                break;
+            }
+            map = (uint16_t *)(pfds + pcap + 1);
+        }
+        /* Write every node before reading any. */
+        for (size_t k = 0; k < c->topo.nnodes; k++) {
+            sl__node *n = c->topo.nodes[k];
+            if (n->state == SL__CONNECTED && sl__engine_node_unwritten(n)) {
+                int rc = sl__engine_write(c, k);
+                if (rc && (status = sl__engine_node_failed(c, k, SL_ERR_IO, rc)) != 0) goto out;
+            }
+        }
+        if (b->round_over) continue;
+        size_t np = 0;
+        uint64_t now = sl__now_ms(), wake = b->deadline;
+        for (size_t k = 0; k < c->topo.nnodes; k++) {
+            sl__node *n = c->topo.nodes[k];
+            if (n->state == SL__DISCONNECTED || !sl__engine_node_busy(n)) continue;
+            if (n->state == SL__CONNECTING) {
+                if (now >= n->connect_deadline_ms) {
+                    sl__set_err(c, "connect to %s timed out", n->addr);
+                    if ((status = sl__engine_node_failed(c, k, SL_ERR_IO, SL_EIO)) != 0) goto out;
+                    continue;
+                }
+                if (n->connect_deadline_ms < wake) wake = n->connect_deadline_ms;
+            }
+            pfds[np].fd = n->fd;
+            pfds[np].events =
+                (short)(POLLIN | ((n->state == SL__CONNECTING || sl__engine_node_unwritten(n)) ? POLLOUT : 0));
+            pfds[np].revents = 0;
+            map[np++] = (uint16_t)k;
+        }
+        if (b->round_over) continue;
+        if (np == 0) {
+            /* Nothing to wait for, yet the round is not over: cannot happen; do not spin. */
+            sl__set_err(c, "internal error: a round with nothing in flight");
+            status = SL_EIO;
+            (void)sl__engine_abandon(b, SL_ERR_IO, c->errmsg);
+            break;
+        }
+        pfds[np].fd = c->cancel_pipe[0];
+        pfds[np].events = POLLIN;
+        pfds[np].revents = 0;
+        if (atomic_load(&c->cancel)) goto cancelled;
+        int timeout = -1;
+        if (wake != UINT64_MAX) timeout = wake > now ? (int)(wake - now < 0x7fffffff ? wake - now : 0x7fffffff) : 0;
+        int pr = poll(pfds, (nfds_t)np + 1, timeout);
+        if (pr < 0 && errno != EINTR) {
+            sl__set_err(c, "poll: %s", strerror(errno));
+            status = SL_EIO;
+            (void)sl__engine_abandon(b, SL_ERR_IO, c->errmsg);
+            break;
+        }
+        if (atomic_load(&c->cancel)) goto cancelled;
+        if (pr == 0 && sl__now_ms() >= b->deadline) {
+            sl__set_err(c, "the execution's deadline passed");
+            status = SL_ETIMEOUT;
+            if (sl__engine_abandon(b, SL_ERR_TIMEOUT, c->errmsg)) status = SL_ENOMEM;
+            break;
+        }
+        for (size_t i = 0; i < np && pr > 0; i++) {
+            short re = pfds[i].revents;
+            if (!re) continue;
+            size_t k = map[i];
+            sl__node *n = c->topo.nodes[k];
+            int rc;
+            if (n->state == SL__CONNECTING) {
+                if (!(re & (POLLOUT | POLLERR | POLLHUP))) continue;
+                if ((rc = sl__node_connect_check(c, n)) != 0) {
+                    if ((status = sl__engine_node_failed(c, k, SL_ERR_IO, rc)) != 0) goto out;
+                    continue;
+                }
+                re |= POLLOUT;
+            }
+            if ((re & POLLOUT) && (rc = sl__engine_write(c, k)) != 0) {
+                if ((status = sl__engine_node_failed(c, k, SL_ERR_IO, rc)) != 0) goto out;
+                continue;
+            }
+            if ((re & (POLLIN | POLLHUP | POLLERR)) && (status = sl__engine_read(c, k)) != 0) goto out;
+        }
+    }
+    goto out;
+cancelled:
+    sl__set_err(c, "the execution was cancelled");
+    status = SL_ECANCELLED;
+    if (sl__engine_abandon(b, SL_ERR_CANCELLED, c->errmsg)) status = SL_ENOMEM;
+out:
+    if (pfds != stack_pfds) sl__free(&c->alloc, pfds);
+    return status;
+}

@@ -1,0 +1,419 @@
+/* topology: the nodes, the 16384-entry slot table, discovery from CLUSTER SLOTS (RESP2 and
+ * RESP3 shapes) with CLUSTER SHARDS and CLUSTER NODES as fallbacks, and the refresh policy:
+ * a MOVED patches the table at once (batch.c) and asks for a refresh, which runs at the
+ * start of the next execution, at most once a second. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sl__topo_init(sl__topology *t)
+{
+    memset(t, 0, sizeof *t);
+    for (size_t i = 0; i < SL_SLOTS; i++) t->slot_node[i] = SL__NO_NODE;
+    t->default_node = SL__NO_NODE;
+}
+
+void sl__topo_free(sl_client *c)
+{
+    sl__topology *t = &c->topo;
+    for (size_t i = 0; i < t->nnodes; i++) {
+        sl__node *n = t->nodes[i];
+        sl__node_close(c, n, 0);
+        sl__bytes_free(&c->alloc, &n->rbuf);
+        sl__bytes_free(&c->alloc, &n->obuf);
+        sl__bytes_free(&c->alloc, &n->skip_data);
+        sl__records_free(&c->alloc, &n->skip_recs);
+        sl__free(&c->alloc, n->segs);
+        sl__free(&c->alloc, n);
+    }
+    sl__free(&c->alloc, t->nodes);
+    t->nodes = NULL;
+    t->nnodes = t->cap = 0;
+}
+
+int sl__topo_node(sl_client *c, const char *host, int port, uint16_t *index)
+{
+    sl__topology *t = &c->topo;
+    for (size_t i = 0; i < t->nnodes; i++) {
+        if (t->nodes[i]->port == port && strcmp(t->nodes[i]->host, host) == 0) {
+            *index = (uint16_t)i;
+            return 0;
+        }
+    }
+    if (t->nnodes >= SL__NO_NODE - 1) return SL_ECLUSTER;
+    size_t hl = strlen(host);
+    if (hl == 0 || hl >= SL__HOST_MAX || port <= 0 || port > 65535) {
+        sl__set_err(c, "bad node address %.64s:%d", host, port);
+        return SL_ECLUSTER;
+    }
+    void *p = t->nodes;
+    if (sl__grow(&c->alloc, &p, &t->cap, t->nnodes + 1, sizeof(sl__node *))) return SL_ENOMEM;
+    t->nodes = p;
+    sl__node *n = sl__malloc(&c->alloc, sizeof *n);
+    if (!n) return SL_ENOMEM;
+    memset(n, 0, sizeof *n);
+    memcpy(n->host, host, hl + 1);
+    n->port = port;
+    if (strchr(host, ':'))
+        snprintf(n->addr, sizeof n->addr, "[%s]:%d", host, port);
+    else
+        snprintf(n->addr, sizeof n->addr, "%s:%d", host, port);
+    n->fd = -1;
+    t->nodes[t->nnodes] = n;
+    *index = (uint16_t)t->nnodes++;
+    c->stats.nodes = t->nnodes;
+    return 0;
+}
+
+/* "host:port" or "[v6]:port" with explicit length (a MOVED message is not NUL-terminated). */
+int sl__topo_node_addr(sl_client *c, const char *addr, size_t len, uint16_t *index)
+{
+    char host[SL__HOST_MAX];
+    size_t colon = len;
+    while (colon > 0 && addr[colon - 1] != ':') colon--;
+    if (colon == 0 || colon == len) return SL_ECLUSTER;
+    size_t hs = 0, he = colon - 1;
+    if (he >= 2 && addr[0] == '[' && addr[he - 1] == ']') {
+        hs = 1;
+        he--;
+    }
+    if (he - hs >= sizeof host) return SL_ECLUSTER;
+    int port = 0;
+    for (size_t i = colon; i < len; i++) {
+        if (addr[i] < '0' || addr[i] > '9' || port > 65535) return SL_ECLUSTER;
+        port = port * 10 + (addr[i] - '0');
+    }
+    memcpy(host, addr + hs, he - hs);
+    host[he - hs] = '\0';
+    if (host[0] == '\0') {
+        /* An empty host means "the node you asked" (Redis announces "" when it does not know
+         * its own address); the caller substitutes it. */
+        return SL_ECLUSTER;
+    }
+    return sl__topo_node(c, host, port, index);
+}
+
+static int rec_int(const sl_reply *r, int64_t *v)
+{
+    if (r->type == SL_REPLY_INTEGER) {
+        *v = r->value.integer;
+        return 0;
+    }
+    return -1;
+}
+
+/* Number of records of the reply starting at r (itself and its descendants). */
+static size_t subtree(const sl_reply *r, size_t n)
+{
+    size_t i = 0, need = 1;
+    while (i < n && need > 0) {
+        need--;
+        if (r[i].type == SL_REPLY_ARRAY || r[i].type == SL_REPLY_MAP || r[i].type == SL_REPLY_SET ||
+            r[i].type == SL_REPLY_PUSH)
+            need += r[i].len;
+        i++;
+    }
+    return i;
+}
+
+/* Resolves a host/port pair from a reply, substituting the asked node for an empty or "?"
+ * host, into a node index. */
+static int endpoint_node(sl_client *c, uint16_t asked, const uint8_t *host, size_t hl, int64_t port,
+                         uint16_t *idx)
+{
+    char h[SL__HOST_MAX];
+    if (hl == 0 || (hl == 1 && host[0] == '?')) {
+        if (asked == SL__NO_NODE) return SL_ECLUSTER;
+        snprintf(h, sizeof h, "%s", c->topo.nodes[asked]->host);
+    } else {
+        if (hl >= sizeof h) return SL_ECLUSTER;
+        memcpy(h, host, hl);
+        h[hl] = '\0';
+    }
+    if (port <= 0 || port > 65535) return SL_ECLUSTER;
+    return sl__topo_node(c, h, (int)port, idx);
+}
+
+static void map_commit(sl_client *c, const uint16_t *table)
+{
+    sl__topology *t = &c->topo;
+    memcpy(t->slot_node, table, sizeof t->slot_node);
+    for (size_t i = 0; i < t->nnodes; i++) t->nodes[i]->primary = 0;
+    for (size_t s = 0; s < SL_SLOTS; s++)
+        if (table[s] != SL__NO_NODE) t->nodes[table[s]]->primary = 1;
+}
+
+int sl__topo_apply_slots(sl_client *c, uint16_t asked, const sl_reply *r, size_t n, const uint8_t *data)
+{
+    if (n == 0 || r[0].type != SL_REPLY_ARRAY) return SL_ECLUSTER;
+    uint16_t table[SL_SLOTS];
+    for (size_t s = 0; s < SL_SLOTS; s++) table[s] = SL__NO_NODE;
+    size_t i = 1, ranges = 0;
+    for (uint32_t e = 0; e < r[0].len; e++) {
+        if (i >= n) return SL_ECLUSTER;
+        const sl_reply *ent = &r[i];
+        size_t span = subtree(ent, n - i);
+        if (ent->type != SL_REPLY_ARRAY || ent->len < 3 || span < 5) return SL_ECLUSTER;
+        int64_t lo, hi, port;
+        if (rec_int(&ent[1], &lo) || rec_int(&ent[2], &hi)) return SL_ECLUSTER;
+        const sl_reply *primary = &ent[3];
+        if (primary->type != SL_REPLY_ARRAY || primary->len < 2) return SL_ECLUSTER;
+        const sl_reply *host = &ent[4];
+        if (host->type != SL_REPLY_STRING && host->type != SL_REPLY_STATUS && host->type != SL_REPLY_NIL)
+            return SL_ECLUSTER;
+        if (rec_int(&ent[5], &port)) return SL_ECLUSTER;
+        if (lo < 0 || hi >= SL_SLOTS || lo > hi) return SL_ECLUSTER;
+        uint16_t idx;
+        int rc = endpoint_node(c, asked, host->type == SL_REPLY_NIL ? NULL : data + host->offset,
+                               host->type == SL_REPLY_NIL ? 0 : host->len, port, &idx);
+        if (rc) return rc;
+        for (int64_t s = lo; s <= hi; s++) table[s] = idx;
+        ranges++;
+        i += span;
+    }
+    if (ranges == 0) return SL_ECLUSTER;
+    map_commit(c, table);
+    return 0;
+}
+
+/* Looks up a key in a map given as a RESP3 map or a RESP2 flat array of pairs; returns the
+ * record index of the value (relative to m) or 0. */
+static size_t map_get(const sl_reply *m, size_t n, const uint8_t *data, const char *key)
+{
+    if (m->type != SL_REPLY_MAP && m->type != SL_REPLY_ARRAY) return 0;
+    size_t kl = strlen(key), i = 1;
+    for (uint32_t e = 0; e + 1 < m->len; e += 2) {
+        if (i >= n) return 0;
+        const sl_reply *k = &m[i];
+        size_t ks = subtree(k, n - i);
+        if (i + ks >= n) return 0;
+        if ((k->type == SL_REPLY_STRING || k->type == SL_REPLY_STATUS) && k->len == kl &&
+            memcmp(data + k->offset, key, kl) == 0)
+            return i + ks;
+        i += ks;
+        i += subtree(&m[i], n - i);
+    }
+    return 0;
+}
+
+int sl__topo_apply_shards(sl_client *c, uint16_t asked, const sl_reply *r, size_t n, const uint8_t *data)
+{
+    if (n == 0 || r[0].type != SL_REPLY_ARRAY) return SL_ECLUSTER;
+    uint16_t table[SL_SLOTS];
+    for (size_t s = 0; s < SL_SLOTS; s++) table[s] = SL__NO_NODE;
+    size_t i = 1, ranges = 0;
+    for (uint32_t e = 0; e < r[0].len; e++) {
+        if (i >= n) return SL_ECLUSTER;
+        const sl_reply *sh = &r[i];
+        size_t span = subtree(sh, n - i);
+        size_t si = map_get(sh, span, data, "slots");
+        size_t ni = map_get(sh, span, data, "nodes");
+        if (!si || !ni || sh[si].type != SL_REPLY_ARRAY || sh[ni].type != SL_REPLY_ARRAY) return SL_ECLUSTER;
+        /* The primary among the shard's nodes. */
+        uint16_t idx = SL__NO_NODE;
+        size_t j = ni + 1;
+        for (uint32_t k = 0; k < sh[ni].len && j < span; k++) {
+            const sl_reply *nd = &sh[j];
+            size_t ns = subtree(nd, span - j);
+            size_t role = map_get(nd, ns, data, "role");
+            size_t ip = map_get(nd, ns, data, "ip");
+            size_t ep = map_get(nd, ns, data, "endpoint");
+            size_t port = map_get(nd, ns, data, "port");
+            if (role && port && nd[port].type == SL_REPLY_INTEGER &&
+                ((nd[role].len == 6 && memcmp(data + nd[role].offset, "master", 6) == 0) ||
+                 (nd[role].len == 7 && memcmp(data + nd[role].offset, "primary", 7) == 0))) {
+                size_t h = ep ? ep : ip;
+                const uint8_t *hp = h && nd[h].type != SL_REPLY_NIL ? data + nd[h].offset : NULL;
+                size_t hl = hp ? nd[h].len : 0;
+                int rc = endpoint_node(c, asked, hp, hl, nd[port].value.integer, &idx);
+                if (rc) return rc;
+                break;
+            }
+            j += ns;
+        }
+        if (idx == SL__NO_NODE) {
+            i += span;
+            continue;
+        }
+        for (uint32_t k = 0; k + 1 < sh[si].len; k += 2) {
+            int64_t lo, hi;
+            if (rec_int(&sh[si + 1 + k], &lo) || rec_int(&sh[si + 2 + k], &hi)) return SL_ECLUSTER;
+            if (lo < 0 || hi >= SL_SLOTS || lo > hi) return SL_ECLUSTER;
+            for (int64_t s = lo; s <= hi; s++) table[s] = idx;
+            ranges++;
+        }
+        i += span;
+    }
+    if (ranges == 0) return SL_ECLUSTER;
+    map_commit(c, table);
+    return 0;
+}
+
+int sl__topo_apply_nodes_text(sl_client *c, uint16_t asked, const uint8_t *text, size_t len)
+{
+    uint16_t table[SL_SLOTS];
+    for (size_t s = 0; s < SL_SLOTS; s++) table[s] = SL__NO_NODE;
+    size_t pos = 0, ranges = 0;
+    while (pos < len) {
+        size_t end = pos;
+        while (end < len && text[end] != '\n') end++;
+        /* Split the line into fields. */
+        const uint8_t *f[64];
+        size_t fl[64];
+        int nf = 0;
+        size_t i = pos;
+        while (i < end && nf < 64) {
+            while (i < end && (text[i] == ' ' || text[i] == '\r')) i++;
+            if (i >= end) break;
+            size_t s = i;
+            while (i < end && text[i] != ' ' && text[i] != '\r') i++;
+            f[nf] = text + s;
+            fl[nf] = i - s;
+            nf++;
+        }
+        pos = end + 1;
+        if (nf < 8) continue;
+        /* flags must include master */
+        int master = 0;
+        for (size_t k = 0; k + 6 <= fl[2]; k++)
+            if (memcmp(f[2] + k, "master", 6) == 0) master = 1;
+        if (!master || nf == 8) continue;
+        /* ip:port@cport[,hostname] */
+        size_t at = 0;
+        while (at < fl[1] && f[1][at] != '@' && f[1][at] != ',') at++;
+        size_t colon = at;
+        while (colon > 0 && f[1][colon - 1] != ':') colon--;
+        if (colon == 0) continue;
+        int64_t port = 0;
+        for (size_t k = colon; k < at; k++) {
+            if (f[1][k] < '0' || f[1][k] > '9') { port = -1; break; }
+            port = port * 10 + (f[1][k] - '0');
+            if (port > 65535) break;
+        }
+        uint16_t idx;
+        if (endpoint_node(c, asked, f[1], colon - 1, port, &idx)) continue;
+        for (int k = 8; k < nf; k++) {
+            if (fl[k] == 0 || f[k][0] == '[') continue; /* migrating/importing markers */
+            int64_t lo = 0, hi = -1, v = 0;
+            int dash = 0, bad = 0;
+            for (size_t q = 0; q < fl[k]; q++) {
+                if (f[k][q] == '-' && !dash) { lo = v; v = 0; dash = 1; }
+                else if (f[k][q] >= '0' && f[k][q] <= '9' && v < SL_SLOTS) v = v * 10 + (f[k][q] - '0');
+                else bad = 1;
+            }
+            if (bad) continue;
+            if (dash) hi = v; else lo = hi = v;
+            if (lo < 0 || hi >= SL_SLOTS || lo > hi) continue;
+            for (int64_t s = lo; s <= hi; s++) table[s] = idx;
+            ranges++;
+        }
+    }
+    if (ranges == 0) return SL_ECLUSTER;
+    map_commit(c, table);
+    return 0;
+}
+
+uint16_t sl__topo_random_primary(sl_client *c)
+{
+    sl__topology *t = &c->topo;
+    size_t np = 0;
+    for (size_t i = 0; i < t->nnodes; i++) np += t->nodes[i]->primary;
+    if (np == 0) return t->default_node;
+    size_t k = (size_t)(sl__rand(c) % np);
+    for (size_t i = 0; i < t->nnodes; i++)
+        if (t->nodes[i]->primary && k-- == 0) return (uint16_t)i;
+    return t->default_node;
+}
+
+/* Asks one node for the map: CLUSTER SLOTS, then SHARDS, then NODES. Returns 0 when a map
+ * was applied, SL__NOT_CLUSTER when every form answered an ERR (cluster support disabled),
+ * SL_ESERVER for another error reply (WRONGPASS, NOAUTH, NOPERM...), or another code. */
+static int ask_node(sl_client *c, uint16_t idx)
+{
+    sl_batch *b = c->disco;
+    static const char *const forms[3][2] = {{"CLUSTER", "SLOTS"}, {"CLUSTER", "SHARDS"}, {"CLUSTER", "NODES"}};
+    int not_cluster = 0;
+    for (int f = 0; f < 3; f++) {
+        sl_batch_reset(b);
+        int rc = sl_batch_append_argv(b, NULL, 2, forms[f], NULL);
+        if (rc) return rc;
+        b->cmds[0].route = SL_ROUTE_NODE; /* straight to the node asked */
+        b->cmds[0].node = idx;
+        rc = sl__batch_exec(b, c->opts.connect_timeout_ms > 0 ? c->opts.connect_timeout_ms + 1000 : 3000);
+        size_t nrec;
+        const uint8_t *data;
+        const sl_reply *r = sl_batch_replies(b, &nrec, &data, NULL);
+        if (nrec == 0) return rc ? rc : SL_EIO;
+        if (r[0].type == SL_REPLY_ERROR) {
+            if (r[0].flags != SL_ERR_SERVER) {
+                sl__set_err(c, "%.*s", (int)r[0].len, (const char *)data + r[0].offset);
+                return SL_EIO;
+            }
+            /* "ERR This instance has cluster support disabled" and unknown subcommands:
+             * try the next form; if none answers, the node is not a cluster. Any other
+             * error (credentials, permissions) is the answer. */
+            if (r[0].len >= 3 && memcmp(data + r[0].offset, "ERR", 3) == 0) {
+                not_cluster = 1;
+                continue;
+            }
+            sl__set_err(c, "%.*s", (int)r[0].len, (const char *)data + r[0].offset);
+            return SL_ESERVER;
+        }
+        if (f == 0) rc = sl__topo_apply_slots(c, idx, r, nrec, data);
+        else if (f == 1) rc = sl__topo_apply_shards(c, idx, r, nrec, data);
+        else rc = (r[0].type == SL_REPLY_STRING || r[0].type == SL_REPLY_VERB)
+                      ? sl__topo_apply_nodes_text(c, idx, data + r[0].offset, r[0].len)
+                      : SL_ECLUSTER;
+        if (rc == 0) return 0;
+    }
+    return not_cluster ? SL__NOT_CLUSTER : SL_ECLUSTER;
+}
+
+int sl__topo_discover(sl_client *c, int *is_cluster)
+{
+    sl__topology *t = &c->topo;
+    int last = SL_EIO;
+    /* The seeds first when nothing is known, else the known nodes. */
+    size_t n = t->nnodes;
+    for (size_t k = 0; k < n; k++) {
+        /* Start from the default node so a steady cluster is asked the same node. */
+        size_t i = (t->default_node != SL__NO_NODE ? t->default_node + k : k) % n;
+        int rc = ask_node(c, (uint16_t)i);
+        if (rc == 0) {
+            if (is_cluster) *is_cluster = 1;
+            if (t->slot_node[0] != SL__NO_NODE && t->default_node == SL__NO_NODE) t->default_node = (uint16_t)i;
+            if (t->default_node == SL__NO_NODE || !t->nodes[t->default_node]->primary)
+                t->default_node = (uint16_t)i;
+            if (!t->nodes[t->default_node]->primary) t->default_node = sl__topo_random_primary(c);
+            t->last_refresh_ms = sl__now_ms();
+            t->refresh_wanted = 0;
+            c->stats.refreshes++;
+            return 0;
+        }
+        if (rc == SL__NOT_CLUSTER) {
+            if (is_cluster) *is_cluster = 0;
+            t->default_node = (uint16_t)i;
+            return SL__NOT_CLUSTER;
+        }
+        if (rc == SL_ESERVER) return rc; /* the credentials are wrong everywhere */
+        last = rc;
+    }
+    t->last_refresh_ms = sl__now_ms();
+    return last;
+}
+
+void sl__topo_maybe_refresh(sl_client *c)
+{
+    sl__topology *t = &c->topo;
+    uint64_t now = sl__now_ms();
+    int periodic = c->opts.refresh_interval_ms > 0 &&
+                   now >= t->last_refresh_ms + (uint64_t)c->opts.refresh_interval_ms;
+    if (!(t->refresh_wanted || periodic)) return;
+    if (now < t->last_refresh_ms + 1000) return; /* at most one a second */
+    char saved[SL__ERRMSG_MAX];
+    memcpy(saved, c->errmsg, sizeof saved);
+    (void)sl__topo_discover(c, NULL); /* best effort: the old map stays on failure */
+    memcpy(c->errmsg, saved, sizeof saved);
+}
