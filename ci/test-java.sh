@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# ci/test-java.sh — the Java binding's tests: `mvn -q -B install` in java/ (the build runs SWIG
+# and gcc through java/build-native.sh, then JUnit 5 under Surefire). The tests start and stop
+# their own servers: the bundled slotlane-server (built here if missing), Debian's
+# redis-server standalone and as Redis Clusters (ci/redis-plain.sh, ci/redis-cluster.sh), on
+# loopback ports from $SL_JAVA_TEST_PORT (default 23700; the run uses BASE..BASE+55).
+# Servers are stopped by PID when the JVM exits, and here again after Maven, also on failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BASE=${SL_JAVA_TEST_PORT:-23700}
+BUILD=${SL_BUILD_DIR:-$ROOT/build}
+
+need() { command -v "$1" >/dev/null || { echo "test-java.sh: $1 is missing (ci/deps.sh installs $2)" >&2; exit 1; }; }
+need mvn maven; need javac default-jdk; need swig swig; need gcc build-essential; need redis-server redis-server
+
+if [ ! -x "$BUILD/server/slotlane-server" ]; then
+  echo "test-java.sh: building slotlane-server"
+  cmake -S "$ROOT" -B "$BUILD" >/dev/null
+  cmake --build "$BUILD" -j2 --target slotlane-server >/dev/null
+fi
+
+WORK=$ROOT/java/target/test-servers
+cleanup() {
+  local rc=$?
+  # whatever a killed test JVM left behind: bundled servers by their pid files, Redis by the scripts
+  for f in "$WORK"/slotlane-server-*.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f"); kill "$pid" 2>/dev/null || true; rm -f "$f"
+  done
+  [ -d "$WORK/redis-plain" ] && bash ci/redis-plain.sh stop "$WORK/redis-plain" >/dev/null 2>&1 || true
+  for d in "$WORK"/cluster-*; do
+    [ -d "$d" ] && bash ci/redis-cluster.sh stop "$d" >/dev/null 2>&1 || true
+  done
+  exit "$rc"
+}
+trap cleanup EXIT
+
+cd java
+# -q -B: quiet and batch; Maven resolves from Maven Central once and then from ~/.m2
+mvn -q -B -Dstyle.color=never install -Dslotlane.test.port="$BASE" "$@"
+# the closing line CI reads: the Surefire totals
+python3 - <<'PY'
+import glob, re
+t = f = e = s = 0
+for p in glob.glob("target/surefire-reports/TEST-*.xml"):
+    head = open(p, encoding="utf-8").read(2000)
+    m = re.search(r'<testsuite[^>]*', head).group(0)
+    g = lambda k: int(re.search(k + r'="(\d+)"', m).group(1))
+    t += g("tests"); f += g("failures"); e += g("errors"); s += g("skipped")
+print("java: Tests run: %d, Failures: %d, Errors: %d, Skipped: %d" % (t, f, e, s))
+print("%d passed, %d failed, %d skipped" % (t - f - e - s, f + e, s))
+PY

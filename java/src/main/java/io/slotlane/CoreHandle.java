@@ -1,0 +1,214 @@
+package io.slotlane;
+
+import io.slotlane.internal.sl_client_options;
+import io.slotlane.internal.sl_error_code;
+import io.slotlane.internal.slotlane;
+import io.slotlane.internal.slotlaneConstants;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * One core client ({@code sl_client}, its own connections) with its batch and the direct
+ * buffers the core writes into: reply records, reply data, and a scratch area for the
+ * out-parameters (handles, {@code sl_sizes}, {@code sl_stats}, {@code sl_route}, error
+ * text). Used by one thread at a time (the pool hands it out).
+ */
+final class CoreHandle {
+    // scratch layout (bytes)
+    private static final int OUT_PTR = 0, SIZES = 8, STATS = 64, ROUTE = 160, ERRMSG = 192, ERRMSG_CAP = 512,
+            NODE = 704, NODE_CAP = 256, SCRATCH = 960;
+    static {
+        // the layouts this class writes and reads, checked against the compiled header
+        if (slotlaneConstants.SL_REPLY_RECORD_SIZE != ReplyDecoder.RECORD || slotlaneConstants.SL_SIZES_SIZE != 32
+                || slotlaneConstants.SL_STATS_SIZE != 88 || slotlaneConstants.SL_ROUTE_SIZE != 16)
+            throw new LinkageError("slotlane: the native struct layouts differ from the binding's");
+    }
+
+    final long client;
+    final long batch;
+    final CommandBuffer cmd = new CommandBuffer(4096);
+    final ReplyDecoder dec = new ReplyDecoder();
+    private final ByteBuffer scratch;
+    private final long scratchAddr;
+    private ByteBuffer rec;
+    private long recAddr;
+    private ByteBuffer data;
+    private long dataAddr;
+    private boolean freed;
+
+    private CoreHandle(long client, long batch, ByteBuffer scratch, long scratchAddr) {
+        this.client = client;
+        this.batch = batch;
+        this.scratch = scratch;
+        this.scratchAddr = scratchAddr;
+        growRecords(1024 * ReplyDecoder.RECORD);
+        growData(64 * 1024);
+    }
+
+    static CoreHandle open(ClientOptions o) {
+        ByteBuffer scratch = ByteBuffer.allocateDirect(SCRATCH).order(ByteOrder.nativeOrder());
+        long sa = slotlane.sl_java_buffer_address(scratch);
+        sl_client_options opts = new sl_client_options();
+        long client;
+        try {
+            int rc = slotlane.sl_client_options_init(opts, slotlaneConstants.SL_CLIENT_OPTIONS_VERSION);
+            if (rc != 0) throw new IllegalStateException("sl_client_options_init: " + slotlane.sl_strerror(rc));
+            opts.setUrl(o.url);
+            opts.setMode(o.mode.code);
+            if (o.username != null) opts.setUsername(o.username);
+            if (o.password != null) opts.setPassword(o.password);
+            opts.setDb(o.database);
+            opts.setResp_version(o.resp);
+            opts.setConnect_timeout_ms(o.connectTimeoutMs);
+            opts.setCommand_timeout_ms(o.commandTimeoutMs);
+            opts.setMax_redirects(o.maxRedirects);
+            opts.setRefresh_interval_ms(o.refreshIntervalMs);
+            scratch.putLong(OUT_PTR, 0);
+            scratch.put(ERRMSG, (byte) 0);
+            rc = slotlane.sl_client_new(sa + OUT_PTR, opts, sa + ERRMSG, ERRMSG_CAP);
+            if (rc != 0) {
+                String msg = cString(scratch, ERRMSG, ERRMSG_CAP);
+                throw failure(rc, msg.isEmpty() ? slotlane.sl_strerror(rc) : msg, o.url);
+            }
+            client = scratch.getLong(OUT_PTR);
+        } finally {
+            opts.delete();
+        }
+        int rc = slotlane.sl_batch_new(client, sa + OUT_PTR);
+        if (rc != 0) {
+            String msg = slotlane.sl_client_errmsg(client);
+            slotlane.sl_client_free(client);
+            throw failure(rc, msg, o.url);
+        }
+        return new CoreHandle(client, scratch.getLong(OUT_PTR), scratch, sa);
+    }
+
+    /** SL_MODE_PLAIN or SL_MODE_CLUSTER. */
+    int mode() {
+        return slotlane.sl_client_mode(client);
+    }
+
+    /**
+     * Runs the buffer's commands with one sl_batch_run and leaves the decoder on their
+     * records. Throws when the execution failed as a whole without records.
+     */
+    void execute(CommandBuffer b, int timeoutMs) {
+        b.flush();
+        int rc = slotlane.sl_batch_run(batch, b.addr, b.pos, b.count, timeoutMs, recAddr, rec.capacity(),
+                dataAddr, data.capacity(), scratchAddr + SIZES);
+        if (rc == sl_error_code.SL_ETOOSMALL) rc = copyOutGrowing();
+        finish(rc, b.count);
+    }
+
+    /** The same with a routing override: reset, append(route), exec, copy out (a few crossings). */
+    void execute(CommandBuffer b, Route route, int timeoutMs) {
+        scratch.putInt(ROUTE, route.kind);
+        scratch.putInt(ROUTE + 4, route.slot);
+        long node = 0;
+        if (route.node != null) {
+            byte[] nb = route.node.getBytes(StandardCharsets.UTF_8);
+            if (nb.length >= NODE_CAP) throw new IllegalArgumentException("Route.node: address too long");
+            scratch.put(NODE, nb);
+            scratch.put(NODE + nb.length, (byte) 0);
+            node = scratchAddr + NODE;
+        }
+        scratch.putLong(ROUTE + 8, node);
+        b.flush();
+        slotlane.sl_batch_reset(batch);
+        int rc = slotlane.sl_batch_append(batch, scratchAddr + ROUTE, b.addr, b.pos, b.count);
+        if (rc != 0) throw failure(rc, slotlane.sl_client_errmsg(client), null);
+        rc = slotlane.sl_batch_exec(batch, timeoutMs, scratchAddr + SIZES);
+        if (rc == sl_error_code.SL_ENOMEM) throw failure(rc, slotlane.sl_client_errmsg(client), null);
+        int crc = copyOutGrowing();
+        finish(crc != 0 ? crc : rc, b.count);
+    }
+
+    private int copyOutGrowing() {
+        long needRec = scratch.getLong(SIZES) * ReplyDecoder.RECORD;
+        long needData = scratch.getLong(SIZES + 8);
+        if (needRec > Integer.MAX_VALUE || needData > Integer.MAX_VALUE)
+            throw new SlotlaneException(ErrorKind.PROTOCOL, "slotlane: replies exceed 2 GiB");
+        if (needRec > rec.capacity()) growRecords((int) needRec);
+        if (needData > data.capacity()) growData((int) needData);
+        return slotlane.sl_batch_copy_out(batch, recAddr, rec.capacity(), dataAddr, data.capacity(), scratchAddr + SIZES);
+    }
+
+    private void finish(int rc, int count) {
+        long commands = scratch.getLong(SIZES + 16);
+        if (rc != 0 && (rc == sl_error_code.SL_EINVAL || rc == sl_error_code.SL_ENOMEM || rc == sl_error_code.SL_ESTATE
+                || rc == sl_error_code.SL_ETOOSMALL || rc == sl_error_code.SL_EUNSUPPORTED || commands != count)) {
+            throw failure(rc, slotlane.sl_client_errmsg(client), null);
+        }
+        dec.reset(rec, data, (int) scratch.getLong(SIZES));
+    }
+
+    /** Reads sl_stats into out[0..9] (added). */
+    void addStats(long[] out) {
+        if (freed) return;
+        scratch.putInt(STATS, slotlaneConstants.SL_STATS_VERSION);
+        scratch.putInt(STATS + 4, slotlaneConstants.SL_STATS_SIZE);
+        int rc = slotlane.sl_client_stats(client, scratchAddr + STATS);
+        if (rc != 0) throw failure(rc, slotlane.sl_client_errmsg(client), null);
+        for (int i = 0; i < 9; i++) out[i] += scratch.getLong(STATS + 8 + 8 * i);
+        out[9] = Math.max(out[9], scratch.getLong(STATS + 8 + 8 * 9));
+    }
+
+    void refresh() {
+        int rc = slotlane.sl_client_refresh(client);
+        if (rc != 0) throw failure(rc, slotlane.sl_client_errmsg(client), null);
+    }
+
+    /** Safe from any thread while another runs this handle (sl_client_cancel). */
+    void cancel() {
+        slotlane.sl_client_cancel(client);
+    }
+
+    synchronized void free() {
+        if (freed) return;
+        freed = true;
+        slotlane.sl_batch_free(batch);
+        slotlane.sl_client_free(client);
+    }
+
+    private void growRecords(int bytes) {
+        int cap = Math.max(bytes, rec == null ? 0 : rec.capacity() * 2);
+        cap = (cap + ReplyDecoder.RECORD - 1) / ReplyDecoder.RECORD * ReplyDecoder.RECORD;
+        rec = ByteBuffer.allocateDirect(cap).order(ByteOrder.nativeOrder());
+        recAddr = slotlane.sl_java_buffer_address(rec);
+    }
+
+    private void growData(int bytes) {
+        int cap = (int) Math.min(Integer.MAX_VALUE - 64, Math.max(bytes, data == null ? 0 : 2L * data.capacity()));
+        data = ByteBuffer.allocateDirect(cap).order(ByteOrder.nativeOrder());
+        dataAddr = slotlane.sl_java_buffer_address(data);
+    }
+
+    private static String cString(ByteBuffer b, int off, int cap) {
+        int n = 0;
+        while (n < cap && b.get(off + n) != 0) n++;
+        byte[] s = new byte[n];
+        b.get(off, s, 0, n);
+        return new String(s, StandardCharsets.UTF_8);
+    }
+
+    /** The exception of a failed call of the core as a whole. */
+    static RuntimeException failure(int rc, String message, String url) {
+        String msg = (message == null || message.isEmpty()) ? slotlane.sl_strerror(rc) : message;
+        if (url != null) msg = msg + " (" + url + ")";
+        switch (rc) {
+            case sl_error_code.SL_EINVAL: return new IllegalArgumentException(msg);
+            case sl_error_code.SL_ENOMEM: return new SlotlaneException(ErrorKind.IO, "the core ran out of memory: " + msg);
+            case sl_error_code.SL_EIO: return new ConnectionException(ErrorKind.IO, msg);
+            case sl_error_code.SL_ETIMEOUT: return new SlotlaneTimeoutException(msg);
+            case sl_error_code.SL_EPROTO: return new ConnectionException(ErrorKind.PROTOCOL, msg);
+            case sl_error_code.SL_ESERVER: return new ReplyException(msg);
+            case sl_error_code.SL_EREDIRECT: return new ClusterException(ErrorKind.REDIRECTS, msg);
+            case sl_error_code.SL_ECANCELLED: return new SlotlaneException(ErrorKind.CANCELLED, msg);
+            case sl_error_code.SL_ECLUSTER: return new ClusterException(ErrorKind.CLUSTER, msg);
+            case sl_error_code.SL_EUNSUPPORTED: return new UnsupportedOperationException(msg);
+            case sl_error_code.SL_ESTATE: return new IllegalStateException(msg);
+            default: return new SlotlaneException(ErrorKind.IO, "slotlane error " + rc + ": " + msg);
+        }
+    }
+}

@@ -1,0 +1,210 @@
+package io.slotlane;
+
+import java.io.File;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The servers the tests run against, started on first use and stopped by PID when the JVM
+ * exits (also after a failure): the bundled slotlane-server (per-shard mode, 4 shards, and
+ * one shard for plain mode), Debian's redis-server standalone and as a 3-primary Redis
+ * Cluster (through ci/redis-plain.sh and ci/redis-cluster.sh). Loopback ports from
+ * {@code slotlane.test.port} (default 23700): +0..3 bundled cluster, +10 bundled plain,
+ * +20 Redis plain, +30..35 Redis Cluster, +40.. per-test clusters.
+ */
+final class TestServers {
+    static final Path ROOT = Paths.get(System.getProperty("slotlane.root", "..")).toAbsolutePath().normalize();
+    static final int BASE = Integer.getInteger("slotlane.test.port", 23700);
+    static final Path WORK = ROOT.resolve("java/target/test-servers");
+    private static final List<Runnable> STOPS = new ArrayList<>();
+    private static String bundledCluster, bundledPlain, redisPlain, redisCluster;
+
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(TestServers::stopAll, "slotlane-test-servers-stop"));
+    }
+
+    private TestServers() {}
+
+    static synchronized void stopAll() {
+        for (int i = STOPS.size() - 1; i >= 0; i--) {
+            try {
+                STOPS.get(i).run();
+            } catch (RuntimeException e) {
+                System.err.println("stopping a test server: " + e);
+            }
+        }
+        STOPS.clear();
+    }
+
+    /** The bundled server, 4 shards in per-shard mode (a cluster). */
+    static synchronized String bundledCluster() {
+        if (bundledCluster == null) bundledCluster = startBundled(4, BASE);
+        return bundledCluster;
+    }
+
+    /** The bundled server with one shard (owns every slot: for plain mode). */
+    static synchronized String bundledPlain() {
+        if (bundledPlain == null) bundledPlain = startBundled(1, BASE + 10);
+        return bundledPlain;
+    }
+
+    /** Debian's redis-server, standalone. */
+    static synchronized String redisPlain() {
+        if (redisPlain == null) {
+            int port = BASE + 20;
+            checkFree(port, port);
+            Path dir = WORK.resolve("redis-plain");
+            script("redis-plain.sh", "start", dir.toString(), Integer.toString(port));
+            STOPS.add(() -> script("redis-plain.sh", "stop", dir.toString()));
+            redisPlain = "redis://127.0.0.1:" + port;
+        }
+        return redisPlain;
+    }
+
+    /** A 3-primary Redis Cluster shared by the tests that do not disturb it. */
+    static synchronized String redisCluster() {
+        if (redisCluster == null) redisCluster = new RedisCluster("shared", BASE + 30, 3).url();
+        return redisCluster;
+    }
+
+    /** A Redis Cluster of its own, for a test that kills or reshards it. */
+    static final class RedisCluster implements AutoCloseable {
+        final Path dir;
+        final int base;
+        final int n;
+
+        RedisCluster(String name, int base, int n) {
+            this.dir = WORK.resolve("cluster-" + name);
+            this.base = base;
+            this.n = n;
+            checkFree(base, base + 2 * n - 1);
+            script("redis-cluster.sh", "start", dir.toString(), Integer.toString(base), Integer.toString(n));
+            synchronized (TestServers.class) {
+                STOPS.add(this::stop);
+            }
+        }
+
+        String url() {
+            return "redis://127.0.0.1:" + base;
+        }
+
+        void kill(int port) {
+            script("redis-cluster.sh", "kill", dir.toString(), Integer.toString(port));
+        }
+
+        void restart(int port) {
+            script("redis-cluster.sh", "restart", dir.toString(), Integer.toString(port));
+        }
+
+        void migrate(int slot, int from, int to) {
+            script("redis-cluster.sh", "migrate", dir.toString(), Integer.toString(slot), Integer.toString(from), Integer.toString(to));
+        }
+
+        void stop() {
+            script("redis-cluster.sh", "stop", dir.toString());
+        }
+
+        @Override
+        public void close() {
+            stop();
+        }
+    }
+
+    private static String startBundled(int shards, int port) {
+        Path bin = ROOT.resolve("build/server/slotlane-server");
+        if (!Files.isExecutable(bin))
+            throw new IllegalStateException(bin + " is missing: ci/test-java.sh builds it (cmake --build build --target slotlane-server)");
+        checkFree(port, port + shards - 1);
+        try {
+            Files.createDirectories(WORK);
+            File log = WORK.resolve("slotlane-server-" + port + ".log").toFile();
+            Process p = new ProcessBuilder(bin.toString(), "--shards", Integer.toString(shards), "--port", Integer.toString(port),
+                    "--bind", "127.0.0.1", "--loglevel", "warning")
+                    .redirectErrorStream(true).redirectOutput(log).start();
+            Files.writeString(WORK.resolve("slotlane-server-" + port + ".pid"), Long.toString(p.pid()));
+            STOPS.add(() -> stopProcess(p));
+            for (int i = 0; i < shards; i++) waitForPort(port + i, p);
+            return "redis://127.0.0.1:" + port;
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot start " + bin, e);
+        }
+    }
+
+    static void stopProcess(Process p) {
+        p.destroy();
+        try {
+            if (!p.waitFor(5, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                p.waitFor(5, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            p.destroyForcibly();
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    static void script(String name, String... args) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add("bash");
+        cmd.add(ROOT.resolve("ci").resolve(name).toString());
+        cmd.addAll(List.of(args));
+        try {
+            Files.createDirectories(WORK);
+            Path out = Files.createTempFile(WORK, name, ".out");
+            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile()).start();
+            if (!p.waitFor(120, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new IllegalStateException(cmd + " timed out");
+            }
+            String text = Files.readString(out);
+            Files.deleteIfExists(out);
+            if (p.exitValue() != 0) throw new IllegalStateException(cmd + " failed (" + p.exitValue() + "): " + text);
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot run " + cmd, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted: " + cmd, e);
+        }
+    }
+
+    static boolean portOpen(int port) {
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress("127.0.0.1", port), 200);
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private static void checkFree(int from, int to) {
+        for (int p = from; p <= to; p++)
+            if (portOpen(p))
+                throw new IllegalStateException("port " + p + " is in use: set -Dslotlane.test.port to a free base (23500-23999)");
+    }
+
+    private static void waitForPort(int port, Process p) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!portOpen(port)) {
+            if (!p.isAlive()) throw new IllegalStateException("slotlane-server exited with " + p.exitValue());
+            if (System.nanoTime() > deadline) throw new IllegalStateException("port " + port + " did not open");
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+    /** A client of the given server with default options but the URL. */
+    static SlotlaneClient client(String url) {
+        return SlotlaneClient.create(ClientOptions.builder().uri(url).build());
+    }
+}
