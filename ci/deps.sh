@@ -5,7 +5,8 @@
 set -euo pipefail
 
 APT_PKGS=(build-essential cmake pkg-config libuv1-dev libcmocka-dev swig
-          redis-server redis-tools libhiredis-dev clang valgrind python3-venv)
+          redis-server redis-tools libhiredis-dev clang valgrind python3-venv
+          mono-complete nunit-console libnunit-cil-dev)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do

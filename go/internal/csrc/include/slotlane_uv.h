@@ -14,6 +14,12 @@
  * detach or sl_loop_free). During an execution the batch belongs to the engine: do not
  * touch it until its callback. Idle connections do not keep the loop alive.
  * A client is not usable after fork(), in the parent's loop thread or otherwise.
+ *
+ * Thread rules while a client is attached (either way): the executions run on the loop
+ * thread; other threads may still call sl_batch_new, sl_batch_free, sl_batch_reset and
+ * sl_batch_append / sl_batch_append_argv with a NULL route on batches that are not in
+ * flight (they touch only the batch), serialized per batch by the caller, plus
+ * sl_client_cancel and sl_loop_submit. Everything else on the client belongs to the loop.
  */
 #ifndef SLOTLANE_UV_H
 #define SLOTLANE_UV_H

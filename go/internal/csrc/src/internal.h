@@ -105,7 +105,7 @@ struct sl_client {
     sl_batch *disco;             /* discovery's batch (may run inside another execution) */
     const sl__async_hooks *async_hooks; /* set while an event-loop driver owns the client */
     void *async;                 /* async.c's per-client state */
-    int nbatches;                /* live batches (free order check) */
+    atomic_int nbatches;         /* live batches (may change on another thread: slotlane_uv.h) */
     char errmsg[SL__ERRMSG_MAX];
 };
 

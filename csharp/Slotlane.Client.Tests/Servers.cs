@@ -1,0 +1,197 @@
+using System;
+using System.Diagnostics;
+using System.IO;
+using System.Net.Sockets;
+using System.Threading;
+
+namespace Slotlane.Tests
+{
+    /// <summary>The servers the tests use, started on first use and stopped by PID at process exit
+    /// (and by ci/test-csharp.sh's trap if the runner dies). Ports 24500-24599.</summary>
+    internal static class Servers
+    {
+        internal const string Host = "127.0.0.1";
+        internal const int BundledPort = 24500;       // slotlane-server, 4 shards, per-shard: 24500-24503
+        internal const int PlainRedisPort = 24520;    // ci/redis-plain.sh
+        internal const int ClusterRedisPort = 24530;  // ci/redis-cluster.sh, 3 primaries: 24530-24535
+        internal const int ChaosRedisPort = 24540;    // ci/redis-cluster.sh for kill/migrate: 24540-24545
+
+        private static readonly object s_lock = new object();
+        private static Process s_bundled;
+        private static bool s_plain, s_cluster, s_exitHook;
+
+        internal static string Root
+        {
+            get
+            {
+                string r = Environment.GetEnvironmentVariable("SL_ROOT");
+                if (!string.IsNullOrEmpty(r)) return r;
+                string d = AppDomain.CurrentDomain.BaseDirectory;
+                while (d != null && !File.Exists(Path.Combine(d, "core", "include", "slotlane.h"))) d = Path.GetDirectoryName(d);
+                if (d == null) throw new InvalidOperationException("cannot find the repository root: set SL_ROOT");
+                return d;
+            }
+        }
+
+        internal static string WorkDir
+        {
+            get
+            {
+                string w = Environment.GetEnvironmentVariable("SL_CSHARP_WORK");
+                if (string.IsNullOrEmpty(w)) w = Path.Combine(Root, "csharp", "out", "test-work");
+                Directory.CreateDirectory(w);
+                return w;
+            }
+        }
+
+        private static void Hook()
+        {
+            if (s_exitHook) return;
+            s_exitHook = true;
+            AppDomain.CurrentDomain.ProcessExit += (s, e) => StopAll();
+            AppDomain.CurrentDomain.DomainUnload += (s, e) => StopAll();
+        }
+
+        /// <summary>URL of the bundled slotlane-server (4 shards, per-shard ports, Redis Cluster replies).</summary>
+        internal static string Bundled
+        {
+            get
+            {
+                lock (s_lock)
+                {
+                    Hook();
+                    if (s_bundled == null || s_bundled.HasExited)
+                    {
+                        string bin = Environment.GetEnvironmentVariable("SL_SERVER");
+                        if (string.IsNullOrEmpty(bin)) bin = Path.Combine(Root, "build", "server", "slotlane-server");
+                        if (!File.Exists(bin)) throw new InvalidOperationException("slotlane-server not found at " + bin + " (set SL_SERVER)");
+                        var psi = new ProcessStartInfo(bin, "--shards 4 --port " + BundledPort + " --bind " + Host + " --loglevel warning")
+                        {
+                            UseShellExecute = false,
+                            RedirectStandardOutput = false,
+                            RedirectStandardError = false,
+                        };
+                        s_bundled = Process.Start(psi);
+                        File.WriteAllText(Path.Combine(WorkDir, "bundled.pid"), s_bundled.Id.ToString());
+                        for (int i = 0; i < 4; i++) WaitPort(BundledPort + i, s_bundled);
+                    }
+                    return "redis://" + Host + ":" + BundledPort;
+                }
+            }
+        }
+
+        /// <summary>URL of a standalone redis-server.</summary>
+        internal static string PlainRedis
+        {
+            get
+            {
+                lock (s_lock)
+                {
+                    Hook();
+                    if (!s_plain)
+                    {
+                        Script("redis-plain.sh", "start " + Path.Combine(WorkDir, "plain") + " " + PlainRedisPort);
+                        s_plain = true;
+                    }
+                    return "redis://" + Host + ":" + PlainRedisPort;
+                }
+            }
+        }
+
+        /// <summary>URL of a 3-primary Redis Cluster (no replicas).</summary>
+        internal static string ClusterRedis
+        {
+            get
+            {
+                lock (s_lock)
+                {
+                    Hook();
+                    if (!s_cluster)
+                    {
+                        Script("redis-cluster.sh", "start " + Path.Combine(WorkDir, "cluster") + " " + ClusterRedisPort + " 3");
+                        s_cluster = true;
+                    }
+                    return "redis://" + Host + ":" + ClusterRedisPort;
+                }
+            }
+        }
+
+        internal static string ChaosDir { get { return Path.Combine(WorkDir, "chaos"); } }
+
+        /// <summary>Starts a fresh 3-primary cluster for a test that kills or reshards it.</summary>
+        internal static string StartChaos()
+        {
+            Hook();
+            Script("redis-cluster.sh", "stop " + ChaosDir);
+            Script("redis-cluster.sh", "start " + ChaosDir + " " + ChaosRedisPort + " 3");
+            return "redis://" + Host + ":" + ChaosRedisPort;
+        }
+
+        internal static void StopChaos() { Script("redis-cluster.sh", "stop " + ChaosDir, false); }
+
+        /// <summary>Runs ci/NAME ARGS with bash; throws with its output when it fails.</summary>
+        internal static string Script(string name, string args, bool check = true)
+        {
+            var psi = new ProcessStartInfo("bash", Path.Combine(Root, "ci", name) + " " + args)
+            {
+                UseShellExecute = false,
+                RedirectStandardOutput = true,
+                RedirectStandardError = true,
+            };
+            using (var p = Process.Start(psi))
+            {
+                var err = p.StandardError.ReadToEndAsync();
+                string output = p.StandardOutput.ReadToEnd();
+                p.WaitForExit();
+                if (check && p.ExitCode != 0)
+                    throw new InvalidOperationException("ci/" + name + " " + args + " failed (" + p.ExitCode + "): " + output + err.Result);
+                return output;
+            }
+        }
+
+        /// <summary>Starts ci/NAME ARGS in the background.</summary>
+        internal static Process ScriptAsync(string name, string args)
+        {
+            var psi = new ProcessStartInfo("bash", Path.Combine(Root, "ci", name) + " " + args)
+            {
+                UseShellExecute = false,
+                RedirectStandardOutput = true,
+                RedirectStandardError = true,
+            };
+            return Process.Start(psi);
+        }
+
+        private static void WaitPort(int port, Process p)
+        {
+            var deadline = DateTime.UtcNow.AddSeconds(10);
+            while (DateTime.UtcNow < deadline)
+            {
+                if (p.HasExited) throw new InvalidOperationException("slotlane-server exited with " + p.ExitCode);
+                try
+                {
+                    using (var c = new TcpClient())
+                    {
+                        c.Connect(Host, port);
+                        return;
+                    }
+                }
+                catch (SocketException) { Thread.Sleep(50); }
+            }
+            throw new TimeoutException("port " + port + " did not open");
+        }
+
+        internal static void StopAll()
+        {
+            lock (s_lock)
+            {
+                if (s_bundled != null)
+                {
+                    try { if (!s_bundled.HasExited) { s_bundled.Kill(); s_bundled.WaitForExit(5000); } } catch { }
+                    s_bundled = null;
+                }
+                if (s_plain) { try { Script("redis-plain.sh", "stop " + Path.Combine(WorkDir, "plain"), false); } catch { } s_plain = false; }
+                if (s_cluster) { try { Script("redis-cluster.sh", "stop " + Path.Combine(WorkDir, "cluster"), false); } catch { } s_cluster = false; }
+            }
+        }
+    }
+}

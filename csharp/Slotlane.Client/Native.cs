@@ -1,0 +1,231 @@
+// Native.cs — the P/Invoke declarations of libslotlane (core/include/slotlane.h and
+// slotlane_uv.h), hand-written and checked against the headers by the test
+// NativeSignatureTests (parameter and return types, struct layouts, enum values).
+//
+// Rules (docs: shared notes "binding crossings", section C#):
+//  - pointers as byte*/IntPtr only: never byte[] with [In]/[Out] (Mono copies the whole
+//    array in and out at ~2.8 ns a byte), never per-call pinning across the network wait;
+//  - every buffer handed to the core lives in unmanaged memory (Marshal.AllocHGlobal);
+//  - no [SuppressGCTransition]: sl_batch_run and friends block on the network.
+using System;
+using System.Runtime.InteropServices;
+
+namespace Slotlane
+{
+    /// <summary>Mirror of <c>sl_reply</c>: one 24-byte reply record.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct SlReply
+    {
+        public byte type;
+        public byte flags;
+        public ushort reserved;
+        public uint len;
+        public long value;      // union { int64_t integer; double dbl; }
+        public ulong offset;
+    }
+
+    /// <summary>Mirror of <c>sl_sizes</c>.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct SlSizes
+    {
+        public ulong records;
+        public ulong data;
+        public ulong commands;
+        public ulong errors;
+    }
+
+    /// <summary>Mirror of <c>sl_stats</c>.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct SlStats
+    {
+        public uint version;
+        public uint size;
+        public ulong commands;
+        public ulong moved;
+        public ulong ask;
+        public ulong tryagain;
+        public ulong refreshes;
+        public ulong connects;
+        public ulong reconnects;
+        public ulong bytes_written;
+        public ulong bytes_read;
+        public ulong nodes;
+    }
+
+    /// <summary>Mirror of <c>sl_route</c>.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct SlRoute
+    {
+        public int kind;
+        public int slot;
+        public IntPtr node;
+    }
+
+    /// <summary>Mirror of <c>sl_client_options</c> (version 1).</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct SlClientOptions
+    {
+        public uint version;
+        public uint size;
+        public IntPtr url;
+        public int mode;
+        public IntPtr username;
+        public IntPtr password;
+        public int db;
+        public int resp_version;
+        public int connect_timeout_ms;
+        public int command_timeout_ms;
+        public int max_redirects;
+        public int refresh_interval_ms;
+        public int reconnect_min_ms;
+        public int reconnect_max_ms;
+        public IntPtr allocator;
+        public ulong max_bulk_len;
+        public ulong max_aggregate_len;
+        public int max_depth;
+    }
+
+    /// <summary>Return codes of the core (<c>sl_error_code</c>).</summary>
+    internal enum SlCode
+    {
+        SL_OK = 0,
+        SL_EINVAL = -1,
+        SL_ENOMEM = -2,
+        SL_EIO = -3,
+        SL_ETIMEOUT = -4,
+        SL_EPROTO = -5,
+        SL_ESERVER = -6,
+        SL_EREDIRECT = -7,
+        SL_ECANCELLED = -8,
+        SL_ECLUSTER = -9,
+        SL_ETOOSMALL = -10,
+        SL_EUNSUPPORTED = -11,
+        SL_ESTATE = -12,
+    }
+
+    /// <summary>Reply record types (<c>sl_reply_type</c>).</summary>
+    internal enum SlReplyType
+    {
+        SL_REPLY_STRING = 1,
+        SL_REPLY_STATUS = 2,
+        SL_REPLY_ERROR = 3,
+        SL_REPLY_INTEGER = 4,
+        SL_REPLY_NIL = 5,
+        SL_REPLY_ARRAY = 6,
+        SL_REPLY_MAP = 7,
+        SL_REPLY_SET = 8,
+        SL_REPLY_DOUBLE = 9,
+        SL_REPLY_BOOL = 10,
+        SL_REPLY_BIGNUM = 11,
+        SL_REPLY_VERB = 12,
+        SL_REPLY_PUSH = 13,
+    }
+
+    /// <summary>Completion callback of the loop engine (<c>sl_exec_cb</c>).</summary>
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    internal unsafe delegate void SlExecCallback(IntPtr batch, int status, SlSizes* sizes, IntPtr arg);
+
+    internal static unsafe class Native
+    {
+        internal const string Lib = "slotlane";
+
+        internal const uint SL_CLIENT_OPTIONS_VERSION = 1;
+        internal const uint SL_STATS_VERSION = 1;
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern IntPtr sl_version();
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern IntPtr sl_strerror(int code);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_client_options_init(SlClientOptions* opts, uint version);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_client_new(IntPtr* @out, SlClientOptions* opts, byte* errmsg, UIntPtr errmsg_cap);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sl_client_free(IntPtr client);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern IntPtr sl_client_errmsg(IntPtr client);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_client_mode(IntPtr client);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sl_client_cancel(IntPtr client);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_client_refresh(IntPtr client);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_client_stats(IntPtr client, SlStats* stats);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_batch_new(IntPtr client, IntPtr* @out);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sl_batch_free(IntPtr batch);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sl_batch_reset(IntPtr batch);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_batch_append(IntPtr batch, SlRoute* route, void* cmds, UIntPtr len, UIntPtr count);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern UIntPtr sl_batch_count(IntPtr batch);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_batch_exec(IntPtr batch, int timeout_ms, SlSizes* sizes);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern SlReply* sl_batch_replies(IntPtr batch, UIntPtr* nrecords, byte** data, UIntPtr* data_len);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_batch_copy_out(IntPtr batch, void* records, UIntPtr records_cap,
+                                                     void* data, UIntPtr data_cap, SlSizes* sizes);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_batch_run(IntPtr batch, void* cmds, UIntPtr len, UIntPtr count, int timeout_ms,
+                                                void* records, UIntPtr records_cap, void* data, UIntPtr data_cap,
+                                                SlSizes* sizes);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_key_slot(void* key, UIntPtr len);
+
+        // ------------------------------------------------ slotlane_uv.h: the core's loop thread
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_loop_new(IntPtr* @out);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_loop_submit(IntPtr loop, IntPtr batch, int timeout_ms, IntPtr cb, IntPtr arg);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_loop_detach(IntPtr loop, IntPtr client);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sl_loop_free(IntPtr loop);
+
+        /// <summary>Functions of the headers deliberately not bound, with the reason (checked by the tests).</summary>
+        internal static readonly string[] NotBound =
+        {
+            "sl_batch_append_argv",   // the binding encodes RESP itself (one crossing per pipeline)
+            "sl_client_command",      // single commands go through sl_batch_run like pipelines
+            "sl_client_attach_loop",  // the caller's-loop engine is for runtimes with a libuv loop (Node)
+            "sl_batch_exec_async",
+            "sl_client_detach_loop",
+        };
+
+        internal static string PtrToUtf8(IntPtr p)
+        {
+            if (p == IntPtr.Zero) return string.Empty;
+            byte* b = (byte*)p;
+            int n = 0;
+            while (b[n] != 0) n++;
+            return System.Text.Encoding.UTF8.GetString(b, n);
+        }
+    }
+}

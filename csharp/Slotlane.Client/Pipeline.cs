@@ -1,0 +1,173 @@
+using System;
+using System.Collections.Generic;
+using System.Threading;
+using System.Threading.Tasks;
+
+namespace Slotlane
+{
+    /// <summary>Commands sent together: queued with <see cref="Add(object[])"/>, encoded at once into the
+    /// pipeline's own unmanaged buffer, and executed by <see cref="Execute()"/> with one call into the core,
+    /// which routes each command to its node, writes every node before reading any and follows redirects.
+    /// <para>Results come back in the order of the commands. Replies are decoded as: bulk string →
+    /// <c>byte[]</c>, simple string → <c>string</c>, integer → <c>long</c>, nil → <c>null</c>,
+    /// array/set/push → <c>object[]</c>, map → <c>KeyValuePair&lt;object, object&gt;[]</c>, double → <c>double</c>,
+    /// boolean → <c>bool</c>, big number → <c>BigInteger</c>, verbatim → <see cref="VerbatimString"/>.
+    /// A failed command's result is a <see cref="SlotlaneException"/> subclass (returned, not thrown), so one
+    /// error fails only its own command.</para>
+    /// <para>A pipeline is used by one thread at a time; it can be executed many times (it is emptied by each
+    /// execution). Dispose it to free its buffer.</para></summary>
+    public sealed unsafe class Pipeline : IDisposable
+    {
+        private readonly SlotlaneClient _client;
+        private readonly RespWriter _w = new RespWriter(1024);
+        private bool _disposed;
+
+        internal Pipeline(SlotlaneClient client) { _client = client; }
+
+        /// <summary>Commands queued and not yet executed.</summary>
+        public int Count { get { return _w.Count; } }
+
+        /// <summary>Queues one command.</summary>
+        /// <param name="args">The command name and its arguments, as for <see cref="SlotlaneClient.Execute(object[])"/>.</param>
+        /// <returns>The command's index in the results.</returns>
+        /// <exception cref="ArgumentException">No arguments, a null one, or an unsupported type (nothing is queued).</exception>
+        public int Add(params object[] args)
+        {
+            Check();
+            _w.Append(args);
+            return _w.Count - 1;
+        }
+
+        /// <summary>Queues <c>GET key</c>.</summary>
+        /// <param name="key">The key.</param>
+        /// <returns>The command's index in the results.</returns>
+        public int Get(string key)
+        {
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(RespWriter.GetPrefix, key);
+            return _w.Count - 1;
+        }
+
+        /// <summary>Queues <c>SET key value</c>.</summary>
+        /// <param name="key">The key.</param>
+        /// <param name="value">The value: a string, byte array or number.</param>
+        /// <returns>The command's index in the results.</returns>
+        public int Set(string key, object value)
+        {
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (value == null) throw new ArgumentNullException(nameof(value));
+            _w.Append(RespWriter.SetPrefix, key, value);
+            return _w.Count - 1;
+        }
+
+        /// <summary>Drops the queued commands.</summary>
+        public void Clear()
+        {
+            Check();
+            _w.Clear();
+        }
+
+        /// <summary>Sends every queued command and returns one result per command, in order; failed commands'
+        /// results are <see cref="SlotlaneException"/> objects. The pipeline is empty afterwards.</summary>
+        /// <returns>The results (an empty array when nothing was queued).</returns>
+        /// <exception cref="SlotlaneException">Only when the execution as a whole could not run.</exception>
+        public object[] Execute() { return Execute(CancellationToken.None); }
+
+        /// <summary>Like <see cref="Execute()"/>; cancelling the token stops the execution as soon as possible
+        /// (<c>sl_client_cancel</c>): commands without a reply yet get <see cref="SlotlaneCancelledException"/>
+        /// results, and their connections are closed by the core (the next execution reconnects).</summary>
+        /// <param name="cancellationToken">Cancels the execution while it runs.</param>
+        /// <returns>The results, in order.</returns>
+        public object[] Execute(CancellationToken cancellationToken)
+        {
+            Check();
+            int n = _w.Count;
+            if (n == 0) return new object[0];
+            CoreHandle h = _client.Rent();
+            try
+            {
+                if (!cancellationToken.CanBeCanceled) return h.Run(_w.Ptr, _w.Length, n, _client.TimeoutMs);
+                // Disposing the registration waits for a running callback, so no cancel can reach the
+                // handle after it went back to the pool (and the core ignores a cancel between executions).
+                using (cancellationToken.Register(CancelHandle, h))
+                {
+                    cancellationToken.ThrowIfCancellationRequested();
+                    return h.Run(_w.Ptr, _w.Length, n, _client.TimeoutMs);
+                }
+            }
+            finally
+            {
+                _client.Return(h);
+                _w.Clear();
+            }
+        }
+
+        private static readonly Action<object> CancelHandle = o => Native.sl_client_cancel(((CoreHandle)o).Client);
+
+        /// <summary>For the tests: executes and also returns the raw record types, depth-first.</summary>
+        internal object[] ExecuteRaw(out byte[] types)
+        {
+            Check();
+            int n = _w.Count;
+            CoreHandle h = _client.Rent();
+            try
+            {
+                object[] r = h.Run(_w.Ptr, _w.Length, n, _client.TimeoutMs);
+                types = h.LastTypes;
+                return r;
+            }
+            finally
+            {
+                _client.Return(h);
+                _w.Clear();
+            }
+        }
+
+        /// <summary>Like <see cref="Execute()"/>, but throws the first failed command's exception instead of
+        /// returning it.</summary>
+        /// <returns>The results.</returns>
+        /// <exception cref="SlotlaneException">The first failed command's exception.</exception>
+        public object[] ExecuteOrThrow()
+        {
+            object[] r = Execute();
+            foreach (object o in r)
+            {
+                var e = o as SlotlaneException;
+                if (e != null) throw e;
+            }
+            return r;
+        }
+
+        /// <summary>Sends every queued command on the core's own loop thread (libuv) and completes the task
+        /// when every command has its reply: no thread waits on the network meanwhile. Results are as for
+        /// <see cref="Execute()"/>; continuations run on the thread pool, never on the loop thread.
+        /// The pipeline is empty (and reusable) once this returns.</summary>
+        /// <returns>The results, in order.</returns>
+        public Task<object[]> ExecuteAsync()
+        {
+            Check();
+            int n = _w.Count;
+            if (n == 0) return Task.FromResult(new object[0]);
+            try
+            {
+                return _client.Async().Submit(_w.Ptr, _w.Length, n);
+            }
+            finally { _w.Clear(); }
+        }
+
+        private void Check()
+        {
+            if (_disposed) throw new ObjectDisposedException(nameof(Pipeline));
+        }
+
+        /// <summary>Frees the pipeline's buffer.</summary>
+        public void Dispose()
+        {
+            if (_disposed) return;
+            _disposed = true;
+            _w.Dispose();
+        }
+    }
+}
