@@ -664,6 +664,13 @@ static int scan(const char *in, size_t len, uint32_t *argc, size_t *used)
     if (rc == SL_EINVAL) assert_true(err[0] != 0 && strlen(err) < 128);
     if (rc != 1) assert_int_equal(alen, 0);
     sl__free(A, args);
+    /* The framing-only mode (no argument views, for plain clients) agrees on everything. */
+    uint32_t argc2 = 0;
+    size_t used2 = 0, alen2 = 0;
+    int rc2 = sl__resp_scan_request(A, (const uint8_t *)in, len, &used2, NULL, &alen2, NULL, &argc2, err);
+    assert_int_equal(rc2, rc);
+    assert_int_equal(used2, *used);
+    if (rc == 1) assert_int_equal(argc2, *argc);
     return rc;
 }
 
