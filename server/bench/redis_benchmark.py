@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""slotlane-server (1 shard) against redis-server 7.0 under redis-benchmark.
+
+The server under test is pinned to one CPU (taskset) and redis-benchmark to another.
+For every test of `redis-benchmark -P {16,1} -c 50 -d 32 -r 100000 -t
+set,get,incr,lpush,lpop` (run one test at a time, so each gets its own CPU figure),
+the server's CPU time (user + system, from /proc/<pid>/stat) is read before and after:
+CPU nanoseconds per request is the primary figure (robust when the load generator is
+the limit), requests per second the secondary one. Each server is started fresh for
+each round; three rounds; medians. All rounds are kept in the JSON record.
+
+Usage: server/bench/redis_benchmark.py [--rounds 3] [--out bench/records/NAME.json]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SERVER = os.path.join(ROOT, "build", "server", "slotlane-server")
+TESTS = ["set", "get", "incr", "lpush", "lpop"]
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port():
+    for p in range(21100, 21999):
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", p))
+            return p
+        except OSError:
+            continue
+        finally:
+            s.close()
+    raise RuntimeError("no free port")
+
+
+def cpu_ns(pid):
+    """(user, system) CPU nanoseconds of the process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    utime, stime = int(fields[11]), int(fields[12])
+    return utime * 1_000_000_000 // CLK_TCK, stime * 1_000_000_000 // CLK_TCK
+
+
+def start(kind, port, server_cpu):
+    if kind == "slotlane":
+        cmd = ["taskset", "-c", server_cpu, SERVER, "--shards", "1", "--port", str(port), "--cpus", server_cpu,
+               "--loglevel", "warning"]
+    else:
+        cmd = ["taskset", "-c", server_cpu, "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+               "--appendonly", "no", "--logfile", "/dev/null"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, cmd
+        except OSError:
+            time.sleep(0.02)
+    proc.kill()
+    raise RuntimeError(f"{kind} did not start")
+
+
+def bench_one(port, pipeline, test, requests, load_cpu):
+    cmd = ["taskset", "-c", load_cpu, "redis-benchmark", "-p", str(port), "-P", str(pipeline), "-c", "50", "-d", "32",
+           "-r", "100000", "-t", test, "-n", str(requests), "--csv"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True)
+    rows = [l for l in out.stdout.splitlines() if l.startswith('"') and not l.startswith('"test"')]
+    return float(rows[0].split(",")[1].strip('"')), cmd
+
+
+def git_state():
+    try:
+        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+        dirty = bool(subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "server"], capture_output=True,
+                                    text=True).stdout.strip())
+        return {"commit": commit if len(commit) == 40 else "unknown", "dirty": dirty}
+    except OSError:
+        return {"commit": "unknown", "dirty": None}
+
+
+def write_record(record, out, host, finished):
+    """Writes the record without ever replacing one: the name the issue asks for,
+    <host>-<date>-server-redis-benchmark.json, or when that exists the records
+    convention with the time, <host>-<date>-<HHMMSS>-server-redis-benchmark.json;
+    through a finished temporary file and a hard link, so no reader sees half a file."""
+    records = os.path.join(ROOT, "bench", "records")
+    os.makedirs(records, exist_ok=True)
+    tmp = os.path.join(records, f".{host}-{os.getpid()}.tmp")
+    with open(tmp, "w") as f:
+        json.dump(record, f, indent=2)
+        f.write("\n")
+    candidates = [out] if out else [os.path.join(records, f"{host}-{finished.date().isoformat()}-server-redis-benchmark.json")]
+    t = finished
+    for _ in range(120):
+        candidates.append(os.path.join(records, f"{host}-{t.strftime('%Y-%m-%d-%H%M%S')}-server-redis-benchmark.json"))
+        t += datetime.timedelta(seconds=1)
+    try:
+        for name in candidates:
+            try:
+                os.link(tmp, name)
+                return name
+            except FileExistsError:
+                continue
+        raise RuntimeError("no free record name")
+    finally:
+        os.unlink(tmp)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--server-cpu", default="0")
+    ap.add_argument("--load-cpu", default="1")
+    ap.add_argument("--requests-p16", type=int, default=2_000_000)
+    ap.add_argument("--requests-p1", type=int, default=300_000)
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    host = socket.gethostname()
+    started = datetime.datetime.now(datetime.timezone.utc)
+    redis_version = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout.strip()
+    rounds = []
+    for rnd in range(args.rounds):
+        for pipeline in (16, 1):
+            n = args.requests_p16 if pipeline == 16 else args.requests_p1
+            for kind in ("slotlane", "redis"):
+                port = free_port()
+                proc, server_cmd = start(kind, port, args.server_cpu)
+                try:
+                    for test in TESTS:
+                        before = cpu_ns(proc.pid)
+                        rps, bench_cmd = bench_one(port, pipeline, test, n, args.load_cpu)
+                        after = cpu_ns(proc.pid)
+                        user, system = after[0] - before[0], after[1] - before[1]
+                        row = {"load1": float(open("/proc/loadavg").read().split()[0]),
+                               "round": rnd + 1, "server": kind, "pipeline": pipeline, "test": test.upper(),
+                               "requests": n, "rps": rps, "server_cpu_ns": user + system,
+                               "server_cpu_ns_per_req": (user + system) / n,
+                               "server_user_ns_per_req": user / n, "server_sys_ns_per_req": system / n,
+                               "server_command": " ".join(server_cmd), "bench_command": " ".join(bench_cmd)}
+                        rounds.append(row)
+                        print(f"round {rnd + 1} {kind:8} P={pipeline:<2} {test.upper():5} {rps:>10.0f} rps "
+                              f"{row['server_cpu_ns_per_req']:8.0f} ns/req", flush=True)
+                finally:
+                    proc.terminate()
+                    proc.wait(timeout=30)
+    summary = []
+    for pipeline in (16, 1):
+        for test in TESTS:
+            med = {}
+            for kind in ("slotlane", "redis"):
+                rs = [r for r in rounds if r["server"] == kind and r["pipeline"] == pipeline and r["test"] == test.upper()]
+                med[kind] = {"cpu_ns_per_req": statistics.median(r["server_cpu_ns_per_req"] for r in rs),
+                             "user_ns_per_req": statistics.median(r["server_user_ns_per_req"] for r in rs),
+                             "rps": statistics.median(r["rps"] for r in rs)}
+            summary.append({"test": test.upper(), "pipeline": pipeline,
+                            "slotlane_cpu_ns_per_req": med["slotlane"]["cpu_ns_per_req"],
+                            "redis_cpu_ns_per_req": med["redis"]["cpu_ns_per_req"],
+                            "cpu_ratio": med["slotlane"]["cpu_ns_per_req"] / med["redis"]["cpu_ns_per_req"],
+                            "slotlane_user_ns_per_req": med["slotlane"]["user_ns_per_req"],
+                            "redis_user_ns_per_req": med["redis"]["user_ns_per_req"],
+                            "user_ratio": med["slotlane"]["user_ns_per_req"] / med["redis"]["user_ns_per_req"],
+                            "slotlane_rps": med["slotlane"]["rps"], "redis_rps": med["redis"]["rps"],
+                            "rps_ratio": med["slotlane"]["rps"] / med["redis"]["rps"]})
+    finished = datetime.datetime.now(datetime.timezone.utc)
+    record = {
+        "schema": "slotlane.bench.server-redis-benchmark/1",
+        "benchmark": "server-redis-benchmark",
+        "tool": "server/bench/redis_benchmark.py",
+        "command": sys.argv,
+        "started_at": started.isoformat(timespec="seconds"),
+        "finished_at": finished.isoformat(timespec="seconds"),
+        "git": git_state(),
+        "machine": {"hostname": host, "cpus": os.cpu_count(), "platform": platform.platform(),
+                    "loadavg_at_end": open("/proc/loadavg").read().split()[:3]},
+        "date": finished.date().isoformat(),
+        "versions": {"redis_server": redis_version,
+                     "slotlane_server": subprocess.run([SERVER, "--version"], capture_output=True, text=True).stdout.strip()},
+        "method": "server pinned to CPU %s, redis-benchmark to CPU %s; one test per redis-benchmark run; CPU time "
+                  "(utime+stime) of the server from /proc/<pid>/stat around each run; fresh server per round; medians "
+                  "of %d rounds" % (args.server_cpu, args.load_cpu, args.rounds),
+        "load_note": "the machine is shared: other jobs ran during the measurement (see loadavg); CPU time per "
+                     "request is robust to that, requests per second is not",
+        "rounds": rounds,
+        "medians": summary,
+    }
+    out = write_record(record, args.out, host, finished)
+    print("\n| op | pipeline | slotlane CPU ns/req | redis CPU ns/req | ratio | user-only ratio | slotlane rps | redis rps | rps ratio |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for s in summary:
+        print(f"| {s['test']} | {s['pipeline']} | {s['slotlane_cpu_ns_per_req']:.0f} | {s['redis_cpu_ns_per_req']:.0f} | "
+              f"{s['cpu_ratio']:.2f} | {s['user_ratio']:.2f} | {s['slotlane_rps']:.0f} | {s['redis_rps']:.0f} | "
+              f"{s['rps_ratio']:.2f} |")
+    print(f"\nrecord: {out}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

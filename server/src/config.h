@@ -1,0 +1,16 @@
+/* config: the settings, from flags and from a TOML file (--config FILE); keys in the
+ * file are the flag names with '_' for '-'. Flags override the file. A bad value is
+ * a one-line error and exit code 2. */
+#ifndef SV_CONFIG_H
+#define SV_CONFIG_H
+
+#include "server.h"
+
+/* Fills sv_cfg from argv (and the file it names). Exits 0 after --help/--version,
+ * 2 on a bad flag or value. */
+void sv_config_load(int argc, char **argv);
+void sv_config_free(void);
+/* Applies one setting (name with '-' or '_'); returns NULL or an error message. */
+const char *sv_config_set(const char *name, const char *value, char *err, size_t errcap);
+
+#endif

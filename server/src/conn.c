@@ -1,0 +1,279 @@
+/* conn: see conn.h. A read callback parses every complete request in the buffer,
+ * runs each, and then writes all their replies at once (pipelining: one write per
+ * read batch). Replies the client does not read accumulate; past the output limit
+ * the client is dropped, as Redis's client-output-buffer-limit does. */
+#include <stdio.h>
+
+#include "conn.h"
+
+#define READ_CHUNK (16 * 1024)
+#define BUF_KEEP (1024 * 1024) /* larger idle buffers are released */
+#define FLUSH_EARLY (256 * 1024)
+
+static void on_close(uv_handle_t *h)
+{
+    sv_conn *c = h->data;
+    sv_buf_free(&c->rbuf);
+    sv_buf_free(&c->out);
+    sv_buf_free(&c->inflight);
+    sv_parser_free(&c->parser);
+    free(c->argv);
+    free(c->sess.name);
+    free(c->sess.lib_name);
+    free(c->sess.lib_ver);
+    free(c);
+}
+
+void sv_conn_close(sv_conn *c)
+{
+    if (c->closing) return;
+    c->closing = 1;
+    sv_shard *sh = c->sh;
+    if (c->prev) c->prev->next = c->next;
+    else sh->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    sh->nclients--;
+    uv_close((uv_handle_t *)&c->tcp, on_close);
+}
+
+static void flush(sv_conn *c);
+
+static void on_write(uv_write_t *req, int status)
+{
+    sv_conn *c = req->data;
+    c->writing = 0;
+    if (c->closing) return;
+    if (status < 0) {
+        sv_conn_close(c);
+        return;
+    }
+    c->inflight.len = 0;
+    if (c->inflight.cap > BUF_KEEP) sv_buf_free(&c->inflight);
+    flush(c);
+}
+
+static void flush(sv_conn *c)
+{
+    if (c->closing) return;
+    if (c->writing) return;
+    if (c->out.len == 0) {
+        if (c->close_when_flushed) sv_conn_close(c);
+        return;
+    }
+    uv_buf_t b;
+    b.base = c->out.data;
+    b.len = c->out.len; /* size_t on Unix: uv_buf_init would truncate to unsigned */
+    int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    if (n >= 0 && (size_t)n == c->out.len) {
+        c->sh->stats.net_out += (uint64_t)n;
+        c->out.len = 0;
+        if (c->out.cap > BUF_KEEP) sv_buf_free(&c->out);
+        if (c->close_when_flushed) sv_conn_close(c);
+        return;
+    }
+    if (n < 0 && n != UV_EAGAIN) {
+        sv_conn_close(c);
+        return;
+    }
+    if (n < 0) n = 0;
+    c->sh->stats.net_out += (uint64_t)c->out.len;
+    /* the rest goes out asynchronously from its own buffer; new replies collect in out */
+    sv_buf t = c->inflight;
+    c->inflight = c->out;
+    c->out = t;
+    c->out.len = 0;
+    b.base = c->inflight.data + n;
+    b.len = c->inflight.len - (size_t)n;
+    c->writing = 1;
+    c->wreq.data = c;
+    if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) {
+        c->writing = 0;
+        sv_conn_close(c);
+    }
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    sv_conn *c = h->data;
+    size_t want = READ_CHUNK;
+    /* A large bulk argument in progress: read bigger chunks, doubling with the data
+     * that actually arrived (never the announced size at once, so a header that
+     * claims 512 MB costs nothing until the bytes come). */
+    if (c->parser.bulk > 0) {
+        size_t need = c->parser.pos + (size_t)c->parser.bulk + 2;
+        size_t have = c->rbuf.len - c->rstart;
+        if (need > have) {
+            size_t step = c->rbuf.len > READ_CHUNK ? c->rbuf.len : READ_CHUNK;
+            want = need - have < step ? need - have : step;
+            if (want < READ_CHUNK) want = READ_CHUNK;
+        }
+    }
+    sv_buf_reserve(&c->rbuf, want);
+    buf->base = c->rbuf.data + c->rbuf.len;
+    buf->len = c->rbuf.cap - c->rbuf.len;
+}
+
+static void protocol_error(sv_conn *c, const char *msg)
+{
+    sv_reply r = {&c->out, c->sess.proto};
+    sv_add_error(&r, msg);
+    c->close_when_flushed = 1;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    sv_log(SV_LOG_VERBOSE, "protocol error from client %llu (%s): %s", (unsigned long long)c->sess.id, c->sess.addr, msg);
+}
+
+static void process(sv_conn *c)
+{
+    sv_shard *sh = c->sh;
+    while (!c->close_when_flushed && !c->closing) {
+        const char *base = c->rbuf.data + c->rstart;
+        size_t avail = c->rbuf.len - c->rstart;
+        if (avail == 0) break;
+        int r = sv_parse(&c->parser, base, avail);
+        if (r == SV_PARSE_MORE) {
+            if ((long long)avail > SV_QUERYBUF_MAX) {
+                sv_log(SV_LOG_WARNING, "closing client %llu that reached max query buffer length",
+                       (unsigned long long)c->sess.id);
+                sv_conn_close(c);
+                return;
+            }
+            break;
+        }
+        if (r == SV_PARSE_ERR) {
+            protocol_error(c, c->parser.error);
+            break;
+        }
+        int argc = c->parser.argc;
+        if (argc > 0) {
+            if (argc > c->argv_cap) {
+                c->argv_cap = argc < 16 ? 16 : argc;
+                c->argv = sv_realloc(c->argv, sizeof(sv_str) * (size_t)c->argv_cap);
+            }
+            sv_parser_args(&c->parser, base, c->argv);
+            sv_ctx ctx = {sh, &c->sess, {&c->out, c->sess.proto}, 0};
+            sv_execute(&ctx, argc, c->argv);
+            if (ctx.close_after) c->close_when_flushed = 1;
+            /* a long batch hands its replies to the kernel as it goes, so only what
+             * the client has not read counts against the output limit */
+            if (c->out.len >= FLUSH_EARLY) flush(c);
+            if (c->closing) return;
+            if ((long long)(c->out.len + c->inflight.len) > sv_cfg.output_limit) {
+                sv_log(SV_LOG_WARNING, "closing client %llu (%s) for overcoming of output buffer limits",
+                       (unsigned long long)c->sess.id, c->sess.addr);
+                sv_conn_close(c);
+                return;
+            }
+        }
+        c->rstart += c->parser.pos;
+        sv_parser_reset(&c->parser);
+    }
+    if (c->rstart == c->rbuf.len) {
+        c->rbuf.len = c->rstart = 0;
+        if (c->rbuf.cap > BUF_KEEP) sv_buf_free(&c->rbuf);
+    } else if (c->rstart > 0) {
+        memmove(c->rbuf.data, c->rbuf.data + c->rstart, c->rbuf.len - c->rstart);
+        c->rbuf.len -= c->rstart;
+        c->rstart = 0;
+    }
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    (void)buf;
+    sv_conn *c = s->data;
+    if (nread < 0) {
+        sv_conn_close(c);
+        return;
+    }
+    if (nread == 0) return;
+    c->rbuf.len += (size_t)nread;
+    c->sh->stats.net_in += (uint64_t)nread;
+    if (c->close_when_flushed) {
+        c->rbuf.len = c->rstart = 0;
+        return;
+    }
+    c->sh->now_ms = sv_mstime();
+    c->last_interaction_ms = c->sh->now_ms;
+    process(c);
+    if (!c->closing) flush(c);
+}
+
+static void describe_addr(uv_tcp_t *t, int peer, char *out, size_t cap)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+    int r = peer ? uv_tcp_getpeername(t, (struct sockaddr *)&ss, &len) : uv_tcp_getsockname(t, (struct sockaddr *)&ss, &len);
+    out[0] = 0;
+    if (r != 0) return;
+    char ip[64] = "";
+    int port = 0;
+    if (ss.ss_family == AF_INET) {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        uv_ip4_name(a, ip, sizeof(ip));
+        port = ntohs(a->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+        uv_ip6_name(a, ip, sizeof(ip));
+        port = ntohs(a->sin6_port);
+    }
+    snprintf(out, cap, "%s:%d", ip, port);
+}
+
+void sv_conn_accept(sv_shard *sh)
+{
+    sv_conn *c = sv_calloc(1, sizeof(*c));
+    c->sh = sh;
+    uv_tcp_init(&sh->loop, &c->tcp);
+    c->tcp.data = c;
+    if (uv_accept((uv_stream_t *)&sh->listener, (uv_stream_t *)&c->tcp) != 0) {
+        c->closing = 1;
+        uv_close((uv_handle_t *)&c->tcp, on_close);
+        return;
+    }
+    sv_parser_init(&c->parser);
+    c->sess.id = atomic_fetch_add(&sv_next_client_id, 1);
+    c->sess.proto = 2;
+    c->sess.ctime_ms = sv_mstime();
+    c->last_interaction_ms = c->sess.ctime_ms;
+    describe_addr(&c->tcp, 1, c->sess.addr, sizeof(c->sess.addr));
+    describe_addr(&c->tcp, 0, c->sess.laddr, sizeof(c->sess.laddr));
+    c->next = sh->conns;
+    if (sh->conns) sh->conns->prev = c;
+    sh->conns = c;
+    sh->nclients++;
+    sh->stats.connections++;
+    if (sh->nclients > sv_cfg.maxclients) {
+        sh->stats.rejected++;
+        static const char msg[] = "-ERR max number of clients reached\r\n";
+        uv_buf_t b = uv_buf_init((char *)msg, sizeof(msg) - 1);
+        uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+        sv_conn_close(c);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+static int conn_fd(sv_conn *c)
+{
+    uv_os_fd_t fd = -1;
+    uv_fileno((uv_handle_t *)&c->tcp, &fd);
+    return (int)fd;
+}
+
+void sv_conn_describe(sv_conn *c, sv_buf *out, int64_t now_ms)
+{
+    char line[1024];
+    int n = snprintf(line, sizeof(line),
+                     "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=N db=0 sub=0 psub=0 ssub=0 "
+                     "multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 obl=0 oll=0 omem=%zu tot-mem=%zu "
+                     "events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+                     (unsigned long long)c->sess.id, c->sess.addr, c->sess.laddr, conn_fd(c),
+                     c->sess.name ? c->sess.name : "", (long long)(now_ms - c->sess.ctime_ms) / 1000,
+                     (long long)(now_ms - c->last_interaction_ms) / 1000, c->rbuf.len, c->rbuf.cap - c->rbuf.len,
+                     c->out.len + c->inflight.len, c->rbuf.cap + c->out.cap + c->inflight.cap,
+                     c->sess.last_cmd ? c->sess.last_cmd : "NULL", c->sess.proto,
+                     c->sess.lib_name ? c->sess.lib_name : "", c->sess.lib_ver ? c->sess.lib_ver : "");
+    sv_buf_append(out, line, (size_t)n);
+}

@@ -1,0 +1,33 @@
+/* conn: one client connection — read buffer and parser, the output buffer with its
+ * limit, writes batched per read (one write per pipeline batch). */
+#ifndef SV_CONN_H
+#define SV_CONN_H
+
+#include "server.h"
+
+typedef struct sv_conn {
+    uv_tcp_t tcp;
+    sv_shard *sh;
+    struct sv_conn *prev, *next;
+    sv_session sess;
+    sv_buf rbuf;        /* bytes read; the current request starts at rbuf.data[rstart] */
+    size_t rstart;
+    sv_parser parser;
+    sv_str *argv;       /* scratch argument vector, grown to the largest request */
+    int argv_cap;
+    sv_buf out;         /* replies not yet handed to the kernel */
+    sv_buf inflight;    /* bytes of the write in progress (must stay put until it ends) */
+    uv_write_t wreq;
+    int writing;
+    int closing;        /* uv_close called */
+    int close_when_flushed; /* QUIT or protocol error: close once out is written */
+    int64_t last_interaction_ms;
+} sv_conn;
+
+/* Accepts a pending connection on the shard's listener. */
+void sv_conn_accept(sv_shard *sh);
+void sv_conn_close(sv_conn *c);
+/* Writes a CLIENT LIST line for the connection. */
+void sv_conn_describe(sv_conn *c, sv_buf *out, int64_t now_ms);
+
+#endif

@@ -1,0 +1,285 @@
+/* server: the types shared by the modules of slotlane-server — settings, shards,
+ * command context, objects and the keyspace API.
+ *
+ * Execution model: a command is a function of (shard, session, argv) that appends
+ * its reply to a buffer (sv_ctx). It never touches the connection that received
+ * it, so the next issue's forwarding can run a command on its owner shard and ship
+ * the reply bytes back to the receiving connection in order. */
+#ifndef SV_SERVER_H
+#define SV_SERVER_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "dict.h"
+#include "proto.h"
+#include "slot.h"
+#include "util.h"
+
+#define SV_VERSION "7.0.15"  /* the Redis version we answer as (clients read it) */
+#define SV_MAX_SHARDS 256
+
+enum { SV_LOG_DEBUG, SV_LOG_VERBOSE, SV_LOG_NOTICE, SV_LOG_WARNING };
+
+typedef struct sv_config {
+    int shards;
+    int ncpus;
+    int *cpus;            /* CPU list expanded; shard i -> cpus[i % ncpus] */
+    char bind[64];
+    char announce[64];
+    int port;
+    int port_mode;        /* 0 per-shard, 1 one-port */
+    int durability;       /* 0 memory, 1 everysec, 2 always */
+    char dir[1024];
+    int maxclients;
+    int loglevel;
+    long long output_limit; /* bytes of unsent replies before a client is dropped */
+} sv_config;
+
+extern sv_config sv_cfg;
+
+void sv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- objects ---- */
+enum { SV_T_STRING = 0, SV_T_LIST, SV_T_HASH, SV_T_SET, SV_T_ZSET };
+
+typedef struct sv_obj {
+    uint8_t type;
+} sv_obj;
+
+/* A string value: one allocation holding its bytes; cap lets SET/APPEND reuse it. */
+typedef struct sv_string {
+    sv_obj h;
+    size_t len, cap;
+    char data[];
+} sv_string;
+
+/* A list element or hash value: length-prefixed bytes. */
+typedef struct sv_blob {
+    size_t len;
+    char data[];
+} sv_blob;
+
+/* A list: a ring of element pointers (O(1) push/pop at both ends, O(1) index). */
+typedef struct sv_list {
+    sv_obj h;
+    sv_blob **a;
+    size_t head, len, cap;
+} sv_list;
+
+typedef struct sv_hash {
+    sv_obj h;
+    sv_dict d; /* field -> sv_blob* */
+} sv_hashobj;
+
+typedef struct sv_set {
+    sv_obj h;
+    sv_dict d; /* member -> (nothing) */
+} sv_set;
+
+/* A sorted set: member -> score in the dict, plus the entries ordered by
+ * (score, member) in an array for ranks and ranges (binary search; insertion
+ * moves pointers, which is fast for the sizes tests and benchmarks use). */
+typedef struct sv_zset {
+    sv_obj h;
+    sv_dict d;
+    sv_entry **a;
+    size_t len, cap;
+} sv_zset;
+
+sv_blob *sv_blob_new(const void *p, size_t n);
+sv_string *sv_string_new(const void *p, size_t n);
+sv_obj *sv_obj_new(int type);
+void sv_obj_free(sv_obj *o);
+
+/* ---- shards ---- */
+typedef struct sv_session {
+    uint64_t id;
+    int proto;
+    int db_selected;
+    char *name;
+    char *lib_name, *lib_ver;
+    char addr[64], laddr[64];
+    int64_t ctime_ms;
+    const char *last_cmd;
+} sv_session;
+
+typedef struct sv_stats {
+    uint64_t commands;
+    uint64_t connections;
+    uint64_t rejected;
+    uint64_t expired_keys;
+    uint64_t keyspace_hits, keyspace_misses;
+    uint64_t net_in, net_out;
+} sv_stats;
+
+struct sv_conn;
+
+typedef struct sv_shard {
+    int index;
+    unsigned slot_lo, slot_hi; /* inclusive */
+    int port;
+    char node_id[41];
+    uv_loop_t loop;
+    uv_tcp_t listener;
+    uv_async_t stop;
+    uv_timer_t cron;
+    uv_thread_t thread;
+    int listening, stopping;
+
+    sv_dict keys;
+    sv_entry **expiring; /* entries with a TTL; entry->aux = index + 1 */
+    size_t nexpiring, capexpiring;
+    uint32_t *slot_keys; /* key count per slot (COUNTKEYSINSLOT) */
+    int64_t now_ms;      /* cached per read batch, as Redis caches mstime per command */
+
+    struct sv_conn *conns; /* doubly linked list of open connections */
+    int nclients;
+    sv_stats stats;
+    int64_t start_ms;
+} sv_shard;
+
+extern sv_shard *sv_shards;
+extern atomic_uint_fast64_t sv_next_client_id;
+
+/* ---- command execution ---- */
+typedef struct sv_ctx {
+    sv_shard *sh;
+    sv_session *sess;
+    sv_reply r;
+    int close_after; /* QUIT */
+} sv_ctx;
+
+typedef void sv_cmd_fn(sv_ctx *c, int argc, sv_str *argv);
+
+enum {
+    SV_CMD_WRITE = 1 << 0,
+    SV_CMD_READONLY = 1 << 1,
+    SV_CMD_FAST = 1 << 2,
+    SV_CMD_NOKEYS_ROUTE = 1 << 3, /* runs locally whatever shard owns its args */
+    SV_CMD_MOVABLE = 1 << 4,
+    SV_CMD_DENYOOM = 1 << 5,
+    SV_CMD_LOADING = 1 << 6,
+    SV_CMD_STALE = 1 << 7,
+    SV_CMD_NOSCRIPT = 1 << 8,
+    SV_CMD_ADMIN = 1 << 9,
+    SV_CMD_PUBSUB = 1 << 10,
+};
+
+typedef struct sv_cmd {
+    const char *name; /* lowercase */
+    sv_cmd_fn *fn;
+    int arity;
+    int flags;
+    int first, last, step;
+    const char *acl; /* space-separated categories, e.g. "@read @string @fast" */
+    /* movable keys: fills key indexes, returns the count (or -1 on a syntax problem) */
+    int (*getkeys)(int argc, sv_str *argv, int *keys, int max);
+} sv_cmd;
+
+const sv_cmd *sv_cmd_lookup(const char *name, size_t len);
+void sv_cmdtable_init(void);
+const sv_cmd *sv_cmd_table(size_t *n);
+/* Fills key argument indexes of a command; returns count (0 if none). */
+int sv_cmd_keypos(const sv_cmd *cmd, int argc, sv_str *argv, int *keys, int max);
+
+/* Runs one request: lookup, arity, cluster routing (MOVED/CROSSSLOT), dispatch. */
+void sv_execute(sv_ctx *c, int argc, sv_str *argv);
+
+/* ---- keyspace (db.c) ---- */
+sv_entry *sv_db_lookup(sv_shard *sh, sv_str key);        /* NULL if missing/expired */
+sv_entry *sv_db_lookup_write(sv_shard *sh, sv_str key);  /* same, for writes */
+/* Looks the key up and checks its type: returns -1 after replying WRONGTYPE,
+ * 0 when missing, 1 when found (*e set). */
+int sv_db_get_typed(sv_ctx *c, sv_str key, int type, sv_entry **e);
+sv_entry *sv_db_add(sv_shard *sh, sv_str key, sv_obj *o); /* key must not exist */
+/* Replaces or adds the value; keeps no TTL unless keepttl. */
+sv_entry *sv_db_set(sv_shard *sh, sv_str key, sv_obj *o, int keepttl);
+int sv_db_delete(sv_shard *sh, sv_str key);
+void sv_db_delete_entry(sv_shard *sh, sv_entry *e);
+void sv_db_set_expire(sv_shard *sh, sv_entry *e, int64_t when_ms);
+void sv_db_persist(sv_shard *sh, sv_entry *e);
+void sv_db_flush(sv_shard *sh);
+void sv_db_free(sv_shard *sh);
+int sv_db_expired(sv_shard *sh, sv_entry *e);
+/* Deletes an aggregate key that became empty. */
+void sv_db_delete_if_empty(sv_shard *sh, sv_entry *e);
+/* Active expiry: samples the expiring keys; returns how many were removed. */
+size_t sv_expire_cycle(sv_shard *sh, int64_t budget_us);
+
+/* ---- shared reply helpers and argument parsing (cmdutil in db.c) ---- */
+extern const char *SV_ERR_WRONGTYPE;
+extern const char *SV_ERR_NOTINT;
+extern const char *SV_ERR_NOTFLOAT;
+extern const char *SV_ERR_SYNTAX;
+extern const char *SV_ERR_OVERFLOW;
+extern const char *SV_ERR_NOSUCHKEY;
+extern const char *SV_ERR_OUTOFRANGE;
+int sv_get_ll(sv_ctx *c, sv_str a, long long *v);              /* replies error on failure */
+int sv_get_ll_range(sv_ctx *c, sv_str a, long long min, long long max, long long *v, const char *msg);
+int sv_get_double(sv_ctx *c, sv_str a, double *v);
+void sv_add_arity_error(sv_ctx *c, const char *cmdname);
+/* Parses the SCAN family's options (COUNT, MATCH, TYPE when allowtype). */
+typedef struct sv_scanopts {
+    long long count;
+    sv_str match;
+    int has_match;
+    int type; /* -1 any */
+} sv_scanopts;
+int sv_parse_scan_cursor(sv_ctx *c, sv_str a, uint64_t *cursor);
+int sv_parse_scanopts(sv_ctx *c, int argc, sv_str *argv, int start, int allowtype, sv_scanopts *o);
+
+/* ---- cluster (cluster.c) ---- */
+static inline int sv_slot_owner(unsigned slot) { return (int)((uint64_t)slot * (uint64_t)sv_cfg.shards / SL_SLOTS); }
+void sv_cluster_ranges(int shard, unsigned *lo, unsigned *hi);
+void sv_cluster_init_shard(sv_shard *sh);
+void sv_cmd_cluster(sv_ctx *c, int argc, sv_str *argv);
+void sv_cmd_readonly(sv_ctx *c, int argc, sv_str *argv);
+
+/* ---- command families ---- */
+#define SV_DECL(name) void sv_cmd_##name(sv_ctx *c, int argc, sv_str *argv)
+/* connection/server (t_server.c) */
+SV_DECL(ping); SV_DECL(echo); SV_DECL(quit); SV_DECL(select); SV_DECL(hello); SV_DECL(auth);
+SV_DECL(client); SV_DECL(info); SV_DECL(config); SV_DECL(command); SV_DECL(dbsize);
+SV_DECL(flushall); SV_DECL(function); SV_DECL(time); SV_DECL(reset);
+/* strings */
+SV_DECL(get); SV_DECL(set); SV_DECL(setnx); SV_DECL(setex); SV_DECL(psetex); SV_DECL(getset);
+SV_DECL(getdel); SV_DECL(getex); SV_DECL(mget); SV_DECL(mset); SV_DECL(msetnx); SV_DECL(append);
+SV_DECL(strlen); SV_DECL(getrange); SV_DECL(setrange); SV_DECL(incr); SV_DECL(decr);
+SV_DECL(incrby); SV_DECL(decrby); SV_DECL(incrbyfloat);
+/* keys */
+SV_DECL(del); SV_DECL(exists); SV_DECL(type); SV_DECL(rename); SV_DECL(renamenx); SV_DECL(keys);
+SV_DECL(scan); SV_DECL(randomkey); SV_DECL(touch); SV_DECL(expire); SV_DECL(pexpire);
+SV_DECL(expireat); SV_DECL(pexpireat); SV_DECL(ttl); SV_DECL(pttl); SV_DECL(persist);
+SV_DECL(expiretime); SV_DECL(pexpiretime);
+/* lists */
+SV_DECL(lpush); SV_DECL(rpush); SV_DECL(lpushx); SV_DECL(rpushx); SV_DECL(lpop); SV_DECL(rpop);
+SV_DECL(llen); SV_DECL(lrange); SV_DECL(lindex); SV_DECL(lset); SV_DECL(linsert); SV_DECL(lrem);
+SV_DECL(ltrim); SV_DECL(lpos); SV_DECL(lmove); SV_DECL(rpoplpush);
+/* hashes */
+SV_DECL(hset); SV_DECL(hsetnx); SV_DECL(hget); SV_DECL(hmget); SV_DECL(hdel); SV_DECL(hlen);
+SV_DECL(hexists); SV_DECL(hgetall); SV_DECL(hkeys); SV_DECL(hvals); SV_DECL(hincrby);
+SV_DECL(hincrbyfloat); SV_DECL(hstrlen); SV_DECL(hrandfield); SV_DECL(hscan); SV_DECL(hmset);
+/* sets */
+SV_DECL(sadd); SV_DECL(srem); SV_DECL(smembers); SV_DECL(sismember); SV_DECL(smismember);
+SV_DECL(scard); SV_DECL(spop); SV_DECL(srandmember); SV_DECL(smove); SV_DECL(sinter);
+SV_DECL(sunion); SV_DECL(sdiff); SV_DECL(sinterstore); SV_DECL(sunionstore); SV_DECL(sdiffstore);
+SV_DECL(sintercard); SV_DECL(sscan);
+/* sorted sets */
+SV_DECL(zadd); SV_DECL(zrem); SV_DECL(zscore); SV_DECL(zmscore); SV_DECL(zincrby); SV_DECL(zcard);
+SV_DECL(zcount); SV_DECL(zrank); SV_DECL(zrevrank); SV_DECL(zrange); SV_DECL(zrangebyscore);
+SV_DECL(zrevrangebyscore); SV_DECL(zrangebylex); SV_DECL(zrevrangebylex); SV_DECL(zpopmin); SV_DECL(zpopmax);
+SV_DECL(zremrangebyrank); SV_DECL(zremrangebyscore); SV_DECL(zremrangebylex); SV_DECL(zscan);
+SV_DECL(zrevrange); SV_DECL(zlexcount);
+
+/* HSCAN/SSCAN/ZSCAN over a collection's dict; kind is SV_T_HASH/SET/ZSET. */
+void sv_scan_collection(sv_ctx *c, sv_dict *d, uint64_t cursor, int argc, sv_str *argv, int kind);
+/* Writes an empty [ "0", [] ] scan reply. */
+void sv_add_empty_scan(sv_ctx *c);
+
+/* set/zset helpers used by the keyspace */
+void sv_zset_free(sv_zset *z);
+void sv_list_free(sv_list *l);
+
+#endif

@@ -1,0 +1,19 @@
+/* shard: one thread, one libuv loop, one listener and one keyspace per shard. */
+#ifndef SV_SHARD_H
+#define SV_SHARD_H
+
+#include "server.h"
+
+/* Prepares shard i in the calling thread: loop, keyspace, listener bound to its
+ * port. Returns 0, or a libuv error code (the port is busy, the address is bad). */
+int sv_shard_init(sv_shard *sh, int index);
+/* Starts the shard's thread (pinned to its CPU when --cpus was given). */
+int sv_shard_start(sv_shard *sh);
+/* Asks the shard to close its connections and stop; safe from any thread. */
+void sv_shard_stop(sv_shard *sh);
+/* Waits for the thread and frees everything the shard owns. */
+void sv_shard_join(sv_shard *sh);
+/* Frees a shard that was initialised but never started. */
+void sv_shard_destroy(sv_shard *sh);
+
+#endif

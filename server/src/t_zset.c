@@ -1,0 +1,710 @@
+/* t_zset: sorted sets, Redis 7.0 semantics. Members live in a dict (member -> score)
+ * and in an array ordered by (score, member) for ranks and ranges. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "server.h"
+
+static int zcmp(double s1, const char *m1, size_t l1, double s2, const char *m2, size_t l2)
+{
+    if (s1 < s2) return -1;
+    if (s1 > s2) return 1;
+    size_t n = l1 < l2 ? l1 : l2;
+    int r = memcmp(m1, m2, n);
+    if (r) return r;
+    return l1 < l2 ? -1 : l1 > l2;
+}
+
+/* First index whose element is >= (score, member). */
+static size_t zlower(sv_zset *z, double score, const char *m, size_t l)
+{
+    size_t lo = 0, hi = z->len;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        sv_entry *e = z->a[mid];
+        if (zcmp(e->u.d, e->key, e->klen, score, m, l) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static size_t zindex(sv_zset *z, sv_entry *e) { return zlower(z, e->u.d, e->key, e->klen); }
+
+static void zarr_insert(sv_zset *z, sv_entry *e)
+{
+    if (z->len == z->cap) {
+        z->cap = z->cap ? z->cap * 2 : 8;
+        z->a = sv_realloc(z->a, z->cap * sizeof(*z->a));
+    }
+    size_t i = zindex(z, e);
+    memmove(z->a + i + 1, z->a + i, (z->len - i) * sizeof(*z->a));
+    z->a[i] = e;
+    z->len++;
+}
+
+static void zarr_remove_at(sv_zset *z, size_t i)
+{
+    memmove(z->a + i, z->a + i + 1, (z->len - i - 1) * sizeof(*z->a));
+    z->len--;
+}
+
+static void zset_delete_entry(sv_zset *z, sv_entry *e)
+{
+    zarr_remove_at(z, zindex(z, e));
+    sv_dict_unlink(&z->d, e->key, e->klen);
+    free(e);
+}
+
+/* Removes the elements [from, to) of the array. */
+static void zset_delete_range(sv_zset *z, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        sv_entry *e = z->a[i];
+        sv_dict_unlink(&z->d, e->key, e->klen);
+        free(e);
+    }
+    memmove(z->a + from, z->a + to, (z->len - to) * sizeof(*z->a));
+    z->len -= to - from;
+    sv_dict_maybe_shrink(&z->d);
+}
+
+static void zset_update(sv_zset *z, sv_entry *e, double score)
+{
+    zarr_remove_at(z, zindex(z, e));
+    e->u.d = score;
+    zarr_insert(z, e);
+}
+
+static int get_zset(sv_ctx *c, sv_str key, sv_entry **e, sv_zset **z)
+{
+    int r = sv_db_get_typed(c, key, SV_T_ZSET, e);
+    if (r == 1) *z = (*e)->val;
+    return r;
+}
+
+#define Z_INCR 1
+#define Z_NX 2
+#define Z_XX 4
+#define Z_GT 8
+#define Z_LT 16
+#define ZO_NAN 1
+#define ZO_ADDED 2
+#define ZO_UPDATED 4
+#define ZO_NOP 8
+
+static int zset_add(sv_zset *z, double score, sv_str m, int flags, int *out, double *newscore)
+{
+    *out = 0;
+    if (isnan(score)) {
+        *out = ZO_NAN;
+        return 0;
+    }
+    sv_entry *e = sv_dict_find(&z->d, m.p, m.len);
+    if (e) {
+        if (flags & Z_NX) {
+            *out = ZO_NOP;
+            return 1;
+        }
+        double cur = e->u.d;
+        if (flags & Z_INCR) {
+            score += cur;
+            if (score == 0) score = 0.0;
+            if (isnan(score)) {
+                *out = ZO_NAN;
+                return 0;
+            }
+        }
+        if (((flags & Z_LT) && score >= cur) || ((flags & Z_GT) && score <= cur)) {
+            *out = ZO_NOP;
+            return 1;
+        }
+        *newscore = score;
+        if (score != cur) {
+            zset_update(z, e, score == 0 ? 0.0 : score);
+            *out = ZO_UPDATED;
+        }
+        return 1;
+    }
+    if (flags & Z_XX) {
+        *out = ZO_NOP;
+        return 1;
+    }
+    e = sv_dict_add(&z->d, m.p, m.len, NULL);
+    e->u.d = score == 0 ? 0.0 : score; /* -0 is stored as 0, as in Redis's listpack */
+    zarr_insert(z, e);
+    *newscore = score;
+    *out = ZO_ADDED;
+    return 1;
+}
+
+static void zadd_generic(sv_ctx *c, int argc, sv_str *argv, int flags)
+{
+    int idx = 2, ch = 0;
+    for (; idx < argc; idx++) {
+        sv_str o = argv[idx];
+        if (sv_eq(o, "nx")) flags |= Z_NX;
+        else if (sv_eq(o, "xx")) flags |= Z_XX;
+        else if (sv_eq(o, "ch")) ch = 1;
+        else if (sv_eq(o, "incr")) flags |= Z_INCR;
+        else if (sv_eq(o, "gt")) flags |= Z_GT;
+        else if (sv_eq(o, "lt")) flags |= Z_LT;
+        else break;
+    }
+    int incr = flags & Z_INCR;
+    int elements = argc - idx;
+    if (elements % 2 || !elements) {
+        sv_add_error(&c->r, SV_ERR_SYNTAX);
+        return;
+    }
+    elements /= 2;
+    if ((flags & Z_NX) && (flags & Z_XX)) {
+        sv_add_error(&c->r, "XX and NX options at the same time are not compatible");
+        return;
+    }
+    if (((flags & Z_GT) && (flags & Z_NX)) || ((flags & Z_LT) && (flags & Z_NX)) || ((flags & Z_GT) && (flags & Z_LT))) {
+        sv_add_error(&c->r, "GT, LT, and/or NX options at the same time are not compatible");
+        return;
+    }
+    if (incr && elements > 1) {
+        sv_add_error(&c->r, "INCR option supports a single increment-element pair");
+        return;
+    }
+    double *scores = sv_malloc(sizeof(double) * (size_t)elements);
+    for (int j = 0; j < elements; j++)
+        if (!sv_get_double(c, argv[idx + j * 2], &scores[j])) {
+            free(scores);
+            return;
+        }
+    sv_entry *e = NULL;
+    sv_zset *z = NULL;
+    int r = get_zset(c, argv[1], &e, &z);
+    long long added = 0, updated = 0, processed = 0;
+    double score = 0;
+    if (r < 0) goto done;
+    if (r == 0) {
+        if (flags & Z_XX) goto reply;
+        z = (sv_zset *)sv_obj_new(SV_T_ZSET);
+        e = sv_db_add(c->sh, argv[1], &z->h);
+    }
+    for (int j = 0; j < elements; j++) {
+        int out;
+        double ns = 0;
+        if (!zset_add(z, scores[j], argv[idx + j * 2 + 1], flags, &out, &ns)) {
+            sv_add_error(&c->r, "resulting score is not a number (NaN)");
+            sv_db_delete_if_empty(c->sh, e);
+            goto done;
+        }
+        if (out & ZO_ADDED) added++;
+        if (out & ZO_UPDATED) updated++;
+        if (!(out & ZO_NOP)) processed++;
+        score = ns;
+    }
+reply:
+    if (incr) {
+        if (processed) sv_add_double(&c->r, score);
+        else sv_add_null(&c->r);
+    } else {
+        sv_add_int(&c->r, ch ? added + updated : added);
+    }
+    if (r == 0 && !(flags & Z_XX)) sv_db_delete_if_empty(c->sh, e);
+done:
+    free(scores);
+}
+
+void sv_cmd_zadd(sv_ctx *c, int argc, sv_str *argv) { zadd_generic(c, argc, argv, 0); }
+
+void sv_cmd_zincrby(sv_ctx *c, int argc, sv_str *argv)
+{
+    (void)argc;
+    double incr;
+    if (!sv_get_double(c, argv[2], &incr)) return;
+    sv_entry *e = NULL;
+    sv_zset *z = NULL;
+    int r = get_zset(c, argv[1], &e, &z);
+    if (r < 0) return;
+    if (r == 0) {
+        z = (sv_zset *)sv_obj_new(SV_T_ZSET);
+        e = sv_db_add(c->sh, argv[1], &z->h);
+    }
+    int out;
+    double ns = 0;
+    if (!zset_add(z, incr, argv[3], Z_INCR, &out, &ns)) {
+        sv_add_error(&c->r, "resulting score is not a number (NaN)");
+        sv_db_delete_if_empty(c->sh, e);
+        return;
+    }
+    sv_add_double(&c->r, ns);
+}
+
+void sv_cmd_zrem(sv_ctx *c, int argc, sv_str *argv)
+{
+    sv_entry *e = NULL;
+    sv_zset *z = NULL;
+    int r = get_zset(c, argv[1], &e, &z);
+    if (r == 0) sv_add_int(&c->r, 0);
+    if (r != 1) return;
+    long long n = 0;
+    for (int i = 2; i < argc; i++) {
+        sv_entry *m = sv_dict_find(&z->d, argv[i].p, argv[i].len);
+        if (m) {
+            zset_delete_entry(z, m);
+            n++;
+        }
+    }
+    sv_dict_maybe_shrink(&z->d);
+    sv_add_int(&c->r, n);
+    sv_db_delete_if_empty(c->sh, e);
+}
+
+void sv_cmd_zscore(sv_ctx *c, int argc, sv_str *argv)
+{
+    (void)argc;
+    sv_entry *e = NULL;
+    sv_zset *z = NULL;
+    int r = get_zset(c, argv[1], &e, &z);
+    if (r < 0) return;
+    sv_entry *m = r ? sv_dict_find(&z->d, argv[2].p, argv[2].len) : NULL;
+    if (m) sv_add_double(&c->r, m->u.d);
+    else sv_add_null(&c->r);
+}
+
+void sv_cmd_zmscore(sv_ctx *c, int argc, sv_str *argv)
+{
+    sv_entry *e = NULL;
+    sv_zset *z = NULL;
+    int r = get_zset(c, argv[1], &e, &z);
+    if (r < 0) return;
+    sv_add_array(&c->r, argc - 2);
+    for (int i = 2; i < argc; i++) {
+        sv_entry *m = r ? sv_dict_find(&z->d, argv[i].p, argv[i].len) : NULL;
+        if (m) sv_add_double(&c->r, m->u.d);
+        else sv_add_null(&c->r);
+    }
+}
+
+void sv_cmd_zcard(sv_ctx *c, int argc, sv_str *argv)
+{
+    (void)argc;
+    sv_entry *e = NULL;
+    sv_zset *z = NULL;
+    int r = get_zset(c, argv[1], &e, &z);
+    if (r == 0) sv_add_int(&c->r, 0);
+    if (r == 1) sv_add_int(&c->r, (long long)z->len);
+}
+
+static void rank_generic(sv_ctx *c, sv_str *argv, int rev)
+{
+    sv_entry *e = NULL;
+    sv_zset *z = NULL;
+    int r = get_zset(c, argv[1], &e, &z);
+    if (r < 0) return;
+    sv_entry *m = r ? sv_dict_find(&z->d, argv[2].p, argv[2].len) : NULL;
+    if (!m) {
+        sv_add_null(&c->r);
+        return;
+    }
+    size_t i = zindex(z, m);
+    sv_add_int(&c->r, (long long)(rev ? z->len - 1 - i : i));
+}
+
+void sv_cmd_zrank(sv_ctx *c, int argc, sv_str *argv) { (void)argc; rank_generic(c, argv, 0); }
+void sv_cmd_zrevrank(sv_ctx *c, int argc, sv_str *argv) { (void)argc; rank_generic(c, argv, 1); }
+
+/* ---- ranges ---- */
+
+typedef struct zrange_score {
+    double min, max;
+    int minex, maxex;
+} zrange_score;
+
+static int parse_score_bound(sv_str a, double *v, int *ex)
+{
+    char buf[256];
+    char *end;
+    if (a.len >= sizeof(buf)) return 0;
+    memcpy(buf, a.p, a.len);
+    buf[a.len] = 0;
+    const char *s = buf;
+    *ex = 0;
+    if (s[0] == '(') {
+        *ex = 1;
+        s++;
+    }
+    *v = strtod(s, &end);
+    if (end[0] != 0 || isnan(*v)) return 0;
+    return 1;
+}
+
+static int parse_score_range(sv_str min, sv_str max, zrange_score *r)
+{
+    return parse_score_bound(min, &r->min, &r->minex) && parse_score_bound(max, &r->max, &r->maxex);
+}
+
+static int score_gte_min(double v, const zrange_score *r) { return r->minex ? v > r->min : v >= r->min; }
+static int score_lte_max(double v, const zrange_score *r) { return r->maxex ? v < r->max : v <= r->max; }
+
+typedef struct zrange_lex {
+    const char *min, *max;
+    size_t minlen, maxlen;
+    int minex, maxex;
+    int mininf, maxinf; /* -1: "-" (negative infinity), 1: "+" */
+} zrange_lex;
+
+static int parse_lex_item(sv_str a, const char **p, size_t *len, int *ex, int *inf)
+{
+    *inf = 0;
+    if (a.len == 0) return 0;
+    switch (a.p[0]) {
+    case '+':
+        if (a.len != 1) return 0;
+        *inf = 1;
+        return 1;
+    case '-':
+        if (a.len != 1) return 0;
+        *inf = -1;
+        return 1;
+    case '(':
+        *ex = 1;
+        break;
+    case '[':
+        *ex = 0;
+        break;
+    default:
+        return 0;
+    }
+    *p = a.p + 1;
+    *len = a.len - 1;
+    return 1;
+}
+
+static int parse_lex_range(sv_str min, sv_str max, zrange_lex *r)
+{
+    memset(r, 0, sizeof(*r));
+    return parse_lex_item(min, &r->min, &r->minlen, &r->minex, &r->mininf) &&
+           parse_lex_item(max, &r->max, &r->maxlen, &r->maxex, &r->maxinf);
+}
+
+static int lexcmp(const char *a, size_t la, const char *b, size_t lb)
+{
+    size_t n = la < lb ? la : lb;
+    int r = memcmp(a, b, n);
+    if (r) return r;
+    return la < lb ? -1 : la > lb;
+}
+
+static int lex_gte_min(sv_entry *e, const zrange_lex *r)
+{
+    if (r->mininf == -1) return 1;
+    if (r->mininf == 1) return 0;
+    int c = lexcmp(e->key, e->klen, r->min, r->minlen);
+    return r->minex ? c > 0 : c >= 0;
+}
+
+static int lex_lte_max(sv_entry *e, const zrange_lex *r)
+{
+    if (r->maxinf == 1) return 1;
+    if (r->maxinf == -1) return 0;
+    int c = lexcmp(e->key, e->klen, r->max, r->maxlen);
+    return r->maxex ? c < 0 : c <= 0;
+}
+
+/* [from, to) of elements in a score range (the array is sorted by score). */
+static void score_span(sv_zset *z, const zrange_score *r, size_t *from, size_t *to)
+{
+    size_t lo = 0, hi = z->len;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (!score_gte_min(z->a[mid]->u.d, r)) lo = mid + 1;
+        else hi = mid;
+    }
+    *from = lo;
+    hi = z->len;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (score_lte_max(z->a[mid]->u.d, r)) lo = mid + 1;
+        else hi = mid;
+    }
+    *to = lo;
+}
+
+/* Lex ranges assume equal scores (as in Redis): then the array is sorted by member. */
+static void lex_span(sv_zset *z, const zrange_lex *r, size_t *from, size_t *to)
+{
+    size_t lo = 0, hi = z->len;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (!lex_gte_min(z->a[mid], r)) lo = mid + 1;
+        else hi = mid;
+    }
+    *from = lo;
+    hi = z->len;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (lex_lte_max(z->a[mid], r)) lo = mid + 1;
+        else hi = mid;
+    }
+    *to = lo;
+    if (*to < *from) *to = *from;
+}
+
+static void add_range_reply(sv_ctx *c, sv_zset *z, size_t *idx, size_t n, int withscores)
+{
+    if (withscores && c->r.proto < 3) sv_add_array(&c->r, (long long)n * 2);
+    else sv_add_array(&c->r, (long long)n);
+    for (size_t i = 0; i < n; i++) {
+        sv_entry *e = z->a[idx[i]];
+        if (withscores && c->r.proto >= 3) sv_add_array(&c->r, 2);
+        sv_add_bulk(&c->r, e->key, e->klen);
+        if (withscores) sv_add_double(&c->r, e->u.d);
+    }
+}
+
+enum { ZR_AUTO, ZR_RANK, ZR_SCORE, ZR_LEX };
+enum { ZD_AUTO, ZD_FWD, ZD_REV };
+
+/* Redis 7.0's zrangeGenericCommand for ZRANGE and its legacy forms. */
+static void zrange_generic(sv_ctx *c, int argc, sv_str *argv, int rangetype, int direction)
+{
+    int withscores = 0;
+    long long offset = 0, limit = -1;
+    for (int j = 4; j < argc; j++) {
+        int left = argc - j - 1;
+        if (sv_eq(argv[j], "withscores")) withscores = 1;
+        else if (sv_eq(argv[j], "limit") && left >= 2) {
+            if (!sv_get_ll(c, argv[j + 1], &offset) || !sv_get_ll(c, argv[j + 2], &limit)) return;
+            j += 2;
+        } else if (direction == ZD_AUTO && sv_eq(argv[j], "rev")) direction = ZD_REV;
+        else if (rangetype == ZR_AUTO && sv_eq(argv[j], "bylex")) rangetype = ZR_LEX;
+        else if (rangetype == ZR_AUTO && sv_eq(argv[j], "byscore")) rangetype = ZR_SCORE;
+        else {
+            sv_add_error(&c->r, SV_ERR_SYNTAX);
+            return;
+        }
+    }
+    if (direction == ZD_AUTO) direction = ZD_FWD;
+    if (rangetype == ZR_AUTO) rangetype = ZR_RANK;
+    if (limit != -1 && rangetype == ZR_RANK) {
+        sv_add_error(&c->r, "syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX");
+        return;
+    }
+    if (withscores && rangetype == ZR_LEX) {
+        sv_add_error(&c->r, "syntax error, WITHSCORES not supported in combination with BYLEX");
+        return;
+    }
+    sv_str minarg = argv[2], maxarg = argv[3];
+    if (direction == ZD_REV && (rangetype == ZR_SCORE || rangetype == ZR_LEX)) {
+        minarg = argv[3];
+        maxarg = argv[2];
+    }
+    long long start = 0, end = 0;
+    zrange_score sr;
+    zrange_lex lr;
+    if (rangetype == ZR_RANK) {
+        if (!sv_get_ll(c, minarg, &start) || !sv_get_ll(c, maxarg, &end)) return;
+    } else if (rangetype == ZR_SCORE) {
+        if (!parse_score_range(minarg, maxarg, &sr)) {
+            sv_add_error(&c->r, "min or max is not a float");
+            return;
+        }
+    } else {
+        if (!parse_lex_range(minarg, maxarg, &lr)) {
+            sv_add_error(&c->r, "min or max not valid string range item");
+            return;
+        }
+    }
+    sv_entry *e = NULL;
+    sv_zset *z = NULL;
+    int r = get_zset(c, argv[1], &e, &z);
+    if (r == 0) sv_add_empty_array(&c->r);
+    if (r != 1) return;
+    size_t from, to;
+    if (rangetype == ZR_RANK) {
+        long long llen = (long long)z->len;
+        if (start < 0) start = llen + start;
+        if (end < 0) end = llen + end;
+        if (start < 0) start = 0;
+        if (start > end || start >= llen) {
+            sv_add_empty_array(&c->r);
+            return;
+        }
+        if (end >= llen) end = llen - 1;
+        if (direction == ZD_FWD) {
+            from = (size_t)start;
+            to = (size_t)end + 1;
+        } else {
+            from = (size_t)(llen - 1 - end);
+            to = (size_t)(llen - start);
+        }
+    } else if (rangetype == ZR_SCORE) {
+        score_span(z, &sr, &from, &to);
+    } else {
+        lex_span(z, &lr, &from, &to);
+    }
+    size_t total = to > from ? to - from : 0;
+    size_t *idx = sv_malloc(sizeof(size_t) * (total ? total : 1));
+    size_t n = 0;
+    if (offset < 0 && rangetype != ZR_RANK) total = 0;
+    for (size_t k = 0; k < total; k++) {
+        if (rangetype != ZR_RANK && (long long)k < offset) continue;
+        if (limit >= 0 && rangetype != ZR_RANK && (long long)n >= limit) break;
+        idx[n++] = direction == ZD_FWD ? from + k : to - 1 - k;
+    }
+    add_range_reply(c, z, idx, n, withscores);
+    free(idx);
+}
+
+void sv_cmd_zrange(sv_ctx *c, int argc, sv_str *argv) { zrange_generic(c, argc, argv, ZR_AUTO, ZD_AUTO); }
+void sv_cmd_zrevrange(sv_ctx *c, int argc, sv_str *argv) { zrange_generic(c, argc, argv, ZR_RANK, ZD_REV); }
+void sv_cmd_zrangebyscore(sv_ctx *c, int argc, sv_str *argv) { zrange_generic(c, argc, argv, ZR_SCORE, ZD_FWD); }
+void sv_cmd_zrevrangebyscore(sv_ctx *c, int argc, sv_str *argv) { zrange_generic(c, argc, argv, ZR_SCORE, ZD_REV); }
+void sv_cmd_zrangebylex(sv_ctx *c, int argc, sv_str *argv) { zrange_generic(c, argc, argv, ZR_LEX, ZD_FWD); }
+void sv_cmd_zrevrangebylex(sv_ctx *c, int argc, sv_str *argv) { zrange_generic(c, argc, argv, ZR_LEX, ZD_REV); }
+
+void sv_cmd_zcount(sv_ctx *c, int argc, sv_str *argv)
+{
+    (void)argc;
+    zrange_score sr;
+    if (!parse_score_range(argv[2], argv[3], &sr)) {
+        sv_add_error(&c->r, "min or max is not a float");
+        return;
+    }
+    sv_entry *e = NULL;
+    sv_zset *z = NULL;
+    int r = get_zset(c, argv[1], &e, &z);
+    if (r == 0) sv_add_int(&c->r, 0);
+    if (r != 1) return;
+    size_t from, to;
+    score_span(z, &sr, &from, &to);
+    sv_add_int(&c->r, to > from ? (long long)(to - from) : 0);
+}
+
+void sv_cmd_zlexcount(sv_ctx *c, int argc, sv_str *argv)
+{
+    (void)argc;
+    zrange_lex lr;
+    if (!parse_lex_range(argv[2], argv[3], &lr)) {
+        sv_add_error(&c->r, "min or max not valid string range item");
+        return;
+    }
+    sv_entry *e = NULL;
+    sv_zset *z = NULL;
+    int r = get_zset(c, argv[1], &e, &z);
+    if (r == 0) sv_add_int(&c->r, 0);
+    if (r != 1) return;
+    size_t from, to;
+    lex_span(z, &lr, &from, &to);
+    sv_add_int(&c->r, (long long)(to - from));
+}
+
+static void zpop_generic(sv_ctx *c, int argc, sv_str *argv, int max)
+{
+    if (argc > 3) {
+        sv_add_error(&c->r, SV_ERR_SYNTAX);
+        return;
+    }
+    long long count = 1;
+    if (argc == 3 && !sv_get_ll_range(c, argv[2], 0, LONG_MAX, &count, "value is out of range, must be positive")) return;
+    sv_entry *e = NULL;
+    sv_zset *z = NULL;
+    int r = get_zset(c, argv[1], &e, &z);
+    if (r == 0) sv_add_empty_array(&c->r);
+    if (r != 1) return;
+    if (count == 0) {
+        sv_add_empty_array(&c->r);
+        return;
+    }
+    int nested = argc == 3 && c->r.proto >= 3;
+    size_t n = (size_t)count > z->len ? z->len : (size_t)count;
+    sv_add_array(&c->r, nested ? (long long)n : (long long)n * 2);
+    for (size_t i = 0; i < n; i++) {
+        sv_entry *m = max ? z->a[z->len - 1] : z->a[0];
+        if (nested) sv_add_array(&c->r, 2);
+        sv_add_bulk(&c->r, m->key, m->klen);
+        sv_add_double(&c->r, m->u.d);
+        if (max) zset_delete_range(z, z->len - 1, z->len);
+        else zset_delete_range(z, 0, 1);
+    }
+    sv_db_delete_if_empty(c->sh, e);
+}
+
+void sv_cmd_zpopmin(sv_ctx *c, int argc, sv_str *argv) { zpop_generic(c, argc, argv, 0); }
+void sv_cmd_zpopmax(sv_ctx *c, int argc, sv_str *argv) { zpop_generic(c, argc, argv, 1); }
+
+void sv_cmd_zremrangebyrank(sv_ctx *c, int argc, sv_str *argv)
+{
+    (void)argc;
+    long long start, end;
+    if (!sv_get_ll(c, argv[2], &start) || !sv_get_ll(c, argv[3], &end)) return;
+    sv_entry *e = NULL;
+    sv_zset *z = NULL;
+    int r = get_zset(c, argv[1], &e, &z);
+    if (r == 0) sv_add_int(&c->r, 0);
+    if (r != 1) return;
+    long long llen = (long long)z->len;
+    if (start < 0) start = llen + start;
+    if (end < 0) end = llen + end;
+    if (start < 0) start = 0;
+    if (start > end || start >= llen) {
+        sv_add_int(&c->r, 0);
+        return;
+    }
+    if (end >= llen) end = llen - 1;
+    zset_delete_range(z, (size_t)start, (size_t)end + 1);
+    sv_add_int(&c->r, end - start + 1);
+    sv_db_delete_if_empty(c->sh, e);
+}
+
+void sv_cmd_zremrangebyscore(sv_ctx *c, int argc, sv_str *argv)
+{
+    (void)argc;
+    zrange_score sr;
+    if (!parse_score_range(argv[2], argv[3], &sr)) {
+        sv_add_error(&c->r, "min or max is not a float");
+        return;
+    }
+    sv_entry *e = NULL;
+    sv_zset *z = NULL;
+    int r = get_zset(c, argv[1], &e, &z);
+    if (r == 0) sv_add_int(&c->r, 0);
+    if (r != 1) return;
+    size_t from, to;
+    score_span(z, &sr, &from, &to);
+    if (to < from) to = from;
+    zset_delete_range(z, from, to);
+    sv_add_int(&c->r, (long long)(to - from));
+    sv_db_delete_if_empty(c->sh, e);
+}
+
+void sv_cmd_zremrangebylex(sv_ctx *c, int argc, sv_str *argv)
+{
+    (void)argc;
+    zrange_lex lr;
+    if (!parse_lex_range(argv[2], argv[3], &lr)) {
+        sv_add_error(&c->r, "min or max not valid string range item");
+        return;
+    }
+    sv_entry *e = NULL;
+    sv_zset *z = NULL;
+    int r = get_zset(c, argv[1], &e, &z);
+    if (r == 0) sv_add_int(&c->r, 0);
+    if (r != 1) return;
+    size_t from, to;
+    lex_span(z, &lr, &from, &to);
+    zset_delete_range(z, from, to);
+    sv_add_int(&c->r, (long long)(to - from));
+    sv_db_delete_if_empty(c->sh, e);
+}
+
+void sv_cmd_zscan(sv_ctx *c, int argc, sv_str *argv)
+{
+    uint64_t cursor;
+    if (!sv_parse_scan_cursor(c, argv[2], &cursor)) return;
+    sv_entry *e = NULL;
+    sv_zset *z = NULL;
+    int r = get_zset(c, argv[1], &e, &z);
+    if (r == 0) sv_add_empty_scan(c);
+    if (r != 1) return;
+    sv_scan_collection(c, &z->d, cursor, argc, argv, SV_T_ZSET);
+}

@@ -1,0 +1,614 @@
+"""Differential test: one seeded random stream of data commands from every family,
+errors included, sent to slotlane-server and to Debian's redis-server 7.0; the
+replies must match.
+
+Runs: 1 shard (multi-key commands may span slots, as on a standalone Redis) and
+4 shards (every multi-key command's keys under one hash tag, each command sent to
+the shard owning its first key), each in RESP2 and RESP3.
+
+Exceptions, compared by a weaker rule instead of being skipped:
+  * SMEMBERS SINTER SUNION SDIFF HKEYS HVALS HGETALL KEYS: the order of an unordered
+    collection is an implementation detail (Redis's intset/listpack/dict orders
+    differ from ours) -> same elements, same count (compared sorted).
+  * SCAN HSCAN SSCAN ZSCAN: cursor values and batch sizes depend on the table
+    layout -> iterated to the end on both, same set of elements.
+  * SPOP SRANDMEMBER HRANDFIELD RANDOMKEY: the choice is random -> same count,
+    every element a member (distinct when the count is positive); after SPOP the
+    reference is re-synced to our remaining set.
+  * TTL PTTL EXPIRETIME PEXPIRETIME: the two servers run the same command a few
+    milliseconds apart -> equal within 1 s (1 for TTL/EXPIRETIME in seconds).
+  * DBSIZE counts keys whose TTL has passed but that neither server's expiry
+    sampling has reached yet -> compared right after an EXISTS of every key name
+    the stream uses, on both, which expires such keys lazily.
+  * INFO: the text is server identity and statistics -> same reply type, same
+    section headers, and the fields clients read are present (redis_version:7.0,
+    cluster_enabled, connected_clients, total_commands_processed).
+  * HELLO: client id and mode ("cluster" vs "standalone") are identity -> same reply
+    type and field names, same server, proto, role and modules.
+  * At 4 shards, keyless keyspace commands (DBSIZE, SCAN, RANDOMKEY, KEYS without
+    a tag) see one shard: KEYS is sent with a '{tag}*' pattern to its owner;
+    DBSIZE/SCAN/RANDOMKEY run only in the 1-shard streams.
+"""
+import os
+import random
+import time
+
+import pytest
+
+from resp import Conn, Err, Map, Set, Server, Status, NullArray, key_slot
+
+SEED = int(os.environ.get("SV_DIFF_SEED", "20261129"))
+OPS = int(os.environ.get("SV_DIFF_OPS", "12000"))
+
+VALUES = ["a", "b", "hello", "", "x" * 40, "0", "1", "-1", "10", "3.5", "-0.5", "1e3", " 1", "inf",
+          "9223372036854775807", "-9223372036854775808", "\x00\xffbin", "007", "+5", "2.5e-3"]
+MEMBERS = ["m0", "m1", "m2", "m3", "m4", "1", "2", "10", "-3", ""]
+FIELDS = ["f0", "f1", "f2", "f3", "n", "fl"]
+SCORES = ["0", "1", "-1", "2.5", "3", "1e2", "inf", "-inf", "0.1", "-0.0"]
+BAD_NUMS = ["x", "1.5", "", "99999999999999999999", " 1", "1 "]
+LEX = ["a", "b", "c", "aa", "ab", "b1", "zz", ""]
+
+
+def pick_int(rng, lo=-5, hi=10):
+    if rng.random() < 0.1:
+        return rng.choice(BAD_NUMS + ["9223372036854775807", "-9223372036854775808"])
+    return str(rng.randrange(lo, hi))
+
+
+class Gen:
+    def __init__(self, rng, sharded, proto=2):
+        self.rng = rng
+        self.sharded = sharded
+        self.proto = proto
+
+    def key(self, fam, group=None):
+        rng = self.rng
+        if rng.random() < 0.08:  # a key of another type: WRONGTYPE paths
+            others = {"zset": ["str", "list", "hash", "set"], "lex": ["str", "list", "hash", "set"]}
+            fam = rng.choice(others.get(fam, ["str", "list", "hash", "set", "zset"]))
+        if group is None:
+            group = rng.randrange(3)
+        return f"{{g{group}}}{fam}:{rng.randrange(4)}"
+
+    def keys(self, fam, n):
+        """Keys for a multi-key command: one group when sharded, any otherwise."""
+        g = self.rng.randrange(3)
+        return [self.key(fam, g if self.sharded else None) for _ in range(n)]
+
+    def expire_opts(self, allow_keepttl=True):
+        rng = self.rng
+        now = int(time.time())
+        c = rng.random()
+        if c < 0.3:
+            return []
+        opts = rng.choice([
+            ["EX", rng.choice(["100", "200", "0", "-1", "x"])],
+            ["PX", rng.choice(["100000", "200000", "0", "x"])],
+            ["EXAT", rng.choice([str(now + 1000), "1", "0"])],
+            ["PXAT", rng.choice([str((now + 1000) * 1000), "1"])],
+            ["KEEPTTL"] if allow_keepttl else ["PERSIST"],
+        ])
+        if rng.random() < 0.05:
+            opts += rng.choice([["EX", "10"], ["KEEPTTL"], ["PX"]])
+        return opts
+
+    # Each generator returns (argv, key indexes, compare mode)
+    def string_cmd(self):
+        rng = self.rng
+        k = self.key("str")
+        v = rng.choice(VALUES)
+        c = rng.randrange(24)
+        if c == 0: return ["GET", k], [1], "exact"
+        if c == 1:
+            opts = []
+            for o in rng.sample(["NX", "XX", "GET"], rng.randrange(3)):
+                opts.append(o)
+            opts += self.expire_opts()
+            rng.shuffle(opts) if rng.random() < 0.1 else None
+            return ["SET", k, v] + opts, [1], "exact"
+        if c == 2: return ["SETNX", k, v], [1], "exact"
+        if c == 3: return ["SETEX", k, rng.choice(["100", "0", "-5", "x"]), v], [1], "exact"
+        if c == 4: return ["PSETEX", k, rng.choice(["100000", "0", "x"]), v], [1], "exact"
+        if c == 5: return ["GETSET", k, v], [1], "exact"
+        if c == 6: return ["GETDEL", k], [1], "exact"
+        if c == 7: return ["GETEX", k] + self.expire_opts(False), [1], "exact"
+        if c == 8:
+            ks = self.keys("str", rng.randrange(1, 4))
+            return ["MGET"] + ks, list(range(1, len(ks) + 1)), "exact"
+        if c in (9, 10):
+            ks = self.keys("str", rng.randrange(1, 4))
+            args = []
+            for x in ks:
+                args += [x, rng.choice(VALUES)]
+            if rng.random() < 0.05:
+                args = args[:-1]
+            return [rng.choice(["MSET", "MSETNX"])] + args, list(range(1, len(args) + 1, 2)), "exact"
+        if c == 11: return ["APPEND", k, v], [1], "exact"
+        if c == 12: return ["STRLEN", k], [1], "exact"
+        if c == 13: return ["GETRANGE", k, pick_int(rng, -8, 8), pick_int(rng, -8, 8)], [1], "exact"
+        if c == 14: return ["SETRANGE", k, rng.choice(["0", "3", "10", "-1", "x", "536870912"]), v], [1], "exact"
+        if c == 15: return ["INCR", k], [1], "exact"
+        if c == 16: return ["DECR", k], [1], "exact"
+        if c == 17: return ["INCRBY", k, pick_int(rng, -100, 100)], [1], "exact"
+        if c == 18: return ["DECRBY", k, pick_int(rng, -100, 100)], [1], "exact"
+        if c == 19: return ["INCRBYFLOAT", k, rng.choice(["1.5", "-0.25", "10", "x", "1e308", "inf", "3"])], [1], "exact"
+        if c == 20: return ["SET", k, str(rng.randrange(-50, 50))], [1], "exact"
+        if c == 21: return ["GET"], [], "exact"
+        if c == 22: return ["SET", k], [1], "exact"
+        return ["SET", k, v, rng.choice(["NX", "XX", "BAD", "EX"])], [1], "exact"
+
+    def keys_cmd(self):
+        rng = self.rng
+        fam = rng.choice(["str", "list", "hash", "set", "zset"])
+        k = self.key(fam)
+        c = rng.randrange(21)
+        if c in (0, 1):
+            ks = self.keys(fam, rng.randrange(1, 4))
+            return [rng.choice(["DEL", "UNLINK", "EXISTS", "TOUCH"])] + ks, list(range(1, len(ks) + 1)), "exact"
+        if c == 2: return ["TYPE", k], [1], "exact"
+        if c in (3, 4):
+            a, b = self.keys(fam, 2)
+            return [rng.choice(["RENAME", "RENAMENX"]), a, b], [1, 2], "exact"
+        if c in (5, 6, 7):
+            cmd = rng.choice(["EXPIRE", "PEXPIRE"])
+            t = rng.choice(["100", "200", "-1", "0", "x", "9223372036854775807"]) if cmd == "EXPIRE" else \
+                rng.choice(["100000", "200000", "-1", "x"])
+            opts = rng.sample(["NX", "XX", "GT", "LT"], rng.choice([0, 0, 1, 1, 2]))
+            if rng.random() < 0.03:
+                opts.append("BAD")
+            return [cmd, k, t] + opts, [1], "exact"
+        if c == 8:
+            now = int(time.time())
+            cmd = rng.choice(["EXPIREAT", "PEXPIREAT"])
+            t = str(now + 500) if cmd == "EXPIREAT" else str((now + 500) * 1000)
+            t = rng.choice([t, "1", "0", "x"])
+            return [cmd, k, t] + rng.sample(["NX", "XX", "GT", "LT"], rng.choice([0, 1])), [1], "exact"
+        if c == 9: return ["TTL", k], [1], "ttl"
+        if c == 10: return ["PTTL", k], [1], "pttl"
+        if c == 11: return ["PERSIST", k], [1], "exact"
+        if c == 12: return ["EXPIRETIME", k], [1], "ttl"
+        if c == 13: return ["PEXPIRETIME", k], [1], "pttl"
+        if c == 14:
+            g = rng.randrange(3)
+            pat = rng.choice([f"{{g{g}}}*", f"{{g{g}}}s*", f"{{g{g}}}*:[0-1]", f"{{g{g}}}?et:*"])
+            return ["KEYS", pat], ([] if not self.sharded else ["pattern", f"g{g}"]), "unordered"
+        if c == 18:
+            return ["INFO", self.rng.choice(["keyspace", "cluster", "server", "clients", "stats"])], [], "info"
+        if c == 19:
+            return ["HELLO", str(self.proto)], [], "hello"
+        if not self.sharded:
+            if c == 15: return ["DBSIZE"], [], "dbsize"
+            if c == 16: return ["SCAN"], [], "scan"
+            if c == 17: return ["RANDOMKEY"], [], "randomkey"
+        return ["EXISTS", k], [1], "exact"
+
+    def list_cmd(self):
+        rng = self.rng
+        k = self.key("list")
+        v = rng.choice(MEMBERS[:5])
+        c = rng.randrange(22)
+        if c in (0, 1, 2):
+            vals = [rng.choice(MEMBERS[:5]) for _ in range(rng.randrange(1, 4))]
+            return [rng.choice(["LPUSH", "RPUSH"]), k] + vals, [1], "exact"
+        if c == 3: return [rng.choice(["LPUSHX", "RPUSHX"]), k, v], [1], "exact"
+        if c in (4, 5):
+            cnt = [] if rng.random() < 0.5 else [rng.choice(["0", "1", "2", "5", "-1", "x"])]
+            return [rng.choice(["LPOP", "RPOP"]), k] + cnt, [1], "exact"
+        if c == 6: return ["LLEN", k], [1], "exact"
+        if c in (7, 8): return ["LRANGE", k, pick_int(rng, -6, 6), pick_int(rng, -6, 6)], [1], "exact"
+        if c == 9: return ["LINDEX", k, pick_int(rng, -6, 6)], [1], "exact"
+        if c == 10: return ["LSET", k, pick_int(rng, -6, 6), v], [1], "exact"
+        if c == 11: return ["LINSERT", k, rng.choice(["BEFORE", "AFTER", "after", "middle"]), v, "new"], [1], "exact"
+        if c == 12: return ["LREM", k, pick_int(rng, -3, 3), v], [1], "exact"
+        if c == 13: return ["LTRIM", k, pick_int(rng, -6, 6), pick_int(rng, -6, 6)], [1], "exact"
+        if c in (14, 15):
+            opts = []
+            if rng.random() < 0.5: opts += ["RANK", rng.choice(["1", "2", "-1", "-2", "0", "x"])]
+            if rng.random() < 0.5: opts += ["COUNT", rng.choice(["0", "1", "2", "-1"])]
+            if rng.random() < 0.3: opts += ["MAXLEN", rng.choice(["0", "2", "-1"])]
+            if rng.random() < 0.05: opts += ["BAD"]
+            return ["LPOS", k, v] + opts, [1], "exact"
+        if c in (16, 17):
+            a, b = self.keys("list", 2)
+            return ["LMOVE", a, b, rng.choice(["LEFT", "RIGHT", "UP"]), rng.choice(["LEFT", "RIGHT"])], [1, 2], "exact"
+        if c == 18:
+            a, b = self.keys("list", 2)
+            return ["RPOPLPUSH", a, b], [1, 2], "exact"
+        if c == 19: return ["LPOP", k, "1", "2"], [1], "exact"
+        return ["RPUSH", k, v], [1], "exact"
+
+    def hash_cmd(self):
+        rng = self.rng
+        k = self.key("hash")
+        f = rng.choice(FIELDS)
+        v = rng.choice(VALUES)
+        c = rng.randrange(22)
+        if c in (0, 1, 2):
+            args = []
+            for _ in range(rng.randrange(1, 3)):
+                args += [rng.choice(FIELDS), rng.choice(VALUES)]
+            if rng.random() < 0.05:
+                args = args[:-1]
+            return [rng.choice(["HSET", "HMSET"]), k] + args, [1], "exact"
+        if c == 3: return ["HSETNX", k, f, v], [1], "exact"
+        if c == 4: return ["HGET", k, f], [1], "exact"
+        if c == 5: return ["HMGET", k] + rng.sample(FIELDS, 3), [1], "exact"
+        if c == 6: return ["HDEL", k] + rng.sample(FIELDS, rng.randrange(1, 3)), [1], "exact"
+        if c == 7: return ["HLEN", k], [1], "exact"
+        if c == 8: return ["HEXISTS", k, f], [1], "exact"
+        if c == 9: return ["HGETALL", k], [1], "map"
+        if c == 10: return [rng.choice(["HKEYS", "HVALS"]), k], [1], "unordered"
+        if c in (11, 12): return ["HINCRBY", k, rng.choice(["n", "f0", "fl"]), pick_int(rng, -10, 10)], [1], "exact"
+        if c == 13: return ["HINCRBYFLOAT", k, rng.choice(["n", "fl", "f1"]), rng.choice(["1.5", "-2", "x", "inf", "0.1"])], [1], "exact"
+        if c == 14: return ["HSTRLEN", k, f], [1], "exact"
+        if c in (15, 16):
+            args = []
+            if rng.random() < 0.7:
+                args.append(rng.choice(["1", "3", "10", "-2", "-5", "0", "x"]))
+                if rng.random() < 0.4:
+                    args.append(rng.choice(["WITHVALUES", "WITHVALUES", "BAD"]))
+            return ["HRANDFIELD", k] + args, [1], "hrandfield"
+        if c == 17: return ["HSCAN", k, "0"] + rng.choice([[], ["MATCH", "f*"], ["COUNT", "2"]]), [1], "scan"
+        if c == 18: return ["HSET", k, "n", str(rng.randrange(-20, 20))], [1], "exact"
+        if c == 19: return ["HSET", k, "fl", rng.choice(["1.5", "2", "abc"])], [1], "exact"
+        return ["HSET", k], [1], "exact"
+
+    def set_cmd(self):
+        rng = self.rng
+        k = self.key("set")
+        m = rng.choice(MEMBERS)
+        c = rng.randrange(22)
+        if c in (0, 1, 2): return ["SADD", k] + rng.sample(MEMBERS, rng.randrange(1, 4)), [1], "exact"
+        if c == 3: return ["SREM", k] + rng.sample(MEMBERS, rng.randrange(1, 3)), [1], "exact"
+        if c == 4: return ["SMEMBERS", k], [1], "unordered"
+        if c == 5: return ["SISMEMBER", k, m], [1], "exact"
+        if c == 6: return ["SMISMEMBER", k] + rng.sample(MEMBERS, 3), [1], "exact"
+        if c == 7: return ["SCARD", k], [1], "exact"
+        if c == 8:
+            return ["SPOP", k] + ([] if rng.random() < 0.5 else [rng.choice(["1", "2", "0", "-1", "x"])]), [1], "spop"
+        if c == 9:
+            return ["SRANDMEMBER", k] + ([] if rng.random() < 0.3 else [rng.choice(["1", "3", "20", "-3", "0", "x"])]), [1], "srandmember"
+        if c == 10:
+            a, b = self.keys("set", 2)
+            return ["SMOVE", a, b, m], [1, 2], "exact"
+        if c in (11, 12):
+            ks = self.keys("set", rng.randrange(1, 4))
+            return [rng.choice(["SINTER", "SUNION", "SDIFF"])] + ks, list(range(1, len(ks) + 1)), "unordered"
+        if c in (13, 14):
+            ks = self.keys("set", rng.randrange(2, 4))
+            return [rng.choice(["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"])] + ks, list(range(1, len(ks) + 1)), "exact"
+        if c == 15:
+            ks = self.keys("set", rng.randrange(1, 4))
+            # a numkeys larger than the key list turns LIMIT into a key: at 4 shards that is a
+            # (correct) CROSSSLOT, so only the 1-shard stream sends it
+            n = rng.choice([str(len(ks)), str(len(ks)), "0", "x"] + ([] if self.sharded else [str(len(ks) + 2)]))
+            extra = rng.choice([[], [], ["LIMIT", rng.choice(["0", "1", "-1", "x"])], ["BAD"]])
+            return ["SINTERCARD", n] + ks + extra, list(range(2, len(ks) + 2)), "exact"
+        if c == 16: return ["SSCAN", k, "0"] + rng.choice([[], ["MATCH", "m*"], ["COUNT", "3"]]), [1], "scan"
+        return ["SADD", k, m], [1], "exact"
+
+    def zset_cmd(self):
+        rng = self.rng
+        k = self.key("zset")
+        m = rng.choice(MEMBERS)
+        c = rng.randrange(26)
+        if c in (0, 1, 2, 3):
+            opts = rng.sample(["NX", "XX", "GT", "LT", "CH", "INCR"], rng.choice([0, 0, 0, 1, 1, 2]))
+            args = []
+            for _ in range(rng.randrange(1, 3) if "INCR" not in opts else 1):
+                args += [rng.choice(SCORES + (["nan", "x"] if rng.random() < 0.05 else [])), rng.choice(MEMBERS)]
+            if rng.random() < 0.03:
+                args = args[:-1]
+            return ["ZADD", k] + opts + args, [1], "exact"
+        if c == 4: return ["ZREM", k] + rng.sample(MEMBERS, rng.randrange(1, 3)), [1], "exact"
+        if c == 5: return ["ZSCORE", k, m], [1], "exact"
+        if c == 6: return ["ZMSCORE", k] + rng.sample(MEMBERS, 3), [1], "exact"
+        if c == 7: return ["ZINCRBY", k, rng.choice(["1", "-2.5", "0.1", "x", "inf", "-inf"]), m], [1], "exact"
+        if c == 8: return ["ZCARD", k], [1], "exact"
+        lo = rng.choice(["-inf", "0", "(0", "1", "(1", "2.5", "+inf", "x", "(", "-1"])
+        hi = rng.choice(["+inf", "3", "(3", "100", "inf", "-inf", "2.5", "x"])
+        if c == 9: return ["ZCOUNT", k, lo, hi], [1], "exact"
+        if c == 10: return [rng.choice(["ZRANK", "ZREVRANK"]), k, m], [1], "exact"
+        if c in (11, 12, 13):
+            mode = rng.choice(["rank", "rank", "score"])
+            opts = []
+            if mode == "score":
+                a, b = lo, hi
+                opts.append("BYSCORE")
+            else:
+                a, b = pick_int(rng, -5, 5), pick_int(rng, -5, 5)
+            if rng.random() < 0.3: opts.append("REV")
+            if rng.random() < 0.3: opts += ["LIMIT", rng.choice(["0", "1", "-1"]), rng.choice(["1", "2", "-1", "0"])]
+            if rng.random() < 0.4: opts.append("WITHSCORES")
+            if rng.random() < 0.03: opts.append("BYLEX")
+            rng.shuffle(opts)
+            return ["ZRANGE", k, a, b] + opts, [1], "exact"
+        if c in (14, 15):
+            cmd = rng.choice(["ZRANGEBYSCORE", "ZREVRANGEBYSCORE"])
+            opts = []
+            if rng.random() < 0.4: opts.append("WITHSCORES")
+            if rng.random() < 0.3: opts += ["LIMIT", rng.choice(["0", "1"]), rng.choice(["1", "2", "-1"])]
+            return [cmd, k, lo, hi] + opts, [1], "exact"
+        if c in (16, 17):
+            return [rng.choice(["ZPOPMIN", "ZPOPMAX"]), k] + ([] if rng.random() < 0.5 else [rng.choice(["1", "2", "0", "-1", "x"])]), [1], "exact"
+        if c == 18: return ["ZREMRANGEBYRANK", k, pick_int(rng, -4, 4), pick_int(rng, -4, 4)], [1], "exact"
+        if c == 19: return ["ZREMRANGEBYSCORE", k, lo, hi], [1], "exact"
+        if c == 20: return ["ZSCAN", k, "0"] + rng.choice([[], ["MATCH", "m*"], ["COUNT", "2"]]), [1], "scan"
+        if c == 21: return ["ZREVRANGE", k, pick_int(rng, -4, 4), pick_int(rng, -4, 4)] + (["WITHSCORES"] if rng.random() < 0.5 else []), [1], "exact"
+        return self.lex_cmd()
+
+    def lex_cmd(self):
+        rng = self.rng
+        k = self.key("lex")
+        lo = rng.choice(["-", "[a", "(a", "[b", "(aa", "+", "a", "[", "("])
+        hi = rng.choice(["+", "[b", "(c", "[zz", "-", "(b1", "b"])
+        c = rng.randrange(7)
+        if c in (0, 1): return ["ZADD", k] + sum([["0", rng.choice(LEX)] for _ in range(rng.randrange(1, 3))], []), [1], "exact"
+        if c == 2: return [rng.choice(["ZRANGEBYLEX", "ZREVRANGEBYLEX"]), k, lo, hi] + (["LIMIT", "0", rng.choice(["1", "2", "-1"])] if rng.random() < 0.3 else []), [1], "exact"
+        if c == 3: return ["ZRANGE", k, lo, hi, "BYLEX"] + (["REV"] if rng.random() < 0.4 else []) + (["WITHSCORES"] if rng.random() < 0.1 else []), [1], "exact"
+        if c == 4: return ["ZREMRANGEBYLEX", k, lo, hi], [1], "exact"
+        if c == 5: return ["ZLEXCOUNT", k, lo, hi], [1], "exact"
+        return ["ZREM", k, rng.choice(LEX)], [1], "exact"
+
+    def next(self):
+        fam = self.rng.choices(["string", "keys", "list", "hash", "set", "zset"], [5, 3, 3, 3, 3, 4])[0]
+        return getattr(self, fam + "_cmd")()
+
+
+ALL_KEYS = [f"{{g{g}}}{fam}:{n}" for fam in ["str", "list", "hash", "set", "zset", "lex"]
+            for g in range(3) for n in range(4)]
+
+
+def norm_unordered(r):
+    if isinstance(r, list):
+        return (type(r).__name__, sorted(repr(x) for x in r))
+    return r
+
+
+def norm_map(r):
+    if isinstance(r, Map):
+        return ("map", sorted(repr(p) for p in r))
+    if isinstance(r, list):
+        return ("flat", sorted(repr((r[i], r[i + 1])) for i in range(0, len(r), 2)))
+    return r
+
+
+class Pair:
+    """slotlane (ours) and redis (ref) connections, routed for sharded runs."""
+
+    def __init__(self, ours, ref, proto):
+        self.ours_srv, self.ref_srv = ours, ref
+        self.ref = Conn(ref.port)
+        self.ours = [Conn(ours.port + i) for i in range(ours.shards)]
+        self.proto = proto
+        if proto == 3:
+            self.ref.call("HELLO", "3")
+            for c in self.ours:
+                assert isinstance(c.call("HELLO", "3"), Map)
+        self.owner = {}
+        if ours.shards > 1:
+            for rng_ in self.ours[0].call("CLUSTER", "SLOTS"):
+                lo, hi, node = rng_[0], rng_[1], rng_[2]
+                self.owner[(lo, hi)] = node[1] - ours.port
+
+    def conn_for(self, argv, keyidx):
+        if len(self.ours) == 1:
+            return self.ours[0]
+        if keyidx and keyidx[0] == "pattern":
+            slot = key_slot(keyidx[1])
+        elif keyidx and keyidx[0] < len(argv):
+            slot = key_slot(argv[keyidx[0]])
+        else:
+            return self.ours[0]
+        for (lo, hi), idx in self.owner.items():
+            if lo <= slot <= hi:
+                return self.ours[idx]
+        raise AssertionError("slot not covered")
+
+    def both(self, argv, keyidx):
+        c = self.conn_for(argv, keyidx)
+        return c.call(*argv), self.ref.call(*argv), c
+
+
+def scan_all(conn, argv):
+    """Runs a SCAN-family command to the end; returns the multiset of elements."""
+    argv = list(argv)
+    cur_idx = 1 if argv[0].upper() == "SCAN" else 2
+    if argv[0].upper() == "SCAN":
+        argv = ["SCAN", "0"] + argv[2:] if len(argv) > 1 else ["SCAN", "0"]
+        cur_idx = 1
+    items = []
+    for _ in range(10000):
+        r = conn.call(*argv)
+        if isinstance(r, Err):
+            return r
+        cursor, batch = r
+        items.extend(batch)
+        if cursor == b"0":
+            break
+        argv[cur_idx] = cursor.decode()
+    else:
+        raise AssertionError("scan did not finish")
+    if argv[0].upper() in ("HSCAN", "ZSCAN"):
+        return sorted((items[i], items[i + 1]) for i in range(0, len(items), 2))
+    return sorted(items)
+
+
+def members_of(conn, key):
+    r = conn.call("SMEMBERS", key)
+    return set(r) if isinstance(r, list) else set()
+
+
+def compare(pair, argv, keyidx, mode):
+    """Returns None when the replies agree, else a description."""
+    cmd = argv[0].upper()
+    if mode == "scan":
+        c = pair.conn_for(argv, keyidx)
+        a, b = scan_all(c, argv), scan_all(pair.ref, argv)
+        return None if a == b else f"scan sets differ:\n ours={a!r}\n ref ={b!r}"
+    if mode == "spop":
+        c = pair.conn_for(argv, keyidx)
+        key = argv[1]
+        before_a, before_b = members_of(c, key), members_of(pair.ref, key)
+        ra, rb = c.call(*argv), pair.ref.call(*argv)
+        problem = None
+        if before_a != before_b:
+            problem = f"sets differ before SPOP: {before_a!r} vs {before_b!r}"
+        elif isinstance(ra, (Err, Status)) or isinstance(rb, (Err, Status)) or ra is None or rb is None:
+            if ra != rb:
+                problem = f"ours={ra!r} ref={rb!r}"
+        elif isinstance(ra, list):
+            if not isinstance(rb, list) or len(ra) != len(rb) or type(ra) != type(rb) or not set(ra) <= before_a \
+                    or len(set(ra)) != len(ra):
+                problem = f"ours={ra!r} ref={rb!r}"
+        elif ra not in before_a or rb not in before_b:
+            problem = f"ours={ra!r} ref={rb!r}"
+        # re-sync the reference to our remaining set (and TTL)
+        rest = members_of(c, key)
+        if key_type(c, key) in (b"set", "set"):
+            pair.ref.call("DEL", key)
+            if rest:
+                pair.ref.call("SADD", key, *rest)
+                pt = c.call("PEXPIRETIME", key)
+                if isinstance(pt, int) and pt > 0:
+                    pair.ref.call("PEXPIREAT", key, str(pt))
+        return problem
+    if mode == "dbsize":
+        for k in ALL_KEYS:
+            pair.conn_for(["EXISTS", k], [1]).call("EXISTS", k)
+            pair.ref.call("EXISTS", k)
+    a, b, c = pair.both(argv, keyidx)
+    if mode == "exact":
+        return None if a == b and type(a) == type(b) else f"ours={a!r}\n ref ={b!r}"
+    if mode == "unordered":
+        return None if norm_unordered(a) == norm_unordered(b) else f"ours={a!r}\n ref ={b!r}"
+    if mode == "map":
+        return None if norm_map(a) == norm_map(b) else f"ours={a!r}\n ref ={b!r}"
+    if mode in ("ttl", "pttl"):
+        tol = 1 if mode == "ttl" else 1000
+        if cmd in ("EXPIRETIME",):
+            tol = 1
+        if isinstance(a, int) and isinstance(b, int) and (a < 0 or b < 0):
+            return None if a == b else f"ours={a!r} ref={b!r}"
+        if isinstance(a, int) and isinstance(b, int):
+            return None if abs(a - b) <= tol else f"ours={a!r} ref={b!r}"
+        return None if a == b else f"ours={a!r} ref={b!r}"
+    if mode == "dbsize":
+        return None if a == b else f"ours={a!r} ref={b!r}"
+    if mode == "info":
+        # weaker rule: same reply type, same section headers, the fields clients read
+        if type(a) != type(b):
+            return f"types differ ours={a!r} ref={b!r}"
+        ha = [l for l in bytes(a).split(b"\r\n") if l.startswith(b"#")]
+        hb = [l for l in bytes(b).split(b"\r\n") if l.startswith(b"#")]
+        if ha != hb:
+            return f"sections differ ours={ha!r} ref={hb!r}"
+        section = argv[1]
+        needed = {"server": [b"redis_version:7.0"], "cluster": [b"cluster_enabled:"],
+                  "clients": [b"connected_clients:"], "stats": [b"total_commands_processed:"], "keyspace": []}[section]
+        for field in needed:
+            if field not in bytes(a):
+                return f"ours lacks {field!r}"
+        return None
+    if mode == "hello":
+        # weaker rule: same reply type and field names; the same server, proto and role
+        # (id and mode - "cluster" vs "standalone" - are identity, not data)
+        if type(a) != type(b):
+            return f"types differ ours={a!r} ref={b!r}"
+        pa = list(a) if isinstance(a, Map) else [(a[i], a[i + 1]) for i in range(0, len(a), 2)]
+        pb = list(b) if isinstance(b, Map) else [(b[i], b[i + 1]) for i in range(0, len(b), 2)]
+        if [k for k, _ in pa] != [k for k, _ in pb]:
+            return f"fields differ ours={a!r} ref={b!r}"
+        da, db = dict(pa), dict(pb)
+        for k in (b"server", b"proto", b"role", b"modules"):
+            if da[k] != db[k]:
+                return f"{k!r} differs ours={a!r} ref={b!r}"
+        return None
+    if mode == "randomkey":
+        if a is None or b is None:
+            return None if a == b else f"ours={a!r} ref={b!r}"
+        return None if c.call("EXISTS", a) == 1 and pair.ref.call("EXISTS", b) == 1 else f"ours={a!r} ref={b!r}"
+    if mode in ("srandmember", "hrandfield"):
+        if isinstance(a, (Err, Status)) or isinstance(b, (Err, Status)) or a is None or b is None:
+            return None if a == b and type(a) == type(b) else f"ours={a!r} ref={b!r}"
+        if type(a) != type(b):
+            return f"types differ ours={a!r} ref={b!r}"
+        if isinstance(a, bytes):
+            pool = set(c.call("SMEMBERS" if mode == "srandmember" else "HKEYS", argv[1]))
+            return None if a in pool else f"ours={a!r} not a member"
+        if len(a) != len(b):
+            return f"counts differ ours={a!r} ref={b!r}"
+        withvalues = len(argv) > 3
+        if mode == "srandmember":
+            pool = set(c.call("SMEMBERS", argv[1]))
+            elems = a
+        else:
+            h = c.call("HGETALL", argv[1])
+            pairs = list(h) if isinstance(h, Map) else [(h[i], h[i + 1]) for i in range(0, len(h), 2)]
+            pool = set(k for k, _ in pairs)
+            if withvalues:
+                if pair.proto == 3:
+                    got = [tuple(x) for x in a]
+                else:
+                    got = [(a[i], a[i + 1]) for i in range(0, len(a), 2)]
+                if not set(got) <= set(pairs):
+                    return f"pairs not in hash: {got!r}"
+                elems = [k for k, _ in got]
+            else:
+                elems = a
+        if not set(elems) <= pool:
+            return f"elements not members: {a!r}"
+        count = int(argv[2])
+        if count > 0 and len(set(elems)) != len(elems):
+            return f"repeated elements for a positive count: {a!r}"
+        return None
+    raise AssertionError(mode)
+
+
+def key_type(conn, key):
+    t = conn.call("TYPE", key)
+    return t
+
+
+def run_stream(shards, proto, seed, ops):
+    ours = Server(shards=shards)
+    ref = Server(redis=True)
+    failures = []
+    try:
+        pair = Pair(ours, ref, proto)
+        rng = random.Random(seed)
+        gen = Gen(rng, sharded=shards > 1, proto=proto)
+        history = []
+        for i in range(ops):
+            argv, keyidx, mode = gen.next()
+            history.append(argv)
+            problem = compare(pair, argv, keyidx, mode)
+            if problem:
+                failures.append(f"op {i} {argv!r}:\n {problem}")
+                if len(failures) >= 25:
+                    break
+        # finally every key agrees: type, TTL presence and content
+        if not failures:
+            for k in ALL_KEYS:
+                checks = [(["TYPE", k], "exact"), (["PTTL", k], "pttl"), (["GET", k], "exact"),
+                          (["LRANGE", k, "0", "-1"], "exact"), (["HGETALL", k], "map"),
+                          (["SMEMBERS", k], "unordered"), (["ZRANGE", k, "0", "-1", "WITHSCORES"], "exact")]
+                for argv, mode in checks:
+                    p = compare(pair, argv, [1], mode)
+                    if p:
+                        failures.append(f"final {argv!r}: {p}")
+    finally:
+        code_ours, err_ours = ours.stop()
+        ref.stop()
+    assert not failures, "\n".join(failures)
+    assert code_ours == 0, f"slotlane-server exit code {code_ours}: {err_ours}"
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_one_shard(proto):
+    run_stream(1, proto, SEED + proto, OPS)
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_four_shards_hash_tags(proto):
+    run_stream(4, proto, SEED + 10 + proto, OPS // 2)
