@@ -20,8 +20,12 @@ build-asan: deps
 test: build build-asan
 	@bash ci/test.sh
 
+# The C tool (4 s rounds by default here), then every binding's runner in its quick form.
+BENCH_ARGS ?= --seconds 4
+BENCH_LANGS_ARGS ?=
 bench: build
 	@bash ci/bench.sh $(BENCH_ARGS)
+	@bash ci/bench-langs.sh $(BENCH_LANGS_ARGS)
 
 clean:
 	rm -rf build build-asan

@@ -185,8 +185,10 @@ static int queue_scanned(sl_batch *b, const sl_route *route, const uint8_t *buf,
         size_t used = 0, arg0 = b->nargs;
         uint32_t argc = 0;
         why[0] = '\0';
-        int rc = sl__resp_scan_request(&c->alloc, buf + pos, len - pos, &used, &b->args, &b->nargs,
-                                       &b->args_cap, &argc, why);
+        /* A plain client routes nothing: it needs the framing checked, not argument views. */
+        int views = c->mode == SL_MODE_CLUSTER;
+        int rc = sl__resp_scan_request(&c->alloc, buf + pos, len - pos, &used, views ? &b->args : NULL,
+                                       &b->nargs, &b->args_cap, &argc, why);
         if (rc != 1) {
             b->ncmds = save_cmds;
             b->nargs = save_args;

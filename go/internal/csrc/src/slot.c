@@ -19,15 +19,17 @@ uint16_t sl__crc16(const void *buf, size_t len)
 unsigned sl__key_slot(const void *key, size_t len)
 {
     const unsigned char *k = key;
-    /* A plain loop: keys are short, and a libc memchr call costs more than it saves. */
-    size_t open = 0;
-    while (open < len && k[open] != '{') open++;
-    if (open < len) {
-        size_t close = open + 1;
+    /* One pass: the CRC runs while looking for '{'; only a key with a real tag is hashed
+     * again (just its tag). */
+    uint16_t crc = 0;
+    size_t i = 0;
+    for (; i < len && k[i] != '{'; i++) crc = (uint16_t)((crc << 8) ^ crc16_table[((crc >> 8) ^ k[i]) & 0xff]);
+    if (i < len) {
+        size_t close = i + 1;
         while (close < len && k[close] != '}') close++;
         /* "{}" hashes the whole key, as in Redis. */
-        if (close < len && close != open + 1)
-            return sl__crc16(k + open + 1, close - open - 1) & (SL_SLOTS - 1);
+        if (close < len && close != i + 1) return sl__crc16(k + i + 1, close - i - 1) & (SL_SLOTS - 1);
+        for (; i < len; i++) crc = (uint16_t)((crc << 8) ^ crc16_table[((crc >> 8) ^ k[i]) & 0xff]);
     }
-    return sl__crc16(k, len) & (SL_SLOTS - 1);
+    return crc & (SL_SLOTS - 1);
 }

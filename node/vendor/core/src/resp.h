@@ -82,7 +82,8 @@ typedef struct sl__arg {
 } sl__arg;
 
 /* Scans one request, an array of bulk strings, at buf[0, len): appends its argc argument
- * views to *args (offsets relative to buf) and sets *used to the request's length.
+ * views to *args (offsets relative to buf; args NULL: check the framing only) and sets
+ * *used to the request's length.
  * Returns 1 for a whole request, 0 when buf ends inside it, SL_EINVAL when the bytes are
  * not an array of bulk strings with argc >= 1 (errmsg, if not NULL, gets a reason of at
  * most 127 bytes), SL_ENOMEM. Offsets are 32-bit: a request is at most 4 GiB. */

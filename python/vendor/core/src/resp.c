@@ -173,6 +173,53 @@ int sl__resp_parse(sl__resp_parser *p, const sl__alloc *a, const uint8_t *buf, s
      * surely the last ones in data (which several parsers may share) and can be dropped. */
     int attr_here = 0;
     *consumed = 0;
+    /* Fast path for the commonest replies of a pipeline, a whole top-level bulk string
+     * ("$32\r\n...\r\n"), status ("+OK\r\n") or non-negative integer (":1\r\n"). Anything
+     * unusual (signs, nulls, partial input, limits) falls through to the general parser,
+     * which decides. */
+    if (p->depth == 0 && p->in_attribute == 0 && len >= 4) {
+        const uint8_t t = buf[0];
+        if (t == '$' || t == ':') {
+            size_t i = 1;
+            uint64_t v = 0;
+            while (i < len && i < 11 && (unsigned)(buf[i] - '0') <= 9) v = v * 10 + (uint64_t)(buf[i++] - '0');
+            if (i > 1 && i + 1 < len && buf[i] == '\r' && buf[i + 1] == '\n') {
+                size_t next = i + 2;
+                if (t == ':') {
+                    if (sl__records_reserve(a, recs, 1)) return SL_ENOMEM;
+                    p->top_record = recs->len;
+                    p->top_type = t;
+                    new_record(recs, SL_REPLY_INTEGER, 0, data->len)->value.integer = (int64_t)v;
+                    *consumed = next;
+                    return SL__RESP_REPLY;
+                }
+                if (v <= p->limits.max_bulk_len && len - next >= v + 2 && buf[next + v] == '\r' &&
+                    buf[next + v + 1] == '\n') {
+                    if (sl__records_reserve(a, recs, 1)) return SL_ENOMEM;
+                    uint64_t off = data->len;
+                    if (sl__bytes_append(a, data, buf + next, (size_t)v)) return SL_ENOMEM;
+                    p->top_record = recs->len;
+                    p->top_type = t;
+                    new_record(recs, SL_REPLY_STRING, (uint32_t)v, off);
+                    *consumed = next + (size_t)v + 2;
+                    return SL__RESP_REPLY;
+                }
+            }
+        } else if (t == '+') {
+            size_t i = 1;
+            while (i < len && i < 32 && buf[i] != '\r' && buf[i] != '\n') i++;
+            if (i + 1 < len && buf[i] == '\r' && buf[i + 1] == '\n') {
+                if (sl__records_reserve(a, recs, 1)) return SL_ENOMEM;
+                uint64_t off = data->len;
+                if (sl__bytes_append(a, data, buf + 1, i - 1)) return SL_ENOMEM;
+                p->top_record = recs->len;
+                p->top_type = t;
+                new_record(recs, SL_REPLY_STATUS, (uint32_t)(i - 1), off);
+                *consumed = i + 2;
+                return SL__RESP_REPLY;
+            }
+        }
+    }
     while (pos < len) {
         const uint8_t *line = buf + pos + 1;
         const uint8_t type = buf[pos];
@@ -508,6 +555,24 @@ int sl__resp_scan_request(const sl__alloc *a, const uint8_t *buf, size_t len, si
     if (h == 0) return 0;
     if (n < 1) return scan_fail(errmsg, "empty command array");
     if (n > UINT32_MAX) return scan_fail(errmsg, "too many arguments");
+    if (!args) {
+        /* Framing only (a plain client needs no argument views): count and check. */
+        for (uint64_t k = 0; k < n; k++) {
+            uint64_t l;
+            size_t after;
+            h = scan_header(buf, len, pos, '$', &l, &after);
+            if (h == 0) return 0;
+            if (h < 0) return scan_fail(errmsg, "argument %llu is not a bulk string", (unsigned long long)k + 1);
+            if (l > UINT32_MAX || after + l > UINT32_MAX) return scan_fail(errmsg, "request longer than 4 GiB");
+            if (len - after < l + 2) return 0;
+            if (buf[after + l] != '\r' || buf[after + l + 1] != '\n')
+                return scan_fail(errmsg, "argument %llu not followed by CRLF", (unsigned long long)k + 1);
+            pos = after + l + 2;
+        }
+        *used = pos;
+        *argc = (uint32_t)n;
+        return 1;
+    }
     size_t start = *args_len;
     /* Room for every argument at once; a request cannot have more arguments than bytes. */
     if (*args_cap - start < n) {
