@@ -33,8 +33,20 @@ static void add_node(sv_ctx *c, int i)
     sv_add_map(&c->r, 0);
 }
 
+/* One-port mode: the clients see one node (every shard's port and node id are the
+ * same) owning every slot; the shards forward among themselves. */
+static int one_node(void) { return sv_cfg.port_mode == 1; }
+
 static void cluster_slots(sv_ctx *c)
 {
+    if (one_node()) {
+        sv_add_array(&c->r, 1);
+        sv_add_array(&c->r, 3);
+        sv_add_int(&c->r, 0);
+        sv_add_int(&c->r, SL_SLOTS - 1);
+        add_node(c, c->sh->index);
+        return;
+    }
     sv_add_array(&c->r, sv_cfg.shards);
     for (int i = 0; i < sv_cfg.shards; i++) {
         sv_add_array(&c->r, 3);
@@ -46,14 +58,15 @@ static void cluster_slots(sv_ctx *c)
 
 static void cluster_shards(sv_ctx *c)
 {
-    sv_add_array(&c->r, sv_cfg.shards);
-    for (int i = 0; i < sv_cfg.shards; i++) {
-        sv_shard *s = &sv_shards[i];
+    int n = one_node() ? 1 : sv_cfg.shards;
+    sv_add_array(&c->r, n);
+    for (int i = 0; i < n; i++) {
+        sv_shard *s = one_node() ? c->sh : &sv_shards[i];
         sv_add_map(&c->r, 2);
         sv_add_bulk_cstr(&c->r, "slots");
         sv_add_array(&c->r, 2);
-        sv_add_int(&c->r, s->slot_lo);
-        sv_add_int(&c->r, s->slot_hi);
+        sv_add_int(&c->r, one_node() ? 0 : s->slot_lo);
+        sv_add_int(&c->r, one_node() ? SL_SLOTS - 1 : s->slot_hi);
         sv_add_bulk_cstr(&c->r, "nodes");
         sv_add_array(&c->r, 1);
         sv_add_map(&c->r, 7);
@@ -80,6 +93,12 @@ static void cluster_nodes(sv_ctx *c)
 {
     sv_buf b = {0};
     char line[512];
+    if (one_node()) {
+        int n = snprintf(line, sizeof(line), "%s %s:%d@%d myself,master - 0 0 1 connected 0-%d\n", c->sh->node_id,
+                         sv_cfg.announce, c->sh->port, c->sh->port + 10000, SL_SLOTS - 1);
+        sv_add_verbatim(&c->r, line, (size_t)n);
+        return;
+    }
     for (int i = 0; i < sv_cfg.shards; i++) {
         sv_shard *s = &sv_shards[i];
         int n = snprintf(line, sizeof(line), "%s %s:%d@%d %s - 0 %lld %d connected %u-%u\n", s->node_id, sv_cfg.announce,
@@ -100,7 +119,8 @@ static void cluster_info(sv_ctx *c)
                      "cluster_size:%d\r\ncluster_current_epoch:%d\r\ncluster_my_epoch:%d\r\n"
                      "cluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\n"
                      "total_cluster_links_buffer_limit_exceeded:0\r\n",
-                     sv_cfg.shards, sv_cfg.shards, sv_cfg.shards, c->sh->index + 1);
+                     one_node() ? 1 : sv_cfg.shards, one_node() ? 1 : sv_cfg.shards, one_node() ? 1 : sv_cfg.shards,
+                     one_node() ? 1 : c->sh->index + 1);
     sv_add_verbatim(&c->r, buf, (size_t)n);
 }
 

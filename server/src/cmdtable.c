@@ -246,7 +246,15 @@ static int route(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv)
     if (argc > 64) kp = heap = sv_malloc(sizeof(int) * (size_t)argc);
     n = sv_cmd_keypos(cmd, argc, argv, kp, argc > 64 ? argc : 64);
     int ok = 1;
-    if (n > 0) {
+    if (n > 0 && sv_cfg.misrouted) {
+        /* forwarding: a shard runs any command whose keys it owns, whatever their
+         * slots; keys on several shards were split or refused before we got here */
+        for (int i = 0; i < n && ok; i++)
+            if (sv_slot_owner(sl__key_slot(argv[kp[i]].p, argv[kp[i]].len)) != c->sh->index) {
+                sv_add_error(&c->r, "-CROSSSLOT Keys in request don't hash to the same slot");
+                ok = 0;
+            }
+    } else if (n > 0) {
         unsigned slot = sl__key_slot(argv[kp[0]].p, argv[kp[0]].len);
         for (int i = 1; i < n; i++)
             if (sl__key_slot(argv[kp[i]].p, argv[kp[i]].len) != slot) {
@@ -278,7 +286,7 @@ void sv_execute(sv_ctx *c, int argc, sv_str *argv)
         sv_add_arity_error(c, cmd->name);
         return;
     }
-    if (sv_cfg.shards > 1 && (cmd->first || cmd->getkeys) && !route(c, cmd, argc, argv)) return;
+    if (sv_cfg.shards > 1 && !c->noroute && (cmd->first || cmd->getkeys) && !route(c, cmd, argc, argv)) return;
     c->sh->stats.commands++;
     cmd->fn(c, argc, argv);
 }

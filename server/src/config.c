@@ -43,7 +43,10 @@ static const char *usage =
     "  --announce ADDR         address told to clients in CLUSTER replies and MOVED\n"
     "                          (default: the bind address, or 127.0.0.1 for 0.0.0.0)\n"
     "  --port P                base port; shard i listens on P+i (default 7000)\n"
-    "  --port-mode MODE        per-shard (default) or one-port (not implemented yet)\n"
+    "  --port-mode MODE        per-shard (default) or one-port (every shard accepts on\n"
+    "                          --port with SO_REUSEPORT and forwards keys of other shards)\n"
+    "  --misrouted MODE        per-shard mode, a key of another shard: moved (default,\n"
+    "                          -MOVED like Redis Cluster) or forward (run on its owner)\n"
     "  --durability MODE       memory (default); everysec and always are not implemented yet\n"
     "  --dir DIR               directory for durability files (default .)\n"
     "  --maxclients N          connections per shard (default 10000)\n"
@@ -146,6 +149,10 @@ const char *sv_config_set(const char *rawname, const char *v, char *err, size_t 
     } else if (!strcmp(name, "port-mode")) {
         if (!strcmp(v, "per-shard")) sv_cfg.port_mode = 0;
         else if (!strcmp(v, "one-port")) sv_cfg.port_mode = 1;
+        else goto badenum;
+    } else if (!strcmp(name, "misrouted")) {
+        if (!strcmp(v, "moved")) sv_cfg.misrouted = 0;
+        else if (!strcmp(v, "forward")) sv_cfg.misrouted = 1;
         else goto badenum;
     } else if (!strcmp(name, "durability")) {
         if (!strcmp(v, "memory")) sv_cfg.durability = 0;
@@ -332,13 +339,13 @@ void sv_config_load(int argc, char **argv)
             die(err);
         }
     }
-    if ((long long)sv_cfg.port + sv_cfg.shards - 1 > 65535) die("--port plus --shards exceeds port 65535");
+    if (sv_cfg.port_mode == 0 && (long long)sv_cfg.port + sv_cfg.shards - 1 > 65535) die("--port plus --shards exceeds port 65535");
     if (!sv_cfg.announce[0]) {
         if (!strcmp(sv_cfg.bind, "0.0.0.0")) snprintf(sv_cfg.announce, sizeof(sv_cfg.announce), "127.0.0.1");
         else if (!strcmp(sv_cfg.bind, "::")) snprintf(sv_cfg.announce, sizeof(sv_cfg.announce), "::1");
         else snprintf(sv_cfg.announce, sizeof(sv_cfg.announce), "%s", sv_cfg.bind);
     }
-    if (sv_cfg.port_mode == 1) die("--port-mode one-port is not implemented yet (it comes with forwarding); use per-shard");
+    if (sv_cfg.port_mode == 1) sv_cfg.misrouted = 1; /* one port: keys of other shards are always forwarded */
     if (sv_cfg.durability != 0) die("--durability everysec|always is not implemented yet; use memory");
 }
 

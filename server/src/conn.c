@@ -5,14 +5,22 @@
 #include <stdio.h>
 
 #include "conn.h"
+#include "fwd.h"
 
 #define READ_CHUNK (16 * 1024)
 #define BUF_KEEP (1024 * 1024) /* larger idle buffers are released */
 #define FLUSH_EARLY (256 * 1024)
 
+void sv_conn_free(sv_conn *c)
+{
+    sv_fwd_free_pending(c);
+    free(c);
+}
+
 static void on_close(uv_handle_t *h)
 {
     sv_conn *c = h->data;
+    c->handle_closed = 1;
     sv_buf_free(&c->rbuf);
     sv_buf_free(&c->out);
     sv_buf_free(&c->inflight);
@@ -21,7 +29,9 @@ static void on_close(uv_handle_t *h)
     free(c->sess.name);
     free(c->sess.lib_name);
     free(c->sess.lib_ver);
-    free(c);
+    c->sess.name = c->sess.lib_name = c->sess.lib_ver = NULL;
+    c->argv = NULL;
+    if (c->fwd_outstanding == 0) sv_conn_free(c);
 }
 
 void sv_conn_close(sv_conn *c)
@@ -37,6 +47,7 @@ void sv_conn_close(sv_conn *c)
 }
 
 static void flush(sv_conn *c);
+void sv_conn_flush(sv_conn *c) { flush(c); }
 
 static void on_write(uv_write_t *req, int status)
 {
@@ -57,7 +68,7 @@ static void flush(sv_conn *c)
     if (c->closing) return;
     if (c->writing) return;
     if (c->out.len == 0) {
-        if (c->close_when_flushed) sv_conn_close(c);
+        if (c->close_when_flushed && !c->pend_head) sv_conn_close(c);
         return;
     }
     uv_buf_t b;
@@ -68,7 +79,7 @@ static void flush(sv_conn *c)
         c->sh->stats.net_out += (uint64_t)n;
         c->out.len = 0;
         if (c->out.cap > BUF_KEEP) sv_buf_free(&c->out);
-        if (c->close_when_flushed) sv_conn_close(c);
+        if (c->close_when_flushed && !c->pend_head) sv_conn_close(c);
         return;
     }
     if (n < 0 && n != UV_EAGAIN) {
@@ -116,7 +127,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
 static void protocol_error(sv_conn *c, const char *msg)
 {
-    sv_reply r = {&c->out, c->sess.proto};
+    sv_reply r = {sv_fwd_reply_buf(c), c->sess.proto};
     sv_add_error(&r, msg);
     c->close_when_flushed = 1;
     uv_read_stop((uv_stream_t *)&c->tcp);
@@ -151,9 +162,13 @@ static void process(sv_conn *c)
                 c->argv = sv_realloc(c->argv, sizeof(sv_str) * (size_t)c->argv_cap);
             }
             sv_parser_args(&c->parser, base, c->argv);
-            sv_ctx ctx = {sh, &c->sess, {&c->out, c->sess.proto}, 0};
-            sv_execute(&ctx, argc, c->argv);
-            if (ctx.close_after) c->close_when_flushed = 1;
+            if (sh->fwd_on) {
+                sv_fwd_process(c, argc, c->argv);
+            } else {
+                sv_ctx ctx = {sh, &c->sess, {&c->out, c->sess.proto}, 0, 0};
+                sv_execute(&ctx, argc, c->argv);
+                if (ctx.close_after) c->close_when_flushed = 1;
+            }
             /* a long batch hands its replies to the kernel as it goes, so only what
              * the client has not read counts against the output limit */
             if (c->out.len >= FLUSH_EARLY) flush(c);

@@ -22,11 +22,22 @@ typedef struct sv_conn {
     int closing;        /* uv_close called */
     int close_when_flushed; /* QUIT or protocol error: close once out is written */
     int64_t last_interaction_ms;
+    /* forwarding: replies are owed in command order; pend_head..pend_tail hold the
+     * commands after the first one still waiting for another shard */
+    struct sv_pend *pend_head, *pend_tail;
+    int fwd_outstanding;  /* messages at other shards that point at this connection */
+    int handle_closed;    /* uv_close finished; freed once fwd_outstanding is 0 */
+    int flush_queued;
+    struct sv_conn *flush_next;
 } sv_conn;
 
 /* Accepts a pending connection on the shard's listener. */
 void sv_conn_accept(sv_shard *sh);
 void sv_conn_close(sv_conn *c);
+/* Hands out to the kernel (one write; the rest asynchronously). */
+void sv_conn_flush(sv_conn *c);
+/* Frees a connection whose handle is closed (forwarding: after the last reply). */
+void sv_conn_free(sv_conn *c);
 /* Writes a CLIENT LIST line for the connection. */
 void sv_conn_describe(sv_conn *c, sv_buf *out, int64_t now_ms);
 

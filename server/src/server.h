@@ -30,6 +30,7 @@ typedef struct sv_config {
     char announce[64];
     int port;
     int port_mode;        /* 0 per-shard, 1 one-port */
+    int misrouted;        /* 0 moved, 1 forward (to the owner shard's thread) */
     int durability;       /* 0 memory, 1 everysec, 2 always */
     char dir[1024];
     int maxclients;
@@ -138,6 +139,17 @@ typedef struct sv_shard {
     int nclients;
     sv_stats stats;
     int64_t start_ms;
+
+    /* forwarding (fwd.c), only with --misrouted forward and several shards */
+    int fwd_on;
+    uv_async_t fwd_async;          /* woken by other shards: drain fwd_in */
+    uv_check_t fwd_check;          /* end of loop turn: publish batches, wake targets */
+    struct sv_fmsg *_Atomic *fwd_in; /* per source shard: SPSC queue head (newest first) */
+    struct sv_fmsg **fwd_first, **fwd_last; /* per target: this turn's batch (newest first) */
+    int *fwd_dirty;                /* targets with a batch this turn */
+    int nfwd_dirty;
+    struct sv_conn *flush_list;    /* connections that got forwarded replies this turn */
+    atomic_uint_fast64_t fwd_commands, fwd_wakeups, fwd_executed;
 } sv_shard;
 
 extern sv_shard *sv_shards;
@@ -149,6 +161,7 @@ typedef struct sv_ctx {
     sv_session *sess;
     sv_reply r;
     int close_after; /* QUIT */
+    int noroute;     /* forwarding: run here without the cluster routing check */
 } sv_ctx;
 
 typedef void sv_cmd_fn(sv_ctx *c, int argc, sv_str *argv);

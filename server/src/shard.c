@@ -3,11 +3,15 @@
 #define _GNU_SOURCE
 #include "shard.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <sched.h>
 #include <stdio.h>
 
 #include "conn.h"
+#include "fwd.h"
 
 sv_shard *sv_shards;
 atomic_uint_fast64_t sv_next_client_id = 1;
@@ -36,6 +40,7 @@ static void on_stop(uv_async_t *a)
     sv_shard *sh = a->data;
     sh->stopping = 1;
     while (sh->conns) sv_conn_close(sh->conns);
+    sv_fwd_close_shard(sh);
     if (sh->listening) uv_close((uv_handle_t *)&sh->listener, close_noop);
     uv_timer_stop(&sh->cron);
     uv_close((uv_handle_t *)&sh->cron, close_noop);
@@ -46,7 +51,7 @@ int sv_shard_init(sv_shard *sh, int index)
 {
     memset(sh, 0, sizeof(*sh));
     sh->index = index;
-    sh->port = sv_cfg.port + index;
+    sh->port = sv_cfg.port_mode == 1 ? sv_cfg.port : sv_cfg.port + index;
     sh->start_ms = sv_mstime();
     sh->now_ms = sh->start_ms;
     sv_dict_init(&sh->keys);
@@ -58,6 +63,7 @@ int sv_shard_init(sv_shard *sh, int index)
     sh->stop.data = sh;
     uv_timer_init(&sh->loop, &sh->cron);
     sh->cron.data = sh;
+    if (sv_cfg.misrouted && sv_cfg.shards > 1) sv_fwd_init_shard(sh);
     uv_tcp_init(&sh->loop, &sh->listener);
     sh->listener.data = sh;
     sh->listening = 1;
@@ -65,8 +71,29 @@ int sv_shard_init(sv_shard *sh, int index)
     if (strchr(sv_cfg.bind, ':')) r = uv_ip6_addr(sv_cfg.bind, sh->port, (struct sockaddr_in6 *)&addr);
     else r = uv_ip4_addr(sv_cfg.bind, sh->port, (struct sockaddr_in *)&addr);
     if (r) return r;
-    r = uv_tcp_bind(&sh->listener, (struct sockaddr *)&addr, 0);
-    if (r) return r;
+    if (sv_cfg.port_mode == 1) {
+        /* one port: every shard binds its own socket with SO_REUSEPORT and the kernel
+         * spreads the connections (libuv 1.44 has no flag for it: make the socket here) */
+        int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) return uv_translate_sys_error(errno);
+        int one = 1;
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+            setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0 ||
+            bind(fd, (struct sockaddr *)&addr,
+                 addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in)) != 0) {
+            r = uv_translate_sys_error(errno);
+            close(fd);
+            return r;
+        }
+        r = uv_tcp_open(&sh->listener, fd);
+        if (r) {
+            close(fd);
+            return r;
+        }
+    } else {
+        r = uv_tcp_bind(&sh->listener, (struct sockaddr *)&addr, 0);
+        if (r) return r;
+    }
     r = uv_listen((uv_stream_t *)&sh->listener, 511, on_connection);
     return r;
 }
@@ -101,6 +128,10 @@ void sv_shard_join(sv_shard *sh)
     uv_thread_join(&sh->thread);
     free_shard(sh);
 }
+
+void sv_shard_wait(sv_shard *sh) { uv_thread_join(&sh->thread); }
+
+void sv_shard_free(sv_shard *sh) { free_shard(sh); }
 
 void sv_shard_destroy(sv_shard *sh)
 {

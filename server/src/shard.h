@@ -13,6 +13,10 @@ int sv_shard_start(sv_shard *sh);
 void sv_shard_stop(sv_shard *sh);
 /* Waits for the thread and frees everything the shard owns. */
 void sv_shard_join(sv_shard *sh);
+/* The two halves of sv_shard_join: with forwarding, every thread must have exited
+ * before any loop is closed (another shard may still wake this one). */
+void sv_shard_wait(sv_shard *sh);
+void sv_shard_free(sv_shard *sh);
 /* Frees a shard that was initialised but never started. */
 void sv_shard_destroy(sv_shard *sh);
 

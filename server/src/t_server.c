@@ -206,6 +206,19 @@ void sv_cmd_client(sv_ctx *c, int argc, sv_str *argv)
     }
 }
 
+/* Forwarding counters, totals over every shard: 0 commands sent to another shard,
+ * 1 cross-thread wakeups (uv_async_send), 2 forwarded commands executed. */
+static uint64_t fwd_sum(int which)
+{
+    uint64_t t = 0;
+    for (int i = 0; sv_shards && i < sv_cfg.shards; i++) {
+        sv_shard *s = &sv_shards[i];
+        atomic_uint_fast64_t *v = which == 0 ? &s->fwd_commands : which == 1 ? &s->fwd_wakeups : &s->fwd_executed;
+        t += atomic_load_explicit(v, memory_order_relaxed);
+    }
+    return t;
+}
+
 static void info_section(sv_ctx *c, sv_buf *b, const char *name)
 {
     char tmp[2048];
@@ -233,11 +246,13 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
         n = snprintf(tmp, sizeof(tmp),
                      "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
                      "total_net_input_bytes:%llu\r\ntotal_net_output_bytes:%llu\r\nrejected_connections:%llu\r\n"
-                     "expired_keys:%llu\r\nevicted_keys:0\r\nkeyspace_hits:%llu\r\nkeyspace_misses:%llu\r\n\r\n",
+                     "expired_keys:%llu\r\nevicted_keys:0\r\nkeyspace_hits:%llu\r\nkeyspace_misses:%llu\r\n"
+                     "forwarded_commands:%llu\r\nforward_wakeups:%llu\r\nforwarded_executed:%llu\r\n\r\n",
                      (unsigned long long)sh->stats.connections, (unsigned long long)sh->stats.commands,
                      (unsigned long long)sh->stats.net_in, (unsigned long long)sh->stats.net_out,
                      (unsigned long long)sh->stats.rejected, (unsigned long long)sh->stats.expired_keys,
-                     (unsigned long long)sh->stats.keyspace_hits, (unsigned long long)sh->stats.keyspace_misses);
+                     (unsigned long long)sh->stats.keyspace_hits, (unsigned long long)sh->stats.keyspace_misses,
+                     (unsigned long long)fwd_sum(0), (unsigned long long)fwd_sum(1), (unsigned long long)fwd_sum(2));
     } else if (!strcmp(name, "keyspace")) {
         n = snprintf(tmp, sizeof(tmp), "# Keyspace\r\n");
         if (sv_dict_size(&sh->keys))

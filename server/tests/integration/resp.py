@@ -190,9 +190,10 @@ class Server:
     def __init__(self, shards=1, extra=(), redis=False, env=None):
         import random
         rnd = random.Random()
+        nports = 1 if "one-port" in extra else shards
         for _ in range(200):
-            base = rnd.randrange(21000, 22000 - shards)
-            if all(port_free(base + i) for i in range(shards)):
+            base = rnd.randrange(21000, 22000 - nports)
+            if all(port_free(base + i) for i in range(nports)):
                 if redis:
                     cmd = ["redis-server", "--port", str(base), "--bind", "127.0.0.1", "--save", "",
                            "--appendonly", "no", "--daemonize", "no", "--logfile", "/dev/null"]
@@ -200,7 +201,7 @@ class Server:
                     cmd = [SERVER, "--shards", str(shards), "--port", str(base), "--loglevel", "warning", *extra]
                 proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
                 try:
-                    _wait_ready([base + i for i in range(shards)], proc, cmd[0])
+                    _wait_ready([base + i for i in range(nports)], proc, cmd[0])
                 except RuntimeError:
                     proc.kill()
                     proc.wait()

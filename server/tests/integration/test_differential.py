@@ -17,6 +17,9 @@ Exceptions, compared by a weaker rule instead of being skipped:
     reference is re-synced to our remaining set.
   * TTL PTTL EXPIRETIME PEXPIRETIME: the two servers run the same command a few
     milliseconds apart -> equal within 1 s (1 for TTL/EXPIRETIME in seconds).
+  * EXPIRE/PEXPIRE with GT or LT and a relative time: whether the new expiry is later
+    than one set by an earlier relative EXPIRE depends on whether a millisecond
+    passed in between -> 0 and 1 both accepted, the reference re-synced to ours.
   * DBSIZE counts keys whose TTL has passed but that neither server's expiry
     sampling has reached yet -> compared right after an EXISTS of every key name
     the stream uses, on both, which expires such keys lazily.
@@ -25,6 +28,10 @@ Exceptions, compared by a weaker rule instead of being skipped:
     cluster_enabled, connected_clients, total_commands_processed).
   * HELLO: client id and mode ("cluster" vs "standalone") are identity -> same reply
     type and field names, same server, proto, role and modules.
+  * Forwarding (--misrouted forward, and --port-mode one-port): everything through
+    one port, the keys of MGET MSET DEL UNLINK EXISTS TOUCH from any group (so on
+    several shards: split and merged), the other multi-key commands under one tag;
+    DBSIZE fans out to every shard, SCAN and RANDOMKEY (one shard) are not sent.
   * At 4 shards, keyless keyspace commands (DBSIZE, SCAN, RANDOMKEY, KEYS without
     a tag) see one shard: KEYS is sent with a '{tag}*' pattern to its owner;
     DBSIZE/SCAN/RANDOMKEY run only in the 1-shard streams.
@@ -56,10 +63,13 @@ def pick_int(rng, lo=-5, hi=10):
 
 
 class Gen:
-    def __init__(self, rng, sharded, proto=2):
+    def __init__(self, rng, sharded, proto=2, spread=False):
         self.rng = rng
         self.sharded = sharded
         self.proto = proto
+        # spread (forwarding, one port): the keys of the commands split per shard
+        # (MGET MSET DEL UNLINK EXISTS TOUCH) come from any group, hence any shard
+        self.spread = spread
 
     def key(self, fam, group=None):
         rng = self.rng
@@ -70,10 +80,11 @@ class Gen:
             group = rng.randrange(3)
         return f"{{g{group}}}{fam}:{rng.randrange(4)}"
 
-    def keys(self, fam, n):
+    def keys(self, fam, n, split=False):
         """Keys for a multi-key command: one group when sharded, any otherwise."""
         g = self.rng.randrange(3)
-        return [self.key(fam, g if self.sharded else None) for _ in range(n)]
+        one = self.sharded and not (split and self.spread)
+        return [self.key(fam, g if one else None) for _ in range(n)]
 
     def expire_opts(self, allow_keepttl=True):
         rng = self.rng
@@ -113,8 +124,17 @@ class Gen:
         if c == 6: return ["GETDEL", k], [1], "exact"
         if c == 7: return ["GETEX", k] + self.expire_opts(False), [1], "exact"
         if c == 8:
-            ks = self.keys("str", rng.randrange(1, 4))
+            ks = self.keys("str", rng.randrange(1, 4), split=True)
             return ["MGET"] + ks, list(range(1, len(ks) + 1)), "exact"
+        if c in (9, 10) and self.spread:
+            cmd = rng.choice(["MSET", "MSETNX"])
+            ks = self.keys("str", rng.randrange(1, 4), split=cmd == "MSET")
+            args = []
+            for x in ks:
+                args += [x, rng.choice(VALUES)]
+            if rng.random() < 0.05:
+                args = args[:-1]
+            return [cmd] + args, list(range(1, len(args) + 1, 2)), "exact"
         if c in (9, 10):
             ks = self.keys("str", rng.randrange(1, 4))
             args = []
@@ -143,7 +163,7 @@ class Gen:
         k = self.key(fam)
         c = rng.randrange(21)
         if c in (0, 1):
-            ks = self.keys(fam, rng.randrange(1, 4))
+            ks = self.keys(fam, rng.randrange(1, 4), split=True)
             return [rng.choice(["DEL", "UNLINK", "EXISTS", "TOUCH"])] + ks, list(range(1, len(ks) + 1)), "exact"
         if c == 2: return ["TYPE", k], [1], "exact"
         if c in (3, 4):
@@ -156,7 +176,7 @@ class Gen:
             opts = rng.sample(["NX", "XX", "GT", "LT"], rng.choice([0, 0, 1, 1, 2]))
             if rng.random() < 0.03:
                 opts.append("BAD")
-            return [cmd, k, t] + opts, [1], "exact"
+            return [cmd, k, t] + opts, [1], "expire_rel" if ("GT" in opts or "LT" in opts) else "exact"
         if c == 8:
             now = int(time.time())
             cmd = rng.choice(["EXPIREAT", "PEXPIREAT"])
@@ -176,6 +196,8 @@ class Gen:
             return ["INFO", self.rng.choice(["keyspace", "cluster", "server", "clients", "stats"])], [], "info"
         if c == 19:
             return ["HELLO", str(self.proto)], [], "hello"
+        if self.spread and c == 15:  # fans out to every shard
+            return ["DBSIZE"], [], "dbsize"
         if not self.sharded:
             if c == 15: return ["DBSIZE"], [], "dbsize"
             if c == 16: return ["SCAN"], [], "scan"
@@ -376,23 +398,24 @@ def norm_map(r):
 class Pair:
     """slotlane (ours) and redis (ref) connections, routed for sharded runs."""
 
-    def __init__(self, ours, ref, proto):
+    def __init__(self, ours, ref, proto, one_port=False):
+        self.one_port = one_port
         self.ours_srv, self.ref_srv = ours, ref
         self.ref = Conn(ref.port)
-        self.ours = [Conn(ours.port + i) for i in range(ours.shards)]
+        self.ours = [Conn(ours.port + i) for i in range(1 if one_port else ours.shards)]
         self.proto = proto
         if proto == 3:
             self.ref.call("HELLO", "3")
             for c in self.ours:
                 assert isinstance(c.call("HELLO", "3"), Map)
         self.owner = {}
-        if ours.shards > 1:
+        if ours.shards > 1 and not one_port:
             for rng_ in self.ours[0].call("CLUSTER", "SLOTS"):
                 lo, hi, node = rng_[0], rng_[1], rng_[2]
                 self.owner[(lo, hi)] = node[1] - ours.port
 
     def conn_for(self, argv, keyidx):
-        if len(self.ours) == 1:
+        if len(self.ours) == 1 or self.one_port:
             return self.ours[0]
         if keyidx and keyidx[0] == "pattern":
             slot = key_slot(keyidx[1])
@@ -478,6 +501,18 @@ def compare(pair, argv, keyidx, mode):
             pair.conn_for(["EXISTS", k], [1]).call("EXISTS", k)
             pair.ref.call("EXISTS", k)
     a, b, c = pair.both(argv, keyidx)
+    if mode == "expire_rel":
+        # GT/LT against a TTL set by an earlier relative EXPIRE: whether the new expiry
+        # is later depends on whether a millisecond passed in between, on each server
+        # -> a 0/1 disagreement is accepted, and the reference re-synced to our expiry
+        if a == b and type(a) == type(b):
+            return None
+        if {a, b} == {0, 1}:
+            pt = c.call("PEXPIRETIME", argv[1])
+            if isinstance(pt, int) and pt > 0:
+                pair.ref.call("PEXPIREAT", argv[1], str(pt))
+            return None
+        return f"ours={a!r}\n ref ={b!r}"
     if mode == "exact":
         return None if a == b and type(a) == type(b) else f"ours={a!r}\n ref ={b!r}"
     if mode == "unordered":
@@ -570,14 +605,17 @@ def key_type(conn, key):
     return t
 
 
-def run_stream(shards, proto, seed, ops):
-    ours = Server(shards=shards)
+def run_stream(shards, proto, seed, ops, forward=None):
+    """forward: None (Redis Cluster routing), "forward" (--misrouted forward, every
+    command through the first port) or "one-port" (--port-mode one-port)."""
+    extra = {None: (), "forward": ["--misrouted", "forward"], "one-port": ["--port-mode", "one-port"]}[forward]
+    ours = Server(shards=shards, extra=extra)
     ref = Server(redis=True)
     failures = []
     try:
-        pair = Pair(ours, ref, proto)
+        pair = Pair(ours, ref, proto, one_port=bool(forward))
         rng = random.Random(seed)
-        gen = Gen(rng, sharded=shards > 1, proto=proto)
+        gen = Gen(rng, sharded=shards > 1, proto=proto, spread=forward)
         history = []
         for i in range(ops):
             argv, keyidx, mode = gen.next()
@@ -612,3 +650,16 @@ def test_one_shard(proto):
 @pytest.mark.parametrize("proto", [2, 3])
 def test_four_shards_hash_tags(proto):
     run_stream(4, proto, SEED + 10 + proto, OPS // 2)
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_four_shards_forward_one_port(proto):
+    """--misrouted forward: every command through shard 0's port; MGET MSET DEL UNLINK
+    EXISTS TOUCH with keys on several shards are split and merged, DBSIZE fans out."""
+    run_stream(4, proto, SEED + 20 + proto, OPS // 2, forward="forward")
+
+
+def test_four_shards_one_port():
+    """--port-mode one-port: the same stream through the one shared port (the kernel
+    hands the connection to any shard)."""
+    run_stream(4, 3, SEED + 30, OPS // 2, forward="one-port")

@@ -39,7 +39,8 @@ def test_bad_values_exit_2_with_one_line(args):
 
 
 def test_not_yet_implemented_modes_are_refused():
-    for args in (["--port-mode", "one-port"], ["--durability", "always"]):
+    # one-port mode is implemented (test_forward.py); durability is the next step
+    for args in (["--durability", "always"],):
         r = run(args)
         assert r.returncode == 2 and "not implemented yet" in r.stderr, r
 
@@ -78,15 +79,23 @@ def test_cpu_pinning():
     ncpu = os.cpu_count()
     s = Server(shards=3, extra=["--cpus", f"0-{min(ncpu, 2) - 1}"])
     try:
-        allowed = set()
-        for tid in os.listdir(f"/proc/{s.pid}/task"):
-            with open(f"/proc/{s.pid}/task/{tid}/status") as f:
-                for line in f:
-                    if line.startswith("Cpus_allowed_list:"):
-                        allowed.add(line.split()[1])
-        # shard threads are pinned to single CPUs; the main thread is not
-        singles = {a for a in allowed if "-" not in a and "," not in a}
-        assert singles == {str(i) for i in range(min(ncpu, 2))}, allowed
+        want = {str(i) for i in range(min(ncpu, 2))}
+        # A shard thread pins itself when it starts; its port accepts connections (the
+        # kernel's backlog) a moment before that, so look until the pins are there.
+        deadline = time.monotonic() + 5
+        while True:
+            allowed = set()
+            for tid in os.listdir(f"/proc/{s.pid}/task"):
+                with open(f"/proc/{s.pid}/task/{tid}/status") as f:
+                    for line in f:
+                        if line.startswith("Cpus_allowed_list:"):
+                            allowed.add(line.split()[1])
+            # shard threads are pinned to single CPUs; the main thread is not
+            singles = {a for a in allowed if "-" not in a and "," not in a}
+            if singles == want or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        assert singles == want, allowed
     finally:
         assert s.stop()[0] == 0
 

@@ -1,0 +1,525 @@
+/* fwd: see fwd.h. */
+#include "fwd.h"
+
+#include <stdio.h>
+
+enum { K_PLAIN, K_SUM, K_OK, K_MGET, K_CONCAT };
+
+typedef struct sv_pend {
+    struct sv_pend *next;
+    int waiting; /* parts still at other shards */
+    int kind;
+    int nparts;
+    sv_buf out;    /* the reply, once complete */
+    sv_buf *parts; /* per part (merged kinds) */
+    int *order;    /* MGET: part of each key */
+    int norder;
+} sv_pend;
+
+typedef struct sv_fmsg {
+    struct sv_fmsg *next;
+    sv_conn *conn;
+    sv_pend *pend;
+    int part;
+    int src, dst;
+    int proto;
+    int is_reply;
+    uint64_t client_id;
+    int argc;
+    sv_str *argv;
+    sv_buf reply;
+} sv_fmsg;
+
+/* ---- messages and queues ---- */
+
+static sv_fmsg *msg_new(sv_conn *c, int n, sv_str *argv, const int *idx)
+{
+    size_t bytes = 0;
+    for (int i = 0; i < n; i++) bytes += argv[idx ? idx[i] : i].len;
+    /* every argument NUL-terminated: some commands read one byte past an argument,
+     * as Redis's code does (the parser's buffer has the CR there) */
+    sv_fmsg *m = sv_malloc(sizeof(*m) + sizeof(sv_str) * (size_t)n + bytes + (size_t)n);
+    memset(m, 0, sizeof(*m));
+    m->argv = (sv_str *)(m + 1);
+    char *p = (char *)(m->argv + n);
+    for (int i = 0; i < n; i++) {
+        sv_str a = argv[idx ? idx[i] : i];
+        if (a.len) memcpy(p, a.p, a.len);
+        m->argv[i].p = p;
+        m->argv[i].len = a.len;
+        p += a.len;
+        *p++ = 0;
+    }
+    m->argc = n;
+    m->conn = c;
+    m->src = c->sh->index;
+    m->proto = c->sess.proto;
+    m->client_id = c->sess.id;
+    return m;
+}
+
+static void msg_free(sv_fmsg *m)
+{
+    sv_buf_free(&m->reply);
+    free(m);
+}
+
+/* Adds m to this turn's batch for shard t (published by on_check). */
+static void push(sv_shard *sh, int t, sv_fmsg *m)
+{
+    m->next = sh->fwd_first[t];
+    if (!m->next) {
+        sh->fwd_last[t] = m;
+        sh->fwd_dirty[sh->nfwd_dirty++] = t;
+    }
+    sh->fwd_first[t] = m;
+}
+
+static void publish(sv_shard *sh)
+{
+    for (int k = 0; k < sh->nfwd_dirty; k++) {
+        int t = sh->fwd_dirty[k];
+        sv_fmsg *first = sh->fwd_first[t], *last = sh->fwd_last[t];
+        sh->fwd_first[t] = sh->fwd_last[t] = NULL;
+        sv_fmsg *_Atomic *head = &sv_shards[t].fwd_in[sh->index];
+        sv_fmsg *old = atomic_load_explicit(head, memory_order_relaxed);
+        do {
+            last->next = old;
+        } while (!atomic_compare_exchange_weak_explicit(head, &old, first, memory_order_release, memory_order_relaxed));
+        if (!old) { /* the target has taken everything we sent before: wake it */
+            atomic_fetch_add_explicit(&sh->fwd_wakeups, 1, memory_order_relaxed);
+            uv_async_send(&sv_shards[t].fwd_async);
+        }
+    }
+    sh->nfwd_dirty = 0;
+}
+
+static void on_check(uv_check_t *h)
+{
+    sv_shard *sh = h->data;
+    if (sh->nfwd_dirty) publish(sh);
+}
+
+/* ---- ordered replies ---- */
+
+static sv_pend *pend_add(sv_conn *c)
+{
+    sv_pend *p = sv_calloc(1, sizeof(*p));
+    if (c->pend_tail) c->pend_tail->next = p;
+    else c->pend_head = p;
+    c->pend_tail = p;
+    return p;
+}
+
+static void pend_free(sv_pend *p)
+{
+    sv_buf_free(&p->out);
+    if (p->parts)
+        for (int i = 0; i < p->nparts; i++) sv_buf_free(&p->parts[i]);
+    free(p->parts);
+    free(p->order);
+    free(p);
+}
+
+void sv_fwd_free_pending(sv_conn *c)
+{
+    while (c->pend_head) {
+        sv_pend *p = c->pend_head;
+        c->pend_head = p->next;
+        pend_free(p);
+    }
+    c->pend_tail = NULL;
+}
+
+sv_buf *sv_fwd_reply_buf(sv_conn *c)
+{
+    if (!c->pend_head) return &c->out;
+    return &pend_add(c)->out;
+}
+
+static void queue_flush(sv_shard *sh, sv_conn *c)
+{
+    if (c->flush_queued) return;
+    c->flush_queued = 1;
+    c->flush_next = sh->flush_list;
+    sh->flush_list = c;
+}
+
+/* Moves the completed prefix of the slots to the output buffer. */
+static void drain(sv_conn *c)
+{
+    sv_pend *p;
+    while ((p = c->pend_head) && p->waiting == 0) {
+        if (c->out.len == 0) {
+            sv_buf t = c->out;
+            c->out = p->out;
+            p->out = t;
+        } else {
+            sv_buf_append(&c->out, p->out.data, p->out.len);
+        }
+        c->pend_head = p->next;
+        if (!c->pend_head) c->pend_tail = NULL;
+        pend_free(p);
+    }
+}
+
+/* ---- merging the parts of a split command ---- */
+
+static int parse_line_ll(const char *p, size_t n, long long *v)
+{
+    const char *e = memchr(p, '\r', n);
+    if (!e) return 0;
+    return sv_str2ll(p + 1, (size_t)(e - p - 1), v);
+}
+
+/* Length of one simple RESP element (bulk, null, integer, status) at p. */
+static size_t elem_len(const char *p, size_t n)
+{
+    const char *e = memchr(p, '\n', n);
+    if (!e) return n;
+    size_t line = (size_t)(e - p) + 1;
+    if (p[0] == '$') {
+        long long len;
+        if (parse_line_ll(p, n, &len) && len >= 0) line += (size_t)len + 2;
+    }
+    return line > n ? n : line;
+}
+
+static void merge(sv_conn *c, sv_pend *p)
+{
+    sv_reply r = {&p->out, c->sess.proto};
+    for (int i = 0; i < p->nparts; i++) /* an error in a part is the reply */
+        if (p->parts[i].len && p->parts[i].data[0] == '-') {
+            sv_buf_append(&p->out, p->parts[i].data, p->parts[i].len);
+            return;
+        }
+    if (p->kind == K_OK) {
+        sv_add_ok(&r);
+    } else if (p->kind == K_SUM) {
+        long long sum = 0, v;
+        for (int i = 0; i < p->nparts; i++)
+            if (p->parts[i].len && parse_line_ll(p->parts[i].data, p->parts[i].len, &v)) sum += v;
+        sv_add_int(&r, sum);
+    } else if (p->kind == K_CONCAT) {
+        long long total = 0, v;
+        size_t off[SV_MAX_SHARDS];
+        for (int i = 0; i < p->nparts; i++) {
+            sv_buf *b = &p->parts[i];
+            off[i] = b->len;
+            if (b->len && (b->data[0] == '*' || b->data[0] == '~') && parse_line_ll(b->data, b->len, &v) && v > 0) {
+                total += v;
+                off[i] = (size_t)((const char *)memchr(b->data, '\n', b->len) - b->data) + 1;
+            }
+        }
+        sv_add_array(&r, total);
+        for (int i = 0; i < p->nparts; i++) sv_buf_append(&p->out, p->parts[i].data + off[i], p->parts[i].len - off[i]);
+    } else { /* K_MGET */
+        size_t off[SV_MAX_SHARDS];
+        for (int i = 0; i < p->nparts; i++) {
+            const char *nl = p->parts[i].len ? memchr(p->parts[i].data, '\n', p->parts[i].len) : NULL;
+            off[i] = nl ? (size_t)(nl - p->parts[i].data) + 1 : p->parts[i].len;
+        }
+        sv_add_array(&r, p->norder);
+        for (int k = 0; k < p->norder; k++) {
+            sv_buf *b = &p->parts[p->order[k]];
+            size_t *o = &off[p->order[k]];
+            if (*o >= b->len) {
+                sv_add_null(&r);
+                continue;
+            }
+            size_t n = elem_len(b->data + *o, b->len - *o);
+            sv_buf_append(&p->out, b->data + *o, n);
+            *o += n;
+        }
+    }
+}
+
+/* ---- the receiving shard ---- */
+
+static void deliver(sv_shard *sh, sv_fmsg *m)
+{
+    sv_conn *c = m->conn;
+    c->fwd_outstanding--;
+    if (c->closing) {
+        if (c->handle_closed && c->fwd_outstanding == 0) sv_conn_free(c);
+        msg_free(m);
+        return;
+    }
+    sv_pend *p = m->pend;
+    sv_buf t;
+    if (p->kind == K_PLAIN) {
+        t = p->out;
+        p->out = m->reply;
+    } else {
+        t = p->parts[m->part];
+        p->parts[m->part] = m->reply;
+    }
+    m->reply = t;
+    msg_free(m);
+    if (--p->waiting == 0 && p->kind != K_PLAIN) merge(c, p);
+    if (p == c->pend_head && p->waiting == 0) {
+        drain(c);
+        queue_flush(sh, c);
+    }
+}
+
+/* Runs a forwarded request here (the owner) and queues the reply back. */
+static void execute_request(sv_shard *sh, sv_fmsg *m)
+{
+    sv_session s;
+    memset(&s, 0, sizeof(s));
+    s.id = m->client_id;
+    s.proto = m->proto;
+    sv_ctx ctx = {sh, &s, {&m->reply, m->proto}, 0, 0};
+    sv_execute(&ctx, m->argc, m->argv);
+    atomic_fetch_add_explicit(&sh->fwd_executed, 1, memory_order_relaxed);
+    m->is_reply = 1;
+    push(sh, m->src, m);
+}
+
+static void on_async(uv_async_t *a)
+{
+    sv_shard *sh = a->data;
+    if (sh->stopping) return;
+    sh->now_ms = sv_mstime();
+    int busy = 1;
+    while (busy) {
+        busy = 0;
+        for (int s = 0; s < sv_cfg.shards; s++) {
+            sv_fmsg *l = atomic_exchange_explicit(&sh->fwd_in[s], NULL, memory_order_acquire);
+            if (!l) continue;
+            busy = 1;
+            sv_fmsg *fifo = NULL; /* the list is newest first: reverse it */
+            while (l) {
+                sv_fmsg *n = l->next;
+                l->next = fifo;
+                fifo = l;
+                l = n;
+            }
+            while (fifo) {
+                sv_fmsg *m = fifo;
+                fifo = m->next;
+                if (m->is_reply) deliver(sh, m);
+                else execute_request(sh, m);
+            }
+        }
+    }
+    while (sh->flush_list) {
+        sv_conn *c = sh->flush_list;
+        sh->flush_list = c->flush_next;
+        c->flush_queued = 0;
+        sv_conn_flush(c);
+        if (!c->closing && (long long)(c->out.len + c->inflight.len) > sv_cfg.output_limit) {
+            sv_log(SV_LOG_WARNING, "closing client %llu (%s) for overcoming of output buffer limits",
+                   (unsigned long long)c->sess.id, c->sess.addr);
+            sv_conn_close(c);
+        }
+    }
+}
+
+/* ---- dispatch ---- */
+
+static void send_part(sv_conn *c, sv_pend *p, int part, int owner, int n, sv_str *argv, const int *idx)
+{
+    sv_fmsg *m = msg_new(c, n, argv, idx);
+    m->pend = p;
+    m->part = part;
+    m->dst = owner;
+    c->fwd_outstanding++;
+    p->waiting++;
+    atomic_fetch_add_explicit(&c->sh->fwd_commands, 1, memory_order_relaxed);
+    push(c->sh, owner, m);
+}
+
+static void run_local(sv_conn *c, sv_buf *out, int argc, sv_str *argv, int noroute)
+{
+    sv_ctx ctx = {c->sh, &c->sess, {out, c->sess.proto}, 0, noroute};
+    sv_execute(&ctx, argc, argv);
+    if (ctx.close_after) c->close_when_flushed = 1; /* flush closes once no slot is left */
+}
+
+static int split_kind(const sv_cmd *cmd, int argc)
+{
+    if (cmd->fn == sv_cmd_mget) return K_MGET;
+    if (cmd->fn == sv_cmd_mset) return (argc - 1) % 2 == 0 ? K_OK : -1;
+    if (cmd->fn == sv_cmd_del || cmd->fn == sv_cmd_exists || cmd->fn == sv_cmd_touch) return K_SUM;
+    return -1;
+}
+
+/* Fan-out to every shard (keyless commands about the whole keyspace). */
+static void fan_out(sv_conn *c, int kind, int argc, sv_str *argv)
+{
+    int n = sv_cfg.shards, me = c->sh->index;
+    sv_pend *p = pend_add(c);
+    p->kind = kind;
+    p->nparts = n;
+    p->parts = sv_calloc((size_t)n, sizeof(sv_buf));
+    run_local(c, &p->parts[me], argc, argv, 0);
+    for (int t = 0; t < n; t++)
+        if (t != me) send_part(c, p, t, t, argc, argv, NULL);
+}
+
+void sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
+{
+    sv_shard *sh = c->sh;
+    int me = sh->index;
+    const sv_cmd *cmd = sv_cmd_lookup(argv[0].p, argv[0].len);
+    if (!cmd || (cmd->arity > 0 && argc != cmd->arity) || argc < -cmd->arity) {
+        run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
+        return;
+    }
+    if (!cmd->first && !cmd->getkeys) {
+        long long slot;
+        if (cmd->fn == sv_cmd_cluster && argc >= 3 &&
+            (sv_eq(argv[1], "countkeysinslot") || sv_eq(argv[1], "getkeysinslot")) &&
+            sv_str2ll(argv[2].p, argv[2].len, &slot) && slot >= 0 && slot < SL_SLOTS &&
+            sv_slot_owner((unsigned)slot) != me) { /* the slot's keys live on its owner */
+            sv_pend *p = pend_add(c);
+            p->kind = K_PLAIN;
+            send_part(c, p, 0, sv_slot_owner((unsigned)slot), argc, argv, NULL);
+        } else if (cmd->fn == sv_cmd_dbsize) fan_out(c, K_SUM, argc, argv);
+        else if (cmd->fn == sv_cmd_flushall) fan_out(c, K_OK, argc, argv);
+        else if (cmd->fn == sv_cmd_keys) fan_out(c, K_CONCAT, argc, argv);
+        else run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
+        return;
+    }
+    int keys[64], owners[64];
+    int *kp = keys, *op = owners, *heap = NULL;
+    if (argc > 64) {
+        heap = sv_malloc(sizeof(int) * 2 * (size_t)argc);
+        kp = heap;
+        op = heap + argc;
+    }
+    int nk = sv_cmd_keypos(cmd, argc, argv, kp, argc > 64 ? argc : 64);
+    int first = -1, multi = 0;
+    for (int i = 0; i < nk; i++) {
+        op[i] = sv_slot_owner(sl__key_slot(argv[kp[i]].p, argv[kp[i]].len));
+        if (first < 0) first = op[i];
+        else if (op[i] != first) multi = 1;
+    }
+    if (nk <= 0 || (!multi && first == me)) {
+        run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
+    } else if (!multi) {
+        sv_pend *p = pend_add(c);
+        p->kind = K_PLAIN;
+        send_part(c, p, 0, first, argc, argv, NULL);
+    } else {
+        int kind = split_kind(cmd, argc);
+        if (kind < 0) {
+            /* CROSSSLOT; MSET with a key and no value: its arity error, as Redis */
+            run_local(c, sv_fwd_reply_buf(c), argc, argv, cmd->fn == sv_cmd_mset);
+        } else {
+            /* one part per owner shard, in the order owners first appear */
+            int n = sv_cfg.shards;
+            int partof[SV_MAX_SHARDS];
+            for (int t = 0; t < n; t++) partof[t] = -1;
+            int nparts = 0;
+            for (int i = 0; i < nk; i++)
+                if (partof[op[i]] < 0) partof[op[i]] = nparts++;
+            sv_pend *p = pend_add(c);
+            p->kind = kind;
+            p->nparts = nparts;
+            p->parts = sv_calloc((size_t)nparts, sizeof(sv_buf));
+            if (kind == K_MGET) {
+                p->norder = nk;
+                p->order = sv_malloc(sizeof(int) * (size_t)nk);
+                for (int i = 0; i < nk; i++) p->order[i] = partof[op[i]];
+            }
+            int step = kind == K_OK ? 2 : 1;
+            int *idx = sv_malloc(sizeof(int) * (size_t)argc);
+            for (int t = 0; t < n; t++) {
+                if (partof[t] < 0) continue;
+                int m = 0;
+                idx[m++] = 0;
+                for (int i = 0; i < nk; i++)
+                    if (op[i] == t)
+                        for (int s = 0; s < step; s++) idx[m++] = kp[i] + s;
+                if (t == me) {
+                    sv_str *sub = sv_malloc(sizeof(sv_str) * (size_t)m);
+                    for (int i = 0; i < m; i++) sub[i] = argv[idx[i]];
+                    run_local(c, &p->parts[partof[t]], m, sub, 1);
+                    free(sub);
+                } else {
+                    send_part(c, p, partof[t], t, m, argv, idx);
+                }
+            }
+            free(idx);
+            if (p->waiting == 0) { /* cannot happen (multi), kept for safety */
+                merge(c, p);
+                drain(c);
+            }
+        }
+    }
+    free(heap);
+}
+
+/* ---- lifecycle ---- */
+
+void sv_fwd_init_shard(sv_shard *sh)
+{
+    int n = sv_cfg.shards;
+    sh->fwd_on = 1;
+    sh->fwd_in = sv_calloc((size_t)n, sizeof(*sh->fwd_in));
+    for (int i = 0; i < n; i++) atomic_init(&sh->fwd_in[i], NULL);
+    sh->fwd_first = sv_calloc((size_t)n, sizeof(sv_fmsg *));
+    sh->fwd_last = sv_calloc((size_t)n, sizeof(sv_fmsg *));
+    sh->fwd_dirty = sv_calloc((size_t)n, sizeof(int));
+    uv_async_init(&sh->loop, &sh->fwd_async, on_async);
+    sh->fwd_async.data = sh;
+    uv_check_init(&sh->loop, &sh->fwd_check);
+    sh->fwd_check.data = sh;
+    uv_check_start(&sh->fwd_check, on_check);
+    uv_unref((uv_handle_t *)&sh->fwd_check);
+}
+
+static void close_noop(uv_handle_t *h) { (void)h; }
+
+void sv_fwd_close_shard(sv_shard *sh)
+{
+    if (!sh->fwd_on) return;
+    if (sh->nfwd_dirty) publish(sh); /* replies owed to other shards' clients */
+    uv_close((uv_handle_t *)&sh->fwd_async, close_noop);
+    uv_check_stop(&sh->fwd_check);
+    uv_close((uv_handle_t *)&sh->fwd_check, close_noop);
+}
+
+static void drop(sv_fmsg *m)
+{
+    sv_conn *c = m->conn;
+    c->fwd_outstanding--;
+    if (c->handle_closed && c->fwd_outstanding == 0) sv_conn_free(c);
+    msg_free(m);
+}
+
+void sv_fwd_cleanup(void)
+{
+    if (!sv_shards) return;
+    for (int t = 0; t < sv_cfg.shards; t++) {
+        sv_shard *sh = &sv_shards[t];
+        if (!sh->fwd_on) continue;
+        for (int s = 0; s < sv_cfg.shards; s++) {
+            sv_fmsg *l = atomic_exchange(&sh->fwd_in[s], NULL);
+            while (l) {
+                sv_fmsg *n = l->next;
+                drop(l);
+                l = n;
+            }
+            sv_fmsg *b = sh->fwd_first[s];
+            while (b) {
+                sv_fmsg *n = b->next;
+                drop(b);
+                b = n;
+            }
+        }
+    }
+    for (int t = 0; t < sv_cfg.shards; t++) {
+        sv_shard *sh = &sv_shards[t];
+        free((void *)sh->fwd_in);
+        free(sh->fwd_first);
+        free(sh->fwd_last);
+        free(sh->fwd_dirty);
+        sh->fwd_in = NULL;
+        sh->fwd_first = sh->fwd_last = NULL;
+        sh->fwd_dirty = NULL;
+    }
+}
