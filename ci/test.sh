@@ -21,5 +21,8 @@ for name in server core-integration conformance python rust go node java csharp;
     bash "$script"
   fi
 done
+step "slotlane-load (release and ASan builds)"
+bash bench/load/test_load.sh
+SL_BUILD_DIR=build-asan bash bench/load/test_load.sh
 echo
 echo "all tests passed"

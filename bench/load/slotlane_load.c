@@ -1,0 +1,1145 @@
+/* slotlane-load — a memtier-style load generator built on libslotlane (DESIGN.md, "The
+ * benchmarks": "a memtier-style tool built on the core that drives every shard with its
+ * own full pipelines, so a cluster is measured by a client that routes well").
+ *
+ * Model: T threads; each thread owns C handles (sl_client + sl_batch). In cluster mode a
+ * handle keeps one connection per node, so the run holds T x C x nodes connections. A
+ * thread drives its handles round-robin: it encodes one pipeline of D commands (random
+ * keys, SET:GET in the --ratio sequence) into the handle's buffer and runs it with one
+ * sl_batch_run. The core groups the batch per node and writes every node's part before
+ * reading any, so every shard receives its share of each pipeline in one write.
+ *
+ * Because the core's synchronous API blocks a thread until its batch is answered, a
+ * thread has one pipeline in flight at a time (spread over every node); concurrency on
+ * the wire is T pipelines. Use more threads for more in-flight work; --conns adds
+ * connections (as memtier's -c does) without adding in-flight pipelines.
+ *
+ * Latency: as memtier does with pipelining, every request of a pipeline is given the
+ * pipeline's round trip (from just before sl_batch_run to its return). Latencies go into
+ * per-thread log-scale histograms (64 sub-buckets per power of two: under 1.6% error),
+ * fixed arrays, so the hot path allocates nothing; the command buffers are sized once.
+ *
+ * Errors: error records (server errors, I/O, timeouts...) and whole-batch failures are
+ * counted per kind and the first message is kept; the run exits 1 when any occurred unless
+ * --allow-errors. A dead server is an I/O error per command, never a crash; the core's
+ * reconnect backoff paces the retries.
+ *
+ * Output: a text summary on stdout and, with --json FILE, one JSON object (schema
+ * "slotlane.bench.load/1", fields in bench/records/README.md).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "slotlane.h"
+
+#ifndef SL_SOURCE_DIR
+#define SL_SOURCE_DIR "."
+#endif
+
+#define SCHEMA "slotlane.bench.load/1"
+#define TOOL "slotlane-load"
+#define ERRLEN 256
+#define MAX_THREADS 1024
+#define MAX_CONNS 4096
+#define MAX_PIPELINE 100000
+#define MAX_DATA_SIZE (16 * 1024 * 1024)
+#define MAX_PREFIX 200
+#define FILL_BATCH 256
+
+/* ------------------------------------------------------------ configuration */
+
+static struct {
+    char url[1024];
+    const char *host;
+    int port;
+    int url_set, hostport_set;
+    int cluster;
+    int threads, conns, pipeline;
+    long data_size;
+    long long key_range;
+    char key_prefix[MAX_PREFIX + 1];
+    int ratio_set, ratio_get;
+    double test_time;      /* seconds; 0 when --requests */
+    long long requests;    /* total; 0 when --test-time */
+    const char *json;
+    int allow_errors;
+    int fill;
+    int timeout_ms;
+    unsigned long long seed;
+    int quiet;
+    int fill_only;
+    int per_node;          /* --pipeline-per-node: a batch holds D commands per node */
+    int batch;             /* commands per sl_batch_run: D, or D x nodes with --pipeline-per-node */
+} cfg;
+
+static int g_argc;
+static char **g_argv;
+
+/* ------------------------------------------------------------ helpers */
+
+/* snprintf where truncation is acceptable (messages): one place, so -Wformat-truncation
+ * stays quiet at every optimisation level. */
+__attribute__((format(printf, 3, 4))) static int fmtbuf(char *dst, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(dst, cap, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
+/* A usage error: message, a pointer to --help, exit 2 (the convention of the repo's tools). */
+__attribute__((format(printf, 1, 2), noreturn)) static void usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs(TOOL ": ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("\n(see " TOOL " --help)\n", stderr);
+    va_end(ap);
+    exit(2);
+}
+
+/* A run-time failure (cannot connect, out of memory...): exit 1. */
+__attribute__((format(printf, 1, 2), noreturn)) static void fatal(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs(TOOL ": ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+static void *xcalloc(size_t n, size_t m)
+{
+    void *p = calloc(n ? n : 1, m ? m : 1);
+    if (!p) fatal("out of memory (%zu x %zu bytes)", n, m);
+    return p;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static double tv_s(struct timeval tv) { return (double)tv.tv_sec + (double)tv.tv_usec / 1e6; }
+
+static void utc_iso(char *buf, size_t cap, time_t t)
+{
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Strict number parsing: the whole string must be a number in [lo, hi]. */
+static long long parse_ll(const char *flag, const char *s, long long lo, long long hi)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || !end || end == s || *end || v < lo || v > hi)
+        usage_error("%s wants an integer in %lld..%lld, not '%s'", flag, lo, hi, s);
+    return v;
+}
+
+static double parse_d(const char *flag, const char *s, double lo, double hi)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || !end || end == s || *end || !(v >= lo && v <= hi))
+        usage_error("%s wants a number in %g..%g, not '%s'", flag, lo, hi, s);
+    return v;
+}
+
+/* xorshift64*: a per-thread generator; no shared state, no locks on the hot path. */
+static inline uint64_t rng_next(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* Uniform in [0, n) without modulo bias worth caring about at these ranges (128-bit multiply). */
+static inline uint64_t rng_below(uint64_t *s, uint64_t n) { return (uint64_t)(((unsigned __int128)rng_next(s) * n) >> 64); }
+
+/* Decimal digits of v into out (no NUL); returns the length. */
+static inline size_t utoa(uint64_t v, char *out)
+{
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+/* ------------------------------------------------------------ histogram */
+
+/* Log-linear buckets over nanoseconds: values below 64 exactly; above, 32 sub-buckets per
+ * power of two (relative error under 1/32 of the value, reported at the bucket middle).
+ * 64 + 58 x 32 buckets cover all of uint64. */
+#define H_SUB 32
+#define H_BUCKETS (64 + 58 * H_SUB)
+
+typedef struct hist {
+    uint64_t count;
+    uint64_t b[H_BUCKETS];
+    uint64_t max_ns;
+    double sum_ns;
+} hist;
+
+static inline int h_index(uint64_t v)
+{
+    if (v < 64) return (int)v;
+    int e = 63 - __builtin_clzll(v); /* >= 6 */
+    int m = (int)(v >> (e - 5));     /* 32..63 */
+    return 64 + (e - 6) * H_SUB + (m - 32);
+}
+
+/* The middle of bucket i, in ns. */
+static double h_value(int i)
+{
+    if (i < 64) return (double)i;
+    int e = (i - 64) / H_SUB + 6, m = (i - 64) % H_SUB + 32;
+    double lo = ldexp((double)m, e - 5), width = ldexp(1.0, e - 5);
+    return lo + width / 2;
+}
+
+static inline void h_add(hist *h, uint64_t v, uint64_t n)
+{
+    h->b[h_index(v)] += n;
+    h->count += n;
+    h->sum_ns += (double)v * (double)n;
+    if (v > h->max_ns) h->max_ns = v;
+}
+
+static void h_merge(hist *into, const hist *from)
+{
+    for (int i = 0; i < H_BUCKETS; i++) into->b[i] += from->b[i];
+    into->count += from->count;
+    into->sum_ns += from->sum_ns;
+    if (from->max_ns > into->max_ns) into->max_ns = from->max_ns;
+}
+
+/* The p-quantile (0 < p <= 1) in ms; NAN when empty. */
+static double h_quantile_ms(const hist *h, double p)
+{
+    if (!h->count) return NAN;
+    uint64_t want = (uint64_t)ceil(p * (double)h->count);
+    if (want < 1) want = 1;
+    uint64_t acc = 0;
+    for (int i = 0; i < H_BUCKETS; i++) {
+        acc += h->b[i];
+        if (acc >= want) {
+            double v = h_value(i);
+            if (v > (double)h->max_ns) v = (double)h->max_ns; /* never above what was seen */
+            return v / 1e6;
+        }
+    }
+    return (double)h->max_ns / 1e6;
+}
+
+/* ------------------------------------------------------------ workers */
+
+enum { OP_SET = 0, OP_GET = 1 };
+
+/* Error counters by sl_err_kind (0..7), plus whole-batch failures. */
+#define N_ERR_KINDS 8
+static const char *err_kind_names[N_ERR_KINDS] = {"server", "io", "timeout", "redirects",
+                                                  "protocol", "cancelled", "cluster", "argument"};
+
+typedef struct handle {
+    sl_client *c;
+    sl_batch *b;
+    uint8_t *buf;          /* one pipeline's RESP, sized once for the worst case */
+    size_t cap;
+    uint8_t *ops;          /* the op of each command of the pipeline (reply checking) */
+} handle;
+
+typedef struct worker {
+    int id;
+    pthread_t th;
+    handle *h;
+    int nh;
+    uint64_t rng;
+    uint64_t ratio_pos;    /* position in the SET:GET sequence */
+    long long quota;       /* requests to run (--requests), or -1 */
+    /* results */
+    uint64_t requests, sets, gets, hits, misses, pipelines;
+    uint64_t errors, err_kind[N_ERR_KINDS], batch_failures, wrong_replies;
+    char first_error[ERRLEN];
+    hist lat, lat_set, lat_get;
+    double t_start, t_end;
+    sl_stats stats;
+} worker;
+
+static atomic_int g_stop;
+static uint64_t g_nodes = 1;  /* nodes the first handle discovered (1 in plain mode) */
+static pthread_barrier_t g_start_bar;
+static const char *g_value;   /* data_size bytes, shared, read-only */
+
+static void note_error(worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note_error(worker *w, const char *fmt, ...)
+{
+    if (w->first_error[0]) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->first_error, sizeof w->first_error, fmt, ap);
+    va_end(ap);
+}
+
+/* Encodes one pipeline of n commands into h->buf; returns its length. */
+static size_t encode_pipeline(worker *w, handle *h, int n)
+{
+    uint8_t *p = h->buf;
+    size_t plen = strlen(cfg.key_prefix);
+    uint64_t period = (uint64_t)cfg.ratio_set + (uint64_t)cfg.ratio_get;
+    char dlen[24];
+    size_t dl = utoa((uint64_t)cfg.data_size, dlen);
+    for (int i = 0; i < n; i++) {
+        int op = (w->ratio_pos++ % period) < (uint64_t)cfg.ratio_set ? OP_SET : OP_GET;
+        h->ops[i] = (uint8_t)op;
+        uint64_t k = rng_below(&w->rng, (uint64_t)cfg.key_range);
+        char knum[24];
+        size_t kn = utoa(k, knum), klen = plen + kn;
+        if (op == OP_SET) {
+            memcpy(p, "*3\r\n$3\r\nSET\r\n$", 14);
+            p += 14;
+        } else {
+            memcpy(p, "*2\r\n$3\r\nGET\r\n$", 14);
+            p += 14;
+        }
+        p += utoa(klen, (char *)p);
+        *p++ = '\r';
+        *p++ = '\n';
+        memcpy(p, cfg.key_prefix, plen);
+        p += plen;
+        memcpy(p, knum, kn);
+        p += kn;
+        *p++ = '\r';
+        *p++ = '\n';
+        if (op == OP_SET) {
+            *p++ = '$';
+            memcpy(p, dlen, dl);
+            p += dl;
+            *p++ = '\r';
+            *p++ = '\n';
+            memcpy(p, g_value, (size_t)cfg.data_size);
+            p += cfg.data_size;
+            *p++ = '\r';
+            *p++ = '\n';
+        }
+    }
+    return (size_t)(p - h->buf);
+}
+
+/* Worst-case bytes of one command: header, key and value with their length lines. */
+static size_t cmd_cap(void)
+{
+    return 64 + strlen(cfg.key_prefix) + 24 + (size_t)cfg.data_size + 24;
+}
+
+/* Counts the replies of one pipeline of n commands. */
+static void account(worker *w, handle *h, int n, int rc, uint64_t rtt_ns)
+{
+    size_t nrec = 0, dlen = 0;
+    const uint8_t *data = NULL;
+    const sl_reply *rec = sl_batch_replies(h->b, &nrec, &data, &dlen);
+    if (rc != 0) {
+        w->batch_failures++;
+        note_error(w, "sl_batch_run: %d (%s): %s", rc, sl_strerror(rc), sl_client_errmsg(h->c));
+    }
+    size_t r = 0;
+    uint64_t nset = 0, nget = 0;
+    for (int i = 0; i < n; i++) {
+        int op = h->ops[i];
+        if (op == OP_SET) nset++; else nget++;
+        if (!rec || r >= nrec) { /* no record for this command: count it failed */
+            w->errors++;
+            w->err_kind[SL_ERR_IO]++;
+            continue;
+        }
+        const sl_reply *x = &rec[r];
+        /* skip the children of an aggregate (GET/SET never answer one; be robust) */
+        size_t skip = 1;
+        if (x->type == SL_REPLY_ARRAY || x->type == SL_REPLY_MAP || x->type == SL_REPLY_SET ||
+            x->type == SL_REPLY_PUSH) {
+            uint64_t pending = x->len;
+            size_t j = r + 1;
+            while (pending && j < nrec) {
+                const sl_reply *c = &rec[j++];
+                pending--;
+                if (c->type == SL_REPLY_ARRAY || c->type == SL_REPLY_MAP || c->type == SL_REPLY_SET ||
+                    c->type == SL_REPLY_PUSH)
+                    pending += c->len;
+            }
+            skip = j - r;
+        }
+        r += skip;
+        if (x->type == SL_REPLY_ERROR) {
+            w->errors++;
+            w->err_kind[x->flags < N_ERR_KINDS ? x->flags : 0]++;
+            uint32_t ml = x->len > 160 ? 160 : x->len;
+            note_error(w, "%s: error reply (%s): %.*s", op == OP_SET ? "SET" : "GET",
+                       x->flags < N_ERR_KINDS ? err_kind_names[x->flags] : "?", (int)ml,
+                       data && x->offset + ml <= dlen ? (const char *)data + x->offset : "");
+        } else if (op == OP_GET) {
+            if (x->type == SL_REPLY_STRING) w->hits++;
+            else if (x->type == SL_REPLY_NIL) w->misses++;
+            else {
+                w->errors++;
+                w->wrong_replies++;
+                note_error(w, "GET: unexpected reply type %d", x->type);
+            }
+        } else if (x->type != SL_REPLY_STATUS) {
+            w->errors++;
+            w->wrong_replies++;
+            note_error(w, "SET: unexpected reply type %d", x->type);
+        }
+    }
+    w->requests += (uint64_t)n;
+    w->sets += nset;
+    w->gets += nget;
+    w->pipelines++;
+    /* the pipeline's round trip, attributed to each of its requests */
+    h_add(&w->lat, rtt_ns, (uint64_t)n);
+    if (nset) h_add(&w->lat_set, rtt_ns, nset);
+    if (nget) h_add(&w->lat_get, rtt_ns, nget);
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    pthread_barrier_wait(&g_start_bar);
+    w->t_start = now_s();
+    int hi = 0;
+    while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
+        int n = cfg.batch;
+        if (w->quota >= 0) {
+            long long left = w->quota - (long long)w->requests;
+            if (left <= 0) break;
+            if (left < n) n = (int)left;
+        }
+        handle *h = &w->h[hi];
+        size_t len = encode_pipeline(w, h, n);
+        sl_sizes sz;
+        uint64_t t0 = now_ns();
+        int rc = sl_batch_run(h->b, h->buf, len, (size_t)n, cfg.timeout_ms, NULL, 0, NULL, 0, &sz);
+        uint64_t t1 = now_ns();
+        account(w, h, n, rc, t1 - t0);
+        if (++hi == w->nh) hi = 0;
+    }
+    w->t_end = now_s();
+    /* the connection counters of this thread's handles, summed */
+    memset(&w->stats, 0, sizeof w->stats);
+    for (int i = 0; i < w->nh; i++) {
+        sl_stats s;
+        memset(&s, 0, sizeof s);
+        s.version = SL_STATS_VERSION;
+        s.size = sizeof s;
+        if (w->h[i].c && sl_client_stats(w->h[i].c, &s) == 0) {
+            w->stats.moved += s.moved;
+            w->stats.ask += s.ask;
+            w->stats.tryagain += s.tryagain;
+            w->stats.refreshes += s.refreshes;
+            w->stats.connects += s.connects;
+            w->stats.reconnects += s.reconnects;
+            w->stats.bytes_written += s.bytes_written;
+            w->stats.bytes_read += s.bytes_read;
+            if (s.nodes > w->stats.nodes) w->stats.nodes = s.nodes;
+        }
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------ setup */
+
+static int open_handle(handle *h, char *err, size_t errcap)
+{
+    sl_client_options o = SL_CLIENT_OPTIONS_INIT;
+    o.url = cfg.url;
+    o.mode = cfg.cluster ? SL_MODE_CLUSTER : SL_MODE_PLAIN;
+    o.command_timeout_ms = cfg.timeout_ms;
+    char em[ERRLEN] = "";
+    int rc = sl_client_new(&h->c, &o, em, sizeof em);
+    if (rc != 0) {
+        fmtbuf(err, errcap, "cannot connect to %s (%s mode): %s%s%s", cfg.url, cfg.cluster ? "cluster" : "plain",
+               sl_strerror(rc), em[0] ? ": " : "", em);
+        return -1;
+    }
+    if ((rc = sl_batch_new(h->c, &h->b)) != 0) {
+        fmtbuf(err, errcap, "sl_batch_new: %s", sl_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+static void close_handle(handle *h)
+{
+    sl_batch_free(h->b);
+    sl_client_free(h->c);
+    free(h->buf);
+    free(h->ops);
+    h->b = NULL;
+    h->c = NULL;
+}
+
+/* SETs every key 0..K-1 once, so GETs hit. One handle, pipelines of FILL_BATCH. */
+static void fill_keys(void)
+{
+    handle h;
+    memset(&h, 0, sizeof h);
+    char err[ERRLEN];
+    if (open_handle(&h, err, sizeof err) != 0) fatal("fill: %s", err);
+    h.cap = cmd_cap() * FILL_BATCH;
+    h.buf = xcalloc(1, h.cap);
+    size_t plen = strlen(cfg.key_prefix);
+    char dlen[24];
+    size_t dl = utoa((uint64_t)cfg.data_size, dlen);
+    double t0 = now_s();
+    for (long long k0 = 0; k0 < cfg.key_range; k0 += FILL_BATCH) {
+        uint8_t *p = h.buf;
+        int n = 0;
+        for (long long k = k0; k < cfg.key_range && n < FILL_BATCH; k++, n++) {
+            char knum[24];
+            size_t kn = utoa((uint64_t)k, knum);
+            memcpy(p, "*3\r\n$3\r\nSET\r\n$", 14);
+            p += 14;
+            p += utoa(plen + kn, (char *)p);
+            memcpy(p, "\r\n", 2);
+            p += 2;
+            memcpy(p, cfg.key_prefix, plen);
+            p += plen;
+            memcpy(p, knum, kn);
+            p += kn;
+            memcpy(p, "\r\n$", 3);
+            p += 3;
+            memcpy(p, dlen, dl);
+            p += dl;
+            memcpy(p, "\r\n", 2);
+            p += 2;
+            memcpy(p, g_value, (size_t)cfg.data_size);
+            p += cfg.data_size;
+            memcpy(p, "\r\n", 2);
+            p += 2;
+        }
+        sl_sizes sz;
+        memset(&sz, 0, sizeof sz);
+        int rc = sl_batch_run(h.b, h.buf, (size_t)(p - h.buf), (size_t)n, cfg.timeout_ms, NULL, 0, NULL, 0, &sz);
+        if (rc != 0 || sz.errors) {
+            size_t nrec = 0;
+            const uint8_t *data = NULL;
+            const sl_reply *rec = sl_batch_replies(h.b, &nrec, &data, NULL);
+            for (size_t i = 0; rec && i < nrec; i++)
+                if (rec[i].type == SL_REPLY_ERROR)
+                    fatal("fill: SET %s%lld: %.*s", cfg.key_prefix, k0 + (long long)i,
+                          (int)(rec[i].len > 160 ? 160 : rec[i].len), (const char *)data + rec[i].offset);
+            fatal("fill: %s (%s)", sl_strerror(rc), sl_client_errmsg(h.c));
+        }
+        if (g_stop) fatal("interrupted during the fill");
+    }
+    if (!cfg.quiet)
+        fprintf(stderr, TOOL ": filled %lld keys of %ld bytes in %.1f s\n", cfg.key_range, cfg.data_size, now_s() - t0);
+    close_handle(&h);
+}
+
+/* ------------------------------------------------------------ machine */
+
+static char g_hostname[256] = "unknown", g_cpu_model[256] = "unknown", g_kernel[256] = "", g_affinity[256] = "";
+static char g_git_commit[64] = "unknown", g_git_dirty[8] = "null";
+static long g_cores;
+
+static void read_machine(void)
+{
+    if (gethostname(g_hostname, sizeof g_hostname) != 0) fmtbuf(g_hostname, sizeof g_hostname, "unknown");
+    g_hostname[sizeof g_hostname - 1] = 0;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f)) {
+            if (strncmp(line, "model name", 10) == 0) {
+                char *c = strchr(line, ':');
+                if (c) {
+                    c++;
+                    while (*c == ' ' || *c == '\t') c++;
+                    c[strcspn(c, "\n")] = 0;
+                    fmtbuf(g_cpu_model, sizeof g_cpu_model, "%s", c);
+                }
+                break;
+            }
+        }
+        fclose(f);
+    }
+    g_cores = sysconf(_SC_NPROCESSORS_ONLN);
+    struct utsname u;
+    if (uname(&u) == 0) fmtbuf(g_kernel, sizeof g_kernel, "%s %s %s", u.sysname, u.release, u.machine);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        size_t pos = 0;
+        for (int i = 0; i < CPU_SETSIZE && pos + 8 < sizeof g_affinity; i++)
+            if (CPU_ISSET(i, &set))
+                pos += (size_t)fmtbuf(g_affinity + pos, sizeof g_affinity - pos, "%s%d", pos ? "," : "", i);
+    }
+    /* read-only git queries (no optional locks: nothing is written) */
+    f = popen("GIT_OPTIONAL_LOCKS=0 git -C '" SL_SOURCE_DIR "' rev-parse HEAD 2>/dev/null", "r");
+    if (f) {
+        char line[128];
+        if (fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\n")] = 0;
+            if (strlen(line) == 40) fmtbuf(g_git_commit, sizeof g_git_commit, "%s", line);
+        }
+        pclose(f);
+    }
+    f = popen("GIT_OPTIONAL_LOCKS=0 git -C '" SL_SOURCE_DIR "' status --porcelain 2>/dev/null | head -c 1", "r");
+    if (f) {
+        char line[8];
+        fmtbuf(g_git_dirty, sizeof g_git_dirty, "%s", fgets(line, sizeof line, f) ? "true" : "false");
+        pclose(f);
+    }
+}
+
+/* ------------------------------------------------------------ JSON */
+
+static void jstr(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+        switch (*p) {
+        case '"': fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        default:
+            if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+            else fputc(*p, f);
+        }
+    }
+    fputc('"', f);
+}
+
+static void jnum(FILE *f, double v)
+{
+    if (isnan(v) || isinf(v)) fputs("null", f);
+    else if (v == floor(v) && fabs(v) < 1e15) fprintf(f, "%.0f", v);
+    else fprintf(f, "%.6g", v);
+}
+
+typedef struct totals {
+    uint64_t requests, sets, gets, hits, misses, pipelines, errors, err_kind[N_ERR_KINDS], batch_failures,
+        wrong_replies;
+    uint64_t moved, ask, tryagain, refreshes, connects, reconnects, bytes_written, bytes_read, nodes;
+    hist lat, lat_set, lat_get;
+    double wall_s, user_s, sys_s, fill_s;
+    char first_error[ERRLEN];
+    int connections;
+} totals;
+
+static void jlat(FILE *f, const hist *h)
+{
+    fprintf(f, "{\"p50\": ");
+    jnum(f, h_quantile_ms(h, 0.50));
+    fprintf(f, ", \"p99\": ");
+    jnum(f, h_quantile_ms(h, 0.99));
+    fprintf(f, ", \"p99_9\": ");
+    jnum(f, h_quantile_ms(h, 0.999));
+    fprintf(f, ", \"max\": ");
+    jnum(f, h->count ? (double)h->max_ns / 1e6 : NAN);
+    fprintf(f, ", \"mean\": ");
+    jnum(f, h->count ? h->sum_ns / (double)h->count / 1e6 : NAN);
+    fprintf(f, "}");
+}
+
+static void write_json(FILE *f, const totals *t, const char *started, const char *finished, int ok)
+{
+    fprintf(f, "{\n  \"schema\": \"%s\",\n  \"benchmark\": \"load\",\n", SCHEMA);
+    fprintf(f, "  \"tool\": \"slotlane-load (bench/load/slotlane_load.c)\",\n");
+    fprintf(f, "  \"ok\": %s,\n  \"started_at\": \"%s\",\n  \"finished_at\": \"%s\",\n", ok ? "true" : "false", started,
+            finished);
+    fprintf(f, "  \"machine\": {\"hostname\": ");
+    jstr(f, g_hostname);
+    fprintf(f, ", \"cpu_model\": ");
+    jstr(f, g_cpu_model);
+    fprintf(f, ", \"cores\": %ld, \"kernel\": ", g_cores);
+    jstr(f, g_kernel);
+    fprintf(f, ", \"load_cpus\": ");
+    jstr(f, g_affinity);
+    fprintf(f, "},\n  \"versions\": {\"slotlane\": ");
+    jstr(f, sl_version());
+    fprintf(f, ", \"compiler\": ");
+#ifdef __VERSION__
+    jstr(f, "gcc " __VERSION__);
+#else
+    fputs("null", f);
+#endif
+    fprintf(f, "},\n  \"git\": {\"commit\": ");
+    jstr(f, g_git_commit);
+    fprintf(f, ", \"dirty\": %s},\n  \"command\": [", g_git_dirty);
+    for (int i = 0; i < g_argc; i++) {
+        if (i) fputs(", ", f);
+        jstr(f, g_argv[i]);
+    }
+    fprintf(f, "],\n  \"config\": {\"url\": ");
+    jstr(f, cfg.url);
+    fprintf(f, ", \"mode\": \"%s\", \"threads\": %d, \"conns_per_thread\": %d, \"pipeline\": %d, \"data_size\": %ld,"
+               " \"key_range\": %lld, \"key_prefix\": ",
+            cfg.cluster ? "cluster" : "plain", cfg.threads, cfg.conns, cfg.pipeline, cfg.data_size, cfg.key_range);
+    jstr(f, cfg.key_prefix);
+    fprintf(f, ", \"ratio\": \"%d:%d\", \"test_time_s\": ", cfg.ratio_set, cfg.ratio_get);
+    if (cfg.test_time > 0) jnum(f, cfg.test_time); else fputs("null", f);
+    fprintf(f, ", \"requests\": ");
+    if (cfg.requests > 0) fprintf(f, "%lld", cfg.requests); else fputs("null", f);
+    fprintf(f, ", \"fill\": %s, \"timeout_ms\": %d, \"seed\": %llu, \"pipeline_per_node\": %s, \"batch\": %d},\n",
+            cfg.fill ? "true" : "false", cfg.timeout_ms, cfg.seed, cfg.per_node ? "true" : "false", cfg.batch);
+    double w = t->wall_s > 0 ? t->wall_s : NAN;
+    fprintf(f, "  \"results\": {\"requests\": %llu, \"sets\": %llu, \"gets\": %llu, \"get_hits\": %llu,"
+               " \"get_misses\": %llu, \"pipelines\": %llu,\n",
+            (unsigned long long)t->requests, (unsigned long long)t->sets, (unsigned long long)t->gets,
+            (unsigned long long)t->hits, (unsigned long long)t->misses, (unsigned long long)t->pipelines);
+    fprintf(f, "    \"wall_s\": ");
+    jnum(f, t->wall_s);
+    fprintf(f, ", \"ops_per_s\": ");
+    jnum(f, (double)t->requests / w);
+    fprintf(f, ", \"set_ops_per_s\": ");
+    jnum(f, (double)t->sets / w);
+    fprintf(f, ", \"get_ops_per_s\": ");
+    jnum(f, (double)t->gets / w);
+    fprintf(f, ",\n    \"latency_ms\": ");
+    jlat(f, &t->lat);
+    fprintf(f, ",\n    \"set_latency_ms\": ");
+    jlat(f, &t->lat_set);
+    fprintf(f, ",\n    \"get_latency_ms\": ");
+    jlat(f, &t->lat_get);
+    fprintf(f, ",\n    \"errors\": %llu, \"error_kinds\": {", (unsigned long long)t->errors);
+    for (int i = 0; i < N_ERR_KINDS; i++)
+        fprintf(f, "%s\"%s\": %llu", i ? ", " : "", err_kind_names[i], (unsigned long long)t->err_kind[i]);
+    fprintf(f, ", \"wrong_reply\": %llu}, \"batch_failures\": %llu, \"first_error\": ",
+            (unsigned long long)t->wrong_replies, (unsigned long long)t->batch_failures);
+    if (t->first_error[0]) jstr(f, t->first_error); else fputs("null", f);
+    fprintf(f, ",\n    \"connections\": %d, \"nodes\": %llu, \"moved\": %llu, \"ask\": %llu, \"tryagain\": %llu,"
+               " \"refreshes\": %llu, \"connects\": %llu, \"reconnects\": %llu, \"bytes_written\": %llu,"
+               " \"bytes_read\": %llu,\n",
+            t->connections, (unsigned long long)t->nodes, (unsigned long long)t->moved, (unsigned long long)t->ask,
+            (unsigned long long)t->tryagain, (unsigned long long)t->refreshes, (unsigned long long)t->connects,
+            (unsigned long long)t->reconnects, (unsigned long long)t->bytes_written,
+            (unsigned long long)t->bytes_read);
+    fprintf(f, "    \"load_user_s\": ");
+    jnum(f, t->user_s);
+    fprintf(f, ", \"load_sys_s\": ");
+    jnum(f, t->sys_s);
+    fprintf(f, ", \"load_cpu_ns_per_req\": ");
+    jnum(f, t->requests ? (t->user_s + t->sys_s) * 1e9 / (double)t->requests : NAN);
+    fprintf(f, ", \"fill_s\": ");
+    jnum(f, t->fill_s);
+    fprintf(f, "}\n}\n");
+}
+
+static int save_json(const totals *t, const char *started, const char *finished, int ok)
+{
+    if (strcmp(cfg.json, "-") == 0) {
+        write_json(stdout, t, started, finished, ok);
+        return fflush(stdout) == 0 ? 0 : -1;
+    }
+    /* a finished temporary file renamed into place: a reader never sees half a record */
+    char tmp[4096];
+    if (fmtbuf(tmp, sizeof tmp, "%s.%ld.tmp", cfg.json, (long)getpid()) >= (int)sizeof tmp) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    FILE *f = fopen(tmp, "w");
+    if (!f) return -1;
+    write_json(f, t, started, finished, ok);
+    if (fclose(f) != 0 || rename(tmp, cfg.json) != 0) {
+        int e = errno;
+        unlink(tmp);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ main */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: slotlane-load [options]\n"
+            "A memtier-style load generator built on libslotlane: T threads, each driving C client\n"
+            "handles round-robin with full pipelines (one sl_batch_run per pipeline per handle). In\n"
+            "cluster mode the core routes every command and writes each node its part of the\n"
+            "pipeline at once; a handle keeps one connection per node.\n"
+            "\n"
+            "Target:\n"
+            "  --host H             server host (default 127.0.0.1)\n"
+            "  --port P             server port (default 6379)\n"
+            "  --url URL            instead of --host/--port: redis://[user:pass@]host:port[/db],\n"
+            "                       host:port, or seeds h1:p1,h2:p2\n"
+            "  --cluster            cluster mode: discover the slot map, route by key (default: plain,\n"
+            "                       one node, no discovery)\n"
+            "Load:\n"
+            "  --threads T          threads (default 4); each has one pipeline in flight at a time\n"
+            "  --conns C            client handles per thread (default 1), driven round-robin\n"
+            "  --pipeline D         commands per batch per handle (default 16)\n"
+            "  --pipeline-per-node  make each batch D x nodes commands, so that every connection\n"
+            "                       carries D commands per round trip on average: the depth of\n"
+            "                       redis-benchmark -P and memtier --pipeline, which pipeline per\n"
+            "                       connection (in cluster mode random keys split a batch of D into\n"
+            "                       about D/nodes per node)\n"
+            "  --data-size S        SET value bytes (default 32)\n"
+            "  --key-range K        keys <prefix>0 .. <prefix>K-1, chosen uniformly at random\n"
+            "                       (default 100000)\n"
+            "  --key-prefix P       key prefix (default \"key:\")\n"
+            "  --ratio S:G          SETs to GETs, in sequence as memtier does (default 1:10; 1:0 = SET\n"
+            "                       only, 0:1 = GET only)\n"
+            "  --test-time SECONDS  run for this long (default 10)\n"
+            "  --requests N         or run N requests in total, split over the threads\n"
+            "  --no-fill            do not SET every key first (the fill runs when the ratio has GETs)\n"
+            "  --fill-only          SET every key once and exit (so that a measured GET run, with\n"
+            "                       --no-fill, does not include the fill in the server's CPU time)\n"
+            "  --seed N             random seed (default: from the clock); thread i uses seed + i\n"
+            "  --timeout-ms MS      deadline of one pipeline (default 10000)\n"
+            "Output:\n"
+            "  --json FILE          write the JSON result to FILE (\"-\": stdout), schema\n"
+            "                       slotlane.bench.load/1 (bench/records/README.md)\n"
+            "  --allow-errors       exit 0 even when requests failed\n"
+            "  --quiet              no progress lines on stderr\n"
+            "  --help               this text\n"
+            "\n"
+            "Latency: each request is given its pipeline's round trip (as memtier does with\n"
+            "pipelining); p50/p99/p99.9 come from log-scale histograms (under 1.6%% error).\n"
+            "GET of a missing key is a miss, not an error; error replies, I/O errors and timeouts\n"
+            "are errors.\n"
+            "Exit status: 0 ok; 1 errors during the run (unless --allow-errors), cannot connect, or\n"
+            "cannot write the JSON; 2 bad arguments.\n");
+}
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    atomic_store(&g_stop, 1); /* the run stops and still reports what it measured */
+}
+
+int main(int argc, char **argv)
+{
+    g_argc = argc;
+    g_argv = argv;
+    cfg.host = "127.0.0.1";
+    cfg.port = 6379;
+    cfg.threads = 4;
+    cfg.conns = 1;
+    cfg.pipeline = 16;
+    cfg.data_size = 32;
+    cfg.key_range = 100000;
+    strcpy(cfg.key_prefix, "key:");
+    cfg.ratio_set = 1;
+    cfg.ratio_get = 10;
+    cfg.test_time = 10;
+    cfg.fill = 1;
+    cfg.timeout_ms = 10000;
+    cfg.seed = (unsigned long long)now_ns() ^ ((unsigned long long)getpid() << 32);
+    int time_set = 0, requests_set = 0;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        /* --flag=value is accepted too */
+        char name[64];
+        const char *inl = NULL;
+        const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+        if (eq && (size_t)(eq - a) < sizeof name) {
+            memcpy(name, a, (size_t)(eq - a));
+            name[eq - a] = 0;
+            inl = eq + 1;
+            a = name;
+        }
+#define VAL() (inl ? inl : (i + 1 < argc ? argv[++i] : (usage_error("%s needs a value", a), (char *)NULL)))
+#define NOVAL() do { if (inl) usage_error("%s takes no value", a); } while (0)
+        if (!strcmp(a, "--host")) {
+            cfg.host = VAL();
+            if (!*cfg.host || strlen(cfg.host) > 255) usage_error("bad --host");
+            cfg.hostport_set = 1;
+        } else if (!strcmp(a, "--port")) {
+            cfg.port = (int)parse_ll(a, VAL(), 1, 65535);
+            cfg.hostport_set = 1;
+        } else if (!strcmp(a, "--url")) {
+            const char *u = VAL();
+            if (!*u || strlen(u) >= sizeof cfg.url) usage_error("bad --url");
+            fmtbuf(cfg.url, sizeof cfg.url, "%s", u);
+            cfg.url_set = 1;
+        } else if (!strcmp(a, "--cluster")) {
+            NOVAL();
+            cfg.cluster = 1;
+        } else if (!strcmp(a, "--threads")) cfg.threads = (int)parse_ll(a, VAL(), 1, MAX_THREADS);
+        else if (!strcmp(a, "--conns")) cfg.conns = (int)parse_ll(a, VAL(), 1, MAX_CONNS);
+        else if (!strcmp(a, "--pipeline")) cfg.pipeline = (int)parse_ll(a, VAL(), 1, MAX_PIPELINE);
+        else if (!strcmp(a, "--data-size")) cfg.data_size = (long)parse_ll(a, VAL(), 1, MAX_DATA_SIZE);
+        else if (!strcmp(a, "--key-range")) cfg.key_range = parse_ll(a, VAL(), 1, 1000000000000LL);
+        else if (!strcmp(a, "--key-prefix")) {
+            const char *p = VAL();
+            if (strlen(p) > MAX_PREFIX) usage_error("--key-prefix is longer than %d bytes", MAX_PREFIX);
+            fmtbuf(cfg.key_prefix, sizeof cfg.key_prefix, "%s", p);
+        } else if (!strcmp(a, "--ratio")) {
+            const char *r = VAL();
+            int s = -1, g = -1, n = 0;
+            if (sscanf(r, "%d:%d%n", &s, &g, &n) != 2 || r[n] || s < 0 || g < 0 || s + g == 0 || s > 1000000 ||
+                g > 1000000)
+                usage_error("--ratio wants SET:GET with non-negative integers, not both 0 (e.g. 1:10), not '%s'", r);
+            cfg.ratio_set = s;
+            cfg.ratio_get = g;
+        } else if (!strcmp(a, "--test-time")) {
+            cfg.test_time = parse_d(a, VAL(), 0.001, 1e7);
+            time_set = 1;
+        } else if (!strcmp(a, "--requests")) {
+            cfg.requests = parse_ll(a, VAL(), 1, LLONG_MAX / 2);
+            requests_set = 1;
+        } else if (!strcmp(a, "--json")) {
+            cfg.json = VAL();
+            if (!*cfg.json) usage_error("--json needs a file name");
+        } else if (!strcmp(a, "--allow-errors")) {
+            NOVAL();
+            cfg.allow_errors = 1;
+        } else if (!strcmp(a, "--no-fill")) {
+            NOVAL();
+            cfg.fill = 0;
+        } else if (!strcmp(a, "--pipeline-per-node")) {
+            NOVAL();
+            cfg.per_node = 1;
+        } else if (!strcmp(a, "--fill-only")) {
+            NOVAL();
+            cfg.fill_only = 1;
+        } else if (!strcmp(a, "--seed")) cfg.seed = (unsigned long long)parse_ll(a, VAL(), 0, LLONG_MAX);
+        else if (!strcmp(a, "--timeout-ms")) cfg.timeout_ms = (int)parse_ll(a, VAL(), 1, INT_MAX);
+        else if (!strcmp(a, "--quiet")) {
+            NOVAL();
+            cfg.quiet = 1;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else usage_error("unknown argument '%s'", argv[i]);
+#undef VAL
+#undef NOVAL
+    }
+    if (time_set && requests_set) usage_error("give --test-time or --requests, not both");
+    if (requests_set) cfg.test_time = 0;
+    if (cfg.url_set && cfg.hostport_set) usage_error("give --url or --host/--port, not both");
+    if (!cfg.url_set) {
+        int n = strchr(cfg.host, ':') ? fmtbuf(cfg.url, sizeof cfg.url, "[%s]:%d", cfg.host, cfg.port)
+                                      : fmtbuf(cfg.url, sizeof cfg.url, "%s:%d", cfg.host, cfg.port);
+        if (n >= (int)sizeof cfg.url) usage_error("--host is too long");
+    }
+    if ((long long)cfg.threads * cfg.conns > 100000) usage_error("--threads x --conns is more than 100000 handles");
+    if (cfg.requests > 0 && cfg.requests < cfg.threads) cfg.threads = (int)cfg.requests; /* one request per thread at least */
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN); /* a closed connection is an I/O error, not a death */
+
+    read_machine();
+    char started[32], finished[32];
+    utc_iso(started, sizeof started, time(NULL));
+
+    char *value = xcalloc(1, (size_t)cfg.data_size + 1);
+    for (long i = 0; i < cfg.data_size; i++) value[i] = (char)('a' + i % 26);
+    g_value = value;
+
+    totals t;
+    memset(&t, 0, sizeof t);
+    if (cfg.fill_only) {
+        if (!cfg.fill) usage_error("--fill-only and --no-fill contradict each other");
+        fill_keys();
+        free(value);
+        return 0;
+    }
+    if (cfg.fill && cfg.ratio_get > 0) {
+        double f0 = now_s();
+        fill_keys();
+        t.fill_s = now_s() - f0;
+    }
+
+    /* every handle connects (and discovers) before the clock starts */
+    worker *ws = xcalloc((size_t)cfg.threads, sizeof *ws);
+    size_t per_cmd = cmd_cap();
+    for (int i = 0; i < cfg.threads; i++) {
+        worker *w = &ws[i];
+        w->id = i;
+        w->nh = cfg.conns;
+        w->h = xcalloc((size_t)cfg.conns, sizeof *w->h);
+        w->rng = (cfg.seed + (uint64_t)i) * 0x9E3779B97F4A7C15ULL + 1; /* never 0: xorshift's fixed point */
+        if (!w->rng) w->rng = 1;
+        w->ratio_pos = (uint64_t)i; /* threads start at different points of the sequence */
+        w->quota = -1;
+        if (cfg.requests > 0) w->quota = cfg.requests / cfg.threads + (i < cfg.requests % cfg.threads ? 1 : 0);
+        for (int j = 0; j < cfg.conns; j++) {
+            handle *h = &w->h[j];
+            char err[ERRLEN];
+            if (open_handle(h, err, sizeof err) != 0) fatal("thread %d handle %d: %s", i, j, err);
+            if (i == 0 && j == 0) {
+                /* the batch size, now that the first handle knows the nodes */
+                sl_stats s;
+                memset(&s, 0, sizeof s);
+                s.version = SL_STATS_VERSION;
+                s.size = sizeof s;
+                if (sl_client_stats(h->c, &s) == 0 && s.nodes > 0) g_nodes = s.nodes;
+                if (!cfg.cluster) g_nodes = 1;
+                cfg.batch = cfg.pipeline;
+                if (cfg.per_node) {
+                    if ((uint64_t)cfg.pipeline * g_nodes > MAX_PIPELINE * 16ULL)
+                        fatal("--pipeline %d x %llu nodes is too large a batch", cfg.pipeline,
+                              (unsigned long long)g_nodes);
+                    cfg.batch = (int)((uint64_t)cfg.pipeline * g_nodes);
+                }
+            }
+            h->cap = per_cmd * (size_t)cfg.batch;
+            h->buf = xcalloc(1, h->cap);
+            h->ops = xcalloc((size_t)cfg.batch, 1);
+            if (g_stop) fatal("interrupted while connecting");
+        }
+    }
+    t.connections = (int)((uint64_t)cfg.threads * (uint64_t)cfg.conns * g_nodes);
+    if (!cfg.quiet)
+        fprintf(stderr, TOOL ": %s %s, %d threads x %d handles (%d connections), pipeline %d, %ld-byte values, "
+                        "%lld keys, ratio %d:%d, %s\n",
+                cfg.cluster ? "cluster" : "plain", cfg.url, cfg.threads, cfg.conns, t.connections, cfg.batch,
+                cfg.data_size, cfg.key_range, cfg.ratio_set, cfg.ratio_get, cfg.requests > 0 ? "by requests" : "by time");
+
+    if (pthread_barrier_init(&g_start_bar, NULL, (unsigned)cfg.threads + 1) != 0) fatal("pthread_barrier_init failed");
+    for (int i = 0; i < cfg.threads; i++)
+        if (pthread_create(&ws[i].th, NULL, worker_main, &ws[i]) != 0) fatal("cannot start thread %d", i);
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
+    double t0 = now_s();
+    pthread_barrier_wait(&g_start_bar);
+    if (cfg.test_time > 0) {
+        double until = t0 + cfg.test_time;
+        while (!atomic_load(&g_stop)) {
+            double left = until - now_s();
+            if (left <= 0) break;
+            struct timespec ts = {0, (long)((left > 0.05 ? 0.05 : left) * 1e9)};
+            nanosleep(&ts, NULL);
+        }
+        atomic_store(&g_stop, 1);
+    }
+    for (int i = 0; i < cfg.threads; i++) pthread_join(ws[i].th, NULL);
+    double t1 = now_s();
+    getrusage(RUSAGE_SELF, &ru1);
+    pthread_barrier_destroy(&g_start_bar);
+    utc_iso(finished, sizeof finished, time(NULL));
+
+    /* the window: from the release of the threads to the end of the last one's last pipeline */
+    (void)t1;
+    double first = 0, last = 0;
+    for (int i = 0; i < cfg.threads; i++) {
+        worker *w = &ws[i];
+        if (i == 0 || w->t_start < first) first = w->t_start;
+        if (i == 0 || w->t_end > last) last = w->t_end;
+        t.requests += w->requests;
+        t.sets += w->sets;
+        t.gets += w->gets;
+        t.hits += w->hits;
+        t.misses += w->misses;
+        t.pipelines += w->pipelines;
+        t.errors += w->errors;
+        for (int k = 0; k < N_ERR_KINDS; k++) t.err_kind[k] += w->err_kind[k];
+        t.batch_failures += w->batch_failures;
+        t.wrong_replies += w->wrong_replies;
+        if (!t.first_error[0] && w->first_error[0]) memcpy(t.first_error, w->first_error, sizeof t.first_error);
+        h_merge(&t.lat, &w->lat);
+        h_merge(&t.lat_set, &w->lat_set);
+        h_merge(&t.lat_get, &w->lat_get);
+        t.moved += w->stats.moved;
+        t.ask += w->stats.ask;
+        t.tryagain += w->stats.tryagain;
+        t.refreshes += w->stats.refreshes;
+        t.connects += w->stats.connects;
+        t.reconnects += w->stats.reconnects;
+        t.bytes_written += w->stats.bytes_written;
+        t.bytes_read += w->stats.bytes_read;
+        if (w->stats.nodes > t.nodes) t.nodes = w->stats.nodes;
+    }
+    t.wall_s = last - first;
+    t.user_s = tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime);
+    t.sys_s = tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);
+    int ok = t.errors == 0 && t.batch_failures == 0 && t.requests > 0;
+
+    double w = t.wall_s > 0 ? t.wall_s : NAN;
+    printf("slotlane-load: %s %s, %d threads x %d handles = %d connections, batch %d, %ld B, %lld keys, ratio %d:%d\n",
+           cfg.cluster ? "cluster" : "plain", cfg.url, cfg.threads, cfg.conns, t.connections, cfg.batch,
+           cfg.data_size, cfg.key_range, cfg.ratio_set, cfg.ratio_get);
+    printf("%-6s %12s %12s %10s %10s %10s %10s\n", "type", "ops/s", "requests", "p50 ms", "p99 ms", "p99.9 ms", "max ms");
+    const struct {
+        const char *name;
+        uint64_t n;
+        const hist *h;
+    } lines[3] = {{"SET", t.sets, &t.lat_set}, {"GET", t.gets, &t.lat_get}, {"Totals", t.requests, &t.lat}};
+    for (int i = 0; i < 3; i++) {
+        if (!lines[i].h->count) {
+            printf("%-6s %12.0f %12llu %10s %10s %10s %10s\n", lines[i].name, 0.0, 0ULL, "-", "-", "-", "-");
+            continue;
+        }
+        printf("%-6s %12.0f %12llu %10.3f %10.3f %10.3f %10.3f\n", lines[i].name, (double)lines[i].n / w,
+               (unsigned long long)lines[i].n, h_quantile_ms(lines[i].h, 0.5), h_quantile_ms(lines[i].h, 0.99),
+               h_quantile_ms(lines[i].h, 0.999), (double)lines[i].h->max_ns / 1e6);
+    }
+    printf("wall %.3f s, GET hits %llu misses %llu, errors %llu (batch failures %llu), load CPU %.0f ns/req\n", t.wall_s,
+           (unsigned long long)t.hits, (unsigned long long)t.misses, (unsigned long long)t.errors,
+           (unsigned long long)t.batch_failures, t.requests ? (t.user_s + t.sys_s) * 1e9 / (double)t.requests : 0.0);
+    if (t.first_error[0]) printf("first error: %s\n", t.first_error);
+    fflush(stdout);
+
+    int status = 0;
+    if (t.requests == 0) {
+        fprintf(stderr, TOOL ": no request completed\n");
+        status = 1;
+    } else if (!ok && !cfg.allow_errors) {
+        fprintf(stderr, TOOL ": %llu requests failed (first: %s); --allow-errors to accept\n",
+                (unsigned long long)t.errors, t.first_error[0] ? t.first_error : "?");
+        status = 1;
+    }
+    if (cfg.json && save_json(&t, started, finished, ok) != 0) {
+        fprintf(stderr, TOOL ": cannot write %s: %s\n", cfg.json, strerror(errno));
+        status = 1;
+    }
+
+    for (int i = 0; i < cfg.threads; i++) {
+        for (int j = 0; j < ws[i].nh; j++) close_handle(&ws[i].h[j]);
+        free(ws[i].h);
+    }
+    free(ws);
+    free(value);
+    return status;
+}
