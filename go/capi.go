@@ -50,14 +50,6 @@ static int slgo_run(sl_client *cl, sl_batch *b, int route_kind, int slot, const 
 	return rc;
 }
 
-// Consumes a cancel that reached the client after its execution had finished (the core
-// keeps it for the next execution): an execution of no commands does no I/O and clears it.
-static void slgo_clear_cancel(sl_batch *b)
-{
-	sl_batch_reset(b);
-	(void)sl_batch_exec(b, -1, NULL);
-}
-
 static int slgo_new(sl_client **out, const char *url, int mode, const char *user, const char *pass,
                     int db, int resp, int connect_ms, int command_ms, int max_redirects, int refresh_ms,
                     int reconnect_min_ms, int reconnect_max_ms, char *errmsg, size_t cap)
@@ -105,8 +97,6 @@ type handle struct {
 	b     *C.sl_batch
 	out   *C.slgo_out // C memory
 	freed bool
-	// broken: the handle must not run again (see Client.exec); release frees it.
-	broken bool
 
 	buf        []byte        // encoding scratch for single commands
 	cancelDone chan struct{} // the ctx watcher signals here after sl_client_cancel
@@ -243,11 +233,10 @@ func (h *handle) run(ctx context.Context, cmds []byte, count int, rt *Route, tim
 	}
 	ex.decoded = h.decode(count, dst)
 	if stop != nil && !stop() {
-		// The watcher ran (or is running): wait for its sl_client_cancel, then consume a
-		// cancel that may have arrived after the execution finished, so that it cannot
-		// cancel the next execution on this handle.
+		// The watcher ran (or is running): wait for its sl_client_cancel before the handle
+		// can run again. A cancel that lands after the execution finished has no effect:
+		// the core only cancels an execution that is running.
 		<-h.cancelDone
-		C.slgo_clear_cancel(h.b)
 	}
 	return ex
 }

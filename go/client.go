@@ -332,13 +332,8 @@ func (c *Client) signal() {
 	}
 }
 
-// release puts a handle back in a free slot (there is always one: handles <= slots),
-// or frees it when it is broken.
+// release puts a handle back in a free slot (there is always one: handles <= slots).
 func (c *Client) release(h *handle) {
-	if h.broken {
-		c.discard(h)
-		return
-	}
 	n := uint32(len(c.slots))
 	start := rand.Uint32() % n
 	for i := uint32(0); i < n; i++ {
@@ -348,23 +343,6 @@ func (c *Client) release(h *handle) {
 		}
 	}
 	panic("slotlane: handle pool overflow") // unreachable: at most PoolSize handles exist
-}
-
-// discard frees a handle that must not run again and makes room for a new one.
-func (c *Client) discard(h *handle) {
-	c.allMu.Lock()
-	for i, x := range c.all {
-		if x == h {
-			c.all = append(c.all[:i], c.all[i+1:]...)
-			break
-		}
-	}
-	c.allMu.Unlock()
-	h.mu.Lock()
-	h.free()
-	h.mu.Unlock()
-	c.created.Add(-1)
-	c.signal()
 }
 
 // exec runs count encoded commands on a handle and fills dst (len(dst) == count) with
@@ -385,14 +363,6 @@ func (c *Client) exec(ctx context.Context, h *handle, cmds []byte, count int, rt
 		return ErrClosed
 	}
 	ex := h.run(ctx, cmds, count, rt, ms, dst)
-	if ex.rc == codeTimeout || ex.rc == codeCancelled {
-		// Workaround (core issue, reported to the lead): after SL_ETIMEOUT the core keeps
-		// a connection whose reply is still due, and the next command on it reads that
-		// stale reply; after SL_ECANCELLED the next command waits until the cancelled
-		// one's reply arrives (the whole block of a BLPOP). The handle is dropped; a new
-		// one is made when needed. Remove when the core closes such connections.
-		h.broken = true
-	}
 	h.mu.Unlock()
 	if ex.rc == codeOK {
 		return nil
