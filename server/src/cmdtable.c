@@ -167,9 +167,15 @@ static const sv_cmd table[] = {
     C(readonly, 1, F | L, 0, 0, 0, "@fast @connection"),
     {"readwrite", sv_cmd_readonly, 1, F | L, 0, 0, 0, "@fast @connection", NULL},
     {"asking", sv_cmd_readonly, 1, F, 0, 0, 0, "@fast @connection", NULL},
+    /* internal (last: COMMAND lists the table up to NPUBLIC): a shard coordinating a
+     * cross-shard RENAME moves the value with them. WRITE, so a log of write
+     * commands replays them; their argv carries everything (no pointers). */
+    {"slotlane.take", sv_cmd_slotlane_take, 2, W | F | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @write", NULL},
+    {"slotlane.restore", sv_cmd_slotlane_restore, -4, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @write", NULL},
 };
 
 #define NCMDS (sizeof(table) / sizeof(table[0]))
+#define NPUBLIC (NCMDS - 2)
 #define LOOKUP_SIZE 1024
 static const sv_cmd *lookup_table[LOOKUP_SIZE];
 
@@ -191,8 +197,14 @@ void sv_cmdtable_init(void)
 
 const sv_cmd *sv_cmd_table(size_t *n)
 {
-    *n = NCMDS;
+    *n = NPUBLIC;
     return table;
+}
+
+const sv_cmd *sv_cmd_lookup_public(const char *name, size_t len)
+{
+    const sv_cmd *c = sv_cmd_lookup(name, len);
+    return c && (c->flags & SV_CMD_INTERNAL) ? NULL : c;
 }
 
 const sv_cmd *sv_cmd_lookup(const char *name, size_t len)

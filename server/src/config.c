@@ -53,6 +53,10 @@ static const char *usage =
     "  --loglevel LEVEL        debug, verbose, notice (default) or warning\n"
     "  --output-limit BYTES    unsent reply bytes after which a client that does not read\n"
     "                          is disconnected (default 1073741824)\n"
+    "  --forward-queue N       forwarding: requests in flight from one shard to another\n"
+    "                          (1..1048576, default 65536); at the limit the sending shard\n"
+    "                          stops reading the clients whose next command needs that\n"
+    "                          shard until replies come back (INFO forward_queue_full)\n"
     "  --help                  this text\n"
     "  --version               print the version\n";
 
@@ -66,6 +70,7 @@ static void defaults(void)
     sv_cfg.maxclients = 10000;
     sv_cfg.loglevel = SV_LOG_NOTICE;
     sv_cfg.output_limit = 1024LL * 1024 * 1024;
+    sv_cfg.forward_queue = 65536;
 }
 
 static int parse_int(const char *s, long long min, long long max, long long *out)
@@ -178,6 +183,9 @@ const char *sv_config_set(const char *rawname, const char *v, char *err, size_t 
     } else if (!strcmp(name, "output-limit")) {
         if (!parse_int(v, 1024, 1LL << 40, &n)) goto badint;
         sv_cfg.output_limit = n;
+    } else if (!strcmp(name, "forward-queue")) {
+        if (!parse_int(v, 1, 1 << 20, &n)) goto badint;
+        sv_cfg.forward_queue = (int)n;
     } else {
         snprintf(err, cap, "unknown setting '%s'", rawname);
         return err;

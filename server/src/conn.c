@@ -39,6 +39,7 @@ void sv_conn_close(sv_conn *c)
     if (c->closing) return;
     c->closing = 1;
     sv_shard *sh = c->sh;
+    sv_fwd_unpause(c);
     if (c->prev) c->prev->next = c->next;
     else sh->conns = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -48,6 +49,7 @@ void sv_conn_close(sv_conn *c)
 
 static void flush(sv_conn *c);
 void sv_conn_flush(sv_conn *c) { flush(c); }
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
 static void on_write(uv_write_t *req, int status)
 {
@@ -163,7 +165,12 @@ static void process(sv_conn *c)
             }
             sv_parser_args(&c->parser, base, c->argv);
             if (sh->fwd_on) {
-                sv_fwd_process(c, argc, c->argv);
+                if (sv_fwd_process(c, argc, c->argv)) {
+                    /* backpressure: the request stays in the buffer, parsed again
+                     * when the connection is resumed */
+                    sv_parser_reset(&c->parser);
+                    break;
+                }
             } else {
                 sv_ctx ctx = {sh, &c->sess, {&c->out, c->sess.proto}, 0, 0};
                 sv_execute(&ctx, argc, c->argv);
@@ -191,6 +198,17 @@ static void process(sv_conn *c)
         c->rbuf.len -= c->rstart;
         c->rstart = 0;
     }
+}
+
+void sv_conn_resume(sv_conn *c)
+{
+    if (c->closing) return;
+    c->sh->now_ms = sv_mstime();
+    process(c);
+    if (c->closing) return;
+    flush(c);
+    if (!c->closing && !c->fwd_paused && !c->close_when_flushed)
+        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)

@@ -29,6 +29,11 @@ typedef struct sv_conn {
     int handle_closed;    /* uv_close finished; freed once fwd_outstanding is 0 */
     int flush_queued;
     struct sv_conn *flush_next;
+    /* backpressure: reading stopped until shard blocked_on has room (fwd.c) */
+    int fwd_paused;
+    int blocked_on;     /* a shard, or -1: its own coordinated command (coord_busy) */
+    int coord_busy;     /* a cross-shard command is running its steps: later commands wait */
+    struct sv_conn *paused_next;
 } sv_conn;
 
 /* Accepts a pending connection on the shard's listener. */
@@ -38,6 +43,9 @@ void sv_conn_close(sv_conn *c);
 void sv_conn_flush(sv_conn *c);
 /* Frees a connection whose handle is closed (forwarding: after the last reply). */
 void sv_conn_free(sv_conn *c);
+/* Backpressure: runs the requests still buffered and reads again (fwd.c calls it
+ * when the shard the connection waited for has room). */
+void sv_conn_resume(sv_conn *c);
 /* Writes a CLIENT LIST line for the connection. */
 void sv_conn_describe(sv_conn *c, sv_buf *out, int64_t now_ms);
 

@@ -3,7 +3,9 @@
 
 #include <stdio.h>
 
-enum { K_PLAIN, K_SUM, K_OK, K_MGET, K_CONCAT };
+#include "fwd_multi.h"
+
+enum { K_PLAIN, K_SUM, K_OK, K_MGET, K_CONCAT, K_COORD };
 
 typedef struct sv_pend {
     struct sv_pend *next;
@@ -14,6 +16,7 @@ typedef struct sv_pend {
     sv_buf *parts; /* per part (merged kinds) */
     int *order;    /* MGET: part of each key */
     int norder;
+    void *coord;   /* K_COORD: the coordinator's state (fwd_multi.c) */
 } sv_pend;
 
 typedef struct sv_fmsg {
@@ -118,6 +121,7 @@ static void pend_free(sv_pend *p)
         for (int i = 0; i < p->nparts; i++) sv_buf_free(&p->parts[i]);
     free(p->parts);
     free(p->order);
+    if (p->coord) sv_fwdm_free(p->coord);
     free(p);
 }
 
@@ -234,12 +238,29 @@ static void merge(sv_conn *c, sv_pend *p)
     }
 }
 
+static void resume_paused(sv_shard *sh);
+
 /* ---- the receiving shard ---- */
 
 static void deliver(sv_shard *sh, sv_fmsg *m)
 {
     sv_conn *c = m->conn;
     c->fwd_outstanding--;
+    sh->fwd_inflight[m->dst]--;
+    if (m->pend->kind == K_COORD) {
+        /* a coordinated command finishes even when its client has gone: its later
+         * steps (a RENAME's restore) must not be lost */
+        sv_pend *p = m->pend;
+        sv_fwdm_reply(c, p->coord, m->part, &m->reply);
+        msg_free(m);
+        if (c->closing) {
+            if (c->handle_closed && c->fwd_outstanding == 0) sv_conn_free(c);
+        } else if (p == c->pend_head && p->waiting == 0) {
+            drain(c);
+            queue_flush(sh, c);
+        }
+        return;
+    }
     if (c->closing) {
         if (c->handle_closed && c->fwd_outstanding == 0) sv_conn_free(c);
         msg_free(m);
@@ -304,6 +325,7 @@ static void on_async(uv_async_t *a)
             }
         }
     }
+    if (sh->fwd_paused) resume_paused(sh);
     while (sh->flush_list) {
         sv_conn *c = sh->flush_list;
         sh->flush_list = c->flush_next;
@@ -327,8 +349,90 @@ static void send_part(sv_conn *c, sv_pend *p, int part, int owner, int n, sv_str
     m->dst = owner;
     c->fwd_outstanding++;
     p->waiting++;
+    c->sh->fwd_inflight[owner]++;
     atomic_fetch_add_explicit(&c->sh->fwd_commands, 1, memory_order_relaxed);
     push(c->sh, owner, m);
+}
+
+/* ---- the coordinator's side (fwd_multi.c) ---- */
+
+sv_pend *sv_fwd_coord_slot(sv_conn *c, void *state)
+{
+    sv_pend *p = pend_add(c);
+    p->kind = K_COORD;
+    p->waiting = 1; /* until sv_fwd_coord_finish */
+    p->coord = state;
+    c->coord_busy = 1;
+    return p;
+}
+
+void sv_fwd_coord_send(sv_conn *c, sv_pend *p, int step, int owner, int argc, sv_str *argv)
+{
+    sv_fmsg *m = msg_new(c, argc, argv, NULL);
+    m->proto = 2; /* the coordinator parses RESP2 */
+    m->pend = p;
+    m->part = step;
+    m->dst = owner;
+    c->fwd_outstanding++;
+    c->sh->fwd_inflight[owner]++;
+    atomic_fetch_add_explicit(&c->sh->fwd_commands, 1, memory_order_relaxed);
+    push(c->sh, owner, m);
+}
+
+sv_buf *sv_fwd_coord_out(sv_pend *p) { return &p->out; }
+
+void sv_fwd_coord_finish(sv_conn *c, sv_pend *p)
+{
+    p->waiting = 0;
+    c->coord_busy = 0; /* a connection paused behind it resumes at the end of on_async */
+}
+
+/* ---- backpressure ---- */
+
+static int target_full(sv_shard *sh, int t) { return t != sh->index && sh->fwd_inflight[t] >= sv_cfg.forward_queue; }
+
+/* The command cannot be sent now: stop reading the connection (the caller leaves
+ * the request in the read buffer) until shard t has answered some requests. */
+static void pause_conn(sv_conn *c, int t)
+{
+    sv_shard *sh = c->sh;
+    if (t >= 0) atomic_fetch_add_explicit(&sh->fwd_queue_full, 1, memory_order_relaxed);
+    c->blocked_on = t;
+    if (!c->fwd_paused) {
+        c->fwd_paused = 1;
+        c->paused_next = sh->fwd_paused;
+        sh->fwd_paused = c;
+        uv_read_stop((uv_stream_t *)&c->tcp);
+    }
+}
+
+void sv_fwd_unpause(sv_conn *c)
+{
+    if (!c->fwd_paused) return;
+    for (sv_conn **pp = &c->sh->fwd_paused; *pp; pp = &(*pp)->paused_next)
+        if (*pp == c) {
+            *pp = c->paused_next;
+            break;
+        }
+    c->fwd_paused = 0;
+}
+
+/* After replies came back: resumes the paused connections whose target has room. */
+static void resume_paused(sv_shard *sh)
+{
+    sv_conn *l = sh->fwd_paused;
+    sh->fwd_paused = NULL;
+    while (l) {
+        sv_conn *c = l;
+        l = c->paused_next;
+        if (c->blocked_on < 0 ? c->coord_busy : target_full(sh, c->blocked_on)) { /* stays paused */
+            c->paused_next = sh->fwd_paused;
+            sh->fwd_paused = c;
+            continue;
+        }
+        c->fwd_paused = 0;
+        sv_conn_resume(c); /* may pause it again */
+    }
 }
 
 static void run_local(sv_conn *c, sv_buf *out, int argc, sv_str *argv, int noroute)
@@ -359,29 +463,49 @@ static void fan_out(sv_conn *c, int kind, int argc, sv_str *argv)
         if (t != me) send_part(c, p, t, t, argc, argv, NULL);
 }
 
-void sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
+int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
 {
     sv_shard *sh = c->sh;
     int me = sh->index;
+    if (c->coord_busy) {
+        /* the steps of a coordinated command still run: a later command must not
+         * overtake them (RENAME a b, then GET b) */
+        pause_conn(c, -1);
+        return 1;
+    }
     const sv_cmd *cmd = sv_cmd_lookup(argv[0].p, argv[0].len);
     if (!cmd || (cmd->arity > 0 && argc != cmd->arity) || argc < -cmd->arity) {
         run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
-        return;
+        return 0;
     }
     if (!cmd->first && !cmd->getkeys) {
         long long slot;
+        int fan = cmd->fn == sv_cmd_dbsize || cmd->fn == sv_cmd_flushall || cmd->fn == sv_cmd_keys;
         if (cmd->fn == sv_cmd_cluster && argc >= 3 &&
             (sv_eq(argv[1], "countkeysinslot") || sv_eq(argv[1], "getkeysinslot")) &&
             sv_str2ll(argv[2].p, argv[2].len, &slot) && slot >= 0 && slot < SL_SLOTS &&
             sv_slot_owner((unsigned)slot) != me) { /* the slot's keys live on its owner */
+            int t = sv_slot_owner((unsigned)slot);
+            if (target_full(sh, t)) {
+                pause_conn(c, t);
+                return 1;
+            }
             sv_pend *p = pend_add(c);
             p->kind = K_PLAIN;
-            send_part(c, p, 0, sv_slot_owner((unsigned)slot), argc, argv, NULL);
-        } else if (cmd->fn == sv_cmd_dbsize) fan_out(c, K_SUM, argc, argv);
+            send_part(c, p, 0, t, argc, argv, NULL);
+            return 0;
+        }
+        if (fan)
+            for (int t = 0; t < sv_cfg.shards; t++)
+                if (target_full(sh, t)) {
+                    pause_conn(c, t);
+                    return 1;
+                }
+        if (cmd->fn == sv_cmd_dbsize) fan_out(c, K_SUM, argc, argv);
         else if (cmd->fn == sv_cmd_flushall) fan_out(c, K_OK, argc, argv);
         else if (cmd->fn == sv_cmd_keys) fan_out(c, K_CONCAT, argc, argv);
         else run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
-        return;
+        return 0;
     }
     int keys[64], owners[64];
     int *kp = keys, *op = owners, *heap = NULL;
@@ -391,11 +515,17 @@ void sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
         op = heap + argc;
     }
     int nk = sv_cmd_keypos(cmd, argc, argv, kp, argc > 64 ? argc : 64);
-    int first = -1, multi = 0;
+    int first = -1, multi = 0, blocked = -1;
     for (int i = 0; i < nk; i++) {
         op[i] = sv_slot_owner(sl__key_slot(argv[kp[i]].p, argv[kp[i]].len));
         if (first < 0) first = op[i];
         else if (op[i] != first) multi = 1;
+        if (blocked < 0 && target_full(sh, op[i])) blocked = op[i];
+    }
+    if (nk > 0 && blocked >= 0) {
+        free(heap);
+        pause_conn(c, blocked);
+        return 1;
     }
     if (nk <= 0 || (!multi && first == me)) {
         run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
@@ -405,9 +535,15 @@ void sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
         send_part(c, p, 0, first, argc, argv, NULL);
     } else {
         int kind = split_kind(cmd, argc);
-        if (kind < 0) {
-            /* CROSSSLOT; MSET with a key and no value: its arity error, as Redis */
-            run_local(c, sv_fwd_reply_buf(c), argc, argv, cmd->fn == sv_cmd_mset);
+        if (kind < 0 && (cmd->fn == sv_cmd_mset || cmd->fn == sv_cmd_msetnx) && (argc - 1) % 2) {
+            /* MSET/MSETNX with a key and no value: its arity error, as Redis */
+            run_local(c, sv_fwd_reply_buf(c), argc, argv, 1);
+        } else if (kind < 0 && sv_fwdm_handles(cmd)) {
+            /* a short sequence of steps on the owner shards (fwd_multi.c) */
+            sv_fwdm_start(c, cmd, argc, argv);
+            if (c->pend_head && c->pend_head->waiting == 0) drain(c);
+        } else if (kind < 0) {
+            run_local(c, sv_fwd_reply_buf(c), argc, argv, 0); /* CROSSSLOT */
         } else {
             /* one part per owner shard, in the order owners first appear */
             int n = sv_cfg.shards;
@@ -451,6 +587,7 @@ void sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
         }
     }
     free(heap);
+    return 0;
 }
 
 /* ---- lifecycle ---- */
@@ -464,6 +601,7 @@ void sv_fwd_init_shard(sv_shard *sh)
     sh->fwd_first = sv_calloc((size_t)n, sizeof(sv_fmsg *));
     sh->fwd_last = sv_calloc((size_t)n, sizeof(sv_fmsg *));
     sh->fwd_dirty = sv_calloc((size_t)n, sizeof(int));
+    sh->fwd_inflight = sv_calloc((size_t)n, sizeof(int));
     uv_async_init(&sh->loop, &sh->fwd_async, on_async);
     sh->fwd_async.data = sh;
     uv_check_init(&sh->loop, &sh->fwd_check);
@@ -518,6 +656,8 @@ void sv_fwd_cleanup(void)
         free(sh->fwd_first);
         free(sh->fwd_last);
         free(sh->fwd_dirty);
+        free(sh->fwd_inflight);
+        sh->fwd_inflight = NULL;
         sh->fwd_in = NULL;
         sh->fwd_first = sh->fwd_last = NULL;
         sh->fwd_dirty = NULL;

@@ -15,8 +15,16 @@
  *
  * Multi-key commands across shards: MGET (merged in key order), MSET (OK; atomic per
  * shard only), DEL UNLINK EXISTS TOUCH (sum) are split per owner; DBSIZE (sum),
- * KEYS (concatenated), FLUSHALL/FLUSHDB (OK) fan out to every shard. Other
- * multi-key commands whose keys live on different shards get CROSSSLOT. */
+ * KEYS (concatenated), FLUSHALL/FLUSHDB (OK) fan out to every shard. MSETNX RENAME
+ * RENAMENX LMOVE RPOPLPUSH SMOVE and the set operations run as a sequence of steps
+ * coordinated by the receiving shard (fwd_multi.c), holding the connection's slot.
+ *
+ * Backpressure: a shard keeps at most --forward-queue requests in flight to each
+ * other shard. A command that would exceed it stays in the read buffer and its
+ * connection stops reading until that shard's replies come back. Replies and the
+ * later steps of a coordinated command are never held back, and a shard runs the
+ * requests it receives without waiting for anything, so two shards cannot wait
+ * for each other. */
 #ifndef SV_FWD_H
 #define SV_FWD_H
 
@@ -27,8 +35,23 @@ void sv_fwd_close_shard(sv_shard *sh); /* in on_stop */
 /* After every shard thread has exited: frees the messages still queued. */
 void sv_fwd_cleanup(void);
 
-/* Runs or forwards one request of the connection. */
-void sv_fwd_process(sv_conn *c, int argc, sv_str *argv);
+/* Runs or forwards one request of the connection. Returns 1 (nothing done, the
+ * connection paused) when a shard it needs has --forward-queue requests in flight:
+ * the caller keeps the request and runs it again from sv_conn_resume. */
+int sv_fwd_process(sv_conn *c, int argc, sv_str *argv);
+/* A closing connection leaves the paused list. */
+void sv_fwd_unpause(sv_conn *c);
+
+/* For the coordinator (fwd_multi.c): a reply slot of the connection computed by a
+ * coordinator (state is freed with sv_fwdm_free when the slot is), the steps it
+ * sends (each a request to the owner shard, answered in RESP2 through
+ * sv_fwdm_reply with the same step number), and the end (the reply is in
+ * sv_fwd_coord_out). While a coordinator runs, the connection's later commands wait
+ * (its steps go to several shards; a later command must not overtake them). */
+struct sv_pend *sv_fwd_coord_slot(sv_conn *c, void *state);
+void sv_fwd_coord_send(sv_conn *c, struct sv_pend *p, int step, int owner, int argc, sv_str *argv);
+sv_buf *sv_fwd_coord_out(struct sv_pend *p);
+void sv_fwd_coord_finish(sv_conn *c, struct sv_pend *p);
 /* Where a reply produced now must go to stay in order (out, or a new slot). */
 sv_buf *sv_fwd_reply_buf(sv_conn *c);
 void sv_fwd_free_pending(sv_conn *c);

@@ -36,6 +36,7 @@ typedef struct sv_config {
     int maxclients;
     int loglevel;
     long long output_limit; /* bytes of unsent replies before a client is dropped */
+    int forward_queue;      /* requests in flight per ordered pair of shards (backpressure) */
 } sv_config;
 
 extern sv_config sv_cfg;
@@ -150,6 +151,12 @@ typedef struct sv_shard {
     int nfwd_dirty;
     struct sv_conn *flush_list;    /* connections that got forwarded replies this turn */
     atomic_uint_fast64_t fwd_commands, fwd_wakeups, fwd_executed;
+    /* backpressure: requests sent to each shard whose replies have not come back
+     * (this thread only), the connections paused because a target was at
+     * --forward-queue, and how often that happened */
+    int *fwd_inflight;
+    struct sv_conn *fwd_paused;
+    atomic_uint_fast64_t fwd_queue_full;
 } sv_shard;
 
 extern sv_shard *sv_shards;
@@ -178,6 +185,7 @@ enum {
     SV_CMD_NOSCRIPT = 1 << 8,
     SV_CMD_ADMIN = 1 << 9,
     SV_CMD_PUBSUB = 1 << 10,
+    SV_CMD_INTERNAL = 1 << 11, /* slotlane.*: used between shards, hidden from COMMAND */
 };
 
 typedef struct sv_cmd {
@@ -192,8 +200,10 @@ typedef struct sv_cmd {
 } sv_cmd;
 
 const sv_cmd *sv_cmd_lookup(const char *name, size_t len);
+/* The same, NULL for internal commands (what COMMAND INFO/DOCS/GETKEYS see). */
+const sv_cmd *sv_cmd_lookup_public(const char *name, size_t len);
 void sv_cmdtable_init(void);
-const sv_cmd *sv_cmd_table(size_t *n);
+const sv_cmd *sv_cmd_table(size_t *n); /* the public commands (COMMAND lists them) */
 /* Fills key argument indexes of a command; returns count (0 if none). */
 int sv_cmd_keypos(const sv_cmd *cmd, int argc, sv_str *argv, int *keys, int max);
 
@@ -285,6 +295,8 @@ SV_DECL(zcount); SV_DECL(zrank); SV_DECL(zrevrank); SV_DECL(zrange); SV_DECL(zra
 SV_DECL(zrevrangebyscore); SV_DECL(zrangebylex); SV_DECL(zrevrangebylex); SV_DECL(zpopmin); SV_DECL(zpopmax);
 SV_DECL(zremrangebyrank); SV_DECL(zremrangebyscore); SV_DECL(zremrangebylex); SV_DECL(zscan);
 SV_DECL(zrevrange); SV_DECL(zlexcount);
+/* internal, between shards (t_transfer.c) */
+SV_DECL(slotlane_take); SV_DECL(slotlane_restore);
 
 /* HSCAN/SSCAN/ZSCAN over a collection's dict; kind is SV_T_HASH/SET/ZSET. */
 void sv_scan_collection(sv_ctx *c, sv_dict *d, uint64_t cursor, int argc, sv_str *argv, int kind);

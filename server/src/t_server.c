@@ -207,13 +207,17 @@ void sv_cmd_client(sv_ctx *c, int argc, sv_str *argv)
 }
 
 /* Forwarding counters, totals over every shard: 0 commands sent to another shard,
- * 1 cross-thread wakeups (uv_async_send), 2 forwarded commands executed. */
+ * 1 cross-thread wakeups (uv_async_send), 2 forwarded commands executed, 3 commands
+ * that found a target's forward queue full (their connection paused). */
 static uint64_t fwd_sum(int which)
 {
     uint64_t t = 0;
     for (int i = 0; sv_shards && i < sv_cfg.shards; i++) {
         sv_shard *s = &sv_shards[i];
-        atomic_uint_fast64_t *v = which == 0 ? &s->fwd_commands : which == 1 ? &s->fwd_wakeups : &s->fwd_executed;
+        atomic_uint_fast64_t *v = which == 0   ? &s->fwd_commands
+                                  : which == 1 ? &s->fwd_wakeups
+                                  : which == 2 ? &s->fwd_executed
+                                               : &s->fwd_queue_full;
         t += atomic_load_explicit(v, memory_order_relaxed);
     }
     return t;
@@ -247,12 +251,14 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
                      "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
                      "total_net_input_bytes:%llu\r\ntotal_net_output_bytes:%llu\r\nrejected_connections:%llu\r\n"
                      "expired_keys:%llu\r\nevicted_keys:0\r\nkeyspace_hits:%llu\r\nkeyspace_misses:%llu\r\n"
-                     "forwarded_commands:%llu\r\nforward_wakeups:%llu\r\nforwarded_executed:%llu\r\n\r\n",
+                     "forwarded_commands:%llu\r\nforward_wakeups:%llu\r\nforwarded_executed:%llu\r\n"
+                     "forward_queue_full:%llu\r\n\r\n",
                      (unsigned long long)sh->stats.connections, (unsigned long long)sh->stats.commands,
                      (unsigned long long)sh->stats.net_in, (unsigned long long)sh->stats.net_out,
                      (unsigned long long)sh->stats.rejected, (unsigned long long)sh->stats.expired_keys,
                      (unsigned long long)sh->stats.keyspace_hits, (unsigned long long)sh->stats.keyspace_misses,
-                     (unsigned long long)fwd_sum(0), (unsigned long long)fwd_sum(1), (unsigned long long)fwd_sum(2));
+                     (unsigned long long)fwd_sum(0), (unsigned long long)fwd_sum(1), (unsigned long long)fwd_sum(2),
+                     (unsigned long long)fwd_sum(3));
     } else if (!strcmp(name, "keyspace")) {
         n = snprintf(tmp, sizeof(tmp), "# Keyspace\r\n");
         if (sv_dict_size(&sh->keys))
@@ -461,7 +467,7 @@ void sv_cmd_command(sv_ctx *c, int argc, sv_str *argv)
         }
         sv_add_array(&c->r, argc - 2);
         for (int j = 2; j < argc; j++) {
-            const sv_cmd *cmd = sv_cmd_lookup(argv[j].p, argv[j].len);
+            const sv_cmd *cmd = sv_cmd_lookup_public(argv[j].p, argv[j].len);
             if (cmd) add_command_entry(c, cmd);
             else sv_add_null(&c->r);
         }
@@ -469,10 +475,10 @@ void sv_cmd_command(sv_ctx *c, int argc, sv_str *argv)
         long long count = 0;
         if (argc == 2) count = (long long)n;
         else
-            for (int j = 2; j < argc; j++) count += sv_cmd_lookup(argv[j].p, argv[j].len) != NULL;
+            for (int j = 2; j < argc; j++) count += sv_cmd_lookup_public(argv[j].p, argv[j].len) != NULL;
         sv_add_map(&c->r, count);
         for (size_t i = 0; i < (argc == 2 ? n : (size_t)(argc - 2)); i++) {
-            const sv_cmd *cmd = argc == 2 ? &table[i] : sv_cmd_lookup(argv[i + 2].p, argv[i + 2].len);
+            const sv_cmd *cmd = argc == 2 ? &table[i] : sv_cmd_lookup_public(argv[i + 2].p, argv[i + 2].len);
             if (!cmd) continue;
             sv_add_bulk_cstr(&c->r, cmd->name);
             sv_add_map(&c->r, 3);
@@ -489,7 +495,7 @@ void sv_cmd_command(sv_ctx *c, int argc, sv_str *argv)
     } else if (sv_eq(sub, "getkeys") && argc < 4) {
         sv_add_arity_error(c, "command|getkeys");
     } else if (sv_eq(sub, "getkeys")) {
-        const sv_cmd *cmd = sv_cmd_lookup(argv[2].p, argv[2].len);
+        const sv_cmd *cmd = sv_cmd_lookup_public(argv[2].p, argv[2].len);
         int cargc = argc - 2;
         if (!cmd) {
             sv_add_error(&c->r, "Invalid command specified");

@@ -1,0 +1,572 @@
+/* fwd_multi: see fwd_multi.h. A coordinator runs rounds: it issues the requests of
+ * a round (a request for a key this shard owns runs at once, the others go to their
+ * owners), and when every reply of the round is in, it looks at them and issues
+ * the next round or writes the client's reply. */
+#include "fwd_multi.h"
+
+#include <limits.h>
+
+#include "fwd.h"
+
+enum { OP_MSETNX, OP_RENAME, OP_RENAMENX, OP_LMOVE, OP_SMOVE, OP_SINTER, OP_SUNION, OP_SDIFF, OP_SINTERCARD };
+
+typedef struct coord {
+    sv_conn *c;
+    struct sv_pend *p;
+    int op;
+    int store;  /* set operations: the *STORE form (argv[1] is the destination) */
+    int proto;  /* the client's, for the final reply */
+    int stage;
+    int done;
+    int argc;
+    sv_str *argv; /* a private copy of the command */
+    int nreq, outstanding, cap;
+    sv_buf *rep;  /* the replies of the current round, by request */
+    sv_buf hold;  /* a reply kept across rounds (the taken value, the popped element) */
+    sv_buf err;   /* LMOVE/SMOVE: the error replied after a push-back */
+    int from_head, to_head; /* LMOVE */
+    long long limit;        /* SINTERCARD */
+    int nsrc, src0;         /* set operations: source keys argv[src0 .. src0+nsrc-1] */
+    long long stored;       /* *STORE: the result's cardinality */
+} coord;
+
+/* ---- a RESP2 reply, as the steps produce them ---- */
+
+typedef struct rv {
+    char t;      /* + - : $ * or 'n' (nil) */
+    long long i; /* ':' */
+    sv_str s;    /* '+' text, '$' bytes, '-' the whole line with CRLF */
+    sv_str *a;   /* '*': elements (bulk strings; p NULL for a nil element) */
+    long long na;
+} rv;
+
+static int read_line(const char *p, const char *end, long long *v, const char **next)
+{
+    const char *e = p;
+    while (e + 1 < end && !(e[0] == '\r' && e[1] == '\n')) e++;
+    if (e + 1 >= end) return 0;
+    *next = e + 2;
+    return sv_str2ll(p, (size_t)(e - p), v);
+}
+
+static int read_bulk(const char **pp, const char *end, sv_str *out)
+{
+    const char *p = *pp;
+    long long n;
+    if (p >= end || *p != '$' || !read_line(p + 1, end, &n, &p)) return 0;
+    if (n < 0) {
+        out->p = NULL;
+        out->len = 0;
+    } else {
+        if ((size_t)(end - p) < (size_t)n + 2) return 0;
+        out->p = p;
+        out->len = (size_t)n;
+        p += n + 2;
+    }
+    *pp = p;
+    return 1;
+}
+
+/* Returns 0 when the reply is not what a step can answer (a bug, not input). */
+static int parse(const sv_buf *b, rv *v)
+{
+    memset(v, 0, sizeof(*v));
+    if (!b->len) return 0;
+    const char *p = b->data, *end = b->data + b->len, *next;
+    v->t = p[0];
+    switch (p[0]) {
+    case '-':
+        v->s.p = p;
+        v->s.len = b->len;
+        return 1;
+    case '+':
+        v->s.p = p + 1;
+        v->s.len = b->len >= 3 ? b->len - 3 : 0;
+        return 1;
+    case ':':
+        return read_line(p + 1, end, &v->i, &next);
+    case '$':
+        if (!read_bulk(&p, end, &v->s)) return 0;
+        if (!v->s.p) v->t = 'n';
+        return 1;
+    case '*':
+        if (!read_line(p + 1, end, &v->na, &p)) return 0;
+        if (v->na < 0) {
+            v->t = 'n';
+            return 1;
+        }
+        if ((size_t)v->na > b->len) return 0;
+        v->a = sv_malloc(sizeof(sv_str) * (size_t)(v->na + 1));
+        for (long long k = 0; k < v->na; k++)
+            if (!read_bulk(&p, end, &v->a[k])) {
+                free(v->a);
+                v->a = NULL;
+                return 0;
+            }
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- rounds ---- */
+
+static int owner_of(sv_str key) { return sv_slot_owner(sl__key_slot(key.p, key.len)); }
+
+static sv_str lit(const char *s) { return (sv_str){s, strlen(s)}; }
+
+/* Issues one request of the current round to the owner of its key (argv[1]). */
+static void req(coord *co, int argc, sv_str *argv)
+{
+    if (co->nreq == co->cap) { /* cannot happen: rounds are sized at the start */
+        co->cap *= 2;
+        co->rep = sv_realloc(co->rep, sizeof(sv_buf) * (size_t)co->cap);
+        memset(co->rep + co->nreq, 0, sizeof(sv_buf) * (size_t)(co->cap - co->nreq));
+    }
+    int i = co->nreq++;
+    co->rep[i].len = 0;
+    sv_shard *sh = co->c->sh;
+    int owner = owner_of(argv[1]);
+    if (owner == sh->index) {
+        sv_session s;
+        memset(&s, 0, sizeof(s));
+        s.id = co->c->sess.id;
+        s.proto = 2;
+        sv_ctx ctx = {sh, &s, {&co->rep[i], 2}, 0, 0};
+        sv_execute(&ctx, argc, argv);
+    } else {
+        co->outstanding++;
+        sv_fwd_coord_send(co->c, co->p, i, owner, argc, argv);
+    }
+}
+
+static void round_begin(coord *co) { co->nreq = 0; }
+
+static void finish(coord *co)
+{
+    co->done = 1;
+    sv_fwd_coord_finish(co->c, co->p);
+}
+
+static sv_reply out(coord *co) { return (sv_reply){sv_fwd_coord_out(co->p), co->proto}; }
+
+static void reply_raw(coord *co, sv_str s)
+{
+    sv_buf_append(sv_fwd_coord_out(co->p), s.p, s.len);
+    finish(co);
+}
+
+static void reply_error(coord *co, const char *msg)
+{
+    sv_reply r = out(co);
+    sv_add_error(&r, msg);
+    finish(co);
+}
+
+static void reply_int(coord *co, long long v)
+{
+    sv_reply r = out(co);
+    sv_add_int(&r, v);
+    finish(co);
+}
+
+/* A reply a step cannot give (a bug): the client gets an error, never a crash. */
+static void internal_error(coord *co)
+{
+    reply_error(co, "ERR internal error in a cross-shard step");
+}
+
+/* Keeps reply i across rounds (the next round reuses the buffers). */
+static void keep(coord *co, int i)
+{
+    sv_buf_free(&co->hold);
+    co->hold = co->rep[i];
+    memset(&co->rep[i], 0, sizeof(sv_buf));
+}
+
+/* ---- the commands ---- */
+
+static void step_msetnx(coord *co)
+{
+    int n = sv_cfg.shards;
+    if (co->stage == 1 || co->stage == 2) {
+        long long sum = 0;
+        for (int i = 0; i < co->nreq; i++) {
+            rv v;
+            if (!parse(&co->rep[i], &v) || (v.t != ':' && v.t != '+' && v.t != '-')) return internal_error(co);
+            if (v.t == '-') return reply_raw(co, v.s);
+            sum += v.i;
+        }
+        if (co->stage == 2) return reply_int(co, 1);
+        if (sum > 0) return reply_int(co, 0);
+    }
+    /* stage 0: EXISTS of each owner's keys; stage 1: MSET of each owner's pairs */
+    int per = co->stage == 0 ? 1 : 2;
+    sv_str *sub = sv_malloc(sizeof(sv_str) * (size_t)co->argc);
+    round_begin(co);
+    for (int t = 0; t < n; t++) {
+        int m = 1;
+        for (int k = 1; k + 1 < co->argc; k += 2)
+            if (owner_of(co->argv[k]) == t)
+                for (int s = 0; s < per; s++) sub[m++] = co->argv[k + s];
+        if (m == 1) continue;
+        sub[0] = lit(co->stage == 0 ? "exists" : "mset");
+        req(co, m, sub);
+    }
+    free(sub);
+    co->stage++;
+}
+
+static void step_rename(coord *co)
+{
+    sv_str src = co->argv[1], dst = co->argv[2];
+    rv v, w;
+    switch (co->stage) {
+    case 0:
+        round_begin(co);
+        if (co->op == OP_RENAMENX) {
+            req(co, 2, (sv_str[]){lit("exists"), src});
+            req(co, 2, (sv_str[]){lit("exists"), dst});
+            co->stage = 1;
+        } else {
+            req(co, 2, (sv_str[]){lit("slotlane.take"), src});
+            co->stage = 2;
+        }
+        return;
+    case 1:
+        if (!parse(&co->rep[0], &v) || !parse(&co->rep[1], &w) || v.t != ':' || w.t != ':') return internal_error(co);
+        if (v.i == 0) return reply_error(co, SV_ERR_NOSUCHKEY);
+        if (w.i > 0) return reply_int(co, 0);
+        round_begin(co);
+        req(co, 2, (sv_str[]){lit("slotlane.take"), src});
+        co->stage = 2;
+        return;
+    case 2: {
+        keep(co, 0);
+        if (!parse(&co->hold, &v)) return internal_error(co);
+        if (v.t == 'n') return reply_error(co, SV_ERR_NOSUCHKEY);
+        if (v.t == '-') return reply_raw(co, v.s);
+        if (v.t != '*' || v.na < 2) {
+            free(v.a);
+            return internal_error(co);
+        }
+        /* [type, pxat, elements...] -> slotlane.restore dst type pxat elements... */
+        sv_str *sub = sv_malloc(sizeof(sv_str) * (size_t)(v.na + 2));
+        sub[0] = lit("slotlane.restore");
+        sub[1] = dst;
+        memcpy(sub + 2, v.a, sizeof(sv_str) * (size_t)v.na);
+        round_begin(co);
+        req(co, (int)v.na + 2, sub);
+        free(sub);
+        free(v.a);
+        co->stage = 3;
+        return;
+    }
+    default:
+        if (!parse(&co->rep[0], &v)) return internal_error(co);
+        if (v.t == '-') return reply_raw(co, v.s);
+        if (co->op == OP_RENAMENX) return reply_int(co, 1);
+        sv_reply r = out(co);
+        sv_add_ok(&r);
+        finish(co);
+    }
+}
+
+/* LMOVE/RPOPLPUSH (list) and SMOVE (set): check both types, take from the source,
+ * add to the destination; a destination that changed type meanwhile gets the
+ * element back at the source. */
+static void step_move(coord *co)
+{
+    int list = co->op == OP_LMOVE;
+    sv_str src = co->argv[1], dst = co->argv[2];
+    const char *tname = list ? "list" : "set";
+    rv v, w;
+    switch (co->stage) {
+    case 0:
+        round_begin(co);
+        req(co, 2, (sv_str[]){lit("type"), src});
+        req(co, 2, (sv_str[]){lit("type"), dst});
+        co->stage = 1;
+        return;
+    case 1:
+        if (!parse(&co->rep[0], &v) || !parse(&co->rep[1], &w) || v.t != '+' || w.t != '+') return internal_error(co);
+        if (sv_eq(v.s, "none")) {
+            if (!list) return reply_int(co, 0);
+            sv_reply r = out(co);
+            sv_add_null(&r);
+            return finish(co);
+        }
+        if (!sv_eq(v.s, tname) || (!sv_eq(w.s, "none") && !sv_eq(w.s, tname)))
+            return reply_error(co, SV_ERR_WRONGTYPE);
+        round_begin(co);
+        if (list) req(co, 2, (sv_str[]){lit(co->from_head ? "lpop" : "rpop"), src});
+        else req(co, 3, (sv_str[]){lit("srem"), src, co->argv[3]});
+        co->stage = 2;
+        return;
+    case 2:
+        keep(co, 0);
+        if (!parse(&co->hold, &v)) return internal_error(co);
+        if (v.t == '-') return reply_raw(co, v.s);
+        if (list && v.t == 'n') { /* emptied meanwhile */
+            sv_reply r = out(co);
+            sv_add_null(&r);
+            return finish(co);
+        }
+        if (!list && v.t == ':' && v.i == 0) return reply_int(co, 0);
+        if ((list && v.t != '$') || (!list && v.t != ':')) return internal_error(co);
+        round_begin(co);
+        if (list) req(co, 3, (sv_str[]){lit(co->to_head ? "lpush" : "rpush"), dst, v.s});
+        else req(co, 3, (sv_str[]){lit("sadd"), dst, co->argv[3]});
+        co->stage = 3;
+        return;
+    case 3:
+        if (!parse(&co->rep[0], &w)) return internal_error(co);
+        if (w.t == ':') {
+            if (!list) return reply_int(co, 1);
+            parse(&co->hold, &v);
+            sv_reply r = out(co);
+            sv_add_bulk(&r, v.s.p, v.s.len);
+            return finish(co);
+        }
+        if (w.t != '-') return internal_error(co);
+        sv_buf_append(&co->err, w.s.p, w.s.len);
+        parse(&co->hold, &v);
+        round_begin(co);
+        if (list) req(co, 3, (sv_str[]){lit(co->from_head ? "lpush" : "rpush"), src, v.s});
+        else req(co, 3, (sv_str[]){lit("sadd"), src, co->argv[3]});
+        co->stage = 4;
+        return;
+    default:
+        reply_raw(co, (sv_str){co->err.data, co->err.len});
+    }
+}
+
+static void step_setop(coord *co)
+{
+    if (co->stage == 0) {
+        round_begin(co);
+        for (int i = 0; i < co->nsrc; i++) req(co, 2, (sv_str[]){lit("smembers"), co->argv[co->src0 + i]});
+        co->stage = 1;
+        return;
+    }
+    rv v;
+    if (co->stage == 2) {
+        if (!parse(&co->rep[0], &v)) return internal_error(co);
+        if (v.t == '-') return reply_raw(co, v.s);
+        return reply_int(co, co->stored);
+    }
+    /* stage 1: the members of every source, in key order; a WRONGTYPE is the reply */
+    rv *sets = sv_calloc((size_t)co->nsrc, sizeof(rv));
+    int ok = 1;
+    for (int i = 0; i < co->nsrc && ok; i++)
+        if (!parse(&co->rep[i], &sets[i]) || (sets[i].t != '*' && sets[i].t != '-')) ok = 0;
+    if (!ok) {
+        for (int i = 0; i < co->nsrc; i++) free(sets[i].a);
+        free(sets);
+        return internal_error(co);
+    }
+    for (int i = 0; i < co->nsrc; i++)
+        if (sets[i].t == '-') {
+            sv_str e = sets[i].s;
+            sv_buf_append(sv_fwd_coord_out(co->p), e.p, e.len);
+            for (int k = 0; k < co->nsrc; k++) free(sets[k].a);
+            free(sets);
+            return finish(co);
+        }
+    /* every member gets a mark (u.i); the result is the members whose mark is want:
+     * intersection: the number of sources containing it (counted in key order);
+     * union: 1; difference: 1 for the first source's members, 0 once seen later */
+    sv_dict d;
+    sv_dict_init(&d);
+    int op = co->op;
+    long long want = op == OP_SINTER || op == OP_SINTERCARD ? co->nsrc : 1;
+    for (int i = 0; i < co->nsrc; i++) {
+        rv *s = &sets[i];
+        for (long long k = 0; k < s->na; k++) {
+            sv_str m = s->a[k];
+            if (op == OP_SUNION || i == 0) {
+                sv_entry *ex = NULL;
+                sv_entry *e = sv_dict_add(&d, m.p, m.len, &ex);
+                if (e) e->u.i = 1;
+            } else {
+                sv_entry *e = sv_dict_find(&d, m.p, m.len);
+                if (!e) continue;
+                if (op == OP_SDIFF) e->u.i = 0;
+                else if (e->u.i == i) e->u.i = i + 1;
+            }
+        }
+    }
+    long long count = 0;
+    sv_dict_iter it;
+    sv_dict_iter_init(&it, &d);
+    for (sv_entry *e; (e = sv_dict_iter_next(&it));) count += e->u.i == want;
+    if (op == OP_SINTERCARD) {
+        if (co->limit && count > co->limit) count = co->limit;
+        reply_int(co, count);
+    } else if (!co->store) {
+        sv_reply r = out(co);
+        sv_add_set(&r, count);
+        sv_dict_iter_init(&it, &d);
+        for (sv_entry *e; (e = sv_dict_iter_next(&it));)
+            if (e->u.i == want) sv_add_bulk(&r, e->key, e->klen);
+        finish(co);
+    } else {
+        /* the destination replaced by the result (deleted when it is empty) */
+        sv_str *sub = sv_malloc(sizeof(sv_str) * (size_t)(count + 4));
+        sub[0] = lit("slotlane.restore");
+        sub[1] = co->argv[1];
+        sub[2] = lit("set");
+        sub[3] = lit("0");
+        int m = 4;
+        sv_dict_iter_init(&it, &d);
+        for (sv_entry *e; (e = sv_dict_iter_next(&it));)
+            if (e->u.i == want) sub[m++] = (sv_str){e->key, e->klen};
+        co->stored = count;
+        round_begin(co);
+        req(co, m, sub); /* copied into the message (or run here at once) */
+        free(sub);
+        co->stage = 2;
+    }
+    sv_dict_clear(&d, NULL, NULL);
+    for (int i = 0; i < co->nsrc; i++) free(sets[i].a);
+    free(sets);
+}
+
+/* Runs rounds while none of their requests is at another shard. */
+static void run(coord *co)
+{
+    while (!co->done && co->outstanding == 0) {
+        switch (co->op) {
+        case OP_MSETNX: step_msetnx(co); break;
+        case OP_RENAME:
+        case OP_RENAMENX: step_rename(co); break;
+        case OP_LMOVE:
+        case OP_SMOVE: step_move(co); break;
+        default: step_setop(co); break;
+        }
+    }
+}
+
+/* ---- entry points ---- */
+
+static int op_of(const sv_cmd *cmd, int *store)
+{
+    *store = 0;
+    if (cmd->fn == sv_cmd_msetnx) return OP_MSETNX;
+    if (cmd->fn == sv_cmd_rename) return OP_RENAME;
+    if (cmd->fn == sv_cmd_renamenx) return OP_RENAMENX;
+    if (cmd->fn == sv_cmd_lmove || cmd->fn == sv_cmd_rpoplpush) return OP_LMOVE;
+    if (cmd->fn == sv_cmd_smove) return OP_SMOVE;
+    if (cmd->fn == sv_cmd_sintercard) return OP_SINTERCARD;
+    *store = 1;
+    if (cmd->fn == sv_cmd_sinterstore) return OP_SINTER;
+    if (cmd->fn == sv_cmd_sunionstore) return OP_SUNION;
+    if (cmd->fn == sv_cmd_sdiffstore) return OP_SDIFF;
+    *store = 0;
+    if (cmd->fn == sv_cmd_sinter) return OP_SINTER;
+    if (cmd->fn == sv_cmd_sunion) return OP_SUNION;
+    if (cmd->fn == sv_cmd_sdiff) return OP_SDIFF;
+    return -1;
+}
+
+int sv_fwdm_handles(const sv_cmd *cmd)
+{
+    int store;
+    return op_of(cmd, &store) >= 0;
+}
+
+/* The argument errors Redis gives before looking at any key; 0 after replying one. */
+static int check_args(sv_conn *c, coord *co, const sv_cmd *cmd)
+{
+    sv_session *sess = &c->sess;
+    sv_ctx ctx = {c->sh, sess, {sv_fwd_reply_buf(c), sess->proto}, 0, 0};
+    sv_str *argv = co->argv;
+    if (co->op == OP_LMOVE) {
+        if (cmd->fn == sv_cmd_rpoplpush) {
+            co->from_head = 0;
+            co->to_head = 1;
+            return 1;
+        }
+        int h[2];
+        for (int k = 0; k < 2; k++) {
+            if (sv_eq(argv[3 + k], "left")) h[k] = 1;
+            else if (sv_eq(argv[3 + k], "right")) h[k] = 0;
+            else {
+                sv_add_error(&ctx.r, SV_ERR_SYNTAX);
+                return 0;
+            }
+        }
+        co->from_head = h[0];
+        co->to_head = h[1];
+    } else if (co->op == OP_SINTERCARD) {
+        long long numkeys; /* valid: the key positions came from it */
+        sv_str2ll(argv[1].p, argv[1].len, &numkeys);
+        for (int j = 2 + (int)numkeys; j < co->argc; j++) {
+            if (sv_eq(argv[j], "limit") && co->argc - 1 - j > 0) {
+                j++;
+                if (!sv_get_ll_range(&ctx, argv[j], 0, LONG_MAX, &co->limit, "LIMIT can't be negative")) return 0;
+            } else {
+                sv_add_error(&ctx.r, SV_ERR_SYNTAX);
+                return 0;
+            }
+        }
+        co->src0 = 2;
+        co->nsrc = (int)numkeys;
+    } else if (co->op >= OP_SINTER) {
+        co->src0 = co->store ? 2 : 1;
+        co->nsrc = co->argc - co->src0;
+    }
+    return 1;
+}
+
+void sv_fwdm_free(void *state)
+{
+    coord *co = state;
+    for (int i = 0; i < co->cap; i++) sv_buf_free(&co->rep[i]);
+    free(co->rep);
+    sv_buf_free(&co->hold);
+    sv_buf_free(&co->err);
+    free(co->argv);
+    free(co);
+}
+
+void sv_fwdm_start(sv_conn *c, const sv_cmd *cmd, int argc, sv_str *argv)
+{
+    coord *co = sv_calloc(1, sizeof(*co));
+    co->c = c;
+    co->op = op_of(cmd, &co->store);
+    co->proto = c->sess.proto;
+    /* the command's arguments are in the read buffer, which the next read reuses */
+    size_t bytes = 0;
+    for (int i = 0; i < argc; i++) bytes += argv[i].len + 1;
+    co->argv = sv_malloc(sizeof(sv_str) * (size_t)argc + bytes);
+    char *p = (char *)(co->argv + argc);
+    for (int i = 0; i < argc; i++) {
+        if (argv[i].len) memcpy(p, argv[i].p, argv[i].len);
+        co->argv[i].p = p;
+        co->argv[i].len = argv[i].len;
+        p += argv[i].len;
+        *p++ = 0;
+    }
+    co->argc = argc;
+    if (!check_args(c, co, cmd)) {
+        co->cap = 0;
+        sv_fwdm_free(co);
+        return;
+    }
+    co->cap = argc + 1;
+    co->rep = sv_calloc((size_t)co->cap, sizeof(sv_buf));
+    co->p = sv_fwd_coord_slot(c, co);
+    c->sh->stats.commands++;
+    run(co);
+}
+
+void sv_fwdm_reply(sv_conn *c, void *state, int step, sv_buf *reply)
+{
+    (void)c;
+    coord *co = state;
+    sv_buf t = co->rep[step];
+    co->rep[step] = *reply;
+    *reply = t;
+    co->outstanding--;
+    run(co);
+}
