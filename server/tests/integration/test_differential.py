@@ -28,10 +28,12 @@ Exceptions, compared by a weaker rule instead of being skipped:
     cluster_enabled, connected_clients, total_commands_processed).
   * HELLO: client id and mode ("cluster" vs "standalone") are identity -> same reply
     type and field names, same server, proto, role and modules.
-  * Forwarding (--misrouted forward, and --port-mode one-port): everything through
-    one port, the keys of MGET MSET DEL UNLINK EXISTS TOUCH from any group (so on
-    several shards: split and merged), the other multi-key commands under one tag;
-    DBSIZE fans out to every shard, SCAN and RANDOMKEY (one shard) are not sent.
+  * Forwarding (--misrouted forward at 4 shards, and --port-mode one-port at 1, 2
+    and 4 shards): everything through one port, key names without hash tags, so
+    the keys of every multi-key command (MGET MSET MSETNX DEL UNLINK EXISTS TOUCH
+    RENAME RENAMENX LMOVE RPOPLPUSH SMOVE SINTER SUNION SDIFF *STORE SINTERCARD)
+    fall on any shards: split and merged, or coordinated step by step; DBSIZE and
+    KEYS fan out to every shard, SCAN and RANDOMKEY (one shard) are not sent.
   * At 4 shards, keyless keyspace commands (DBSIZE, SCAN, RANDOMKEY, KEYS without
     a tag) see one shard: KEYS is sent with a '{tag}*' pattern to its owner;
     DBSIZE/SCAN/RANDOMKEY run only in the 1-shard streams.
@@ -67,8 +69,8 @@ class Gen:
         self.rng = rng
         self.sharded = sharded
         self.proto = proto
-        # spread (forwarding, one port): the keys of the commands split per shard
-        # (MGET MSET DEL UNLINK EXISTS TOUCH) come from any group, hence any shard
+        # spread (forwarding, one port): key names without hash tags, the keys of
+        # every multi-key command from any group, hence on any shard
         self.spread = spread
 
     def key(self, fam, group=None):
@@ -78,12 +80,12 @@ class Gen:
             fam = rng.choice(others.get(fam, ["str", "list", "hash", "set", "zset"]))
         if group is None:
             group = rng.randrange(3)
-        return f"{{g{group}}}{fam}:{rng.randrange(4)}"
+        return key_name(group, fam, rng.randrange(4), self.spread)
 
     def keys(self, fam, n, split=False):
         """Keys for a multi-key command: one group when sharded, any otherwise."""
         g = self.rng.randrange(3)
-        one = self.sharded and not (split and self.spread)
+        one = self.sharded and not self.spread
         return [self.key(fam, g if one else None) for _ in range(n)]
 
     def expire_opts(self, allow_keepttl=True):
@@ -128,7 +130,7 @@ class Gen:
             return ["MGET"] + ks, list(range(1, len(ks) + 1)), "exact"
         if c in (9, 10) and self.spread:
             cmd = rng.choice(["MSET", "MSETNX"])
-            ks = self.keys("str", rng.randrange(1, 4), split=cmd == "MSET")
+            ks = self.keys("str", rng.randrange(1, 4), split=True)
             args = []
             for x in ks:
                 args += [x, rng.choice(VALUES)]
@@ -190,7 +192,8 @@ class Gen:
         if c == 13: return ["PEXPIRETIME", k], [1], "pttl"
         if c == 14:
             g = rng.randrange(3)
-            pat = rng.choice([f"{{g{g}}}*", f"{{g{g}}}s*", f"{{g{g}}}*:[0-1]", f"{{g{g}}}?et:*"])
+            pre = f"g{g}:" if self.spread else f"{{g{g}}}"
+            pat = rng.choice([f"{pre}*", f"{pre}s*", f"{pre}*:[0-1]", f"{pre}?et:*"])
             return ["KEYS", pat], ([] if not self.sharded else ["pattern", f"g{g}"]), "unordered"
         if c == 18:
             return ["INFO", self.rng.choice(["keyspace", "cluster", "server", "clients", "stats"])], [], "info"
@@ -303,7 +306,8 @@ class Gen:
             ks = self.keys("set", rng.randrange(1, 4))
             # a numkeys larger than the key list turns LIMIT into a key: at 4 shards that is a
             # (correct) CROSSSLOT, so only the 1-shard stream sends it
-            n = rng.choice([str(len(ks)), str(len(ks)), "0", "x"] + ([] if self.sharded else [str(len(ks) + 2)]))
+            n = rng.choice([str(len(ks)), str(len(ks)), "0", "x"] +
+                           ([] if self.sharded and not self.spread else [str(len(ks) + 2)]))
             extra = rng.choice([[], [], ["LIMIT", rng.choice(["0", "1", "-1", "x"])], ["BAD"]])
             return ["SINTERCARD", n] + ks + extra, list(range(2, len(ks) + 2)), "exact"
         if c == 16: return ["SSCAN", k, "0"] + rng.choice([[], ["MATCH", "m*"], ["COUNT", "3"]]), [1], "scan"
@@ -377,7 +381,14 @@ class Gen:
         return getattr(self, fam + "_cmd")()
 
 
-ALL_KEYS = [f"{{g{g}}}{fam}:{n}" for fam in ["str", "list", "hash", "set", "zset", "lex"]
+def key_name(group, fam, n, spread=False):
+    """{g0}str:1 (hash tag: a group is one slot), or g0:str:1 (forwarding streams:
+    every key its own slot, so multi-key commands span shards)."""
+    return f"g{group}:{fam}:{n}" if spread else f"{{g{group}}}{fam}:{n}"
+
+
+def all_keys(spread):
+    return [key_name(g, fam, n, spread) for fam in ["str", "list", "hash", "set", "zset", "lex"]
             for g in range(3) for n in range(4)]
 
 
@@ -400,6 +411,7 @@ class Pair:
 
     def __init__(self, ours, ref, proto, one_port=False):
         self.one_port = one_port
+        self.spread = False
         self.ours_srv, self.ref_srv = ours, ref
         self.ref = Conn(ref.port)
         self.ours = [Conn(ours.port + i) for i in range(1 if one_port else ours.shards)]
@@ -497,7 +509,7 @@ def compare(pair, argv, keyidx, mode):
                     pair.ref.call("PEXPIREAT", key, str(pt))
         return problem
     if mode == "dbsize":
-        for k in ALL_KEYS:
+        for k in all_keys(pair.spread):
             pair.conn_for(["EXISTS", k], [1]).call("EXISTS", k)
             pair.ref.call("EXISTS", k)
     a, b, c = pair.both(argv, keyidx)
@@ -614,6 +626,7 @@ def run_stream(shards, proto, seed, ops, forward=None):
     failures = []
     try:
         pair = Pair(ours, ref, proto, one_port=bool(forward))
+        pair.spread = bool(forward)
         rng = random.Random(seed)
         gen = Gen(rng, sharded=shards > 1, proto=proto, spread=forward)
         history = []
@@ -627,7 +640,7 @@ def run_stream(shards, proto, seed, ops, forward=None):
                     break
         # finally every key agrees: type, TTL presence and content
         if not failures:
-            for k in ALL_KEYS:
+            for k in all_keys(bool(forward)):
                 checks = [(["TYPE", k], "exact"), (["PTTL", k], "pttl"), (["GET", k], "exact"),
                           (["LRANGE", k, "0", "-1"], "exact"), (["HGETALL", k], "map"),
                           (["SMEMBERS", k], "unordered"), (["ZRANGE", k, "0", "-1", "WITHSCORES"], "exact")]
@@ -654,12 +667,13 @@ def test_four_shards_hash_tags(proto):
 
 @pytest.mark.parametrize("proto", [2, 3])
 def test_four_shards_forward_one_port(proto):
-    """--misrouted forward: every command through shard 0's port; MGET MSET DEL UNLINK
-    EXISTS TOUCH with keys on several shards are split and merged, DBSIZE fans out."""
+    """--misrouted forward: every command through shard 0's port; the keys of every
+    multi-key command on any shards (split and merged, or coordinated)."""
     run_stream(4, proto, SEED + 20 + proto, OPS // 2, forward="forward")
 
 
-def test_four_shards_one_port():
+@pytest.mark.parametrize("shards,proto", [(1, 2), (2, 3), (4, 2), (4, 3)])
+def test_one_port(shards, proto):
     """--port-mode one-port: the same stream through the one shared port (the kernel
-    hands the connection to any shard)."""
-    run_stream(4, 3, SEED + 30, OPS // 2, forward="one-port")
+    hands the connection to any shard), multi-key commands across shards."""
+    run_stream(shards, proto, SEED + 30 + 10 * shards + proto, OPS // 2, forward="one-port")
