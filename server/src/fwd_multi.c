@@ -271,9 +271,11 @@ static void step_rename(coord *co)
     }
 }
 
-/* LMOVE/RPOPLPUSH (list) and SMOVE (set): check both types, take from the source,
- * add to the destination; a destination that changed type meanwhile gets the
- * element back at the source. */
+/* LMOVE/RPOPLPUSH (list) and SMOVE (set): the destination's type, then take from
+ * the source (its own reply covers a missing or wrong-typed source), then add to
+ * the destination; a destination that changed type meanwhile gets the element back
+ * at the source. Two rounds usually; a wrong-typed destination needs the source's
+ * type too (a missing source answers nil / 0 before any type error, as Redis). */
 static void step_move(coord *co)
 {
     int list = co->op == OP_LMOVE;
@@ -283,21 +285,17 @@ static void step_move(coord *co)
     switch (co->stage) {
     case 0:
         round_begin(co);
-        req(co, 2, (sv_str[]){lit("type"), src});
         req(co, 2, (sv_str[]){lit("type"), dst});
         co->stage = 1;
         return;
     case 1:
-        if (!parse(&co->rep[0], &v) || !parse(&co->rep[1], &w) || v.t != '+' || w.t != '+') return internal_error(co);
-        if (sv_eq(v.s, "none")) {
-            if (!list) return reply_int(co, 0);
-            sv_reply r = out(co);
-            sv_add_null(&r);
-            return finish(co);
-        }
-        if (!sv_eq(v.s, tname) || (!sv_eq(w.s, "none") && !sv_eq(w.s, tname)))
-            return reply_error(co, SV_ERR_WRONGTYPE);
+        if (!parse(&co->rep[0], &w) || w.t != '+') return internal_error(co);
         round_begin(co);
+        if (!sv_eq(w.s, "none") && !sv_eq(w.s, tname)) {
+            req(co, 2, (sv_str[]){lit("type"), src});
+            co->stage = 5;
+            return;
+        }
         if (list) req(co, 2, (sv_str[]){lit(co->from_head ? "lpop" : "rpop"), src});
         else req(co, 3, (sv_str[]){lit("srem"), src, co->argv[3]});
         co->stage = 2;
@@ -305,8 +303,8 @@ static void step_move(coord *co)
     case 2:
         keep(co, 0);
         if (!parse(&co->hold, &v)) return internal_error(co);
-        if (v.t == '-') return reply_raw(co, v.s);
-        if (list && v.t == 'n') { /* emptied meanwhile */
+        if (v.t == '-') return reply_raw(co, v.s); /* the source's WRONGTYPE */
+        if (list && v.t == 'n') {                  /* no source */
             sv_reply r = out(co);
             sv_add_null(&r);
             return finish(co);
@@ -328,6 +326,8 @@ static void step_move(coord *co)
             return finish(co);
         }
         if (w.t != '-') return internal_error(co);
+        sv_log(SV_LOG_VERBOSE, "cross-shard %s: the destination changed type meanwhile, element returned",
+               list ? "LMOVE" : "SMOVE");
         sv_buf_append(&co->err, w.s.p, w.s.len);
         parse(&co->hold, &v);
         round_begin(co);
@@ -335,8 +335,15 @@ static void step_move(coord *co)
         else req(co, 3, (sv_str[]){lit("sadd"), src, co->argv[3]});
         co->stage = 4;
         return;
-    default:
-        reply_raw(co, (sv_str){co->err.data, co->err.len});
+    case 4:
+        return reply_raw(co, (sv_str){co->err.data, co->err.len});
+    default: /* 5: the destination has another type */
+        if (!parse(&co->rep[0], &v) || v.t != '+') return internal_error(co);
+        if (!sv_eq(v.s, "none")) return reply_error(co, SV_ERR_WRONGTYPE);
+        if (!list) return reply_int(co, 0);
+        sv_reply r = out(co);
+        sv_add_null(&r);
+        finish(co);
     }
 }
 

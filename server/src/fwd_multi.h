@@ -10,9 +10,10 @@
  *   MSETNX            EXISTS per owner; none exists -> MSET per owner
  *   RENAME            slotlane.take src (value + TTL, deleted) -> slotlane.restore dst
  *   RENAMENX          EXISTS src, EXISTS dst -> as RENAME
- *   LMOVE RPOPLPUSH   TYPE src, TYPE dst -> LPOP/RPOP src -> LPUSH/RPUSH dst
- *                     (a WRONGTYPE there, after a concurrent change: pushed back)
- *   SMOVE             TYPE src, TYPE dst -> SREM src -> SADD dst (same)
+ *   LMOVE RPOPLPUSH   TYPE dst -> LPOP/RPOP src -> LPUSH/RPUSH dst
+ *                     (a WRONGTYPE there, after a concurrent change: pushed back;
+ *                     a wrong-typed dst: TYPE src decides nil or WRONGTYPE)
+ *   SMOVE             TYPE dst -> SREM src -> SADD dst (the same)
  *   SINTER SUNION SDIFF SINTERCARD [*STORE]
  *                     SMEMBERS of each key -> computed here -> slotlane.restore dst
  *

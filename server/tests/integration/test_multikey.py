@@ -205,6 +205,57 @@ def test_set_operations_model(server):
     c.close()
 
 
+def test_move_races_lose_nothing(server):
+    """LMOVE and SMOVE while another client keeps turning the destination into a
+    string and deleting it: an element is either moved (reply: the element / 1) or
+    still in the source (WRONGTYPE, pushed back when the type changed between the
+    steps) - never lost, never doubled."""
+    src, dst = on(1, "race-s")[0], on(2, "race-d")[0]
+    ssrc, sdst = on(3, "race-ss")[0], on(1, "race-sd")[0]
+    n = 300
+    c = Conn(server.port)
+    c.call("DEL", src, dst, ssrc, sdst)
+    c.call("RPUSH", src, *[f"e{i}" for i in range(n)])
+    c.call("SADD", ssrc, *[f"e{i}" for i in range(n)])
+    stop = threading.Event()
+
+    def spoiler():
+        x = Conn(server.port + 3)
+        # a batch runs in one go on the owner: it ends with the string in place
+        batch = b"".join(encode(["DEL", k]) + encode(["SET", k, "x"]) for k in (dst, sdst)) * 8
+        while not stop.is_set():
+            x.send_raw(batch)
+            for _ in range(32):
+                x.read()
+        x.close()
+
+    t = threading.Thread(target=spoiler)
+    t.start()
+    moved, smoved, wrong = [], [], 0
+    try:
+        for i in range(n):
+            r = c.call("LMOVE", src, dst, "LEFT", "RIGHT")
+            if isinstance(r, bytes):
+                moved.append(r)
+            else:
+                assert r.startswith("WRONGTYPE"), r
+                wrong += 1
+            r = c.call("SMOVE", ssrc, sdst, f"e{i}")
+            if r == 1:
+                smoved.append(f"e{i}".encode())
+            else:
+                assert isinstance(r, str) and r.startswith("WRONGTYPE"), r
+    finally:
+        stop.set()
+        t.join(timeout=30)
+    left = c.call("LRANGE", src, "0", "-1")
+    assert sorted(left + moved) == sorted(f"e{i}".encode() for i in range(n)), (len(left), len(moved))
+    sleft = c.call("SMEMBERS", ssrc)
+    assert sorted(sleft + smoved) == sorted(f"e{i}".encode() for i in range(n))
+    assert wrong > 0  # the destination was a string some of the time
+    c.close()
+
+
 def test_msetnx(server):
     keys = keys_per_shard("mx", 2)
     c = Conn(server.port)
