@@ -15,7 +15,9 @@ per command; rounds alternate the placements; medians. `x_local` is the median o
 the local placement's median of the same op, within this one run. Ops keep the
 keyspace steady so every round does the same work: RENAME a->b then b->a, LMOVE
 and SMOVE back and forth, SUNIONSTORE of two 10-member sets, SINTER of them, MSETNX
-on existing keys (the existence check answers 0).
+on existing keys (the existence check answers 0); RENAME16 renames 16 independent
+key pairs there and back, so consecutive commands share no key (a coordinated
+command makes only the later commands that use its keys wait).
 
 Usage: server/bench/multikey.py [--rounds 3] [--requests 30000] [--depth 32]
 Writes bench/records/<host>-<date>-<HHMMSS>-server-multikey.json.
@@ -77,10 +79,16 @@ def free_port():
 
 
 def placements(op):
-    """Per placement: (setup commands, the repeating command pair, expected replies)."""
+    """Per placement: (setup commands, the repeating cycle of commands, expected replies)."""
     out = {}
     for place, shards in (("local", [0, 0, 0]), ("forwarded", [1, 1, 1]), ("cross", [1, 2, 3])):
         taken = set()
+        if op == "RENAME16":  # 16 independent pairs: consecutive commands share no key
+            pairs = [(key_on(shards[0], f"{op}-{place}-a{i}", taken), key_on(shards[1], f"{op}-{place}-b{i}", taken))
+                     for i in range(16)]
+            out[place] = ([["SET", a, "v"] for a, _ in pairs],
+                          [["RENAME", a, b] for a, b in pairs] + [["RENAME", b, a] for a, b in pairs], ["OK"] * 32)
+            continue
         a, b, d = (key_on(s, f"{op}-{place}-{i}", taken) for i, s in enumerate(shards))
         if op == "GET":
             setup, pair, want = [["SET", a, "v"]], [["GET", a], ["GET", a]], [b"v", b"v"]
@@ -103,23 +111,24 @@ def placements(op):
     return out
 
 
-OPS = ["GET", "RENAME", "LMOVE", "SMOVE", "SUNIONSTORE", "SINTER", "MSETNX"]
+OPS = ["GET", "RENAME", "RENAME16", "LMOVE", "SMOVE", "SUNIONSTORE", "SINTER", "MSETNX"]
 
 
-def run_row(conn, pid, pair, want, requests, depth):
-    # the pair alternates across batch boundaries too (an odd depth flips the start)
-    batches = [[pair[(j * depth + i) % 2] for i in range(depth)] for j in range(2)]
+def run_row(conn, pid, cycle, want, requests, depth):
+    # the cycle continues across batch boundaries: batch j starts at j * depth
+    L = len(cycle)
+    batches = [[cycle[(j * depth + i) % L] for i in range(depth)] for j in range(L)]
     payloads = [b"".join(encode(a) for a in b) for b in batches]
-    nb = max(2, requests // depth // 2 * 2)
+    nb = max(L, requests // depth // L * L)
     load1 = os.getloadavg()[0]
     u0, s0 = cpu_ns(pid)
     t0 = time.monotonic()
     for j in range(nb):
-        batch = batches[j % 2]
-        conn.send_raw(payloads[j % 2])
+        batch = batches[j % L]
+        conn.send_raw(payloads[j % L])
         for i in range(depth):
             r = conn.read()
-            w = want[((j % 2) * depth + i) % 2] if want is not None else None
+            w = want[((j % L) * depth + i) % L] if want is not None else None
             if want is not None and r != w:
                 raise RuntimeError(f"{batch[i]!r}: {r!r}, expected {w!r}")
             if want is None and (r is None or isinstance(r, str)):

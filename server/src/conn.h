@@ -31,8 +31,9 @@ typedef struct sv_conn {
     struct sv_conn *flush_next;
     /* backpressure: reading stopped until shard blocked_on has room (fwd.c) */
     int fwd_paused;
-    int blocked_on;     /* a shard, or -1: its own coordinated command (coord_busy) */
-    int coord_busy;     /* a cross-shard command is running its steps: later commands wait */
+    int blocked_on;     /* a shard, or -1: a running coordinated command of its own */
+    int coord_active;   /* coordinated commands still running their steps */
+    int coord_changed;  /* one of them finished since the connection paused */
     struct sv_conn *paused_next;
 } sv_conn;
 

@@ -362,7 +362,7 @@ sv_pend *sv_fwd_coord_slot(sv_conn *c, void *state)
     p->kind = K_COORD;
     p->waiting = 1; /* until sv_fwd_coord_finish */
     p->coord = state;
-    c->coord_busy = 1;
+    c->coord_active++;
     return p;
 }
 
@@ -384,7 +384,8 @@ sv_buf *sv_fwd_coord_out(sv_pend *p) { return &p->out; }
 void sv_fwd_coord_finish(sv_conn *c, sv_pend *p)
 {
     p->waiting = 0;
-    c->coord_busy = 0; /* a connection paused behind it resumes at the end of on_async */
+    c->coord_active--;
+    c->coord_changed = 1; /* a connection paused behind it resumes at the end of on_async */
 }
 
 /* ---- backpressure ---- */
@@ -397,6 +398,7 @@ static void pause_conn(sv_conn *c, int t)
 {
     sv_shard *sh = c->sh;
     if (t >= 0) atomic_fetch_add_explicit(&sh->fwd_queue_full, 1, memory_order_relaxed);
+    else c->coord_changed = 0;
     c->blocked_on = t;
     if (!c->fwd_paused) {
         c->fwd_paused = 1;
@@ -425,7 +427,7 @@ static void resume_paused(sv_shard *sh)
     while (l) {
         sv_conn *c = l;
         l = c->paused_next;
-        if (c->blocked_on < 0 ? c->coord_busy : target_full(sh, c->blocked_on)) { /* stays paused */
+        if (c->blocked_on < 0 ? !c->coord_changed : target_full(sh, c->blocked_on)) { /* stays paused */
             c->paused_next = sh->fwd_paused;
             sh->fwd_paused = c;
             continue;
@@ -463,17 +465,38 @@ static void fan_out(sv_conn *c, int kind, int argc, sv_str *argv)
         if (t != me) send_part(c, p, t, t, argc, argv, NULL);
 }
 
+/* Whether a command must wait for the coordinated commands still running on its
+ * connection: it uses one of their keys (and it or they write), or the whole
+ * keyspace. Others (disjoint keys, reads after reads, connection commands) run at
+ * once; their replies still leave in order. */
+static int must_wait(sv_conn *c, const sv_cmd *cmd, int argc, sv_str *argv)
+{
+    if (!cmd || (cmd->arity > 0 && argc != cmd->arity) || argc < -cmd->arity) return 0; /* an error reply */
+    if (!cmd->first && !cmd->getkeys)
+        return cmd->fn == sv_cmd_dbsize || cmd->fn == sv_cmd_flushall || cmd->fn == sv_cmd_keys ||
+               cmd->fn == sv_cmd_scan || cmd->fn == sv_cmd_randomkey || cmd->fn == sv_cmd_cluster;
+    int keys[64];
+    int *kp = argc > 64 ? sv_malloc(sizeof(int) * (size_t)argc) : keys;
+    int nk = sv_cmd_keypos(cmd, argc, argv, kp, argc > 64 ? argc : 64);
+    int wait = 0;
+    for (sv_pend *p = c->pend_head; p && !wait && nk > 0; p = p->next)
+        if (p->kind == K_COORD && p->waiting)
+            wait = sv_fwdm_conflicts(p->coord, argv, kp, nk, !(cmd->flags & SV_CMD_WRITE));
+    if (kp != keys) free(kp);
+    return wait;
+}
+
 int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
 {
     sv_shard *sh = c->sh;
     int me = sh->index;
-    if (c->coord_busy) {
-        /* the steps of a coordinated command still run: a later command must not
-         * overtake them (RENAME a b, then GET b) */
+    const sv_cmd *cmd = sv_cmd_lookup(argv[0].p, argv[0].len);
+    if (c->coord_active && must_wait(c, cmd, argc, argv)) {
+        /* a coordinated command of this connection still runs its steps on keys this
+         * one uses: it must not overtake them (RENAME a b, then GET b) */
         pause_conn(c, -1);
         return 1;
     }
-    const sv_cmd *cmd = sv_cmd_lookup(argv[0].p, argv[0].len);
     if (!cmd || (cmd->arity > 0 && argc != cmd->arity) || argc < -cmd->arity) {
         run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
         return 0;

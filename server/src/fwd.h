@@ -46,8 +46,9 @@ void sv_fwd_unpause(sv_conn *c);
  * coordinator (state is freed with sv_fwdm_free when the slot is), the steps it
  * sends (each a request to the owner shard, answered in RESP2 through
  * sv_fwdm_reply with the same step number), and the end (the reply is in
- * sv_fwd_coord_out). While a coordinator runs, the connection's later commands wait
- * (its steps go to several shards; a later command must not overtake them). */
+ * sv_fwd_coord_out). While a coordinator runs, the connection's later commands that
+ * use one of its keys or the whole keyspace wait (its steps go to several shards; such
+ * a command must not overtake them); the others run, their replies in order. */
 struct sv_pend *sv_fwd_coord_slot(sv_conn *c, void *state);
 void sv_fwd_coord_send(sv_conn *c, struct sv_pend *p, int step, int owner, int argc, sv_str *argv);
 sv_buf *sv_fwd_coord_out(struct sv_pend *p);

@@ -27,6 +27,9 @@ typedef struct coord {
     int from_head, to_head; /* LMOVE */
     long long limit;        /* SINTERCARD */
     int nsrc, src0;         /* set operations: source keys argv[src0 .. src0+nsrc-1] */
+    int *kp;                /* the key positions in argv (later commands wait on them) */
+    int nk;
+    int readonly;           /* SINTER SUNION SDIFF SINTERCARD: later reads need not wait */
     long long stored;       /* *STORE: the result's cardinality */
 } coord;
 
@@ -532,6 +535,7 @@ void sv_fwdm_free(void *state)
     free(co->rep);
     sv_buf_free(&co->hold);
     sv_buf_free(&co->err);
+    free(co->kp);
     free(co->argv);
     free(co);
 }
@@ -562,9 +566,24 @@ void sv_fwdm_start(sv_conn *c, const sv_cmd *cmd, int argc, sv_str *argv)
     }
     co->cap = argc + 1;
     co->rep = sv_calloc((size_t)co->cap, sizeof(sv_buf));
+    co->kp = sv_malloc(sizeof(int) * (size_t)argc);
+    co->nk = sv_cmd_keypos(cmd, argc, co->argv, co->kp, argc);
+    co->readonly = !(cmd->flags & SV_CMD_WRITE);
     co->p = sv_fwd_coord_slot(c, co);
     c->sh->stats.commands++;
     run(co);
+}
+
+int sv_fwdm_conflicts(void *state, sv_str *argv, const int *kp, int nk, int readonly)
+{
+    coord *co = state;
+    if (readonly && co->readonly) return 0;
+    for (int i = 0; i < nk; i++)
+        for (int k = 0; k < co->nk; k++) {
+            sv_str a = argv[kp[i]], b = co->argv[co->kp[k]];
+            if (a.len == b.len && memcmp(a.p, b.p, a.len) == 0) return 1;
+        }
+    return 0;
 }
 
 void sv_fwdm_reply(sv_conn *c, void *state, int step, sv_buf *reply)

@@ -2,8 +2,9 @@
  * parts — MSETNX, RENAME, RENAMENX, LMOVE, RPOPLPUSH, SMOVE, SINTER, SUNION, SDIFF,
  * their STORE forms and SINTERCARD — run as a short sequence of steps on the owner
  * shards, coordinated by the shard that received the command. The coordinator
- * holds the connection's reply slot (and its later commands) until the last step
- * has answered; values travel as bytes in the messages (RESP2 replies), never as
+ * holds the connection's reply slot until the last step has answered, and the
+ * connection's later commands that use one of its keys (or the whole keyspace)
+ * wait for it; values travel as bytes in the messages (RESP2 replies), never as
  * pointers to another shard's objects.
  *
  * Steps (each a command on the key's owner, the usual forwarding transport):
@@ -34,5 +35,8 @@ void sv_fwdm_start(sv_conn *c, const sv_cmd *cmd, int argc, sv_str *argv);
 /* The reply of a step (the buffer is taken). */
 void sv_fwdm_reply(sv_conn *c, void *state, int step, sv_buf *reply);
 void sv_fwdm_free(void *state);
+/* Whether a later command must wait for the running one: it uses one of the keys
+ * argv[kp[0..nk-1]], and one of the two writes (readonly: the later one does not). */
+int sv_fwdm_conflicts(void *state, sv_str *argv, const int *kp, int nk, int readonly);
 
 #endif

@@ -381,12 +381,15 @@ class Model:
         if c < 0.88:
             a, b = rng.sample(self.sets, 2)
             return ["SINTER", a, b], ("sorted", sorted(x.encode() for x in v.get(a, set()) & v.get(b, set())))
-        if c < 0.94:
+        if c < 0.91:
             a, b = rng.sample(self.names, 2)
             if a not in v:
                 return ["RENAME", a, b], Err("ERR no such key")
             v[b] = v.pop(a)
             return ["RENAME", a, b], Status("OK")
+        if c < 0.95:  # a split read of keys coordinated commands write
+            ks = rng.sample(self.names, 3)
+            return ["EXISTS", *ks], sum(k in v for k in ks)
         a, b = rng.sample(self.names, 2)
         if a in v or b in v:
             return ["MSETNX", a, "x", b, "y"], 0
