@@ -195,12 +195,12 @@ static void step_msetnx(coord *co)
         long long sum = 0;
         for (int i = 0; i < co->nreq; i++) {
             rv v;
-            if (!parse(&co->rep[i], &v) || (v.t != ':' && v.t != '+' && v.t != '-')) return internal_error(co);
-            if (v.t == '-') return reply_raw(co, v.s);
+            if (!parse(&co->rep[i], &v) || (v.t != ':' && v.t != '+' && v.t != '-')) { internal_error(co); return; }
+            if (v.t == '-') { reply_raw(co, v.s); return; }
             sum += v.i;
         }
-        if (co->stage == 2) return reply_int(co, 1);
-        if (sum > 0) return reply_int(co, 0);
+        if (co->stage == 2) { reply_int(co, 1); return; }
+        if (sum > 0) { reply_int(co, 0); return; }
     }
     /* stage 0: EXISTS of each owner's keys; stage 1: MSET of each owner's pairs */
     int per = co->stage == 0 ? 1 : 2;
@@ -236,21 +236,21 @@ static void step_rename(coord *co)
         }
         return;
     case 1:
-        if (!parse(&co->rep[0], &v) || !parse(&co->rep[1], &w) || v.t != ':' || w.t != ':') return internal_error(co);
-        if (v.i == 0) return reply_error(co, SV_ERR_NOSUCHKEY);
-        if (w.i > 0) return reply_int(co, 0);
+        if (!parse(&co->rep[0], &v) || !parse(&co->rep[1], &w) || v.t != ':' || w.t != ':') { internal_error(co); return; }
+        if (v.i == 0) { reply_error(co, SV_ERR_NOSUCHKEY); return; }
+        if (w.i > 0) { reply_int(co, 0); return; }
         round_begin(co);
         req(co, 2, (sv_str[]){lit("slotlane.take"), src});
         co->stage = 2;
         return;
     case 2: {
         keep(co, 0);
-        if (!parse(&co->hold, &v)) return internal_error(co);
-        if (v.t == 'n') return reply_error(co, SV_ERR_NOSUCHKEY);
-        if (v.t == '-') return reply_raw(co, v.s);
+        if (!parse(&co->hold, &v)) { internal_error(co); return; }
+        if (v.t == 'n') { reply_error(co, SV_ERR_NOSUCHKEY); return; }
+        if (v.t == '-') { reply_raw(co, v.s); return; }
         if (v.t != '*' || v.na < 2) {
             free(v.a);
-            return internal_error(co);
+            { internal_error(co); return; }
         }
         /* [type, pxat, elements...] -> slotlane.restore dst type pxat elements... */
         sv_str *sub = sv_malloc(sizeof(sv_str) * (size_t)(v.na + 2));
@@ -265,9 +265,9 @@ static void step_rename(coord *co)
         return;
     }
     default:
-        if (!parse(&co->rep[0], &v)) return internal_error(co);
-        if (v.t == '-') return reply_raw(co, v.s);
-        if (co->op == OP_RENAMENX) return reply_int(co, 1);
+        if (!parse(&co->rep[0], &v)) { internal_error(co); return; }
+        if (v.t == '-') { reply_raw(co, v.s); return; }
+        if (co->op == OP_RENAMENX) { reply_int(co, 1); return; }
         sv_reply r = out(co);
         sv_add_ok(&r);
         finish(co);
@@ -292,7 +292,7 @@ static void step_move(coord *co)
         co->stage = 1;
         return;
     case 1:
-        if (!parse(&co->rep[0], &w) || w.t != '+') return internal_error(co);
+        if (!parse(&co->rep[0], &w) || w.t != '+') { internal_error(co); return; }
         round_begin(co);
         if (!sv_eq(w.s, "none") && !sv_eq(w.s, tname)) {
             req(co, 2, (sv_str[]){lit("type"), src});
@@ -305,30 +305,30 @@ static void step_move(coord *co)
         return;
     case 2:
         keep(co, 0);
-        if (!parse(&co->hold, &v)) return internal_error(co);
-        if (v.t == '-') return reply_raw(co, v.s); /* the source's WRONGTYPE */
+        if (!parse(&co->hold, &v)) { internal_error(co); return; }
+        if (v.t == '-') { reply_raw(co, v.s); return; } /* the source's WRONGTYPE */
         if (list && v.t == 'n') {                  /* no source */
             sv_reply r = out(co);
             sv_add_null(&r);
-            return finish(co);
+            { finish(co); return; }
         }
-        if (!list && v.t == ':' && v.i == 0) return reply_int(co, 0);
-        if ((list && v.t != '$') || (!list && v.t != ':')) return internal_error(co);
+        if (!list && v.t == ':' && v.i == 0) { reply_int(co, 0); return; }
+        if ((list && v.t != '$') || (!list && v.t != ':')) { internal_error(co); return; }
         round_begin(co);
         if (list) req(co, 3, (sv_str[]){lit(co->to_head ? "lpush" : "rpush"), dst, v.s});
         else req(co, 3, (sv_str[]){lit("sadd"), dst, co->argv[3]});
         co->stage = 3;
         return;
     case 3:
-        if (!parse(&co->rep[0], &w)) return internal_error(co);
+        if (!parse(&co->rep[0], &w)) { internal_error(co); return; }
         if (w.t == ':') {
-            if (!list) return reply_int(co, 1);
+            if (!list) { reply_int(co, 1); return; }
             parse(&co->hold, &v);
             sv_reply r = out(co);
             sv_add_bulk(&r, v.s.p, v.s.len);
-            return finish(co);
+            { finish(co); return; }
         }
-        if (w.t != '-') return internal_error(co);
+        if (w.t != '-') { internal_error(co); return; }
         sv_log(SV_LOG_VERBOSE, "cross-shard %s: the destination changed type meanwhile, element returned",
                list ? "LMOVE" : "SMOVE");
         sv_buf_append(&co->err, w.s.p, w.s.len);
@@ -339,11 +339,11 @@ static void step_move(coord *co)
         co->stage = 4;
         return;
     case 4:
-        return reply_raw(co, (sv_str){co->err.data, co->err.len});
+        { reply_raw(co, (sv_str){co->err.data, co->err.len}); return; }
     default: /* 5: the destination has another type */
-        if (!parse(&co->rep[0], &v) || v.t != '+') return internal_error(co);
-        if (!sv_eq(v.s, "none")) return reply_error(co, SV_ERR_WRONGTYPE);
-        if (!list) return reply_int(co, 0);
+        if (!parse(&co->rep[0], &v) || v.t != '+') { internal_error(co); return; }
+        if (!sv_eq(v.s, "none")) { reply_error(co, SV_ERR_WRONGTYPE); return; }
+        if (!list) { reply_int(co, 0); return; }
         sv_reply r = out(co);
         sv_add_null(&r);
         finish(co);
@@ -360,9 +360,9 @@ static void step_setop(coord *co)
     }
     rv v;
     if (co->stage == 2) {
-        if (!parse(&co->rep[0], &v)) return internal_error(co);
-        if (v.t == '-') return reply_raw(co, v.s);
-        return reply_int(co, co->stored);
+        if (!parse(&co->rep[0], &v)) { internal_error(co); return; }
+        if (v.t == '-') { reply_raw(co, v.s); return; }
+        { reply_int(co, co->stored); return; }
     }
     /* stage 1: the members of every source, in key order; a WRONGTYPE is the reply */
     rv *sets = sv_calloc((size_t)co->nsrc, sizeof(rv));
@@ -372,7 +372,7 @@ static void step_setop(coord *co)
     if (!ok) {
         for (int i = 0; i < co->nsrc; i++) free(sets[i].a);
         free(sets);
-        return internal_error(co);
+        { internal_error(co); return; }
     }
     for (int i = 0; i < co->nsrc; i++)
         if (sets[i].t == '-') {
@@ -380,7 +380,7 @@ static void step_setop(coord *co)
             sv_buf_append(sv_fwd_coord_out(co->p), e.p, e.len);
             for (int k = 0; k < co->nsrc; k++) free(sets[k].a);
             free(sets);
-            return finish(co);
+            { finish(co); return; }
         }
     /* every member gets a mark (u.i); the result is the members whose mark is want:
      * intersection: the number of sources containing it (counted in key order);
