@@ -248,6 +248,38 @@ static void test_cluster_routing(void **state)
     EQ("CLUSTER GETKEYSINSLOT 12182 10", "*1\r\n$3\r\nfoo\r\n");
 }
 
+/* slotlane.take / slotlane.restore (t_transfer.c): a value leaves in one step and is
+ * rebuilt from argv alone, as a replay of a log of write commands would do it. */
+static void test_transfer(void **state)
+{
+    (void)state;
+    EQ("RPUSH tl a b a", ":3\r\n");
+    EQ("slotlane.take tl", "*5\r\n$4\r\nlist\r\n$1\r\n0\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\na\r\n");
+    EQ("EXISTS tl", ":0\r\n");
+    EQ("slotlane.take tl", "$-1\r\n");
+    EQ("slotlane.restore tl list 0 a b a", "+OK\r\n");
+    EQ("LRANGE tl 0 -1", "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\na\r\n");
+    EQ("TTL tl", ":-1\r\n");
+    EQ("ZADD tz 0.1 m -2 n", ":2\r\n");
+    EQ("slotlane.take tz",
+       "*6\r\n$4\r\nzset\r\n$1\r\n0\r\n$2\r\n-2\r\n$1\r\nn\r\n$19\r\n0.10000000000000001\r\n$1\r\nm\r\n");
+    EQ("slotlane.restore tz zset 0 -2 n 0.10000000000000001 m", "+OK\r\n");
+    EQ("ZSCORE tz m", "$19\r\n0.10000000000000001\r\n"); /* the same double */
+    /* an absolute expiry: kept in the future, the key absent when it has passed */
+    EQ("slotlane.restore ts string 99999999999999 v", "+OK\r\n");
+    EQ("PEXPIRETIME ts", ":99999999999999\r\n");
+    EQ("slotlane.restore ts string 1 v", "+OK\r\n");
+    EQ("EXISTS ts", ":0\r\n");
+    EQ("HSET th f v", ":1\r\n");
+    EQ("slotlane.restore th hash 0 f", "-ERR slotlane.restore: wrong number of elements for the type\r\n");
+    EQ("slotlane.restore th blob 0 f", "-ERR slotlane.restore: unknown type\r\n");
+    EQ("slotlane.restore th set -5 f", "-ERR slotlane.restore: invalid expire time\r\n");
+    EQ("slotlane.restore th zset 0 nan f", "-ERR value is not a valid float\r\n");
+    EQ("HGET th f", "$1\r\nv\r\n"); /* rejected: nothing changed */
+    EQ("slotlane.restore th set 0", "+OK\r\n");
+    EQ("EXISTS th", ":0\r\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -255,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_lists),        cmocka_unit_test(test_hashes_sets),
         cmocka_unit_test(test_zsets),        cmocka_unit_test(test_expiry_lazy),
         cmocka_unit_test(test_expiry_active), cmocka_unit_test(test_cluster_routing),
+        cmocka_unit_test(test_transfer),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
