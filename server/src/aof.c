@@ -469,6 +469,31 @@ static int rewrite_start(sv_shard *sh)
     return 0;
 }
 
+/* Closing the replaced log frees its blocks (it is unlinked): that can take
+ * milliseconds for a large file, so it happens on the libuv pool, as Redis's bio. */
+typedef struct close_job {
+    uv_work_t req;
+    int fd;
+} close_job;
+
+static void work_close(uv_work_t *req) { close(((close_job *)req->data)->fd); }
+static void after_close(uv_work_t *req, int status)
+{
+    (void)status;
+    free(req->data);
+}
+
+static void close_in_background(sv_shard *sh, int fd)
+{
+    close_job *j = sv_malloc(sizeof(*j));
+    j->fd = fd;
+    j->req.data = j;
+    if (uv_queue_work(&sh->loop, &j->req, work_close, after_close) != 0) {
+        close(fd);
+        free(j);
+    }
+}
+
 static void rewrite_failed(sv_shard *sh, const char *why)
 {
     sv_aof *a = sh->aof;
@@ -502,7 +527,7 @@ static void rewrite_done(sv_shard *sh, int ok)
     /* with always the directory entry must be durable before anything more is
      * acknowledged (the old file, which held those writes, is gone) */
     if (sv_cfg.durability == 2) fsync_dir(sv_cfg.dir);
-    close(a->fd);
+    close_in_background(sh, a->fd);
     a->fd = fd;
     a->buf.len = 0; /* all of it is in the diff, now in the new file */
     a->size = file_size(fd);
