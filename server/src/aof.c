@@ -1045,11 +1045,15 @@ int sv_aof_startup(void)
                 fprintf(stderr, "slotlane-server: cannot truncate %s: %s\n", a->path, strerror(errno));
                 return 1;
             }
-            if (good == 0) { /* even the header was torn */
-                char b[128];
-                writer w = {a->fd, b, 0, sizeof(b), 0};
-                w_header(&w, i, n);
-                w_flush(&w);
+        }
+        if (good == 0) { /* even the header was torn (or the file is empty): a new one */
+            char b[128];
+            writer w = {a->fd, b, 0, sizeof(b), 0};
+            w_header(&w, i, n);
+            w_flush(&w);
+            if (w.err || fdatasync(a->fd) != 0) {
+                fprintf(stderr, "slotlane-server: cannot write %s: %s\n", a->path, strerror(w.err ? w.err : errno));
+                return 1;
             }
         }
         a->size = file_size(a->fd);

@@ -269,6 +269,16 @@ def test_torn_tail_is_dropped_and_truncated(d):
     code, err = s.stop()
     assert "torn last record" in err
     assert sorted(data) == sorted(f"key{i}".encode() for i in range(9))
+    # even the header torn (an empty file): starts empty, with a new header, and works
+    for size in (0, 10):
+        with open(path, "r+b") as f:
+            f.truncate(size)
+        s = start(d)
+        fill(s.port, 3)
+        assert s.stop()[0] == 0
+        s = start(d)
+        assert sorted(dump(s.port)) == sorted(f"key{i}".encode() for i in range(3))
+        assert s.stop()[0] == 0
 
 
 @pytest.mark.parametrize("damage", ["garbage", "length"])
