@@ -34,6 +34,7 @@ typedef struct sv_aof {
     sv_buf diff;          /* logged while the child runs */
     char *wbuf;           /* the child's write buffer (allocated before fork) */
     atomic_int requested;
+    int64_t auto_after_ms; /* after a failed rewrite, no automatic one before this */
     uv_check_t check;     /* group commit at the end of the loop turn */
     int check_on;
     /* read by INFO from any shard */
@@ -431,6 +432,7 @@ static int rewrite_start(sv_shard *sh)
     if (fd < 0) {
         sv_log(SV_LOG_WARNING, "shard %d: cannot create %s: %s", sh->index, a->tmp, strerror(errno));
         atomic_store(&a->a_status, 1);
+        a->auto_after_ms = sv_mstime() + 10000;
         return -1;
     }
     if (!a->wbuf) a->wbuf = sv_malloc(WBUF_SIZE);
@@ -457,6 +459,7 @@ static int rewrite_start(sv_shard *sh)
         sv_log(SV_LOG_WARNING, "shard %d: cannot fork for the log rewrite: %s", sh->index, strerror(errno));
         unlink(a->tmp);
         atomic_store(&a->a_status, 1);
+        a->auto_after_ms = sv_mstime() + 10000;
         return -1;
     }
     a->child = pid;
@@ -500,6 +503,7 @@ static void rewrite_failed(sv_shard *sh, const char *why)
     sv_log(SV_LOG_WARNING, "shard %d: log rewrite failed: %s", sh->index, why);
     unlink(a->tmp);
     atomic_store(&a->a_status, 1);
+    a->auto_after_ms = sv_mstime() + 10000; /* a full disk: do not fork every 100 ms */
 }
 
 /* The child finished: append what was logged meanwhile, swap the files. */
@@ -561,7 +565,7 @@ void sv_aof_cron(sv_shard *sh)
     if (a->child == 0) {
         int64_t base = atomic_load(&a->a_base);
         int auto_rw = sv_cfg.aof_rewrite_pct > 0 && a->size >= sv_cfg.aof_rewrite_min &&
-                      a->size > base + base / 100 * sv_cfg.aof_rewrite_pct;
+                      a->size > base + base / 100 * sv_cfg.aof_rewrite_pct && sv_mstime() >= a->auto_after_ms;
         if (atomic_exchange(&a->requested, 0) || auto_rw) rewrite_start(sh);
     }
     int64_t now = sv_mstime();
@@ -595,7 +599,12 @@ void sv_cmd_bgrewriteaof(sv_ctx *c, int argc, sv_str *argv)
         if (atomic_load(&a->a_in_progress)) busy = 1;
         if (&sv_shards[i] != c->sh) atomic_store(&a->requested, 1);
     }
-    if (c->sh->aof->child > 0 || rewrite_start(c->sh) != 0) atomic_store(&c->sh->aof->requested, 1);
+    if (c->sh->aof->child > 0) {
+        atomic_store(&c->sh->aof->requested, 1);
+    } else if (rewrite_start(c->sh) != 0) {
+        sv_add_error(&c->r, "Background append only file rewriting failed to start (see the server log)");
+        return;
+    }
     sv_add_status(&c->r, busy ? "Background append only file rewriting scheduled"
                               : "Background append only file rewriting started");
 }
