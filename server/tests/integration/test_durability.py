@@ -301,6 +301,20 @@ def test_corrupt_middle_stops_the_start(d, damage):
     assert open(path, "rb").read() == bad  # nothing was changed
 
 
+def test_resplit_of_a_damaged_log_refuses_and_changes_nothing(d):
+    s = start(d, shards=2)
+    fill(s.port, 40)
+    assert s.stop()[0] == 0
+    path = os.path.join(d, "shard-1-of-2.aof")
+    raw = open(path, "rb").read()
+    at = raw.index(b"*3\r\n$3\r\nSET", len(raw) // 2)
+    open(path, "wb").write(raw[:at] + b"#" + raw[at + 1:])
+    before = {f: open(os.path.join(d, f), "rb").read() for f in sorted(os.listdir(d))}
+    code, err = run_fail(d, shards=3)
+    assert code == 1 and f"file {path}: corrupt record at offset {at}" in err, err
+    assert {f: open(os.path.join(d, f), "rb").read() for f in sorted(os.listdir(d))} == before
+
+
 def test_shard_logs_without_manifest_refuse(d):
     s = start(d, shards=2)
     fill(s.port)
