@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "server.h"
+#include "aof.h"
 
 #define W SV_CMD_WRITE
 #define R SV_CMD_READONLY
@@ -161,6 +162,7 @@ static const sv_cmd table[] = {
     C(config, -2, A | L, 0, 0, 0, "@admin @slow @dangerous"),
     C(command, -1, L, 0, 0, 0, "@slow @connection"),
     C(function, -2, W, 0, 0, 0, "@write @slow @scripting"),
+    C(bgrewriteaof, 1, A, 0, 0, 0, "@admin @slow @dangerous"),
     C(time, 1, F | L, 0, 0, 0, "@fast"),
     C(reset, 1, F | L, 0, 0, 0, "@fast @connection"),
     C(cluster, -2, 0, 0, 0, 0, "@slow"),
@@ -300,5 +302,12 @@ void sv_execute(sv_ctx *c, int argc, sv_str *argv)
     }
     if (sv_cfg.shards > 1 && !c->noroute && (cmd->first || cmd->getkeys) && !route(c, cmd, argc, argv)) return;
     c->sh->stats.commands++;
+    if (c->sh->aof && (cmd->flags & SV_CMD_WRITE)) {
+        /* durability: what a write changed goes to the shard's log (aof.c) */
+        size_t off = c->r.out->len;
+        cmd->fn(c, argc, argv);
+        sv_aof_feed(c, cmd, argc, argv, off);
+        return;
+    }
     cmd->fn(c, argc, argv);
 }

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -47,8 +48,15 @@ static const char *usage =
     "                          --port with SO_REUSEPORT and forwards keys of other shards)\n"
     "  --misrouted MODE        per-shard mode, a key of another shard: moved (default,\n"
     "                          -MOVED like Redis Cluster) or forward (run on its owner)\n"
-    "  --durability MODE       memory (default); everysec and always are not implemented yet\n"
-    "  --dir DIR               directory for durability files (default .)\n"
+    "  --durability MODE       memory (default: nothing written), everysec (append-only log\n"
+    "                          per shard, fsync in the background once a second) or always\n"
+    "                          (fsync before any reply of a loop turn leaves)\n"
+    "  --dir DIR               directory of the logs and the manifest (default .)\n"
+    "  --aof-rewrite-percentage P  rewrite a shard's log when it has grown by P percent\n"
+    "                          over its size after the last rewrite or load (default 100;\n"
+    "                          0 disables automatic rewrites)\n"
+    "  --aof-rewrite-min-size BYTES  no automatic rewrite below this size (default 64mb;\n"
+    "                          kb, mb, gb suffixes)\n"
     "  --maxclients N          connections per shard (default 10000)\n"
     "  --loglevel LEVEL        debug, verbose, notice (default) or warning\n"
     "  --output-limit BYTES    unsent reply bytes after which a client that does not read\n"
@@ -71,6 +79,25 @@ static void defaults(void)
     sv_cfg.loglevel = SV_LOG_NOTICE;
     sv_cfg.output_limit = 1024LL * 1024 * 1024;
     sv_cfg.forward_queue = 65536;
+    sv_cfg.aof_rewrite_pct = 100;
+    sv_cfg.aof_rewrite_min = 64LL * 1024 * 1024;
+}
+
+/* A byte count with an optional kb/mb/gb suffix (powers of 1024, as Redis's memtoll). */
+static int parse_bytes(const char *v, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (end == v || errno || n < 0) return 0;
+    long long mul = 1;
+    if (!strcasecmp(end, "kb") || !strcasecmp(end, "k")) mul = 1024;
+    else if (!strcasecmp(end, "mb") || !strcasecmp(end, "m")) mul = 1024 * 1024;
+    else if (!strcasecmp(end, "gb") || !strcasecmp(end, "g")) mul = 1024LL * 1024 * 1024;
+    else if (*end) return 0;
+    if (n > (1LL << 50) / mul) return 0;
+    *out = n * mul;
+    return 1;
 }
 
 static int parse_int(const char *s, long long min, long long max, long long *out)
@@ -170,6 +197,16 @@ const char *sv_config_set(const char *rawname, const char *v, char *err, size_t 
             return err;
         }
         snprintf(sv_cfg.dir, sizeof(sv_cfg.dir), "%s", v);
+    } else if (!strcmp(name, "aof-rewrite-percentage")) {
+        if (!parse_int(v, 0, 1000000, &n)) goto badint;
+        sv_cfg.aof_rewrite_pct = (int)n;
+    } else if (!strcmp(name, "aof-rewrite-min-size")) {
+        long long b;
+        if (!parse_bytes(v, &b)) {
+            snprintf(err, cap, "invalid --%s value '%s' (expected bytes, optionally with kb, mb or gb)", name, v);
+            return err;
+        }
+        sv_cfg.aof_rewrite_min = b;
     } else if (!strcmp(name, "maxclients")) {
         if (!parse_int(v, 1, 1000000, &n)) goto badint;
         sv_cfg.maxclients = (int)n;
@@ -354,7 +391,6 @@ void sv_config_load(int argc, char **argv)
         else snprintf(sv_cfg.announce, sizeof(sv_cfg.announce), "%s", sv_cfg.bind);
     }
     if (sv_cfg.port_mode == 1) sv_cfg.misrouted = 1; /* one port: keys of other shards are always forwarded */
-    if (sv_cfg.durability != 0) die("--durability everysec|always is not implemented yet; use memory");
 }
 
 void sv_config_free(void)

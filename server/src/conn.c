@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "conn.h"
+#include "aof.h"
 #include "fwd.h"
 
 #define READ_CHUNK (16 * 1024)
@@ -73,6 +74,7 @@ static void flush(sv_conn *c)
         if (c->close_when_flushed && !c->pend_head) sv_conn_close(c);
         return;
     }
+    if (c->sh->aof) sv_aof_before_reply(c->sh); /* the log first: a reply acknowledges a write */
     uv_buf_t b;
     b.base = c->out.data;
     b.len = c->out.len; /* size_t on Unix: uv_buf_init would truncate to unsigned */
@@ -229,7 +231,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     c->sh->now_ms = sv_mstime();
     c->last_interaction_ms = c->sh->now_ms;
     process(c);
-    if (!c->closing) flush(c);
+    if (!c->closing && !sv_aof_defer_flush(c)) flush(c);
 }
 
 static void describe_addr(uv_tcp_t *t, int peer, char *out, size_t cap)

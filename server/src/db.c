@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "server.h"
+#include "aof.h"
 
 const char *SV_ERR_WRONGTYPE = "-WRONGTYPE Operation against a key holding the wrong kind of value";
 const char *SV_ERR_NOTINT = "value is not an integer or out of range";
@@ -138,15 +139,28 @@ void sv_db_delete_entry(sv_shard *sh, sv_entry *e)
 
 int sv_db_expired(sv_shard *sh, sv_entry *e)
 {
-    return e->u.i != 0 && e->u.i <= sh->now_ms;
+    /* while the log is replayed nothing expires: each record must see the keys as
+     * they were when it was logged (expiry deletions are in the log as DEL) */
+    return e->u.i != 0 && e->u.i <= sh->now_ms && !sh->loading;
+}
+
+void sv_db_note_expired(sv_shard *sh, sv_entry *e)
+{
+    if (sh->aof) sv_aof_log_del(sh, e->key, e->klen);
+    sh->stats.expired_keys++;
+}
+
+void sv_db_expire_entry(sv_shard *sh, sv_entry *e)
+{
+    sv_db_note_expired(sh, e);
+    sv_db_delete_entry(sh, e);
 }
 
 static sv_entry *lookup(sv_shard *sh, sv_str key)
 {
     sv_entry *e = sv_dict_find(&sh->keys, key.p, key.len);
     if (e && sv_db_expired(sh, e)) {
-        sv_db_delete_entry(sh, e);
-        sh->stats.expired_keys++;
+        sv_db_expire_entry(sh, e);
         return NULL;
     }
     return e;
@@ -193,6 +207,7 @@ sv_entry *sv_db_set(sv_shard *sh, sv_str key, sv_obj *o, int keepttl)
     }
     if (ex->val != o) sv_obj_free(ex->val);
     ex->val = o;
+    if (sv_db_expired(sh, ex)) sv_db_note_expired(sh, ex); /* replaced: logged as expired first */
     if (sv_db_expired(sh, ex) || !keepttl) sv_db_persist(sh, ex);
     return ex;
 }
@@ -255,12 +270,11 @@ size_t sv_expire_cycle(sv_shard *sh, int64_t budget_us)
             sv_entry *e = sh->expiring[sv_rand64() % sh->nexpiring];
             sampled++;
             if (e->u.i <= sh->now_ms) {
-                sv_db_delete_entry(sh, e);
+                sv_db_expire_entry(sh, e);
                 expired++;
             }
         }
         removed += (size_t)expired;
-        sh->stats.expired_keys += (uint64_t)expired;
         if (expired * 4 <= sampled) break;
         if (sv_ustime() - start > budget_us) break;
     }

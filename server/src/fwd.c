@@ -1,5 +1,6 @@
 /* fwd: see fwd.h. */
 #include "fwd.h"
+#include "aof.h"
 
 #include <stdio.h>
 
@@ -80,6 +81,7 @@ static void push(sv_shard *sh, int t, sv_fmsg *m)
 
 static void publish(sv_shard *sh)
 {
+    if (sh->aof) sv_aof_before_reply(sh); /* replies of forwarded writes acknowledge them */
     for (int k = 0; k < sh->nfwd_dirty; k++) {
         int t = sh->fwd_dirty[k];
         sv_fmsg *first = sh->fwd_first[t], *last = sh->fwd_last[t];

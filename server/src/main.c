@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "aof.h"
 #include "config.h"
 #include "fwd.h"
 #include "shard.h"
@@ -29,8 +30,27 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++) {
         int r = sv_shard_init(&sv_shards[i], i);
         if (r) {
-            fprintf(stderr, "slotlane-server: cannot listen on %s:%d: %s\n", sv_cfg.bind, sv_shards[i].port ? sv_shards[i].port : sv_cfg.port, uv_strerror(r));
+            fprintf(stderr, "slotlane-server: cannot start shard %d: %s\n", i, uv_strerror(r));
             for (int j = 0; j <= i; j++) sv_shard_destroy(&sv_shards[j]);
+            sv_fwd_cleanup();
+            free(sv_shards);
+            sv_config_free();
+            return 1;
+        }
+    }
+    /* the logs are replayed before any port is open */
+    if (sv_aof_startup() != 0) {
+        for (int j = 0; j < n; j++) sv_shard_destroy(&sv_shards[j]);
+        sv_fwd_cleanup();
+        free(sv_shards);
+        sv_config_free();
+        return 1;
+    }
+    for (int i = 0; i < n; i++) {
+        int r = sv_shard_listen(&sv_shards[i]);
+        if (r) {
+            fprintf(stderr, "slotlane-server: cannot listen on %s:%d: %s\n", sv_cfg.bind, sv_shards[i].port ? sv_shards[i].port : sv_cfg.port, uv_strerror(r));
+            for (int j = 0; j < n; j++) sv_shard_destroy(&sv_shards[j]);
             sv_fwd_cleanup();
             free(sv_shards);
             sv_config_free();

@@ -33,6 +33,8 @@ typedef struct sv_config {
     int misrouted;        /* 0 moved, 1 forward (to the owner shard's thread) */
     int durability;       /* 0 memory, 1 everysec, 2 always */
     char dir[1024];
+    int aof_rewrite_pct;       /* automatic rewrite at this growth over the base size */
+    long long aof_rewrite_min; /* ... and not below this size in bytes */
     int maxclients;
     int loglevel;
     long long output_limit; /* bytes of unsent replies before a client is dropped */
@@ -157,6 +159,10 @@ typedef struct sv_shard {
     int *fwd_inflight;
     struct sv_conn *fwd_paused;
     atomic_uint_fast64_t fwd_queue_full;
+
+    /* durability (aof.c): NULL with --durability memory */
+    struct sv_aof *aof;
+    int loading; /* replaying the log: nothing expires, nothing is logged */
 } sv_shard;
 
 extern sv_shard *sv_shards;
@@ -226,6 +232,10 @@ void sv_db_persist(sv_shard *sh, sv_entry *e);
 void sv_db_flush(sv_shard *sh);
 void sv_db_free(sv_shard *sh);
 int sv_db_expired(sv_shard *sh, sv_entry *e);
+/* An expired key found: logs it as deleted (DEL in the log), counts it. */
+void sv_db_note_expired(sv_shard *sh, sv_entry *e);
+/* ... and deletes it. */
+void sv_db_expire_entry(sv_shard *sh, sv_entry *e);
 /* Deletes an aggregate key that became empty. */
 void sv_db_delete_if_empty(sv_shard *sh, sv_entry *e);
 /* Active expiry: samples the expiring keys; returns how many were removed. */
@@ -265,7 +275,7 @@ void sv_cmd_readonly(sv_ctx *c, int argc, sv_str *argv);
 /* connection/server (t_server.c) */
 SV_DECL(ping); SV_DECL(echo); SV_DECL(quit); SV_DECL(select); SV_DECL(hello); SV_DECL(auth);
 SV_DECL(client); SV_DECL(info); SV_DECL(config); SV_DECL(command); SV_DECL(dbsize);
-SV_DECL(flushall); SV_DECL(function); SV_DECL(time); SV_DECL(reset);
+SV_DECL(flushall); SV_DECL(function); SV_DECL(time); SV_DECL(reset); SV_DECL(bgrewriteaof);
 /* strings */
 SV_DECL(get); SV_DECL(set); SV_DECL(setnx); SV_DECL(setex); SV_DECL(psetex); SV_DECL(getset);
 SV_DECL(getdel); SV_DECL(getex); SV_DECL(mget); SV_DECL(mset); SV_DECL(msetnx); SV_DECL(append);

@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <stdio.h>
 
+#include "aof.h"
 #include "conn.h"
 #include "fwd.h"
 
@@ -31,6 +32,7 @@ static void on_cron(uv_timer_t *t)
     sv_shard *sh = t->data;
     /* active expiry: a small time budget every 100 ms keeps expired keys from piling up */
     sv_expire_cycle(sh, 10000);
+    sv_aof_cron(sh);
 }
 
 static void close_noop(uv_handle_t *h) { (void)h; }
@@ -41,6 +43,7 @@ static void on_stop(uv_async_t *a)
     sh->stopping = 1;
     while (sh->conns) sv_conn_close(sh->conns);
     sv_fwd_close_shard(sh);
+    sv_aof_close_shard(sh);
     if (sh->listening) uv_close((uv_handle_t *)&sh->listener, close_noop);
     uv_timer_stop(&sh->cron);
     uv_close((uv_handle_t *)&sh->cron, close_noop);
@@ -64,6 +67,12 @@ int sv_shard_init(sv_shard *sh, int index)
     uv_timer_init(&sh->loop, &sh->cron);
     sh->cron.data = sh;
     if (sv_cfg.misrouted && sv_cfg.shards > 1) sv_fwd_init_shard(sh);
+    return 0;
+}
+
+int sv_shard_listen(sv_shard *sh)
+{
+    int r;
     uv_tcp_init(&sh->loop, &sh->listener);
     sh->listener.data = sh;
     sh->listening = 1;
@@ -119,6 +128,7 @@ void sv_shard_stop(sv_shard *sh) { uv_async_send(&sh->stop); }
 
 static void free_shard(sv_shard *sh)
 {
+    sv_aof_free(sh);
     sv_db_free(sh);
     if (uv_loop_close(&sh->loop) != 0) sv_log(SV_LOG_WARNING, "shard %d: loop closed with open handles", sh->index);
 }

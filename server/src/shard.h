@@ -4,9 +4,11 @@
 
 #include "server.h"
 
-/* Prepares shard i in the calling thread: loop, keyspace, listener bound to its
- * port. Returns 0, or a libuv error code (the port is busy, the address is bad). */
+/* Prepares shard i in the calling thread: loop, keyspace, timers. Returns 0, or a
+ * libuv error code. */
 int sv_shard_init(sv_shard *sh, int index);
+/* Binds and listens (after the log was replayed): 0 or a libuv error code. */
+int sv_shard_listen(sv_shard *sh);
 /* Starts the shard's thread (pinned to its CPU when --cpus was given). */
 int sv_shard_start(sv_shard *sh);
 /* Asks the shard to close its connections and stop; safe from any thread. */

@@ -101,10 +101,7 @@ void sv_cmd_keys(sv_ctx *c, int argc, sv_str *argv)
         sv_add_bulk(&r, e->key, e->klen);
         n++;
     }
-    for (size_t i = 0; i < expired.n; i++) {
-        sv_db_delete_entry(sh, expired.v[i]);
-        sh->stats.expired_keys++;
-    }
+    for (size_t i = 0; i < expired.n; i++) sv_db_expire_entry(sh, expired.v[i]);
     free(expired.v);
     sv_add_array(&c->r, n);
     sv_buf_append(c->r.out, tmp.data, tmp.len);
@@ -161,7 +158,7 @@ void sv_cmd_randomkey(sv_ctx *c, int argc, sv_str *argv)
         sv_entry *e = sv_dict_random(&sh->keys);
         if (!e) break;
         if (sv_db_expired(sh, e)) {
-            sv_db_delete_entry(sh, e);
+            sv_db_expire_entry(sh, e);
             continue;
         }
         sv_add_bulk(&c->r, e->key, e->klen);
@@ -215,7 +212,7 @@ static void expire_generic(sv_ctx *c, int argc, sv_str *argv, int64_t base, int 
         sv_add_int(&c->r, 0);
         return;
     }
-    if (when <= c->sh->now_ms) sv_db_delete_entry(c->sh, e);
+    if (when <= c->sh->now_ms && !c->sh->loading) sv_db_delete_entry(c->sh, e);
     else sv_db_set_expire(c->sh, e, when);
     sv_add_int(&c->r, 1);
     return;

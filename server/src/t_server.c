@@ -6,6 +6,7 @@
 
 #include "conn.h"
 #include "server.h"
+#include "aof.h"
 
 static void unknown_subcommand(sv_ctx *c, sv_str sub, const char *cmd)
 {
@@ -268,7 +269,8 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
     } else if (!strcmp(name, "cluster")) {
         n = snprintf(tmp, sizeof(tmp), "# Cluster\r\ncluster_enabled:1\r\n\r\n");
     } else if (!strcmp(name, "persistence")) {
-        n = snprintf(tmp, sizeof(tmp), "# Persistence\r\nloading:0\r\naof_enabled:0\r\nrdb_changes_since_last_save:0\r\n\r\n");
+        n = 0;
+        sv_aof_info(b);
     } else if (!strcmp(name, "replication")) {
         n = snprintf(tmp, sizeof(tmp), "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n");
     } else if (!strcmp(name, "memory")) {
@@ -325,11 +327,14 @@ static void config_value(const char *name, char *out, size_t cap)
                  sv_cfg.output_limit, sv_cfg.output_limit);
     else if (!strcmp(name, "maxmemory")) snprintf(out, cap, "0");
     else if (!strcmp(name, "timeout")) snprintf(out, cap, "0");
+    else if (!strcmp(name, "auto-aof-rewrite-percentage")) snprintf(out, cap, "%d", sv_cfg.aof_rewrite_pct);
+    else if (!strcmp(name, "auto-aof-rewrite-min-size")) snprintf(out, cap, "%lld", sv_cfg.aof_rewrite_min);
 }
 
 static const char *config_names[] = {"maxclients", "port", "bind", "cluster-announce-ip", "cluster-enabled", "save",
                                      "appendonly", "appendfsync", "dir", "loglevel", "databases", "proto-max-bulk-len",
-                                     "client-query-buffer-limit", "client-output-buffer-limit", "maxmemory", "timeout"};
+                                     "client-query-buffer-limit", "client-output-buffer-limit", "maxmemory", "timeout",
+                                     "auto-aof-rewrite-percentage", "auto-aof-rewrite-min-size"};
 #define NCONFIG (sizeof(config_names) / sizeof(config_names[0]))
 
 void sv_cmd_config(sv_ctx *c, int argc, sv_str *argv)

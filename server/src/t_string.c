@@ -34,6 +34,7 @@ static sv_entry *store_string(sv_shard *sh, sv_str key, const char *p, size_t n,
         sv_obj_free(ex->val);
         ex->val = sv_string_new(p, n);
     }
+    if (sv_db_expired(sh, ex)) sv_db_note_expired(sh, ex); /* replaced: logged as expired first */
     if (!keepttl || sv_db_expired(sh, ex)) sv_db_persist(sh, ex);
     return ex;
 }
@@ -210,7 +211,7 @@ void sv_cmd_getex(sv_ctx *c, int argc, sv_str *argv)
     if (expire && !expire_ms(c, expire, flags, "getex", &when)) return;
     sv_add_bulk(&c->r, s->data, s->len);
     if (when) {
-        if (when <= c->sh->now_ms) sv_db_delete_entry(c->sh, e);
+        if (when <= c->sh->now_ms && !c->sh->loading) sv_db_delete_entry(c->sh, e);
         else sv_db_set_expire(c->sh, e, when);
     } else if (flags & OBJ_PERSIST) {
         sv_db_persist(c->sh, e);

@@ -21,7 +21,7 @@ def test_help_documents_every_flag():
     r = run(["--help"])
     assert r.returncode == 0
     for flag in ("--shards", "--cpus", "--bind", "--announce", "--port", "--port-mode", "--durability", "--dir",
-                 "--maxclients", "--loglevel", "--config"):
+                 "--aof-rewrite-percentage", "--aof-rewrite-min-size", "--maxclients", "--loglevel", "--config"):
         assert flag in r.stdout, flag
 
 
@@ -30,6 +30,7 @@ def test_help_documents_every_flag():
     ["--bind", "nonsense"], ["--announce", "1.2.3"], ["--cpus", "a"], ["--cpus", "3-1"], ["--cpus", "1,"],
     ["--port-mode", "both"], ["--durability", "sometimes"], ["--maxclients", "0"], ["--loglevel", "loud"],
     ["--nosuch", "1"], ["--shards"], ["stray"], ["--port", "65535", "--shards", "2"],
+    ["--aof-rewrite-percentage", "-1"], ["--aof-rewrite-min-size", "12xb"], ["--aof-rewrite-min-size", "-5"],
 ])
 def test_bad_values_exit_2_with_one_line(args):
     r = run(args)
@@ -38,11 +39,11 @@ def test_bad_values_exit_2_with_one_line(args):
     assert r.stdout == ""
 
 
-def test_not_yet_implemented_modes_are_refused():
-    # one-port mode is implemented (test_forward.py); durability is the next step
-    for args in (["--durability", "always"],):
-        r = run(args)
-        assert r.returncode == 2 and "not implemented yet" in r.stderr, r
+def test_unusable_durability_dir_is_an_error():
+    # the durability itself is tested in test_durability.py
+    with tempfile.NamedTemporaryFile() as f:
+        r = run(["--durability", "always", "--dir", f.name, "--port", "21999"])
+        assert r.returncode == 1 and f"cannot use --dir {f.name}" in r.stderr, r
 
 
 def test_busy_port_is_an_error():
