@@ -211,7 +211,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     c->sh->now_ms = sv_mstime();
     c->last_interaction_ms = c->sh->now_ms;
     process(c);
-    if (!c->closing) flush(c);
+    /* Replies still owed by other shards: the rest of the batch follows within a
+     * loop turn or two, and writing the done prefix now would cost a second write
+     * (and a second wakeup of the client, which waits for the whole pipeline). The
+     * forwarded replies' arrival flushes (fwd.c); a long batch was flushed early. */
+    if (!c->closing && !(c->pend_head && c->out.len < FLUSH_EARLY)) flush(c);
 }
 
 static void describe_addr(uv_tcp_t *t, int peer, char *out, size_t cap)
