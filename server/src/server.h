@@ -150,6 +150,7 @@ typedef struct sv_shard {
     int nfwd_dirty;
     struct sv_conn *flush_list;    /* connections that got forwarded replies this turn */
     atomic_uint_fast64_t fwd_commands, fwd_wakeups, fwd_executed;
+    struct sv_fwd_pool *fwd_pool;  /* recycled messages and reply slots (fwd.c) */
 } sv_shard;
 
 extern sv_shard *sv_shards;
