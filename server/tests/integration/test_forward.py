@@ -132,6 +132,29 @@ def test_pipeline_order_raw_256(server):
     c.close()
 
 
+def test_large_replies_through_recycled_buffers(server):
+    """Forwarded replies of every size in one long pipeline, three times over: reply
+    buffers are recycled with their messages and slots (larger ones are freed, not
+    kept), and a batch whose replies pass the early-flush size (256 KB) is written
+    while later forwarded replies are still owed. Every reply is checked in order."""
+    keys = keys_per_shard("big", 3)
+    sizes = [1, 100, 3000, 5000, 70000]
+    vals = {k: (f"{k}-".encode() * 70000)[:sizes[i % len(sizes)]] for i, k in enumerate(keys)}
+    r = redis.Redis(port=server.port)
+    for k, v in vals.items():
+        r.set(k, v)
+    r.close()
+    rng = random.Random(7)
+    c = Conn(server.port + 2)
+    for _ in range(3):
+        order = [rng.choice(keys) for _ in range(400)]
+        c.send_raw(b"".join(encode(["GET", k]) + encode(["STRLEN", k]) for k in order))
+        for k in order:
+            assert c.read() == vals[k]
+            assert c.read() == len(vals[k])
+    c.close()
+
+
 def test_quit_and_protocol_error_after_forwarded(server):
     """QUIT and a protocol error behind forwarded commands: their replies come after
     the forwarded ones, then the connection closes."""
