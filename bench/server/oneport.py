@@ -22,6 +22,11 @@ server given one core would), the load generator on --load-cpus (default CPU 0).
 on one CPU the shard threads take turns on it: a forwarded command costs a thread switch
 unless the target already has work queued, which is what the wakeup figure shows.
 
+With --baseline-build DIR (a build directory of another commit, e.g. the one before an
+optimization), every row also runs against DIR/server/slotlane-server in the same rounds, so
+before and after are measured under the same conditions; the record then also gives the ratio
+current / baseline one-port CPU per request within each round.
+
 Writes bench/records/<host>-<date>-<time>-server-oneport.json (bench/records/README.md) and
 prints a markdown table. Holds the benchmark lock of ci/bench.sh ($SL_BENCH_LOCK). Every server
 it starts is stopped by its PID, also on failure and Ctrl-C.
@@ -29,6 +34,7 @@ it starts is stopped by its PID, also on failure and Ctrl-C.
     bench/server/oneport.py [--rounds 3] [--shards 2,4] [--requests 1000000] [--quick]
 """
 import argparse
+import copy
 import datetime as dt
 import fcntl
 import glob
@@ -94,6 +100,18 @@ def ctx_switches(pid):
     return total
 
 
+class Server(sb.Server):
+    """serverbench's server with a build tag in its label (current or baseline binary)."""
+
+    def __init__(self, build, *args):
+        super().__init__(*args)
+        self.build = build
+
+    @property
+    def label(self):
+        return super().label + ("" if self.build == "current" else f"@{self.build}")
+
+
 def measure_row(row, srv, a, workdir):
     port = srv.ports[0]
     s0 = info_stats(port)
@@ -131,6 +149,9 @@ def main():
     ap.add_argument("--base-port", type=int, default=26400, help="first port (default 26400)")
     ap.add_argument("--out", default=os.path.join(sb.ROOT, "bench", "records"), help="record directory")
     ap.add_argument("--build", default=os.environ.get("SL_BUILD_DIR", os.path.join(sb.ROOT, "build")))
+    ap.add_argument("--baseline-build", default=None,
+                    help="build directory of another commit: its server runs every row too, in the same rounds")
+    ap.add_argument("--baseline-desc", default=None, help="what the baseline is (e.g. its commit), for the record")
     ap.add_argument("--no-record", action="store_true", help="print the table only")
     ap.add_argument("--no-lock", action="store_true", help="do not take the benchmark lock")
     ap.add_argument("--invocation", default=os.environ.get("SL_BENCH_INVOCATION"))
@@ -144,7 +165,7 @@ def main():
         shard_list = [int(x) for x in a.shards.split(",")]
         assert all(2 <= n <= 16 for n in shard_list) and 1 <= a.rounds <= 50
         assert a.requests > 0 and a.connections > 0 and a.pipeline > 0
-        assert 26000 <= a.base_port and a.base_port + 60 <= 27000
+        assert 26000 <= a.base_port and a.base_port + 120 <= 27000
     except (ValueError, AssertionError):
         ap.error("bad --shards (2..16), --rounds (1..50), --requests, --connections, --pipeline or --base-port")
     for cpus in (a.server_cpus, a.load_cpus):
@@ -152,7 +173,12 @@ def main():
             ap.error(f"bad CPU list {cpus!r}")
     a.slotlane_server = os.path.join(a.build, "server", "slotlane-server")
     a.slotlane_load = os.path.join(a.build, "bench", "slotlane-load")
-    for exe in [a.slotlane_server] + ([a.slotlane_load] if a.loader == "slotlane-load" else []):
+    builds = {"current": a}
+    if a.baseline_build:
+        b = copy.copy(a)
+        b.slotlane_server = os.path.join(os.path.abspath(a.baseline_build), "server", "slotlane-server")
+        builds["baseline"] = b
+    for exe in [x.slotlane_server for x in builds.values()] + ([a.slotlane_load] if a.loader == "slotlane-load" else []):
         if not os.access(exe, os.X_OK):
             ap.error(f"{exe} is missing: run `make build` first")
     for tool in ("taskset", "redis-benchmark"):
@@ -185,14 +211,15 @@ def main():
     servers, rows = [], []
     port = a.base_port
     for n in shard_list:
-        for mode in ("per-shard", "one-port"):
-            srv = sb.Server("slotlane", n, mode, port, a.server_cpus, a, workdir)
-            port += n + 2
-            servers.append(srv)
-            for op in ("SET", "GET"):
-                rows.append({"server_id": srv.label, "shards": n, "port_mode": mode,
-                             "cluster_mode_load": srv.cluster, "loader": a.loader, "op": op,
-                             "ok": True, "error": None, "rounds": [], "_srv": srv})
+        for build, args in builds.items():
+            for mode in ("per-shard", "one-port"):
+                srv = Server(build, "slotlane", n, mode, port, a.server_cpus, args, workdir)
+                port += n + 2
+                servers.append(srv)
+                for op in ("SET", "GET"):
+                    rows.append({"server_id": srv.label, "build": build, "shards": n, "port_mode": mode,
+                                 "cluster_mode_load": srv.cluster, "loader": a.loader, "op": op,
+                                 "ok": True, "error": None, "rounds": [], "_srv": srv})
     status = 0
     try:
         for srv in servers:
@@ -256,47 +283,66 @@ def main():
             status = 1
 
     # one-port against per-shard, same shards and op: per round and of the medians
-    comparisons, targets = [], []
-    for n in shard_list:
-        for op in ("SET", "GET"):
-            ps = next(r for r in rows if r["shards"] == n and r["op"] == op and r["port_mode"] == "per-shard")
-            op1 = next(r for r in rows if r["shards"] == n and r["op"] == op and r["port_mode"] == "one-port")
-            if not (ps["median"] and op1["median"]):
-                continue
-            per_round = [y["server_cpu_ns_per_req"] / x["server_cpu_ns_per_req"]
-                         for x, y in zip(ps["rounds"], op1["rounds"])
-                         if x.get("server_cpu_ns_per_req") and y.get("server_cpu_ns_per_req")]
-            per_round_user = [(y["server_user_ns"] / y["requests"]) / (x["server_user_ns"] / x["requests"])
-                              for x, y in zip(ps["rounds"], op1["rounds"])
-                              if x.get("server_user_ns") and y.get("server_user_ns") is not None]
-            c = {"shards": n, "op": op,
-                 "cpu_ratio_per_round": per_round, "cpu_ratio_median_of_rounds": med(per_round),
-                 "cpu_ratio_of_medians": op1["median"]["server_cpu_ns_per_req"] / ps["median"]["server_cpu_ns_per_req"],
-                 "user_ratio_median_of_rounds": med(per_round_user),
-                 "wakeups_per_forwarded": op1["median"]["wakeups_per_forwarded"]}
-            comparisons.append(c)
-            targets.append({"name": f"one-port CPU/req <= {LIMIT_CPU} x per-shard", "shards": n, "op": op,
-                            "value": c["cpu_ratio_median_of_rounds"], "limit": LIMIT_CPU,
-                            "met": c["cpu_ratio_median_of_rounds"] <= LIMIT_CPU})
-            if a.pipeline == 16 and c["wakeups_per_forwarded"] is not None:
-                targets.append({"name": f"wakeups per forwarded command <= {LIMIT_WAKEUPS} at depth 16",
-                                "shards": n, "op": op, "value": c["wakeups_per_forwarded"],
-                                "limit": LIMIT_WAKEUPS, "met": c["wakeups_per_forwarded"] <= LIMIT_WAKEUPS})
+    def find(build, n, op, mode):
+        return next(r for r in rows if r["build"] == build and r["shards"] == n and r["op"] == op
+                    and r["port_mode"] == mode)
+
+    def round_ratios(num, den, key="server_cpu_ns_per_req"):
+        return [y[key] / x[key] for x, y in zip(den["rounds"], num["rounds"]) if x.get(key) and y.get(key)]
+
+    comparisons, targets, before_after = [], [], []
+    for build in builds:
+        for n in shard_list:
+            for op in ("SET", "GET"):
+                ps, op1 = find(build, n, op, "per-shard"), find(build, n, op, "one-port")
+                if not (ps["median"] and op1["median"]):
+                    continue
+                per_round = [y["server_cpu_ns_per_req"] / x["server_cpu_ns_per_req"]
+                             for x, y in zip(ps["rounds"], op1["rounds"])
+                             if x.get("server_cpu_ns_per_req") and y.get("server_cpu_ns_per_req")]
+                per_round_user = [(y["server_user_ns"] / y["requests"]) / (x["server_user_ns"] / x["requests"])
+                                  for x, y in zip(ps["rounds"], op1["rounds"])
+                                  if x.get("server_user_ns") and y.get("server_user_ns") is not None]
+                c = {"build": build, "shards": n, "op": op,
+                     "cpu_ratio_per_round": per_round, "cpu_ratio_median_of_rounds": med(per_round),
+                     "cpu_ratio_of_medians": op1["median"]["server_cpu_ns_per_req"] / ps["median"]["server_cpu_ns_per_req"],
+                     "user_ratio_median_of_rounds": med(per_round_user),
+                     "wakeups_per_forwarded": op1["median"]["wakeups_per_forwarded"]}
+                comparisons.append(c)
+                if build != "current":
+                    continue
+                targets.append({"name": f"one-port CPU/req <= {LIMIT_CPU} x per-shard", "shards": n, "op": op,
+                                "value": c["cpu_ratio_median_of_rounds"], "limit": LIMIT_CPU,
+                                "met": c["cpu_ratio_median_of_rounds"] <= LIMIT_CPU})
+                if a.pipeline == 16 and c["wakeups_per_forwarded"] is not None:
+                    targets.append({"name": f"wakeups per forwarded command <= {LIMIT_WAKEUPS} at depth 16",
+                                    "shards": n, "op": op, "value": c["wakeups_per_forwarded"],
+                                    "limit": LIMIT_WAKEUPS, "met": c["wakeups_per_forwarded"] <= LIMIT_WAKEUPS})
+
+    if "baseline" in builds:
+        for n in shard_list:
+            for op in ("SET", "GET"):
+                cur, base = find("current", n, op, "one-port"), find("baseline", n, op, "one-port")
+                if cur["median"] and base["median"]:
+                    rr = round_ratios(cur, base)
+                    before_after.append({"shards": n, "op": op, "baseline_cpu_ns_per_req": base["median"]["server_cpu_ns_per_req"],
+                                         "current_cpu_ns_per_req": cur["median"]["server_cpu_ns_per_req"],
+                                         "current_over_baseline_per_round": rr,
+                                         "current_over_baseline_median_of_rounds": med(rr)})
 
     f0 = lambda v, fmt: "-" if v is None else format(v, fmt)
     lines = [f"One-port against per-shard, slotlane-server, {a.loader}, {a.connections} connections x depth "
              f"{a.pipeline}, server on CPU {a.server_cpus}, load on CPU {a.load_cpus} (medians of {a.rounds} "
              "round(s); CPU = user+system of the server per request)", "",
-             "| shards | op | per-shard CPU ns/req | one-port CPU ns/req | one-port / per-shard (median of rounds; "
+             "| build | shards | op | per-shard CPU ns/req | one-port CPU ns/req | one-port / per-shard (median of rounds; "
              "rounds) | user-only ratio | ctx sw/req (per-shard, one-port) | fwd/req | wakeups/fwd | "
              "req/s (per-shard, one-port) |",
-             "|---:|---|---:|---:|---|---:|---|---:|---:|---|"]
+             "|---|---:|---|---:|---:|---|---:|---|---:|---:|---|"]
     for c in comparisons:
-        ps = next(r for r in rows if r["shards"] == c["shards"] and r["op"] == c["op"] and r["port_mode"] == "per-shard")
-        op1 = next(r for r in rows if r["shards"] == c["shards"] and r["op"] == c["op"] and r["port_mode"] == "one-port")
-        pm, om = ps["median"], op1["median"]
+        pm = find(c["build"], c["shards"], c["op"], "per-shard")["median"]
+        om = find(c["build"], c["shards"], c["op"], "one-port")["median"]
         lines.append(
-            f"| {c['shards']} | {c['op']} | {pm['server_cpu_ns_per_req']:.0f} | {om['server_cpu_ns_per_req']:.0f} | "
+            f"| {c['build']} | {c['shards']} | {c['op']} | {pm['server_cpu_ns_per_req']:.0f} | {om['server_cpu_ns_per_req']:.0f} | "
             f"{c['cpu_ratio_median_of_rounds']:.2f}x ({' '.join(f'{v:.2f}' for v in c['cpu_ratio_per_round'])}) | "
             f"{f0(c['user_ratio_median_of_rounds'], '.2f')}x | {pm['ctx_switches_per_req']:.3f}, "
             f"{om['ctx_switches_per_req']:.3f} | {om['forwarded_per_req']:.2f} | "
@@ -304,6 +350,14 @@ def main():
     for r in rows:
         if not r["ok"]:
             lines.append(f"FAILED {r['server_id']} {r['op']}: {r['error']}")
+    if before_after:
+        lines += ["", f"One-port CPU per request, current against baseline ({a.baseline_desc or a.baseline_build}), "
+                      "same rounds:", "", "| shards | op | baseline ns/req | current ns/req | current / baseline "
+                      "(median of rounds; rounds) |", "|---:|---|---:|---:|---|"]
+        for x in before_after:
+            lines.append(f"| {x['shards']} | {x['op']} | {x['baseline_cpu_ns_per_req']:.0f} | "
+                         f"{x['current_cpu_ns_per_req']:.0f} | {x['current_over_baseline_median_of_rounds']:.2f}x "
+                         f"({' '.join(f'{v:.2f}' for v in x['current_over_baseline_per_round'])}) |")
     lines += [""] + [f"target {t['name']} ({t['shards']} shards, {t['op']}): {t['value']:.3f} "
                      f"{'met' if t['met'] else 'NOT met'}" for t in targets]
     table = "\n".join(lines)
@@ -323,7 +377,8 @@ def main():
         "config": {"rounds": a.rounds, "quick": a.quick, "shards": shard_list, "loader": a.loader,
                    "connections": a.connections, "pipeline": a.pipeline, "data_size": a.data_size,
                    "key_range": a.key_range, "redis_benchmark_requests": a.requests, "seconds": a.seconds,
-                   "order": "round-major: per-shard SET, GET, one-port SET, GET per shard count, every round; "
+                   "builds": {k: v.slotlane_server for k, v in builds.items()}, "baseline_desc": a.baseline_desc,
+                   "order": "round-major: per-shard SET, GET, one-port SET, GET per shard count (and build), every round; "
                             "FLUSHALL before each SET row; GET rows read the keys the SET row wrote"},
         "method": "server CPU = utime+stime from /proc/<pid>/stat of the server (all threads) around one "
                   "load-generator run, divided by its requests; ratio one-port / per-shard within each round, "
@@ -332,6 +387,7 @@ def main():
         "servers": descs,
         "rows": rows,
         "comparisons": comparisons,
+        "before_after": before_after,
         "targets": targets,
         "table_markdown": table,
     }
