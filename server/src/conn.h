@@ -29,7 +29,12 @@ typedef struct sv_conn {
     int handle_closed;    /* uv_close finished; freed once fwd_outstanding is 0 */
     int flush_queued;
     struct sv_conn *flush_next;
+    struct sv_pend *hold; /* last slot of the earliest read batch still owed replies:
+                           * output waits until it is drained (one write per batch) */
 } sv_conn;
+
+/* Output held for forwarded replies is written anyway past this size. */
+#define SV_FLUSH_EARLY (256 * 1024)
 
 /* Accepts a pending connection on the shard's listener. */
 void sv_conn_accept(sv_shard *sh);

@@ -204,6 +204,7 @@ void sv_fwd_free_pending(sv_conn *c)
         pend_free(c->sh, p);
     }
     c->pend_tail = NULL;
+    c->hold = NULL;
 }
 
 sv_buf *sv_fwd_reply_buf(sv_conn *c)
@@ -238,6 +239,7 @@ static void drain(sv_conn *c)
         }
         c->pend_head = p->next;
         if (!c->pend_head) c->pend_tail = NULL;
+        if (p == c->hold) c->hold = NULL; /* its read batch is complete: write it */
         pend_free(c->sh, p);
     }
 }
@@ -388,7 +390,7 @@ static void on_async(uv_async_t *a)
         sv_conn *c = sh->flush_list;
         sh->flush_list = c->flush_next;
         c->flush_queued = 0;
-        sv_conn_flush(c);
+        if (!c->hold || c->out.len >= SV_FLUSH_EARLY) sv_conn_flush(c); /* see on_read */
         if (!c->closing && (long long)(c->out.len + c->inflight.len) > sv_cfg.output_limit) {
             sv_log(SV_LOG_WARNING, "closing client %llu (%s) for overcoming of output buffer limits",
                    (unsigned long long)c->sess.id, c->sess.addr);
