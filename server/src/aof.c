@@ -376,7 +376,8 @@ static void on_check(uv_check_t *h)
         sv_conn *c = sh->flush_list;
         sh->flush_list = c->flush_next;
         c->flush_queued = 0;
-        if (!c->closing) sv_conn_flush(c);
+        /* a read batch still owed forwarded replies is written when they arrive (fwd.c) */
+        if (!c->closing && (!c->hold || c->out.len >= SV_FLUSH_EARLY)) sv_conn_flush(c);
     }
 }
 

@@ -10,7 +10,7 @@
 
 #define READ_CHUNK (16 * 1024)
 #define BUF_KEEP (1024 * 1024) /* larger idle buffers are released */
-#define FLUSH_EARLY (256 * 1024)
+#define FLUSH_EARLY SV_FLUSH_EARLY
 
 void sv_conn_free(sv_conn *c)
 {
@@ -231,7 +231,16 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     c->sh->now_ms = sv_mstime();
     c->last_interaction_ms = c->sh->now_ms;
     process(c);
-    if (!c->closing && !sv_aof_defer_flush(c)) flush(c);
+    if (c->closing) return;
+    /* Replies still owed by other shards: the rest of the batch follows within a
+     * loop turn or two, and writing the done prefix now (or as each shard's part
+     * returns) would cost more writes and wake the client, which waits for the
+     * whole pipeline, for nothing. The batch is written when its last slot drains
+     * (fwd.c); only the earliest incomplete batch is waited for, so a client that
+     * keeps sending still gets each batch's replies as soon as it is complete. */
+    if (c->pend_head && !c->hold) c->hold = c->pend_tail;
+    if (c->hold && c->out.len < FLUSH_EARLY) return;
+    if (!sv_aof_defer_flush(c)) flush(c); /* with a log: at the end of the turn, after it */
 }
 
 static void describe_addr(uv_tcp_t *t, int peer, char *out, size_t cap)

@@ -35,7 +35,12 @@ typedef struct sv_conn {
     int coord_active;   /* coordinated commands still running their steps */
     int coord_changed;  /* one of them finished since the connection paused */
     struct sv_conn *paused_next;
+    struct sv_pend *hold; /* last slot of the earliest read batch still owed replies:
+                           * output waits until it is drained (one write per batch) */
 } sv_conn;
+
+/* Output held for forwarded replies is written anyway past this size. */
+#define SV_FLUSH_EARLY (256 * 1024)
 
 /* Accepts a pending connection on the shard's listener. */
 void sv_conn_accept(sv_shard *sh);

@@ -11,6 +11,7 @@ enum { K_PLAIN, K_SUM, K_OK, K_MGET, K_CONCAT, K_COORD };
 typedef struct sv_pend {
     struct sv_pend *next;
     int waiting; /* parts still at other shards */
+    int local;   /* replies of commands run here: later local replies join it */
     int kind;
     int nparts;
     sv_buf out;    /* the reply, once complete */
@@ -32,7 +33,41 @@ typedef struct sv_fmsg {
     int argc;
     sv_str *argv;
     sv_buf reply;
+    sv_buf mem; /* argv and the argument bytes; kept with the message when recycled */
 } sv_fmsg;
+
+/* ---- recycling ----
+ * A message is made by the receiving shard, runs at the owner and comes back to its
+ * maker, which frees it; a reply slot lives and dies on the receiving shard. Both
+ * free lists are therefore touched by one thread only and need no synchronisation.
+ * Recycled objects keep their buffers (up to POOL_BUF_KEEP bytes), so a steady load
+ * allocates nothing per forwarded command, and no buffer made by one thread is freed
+ * by another on the hot path (glibc then takes the other arena's lock). */
+#define POOL_MAX 4096       /* free objects kept per shard and kind */
+#define POOL_BUF_KEEP 4096  /* larger buffers are freed, not kept */
+
+typedef struct sv_fwd_pool {
+    sv_fmsg *msgs;
+    sv_pend *pends;
+    int nmsgs, npends;
+} sv_fwd_pool;
+
+/* The per-source queue heads of a shard sit a cache line apart: producers on
+ * different CPUs do not contend for one line (fwd_in[s * QSTRIDE]). */
+#define QSTRIDE (64 / sizeof(void *))
+
+/* The counters have one writer (their shard's thread) and are read by INFO on any
+ * thread: a relaxed load and store, no locked read-modify-write per command. */
+static inline void bump(atomic_uint_fast64_t *x)
+{
+    atomic_store_explicit(x, atomic_load_explicit(x, memory_order_relaxed) + 1, memory_order_relaxed);
+}
+
+static void buf_trim(sv_buf *b)
+{
+    b->len = 0;
+    if (b->cap > POOL_BUF_KEEP) sv_buf_free(b);
+}
 
 /* ---- messages and queues ---- */
 
@@ -40,11 +75,22 @@ static sv_fmsg *msg_new(sv_conn *c, int n, sv_str *argv, const int *idx)
 {
     size_t bytes = 0;
     for (int i = 0; i < n; i++) bytes += argv[idx ? idx[i] : i].len;
+    sv_fwd_pool *pool = c->sh->fwd_pool;
+    sv_fmsg *m = pool->msgs;
+    if (m) {
+        pool->msgs = m->next;
+        pool->nmsgs--;
+        sv_buf keep_reply = m->reply, keep_mem = m->mem;
+        memset(m, 0, sizeof(*m));
+        m->reply = keep_reply;
+        m->mem = keep_mem;
+    } else {
+        m = sv_calloc(1, sizeof(*m));
+    }
     /* every argument NUL-terminated: some commands read one byte past an argument,
      * as Redis's code does (the parser's buffer has the CR there) */
-    sv_fmsg *m = sv_malloc(sizeof(*m) + sizeof(sv_str) * (size_t)n + bytes + (size_t)n);
-    memset(m, 0, sizeof(*m));
-    m->argv = (sv_str *)(m + 1);
+    sv_buf_reserve(&m->mem, sizeof(sv_str) * (size_t)n + bytes + (size_t)n);
+    m->argv = (sv_str *)m->mem.data;
     char *p = (char *)(m->argv + n);
     for (int i = 0; i < n; i++) {
         sv_str a = argv[idx ? idx[i] : i];
@@ -62,9 +108,20 @@ static sv_fmsg *msg_new(sv_conn *c, int n, sv_str *argv, const int *idx)
     return m;
 }
 
+/* Back to its maker's free list (or freed when that is full or gone). */
 static void msg_free(sv_fmsg *m)
 {
+    sv_fwd_pool *pool = sv_shards[m->src].fwd_pool;
+    if (pool && pool->nmsgs < POOL_MAX) {
+        buf_trim(&m->reply);
+        buf_trim(&m->mem);
+        m->next = pool->msgs;
+        pool->msgs = m;
+        pool->nmsgs++;
+        return;
+    }
     sv_buf_free(&m->reply);
+    sv_buf_free(&m->mem);
     free(m);
 }
 
@@ -86,13 +143,13 @@ static void publish(sv_shard *sh)
         int t = sh->fwd_dirty[k];
         sv_fmsg *first = sh->fwd_first[t], *last = sh->fwd_last[t];
         sh->fwd_first[t] = sh->fwd_last[t] = NULL;
-        sv_fmsg *_Atomic *head = &sv_shards[t].fwd_in[sh->index];
+        sv_fmsg *_Atomic *head = &sv_shards[t].fwd_in[(size_t)sh->index * QSTRIDE];
         sv_fmsg *old = atomic_load_explicit(head, memory_order_relaxed);
         do {
             last->next = old;
         } while (!atomic_compare_exchange_weak_explicit(head, &old, first, memory_order_release, memory_order_relaxed));
         if (!old) { /* the target has taken everything we sent before: wake it */
-            atomic_fetch_add_explicit(&sh->fwd_wakeups, 1, memory_order_relaxed);
+            bump(&sh->fwd_wakeups);
             uv_async_send(&sv_shards[t].fwd_async);
         }
     }
@@ -109,21 +166,42 @@ static void on_check(uv_check_t *h)
 
 static sv_pend *pend_add(sv_conn *c)
 {
-    sv_pend *p = sv_calloc(1, sizeof(*p));
+    sv_fwd_pool *pool = c->sh->fwd_pool;
+    sv_pend *p = pool->pends;
+    if (p) {
+        pool->pends = p->next;
+        pool->npends--;
+        sv_buf keep = p->out;
+        memset(p, 0, sizeof(*p));
+        p->out = keep;
+    } else {
+        p = sv_calloc(1, sizeof(*p));
+    }
     if (c->pend_tail) c->pend_tail->next = p;
     else c->pend_head = p;
     c->pend_tail = p;
     return p;
 }
 
-static void pend_free(sv_pend *p)
+static void pend_free(sv_shard *sh, sv_pend *p)
 {
-    sv_buf_free(&p->out);
     if (p->parts)
         for (int i = 0; i < p->nparts; i++) sv_buf_free(&p->parts[i]);
     free(p->parts);
     free(p->order);
-    if (p->coord) sv_fwdm_free(p->coord);
+    if (p->coord) {
+        sv_fwdm_free(p->coord);
+        p->coord = NULL;
+    }
+    sv_fwd_pool *pool = sh->fwd_pool;
+    if (pool && pool->npends < POOL_MAX) {
+        buf_trim(&p->out);
+        p->next = pool->pends;
+        pool->pends = p;
+        pool->npends++;
+        return;
+    }
+    sv_buf_free(&p->out);
     free(p);
 }
 
@@ -132,15 +210,20 @@ void sv_fwd_free_pending(sv_conn *c)
     while (c->pend_head) {
         sv_pend *p = c->pend_head;
         c->pend_head = p->next;
-        pend_free(p);
+        pend_free(c->sh, p);
     }
     c->pend_tail = NULL;
+    c->hold = NULL;
 }
 
 sv_buf *sv_fwd_reply_buf(sv_conn *c)
 {
     if (!c->pend_head) return &c->out;
-    return &pend_add(c)->out;
+    /* consecutive commands run here share one slot: fewer slots to fill and drain */
+    if (c->pend_tail->local) return &c->pend_tail->out;
+    sv_pend *p = pend_add(c);
+    p->local = 1;
+    return &p->out;
 }
 
 static void queue_flush(sv_shard *sh, sv_conn *c)
@@ -165,7 +248,8 @@ static void drain(sv_conn *c)
         }
         c->pend_head = p->next;
         if (!c->pend_head) c->pend_tail = NULL;
-        pend_free(p);
+        if (p == c->hold) c->hold = NULL; /* its read batch is complete: write it */
+        pend_free(c->sh, p);
     }
 }
 
@@ -293,9 +377,10 @@ static void execute_request(sv_shard *sh, sv_fmsg *m)
     memset(&s, 0, sizeof(s));
     s.id = m->client_id;
     s.proto = m->proto;
-    sv_ctx ctx = {sh, &s, {&m->reply, m->proto}, 0, 0};
+    /* the sender routed it here (all its keys are ours): no second routing check */
+    sv_ctx ctx = {sh, &s, {&m->reply, m->proto}, 0, 1};
     sv_execute(&ctx, m->argc, m->argv);
-    atomic_fetch_add_explicit(&sh->fwd_executed, 1, memory_order_relaxed);
+    bump(&sh->fwd_executed);
     m->is_reply = 1;
     push(sh, m->src, m);
 }
@@ -309,7 +394,7 @@ static void on_async(uv_async_t *a)
     while (busy) {
         busy = 0;
         for (int s = 0; s < sv_cfg.shards; s++) {
-            sv_fmsg *l = atomic_exchange_explicit(&sh->fwd_in[s], NULL, memory_order_acquire);
+            sv_fmsg *l = atomic_exchange_explicit(&sh->fwd_in[(size_t)s * QSTRIDE], NULL, memory_order_acquire);
             if (!l) continue;
             busy = 1;
             sv_fmsg *fifo = NULL; /* the list is newest first: reverse it */
@@ -332,7 +417,7 @@ static void on_async(uv_async_t *a)
         sv_conn *c = sh->flush_list;
         sh->flush_list = c->flush_next;
         c->flush_queued = 0;
-        sv_conn_flush(c);
+        if (!c->hold || c->out.len >= SV_FLUSH_EARLY) sv_conn_flush(c); /* see on_read */
         if (!c->closing && (long long)(c->out.len + c->inflight.len) > sv_cfg.output_limit) {
             sv_log(SV_LOG_WARNING, "closing client %llu (%s) for overcoming of output buffer limits",
                    (unsigned long long)c->sess.id, c->sess.addr);
@@ -352,7 +437,7 @@ static void send_part(sv_conn *c, sv_pend *p, int part, int owner, int n, sv_str
     c->fwd_outstanding++;
     p->waiting++;
     c->sh->fwd_inflight[owner]++;
-    atomic_fetch_add_explicit(&c->sh->fwd_commands, 1, memory_order_relaxed);
+    bump(&c->sh->fwd_commands);
     push(c->sh, owner, m);
 }
 
@@ -377,7 +462,7 @@ void sv_fwd_coord_send(sv_conn *c, sv_pend *p, int step, int owner, int argc, sv
     m->dst = owner;
     c->fwd_outstanding++;
     c->sh->fwd_inflight[owner]++;
-    atomic_fetch_add_explicit(&c->sh->fwd_commands, 1, memory_order_relaxed);
+    bump(&c->sh->fwd_commands);
     push(c->sh, owner, m);
 }
 
@@ -399,7 +484,7 @@ static int target_full(sv_shard *sh, int t) { return t != sh->index && sh->fwd_i
 static void pause_conn(sv_conn *c, int t)
 {
     sv_shard *sh = c->sh;
-    if (t >= 0) atomic_fetch_add_explicit(&sh->fwd_queue_full, 1, memory_order_relaxed);
+    if (t >= 0) bump(&sh->fwd_queue_full);
     else c->coord_changed = 0;
     c->blocked_on = t;
     if (!c->fwd_paused) {
@@ -553,7 +638,8 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
         return 1;
     }
     if (nk <= 0 || (!multi && first == me)) {
-        run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
+        /* keys all ours: routed already, sv_execute need not hash them again */
+        run_local(c, sv_fwd_reply_buf(c), argc, argv, nk > 0);
     } else if (!multi) {
         sv_pend *p = pend_add(c);
         p->kind = K_PLAIN;
@@ -621,12 +707,13 @@ void sv_fwd_init_shard(sv_shard *sh)
 {
     int n = sv_cfg.shards;
     sh->fwd_on = 1;
-    sh->fwd_in = sv_calloc((size_t)n, sizeof(*sh->fwd_in));
-    for (int i = 0; i < n; i++) atomic_init(&sh->fwd_in[i], NULL);
+    sh->fwd_in = sv_calloc((size_t)n * QSTRIDE, sizeof(*sh->fwd_in));
+    for (int i = 0; i < n; i++) atomic_init(&sh->fwd_in[(size_t)i * QSTRIDE], NULL);
     sh->fwd_first = sv_calloc((size_t)n, sizeof(sv_fmsg *));
     sh->fwd_last = sv_calloc((size_t)n, sizeof(sv_fmsg *));
     sh->fwd_dirty = sv_calloc((size_t)n, sizeof(int));
     sh->fwd_inflight = sv_calloc((size_t)n, sizeof(int));
+    sh->fwd_pool = sv_calloc(1, sizeof(sv_fwd_pool));
     uv_async_init(&sh->loop, &sh->fwd_async, on_async);
     sh->fwd_async.data = sh;
     uv_check_init(&sh->loop, &sh->fwd_check);
@@ -661,7 +748,7 @@ void sv_fwd_cleanup(void)
         sv_shard *sh = &sv_shards[t];
         if (!sh->fwd_on) continue;
         for (int s = 0; s < sv_cfg.shards; s++) {
-            sv_fmsg *l = atomic_exchange(&sh->fwd_in[s], NULL);
+            sv_fmsg *l = atomic_exchange(&sh->fwd_in[(size_t)s * QSTRIDE], NULL);
             while (l) {
                 sv_fmsg *n = l->next;
                 drop(l);
@@ -684,6 +771,23 @@ void sv_fwd_cleanup(void)
         free(sh->fwd_inflight);
         sh->fwd_inflight = NULL;
         sh->fwd_in = NULL;
+        /* after every drop above: nothing returns to the free lists any more */
+        sv_fwd_pool *pool = sh->fwd_pool;
+        sh->fwd_pool = NULL;
+        while (pool && pool->msgs) {
+            sv_fmsg *m = pool->msgs;
+            pool->msgs = m->next;
+            sv_buf_free(&m->reply);
+            sv_buf_free(&m->mem);
+            free(m);
+        }
+        while (pool && pool->pends) {
+            sv_pend *p = pool->pends;
+            pool->pends = p->next;
+            sv_buf_free(&p->out);
+            free(p);
+        }
+        free(pool);
         sh->fwd_first = sh->fwd_last = NULL;
         sh->fwd_dirty = NULL;
     }

@@ -11,7 +11,11 @@
  *
  * Order: a connection with a command waiting for another shard collects the replies
  * of later commands in a queue of slots (sv_pend); the completed prefix is moved to
- * the output buffer as replies return.
+ * the output buffer as replies return, and a read batch's replies are written once,
+ * when its last slot drains (sv_conn.hold).
+ *
+ * Cost: messages and slots are recycled on the receiving shard's thread with their
+ * buffers, so forwarding allocates nothing per command once warm.
  *
  * Multi-key commands across shards: MGET (merged in key order), MSET (OK; atomic per
  * shard only), DEL UNLINK EXISTS TOUCH (sum) are split per owner; DBSIZE (sum),

@@ -163,6 +163,8 @@ typedef struct sv_shard {
     /* durability (aof.c): NULL with --durability memory */
     struct sv_aof *aof;
     int loading; /* replaying the log: nothing expires, nothing is logged */
+
+    struct sv_fwd_pool *fwd_pool;  /* recycled messages and reply slots (fwd.c) */
 } sv_shard;
 
 extern sv_shard *sv_shards;

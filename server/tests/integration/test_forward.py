@@ -132,6 +132,54 @@ def test_pipeline_order_raw_256(server):
     c.close()
 
 
+def test_large_replies_through_recycled_buffers(server):
+    """Forwarded replies of every size in one long pipeline, three times over: reply
+    buffers are recycled with their messages and slots (larger ones are freed, not
+    kept), and a batch whose replies pass the early-flush size (256 KB) is written
+    while later forwarded replies are still owed. Every reply is checked in order."""
+    keys = keys_per_shard("big", 3)
+    sizes = [1, 100, 3000, 5000, 70000]
+    vals = {k: (f"{k}-".encode() * 70000)[:sizes[i % len(sizes)]] for i, k in enumerate(keys)}
+    r = redis.Redis(port=server.port)
+    for k, v in vals.items():
+        r.set(k, v)
+    r.close()
+    rng = random.Random(7)
+    c = Conn(server.port + 2)
+    for _ in range(3):
+        order = [rng.choice(keys) for _ in range(400)]
+        c.send_raw(b"".join(encode(["GET", k]) + encode(["STRLEN", k]) for k in order))
+        for k in order:
+            assert c.read() == vals[k]
+            assert c.read() == len(vals[k])
+    c.close()
+
+
+def test_replies_while_next_batch_in_flight(server):
+    """A client that sends batch k+1 before reading batch k's replies (local commands
+    first, then forwarded ones): the output of a read batch waits for its forwarded
+    replies, never for a later batch's, so every batch is answered, in order, while
+    the next one is still in flight."""
+    keys = keys_per_shard("lag", 4)
+    local = [k for k in keys if owner(k) == 3]
+    c = Conn(server.port + 3)
+    expect = {k: 0 for k in keys}
+    batches = []
+    for k in range(120):
+        cmds, want = [], []
+        for i in range(16):
+            key = local[i % len(local)] if i < 4 else keys[(k + i) % len(keys)]
+            expect[key] += 1
+            cmds.append(encode(["INCR", key]))
+            want.append(expect[key])
+        c.send_raw(b"".join(cmds))
+        batches.append(want)
+        if k > 0:
+            assert [c.read() for _ in range(16)] == batches[k - 1]
+    assert [c.read() for _ in range(16)] == batches[-1]
+    c.close()
+
+
 def test_quit_and_protocol_error_after_forwarded(server):
     """QUIT and a protocol error behind forwarded commands: their replies come after
     the forwarded ones, then the connection closes."""
