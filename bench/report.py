@@ -45,7 +45,7 @@ def _x(v):
 
 
 def _short(err, n=70):
-    err = " ".join(str(err or "failed").split())
+    err = " ".join(str(err or "failed").split()).replace("|", "/")  # (a table cell)
     return err if len(err) <= n else err[:n - 1] + "…"
 
 

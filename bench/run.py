@@ -262,7 +262,14 @@ def prepare(procs, lang, args, log_path):
             lf.write("$ %s\n" % " ".join(cmd))
             lf.flush()
             p = procs.popen(cmd, cwd=cwd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-            rc = p.wait()
+            t0 = time.time()
+            while True:  # a first build can take minutes: say so now and then
+                try:
+                    rc = p.wait(30)
+                    break
+                except subprocess.TimeoutExpired:
+                    log("  %s: still running `%s` (%s, load %s)" % (lang, " ".join(cmd[:3]), fmt_s(time.time() - t0),
+                                                                   load1()))
             procs.groups.remove(p)
             if rc != 0:
                 with open(log_path) as f:
@@ -454,6 +461,13 @@ def add_ratios(rows):
                 r["x_comparison"] = round(u(r) / u(c), 3)
 
 
+def rc_explained(run, rows):
+    """Whether a runner's non-zero exit is its failed rows (and nothing else went wrong)."""
+    rec = run.get("record")
+    return (rec is not None and run.get("exit_code") == 1 and rec.get("ok") is False
+            and any(not r["ok"] and r["error"] != "the runner's record has no such row" for r in rows))
+
+
 def write_record(rec, outdir, stem_suffix):
     """bench/records/README.md: a hard link of a finished temporary file, never a replaced name."""
     os.makedirs(outdir, exist_ok=True)
@@ -609,7 +623,7 @@ def main(argv=None):
                 rc, tail, err = run_runner(procs, run["command"], cwd, env, prog, log_path, timeout)
                 run["exit_code"] = rc
                 if err is None and rc != 0:
-                    err = "exited with status %s: %s" % (rc, " | ".join(x for x in tail[-3:] if x))
+                    err = "exited with status %s: %s" % (rc, " / ".join(x.strip() for x in tail[-3:] if x.strip()))
                 recs = find_record(outdir)
                 if recs:
                     with open(recs[-1]) as f:
@@ -626,10 +640,14 @@ def main(argv=None):
             run["elapsed_s"] = round(time.time() - run_t0, 1)
             mine = normalize(lang, run["record"], err) if "record" in run else []
             mine += check_rows(lang, mine, args)
+            # A runner exits non-zero when a row failed its checks: its other rows stand. A failure
+            # its record does not explain (a crash, a timeout, a record where every row is ok)
+            # leaves none of its figures trusted.
+            explained = rc_explained(run, mine)
             for r in mine:
                 if not r["ok"] and not r["error"]:
                     r["error"] = err or "failed"
-                if r["ok"] and err:  # the runner failed: its figures are not trusted
+                if r["ok"] and err and not explained:
                     r["ok"], r["error"] = False, err
                     r["median"] = {k: None for k in r["median"]}
             rows.extend(mine)

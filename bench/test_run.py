@@ -172,8 +172,10 @@ def test_real_run(tmp):
 
 
 FAKE_TOOL = r'''#!/usr/bin/env python3
-# a stand-in for sl-cluster-cost: one good row, one row that failed its reply check
-import json, sys
+# a stand-in for sl-cluster-cost. FAKE_MODE=badrow: one good row, one row that failed its reply
+# check, the rest missing, exit 1 (as the tool does). FAKE_MODE=crash: a record whose rows are
+# all ok, then a crash (exit 134): nothing it wrote may be trusted.
+import json, os, sys
 a = sys.argv
 out = a[a.index("--json") + 1]
 good = {"client": "slotlane", "api": "resp", "row": "plain", "op": "GET", "depth": 16, "ok": True,
@@ -182,52 +184,74 @@ good = {"client": "slotlane", "api": "resp", "row": "plain", "op": "GET", "depth
 bad = {"client": "slotlane", "api": "resp", "row": "cluster", "op": "GET", "depth": 16, "ok": False,
        "error": "GET key:7 returned a wrong value", "rounds": [{"requests": 1000, "user_ns_per_req": 77.0}],
        "median": {"user_ns_per_req": 77.0}}
-json.dump({"schema": "slotlane.bench.cluster-cost/1", "ok": False, "versions": {"slotlane": "x"},
-           "rows": [good, bad]}, open(out, "w"))
-print("fake tool: one row failed")
-sys.exit(1)
+crash = os.environ.get("FAKE_MODE") == "crash"
+rows = [good] if crash else [good, bad]
+json.dump({"schema": "slotlane.bench.cluster-cost/1", "ok": crash, "versions": {"slotlane": "x"},
+           "rows": rows}, open(out, "w"))
+print("fake tool: " + ("crashed" if crash else "one row failed"))
+sys.exit(134 if crash else 1)
 '''
 
 
-def test_failed_rows(tmp):
+def run_fake(tmp, mode):
     fake = os.path.join(tmp, "fakebuild")
-    os.makedirs(os.path.join(fake, "bench"))
-    os.makedirs(os.path.join(fake, "server"))
-    os.symlink(os.path.join(BUILD, "server", "slotlane-server"), os.path.join(fake, "server", "slotlane-server"))
-    tool = os.path.join(fake, "bench", "sl-cluster-cost")
-    with open(tool, "w") as f:
-        f.write(FAKE_TOOL)
-    os.chmod(tool, 0o755)
-    recs = os.path.join(tmp, "records-fail")
+    if not os.path.isdir(fake):
+        os.makedirs(os.path.join(fake, "bench"))
+        os.makedirs(os.path.join(fake, "server"))
+        os.symlink(os.path.join(BUILD, "server", "slotlane-server"), os.path.join(fake, "server", "slotlane-server"))
+        tool = os.path.join(fake, "bench", "sl-cluster-cost")
+        with open(tool, "w") as f:
+            f.write(FAKE_TOOL)
+        os.chmod(tool, 0o755)
+    recs = os.path.join(tmp, "records-" + mode)
     p = subprocess.run(RUN + ["--quick", "--langs", "c", "--no-lock", "--port-base", str(free_base()),
                               "--records", recs, "--charts", "", "--build", fake],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
-    check(p.returncode == 1, "a failed row makes the exit status 1 (got %d): %s" % (p.returncode, p.stderr[-1500:]))
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120,
+                       env=dict(os.environ, FAKE_MODE=mode))
+    check(p.returncode == 1, "%s: exit status 1 (got %d): %s" % (mode, p.returncode, p.stderr[-1500:]))
     files = glob.glob(os.path.join(recs, "*-cluster-cost-report.json"))
-    check(len(files) == 1, "the failed run still writes its record")
+    check(len(files) == 1, "%s: the failed run still writes its record" % mode)
     if not files:
-        return
+        return None, None, None
     rec = json.load(open(files[0]))
-    check(rec["ok"] is False, "record ok = false")
-    rows = rec["rows"]
-    check(len(rows) == 16, "every expected row is in the record, measured or not (got %d)" % len(rows))
-    good = [r for r in rows if r["ok"]]
-    check(not good, "a runner that failed leaves no figure trusted (got %d ok rows)" % len(good))
-    bad = [r for r in rows if r["row"] == "cluster" and r["op"] == "GET" and r["depth"] == 16 and
-           r["client"] == "slotlane"]
-    check(len(bad) == 1 and "wrong value" in (bad[0]["error"] or ""), "the failed row keeps its error")
-    check(all(r["median"]["user_ns_per_req"] is None for r in rows), "no failed row has a figure")
-    missing = [r for r in rows if r["error"] == "the runner's record has no such row"]
-    check(len(missing) == 14, "rows missing from the runner's record are failed rows (got %d)" % len(missing))
-    table = rec["table_markdown"]
-    check("FAILED: GET key:7 returned a wrong value" in table, "the table shows the row's error")
-    body = [ln for ln in table.splitlines() if ln.startswith("| C |")]
-    check(len(body) == 8 and not any(re.search(r"\b(77|123)\b", ln) for ln in body),
-          "the table shows no figure of a failed run: %s" % body)
-    check("FAILED" in p.stdout, "the printed table shows FAILED")
-    bars, crosses = svg_bars(files[0][:-5] + ".svg")
-    check(not bars, "no bar for a failed row (got %d)" % len(bars))
-    check(any("wrong value" in c for c in crosses), "the chart marks the failed row")
+    check(rec["ok"] is False, "%s: record ok = false" % mode)
+    check(len(rec["rows"]) == 16, "%s: every expected row is in the record, measured or not (got %d)" % (
+        mode, len(rec["rows"])))
+    body = [ln for ln in rec["table_markdown"].splitlines() if ln.startswith("| C |")]
+    check(len(body) == 8, "%s: 8 table lines (got %s)" % (mode, body))
+    check("FAILED" in p.stdout, "%s: the printed table shows FAILED" % mode)
+    return rec, body, files[0][:-5] + ".svg"
+
+
+def test_failed_rows(tmp):
+    rec, body, svg = run_fake(tmp, "badrow")
+    if rec:
+        rows = rec["rows"]
+        key = lambda r: (r["client"], r["row"], r["op"], r["depth"])  # noqa: E731
+        by = {key(r): r for r in rows}
+        good = [r for r in rows if r["ok"]]
+        check([key(r) for r in good] == [("slotlane", "plain", "GET", 16)] and
+              good[0]["median"]["user_ns_per_req"] == 123.0, "the good row keeps its figure")
+        bad = by[("slotlane", "cluster", "GET", 16)]
+        check(not bad["ok"] and "wrong value" in bad["error"] and bad["median"]["user_ns_per_req"] is None,
+              "the failed row keeps its error and has no figure")
+        missing = [r for r in rows if r["error"] == "the runner's record has no such row"]
+        check(len(missing) == 14, "rows missing from the runner's record are failed rows (got %d)" % len(missing))
+        check(all(r["median"]["user_ns_per_req"] is None for r in rows if not r["ok"]), "no failed row has a figure")
+        check("| C | slotlane | GET 16 | 123 | FAILED: GET key:7 returned a wrong value | FAILED: the runner's "
+              "record has no such row |" in "\n".join(body), "the table: the figure, the row's error: %s" % body)
+        check(not any(re.search(r"\b77\b", ln) for ln in body), "the failed row's figure is nowhere in the table")
+        bars, crosses = svg_bars(svg)
+        check([t for t, _ in bars] == ["C, slotlane plain: 123 user ns / request"], "one bar, the good row's: %s" % bars)
+        check(any("wrong value" in c for c in crosses), "the chart marks the failed row")
+    rec, body, svg = run_fake(tmp, "crash")
+    if rec:
+        check(not any(r["ok"] for r in rec["rows"]), "crash: no row of a crashed runner is ok")
+        check(all(r["median"]["user_ns_per_req"] is None for r in rec["rows"]), "crash: no figure")
+        check(not any(re.search(r"\b123\b", ln) for ln in body), "crash: no figure in the table")
+        check("exited with status 134" in rec["runs"][0]["error"], "crash: the runner's error is kept")
+        bars, _ = svg_bars(svg)
+        check(not bars, "crash: no bar")
 
 
 def test_sigint(tmp):

@@ -126,7 +126,9 @@ else
 fi
 
 mkdir -p "$ROOT/bench/records"
+fill=()  # the C tool fills the keys with the values the C# tool expects; a given record's run may have been followed by other tools'
 if [ -z "$CREC" ]; then
+  fill=(--no-fill)
   say "C tool (sl-cluster-cost --clients slotlane)"
   taskset -c "$CLIENT_CPU" "$TOOL" --plain "$PLAIN_URL" --cluster "$CLUSTER_URL" --clients slotlane \
       --json "$WORK/c-record.json" --server-desc "$DESC" --invocation "csharp/bench.sh${*:+ $*}" "${pass[@]}"
@@ -138,5 +140,5 @@ fi
 say "C# tool (Mono)"
 cd "$HERE/out/bin"
 taskset -c "$CLIENT_CPU" mono Slotlane.Client.Benchmarks.exe --cluster-cost --plain "$PLAIN_URL" --cluster "$CLUSTER_URL" \
-    --no-fill --compare "$CREC" --json "$JSON_DEST" --server-desc "$DESC" \
+    "${fill[@]}" --compare "$CREC" --json "$JSON_DEST" --server-desc "$DESC" \
     --invocation "csharp/bench.sh${*:+ $*}" "${pass[@]}"
