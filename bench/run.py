@@ -219,7 +219,7 @@ LANGS = {
     "c": Lang("c", "C", "slotlane", "hiredis", [], 1.5, startup=3),
     "python": Lang("python", "Python", "slotlane-python", "redis-py", ["python3"], 2, startup=8),
     "rust": Lang("rust", "Rust", "slotlane-rs", "redis-rs", ["cargo"], 2, exclude=["c"], startup=5),
-    "go": Lang("go", "Go", "slotlane-go", "go-redis", ["go"], 2, exclude=["slotlane-c"], startup=10),
+    "go": Lang("go", "Go", "slotlane-go", "go-redis", ["go"], 2, exclude=["slotlane-c", "hiredis"], startup=10),
     "node": Lang("node", "Node", "slotlane", "ioredis", ["node", "npm"], 3, startup=25),
     "java": Lang("java", "Java", "slotlane", "jedis", ["mvn", "java"], 2, startup=40),
     "csharp": Lang("csharp", "C#", "slotlane-csharp", None, ["mono"], 1,
