@@ -571,14 +571,28 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGHUP, on_term)
 
+    git = git_info()  # the code that runs, before anyone edits the tree during the run
     lockf = None
     if not args.no_lock:
-        lockf = open(os.environ.get("SL_BENCH_LOCK", "/tmp/slotlane-bench.lock"), "a")
+        path = os.environ.get("SL_BENCH_LOCK", "/tmp/slotlane-bench.lock")
+        wait = float(os.environ.get("SL_BENCH_LOCK_WAIT", "1800"))
+        lockf = open(path, "a")
+        t = time.time()
         try:
-            fcntl.flock(lockf, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            log("another benchmark holds the lock; waiting")
-            fcntl.flock(lockf, fcntl.LOCK_EX)
+            while True:
+                try:
+                    fcntl.flock(lockf, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError:
+                    if time.time() - t > wait:
+                        raise SystemExit("bench: gave up waiting for %s after %d s" % (path, wait))
+                    if int(time.time() - t) % 30 == 0:
+                        log("another benchmark holds %s; waiting (%s of at most %s)" % (
+                            path, fmt_s(time.time() - t), fmt_s(wait)))
+                    time.sleep(1)
+        except KeyboardInterrupt:
+            log("interrupted while waiting for %s; nothing was started" % path)
+            return 130
 
     work = tempfile.mkdtemp(prefix="sl-bench-run.")
     t0 = time.time()
@@ -681,7 +695,7 @@ def main(argv=None):
                      "slotlane_server": srv["version"] if srv else None,
                      "toolchains": toolchain_versions([x for x in args.langs]),
                      "languages": {x["lang"]: versions_of(x["lang"], x["record"]) for x in runs if "record" in x}},
-        "git": git_info(),
+        "git": git,
         "command": ["bench/run.py"] + argv,
         "invocation": os.environ.get("SL_BENCH_INVOCATION"),
         "server": srv,
