@@ -50,27 +50,44 @@ def _short(err, n=70):
 
 
 def _index(rec):
-    """{(lang, client label, op, depth, row): row}, and the client labels per language in order."""
-    idx, labels = {}, {}
-    apis = {}
+    """{(lang, client label, op, depth, row): row}, the client labels per language in order, and
+    notes on clients measured through several APIs. A client is one line of the table when each
+    of its cells has one API (e.g. ioredis: pipeline() for plain, auto-pipelining for cluster);
+    it gets a line per API only when two APIs measured the same cell."""
+    idx, labels, notes = {}, {}, []
+    per_cell, apis = {}, {}
     for r in rec["rows"]:
-        apis.setdefault((r["lang"], r["client"]), set())
         if r.get("api"):  # (a row missing from a runner's record has no api)
-            apis[(r["lang"], r["client"])].add(r["api"])
+            per_cell.setdefault((r["lang"], r["client"], r["row"], r["op"], r["depth"]), set()).add(r["api"])
+            apis.setdefault((r["lang"], r["client"]), {}).setdefault(r["row"], set()).add(r["api"])
+    split = {(k[0], k[1]) for k, v in per_cell.items() if len(v) > 1}
+    for (lang, client), by_row in sorted(apis.items()):
+        if (lang, client) not in split and len(set().union(*by_row.values())) > 1:
+            notes.append("%s %s: %s" % (LANG_TITLES.get(lang, lang), client, "; ".join(
+                "%s %s" % (row, ", ".join(sorted(by_row[row]))) for row in ROWS if row in by_row)))
     for r in rec["rows"]:
         label = r["client"]
-        if len(apis[(r["lang"], r["client"])]) > 1 and r.get("api"):
+        if (r["lang"], r["client"]) in split and r.get("api"):
             label = "%s (%s)" % (r["client"], r["api"])
         idx[(r["lang"], label, r["op"], r["depth"], r["row"])] = r
         order = {"slotlane": 0, "comparison": 1}.get(r.get("role"), 2)
         labels.setdefault(r["lang"], {})
         labels[r["lang"]].setdefault(label, order)
-    return idx, {k: sorted(v, key=lambda c: (v[c], c)) for k, v in labels.items()}
+    return idx, {k: sorted(v, key=lambda c: (v[c], c)) for k, v in labels.items()}, notes
+
+
+def _bytes(r):
+    """Bytes per request: the client's own count, else the servers' input counter (marked *)."""
+    b = r["median"].get("bytes_per_req")
+    if b is not None:
+        return _f1(b)
+    b = r["median"].get("server_input_bytes_per_req")
+    return "—" if b is None else _f1(b) + "*"
 
 
 def cluster_table(rec):
     """The markdown table of a combined cluster-cost record (the layout of the project's reports)."""
-    idx, labels = _index(rec)
+    idx, labels, api_notes = _index(rec)
     m = rec.get("machine") or {}
     cfg = rec.get("config") or {}
     out = ["Cluster cost per client: user CPU ns per request of the client process (medians of %s round(s) "
@@ -104,13 +121,18 @@ def cluster_table(rec):
                     else:
                         u = r["median"]["user_ns_per_req"]
                         figs.append(_f0(u) + ("" if r["row"] == "plain" else _x(r.get("x_plain"))))
-                        bytes_.append(_f1(r["median"].get("bytes_per_req")))
+                        bytes_.append(_bytes(r))
                         comp.append("%.2f×" % r["x_comparison"] if r.get("x_comparison") is not None else "—")
                 role = next((r.get("role") for r in cells if r), None)
                 comp_s = " · ".join(comp) if role == "slotlane" else "—"
                 out.append("| %s | %s | %s %d | %s | %s | %s | %s | %s |" % (
                     LANG_TITLES.get(lang, lang), label, op, depth, figs[0], figs[1], figs[2],
                     " · ".join(bytes_), comp_s))
+    out.append("")
+    out.append("Bytes marked * are the servers' input byte counters (the client has no count of its own).")
+    if api_notes:
+        out.append("")
+        out.append("Clients with an API per row: %s." % "; ".join(api_notes))
     notes = (rec.get("config") or {}).get("comparison_notes") or {}
     for lang, note in sorted(notes.items()):
         out.append("")
@@ -177,7 +199,7 @@ def bar_panel(svg, x, y, w, h, title, groups, series, log=False, unit=""):
     px, py, pw, ph = x + 56, y + 26, w - 66, h - 26 - 42
     vals = [v for _, vs in groups for v in vs if isinstance(v, (int, float)) and v > 0]
     if log:
-        lo = 10 ** math.floor(math.log10(min(vals))) if vals else 1
+        lo = 10 ** math.floor(math.log10(min(vals) * 0.5)) if vals else 1  # (the smallest bar stays visible)
         hi = 10 ** math.ceil(math.log10(max(vals))) if vals else 10
         if hi <= lo:
             hi = lo * 10

@@ -185,10 +185,10 @@ def start_server(procs, args, work):
         "cpus": str(args.server_cpu), "shards": 4, "port_mode": "per-shard", "misrouted": "forward",
         "durability": "memory",
         "plain_url": "redis://%s:%d" % (HOST, base), "cluster_url": "redis://%s:%d" % (HOST, base),
-        "description": "slotlane-server %s: 4 shards, port_mode per-shard, misrouted forward, durability "
+        "description": "%s: 4 shards, port_mode per-shard, misrouted forward, durability "
                        "memory, ports %d-%d, pinned to CPU %s; plain rows on port %d (forwarding), cluster "
                        "and one-node rows discover the same process; clients pinned to CPU %s, one runner at "
-                       "a time" % (version or "?", base, base + 3, args.server_cpu, base, args.client_cpu),
+                       "a time" % (version or "slotlane-server", base, base + 3, args.server_cpu, base, args.client_cpu),
     }
 
 
