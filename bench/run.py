@@ -25,7 +25,8 @@ What it does, in order (DESIGN.md, "The benchmarks"):
 
 Every runner checks every reply: a wrong or error reply fails its row (FAILED with the
 error in the table and the record, never a figure); a runner that fails or writes no
-record fails its language. The exit status is 1 when any row or runner failed.
+record fails its language. The exit status is 1 when any row or runner failed; 130 after
+Ctrl-C or SIGTERM (every process stopped, no record written).
 
 Timing: default 3 rounds of (--warmup 0.3 s + --seconds 1 s) per row; --quick one round of
 0.2 + 0.5 s. Progress goes to stderr (language, its elapsed time, the whole run's elapsed
@@ -361,11 +362,14 @@ def run_runner(procs, cmd, cwd, env, prog, log_path, timeout):
         log("%s runner pid %d" % (prog.lang, p.pid))
 
         def pump():
-            for ln in p.stdout:
-                lf.write(ln)
-                tail.append(ln.rstrip())
-                del tail[:-30]
-                prog.line(ln)
+            try:
+                for ln in p.stdout:
+                    lf.write(ln)
+                    tail.append(ln.rstrip())
+                    del tail[:-30]
+                    prog.line(ln)
+            except (ValueError, OSError):  # the run was interrupted: the log is closed
+                pass
         t = threading.Thread(target=pump, daemon=True)
         t.start()
         deadline = time.time() + timeout
@@ -568,6 +572,8 @@ def main(argv=None):
 
     def on_term(signum, frame):
         raise KeyboardInterrupt("SIGTERM")
+    # Ctrl-C raises KeyboardInterrupt even when started with SIGINT ignored (`cmd &` in a script)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGHUP, on_term)
 

@@ -12,7 +12,8 @@
    and one row that failed its reply check (and leaves the rest out). Every row but the
    good one must be FAILED with its error in the table and the record, with no figure and
    no bar; the exit status must be 1.
-3. Ctrl-C: SIGINT to bench/run.py while the C tool runs; it must exit 130 within seconds,
+3. Ctrl-C: SIGINT to bench/run.py while the C tool runs (started with SIGINT ignored, as
+   `cmd &` in a script does); it must exit 130 within seconds,
    with the server and the runner it started gone (by their pids) and no record written.
 4. The server chart: bench/report.py server on a bench/server/run record.
 Servers use ports of their own in 24760-24799 (bench/run.py's range is 24700-24799).
@@ -258,7 +259,9 @@ def test_sigint(tmp):
     recs = os.path.join(tmp, "records-int")
     p = subprocess.Popen(RUN + ["--langs", "c", "--rounds", "3", "--seconds", "5", "--no-lock",
                                 "--port-base", str(free_base()), "--records", recs, "--charts", "", "--build", BUILD],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         # as `bench/run.py &` from a script: started with SIGINT ignored
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     server = runner = None
     err = []
     deadline = time.time() + 60
@@ -288,6 +291,9 @@ def test_sigint(tmp):
     check(time.time() - t < 20, "SIGINT: stopped within 20 s")
     check(not alive(server), "SIGINT: slotlane-server pid %d stopped" % server)
     check(not alive(runner), "SIGINT: runner pid %d stopped" % runner)
+    for pid in (runner, server):  # a failed check must not leave them running
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
     check(not glob.glob(os.path.join(recs, "*.json")), "SIGINT: no record written")
 
 

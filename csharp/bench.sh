@@ -132,9 +132,13 @@ if [ -z "$CREC" ]; then
   say "C tool (sl-cluster-cost --clients slotlane)"
   taskset -c "$CLIENT_CPU" "$TOOL" --plain "$PLAIN_URL" --cluster "$CLUSTER_URL" --clients slotlane \
       --json "$WORK/c-record.json" --server-desc "$DESC" --invocation "csharp/bench.sh${*:+ $*}" "${pass[@]}"
-  CREC=$ROOT/bench/records/$(hostname)-$(date -u +%Y-%m-%d-%H%M%S)-cluster-cost.json
-  while ! ln "$WORK/c-record.json" "$CREC" 2>/dev/null; do sleep 1; CREC=$ROOT/bench/records/$(hostname)-$(date -u +%Y-%m-%d-%H%M%S)-cluster-cost.json; done
-  say "C record: $CREC"
+  if [ $given = 1 ]; then
+    CREC=$WORK/c-record.json  # the caller keeps the records (bench/run.py: the C tool's own run)
+  else
+    CREC=$ROOT/bench/records/$(hostname)-$(date -u +%Y-%m-%d-%H%M%S)-cluster-cost.json
+    while ! ln "$WORK/c-record.json" "$CREC" 2>/dev/null; do sleep 1; CREC=$ROOT/bench/records/$(hostname)-$(date -u +%Y-%m-%d-%H%M%S)-cluster-cost.json; done
+    say "C record: $CREC"
+  fi
 fi
 
 say "C# tool (Mono)"
