@@ -229,6 +229,20 @@ LANGS = {
 }
 
 
+def newest_mtime(top):
+    """The newest modification time of the sources under top (build outputs left out)."""
+    t = 0.0
+    for d, dirs, files in os.walk(top):
+        dirs[:] = [x for x in dirs if x not in ("build", "dist", "__pycache__", ".pytest_cache") and
+                   not x.endswith(".egg-info")]
+        for f in files:
+            try:
+                t = max(t, os.path.getmtime(os.path.join(d, f)))
+            except OSError:
+                pass
+    return t
+
+
 def prepare(procs, lang, args, log_path):
     """Build what the runner needs, unpinned and before its timed run. Returns an error or None."""
     cmds = []
@@ -239,11 +253,17 @@ def prepare(procs, lang, args, log_path):
         venv = os.path.join(args.build, "python-venv")
         py = os.path.join(venv, "bin", "python")
         ok = os.access(py, os.X_OK) and subprocess.run(
-            [py, "-c", "import slotlane, redis"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+            [py, "-c", "import slotlane, redis, hiredis"], stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL).returncode == 0
         if not ok:
-            cmds.append(([sys.executable if "venv" not in sys.executable else "python3", "-m", "venv", venv], ROOT))
+            cmds.append(([sys.executable, "-m", "venv", venv], ROOT))
             cmds.append(([os.path.join(venv, "bin", "pip"), "install", "-q", os.path.join(ROOT, "python"),
                           "redis", "hiredis"], ROOT))
+        elif newest_mtime(os.path.join(ROOT, "python")) > os.path.getmtime(os.path.join(venv, "pyvenv.cfg")):
+            # the binding changed since it was installed: measure this tree's, not a stale copy
+            cmds.append(([os.path.join(venv, "bin", "pip"), "install", "-q", "--force-reinstall", "--no-deps",
+                          os.path.join(ROOT, "python")], ROOT))
+            cmds.append((["touch", os.path.join(venv, "pyvenv.cfg")], ROOT))
     elif lang == "rust":
         cmds.append((["cargo", "build", "-q", "--release", "--example", "cluster_cost"], os.path.join(ROOT, "rust", "bench")))
     elif lang == "go":
