@@ -28,8 +28,9 @@ error in the table and the record, never a figure); a runner that fails or write
 record fails its language. The exit status is 1 when any row or runner failed; 130 after
 Ctrl-C or SIGTERM (every process stopped, no record written).
 
-Timing: default 3 rounds of (--warmup 0.3 s + --seconds 1 s) per row; --quick one round of
-0.2 + 0.5 s. Progress goes to stderr (language, its elapsed time, the whole run's elapsed
+Timing: default 3 rounds of (--warmup 0.3 s + --seconds 1 s) per row, 11.5 minutes for the
+seven languages on the loaded 2-vCPU VM (builds cached); --quick one round of 0.2 + 0.5 s,
+3 minutes. A first run adds the builds (the Rust runner's release build: 2-3 minutes). Progress goes to stderr (language, its elapsed time, the whole run's elapsed
 time and an estimate of what remains). Every process this starts runs in its own process
 group and is stopped (SIGTERM, then SIGKILL) at the end, on failure, on Ctrl-C and on
 SIGTERM. Only one benchmark of the repository runs at a time (flock on
@@ -546,7 +547,7 @@ def toolchain_versions(langs):
 
 # ------------------------------------------------------------------ main
 def parse_args(argv):
-    ap = argparse.ArgumentParser(prog="bench/run.py", description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(prog="bench/run.py", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="one round of 0.2 + 0.5 s per row (whole run < 5 min)")
     ap.add_argument("--langs", default=",".join(ALL_LANGS),
@@ -745,9 +746,11 @@ def main(argv=None):
         os.makedirs(args.charts, exist_ok=True)
         with open(os.path.join(args.charts, "cluster-cost.svg"), "w") as f:
             f.write(svg)
-    print("\nrecord: %s\nchart:  %s%s" % (os.path.relpath(path, ROOT), os.path.relpath(svg_path, ROOT),
-                                          ("\n        " + os.path.relpath(os.path.join(args.charts, "cluster-cost.svg"),
-                                                                          ROOT)) if args.charts else ""))
+    def show(p):  # relative to the repository when inside it
+        r = os.path.relpath(p, ROOT)
+        return p if r.startswith("..") else r
+    print("\nrecord: %s\nchart:  %s%s" % (show(path), show(svg_path), ("\n        " + show(
+        os.path.join(args.charts, "cluster-cost.svg"))) if args.charts else ""))
     log("finished in %s (load %s)" % (fmt_s(time.time() - t0), load1()))
     if not rec["ok"]:
         log("some rows FAILED (see the table)")
