@@ -1,6 +1,6 @@
 # slotlane: the two commands of the README.
 #   make test   installs what is missing, builds everything, runs every test
-#   make bench  installs what is missing, builds, starts the servers, runs the cluster-cost benchmark
+#   make bench  installs what is missing, builds, starts the server, runs every language's cluster-cost benchmark
 .PHONY: all build build-asan test bench deps clean
 JOBS ?= $(shell nproc)
 
@@ -20,12 +20,12 @@ build-asan: deps
 test: build build-asan
 	@bash ci/test.sh
 
-# The C tool (4 s rounds by default here), then every binding's runner in its quick form.
-BENCH_ARGS ?= --seconds 4
-BENCH_LANGS_ARGS ?=
+# One slotlane-server (4 shards, per-shard, --misrouted forward), every present language's
+# cluster-cost runner against it one after another, one combined record, table and chart
+# (bench/run.py --help). E.g. make bench BENCH_ARGS="--quick" or BENCH_ARGS="--langs c,go".
+BENCH_ARGS ?=
 bench: build
-	@bash ci/bench.sh $(BENCH_ARGS)
-	@bash ci/bench-langs.sh $(BENCH_LANGS_ARGS)
+	@SL_BENCH_INVOCATION="make bench$(if $(BENCH_ARGS), BENCH_ARGS=\"$(BENCH_ARGS)\")" python3 bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf build build-asan

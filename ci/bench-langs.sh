@@ -3,7 +3,8 @@
 #
 #   ci/bench-langs.sh [--full] [--langs python,rust,go,node,java,csharp]
 #
-# `make bench` runs it after the C tool (ci/bench.sh). Each runner starts and stops its own
+# Each binding's runner standalone (`make bench` is bench/run.py, which runs the same runners
+# against one slotlane-server it starts and writes one combined record). Each runner starts and stops its own
 # servers (clients pinned to CPU 0, servers to CPU 1), checks every reply, prints its table
 # and writes its JSON record to bench/records/ (its binding's README documents it). By
 # default each runs its --quick form (one short round) so that `make bench` stays under

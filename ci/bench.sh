@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# ci/bench.sh — what `make bench` runs: the cluster-cost benchmark of DESIGN.md.
+# ci/bench.sh — the C tool's cluster-cost benchmark of DESIGN.md on its own (with --ir, or
+# against Redis). `make bench` runs bench/run.py, which runs this tool and every binding's.
 #
 #   ci/bench.sh [--redis | --slotlane-server] [--ir] [sl-cluster-cost options...]
-#   make bench BENCH_ARGS="--quick"
 #
 # Starts the servers, runs build/bench/sl-cluster-cost (client pinned to CPU 0, servers
 # to CPU 1), writes one JSON record to bench/records/ (bench/records/README.md), prints

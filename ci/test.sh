@@ -24,5 +24,7 @@ done
 step "slotlane-load (release and ASan builds)"
 bash bench/load/test_load.sh
 SL_BUILD_DIR=build-asan bash bench/load/test_load.sh
+step "make bench's orchestrator and charts (bench/run.py, bench/report.py)"
+python3 bench/test_run.py
 echo
 echo "all tests passed"

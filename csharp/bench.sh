@@ -11,6 +11,10 @@
 # so every C# row carries x_c_tool (its user CPU over the C tool's, medians of one run) and the targets.
 # Stops every server it started (by PID), also on failure and Ctrl-C.
 #
+# csharp/bench.sh --plain URL --cluster URL [--compare C-RECORD] [--json DEST] [options...]: against
+# servers the caller started (bench/run.py, `make bench`): no server is started, the C tool runs only
+# when no --compare record is given, the C# record goes to --json DEST (default bench/records/).
+#
 # Environment: SL_CS_BENCH_PORT (base port, default 24940; uses BASE..BASE+19), SL_BENCH_SERVER_CPU (1),
 # SL_BENCH_CLIENT_CPU (0). Options not listed above go to both tools (--seconds, --rounds, --depths, --ops,
 # --rows, --workers, --quick).
@@ -28,15 +32,29 @@ say() { echo "csharp/bench.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
 
 want=auto
-pass=()
-for a in "$@"; do
-  case "$a" in
+pass=(); PLAIN_URL=""; CLUSTER_URL=""; CREC=""; JSON_DEST=$ROOT/bench/records/
+args=("$@")
+while [ $# -gt 0 ]; do
+  case "$1" in
     --redis) want=redis ;;
     --slotlane-server) want=slotlane ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
-    *) pass+=("$a") ;;
+    --plain|--cluster|--compare|--json)
+      [ $# -ge 2 ] || die "$1 needs a value"
+      case "$1" in
+        --plain) PLAIN_URL=$2 ;; --cluster) CLUSTER_URL=$2 ;; --compare) CREC=$2 ;; --json) JSON_DEST=$2 ;;
+      esac
+      shift ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) pass+=("$1") ;;
   esac
+  shift
 done
+set -- "${args[@]}"
+given=0
+if [ -n "$PLAIN_URL$CLUSTER_URL" ]; then
+  [ -n "$PLAIN_URL" ] && [ -n "$CLUSTER_URL" ] || die "give both --plain URL and --cluster URL"
+  given=1
+fi
 
 bash "$HERE/mono-build.sh" bench-build
 if [ ! -x "$TOOL" ]; then
@@ -68,17 +86,22 @@ port_in_use() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
 ping_ok() { [ "$(redis-cli -h "$HOST" -p "$1" ping 2>/dev/null)" = "PONG" ]; }
 pin() { taskset -a -p -c "$SERVER_CPU" "$1" >/dev/null || die "taskset of pid $1 failed"; }
 for p in $(seq "$BASE" $((BASE + 19))); do
+  [ $given = 1 ] && break
   port_in_use "$p" && die "port $p is in use: set SL_CS_BENCH_PORT to a free range of 20 ports in 24500-24999"
 done
 
 use_slotlane=0
-if [ "$want" != redis ] && [ -x "$SLSERVER" ] && "$SLSERVER" --help 2>&1 | grep -q -- '--misrouted'; then
+if [ $given = 1 ]; then
+  DESC="the servers given by --plain $PLAIN_URL --cluster $CLUSTER_URL (started by the caller); clients pinned to CPU $CLIENT_CPU"
+elif [ "$want" != redis ] && [ -x "$SLSERVER" ] && "$SLSERVER" --help 2>&1 | grep -q -- '--misrouted'; then
   use_slotlane=1
 elif [ "$want" = slotlane ]; then
   die "$SLSERVER is missing or has no --misrouted forward"
 fi
 
-if [ $use_slotlane = 1 ]; then
+if [ $given = 1 ]; then
+  :
+elif [ $use_slotlane = 1 ]; then
   taskset -c "$SERVER_CPU" "$SLSERVER" --shards 4 --port-mode per-shard --misrouted forward \
       --bind "$HOST" --port "$BASE" --cpus "$SERVER_CPU" --durability memory --dir "$WORK" \
       --loglevel warning >"$WORK/slotlane-server.log" 2>&1 &
@@ -103,15 +126,23 @@ else
 fi
 
 mkdir -p "$ROOT/bench/records"
-say "C tool (sl-cluster-cost --clients slotlane)"
-taskset -c "$CLIENT_CPU" "$TOOL" --plain "$PLAIN_URL" --cluster "$CLUSTER_URL" --clients slotlane \
-    --json "$WORK/c-record.json" --server-desc "$DESC" --invocation "csharp/bench.sh${*:+ $*}" "${pass[@]}"
-CREC=$ROOT/bench/records/$(hostname)-$(date -u +%Y-%m-%d-%H%M%S)-cluster-cost.json
-while ! ln "$WORK/c-record.json" "$CREC" 2>/dev/null; do sleep 1; CREC=$ROOT/bench/records/$(hostname)-$(date -u +%Y-%m-%d-%H%M%S)-cluster-cost.json; done
-say "C record: $CREC"
+fill=()  # the C tool fills the keys with the values the C# tool expects; a given record's run may have been followed by other tools'
+if [ -z "$CREC" ]; then
+  fill=(--no-fill)
+  say "C tool (sl-cluster-cost --clients slotlane)"
+  taskset -c "$CLIENT_CPU" "$TOOL" --plain "$PLAIN_URL" --cluster "$CLUSTER_URL" --clients slotlane \
+      --json "$WORK/c-record.json" --server-desc "$DESC" --invocation "csharp/bench.sh${*:+ $*}" "${pass[@]}"
+  if [ $given = 1 ]; then
+    CREC=$WORK/c-record.json  # the caller keeps the records (bench/run.py: the C tool's own run)
+  else
+    CREC=$ROOT/bench/records/$(hostname)-$(date -u +%Y-%m-%d-%H%M%S)-cluster-cost.json
+    while ! ln "$WORK/c-record.json" "$CREC" 2>/dev/null; do sleep 1; CREC=$ROOT/bench/records/$(hostname)-$(date -u +%Y-%m-%d-%H%M%S)-cluster-cost.json; done
+    say "C record: $CREC"
+  fi
+fi
 
 say "C# tool (Mono)"
 cd "$HERE/out/bin"
 taskset -c "$CLIENT_CPU" mono Slotlane.Client.Benchmarks.exe --cluster-cost --plain "$PLAIN_URL" --cluster "$CLUSTER_URL" \
-    --no-fill --compare "$CREC" --json "$ROOT/bench/records/" --server-desc "$DESC" \
+    "${fill[@]}" --compare "$CREC" --json "$JSON_DEST" --server-desc "$DESC" \
     --invocation "csharp/bench.sh${*:+ $*}" "${pass[@]}"

@@ -4,6 +4,11 @@
 # servers, one JSON record in bench/records/.
 #
 #   go/bench/run.sh [--quick] [--slotlane-server] [cluster-cost flags...]
+#   go/bench/run.sh --plain URL --cluster URL [--c-record FILE] [--json DEST] [flags...]
+#
+# With --plain and --cluster (bench/run.py, `make bench`) it starts no server: it runs
+# against those URLs, the C tool only when no --c-record FILE is given, and writes its
+# record to --json DEST (a FILE or DIR/; default bench/records/).
 #
 # Servers (stopped by PID at the end, also on failure and Ctrl-C), pinned to CPU 1; the
 # tools pinned to CPU 0:
@@ -30,15 +35,27 @@ SLSERVER=$ROOT/build/server/slotlane-server
 say() { echo "go/bench/run.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
 
-quick=0; use_sl=0; pass=()
-for a in "$@"; do
-  case "$a" in
+quick=0; use_sl=0; pass=(); PLAIN_URL=""; CLUSTER_URL=""; CREC=""; JSON_DEST=$ROOT/bench/records/
+args=("$@")
+while [ $# -gt 0 ]; do
+  case "$1" in
     --quick) quick=1 ;;
     --slotlane-server) use_sl=1 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
-    *) pass+=("$a") ;;
+    --plain|--cluster|--c-record|--json)
+      [ $# -ge 2 ] || die "$1 needs a value"
+      case "$1" in
+        --plain) PLAIN_URL=$2 ;; --cluster) CLUSTER_URL=$2 ;; --c-record) CREC=$2 ;; --json) JSON_DEST=$2 ;;
+      esac
+      shift ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    *) pass+=("$1") ;;
   esac
+  shift
 done
+set -- "${args[@]}"
+if [ -n "$PLAIN_URL" ] || [ -n "$CLUSTER_URL" ]; then
+  [ -n "$PLAIN_URL" ] && [ -n "$CLUSTER_URL" ] || die "give both --plain URL and --cluster URL"
+fi
 if [ $quick = 1 ]; then
   timing=(--seconds 1 --warmup 0.3 --rounds 1)
 else
@@ -70,6 +87,9 @@ pin() { taskset -a -p -c "$SERVER_CPU" "$1" >/dev/null || die "taskset of pid $1
 say "building the Go tool"
 go build -o "$WORK/cluster-cost" ./cmd/cluster-cost
 
+if [ -n "$PLAIN_URL" ]; then
+  DESC="the servers given by --plain $PLAIN_URL --cluster $CLUSTER_URL (started by the caller); the tools pinned to CPU $CLIENT_CPU"
+else
 PPORT=$BASE
 bash "$ROOT/ci/redis-plain.sh" start "$WORK/plain" "$PPORT" >&2
 pin "$(cat "$WORK/plain/pid")"
@@ -93,12 +113,16 @@ else
 fi
 CLUSTER_URL=redis://$HOST:$CPORT
 DESC="plain rows: a standalone $(redis-server --version | awk '{print $1, $2, $3}') on port $PPORT (slotlane-server has no misrouted=forward yet); cluster and one-node rows: $CDESC; every server pinned to CPU $SERVER_CPU, the tools to CPU $CLIENT_CPU, one after the other"
+fi
 
-say "C tool (slotlane rows) on CPU $CLIENT_CPU"
-taskset -c "$CLIENT_CPU" "$CTOOL" --plain "$PLAIN_URL" --cluster "$CLUSTER_URL" --clients slotlane \
-  "${timing[@]}" --json "$WORK/c.json" --server-desc "$DESC" --invocation "go/bench/run.sh $*" >&2
+if [ -z "$CREC" ]; then
+  say "C tool (slotlane rows) on CPU $CLIENT_CPU"
+  taskset -c "$CLIENT_CPU" "$CTOOL" --plain "$PLAIN_URL" --cluster "$CLUSTER_URL" --clients slotlane \
+    "${timing[@]}" --json "$WORK/c.json" --server-desc "$DESC" --invocation "go/bench/run.sh $*" >&2
+  CREC=$WORK/c.json
+fi
 say "Go tool (slotlane-go and go-redis rows) on CPU $CLIENT_CPU"
 mkdir -p "$ROOT/bench/records"
 taskset -c "$CLIENT_CPU" "$WORK/cluster-cost" --plain "$PLAIN_URL" --cluster "$CLUSTER_URL" "${timing[@]}" \
-  --c-record "$WORK/c.json" --json "$ROOT/bench/records/" --server-desc "$DESC" \
+  --c-record "$CREC" --json "$JSON_DEST" --server-desc "$DESC" \
   --invocation "go/bench/run.sh${*:+ $*}" "${pass[@]}"
