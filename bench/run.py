@@ -17,7 +17,7 @@ What it does, in order (DESIGN.md, "The benchmarks"):
      hiredis, redis-py, redis-rs, go-redis, ioredis, Jedis; C# has none here: the runner
      has only slotlane, StackExchange.Redis needs NuGet);
   3. reads every runner's JSON record, and writes ONE combined record,
-     bench/records/<host>-<date>-<time>-cluster-cost-report.json (schema
+     bench/records/<host>-<date>-<time>-cluster-cost.json (schema
      slotlane.bench.cluster-cost-report/1, bench/records/README.md), which embeds every
      runner's record whole (every round, its versions) and adds normalized rows;
   4. prints the table (bench/report.py) and renders the chart next to the record
@@ -735,7 +735,7 @@ def main(argv=None):
         "rows": rows,
     }
     rec["table_markdown"] = report.cluster_table(rec)
-    path = write_record(rec, args.records, "cluster-cost-report")
+    path = write_record(rec, args.records, "cluster-cost")
     shutil.rmtree(work, ignore_errors=True)
     print(rec["table_markdown"])
     svg = report.cluster_svg(rec)

@@ -95,12 +95,12 @@ def test_real_run(tmp):
                  "--port-base", str(base), "--records", recs, "--charts", charts, "--build", BUILD]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
     check(p.returncode == 0, "real run exits 0 (got %d): %s" % (p.returncode, p.stderr[-2000:]))
-    files = glob.glob(os.path.join(recs, "*-cluster-cost-report.json"))
+    files = glob.glob(os.path.join(recs, "*-cluster-cost.json"))
     check(len(files) == 1, "one combined record written (%s)" % files)
     if not files:
         return
     name = os.path.basename(files[0])
-    check(re.fullmatch(r".+-\d{4}-\d\d-\d\d-\d{6}-cluster-cost-report\.json", name) is not None,
+    check(re.fullmatch(r".+-\d{4}-\d\d-\d\d-\d{6}-cluster-cost\.json", name) is not None,
           "record name follows bench/records/README.md: %s" % name)
     check(not glob.glob(os.path.join(recs, "*.tmp")) and not glob.glob(os.path.join(recs, ".*.tmp")),
           "no temporary file left")
@@ -210,7 +210,7 @@ def run_fake(tmp, mode):
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120,
                        env=dict(os.environ, FAKE_MODE=mode))
     check(p.returncode == 1, "%s: exit status 1 (got %d): %s" % (mode, p.returncode, p.stderr[-1500:]))
-    files = glob.glob(os.path.join(recs, "*-cluster-cost-report.json"))
+    files = glob.glob(os.path.join(recs, "*-cluster-cost.json"))
     check(len(files) == 1, "%s: the failed run still writes its record" % mode)
     if not files:
         return None, None, None
