@@ -785,6 +785,11 @@ def main():
                 rows.append({"server_id": srv.label, "server": srv.kind, "shards": srv.shards,
                              "port_mode": srv.port_mode, "cluster_mode_load": srv.cluster, "loader": ld, "op": op,
                              "ok": True, "error": None, "skipped": None, "rounds": [], "_srv": srv})
+    if lv:
+        # op-major: the two tools' runs of one op back to back in every round, so that the
+        # per-round ratio compares runs a few seconds apart on this shared machine
+        order = {"SET": 0, "GET": 1, "MIXED": 2}
+        rows.sort(key=lambda r: order[r["op"]])
     status = 0
     try:
         for srv in servers:
@@ -880,7 +885,8 @@ def main():
                    "sl_engine": "async (one libuv loop per thread, --inflight 1: one batch of pipeline x shards "
                                 "per handle, each handle one connection per shard)",
                    "loaders": loaders, "servers": servers_sel,
-                   "order": "round-major: every row once per round; FLUSHALL before each SET row; "
+                   "order": "round-major: every row once per round" + (" (op-major within a round: both tools' SET, "
+                            "then both GET, then the mixed row)" if lv else "") + "; FLUSHALL before each SET row; "
                             "keys filled before each GET row (outside the measurement)",
                    "one_port": "measured" if one_port_ok else f"skipped: {one_port_reason}"},
         "method": "server CPU = utime+stime from /proc/<pid>/stat of every server process (all threads) around "
