@@ -1136,8 +1136,10 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--sync")) {
             NOVAL();
             cfg.sync = 1;
-        } else if (!strcmp(a, "--inflight")) cfg.inflight = (int)parse_ll(a, VAL(), 1, 1024);
-        else if (!strcmp(a, "--no-verify")) {
+        } else if (!strcmp(a, "--inflight")) {
+            cfg.inflight = (int)parse_ll(a, VAL(), 1, 1024);
+            inflight_set = 1;
+        } else if (!strcmp(a, "--no-verify")) {
             NOVAL();
             cfg.verify = 0;
         } else if (!strcmp(a, "--pipeline-per-node")) {
@@ -1158,8 +1160,6 @@ int main(int argc, char **argv)
 #undef VAL
 #undef NOVAL
     }
-    for (int i = 1; i < argc; i++)
-        if (!strncmp(argv[i], "--inflight", 10)) inflight_set = 1;
     if (cfg.sync && inflight_set) usage_error("--inflight is for the async engine, not --sync");
     if (time_set && requests_set) usage_error("give --test-time or --requests, not both");
     if (requests_set) cfg.test_time = 0;
