@@ -2,27 +2,38 @@
  * benchmarks": "a memtier-style tool built on the core that drives every shard with its
  * own full pipelines, so a cluster is measured by a client that routes well").
  *
- * Model: T threads; each thread owns C handles (sl_client + sl_batch). In cluster mode a
- * handle keeps one connection per node, so the run holds T x C x nodes connections. A
- * thread drives its handles round-robin: it encodes one pipeline of D commands (random
- * keys, SET:GET in the --ratio sequence) into the handle's buffer and runs it with one
- * sl_batch_run. The core groups the batch per node and writes every node's part before
- * reading any, so every shard receives its share of each pipeline in one write.
+ * Model (the default, async engine): T threads, each running its own libuv loop with C
+ * client handles attached (sl_client_attach_loop). In cluster mode a handle keeps one
+ * connection per node, so the run holds T x C x nodes connections. Every handle keeps K
+ * batches (--inflight) in flight at once with sl_batch_exec_async; each batch is one
+ * pipeline of B commands (random keys, SET:GET in the --ratio sequence). The core groups
+ * a batch per node and writes every node its part in one write, so with
+ * --pipeline-per-node (B = D x nodes) every connection carries D requests per round trip
+ * on average. When a batch completes, its callback accounts the replies and sends the
+ * next pipeline at once: requests outstanding per connection stay K x B / nodes, the
+ * model of redis-benchmark -c/-P (C connections, each with P requests outstanding, one
+ * pipeline per connection per round trip) and of memtier --pipeline. A thread drives all
+ * its handles from one loop, as redis-benchmark does, so one CPU can keep every
+ * connection busy.
  *
- * Because the core's synchronous API blocks a thread until its batch is answered, a
- * thread has one pipeline in flight at a time (spread over every node); concurrency on
- * the wire is T pipelines. Use more threads for more in-flight work; --conns adds
- * connections (as memtier's -c does) without adding in-flight pipelines.
+ * --sync keeps the older engine: the blocking sl_batch_run, one batch in flight per
+ * thread, handles driven round-robin (concurrency = T pipelines).
  *
  * Latency: as memtier does with pipelining, every request of a pipeline is given the
- * pipeline's round trip (from just before sl_batch_run to its return). Latencies go into
- * per-thread log-scale histograms (64 sub-buckets per power of two: under 1.6% error),
- * fixed arrays, so the hot path allocates nothing; the command buffers are sized once.
+ * pipeline's round trip (from its send to its completion callback; one clock read per
+ * batch, shared by the completion of one and the send of the next). Latencies go into
+ * per-thread log-linear histograms (HDR-style: 32 linear sub-buckets per power of two,
+ * under 1.6% error), fixed arrays, so the hot path allocates nothing; the command buffers
+ * and batches are made once and reused.
  *
- * Errors: error records (server errors, I/O, timeouts...) and whole-batch failures are
- * counted per kind and the first message is kept; the run exits 1 when any occurred unless
- * --allow-errors. A dead server is an I/O error per command, never a crash; the core's
- * reconnect backoff paces the retries.
+ * Verification: the value SET for key k is fixed by k (its first 16 bytes are a hash of
+ * k in hex, the rest a pattern), so a GET must return exactly that value or nil; SET must
+ * answer +OK. A wrong value, a wrong reply type or an error reply is an error.
+ *
+ * Errors: error records (server errors, I/O, timeouts...), wrong replies and whole-batch
+ * failures are counted per kind and the first message is kept; the run exits 1 when any
+ * occurred unless --allow-errors. A dead server is an I/O error per command, never a
+ * crash; the core's reconnect backoff paces the retries.
  *
  * Output: a text summary on stdout and, with --json FILE, one JSON object (schema
  * "slotlane.bench.load/1", fields in bench/records/README.md).
@@ -46,6 +57,7 @@
 #include <unistd.h>
 
 #include "slotlane.h"
+#include "slotlane_uv.h"
 
 #ifndef SL_SOURCE_DIR
 #define SL_SOURCE_DIR "."
@@ -84,7 +96,10 @@ static struct {
     int quiet;
     int fill_only;
     int per_node;          /* --pipeline-per-node: a batch holds D commands per node */
-    int batch;             /* commands per sl_batch_run: D, or D x nodes with --pipeline-per-node */
+    int batch;             /* commands per batch: D, or D x nodes with --pipeline-per-node */
+    int sync;              /* --sync: the blocking engine */
+    int inflight;          /* --inflight K: batches in flight per handle (async engine) */
+    int verify;            /* check GET values (--no-verify: only reply types) */
 } cfg;
 
 static int g_argc;
@@ -280,12 +295,27 @@ enum { OP_SET = 0, OP_GET = 1 };
 static const char *err_kind_names[N_ERR_KINDS] = {"server", "io", "timeout", "redirects",
                                                   "protocol", "cancelled", "cluster", "argument"};
 
-typedef struct handle {
-    sl_client *c;
+struct worker;
+struct handle;
+
+/* One batch and its pipeline: the unit that is in flight. Made once, reused. */
+typedef struct flight {
+    struct worker *w;
+    struct handle *h;
     sl_batch *b;
     uint8_t *buf;          /* one pipeline's RESP, sized once for the worst case */
     size_t cap;
     uint8_t *ops;          /* the op of each command of the pipeline (reply checking) */
+    uint64_t *keys;        /* the key number of each command (value checking) */
+    int n;                 /* commands of the pipeline in flight */
+    uint64_t t0;           /* when it was sent */
+    struct flight *next_deferred;
+} flight;
+
+typedef struct handle {
+    sl_client *c;
+    flight *f;             /* --inflight batches (1 with --sync) */
+    int nf;
 } handle;
 
 typedef struct worker {
@@ -296,6 +326,12 @@ typedef struct worker {
     uint64_t rng;
     uint64_t ratio_pos;    /* position in the SET:GET sequence */
     long long quota;       /* requests to run (--requests), or -1 */
+    long long issued;      /* requests sent so far (for the quota) */
+    int active;            /* async: batches in flight or waiting to be resent */
+    int depth;             /* async: inside sl_batch_exec_async (a completion there is nested) */
+    uv_loop_t loop;        /* async: the thread's loop */
+    uv_timer_t resend;     /* async: sends the deferred batches */
+    flight *deferred;
     /* results */
     uint64_t requests, sets, gets, hits, misses, pipelines;
     uint64_t errors, err_kind[N_ERR_KINDS], batch_failures, wrong_replies;
@@ -303,12 +339,15 @@ typedef struct worker {
     hist lat, lat_set, lat_get;
     double t_start, t_end;
     sl_stats stats;
+    char setup_error[ERRLEN];
 } worker;
 
 static atomic_int g_stop;
 static uint64_t g_nodes = 1;  /* nodes the first handle discovered (1 in plain mode) */
 static pthread_barrier_t g_start_bar;
-static const char *g_value;   /* data_size bytes, shared, read-only */
+static const char *g_value;   /* data_size bytes, shared, read-only: the value pattern */
+static char g_dlen[24];       /* the decimal value length, and its digits */
+static size_t g_dl, g_plen, g_tag;
 
 static void note_error(worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note_error(worker *w, const char *fmt, ...)
@@ -320,49 +359,64 @@ static void note_error(worker *w, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Encodes one pipeline of n commands into h->buf; returns its length. */
-static size_t encode_pipeline(worker *w, handle *h, int n)
+/* The value of key k: its first g_tag (= min(16, size)) bytes are a hash of k in hex, the
+ * rest is g_value's pattern; so any GET can be checked against the key it asked for,
+ * across runs (the hash has no seed) and under concurrent SETs (they write the same). */
+static inline void value_tag(uint64_t k, uint8_t *out)
 {
-    uint8_t *p = h->buf;
-    size_t plen = strlen(cfg.key_prefix);
+    static const char hex[] = "0123456789abcdef";
+    uint64_t x = k + 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    x ^= x >> 31;
+    for (size_t i = 0; i < g_tag; i++) out[i] = (uint8_t)hex[(x >> (60 - 4 * i)) & 15];
+}
+
+/* Appends SET or GET of key k at p; returns the end. */
+static inline uint8_t *put_cmd(uint8_t *p, int op, uint64_t k)
+{
+    char knum[24];
+    size_t kn = utoa(k, knum);
+    memcpy(p, op == OP_SET ? "*3\r\n$3\r\nSET\r\n$" : "*2\r\n$3\r\nGET\r\n$", 14);
+    p += 14;
+    p += utoa(g_plen + kn, (char *)p);
+    *p++ = '\r';
+    *p++ = '\n';
+    memcpy(p, cfg.key_prefix, g_plen);
+    p += g_plen;
+    memcpy(p, knum, kn);
+    p += kn;
+    *p++ = '\r';
+    *p++ = '\n';
+    if (op == OP_SET) {
+        *p++ = '$';
+        memcpy(p, g_dlen, g_dl);
+        p += g_dl;
+        *p++ = '\r';
+        *p++ = '\n';
+        value_tag(k, p);
+        memcpy(p + g_tag, g_value + g_tag, (size_t)cfg.data_size - g_tag);
+        p += cfg.data_size;
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    return p;
+}
+
+/* Encodes one pipeline of n commands into f->buf; returns its length. */
+static size_t encode_pipeline(worker *w, flight *f, int n)
+{
+    uint8_t *p = f->buf;
     uint64_t period = (uint64_t)cfg.ratio_set + (uint64_t)cfg.ratio_get;
-    char dlen[24];
-    size_t dl = utoa((uint64_t)cfg.data_size, dlen);
     for (int i = 0; i < n; i++) {
         int op = (w->ratio_pos++ % period) < (uint64_t)cfg.ratio_set ? OP_SET : OP_GET;
-        h->ops[i] = (uint8_t)op;
         uint64_t k = rng_below(&w->rng, (uint64_t)cfg.key_range);
-        char knum[24];
-        size_t kn = utoa(k, knum), klen = plen + kn;
-        if (op == OP_SET) {
-            memcpy(p, "*3\r\n$3\r\nSET\r\n$", 14);
-            p += 14;
-        } else {
-            memcpy(p, "*2\r\n$3\r\nGET\r\n$", 14);
-            p += 14;
-        }
-        p += utoa(klen, (char *)p);
-        *p++ = '\r';
-        *p++ = '\n';
-        memcpy(p, cfg.key_prefix, plen);
-        p += plen;
-        memcpy(p, knum, kn);
-        p += kn;
-        *p++ = '\r';
-        *p++ = '\n';
-        if (op == OP_SET) {
-            *p++ = '$';
-            memcpy(p, dlen, dl);
-            p += dl;
-            *p++ = '\r';
-            *p++ = '\n';
-            memcpy(p, g_value, (size_t)cfg.data_size);
-            p += cfg.data_size;
-            *p++ = '\r';
-            *p++ = '\n';
-        }
+        f->ops[i] = (uint8_t)op;
+        f->keys[i] = k;
+        p = put_cmd(p, op, k);
     }
-    return (size_t)(p - h->buf);
+    f->n = n;
+    return (size_t)(p - f->buf);
 }
 
 /* Worst-case bytes of one command: header, key and value with their length lines. */
@@ -371,24 +425,35 @@ static size_t cmd_cap(void)
     return 64 + strlen(cfg.key_prefix) + 24 + (size_t)cfg.data_size + 24;
 }
 
-/* Counts the replies of one pipeline of n commands. */
-static void account(worker *w, handle *h, int n, int rc, uint64_t rtt_ns)
+/* Does data[0, len) hold the value of key k? */
+static int value_ok(uint64_t k, const uint8_t *data, size_t len)
 {
+    if (len != (size_t)cfg.data_size) return 0;
+    uint8_t tag[16];
+    value_tag(k, tag);
+    return memcmp(data, tag, g_tag) == 0 && memcmp(data + g_tag, g_value + g_tag, len - g_tag) == 0;
+}
+
+/* Counts the replies of the pipeline of f (n commands), which took rtt_ns. */
+static void account(worker *w, flight *f, int rc, uint64_t rtt_ns)
+{
+    int n = f->n;
     size_t nrec = 0, dlen = 0;
     const uint8_t *data = NULL;
-    const sl_reply *rec = sl_batch_replies(h->b, &nrec, &data, &dlen);
+    const sl_reply *rec = sl_batch_replies(f->b, &nrec, &data, &dlen);
     if (rc != 0) {
         w->batch_failures++;
-        note_error(w, "sl_batch_run: %d (%s): %s", rc, sl_strerror(rc), sl_client_errmsg(h->c));
+        note_error(w, "batch execution: %d (%s): %s", rc, sl_strerror(rc), sl_client_errmsg(f->h->c));
     }
     size_t r = 0;
     uint64_t nset = 0, nget = 0;
     for (int i = 0; i < n; i++) {
-        int op = h->ops[i];
+        int op = f->ops[i];
         if (op == OP_SET) nset++; else nget++;
         if (!rec || r >= nrec) { /* no record for this command: count it failed */
             w->errors++;
             w->err_kind[SL_ERR_IO]++;
+            note_error(w, "%s: no reply record", op == OP_SET ? "SET" : "GET");
             continue;
         }
         const sl_reply *x = &rec[r];
@@ -408,25 +473,36 @@ static void account(worker *w, handle *h, int n, int rc, uint64_t rtt_ns)
             skip = j - r;
         }
         r += skip;
+        const uint8_t *xd = data && x->offset + x->len <= dlen ? data + x->offset : NULL;
         if (x->type == SL_REPLY_ERROR) {
             w->errors++;
             w->err_kind[x->flags < N_ERR_KINDS ? x->flags : 0]++;
             uint32_t ml = x->len > 160 ? 160 : x->len;
-            note_error(w, "%s: error reply (%s): %.*s", op == OP_SET ? "SET" : "GET",
-                       x->flags < N_ERR_KINDS ? err_kind_names[x->flags] : "?", (int)ml,
-                       data && x->offset + ml <= dlen ? (const char *)data + x->offset : "");
+            note_error(w, "%s %s%llu: error reply (%s): %.*s", op == OP_SET ? "SET" : "GET", cfg.key_prefix,
+                       (unsigned long long)f->keys[i], x->flags < N_ERR_KINDS ? err_kind_names[x->flags] : "?",
+                       xd ? (int)ml : 0, xd ? (const char *)xd : "");
         } else if (op == OP_GET) {
-            if (x->type == SL_REPLY_STRING) w->hits++;
-            else if (x->type == SL_REPLY_NIL) w->misses++;
+            if (x->type == SL_REPLY_NIL) w->misses++;
+            else if (x->type == SL_REPLY_STRING && (!cfg.verify || (xd && value_ok(f->keys[i], xd, x->len))))
+                w->hits++;
             else {
                 w->errors++;
                 w->wrong_replies++;
-                note_error(w, "GET: unexpected reply type %d", x->type);
+                if (x->type == SL_REPLY_STRING) {
+                    uint32_t ml = x->len > 40 ? 40 : x->len;
+                    note_error(w, "GET %s%llu: wrong value (%u bytes: '%.*s'), not the value this tool SETs",
+                               cfg.key_prefix, (unsigned long long)f->keys[i], x->len, xd ? (int)ml : 0,
+                               xd ? (const char *)xd : "");
+                } else {
+                    note_error(w, "GET %s%llu: unexpected reply type %d", cfg.key_prefix,
+                               (unsigned long long)f->keys[i], x->type);
+                }
             }
-        } else if (x->type != SL_REPLY_STATUS) {
+        } else if (x->type != SL_REPLY_STATUS || !xd || x->len != 2 || memcmp(xd, "OK", 2) != 0) {
             w->errors++;
             w->wrong_replies++;
-            note_error(w, "SET: unexpected reply type %d", x->type);
+            note_error(w, "SET %s%llu: unexpected reply (type %d), not +OK", cfg.key_prefix,
+                       (unsigned long long)f->keys[i], x->type);
         }
     }
     w->requests += (uint64_t)n;
@@ -439,30 +515,22 @@ static void account(worker *w, handle *h, int n, int rc, uint64_t rtt_ns)
     if (nget) h_add(&w->lat_get, rtt_ns, nget);
 }
 
-static void *worker_main(void *arg)
+/* The size of the next pipeline: the batch, cut to what is left of the quota; 0: done. */
+static int next_size(worker *w)
 {
-    worker *w = arg;
-    pthread_barrier_wait(&g_start_bar);
-    w->t_start = now_s();
-    int hi = 0;
-    while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
-        int n = cfg.batch;
-        if (w->quota >= 0) {
-            long long left = w->quota - (long long)w->requests;
-            if (left <= 0) break;
-            if (left < n) n = (int)left;
-        }
-        handle *h = &w->h[hi];
-        size_t len = encode_pipeline(w, h, n);
-        sl_sizes sz;
-        uint64_t t0 = now_ns();
-        int rc = sl_batch_run(h->b, h->buf, len, (size_t)n, cfg.timeout_ms, NULL, 0, NULL, 0, &sz);
-        uint64_t t1 = now_ns();
-        account(w, h, n, rc, t1 - t0);
-        if (++hi == w->nh) hi = 0;
+    int n = cfg.batch;
+    if (w->quota >= 0) {
+        long long left = w->quota - w->issued;
+        if (left <= 0) return 0;
+        if (left < n) n = (int)left;
     }
-    w->t_end = now_s();
-    /* the connection counters of this thread's handles, summed */
+    w->issued += n;
+    return n;
+}
+
+/* The connection counters of this thread's handles, summed. */
+static void collect_stats(worker *w)
+{
     memset(&w->stats, 0, sizeof w->stats);
     for (int i = 0; i < w->nh; i++) {
         sl_stats s;
@@ -481,12 +549,130 @@ static void *worker_main(void *arg)
             if (s.nodes > w->stats.nodes) w->stats.nodes = s.nodes;
         }
     }
+}
+
+/* --sync: one blocking sl_batch_run at a time, handles round-robin. */
+static void run_sync(worker *w)
+{
+    int hi = 0;
+    while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
+        int n = next_size(w);
+        if (!n) break;
+        flight *f = &w->h[hi].f[0];
+        size_t len = encode_pipeline(w, f, n);
+        sl_sizes sz;
+        uint64_t t0 = now_ns();
+        int rc = sl_batch_run(f->b, f->buf, len, (size_t)n, cfg.timeout_ms, NULL, 0, NULL, 0, &sz);
+        account(w, f, rc, now_ns() - t0);
+        if (++hi == w->nh) hi = 0;
+    }
+}
+
+static void on_batch(sl_batch *b, int status, const sl_sizes *sizes, void *arg);
+
+/* Sends f's next pipeline (stamped now), or retires f when the run is over. */
+static void launch(flight *f, uint64_t now)
+{
+    worker *w = f->w;
+    int n = atomic_load_explicit(&g_stop, memory_order_relaxed) ? 0 : next_size(w);
+    if (!n) {
+        w->active--;
+        return;
+    }
+    size_t len = encode_pipeline(w, f, n);
+    int rc = sl_batch_append(f->b, NULL, f->buf, len, (size_t)n);
+    if (rc == 0) {
+        f->t0 = now;
+        w->depth++;
+        rc = sl_batch_exec_async(f->b, cfg.timeout_ms, on_batch, f);
+        w->depth--;
+    }
+    if (rc != 0) { /* a bug of this tool, not of the server: stop this batch, fail the run */
+        w->batch_failures++;
+        w->errors += (uint64_t)n;
+        note_error(w, "cannot send a pipeline: %s: %s", sl_strerror(rc), sl_client_errmsg(f->h->c));
+        sl_batch_reset(f->b);
+        w->active--;
+    }
+}
+
+static void on_resend(uv_timer_t *t)
+{
+    worker *w = t->data;
+    flight *list = w->deferred;
+    w->deferred = NULL;
+    uint64_t now = now_ns();
+    while (list) {
+        flight *f = list;
+        list = f->next_deferred;
+        f->next_deferred = NULL;
+        launch(f, now);
+    }
+}
+
+static void on_batch(sl_batch *b, int status, const sl_sizes *sizes, void *arg)
+{
+    (void)b;
+    (void)sizes;
+    flight *f = arg;
+    worker *w = f->w;
+    uint64_t now = now_ns();
+    account(w, f, status, now - f->t0);
+    if (status == 0 && w->depth == 0) {
+        launch(f, now); /* the hot path: the next pipeline leaves at once */
+        return;
+    }
+    /* A batch that failed as a whole (no node reachable...) completes at once, inside
+     * sl_batch_exec_async: resending it from here would recurse without bound and spin.
+     * Resend it from the loop instead, after 10 ms when it failed (the core's reconnect
+     * backoff does the rest). */
+    f->next_deferred = w->deferred;
+    w->deferred = f;
+    if (!uv_is_active((uv_handle_t *)&w->resend)) uv_timer_start(&w->resend, on_resend, status ? 10 : 0, 0);
+}
+
+/* The async engine: every handle attached to this thread's loop, every batch in flight. */
+static void run_async(worker *w)
+{
+    w->active = 0;
+    uint64_t now = now_ns();
+    for (int i = 0; i < w->nh; i++)
+        for (int j = 0; j < w->h[i].nf; j++) {
+            w->active++;
+            launch(&w->h[i].f[j], now);
+        }
+    /* returns when no batch is in flight: idle connections do not keep the loop alive */
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    if (w->active != 0) {
+        w->batch_failures++;
+        note_error(w, "the loop stopped with %d batches in flight", w->active);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    pthread_barrier_wait(&g_start_bar);
+    w->t_start = now_s();
+    if (cfg.sync) run_sync(w);
+    else run_async(w);
+    w->t_end = now_s();
+    collect_stats(w);
+    if (!cfg.sync) { /* back to the blocking API, so that main can free the clients */
+        for (int i = 0; i < w->nh; i++) (void)sl_client_detach_loop(w->h[i].c, NULL, NULL);
+        uv_close((uv_handle_t *)&w->resend, NULL);
+        uv_run(&w->loop, UV_RUN_DEFAULT); /* the close callbacks */
+        if (uv_loop_close(&w->loop) != 0) {
+            w->batch_failures++;
+            note_error(w, "the loop still had handles at the end");
+        }
+    }
     return NULL;
 }
 
 /* ------------------------------------------------------------ setup */
 
-static int open_handle(handle *h, char *err, size_t errcap)
+static int open_handle(handle *h, int nflights, char *err, size_t errcap)
 {
     sl_client_options o = SL_CLIENT_OPTIONS_INIT;
     o.url = cfg.url;
@@ -499,69 +685,67 @@ static int open_handle(handle *h, char *err, size_t errcap)
                sl_strerror(rc), em[0] ? ": " : "", em);
         return -1;
     }
-    if ((rc = sl_batch_new(h->c, &h->b)) != 0) {
-        fmtbuf(err, errcap, "sl_batch_new: %s", sl_strerror(rc));
-        return -1;
+    h->f = xcalloc((size_t)nflights, sizeof *h->f);
+    h->nf = nflights;
+    for (int i = 0; i < nflights; i++) {
+        if ((rc = sl_batch_new(h->c, &h->f[i].b)) != 0) {
+            fmtbuf(err, errcap, "sl_batch_new: %s", sl_strerror(rc));
+            return -1;
+        }
+        h->f[i].h = h;
     }
     return 0;
 }
 
+/* Buffers of a handle's batches, once the batch size is known. */
+static void size_handle(handle *h, worker *w, int batch)
+{
+    for (int i = 0; i < h->nf; i++) {
+        flight *f = &h->f[i];
+        f->w = w;
+        f->cap = cmd_cap() * (size_t)batch;
+        f->buf = xcalloc(1, f->cap);
+        f->ops = xcalloc((size_t)batch, 1);
+        f->keys = xcalloc((size_t)batch, sizeof *f->keys);
+    }
+}
+
 static void close_handle(handle *h)
 {
-    sl_batch_free(h->b);
+    for (int i = 0; h->f && i < h->nf; i++) {
+        sl_batch_free(h->f[i].b);
+        free(h->f[i].buf);
+        free(h->f[i].ops);
+        free(h->f[i].keys);
+    }
+    free(h->f);
     sl_client_free(h->c);
-    free(h->buf);
-    free(h->ops);
-    h->b = NULL;
+    h->f = NULL;
     h->c = NULL;
 }
 
-/* SETs every key 0..K-1 once, so GETs hit. One handle, pipelines of FILL_BATCH. */
+/* SETs every key 0..K-1 once (to the value GETs check), so GETs hit. One handle,
+ * blocking pipelines of FILL_BATCH. */
 static void fill_keys(void)
 {
     handle h;
     memset(&h, 0, sizeof h);
     char err[ERRLEN];
-    if (open_handle(&h, err, sizeof err) != 0) fatal("fill: %s", err);
-    h.cap = cmd_cap() * FILL_BATCH;
-    h.buf = xcalloc(1, h.cap);
-    size_t plen = strlen(cfg.key_prefix);
-    char dlen[24];
-    size_t dl = utoa((uint64_t)cfg.data_size, dlen);
+    if (open_handle(&h, 1, err, sizeof err) != 0) fatal("fill: %s", err);
+    size_handle(&h, NULL, FILL_BATCH);
+    flight *f = &h.f[0];
     double t0 = now_s();
     for (long long k0 = 0; k0 < cfg.key_range; k0 += FILL_BATCH) {
-        uint8_t *p = h.buf;
+        uint8_t *p = f->buf;
         int n = 0;
-        for (long long k = k0; k < cfg.key_range && n < FILL_BATCH; k++, n++) {
-            char knum[24];
-            size_t kn = utoa((uint64_t)k, knum);
-            memcpy(p, "*3\r\n$3\r\nSET\r\n$", 14);
-            p += 14;
-            p += utoa(plen + kn, (char *)p);
-            memcpy(p, "\r\n", 2);
-            p += 2;
-            memcpy(p, cfg.key_prefix, plen);
-            p += plen;
-            memcpy(p, knum, kn);
-            p += kn;
-            memcpy(p, "\r\n$", 3);
-            p += 3;
-            memcpy(p, dlen, dl);
-            p += dl;
-            memcpy(p, "\r\n", 2);
-            p += 2;
-            memcpy(p, g_value, (size_t)cfg.data_size);
-            p += cfg.data_size;
-            memcpy(p, "\r\n", 2);
-            p += 2;
-        }
+        for (long long k = k0; k < cfg.key_range && n < FILL_BATCH; k++, n++) p = put_cmd(p, OP_SET, (uint64_t)k);
         sl_sizes sz;
         memset(&sz, 0, sizeof sz);
-        int rc = sl_batch_run(h.b, h.buf, (size_t)(p - h.buf), (size_t)n, cfg.timeout_ms, NULL, 0, NULL, 0, &sz);
+        int rc = sl_batch_run(f->b, f->buf, (size_t)(p - f->buf), (size_t)n, cfg.timeout_ms, NULL, 0, NULL, 0, &sz);
         if (rc != 0 || sz.errors) {
             size_t nrec = 0;
             const uint8_t *data = NULL;
-            const sl_reply *rec = sl_batch_replies(h.b, &nrec, &data, NULL);
+            const sl_reply *rec = sl_batch_replies(f->b, &nrec, &data, NULL);
             for (size_t i = 0; rec && i < nrec; i++)
                 if (rec[i].type == SL_REPLY_ERROR)
                     fatal("fill: SET %s%lld: %.*s", cfg.key_prefix, k0 + (long long)i,
@@ -666,6 +850,7 @@ typedef struct totals {
     double wall_s, user_s, sys_s, fill_s;
     char first_error[ERRLEN];
     int connections;
+    double outstanding_per_conn;
 } totals;
 
 static void jlat(FILE *f, const hist *h)
@@ -722,8 +907,10 @@ static void write_json(FILE *f, const totals *t, const char *started, const char
     if (cfg.test_time > 0) jnum(f, cfg.test_time); else fputs("null", f);
     fprintf(f, ", \"requests\": ");
     if (cfg.requests > 0) fprintf(f, "%lld", cfg.requests); else fputs("null", f);
-    fprintf(f, ", \"fill\": %s, \"timeout_ms\": %d, \"seed\": %llu, \"pipeline_per_node\": %s, \"batch\": %d},\n",
-            cfg.fill ? "true" : "false", cfg.timeout_ms, cfg.seed, cfg.per_node ? "true" : "false", cfg.batch);
+    fprintf(f, ", \"fill\": %s, \"timeout_ms\": %d, \"seed\": %llu, \"pipeline_per_node\": %s, \"batch\": %d,"
+               " \"engine\": \"%s\", \"inflight\": %d, \"verify\": %s},\n",
+            cfg.fill ? "true" : "false", cfg.timeout_ms, cfg.seed, cfg.per_node ? "true" : "false", cfg.batch,
+            cfg.sync ? "sync" : "async", cfg.sync ? 1 : cfg.inflight, cfg.verify ? "true" : "false");
     double w = t->wall_s > 0 ? t->wall_s : NAN;
     fprintf(f, "  \"results\": {\"requests\": %llu, \"sets\": %llu, \"gets\": %llu, \"get_hits\": %llu,"
                " \"get_misses\": %llu, \"pipelines\": %llu,\n",
@@ -749,6 +936,10 @@ static void write_json(FILE *f, const totals *t, const char *started, const char
     fprintf(f, ", \"wrong_reply\": %llu}, \"batch_failures\": %llu, \"first_error\": ",
             (unsigned long long)t->wrong_replies, (unsigned long long)t->batch_failures);
     if (t->first_error[0]) jstr(f, t->first_error); else fputs("null", f);
+    fprintf(f, ",\n    \"connections_per_node\": ");
+    jnum(f, t->nodes ? (double)t->connections / (double)t->nodes : NAN);
+    fprintf(f, ", \"outstanding_per_conn\": ");
+    jnum(f, t->outstanding_per_conn);
     fprintf(f, ",\n    \"connections\": %d, \"nodes\": %llu, \"moved\": %llu, \"ask\": %llu, \"tryagain\": %llu,"
                " \"refreshes\": %llu, \"connects\": %llu, \"reconnects\": %llu, \"bytes_written\": %llu,"
                " \"bytes_read\": %llu,\n",
@@ -797,10 +988,11 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: slotlane-load [options]\n"
-            "A memtier-style load generator built on libslotlane: T threads, each driving C client\n"
-            "handles round-robin with full pipelines (one sl_batch_run per pipeline per handle). In\n"
-            "cluster mode the core routes every command and writes each node its part of the\n"
-            "pipeline at once; a handle keeps one connection per node.\n"
+            "A memtier-style load generator built on libslotlane: T threads, each running a libuv\n"
+            "loop that drives C client handles with K pipelines in flight per handle (the core's\n"
+            "async API, sl_batch_exec_async). In cluster mode the core routes every command and\n"
+            "writes each node its part of the pipeline at once; a handle keeps one connection per\n"
+            "node, so requests outstanding per connection = K x batch / nodes.\n"
             "\n"
             "Target:\n"
             "  --host H             server host (default 127.0.0.1)\n"
@@ -810,8 +1002,11 @@ static void usage(FILE *f)
             "  --cluster            cluster mode: discover the slot map, route by key (default: plain,\n"
             "                       one node, no discovery)\n"
             "Load:\n"
-            "  --threads T          threads (default 4); each has one pipeline in flight at a time\n"
-            "  --conns C            client handles per thread (default 1), driven round-robin\n"
+            "  --threads T          threads (default 4), each with its own loop\n"
+            "  --conns C            client handles per thread (default 1); one connection per node each\n"
+            "  --inflight K         batches in flight per handle (default 1)\n"
+            "  --sync               the blocking engine instead: one sl_batch_run in flight per thread,\n"
+            "                       its handles driven round-robin (concurrency = T pipelines)\n"
             "  --pipeline D         commands per batch per handle (default 16)\n"
             "  --pipeline-per-node  make each batch D x nodes commands, so that every connection\n"
             "                       carries D commands per round trip on average: the depth of\n"
@@ -831,6 +1026,8 @@ static void usage(FILE *f)
             "                       --no-fill, does not include the fill in the server's CPU time)\n"
             "  --seed N             random seed (default: from the clock); thread i uses seed + i\n"
             "  --timeout-ms MS      deadline of one pipeline (default 10000)\n"
+            "  --no-verify          accept any GET value (default: a GET must return the value this\n"
+            "                       tool SETs for that key, or nil)\n"
             "Output:\n"
             "  --json FILE          write the JSON result to FILE (\"-\": stdout), schema\n"
             "                       slotlane.bench.load/1 (bench/records/README.md)\n"
@@ -840,8 +1037,8 @@ static void usage(FILE *f)
             "\n"
             "Latency: each request is given its pipeline's round trip (as memtier does with\n"
             "pipelining); p50/p99/p99.9 come from log-scale histograms (under 1.6%% error).\n"
-            "GET of a missing key is a miss, not an error; error replies, I/O errors and timeouts\n"
-            "are errors.\n"
+            "GET of a missing key is a miss, not an error; error replies, wrong replies (a GET value\n"
+            "that is not the key's, a SET that is not +OK), I/O errors and timeouts are errors.\n"
             "Exit status: 0 ok; 1 errors during the run (unless --allow-errors), cannot connect, or\n"
             "cannot write the JSON; 2 bad arguments.\n");
 }
@@ -869,6 +1066,9 @@ int main(int argc, char **argv)
     cfg.test_time = 10;
     cfg.fill = 1;
     cfg.timeout_ms = 10000;
+    cfg.inflight = 1;
+    cfg.verify = 1;
+    int inflight_set = 0;
     cfg.seed = (unsigned long long)now_ns() ^ ((unsigned long long)getpid() << 32);
     int time_set = 0, requests_set = 0;
 
@@ -933,6 +1133,15 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--no-fill")) {
             NOVAL();
             cfg.fill = 0;
+        } else if (!strcmp(a, "--sync")) {
+            NOVAL();
+            cfg.sync = 1;
+        } else if (!strcmp(a, "--inflight")) {
+            cfg.inflight = (int)parse_ll(a, VAL(), 1, 1024);
+            inflight_set = 1;
+        } else if (!strcmp(a, "--no-verify")) {
+            NOVAL();
+            cfg.verify = 0;
         } else if (!strcmp(a, "--pipeline-per-node")) {
             NOVAL();
             cfg.per_node = 1;
@@ -951,6 +1160,7 @@ int main(int argc, char **argv)
 #undef VAL
 #undef NOVAL
     }
+    if (cfg.sync && inflight_set) usage_error("--inflight is for the async engine, not --sync");
     if (time_set && requests_set) usage_error("give --test-time or --requests, not both");
     if (requests_set) cfg.test_time = 0;
     if (cfg.url_set && cfg.hostport_set) usage_error("give --url or --host/--port, not both");
@@ -976,6 +1186,9 @@ int main(int argc, char **argv)
     char *value = xcalloc(1, (size_t)cfg.data_size + 1);
     for (long i = 0; i < cfg.data_size; i++) value[i] = (char)('a' + i % 26);
     g_value = value;
+    g_dl = utoa((uint64_t)cfg.data_size, g_dlen);
+    g_plen = strlen(cfg.key_prefix);
+    g_tag = cfg.data_size < 16 ? (size_t)cfg.data_size : 16;
 
     totals t;
     memset(&t, 0, sizeof t);
@@ -993,7 +1206,6 @@ int main(int argc, char **argv)
 
     /* every handle connects (and discovers) before the clock starts */
     worker *ws = xcalloc((size_t)cfg.threads, sizeof *ws);
-    size_t per_cmd = cmd_cap();
     for (int i = 0; i < cfg.threads; i++) {
         worker *w = &ws[i];
         w->id = i;
@@ -1007,7 +1219,8 @@ int main(int argc, char **argv)
         for (int j = 0; j < cfg.conns; j++) {
             handle *h = &w->h[j];
             char err[ERRLEN];
-            if (open_handle(h, err, sizeof err) != 0) fatal("thread %d handle %d: %s", i, j, err);
+            if (open_handle(h, cfg.sync ? 1 : cfg.inflight, err, sizeof err) != 0)
+                fatal("thread %d handle %d: %s", i, j, err);
             if (i == 0 && j == 0) {
                 /* the batch size, now that the first handle knows the nodes */
                 sl_stats s;
@@ -1024,18 +1237,33 @@ int main(int argc, char **argv)
                     cfg.batch = (int)((uint64_t)cfg.pipeline * g_nodes);
                 }
             }
-            h->cap = per_cmd * (size_t)cfg.batch;
-            h->buf = xcalloc(1, h->cap);
-            h->ops = xcalloc((size_t)cfg.batch, 1);
+            size_handle(h, w, cfg.batch);
             if (g_stop) fatal("interrupted while connecting");
+        }
+        if (!cfg.sync) {
+            /* the thread's loop, made here and handed over with the thread's start */
+            if (uv_loop_init(&w->loop) != 0 || uv_timer_init(&w->loop, &w->resend) != 0)
+                fatal("thread %d: uv_loop_init failed", i);
+            w->resend.data = w;
+            for (int j = 0; j < cfg.conns; j++) {
+                int rc = sl_client_attach_loop(w->h[j].c, &w->loop);
+                if (rc != 0) fatal("thread %d handle %d: sl_client_attach_loop: %s", i, j, sl_strerror(rc));
+            }
         }
     }
     t.connections = (int)((uint64_t)cfg.threads * (uint64_t)cfg.conns * g_nodes);
+    /* requests outstanding per connection: the async engine keeps --inflight batches per
+     * handle, each spread over the handle's g_nodes connections; --sync keeps one batch
+     * per thread, spread over one handle's connections, the thread's other handles idle */
+    t.outstanding_per_conn = cfg.sync ? (double)cfg.batch * cfg.threads / (double)t.connections
+                                      : (double)cfg.batch * cfg.inflight / (double)g_nodes;
     if (!cfg.quiet)
-        fprintf(stderr, TOOL ": %s %s, %d threads x %d handles (%d connections), pipeline %d, %ld-byte values, "
+        fprintf(stderr, TOOL ": %s %s, %s engine, %d threads x %d handles (%d connections), batch %d, "
+                        "%d in flight per handle, %.1f requests outstanding per connection, %ld-byte values, "
                         "%lld keys, ratio %d:%d, %s\n",
-                cfg.cluster ? "cluster" : "plain", cfg.url, cfg.threads, cfg.conns, t.connections, cfg.batch,
-                cfg.data_size, cfg.key_range, cfg.ratio_set, cfg.ratio_get, cfg.requests > 0 ? "by requests" : "by time");
+                cfg.cluster ? "cluster" : "plain", cfg.url, cfg.sync ? "sync" : "async", cfg.threads, cfg.conns,
+                t.connections, cfg.batch, cfg.sync ? 1 : cfg.inflight, t.outstanding_per_conn, cfg.data_size,
+                cfg.key_range, cfg.ratio_set, cfg.ratio_get, cfg.requests > 0 ? "by requests" : "by time");
 
     if (pthread_barrier_init(&g_start_bar, NULL, (unsigned)cfg.threads + 1) != 0) fatal("pthread_barrier_init failed");
     for (int i = 0; i < cfg.threads; i++)
@@ -1097,9 +1325,11 @@ int main(int argc, char **argv)
     int ok = t.errors == 0 && t.batch_failures == 0 && t.requests > 0;
 
     double w = t.wall_s > 0 ? t.wall_s : NAN;
-    printf("slotlane-load: %s %s, %d threads x %d handles = %d connections, batch %d, %ld B, %lld keys, ratio %d:%d\n",
-           cfg.cluster ? "cluster" : "plain", cfg.url, cfg.threads, cfg.conns, t.connections, cfg.batch,
-           cfg.data_size, cfg.key_range, cfg.ratio_set, cfg.ratio_get);
+    printf("slotlane-load: %s %s, %s engine, %d threads x %d handles = %d connections, batch %d x %d in flight "
+           "(%.1f outstanding per connection), %ld B, %lld keys, ratio %d:%d\n",
+           cfg.cluster ? "cluster" : "plain", cfg.url, cfg.sync ? "sync" : "async", cfg.threads, cfg.conns,
+           t.connections, cfg.batch, cfg.sync ? 1 : cfg.inflight, t.outstanding_per_conn, cfg.data_size,
+           cfg.key_range, cfg.ratio_set, cfg.ratio_get);
     printf("%-6s %12s %12s %10s %10s %10s %10s\n", "type", "ops/s", "requests", "p50 ms", "p99 ms", "p99.9 ms", "max ms");
     const struct {
         const char *name;

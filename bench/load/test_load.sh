@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# bench/load/test_load.sh — smoke test of slotlane-load (about 10 s):
-#   1. against a standalone redis-server (ci/redis-plain.sh), plain mode, 1 s, ratio 1:1;
-#   2. against slotlane-server with 2 shards in per-shard mode, --cluster, 1 s, ratio 1:10,
-#      and once by --requests;
-#   3. bad flags exit 2 with a message; a dead server exits 1 with a message, no crash.
-# Each run's JSON must have ops > 0 and zero errors. Every server started here is stopped by
-# PID on exit, failure or Ctrl-C. Ports 26300-26309.
+# bench/load/test_load.sh — smoke test of slotlane-load (about 15 s):
+#   1. against a standalone redis-server (ci/redis-plain.sh), plain mode, 1 s, ratio 1:1, with
+#      the async engine (the default) and with --sync;
+#   2. reply checking: a GET that returns a value the tool did not write, or an error reply
+#      (WRONGTYPE), fails the run (exit 1, the message names the key); --no-verify accepts
+#      the foreign value;
+#   3. against slotlane-server with 2 shards in per-shard mode, --cluster, 1 s, ratio 1:10 (async,
+#      --inflight 3, --sync), and by --requests (exact counts, both engines);
+#   4. bad flags exit 2 with a message; a dead server exits 1 with a message, no crash.
+# Each run's JSON must have ops > 0, zero errors, and GET hits (every GET found the value the
+# tool wrote) when the ratio has GETs. Every server started here is stopped by PID on exit,
+# failure or Ctrl-C. Ports 26300-26309.
 #
 #   bench/load/test_load.sh            (SL_BUILD_DIR: the build to test, default build/)
 set -euo pipefail
@@ -36,16 +41,21 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# check_json FILE: ops > 0, zero errors, ok true
+# check_json FILE ENGINE: ops > 0, zero errors, ok true, GETs hit, the engine as asked
 check_json() {
-  python3 - "$1" <<'EOF' || fail "bad result in $1: $(cat "$1")"
+  python3 - "$1" "$2" <<'EOF' || fail "bad result in $1: $(cat "$1")"
 import json, sys
 j = json.load(open(sys.argv[1]))
 r = j["results"]
 assert j["schema"] == "slotlane.bench.load/1", j["schema"]
 assert j["ok"] is True, "ok is not true"
+assert j["config"]["engine"] == sys.argv[2], j["config"]["engine"]
 assert r["requests"] > 0 and r["ops_per_s"] > 0, "no requests"
 assert r["errors"] == 0 and r["batch_failures"] == 0, f"errors: {r['first_error']}"
+assert r["requests"] == r["sets"] + r["gets"] and r["gets"] == r["get_hits"] + r["get_misses"], r
+# the fill wrote every key first, so every GET returned the tool's own (checked) value
+assert r["gets"] == 0 or (r["get_hits"] == r["gets"] and r["get_misses"] == 0), "GET misses after the fill"
+assert r["connections"] == r["nodes"] * j["config"]["threads"] * j["config"]["conns_per_thread"], r
 assert r["latency_ms"]["p50"] is not None and r["latency_ms"]["p50"] <= r["latency_ms"]["p99"] <= r["latency_ms"]["p99_9"]
 print(f"  ok: {r['ops_per_s']:.0f} ops/s, {r['requests']} requests, p50 {r['latency_ms']['p50']:.3f} ms, "
       f"{r['connections']} connections")
@@ -56,7 +66,45 @@ echo "slotlane-load: standalone redis-server"
 bash "$ROOT/ci/redis-plain.sh" start "$TMP/redis" "$PLAIN_PORT" >/dev/null
 "$LOAD" --port "$PLAIN_PORT" --threads 2 --conns 2 --pipeline 8 --ratio 1:1 --key-range 1000 \
   --test-time 1 --quiet --json "$TMP/plain.json" >/dev/null || fail "run against redis-server"
-check_json "$TMP/plain.json"
+check_json "$TMP/plain.json" async
+"$LOAD" --port "$PLAIN_PORT" --sync --threads 2 --conns 2 --pipeline 8 --ratio 1:1 --key-range 1000 \
+  --test-time 1 --quiet --json "$TMP/plain-sync.json" >/dev/null || fail "--sync run against redis-server"
+check_json "$TMP/plain-sync.json" sync
+
+echo "slotlane-load: wrong replies fail the run"
+cli() { redis-cli -h 127.0.0.1 -p "$PLAIN_PORT" "$@" >/dev/null; }
+# expect_wrong WHAT ARGS...: exit 1, a message matching WHAT, the JSON not ok with errors
+expect_wrong() {
+  local what=$1 out rc=0
+  shift
+  out=$("$LOAD" --port "$PLAIN_PORT" --threads 1 --conns 2 --pipeline 4 --ratio 0:1 --no-fill \
+        --key-range 3 --requests 40 --quiet --json "$TMP/wrong.json" "$@" 2>&1 >/dev/null) || rc=$?
+  [ "$rc" = 1 ] || fail "a run with wrong replies ($what, $*) exited $rc, not 1"
+  grep -qi -- "$what" <<<"$out" || fail "no '$what' in the message: $out"
+  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); r=j['results']; assert j['ok'] is False and r['errors'] == 40, r" \
+    "$TMP/wrong.json" || fail "the JSON of a run with wrong replies ($what) does not say so"
+  echo "  ok: ${out%%$'\n'*}"
+}
+# values the tool never writes: right type, wrong bytes (one the tool's length, one not)
+cli SET foreign:0 "$(printf 'x%.0s' $(seq 32))"
+cli SET foreign:1 "$(printf 'x%.0s' $(seq 32))"
+cli SET foreign:2 short
+expect_wrong "wrong value" --key-prefix foreign:
+# the tool's own value for a key, stored under another key: the value check is per key
+"$LOAD" --port "$PLAIN_PORT" --key-prefix own: --key-range 3 --fill-only --quiet || fail "--fill-only"
+for k in 0 1 2; do cli SET "moved:$k" "$(redis-cli -h 127.0.0.1 -p "$PLAIN_PORT" GET "own:$(( (k + 1) % 3 ))")"; done
+expect_wrong "wrong value" --key-prefix moved:
+# an error reply
+for k in 0 1 2; do cli RPUSH "list:$k" x; done
+expect_wrong "WRONGTYPE" --key-prefix list:
+# the tool's own values pass, with the same flags
+"$LOAD" --port "$PLAIN_PORT" --threads 1 --conns 2 --pipeline 4 --ratio 0:1 --no-fill --key-range 3 \
+  --requests 40 --key-prefix own: --quiet --json "$TMP/own.json" >/dev/null || fail "GETs of the tool's own values failed"
+check_json "$TMP/own.json" async
+# --no-verify checks reply types only
+"$LOAD" --port "$PLAIN_PORT" --threads 1 --pipeline 4 --ratio 0:1 --no-fill --key-range 3 --requests 40 \
+  --key-prefix foreign: --no-verify --quiet >/dev/null || fail "--no-verify rejected a foreign value"
+echo "  ok: --no-verify accepts foreign values"
 
 echo "slotlane-load: slotlane-server, 2 shards per-shard, --cluster"
 "$SERVER" --shards 2 --port "$SHARD_PORT" --loglevel warning >"$TMP/server.log" 2>&1 &
@@ -68,14 +116,43 @@ for _ in $(seq 100); do
 done
 "$LOAD" --url "127.0.0.1:$SHARD_PORT" --cluster --threads 2 --conns 2 --pipeline 16 --ratio 1:10 \
   --key-range 5000 --test-time 1 --quiet --json "$TMP/cluster.json" >/dev/null || fail "run against slotlane-server"
-check_json "$TMP/cluster.json"
-python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['results']; assert r['nodes']==2 and r['moved']==0, r" \
-  "$TMP/cluster.json" || fail "cluster run: expected 2 nodes and no MOVED"
-"$LOAD" --url "127.0.0.1:$SHARD_PORT" --cluster --threads 3 --pipeline 7 --pipeline-per-node --ratio 1:0 \
-  --requests 1000 --quiet --json "$TMP/req.json" >/dev/null || fail "run by --requests"
-python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['results']; assert r['requests']==1000 and r['sets']==1000 and r['errors']==0, r" \
-  "$TMP/req.json" || fail "--requests 1000 did not run exactly 1000 SETs"
-echo "  ok: --requests 1000 ran 1000 SETs"
+check_json "$TMP/cluster.json" async
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['results']; assert r['nodes']==2 and r['moved']==0 and r['connections']==8, r" \
+  "$TMP/cluster.json" || fail "cluster run: expected 2 nodes, 8 connections and no MOVED"
+"$LOAD" --url "127.0.0.1:$SHARD_PORT" --cluster --threads 1 --conns 3 --inflight 3 --pipeline 8 \
+  --pipeline-per-node --ratio 1:10 --key-range 5000 --no-fill --test-time 1 --quiet --json "$TMP/inflight.json" \
+  >/dev/null || fail "--inflight 3 run against slotlane-server"
+check_json "$TMP/inflight.json" async
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['results']; assert r['connections_per_node']==3 and r['outstanding_per_conn']==24, r" \
+  "$TMP/inflight.json" || fail "--inflight 3 --pipeline 8 --pipeline-per-node: expected 3 connections per node, 24 outstanding"
+"$LOAD" --url "127.0.0.1:$SHARD_PORT" --cluster --sync --threads 2 --conns 2 --pipeline 16 --ratio 1:10 \
+  --key-range 5000 --no-fill --test-time 1 --quiet --json "$TMP/cluster-sync.json" >/dev/null || fail "--sync run against slotlane-server"
+check_json "$TMP/cluster-sync.json" sync
+for engine in async sync; do
+  flag=; [ $engine = sync ] && flag=--sync
+  "$LOAD" --url "127.0.0.1:$SHARD_PORT" --cluster $flag --threads 3 --conns 2 --pipeline 7 --pipeline-per-node \
+    --ratio 1:0 --requests 1000 --quiet --json "$TMP/req.json" >/dev/null || fail "run by --requests ($engine)"
+  python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['results']; assert r['requests']==1000 and r['sets']==1000 and r['errors']==0, r" \
+    "$TMP/req.json" || fail "--requests 1000 did not run exactly 1000 SETs ($engine)"
+  echo "  ok: --requests 1000 ran 1000 SETs ($engine)"
+done
+
+echo "slotlane-load: the server dies mid-run: errors (exit 1), no crash, no hang"
+"$LOAD" --url "127.0.0.1:$SHARD_PORT" --cluster --threads 2 --conns 2 --inflight 2 --pipeline 8 --ratio 1:1 \
+  --key-range 1000 --test-time 2 --timeout-ms 1000 --quiet --json "$TMP/dies.json" >/dev/null 2>"$TMP/dies.err" &
+LOAD_PID=$!
+sleep 0.7
+kill -TERM "$SV_PID"
+wait "$SV_PID" 2>/dev/null || true
+SV_PID=
+rc=0
+t0=$SECONDS
+wait "$LOAD_PID" || rc=$?
+[ "$rc" = 1 ] || fail "server died mid-run: slotlane-load exited $rc, not 1 ($(cat "$TMP/dies.err"))"
+[ $((SECONDS - t0)) -le 10 ] || fail "server died mid-run: slotlane-load took $((SECONDS - t0)) s to stop"
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); r=j['results']; assert j['ok'] is False and r['requests'] > 0 and r['errors'] > 0 and r['error_kinds']['io'] > 0, r" \
+  "$TMP/dies.json" || fail "server died mid-run: the JSON does not show the I/O errors"
+echo "  ok: $(head -c 200 "$TMP/dies.err")"
 
 echo "slotlane-load: bad flags exit 2 with a message"
 expect2() {
@@ -94,7 +171,9 @@ expect2 --data-size -5
 expect2 --test-time 1 --requests 5
 expect2 --url 127.0.0.1:1 --port 2
 expect2 --cluster=yes
-"$LOAD" --help | grep -q -- "--pipeline-per-node" || fail "--help does not document the flags"
+expect2 --inflight 0
+expect2 --sync --inflight 2
+"$LOAD" --help | grep -q -- "--inflight" || fail "--help does not document the flags"
 echo "  ok"
 
 echo "slotlane-load: a dead server is an error (exit 1), not a crash"

@@ -11,7 +11,12 @@ Two benchmarks share it:
                             slotlane-load (--cluster at N > 1), memtier_benchmark when on PATH.
   load-vs-redis-benchmark   one slotlane-server with 2 shards (per-shard), driven by
                             redis-benchmark --cluster and by slotlane-load --cluster at the same
-                            connection count and pipeline depth.
+                            connection count and pipeline depth: the same TCP connections to each
+                            shard (counted with ss during every run) and the same requests
+                            outstanding per connection (redis-benchmark -P; slotlane-load one
+                            batch of P x shards per handle, --pipeline-per-node --inflight 1);
+                            SET, GET (each tool's keys filled first) and a slotlane-load-only
+                            1:10 SET:GET row. Both tools' own CPU per request is recorded too.
 
 Method (the peer's shard-scaling write-up, seeds/000): servers pinned to --server-cpus, every
 load generator to --load-cpus; SET and GET each measured on its own (one load-generator run per
@@ -29,6 +34,8 @@ hold the flock of ci/bench.sh ($SL_BENCH_LOCK, /tmp/slotlane-bench.lock) because
 pin to the same CPUs and would measure each other.
 """
 import argparse
+import resource
+import threading
 import datetime as dt
 import fcntl
 import json
@@ -292,17 +299,21 @@ def loader_commands(loader, srv, op, a, tmpjson):
                     "-d", str(a.data_size), "-r", str(a.key_range), "-t", op.lower(), "-n", str(a.requests), "--csv"]
         if srv.cluster:
             cmd.insert(len(lc) + 5, "--cluster")
-        return cmd, None
+        fill = None
+        if op == "GET":
+            # its GETs then hit (32-byte replies, as slotlane-load's GETs after its fill): the
+            # same key pattern by a SET run of as many random keys as the GET run asks for
+            fill = [x if x != "get" else "set" for x in cmd]
+        return cmd, fill
     nodes = srv.shards if srv.cluster else 1
     if loader == "slotlane-load":
         handles = max(1, round(conns / nodes))  # each handle keeps one connection per node
+        # the async engine: one thread (one libuv loop) drives every handle, as redis-benchmark's
+        # one event loop drives every connection; more threads on the one load CPU only add
+        # context switches. --sl-threads T splits the handles over T loops (a divisor of handles).
+        threads = 1
         if a.sl_threads:
-            threads = min(handles, a.sl_threads)
-        else:
-            # a few threads, each driving several handles: as fast as one thread per handle here
-            # (measured: 25x1 and 5x5 within noise) with far fewer context switches and a 5-10x
-            # lower p99; the largest divisor of handles up to 6 keeps every handle in use
-            threads = max(d for d in range(1, min(handles, 6) + 1) if handles % d == 0)
+            threads = max(d for d in range(1, min(handles, a.sl_threads) + 1) if handles % d == 0)
         conns_per_thread = max(1, handles // threads)
         base = [a.slotlane_load, "--host", HOST, "--port", port, "--pipeline", str(a.pipeline),
                 "--data-size", str(a.data_size), "--key-range", str(a.key_range), "--quiet"]
@@ -310,10 +321,10 @@ def loader_commands(loader, srv, op, a, tmpjson):
             base.append("--pipeline-per-node")  # depth per connection, as redis-benchmark -P and memtier
         if srv.cluster:
             base.append("--cluster")
-        cmd = lc + base + ["--threads", str(threads), "--conns", str(conns_per_thread),
-                           "--ratio", "1:0" if op == "SET" else "0:1", "--test-time", str(a.seconds),
-                           "--no-fill", "--json", tmpjson]
-        fill = lc + base + ["--threads", "1", "--fill-only"] if op == "GET" else None
+        ratio = {"SET": "1:0", "GET": "0:1", "MIXED": "1:10"}[op]
+        cmd = lc + base + ["--threads", str(threads), "--conns", str(conns_per_thread), "--inflight", "1",
+                           "--ratio", ratio, "--test-time", str(a.seconds), "--no-fill", "--json", tmpjson]
+        fill = lc + base + ["--threads", "1", "--fill-only"] if op in ("GET", "MIXED") else None
         return cmd, fill
     if loader == "memtier":
         per_thread = max(1, round(conns / nodes))  # memtier's -c is per thread and node
@@ -357,15 +368,53 @@ def parse_result(loader, op, proc, tmpjson, wall):
         r = j["results"]
         if r["errors"]:
             raise Failure(f"slotlane-load: {r['errors']} errors, first: {r['first_error']}")
-        if op == "GET" and r["get_misses"]:
+        if op in ("GET", "MIXED") and r["get_misses"]:
             raise Failure(f"slotlane-load: {r['get_misses']} GET misses after the fill")
         extra = {"latency_ms": r["latency_ms"], "connections": r["connections"], "threads": j["config"]["threads"],
                  "conns_per_thread": j["config"]["conns_per_thread"], "wall_s": r["wall_s"],
-                 "load_cpu_ns_per_req": r["load_cpu_ns_per_req"]}
+                 "load_cpu_ns_per_req": r["load_cpu_ns_per_req"], "engine": j["config"].get("engine"),
+                 "inflight": j["config"].get("inflight"), "batch": j["config"].get("batch"),
+                 "outstanding_per_conn": r.get("outstanding_per_conn"), "sets": r["sets"], "gets": r["gets"],
+                 "get_hits": r["get_hits"]}
         return r["requests"], r["ops_per_s"], extra
     tot = j["ALL STATS"]["Totals"]
     return int(tot.get("Count", 0)) or None, float(tot["Ops/sec"]), {"latency_ms": {
         k: tot.get(k) for k in ("Latency", "Average Latency", "p50.00", "p99.00", "p99.90") if k in tot}}
+
+
+def established(ports):
+    """TCP connections established to each port (client side: dport), from ss."""
+    try:
+        out = subprocess.run(["ss", "-Htn", "state", "established"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, timeout=5).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    counts = {p: 0 for p in ports}
+    for line in out.splitlines():
+        cols = line.split()
+        if len(cols) >= 4:
+            peer = cols[3].rsplit(":", 1)
+            if len(peer) == 2 and peer[0] in (HOST, f"[::ffff:{HOST}]") and peer[1].isdigit() \
+                    and int(peer[1]) in counts:
+                counts[int(peer[1])] += 1
+    return counts
+
+
+class ConnSampler(threading.Thread):
+    """Counts the connections to each shard port a few times during a load run; keeps the
+    sample with the most connections (the run's steady state: every connection is open)."""
+
+    def __init__(self, ports):
+        super().__init__(daemon=True)
+        self.ports, self.best, self.stop = ports, None, threading.Event()
+
+    def run(self):
+        for delay in (0.15, 0.15, 0.2, 0.3, 0.4, 0.8):
+            if self.stop.wait(delay):
+                return
+            c = established(self.ports)
+            if c and (self.best is None or sum(c.values()) > sum(self.best.values())):
+                self.best = c
 
 
 def measure(loader, srv, op, a, tmpdir):
@@ -379,20 +428,41 @@ def measure(loader, srv, op, a, tmpdir):
     if not srv.alive():
         raise Failure(f"{srv.label} is not running")
     l1 = load1()
+    sampler = ConnSampler(srv.ports) if srv.cluster else None
+    if sampler:
+        sampler.start()
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     c0 = cpu_snapshot(srv.pids)
     t0 = time.monotonic()
     proc = run_cmd(cmd, timeout)
     wall = time.monotonic() - t0
     c1 = cpu_snapshot(srv.pids)
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if sampler:
+        sampler.stop.set()
+        sampler.join()
     requests, rps, extra = parse_result(loader, op, proc, tmpjson, wall)
     if requests is None:
         requests = a.requests
     ut = sum(c1[p][0] - c0[p][0] for p in srv.pids) * 1e9 / CLK_TCK
     stt = sum(c1[p][1] - c0[p][1] for p in srv.pids) * 1e9 / CLK_TCK
-    return {"requests": requests, "req_per_s": rps, "wall_s": round(wall, 3),
-            "server_user_ns": ut, "server_sys_ns": stt, "server_cpu_ns": ut + stt,
-            "server_cpu_ns_per_req": (ut + stt) / requests if requests else None,
-            "load1": l1, "command": cmd, "fill_command": fill, "loader_report": extra}
+    # the load generator's own CPU: getrusage of the children reaped by run_cmd, i.e. this run
+    lu = (ru1.ru_utime - ru0.ru_utime) * 1e9
+    ls = (ru1.ru_stime - ru0.ru_stime) * 1e9
+    x = {"requests": requests, "req_per_s": rps, "wall_s": round(wall, 3),
+         "server_user_ns": ut, "server_sys_ns": stt, "server_cpu_ns": ut + stt,
+         "server_cpu_ns_per_req": (ut + stt) / requests if requests else None,
+         "load_user_ns_per_req": lu / requests if requests else None,
+         "load_sys_ns_per_req": ls / requests if requests else None,
+         "load_cpu_ns_per_req": (lu + ls) / requests if requests else None,
+         "load1": l1, "command": cmd, "fill_command": fill, "loader_report": extra}
+    if sampler:
+        x["connections_by_port"] = {str(p): n for p, n in (sampler.best or {}).items()} if sampler.best else None
+    if loader == "redis-benchmark":
+        x["outstanding_per_conn"] = a.pipeline  # -P: every connection keeps P requests in flight
+    elif loader == "slotlane-load":
+        x["outstanding_per_conn"] = extra.get("outstanding_per_conn")
+    return x
 
 
 # ------------------------------------------------------------------ record
@@ -527,14 +597,32 @@ def table_server(rows, rounds):
 
 
 def table_loaders(rows, rounds):
-    out = [f"Load generators against slotlane-server, 2 shards per-shard (medians of {rounds} round(s))", "",
+    out = [f"Load generators against slotlane-server, 2 shards per-shard (medians of {rounds} round(s); "
+           "connections = TCP connections to each shard counted with ss during the run; outstanding = "
+           "requests in flight per connection; load CPU = the tool's user+sys per request)", "",
            "| op | redis-benchmark --cluster req/s | slotlane-load --cluster req/s | slotlane-load / redis-benchmark | "
-           "per-round ratio (median) | server CPU ns/req (rb / sl) | slotlane-load p50 / p99 / p99.9 ms | "
+           "per-round ratio (median) | connections per shard (rb / sl) | outstanding per conn (rb / sl) | "
+           "load CPU ns/req (rb / sl) | server CPU ns/req (rb / sl) | slotlane-load p50 / p99 / p99.9 ms | "
            "by round (rb; sl) |",
-           "|---|---:|---:|---:|---:|---|---|---|"]
-    for op in ("SET", "GET"):
+           "|---|---:|---:|---:|---:|---|---|---|---|---|---|"]
+
+    def conns(r):
+        xs = [x.get("connections_by_port") for x in (r or {}).get("rounds", []) if x.get("connections_by_port")]
+        if not xs:
+            return "-"
+        seen = sorted({"+".join(str(v) for _, v in sorted(c.items())) for c in xs})
+        return ",".join(seen)
+
+    def outstanding(r):
+        xs = sorted({x.get("outstanding_per_conn") for x in (r or {}).get("rounds", [])
+                     if x.get("outstanding_per_conn") is not None})
+        return ",".join(f"{v:g}" for v in xs) or "-"
+
+    for op in ("SET", "GET", "MIXED"):
         rb = next((r for r in rows if r["loader"] == "redis-benchmark" and r["op"] == op), None)
         sl = next((r for r in rows if r["loader"] == "slotlane-load" and r["op"] == op), None)
+        if not rb and not sl:
+            continue
         rbm = (rb or {}).get("median") or {}
         slm = (sl or {}).get("median") or {}
         lat = "-"
@@ -549,9 +637,13 @@ def table_loaders(rows, rounds):
                 if x.get("req_per_s") and y.get("req_per_s"):
                     prr.append(y["req_per_s"] / x["req_per_s"])
         pr = f"{median(prr):.2f}x ({' '.join(f'{v:.2f}' for v in prr)})" if prr else "-"
-        out.append(f"| {op} | {fmt_rate(rbm.get('req_per_s')) if rb and rb['ok'] else 'FAILED'} | "
-                   f"{fmt_rate(slm.get('req_per_s')) if sl and sl['ok'] else 'FAILED'} | "
+        cell = lambda r, v: "n/a" if not r else ("FAILED" if not r["ok"] else v)
+        name = "SET:GET 1:10" if op == "MIXED" else op
+        out.append(f"| {name} | {cell(rb, fmt_rate(rbm.get('req_per_s')))} | "
+                   f"{cell(sl, fmt_rate(slm.get('req_per_s')))} | "
                    f"{ratio(slm.get('req_per_s'), rbm.get('req_per_s'))} | {pr} | "
+                   f"{conns(rb)} / {conns(sl)} | {outstanding(rb)} / {outstanding(sl)} | "
+                   f"{fmt_ns(rbm.get('load_cpu_ns_per_req'))} / {fmt_ns(slm.get('load_cpu_ns_per_req'))} | "
                    f"{fmt_ns(rbm.get('server_cpu_ns_per_req'))} / {fmt_ns(slm.get('server_cpu_ns_per_req'))} | {lat} | "
                    f"{by(rb)}; {by(sl)} |")
         for r in (rb, sl):
@@ -584,8 +676,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=None,
                     help="length of a slotlane-load / memtier run (default 5; --quick 1)")
     ap.add_argument("--sl-threads", type=int, default=0,
-                    help="slotlane-load threads (default: the largest divisor of its handles, "
-                         "connections / nodes, up to 6)")
+                    help="slotlane-load threads, each one libuv loop (default 1; else the largest divisor of "
+                         "its handles, connections / nodes, up to this)")
     ap.add_argument("--sl-per-batch", action="store_true",
                     help="slotlane-load: --pipeline is per batch (split over the nodes) instead of per node")
     ap.add_argument("--base-port", type=int, default=None, help="first port (default 26100; load-vs: 26200)")
@@ -688,10 +780,16 @@ def main():
     rows = []
     for srv in servers:
         for ld in loaders:
-            for op in ("SET", "GET"):
+            # the mixed 1:10 SET:GET row: slotlane-load only (redis-benchmark runs one command per test)
+            for op in ("SET", "GET") + (("MIXED",) if lv and ld == "slotlane-load" else ()):
                 rows.append({"server_id": srv.label, "server": srv.kind, "shards": srv.shards,
                              "port_mode": srv.port_mode, "cluster_mode_load": srv.cluster, "loader": ld, "op": op,
                              "ok": True, "error": None, "skipped": None, "rounds": [], "_srv": srv})
+    if lv:
+        # op-major: the two tools' runs of one op back to back in every round, so that the
+        # per-round ratio compares runs a few seconds apart on this shared machine
+        order = {"SET": 0, "GET": 1, "MIXED": 2}
+        rows.sort(key=lambda r: order[r["op"]])
     status = 0
     try:
         for srv in servers:
@@ -751,7 +849,10 @@ def main():
             m = {"req_per_s": median([x["req_per_s"] for x in good]),
                  "server_cpu_ns_per_req": median([x["server_cpu_ns_per_req"] for x in good]),
                  "server_user_ns_per_req": median([x["server_user_ns"] / x["requests"] for x in good]),
-                 "server_sys_ns_per_req": median([x["server_sys_ns"] / x["requests"] for x in good])}
+                 "server_sys_ns_per_req": median([x["server_sys_ns"] / x["requests"] for x in good]),
+                 "load_cpu_ns_per_req": median([x.get("load_cpu_ns_per_req") for x in good]),
+                 "load_user_ns_per_req": median([x.get("load_user_ns_per_req") for x in good]),
+                 "load_sys_ns_per_req": median([x.get("load_sys_ns_per_req") for x in good])}
             if r["loader"] == "slotlane-load":
                 for k, name in (("p50", "p50_ms"), ("p99", "p99_ms"), ("p99_9", "p99_9_ms")):
                     m[name] = median([x["loader_report"]["latency_ms"][k] for x in good])
@@ -781,13 +882,19 @@ def main():
                    "pipeline": a.pipeline, "data_size": a.data_size, "key_range": a.key_range,
                    "redis_benchmark_requests": a.requests, "seconds": a.seconds, "sl_threads": a.sl_threads or None,
                    "sl_pipeline": "per batch" if a.sl_per_batch else "per node (--pipeline-per-node in cluster mode)",
+                   "sl_engine": "async (one libuv loop per thread, --inflight 1: one batch of pipeline x shards "
+                                "per handle, each handle one connection per shard)",
                    "loaders": loaders, "servers": servers_sel,
-                   "order": "round-major: every row once per round; FLUSHALL before each SET row; "
+                   "order": "round-major: every row once per round" + (" (op-major within a round: both tools' SET, "
+                            "then both GET, then the mixed row)" if lv else "") + "; FLUSHALL before each SET row; "
                             "keys filled before each GET row (outside the measurement)",
                    "one_port": "measured" if one_port_ok else f"skipped: {one_port_reason}"},
         "method": "server CPU = utime+stime from /proc/<pid>/stat of every server process (all threads) around "
                   "one load-generator run, divided by the requests the run completed (redis-benchmark: -n; "
-                  "slotlane-load and memtier: their own counts); req/s as the load generator reports it",
+                  "slotlane-load and memtier: their own counts); req/s as the load generator reports it; "
+                  "load CPU = getrusage(RUSAGE_CHILDREN) user+sys of the load generator's whole process (start-up "
+                  "included) divided by the same requests; connections_by_port = TCP connections established to "
+                  "each shard port (ss), the largest of a few samples during the run",
         "notes": notes,
         "servers": descs,
         "rows": rows,
