@@ -29,11 +29,21 @@ typedef struct sv_conn {
     int handle_closed;    /* uv_close finished; freed once fwd_outstanding is 0 */
     int flush_queued;
     struct sv_conn *flush_next;
+    /* set (by the connection's shard) when it is dropped at the output limit; other
+     * shards read it to skip the forwarded commands still queued for it, as Redis
+     * stops running the commands of a client it is about to close */
+    atomic_int dropped;
+    /* reply bytes other shards computed for this connection that are not back yet:
+     * unsent replies too, so they count against the output limit (the owner shard
+     * adds, this shard subtracts on delivery) */
+    atomic_llong fwd_bytes;
 } sv_conn;
 
 /* Accepts a pending connection on the shard's listener. */
 void sv_conn_accept(sv_shard *sh);
 void sv_conn_close(sv_conn *c);
+/* Closes a client whose unsent replies passed --output-limit (logged). */
+void sv_conn_drop_over_limit(sv_conn *c);
 /* Hands out to the kernel (one write; the rest asynchronously). */
 void sv_conn_flush(sv_conn *c);
 /* Frees a connection whose handle is closed (forwarding: after the last reply). */

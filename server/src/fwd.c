@@ -240,6 +240,9 @@ static void deliver(sv_shard *sh, sv_fmsg *m)
 {
     sv_conn *c = m->conn;
     c->fwd_outstanding--;
+    atomic_fetch_sub_explicit(&c->fwd_bytes, (long long)m->reply.len, memory_order_relaxed);
+    if (!c->closing && atomic_load_explicit(&c->dropped, memory_order_relaxed))
+        sv_conn_drop_over_limit(c); /* an owner shard saw the limit passed */
     if (c->closing) {
         if (c->handle_closed && c->fwd_outstanding == 0) sv_conn_free(c);
         msg_free(m);
@@ -266,12 +269,25 @@ static void deliver(sv_shard *sh, sv_fmsg *m)
 /* Runs a forwarded request here (the owner) and queues the reply back. */
 static void execute_request(sv_shard *sh, sv_fmsg *m)
 {
+    if (atomic_load_explicit(&m->conn->dropped, memory_order_relaxed)) {
+        /* its client is gone for passing the output limit: no reply would reach it,
+         * and running a flood of large reads for it would only fill memory. (The
+         * connection stays allocated while this message is out.) */
+        m->is_reply = 1;
+        push(sh, m->src, m);
+        return;
+    }
     sv_session s;
     memset(&s, 0, sizeof(s));
     s.id = m->client_id;
     s.proto = m->proto;
     sv_ctx ctx = {sh, &s, {&m->reply, m->proto}, 0, 0};
     sv_execute(&ctx, m->argc, m->argv);
+    /* replies on their way back are unsent replies: past the limit, the client is
+     * dropped (flagged here, closed by its own shard when this reply arrives) */
+    long long held = atomic_fetch_add_explicit(&m->conn->fwd_bytes, (long long)m->reply.len, memory_order_relaxed) +
+                     (long long)m->reply.len;
+    if (held > sv_cfg.output_limit) atomic_store_explicit(&m->conn->dropped, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&sh->fwd_executed, 1, memory_order_relaxed);
     m->is_reply = 1;
     push(sh, m->src, m);
@@ -282,8 +298,13 @@ static void on_async(uv_async_t *a)
     sv_shard *sh = a->data;
     if (sh->stopping) return;
     sh->now_ms = sv_mstime();
+    /* A few passes catch what arrived meanwhile without another wakeup; no more: a
+     * shard that keeps sending would hold this loop here for good, and the replies
+     * of everything run here would pile up unpublished (they leave in on_check, at
+     * the end of the turn). Stopping is safe: each exchange leaves the queue empty,
+     * so the next batch published after it wakes this loop again. */
     int busy = 1;
-    while (busy) {
+    for (int pass = 0; busy && pass < 4; pass++) {
         busy = 0;
         for (int s = 0; s < sv_cfg.shards; s++) {
             sv_fmsg *l = atomic_exchange_explicit(&sh->fwd_in[s], NULL, memory_order_acquire);
@@ -296,11 +317,20 @@ static void on_async(uv_async_t *a)
                 fifo = l;
                 l = n;
             }
+            int run = 0;
             while (fifo) {
                 sv_fmsg *m = fifo;
                 fifo = m->next;
-                if (m->is_reply) deliver(sh, m);
-                else execute_request(sh, m);
+                if (m->is_reply) {
+                    deliver(sh, m);
+                } else {
+                    execute_request(sh, m);
+                    /* a long batch sends its replies back as it goes: held until the end
+                     * of the batch, the replies to a client that pipelines thousands of
+                     * large reads would all sit here at once, out of reach of the
+                     * output limit its own shard enforces */
+                    if (++run % 32 == 0 && sh->nfwd_dirty) publish(sh);
+                }
             }
         }
     }
@@ -309,11 +339,8 @@ static void on_async(uv_async_t *a)
         sh->flush_list = c->flush_next;
         c->flush_queued = 0;
         sv_conn_flush(c);
-        if (!c->closing && (long long)(c->out.len + c->inflight.len) > sv_cfg.output_limit) {
-            sv_log(SV_LOG_WARNING, "closing client %llu (%s) for overcoming of output buffer limits",
-                   (unsigned long long)c->sess.id, c->sess.addr);
-            sv_conn_close(c);
-        }
+        if (!c->closing && (long long)(c->out.len + c->inflight.len) > sv_cfg.output_limit)
+            sv_conn_drop_over_limit(c);
     }
 }
 
