@@ -63,7 +63,7 @@ static void defaults(void)
     snprintf(sv_cfg.bind, sizeof(sv_cfg.bind), "127.0.0.1");
     sv_cfg.port = 7000;
     snprintf(sv_cfg.dir, sizeof(sv_cfg.dir), ".");
-    sv_cfg.maxclients = 10000;
+    sv_cfg.maxclients = SV_MAXCLIENTS_DEFAULT;
     sv_cfg.loglevel = SV_LOG_NOTICE;
     sv_cfg.output_limit = 1024LL * 1024 * 1024;
 }

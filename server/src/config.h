@@ -6,6 +6,8 @@
 
 #include "server.h"
 
+#define SV_MAXCLIENTS_DEFAULT 10000
+
 /* Fills sv_cfg from argv (and the file it names). Exits 0 after --help/--version,
  * 2 on a bad flag or value. */
 void sv_config_load(int argc, char **argv);
