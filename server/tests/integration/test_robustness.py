@@ -306,7 +306,7 @@ def test_one_gigabyte_of_garbage():
         sent, closed, _ = _stream(server.port, empty_args(), 1024 * MB, ping)
         assert closed and sent < 400 * MB, sent / MB
         peak = proc_status(pid, "VmHWM")
-        assert peak - base < 1600 * MB, (peak - base) / MB
+        assert peak - base < 1100 * MB, (peak - base) / MB  # the 1 GB query buffer limit (measured ~720 MB)
         wait_for(lambda: info_int(good, "connected_clients") == 1, what="disconnect")
         wait_for(lambda: proc_status(pid, "VmRSS") - base < 32 * MB, timeout=5, what="RSS back near the baseline")
 
