@@ -187,7 +187,7 @@ static void process(sv_conn *c)
              * the client has not read counts against the output limit */
             if (c->out.len >= FLUSH_EARLY) flush(c);
             if (c->closing) return;
-            if ((long long)(c->out.len + c->inflight.len) > sv_cfg.output_limit) {
+            if ((long long)sv_conn_unsent(c) > sv_cfg.output_limit) {
                 sv_conn_drop_over_limit(c);
                 return;
             }
@@ -305,7 +305,7 @@ void sv_conn_describe(sv_conn *c, sv_buf *out, int64_t now_ms)
                      (unsigned long long)c->sess.id, c->sess.addr, c->sess.laddr, conn_fd(c),
                      c->sess.name ? c->sess.name : "", (long long)(now_ms - c->sess.ctime_ms) / 1000,
                      (long long)(now_ms - c->last_interaction_ms) / 1000, c->rbuf.len, c->rbuf.cap - c->rbuf.len,
-                     c->out.len + c->inflight.len, c->rbuf.cap + c->out.cap + c->inflight.cap,
+                     sv_conn_unsent(c), c->rbuf.cap + c->out.cap + c->inflight.cap,
                      c->sess.last_cmd ? c->sess.last_cmd : "NULL", c->sess.proto,
                      c->sess.lib_name ? c->sess.lib_name : "", c->sess.lib_ver ? c->sess.lib_ver : "");
     sv_buf_append(out, line, (size_t)n);

@@ -37,7 +37,11 @@ typedef struct sv_conn {
      * unsent replies too, so they count against the output limit (the owner shard
      * adds, this shard subtracts on delivery) */
     atomic_llong fwd_bytes;
+    size_t pend_bytes; /* reply bytes waiting in pend slots behind a forwarded command */
 } sv_conn;
+
+/* Reply bytes this shard holds for the client and has not handed to the kernel. */
+static inline size_t sv_conn_unsent(const sv_conn *c) { return c->out.len + c->inflight.len + c->pend_bytes; }
 
 /* Accepts a pending connection on the shard's listener. */
 void sv_conn_accept(sv_shard *sh);

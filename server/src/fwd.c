@@ -14,6 +14,7 @@ typedef struct sv_pend {
     sv_buf *parts; /* per part (merged kinds) */
     int *order;    /* MGET: part of each key */
     int norder;
+    size_t counted; /* reply bytes held here, counted in the connection's pend_bytes */
 } sv_pend;
 
 typedef struct sv_fmsg {
@@ -121,6 +122,13 @@ static void pend_free(sv_pend *p)
     free(p);
 }
 
+/* Replies held in slots are unsent replies: they count against the output limit. */
+static void count(sv_conn *c, sv_pend *p, size_t n)
+{
+    p->counted += n;
+    c->pend_bytes += n;
+}
+
 void sv_fwd_free_pending(sv_conn *c)
 {
     while (c->pend_head) {
@@ -129,6 +137,7 @@ void sv_fwd_free_pending(sv_conn *c)
         pend_free(p);
     }
     c->pend_tail = NULL;
+    c->pend_bytes = 0;
 }
 
 sv_buf *sv_fwd_reply_buf(sv_conn *c)
@@ -159,6 +168,7 @@ static void drain(sv_conn *c)
         }
         c->pend_head = p->next;
         if (!c->pend_head) c->pend_tail = NULL;
+        c->pend_bytes -= p->counted;
         pend_free(p);
     }
 }
@@ -249,6 +259,7 @@ static void deliver(sv_shard *sh, sv_fmsg *m)
         return;
     }
     sv_pend *p = m->pend;
+    count(c, p, m->reply.len);
     sv_buf t;
     if (p->kind == K_PLAIN) {
         t = p->out;
@@ -339,7 +350,7 @@ static void on_async(uv_async_t *a)
         sh->flush_list = c->flush_next;
         c->flush_queued = 0;
         sv_conn_flush(c);
-        if (!c->closing && (long long)(c->out.len + c->inflight.len) > sv_cfg.output_limit)
+        if (!c->closing && (long long)sv_conn_unsent(c) > sv_cfg.output_limit)
             sv_conn_drop_over_limit(c);
     }
 }
@@ -361,7 +372,10 @@ static void send_part(sv_conn *c, sv_pend *p, int part, int owner, int n, sv_str
 static void run_local(sv_conn *c, sv_buf *out, int argc, sv_str *argv, int noroute)
 {
     sv_ctx ctx = {c->sh, &c->sess, {out, c->sess.proto}, 0, noroute};
+    size_t before = out->len;
     sv_execute(&ctx, argc, argv);
+    /* a reply (or part) written into a slot: the slot is the newest one */
+    if (out != &c->out && c->pend_tail) count(c, c->pend_tail, out->len - before);
     if (ctx.close_after) c->close_when_flushed = 1; /* flush closes once no slot is left */
 }
 
