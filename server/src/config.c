@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -192,6 +193,22 @@ badaddr:
 badenum:
     snprintf(err, cap, "invalid --%s value '%s'", name, v);
     return err;
+}
+
+int sv_fd_limit_clients(int want)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return want;
+    rlim_t reserved = SV_FD_RESERVED(sv_cfg.shards);
+    rlim_t need = (rlim_t)want * (rlim_t)sv_cfg.shards + reserved;
+    if (rl.rlim_cur < need) {
+        rlim_t target = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
+        struct rlimit nl = {target, rl.rlim_max};
+        if (target > rl.rlim_cur && setrlimit(RLIMIT_NOFILE, &nl) == 0) rl.rlim_cur = target;
+    }
+    if (rl.rlim_cur >= need) return want;
+    long long room = rl.rlim_cur > reserved ? (long long)(rl.rlim_cur - reserved) / sv_cfg.shards : 0;
+    return room > 0 ? (int)room : 1;
 }
 
 static void die(const char *msg)

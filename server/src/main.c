@@ -11,38 +11,23 @@
 #include "fwd.h"
 #include "shard.h"
 
-/* File descriptors besides the clients': stdio, per shard a listener, the loop's
- * epoll and eventfds, the forwarding async handles; with room to spare. */
-#define FD_RESERVED(shards) (32 + 8 * (shards))
-
-/* As Redis does at start: raise the soft open-files limit towards what maxclients
- * needs (up to the hard limit). If even that is too low, maxclients is lowered to fit
- * and logged, so a client past the limit gets "max number of clients reached"
- * instead of an accept() that fails with EMFILE. */
+/* As Redis does at start: maxclients needs that many open files; when even the hard
+ * limit is too low, maxclients is lowered to fit and logged, so a client past it
+ * gets "max number of clients reached" instead of an accept() failing with EMFILE. */
 static void adjust_fd_limit(void)
 {
+    int fit = sv_fd_limit_clients(sv_cfg.maxclients);
+    if (fit >= sv_cfg.maxclients) return;
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
-    rlim_t need = (rlim_t)sv_cfg.maxclients * (rlim_t)sv_cfg.shards + FD_RESERVED(sv_cfg.shards);
-    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
-        rlim_t want = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
-        struct rlimit nl = {want, rl.rlim_max};
-        if (setrlimit(RLIMIT_NOFILE, &nl) == 0) rl.rlim_cur = want;
-        if (rl.rlim_cur < need) {
-            long long room = (long long)rl.rlim_cur - FD_RESERVED(sv_cfg.shards);
-            int fit = room / sv_cfg.shards > 0 ? (int)(room / sv_cfg.shards) : 1;
-            /* a warning when the user asked for that many; the default only adapts */
-            sv_log(sv_cfg.maxclients == SV_MAXCLIENTS_DEFAULT ? SV_LOG_NOTICE : SV_LOG_WARNING,
-                   "open files limit %llu (hard %llu) is too low for --maxclients %d on %d shard%s: "
-                   "maxclients lowered to %d (raise ulimit -n to %llu)",
-                   (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, sv_cfg.maxclients,
-                   sv_cfg.shards, sv_cfg.shards > 1 ? "s" : "", fit, (unsigned long long)need);
-            sv_cfg.maxclients = fit;
-        } else {
-            sv_log(SV_LOG_VERBOSE, "open files limit raised to %llu for --maxclients %d", (unsigned long long)want,
-                   sv_cfg.maxclients);
-        }
-    }
+    getrlimit(RLIMIT_NOFILE, &rl);
+    /* a warning when the user asked for that many; the default only adapts */
+    sv_log(sv_cfg.maxclients == SV_MAXCLIENTS_DEFAULT ? SV_LOG_NOTICE : SV_LOG_WARNING,
+           "open files limit %llu (hard %llu) is too low for --maxclients %d on %d shard%s: "
+           "maxclients lowered to %d (raise ulimit -n to %llu)",
+           (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, sv_cfg.maxclients, sv_cfg.shards,
+           sv_cfg.shards > 1 ? "s" : "", fit,
+           (unsigned long long)sv_cfg.maxclients * (unsigned long long)sv_cfg.shards + SV_FD_RESERVED(sv_cfg.shards));
+    sv_cfg.maxclients = fit;
 }
 
 int main(int argc, char **argv)

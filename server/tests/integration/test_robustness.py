@@ -122,17 +122,27 @@ def _low_fd_limit(soft, hard):
     return apply
 
 
+def soft_limit(pid):
+    with open(f"/proc/{pid}/limits") as f:
+        return int(next(x for x in f if x.startswith("Max open files")).split()[3])
+
+
 def test_open_files_limit_raised_or_maxclients_lowered():
     # soft limit too low, hard limit high enough: the server raises its soft limit
     server = Server(shards=2, extra=["--maxclients", "1000", "--loglevel", "warning"],
                     preexec_fn=_low_fd_limit(64, 4096))
     try:
-        with open(f"/proc/{server.pid}/limits") as f:
-            line = next(x for x in f if x.startswith("Max open files"))
-        soft = int(line.split()[3])
-        assert soft >= 2000, line
+        assert soft_limit(server.pid) >= 2000
         c = Conn(server.port)
         assert c.call("CONFIG", "GET", "maxclients") == [b"maxclients", b"1000"]
+        # CONFIG SET raises it further up to the hard limit, and refuses what does not fit,
+        # as Redis does: 2 shards x 1500 + 48 reserved fit in 4096; 2 x 3000 do not
+        assert c.call("CONFIG", "SET", "maxclients", "1500") == "OK"
+        assert soft_limit(server.pid) >= 3048
+        got = c.call("CONFIG", "SET", "maxclients", "3000")
+        assert got == ("ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating "
+                       "system is not able to handle the specified number of clients, try with 2024"), got
+        assert c.call("CONFIG", "GET", "maxclients") == [b"maxclients", b"1500"]
         c.close()
     finally:
         stop_ok(server)
@@ -149,6 +159,7 @@ def test_open_files_limit_raised_or_maxclients_lowered():
         assert all(x.call("PING") == "PONG" for x in conns)
         over = socket.create_connection(("127.0.0.1", server.port))
         assert read_until_close(over) == b"-ERR max number of clients reached\r\n"
+        assert c.call("CONFIG", "SET", "maxclients", "1000").endswith("try with %d" % got)
         for x in conns + [c]:
             x.close()
         err = stop_ok(server)
