@@ -11,7 +11,6 @@ import random
 import resource
 import socket
 import struct
-import threading
 import time
 
 from resp import Conn, Server, key_slot
@@ -370,8 +369,9 @@ def _batch(ports, n, remote_keys, rng):
             s.sendall(b"GET %s\r\nINCR %s\r\n" % (remote_keys[port], remote_keys[port]))
         elif kind == 3:  # a multi-key command split over every shard, then gone
             s.sendall(b"MGET " + b" ".join(remote_keys.values()) + b"\r\nDBSIZE\r\n")
-        elif kind == 4:  # a pipeline with a large reply not read
+        elif kind == 4:  # a pipeline whose replies are never read
             s.sendall(b"PING\r\n" * rng.randrange(1, 200))
+        # kind 5: connected, nothing sent
     for kind, s, _ in socks:
         if kind in (1, 2, 4) or rng.random() < 0.3:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, LINGER_RST)
