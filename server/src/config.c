@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,7 +76,7 @@ static void defaults(void)
     snprintf(sv_cfg.bind, sizeof(sv_cfg.bind), "127.0.0.1");
     sv_cfg.port = 7000;
     snprintf(sv_cfg.dir, sizeof(sv_cfg.dir), ".");
-    sv_cfg.maxclients = 10000;
+    sv_cfg.maxclients = SV_MAXCLIENTS_DEFAULT;
     sv_cfg.loglevel = SV_LOG_NOTICE;
     sv_cfg.output_limit = 1024LL * 1024 * 1024;
     sv_cfg.forward_queue = 65536;
@@ -237,6 +238,22 @@ badaddr:
 badenum:
     snprintf(err, cap, "invalid --%s value '%s'", name, v);
     return err;
+}
+
+int sv_fd_limit_clients(int want)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return want;
+    rlim_t reserved = SV_FD_RESERVED(sv_cfg.shards);
+    rlim_t need = (rlim_t)want * (rlim_t)sv_cfg.shards + reserved;
+    if (rl.rlim_cur < need) {
+        rlim_t target = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
+        struct rlimit nl = {target, rl.rlim_max};
+        if (target > rl.rlim_cur && setrlimit(RLIMIT_NOFILE, &nl) == 0) rl.rlim_cur = target;
+    }
+    if (rl.rlim_cur >= need) return want;
+    long long room = rl.rlim_cur > reserved ? (long long)(rl.rlim_cur - reserved) / sv_cfg.shards : 0;
+    return room > 0 ? (int)room : 1;
 }
 
 static void die(const char *msg)

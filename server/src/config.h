@@ -6,11 +6,20 @@
 
 #include "server.h"
 
+#define SV_MAXCLIENTS_DEFAULT 10000
+/* File descriptors besides the clients': stdio, per shard a listener, the loop's
+ * epoll and eventfds, the forwarding async handles; with room to spare. */
+#define SV_FD_RESERVED(shards) (32 + 8 * (shards))
+
 /* Fills sv_cfg from argv (and the file it names). Exits 0 after --help/--version,
  * 2 on a bad flag or value. */
 void sv_config_load(int argc, char **argv);
 void sv_config_free(void);
 /* Applies one setting (name with '-' or '_'); returns NULL or an error message. */
 const char *sv_config_set(const char *name, const char *value, char *err, size_t errcap);
+/* Raises the soft open-files limit towards what `want` clients per shard need (up to
+ * the hard limit); returns how many clients per shard the limit then allows (at
+ * least 1; `want` or more when it is enough). */
+int sv_fd_limit_clients(int want);
 
 #endif

@@ -11,6 +11,12 @@
 #define READ_CHUNK (16 * 1024)
 #define BUF_KEEP (1024 * 1024) /* larger idle buffers are released */
 #define FLUSH_EARLY SV_FLUSH_EARLY
+#define ARGS_KEEP 4096 /* argument arrays larger than this are freed after their request */
+
+/* What a request being received holds: its bytes and the parser's argument offsets
+ * (16 bytes per argument: a multibulk of empty arguments costs more in offsets than
+ * in bytes). Both count against the query buffer limit. */
+static size_t query_bytes(sv_conn *c, size_t avail) { return avail + (size_t)c->parser.cap * 2 * sizeof(size_t); }
 
 void sv_conn_free(sv_conn *c)
 {
@@ -46,6 +52,14 @@ void sv_conn_close(sv_conn *c)
     if (c->next) c->next->prev = c->prev;
     sh->nclients--;
     uv_close((uv_handle_t *)&c->tcp, on_close);
+}
+
+void sv_conn_drop_over_limit(sv_conn *c)
+{
+    sv_log(SV_LOG_WARNING, "closing client %llu (%s) for overcoming of output buffer limits",
+           (unsigned long long)c->sess.id, c->sess.addr);
+    atomic_store_explicit(&c->dropped, 1, memory_order_relaxed);
+    sv_conn_close(c);
 }
 
 static void flush(sv_conn *c);
@@ -147,7 +161,7 @@ static void process(sv_conn *c)
         if (avail == 0) break;
         int r = sv_parse(&c->parser, base, avail);
         if (r == SV_PARSE_MORE) {
-            if ((long long)avail > SV_QUERYBUF_MAX) {
+            if ((long long)query_bytes(c, avail) > SV_QUERYBUF_MAX) {
                 sv_log(SV_LOG_WARNING, "closing client %llu that reached max query buffer length",
                        (unsigned long long)c->sess.id);
                 sv_conn_close(c);
@@ -182,15 +196,19 @@ static void process(sv_conn *c)
              * the client has not read counts against the output limit */
             if (c->out.len >= FLUSH_EARLY) flush(c);
             if (c->closing) return;
-            if ((long long)(c->out.len + c->inflight.len) > sv_cfg.output_limit) {
-                sv_log(SV_LOG_WARNING, "closing client %llu (%s) for overcoming of output buffer limits",
-                       (unsigned long long)c->sess.id, c->sess.addr);
-                sv_conn_close(c);
+            if ((long long)sv_conn_unsent(c) > sv_cfg.output_limit) {
+                sv_conn_drop_over_limit(c);
                 return;
             }
         }
         c->rstart += c->parser.pos;
         sv_parser_reset(&c->parser);
+        if (c->parser.cap > ARGS_KEEP) { /* the arrays of one huge request are not kept */
+            sv_parser_free(&c->parser);
+            free(c->argv);
+            c->argv = NULL;
+            c->argv_cap = 0;
+        }
     }
     if (c->rstart == c->rbuf.len) {
         c->rbuf.len = c->rstart = 0;
@@ -316,7 +334,7 @@ void sv_conn_describe(sv_conn *c, sv_buf *out, int64_t now_ms)
                      (unsigned long long)c->sess.id, c->sess.addr, c->sess.laddr, conn_fd(c),
                      c->sess.name ? c->sess.name : "", (long long)(now_ms - c->sess.ctime_ms) / 1000,
                      (long long)(now_ms - c->last_interaction_ms) / 1000, c->rbuf.len, c->rbuf.cap - c->rbuf.len,
-                     c->out.len + c->inflight.len, c->rbuf.cap + c->out.cap + c->inflight.cap,
+                     sv_conn_unsent(c), c->rbuf.cap + c->out.cap + c->inflight.cap,
                      c->sess.last_cmd ? c->sess.last_cmd : "NULL", c->sess.proto,
                      c->sess.lib_name ? c->sess.lib_name : "", c->sess.lib_ver ? c->sess.lib_ver : "");
     sv_buf_append(out, line, (size_t)n);

@@ -37,14 +37,28 @@ typedef struct sv_conn {
     struct sv_conn *paused_next;
     struct sv_pend *hold; /* last slot of the earliest read batch still owed replies:
                            * output waits until it is drained (one write per batch) */
+    /* set (by the connection's shard) when it is dropped at the output limit; other
+     * shards read it to skip the forwarded commands still queued for it, as Redis
+     * stops running the commands of a client it is about to close */
+    atomic_int dropped;
+    /* reply bytes other shards computed for this connection that are not back yet:
+     * unsent replies too, so they count against the output limit (the owner shard
+     * adds, this shard subtracts on delivery) */
+    atomic_llong fwd_bytes;
+    size_t pend_bytes; /* reply bytes waiting in pend slots behind a forwarded command */
 } sv_conn;
 
 /* Output held for forwarded replies is written anyway past this size. */
 #define SV_FLUSH_EARLY (256 * 1024)
 
+/* Reply bytes this shard holds for the client and has not handed to the kernel. */
+static inline size_t sv_conn_unsent(const sv_conn *c) { return c->out.len + c->inflight.len + c->pend_bytes; }
+
 /* Accepts a pending connection on the shard's listener. */
 void sv_conn_accept(sv_shard *sh);
 void sv_conn_close(sv_conn *c);
+/* Closes a client whose unsent replies passed --output-limit (logged). */
+void sv_conn_drop_over_limit(sv_conn *c);
 /* Hands out to the kernel (one write; the rest asynchronously). */
 void sv_conn_flush(sv_conn *c);
 /* Frees a connection whose handle is closed (forwarding: after the last reply). */

@@ -19,6 +19,7 @@ typedef struct sv_pend {
     int *order;    /* MGET: part of each key */
     int norder;
     void *coord;   /* K_COORD: the coordinator's state (fwd_multi.c) */
+    size_t counted; /* reply bytes held here, counted in the connection's pend_bytes */
 } sv_pend;
 
 typedef struct sv_fmsg {
@@ -29,6 +30,7 @@ typedef struct sv_fmsg {
     int src, dst;
     int proto;
     int is_reply;
+    int must_run;  /* a coordinated step: runs even for a dropped client (a RENAME's restore) */
     uint64_t client_id;
     int argc;
     sv_str *argv;
@@ -205,6 +207,13 @@ static void pend_free(sv_shard *sh, sv_pend *p)
     free(p);
 }
 
+/* Replies held in slots are unsent replies: they count against the output limit. */
+static void count(sv_conn *c, sv_pend *p, size_t n)
+{
+    p->counted += n;
+    c->pend_bytes += n;
+}
+
 void sv_fwd_free_pending(sv_conn *c)
 {
     while (c->pend_head) {
@@ -214,6 +223,7 @@ void sv_fwd_free_pending(sv_conn *c)
     }
     c->pend_tail = NULL;
     c->hold = NULL;
+    c->pend_bytes = 0;
 }
 
 sv_buf *sv_fwd_reply_buf(sv_conn *c)
@@ -249,6 +259,7 @@ static void drain(sv_conn *c)
         c->pend_head = p->next;
         if (!c->pend_head) c->pend_tail = NULL;
         if (p == c->hold) c->hold = NULL; /* its read batch is complete: write it */
+        c->pend_bytes -= p->counted;
         pend_free(c->sh, p);
     }
 }
@@ -332,6 +343,9 @@ static void deliver(sv_shard *sh, sv_fmsg *m)
 {
     sv_conn *c = m->conn;
     c->fwd_outstanding--;
+    atomic_fetch_sub_explicit(&c->fwd_bytes, (long long)m->reply.len, memory_order_relaxed);
+    if (!c->closing && atomic_load_explicit(&c->dropped, memory_order_relaxed))
+        sv_conn_drop_over_limit(c); /* an owner shard saw the limit passed */
     sh->fwd_inflight[m->dst]--;
     if (m->pend->kind == K_COORD) {
         /* a coordinated command finishes even when its client has gone: its later
@@ -353,6 +367,7 @@ static void deliver(sv_shard *sh, sv_fmsg *m)
         return;
     }
     sv_pend *p = m->pend;
+    count(c, p, m->reply.len);
     sv_buf t;
     if (p->kind == K_PLAIN) {
         t = p->out;
@@ -373,6 +388,14 @@ static void deliver(sv_shard *sh, sv_fmsg *m)
 /* Runs a forwarded request here (the owner) and queues the reply back. */
 static void execute_request(sv_shard *sh, sv_fmsg *m)
 {
+    if (!m->must_run && atomic_load_explicit(&m->conn->dropped, memory_order_relaxed)) {
+        /* its client is gone for passing the output limit: no reply would reach it,
+         * and running a flood of large reads for it would only fill memory. (The
+         * connection stays allocated while this message is out.) */
+        m->is_reply = 1;
+        push(sh, m->src, m);
+        return;
+    }
     sv_session s;
     memset(&s, 0, sizeof(s));
     s.id = m->client_id;
@@ -380,6 +403,11 @@ static void execute_request(sv_shard *sh, sv_fmsg *m)
     /* the sender routed it here (all its keys are ours): no second routing check */
     sv_ctx ctx = {sh, &s, {&m->reply, m->proto}, 0, 1};
     sv_execute(&ctx, m->argc, m->argv);
+    /* replies on their way back are unsent replies: past the limit, the client is
+     * dropped (flagged here, closed by its own shard when this reply arrives) */
+    long long held = atomic_fetch_add_explicit(&m->conn->fwd_bytes, (long long)m->reply.len, memory_order_relaxed) +
+                     (long long)m->reply.len;
+    if (held > sv_cfg.output_limit) atomic_store_explicit(&m->conn->dropped, 1, memory_order_relaxed);
     bump(&sh->fwd_executed);
     m->is_reply = 1;
     push(sh, m->src, m);
@@ -390,8 +418,13 @@ static void on_async(uv_async_t *a)
     sv_shard *sh = a->data;
     if (sh->stopping) return;
     sh->now_ms = sv_mstime();
+    /* A few passes catch what arrived meanwhile without another wakeup; no more: a
+     * shard that keeps sending would hold this loop here for good, and the replies
+     * of everything run here would pile up unpublished (they leave in on_check, at
+     * the end of the turn). Stopping is safe: each exchange leaves the queue empty,
+     * so the next batch published after it wakes this loop again. */
     int busy = 1;
-    while (busy) {
+    for (int pass = 0; busy && pass < 4; pass++) {
         busy = 0;
         for (int s = 0; s < sv_cfg.shards; s++) {
             sv_fmsg *l = atomic_exchange_explicit(&sh->fwd_in[(size_t)s * QSTRIDE], NULL, memory_order_acquire);
@@ -404,11 +437,20 @@ static void on_async(uv_async_t *a)
                 fifo = l;
                 l = n;
             }
+            int run = 0;
             while (fifo) {
                 sv_fmsg *m = fifo;
                 fifo = m->next;
-                if (m->is_reply) deliver(sh, m);
-                else execute_request(sh, m);
+                if (m->is_reply) {
+                    deliver(sh, m);
+                } else {
+                    execute_request(sh, m);
+                    /* a long batch sends its replies back as it goes: held until the end
+                     * of the batch, the replies to a client that pipelines thousands of
+                     * large reads would all sit here at once, out of reach of the
+                     * output limit its own shard enforces */
+                    if (++run % 32 == 0 && sh->nfwd_dirty) publish(sh);
+                }
             }
         }
     }
@@ -418,11 +460,8 @@ static void on_async(uv_async_t *a)
         sh->flush_list = c->flush_next;
         c->flush_queued = 0;
         if (!c->hold || c->out.len >= SV_FLUSH_EARLY) sv_conn_flush(c); /* see on_read */
-        if (!c->closing && (long long)(c->out.len + c->inflight.len) > sv_cfg.output_limit) {
-            sv_log(SV_LOG_WARNING, "closing client %llu (%s) for overcoming of output buffer limits",
-                   (unsigned long long)c->sess.id, c->sess.addr);
-            sv_conn_close(c);
-        }
+        if (!c->closing && (long long)sv_conn_unsent(c) > sv_cfg.output_limit)
+            sv_conn_drop_over_limit(c);
     }
 }
 
@@ -457,6 +496,7 @@ void sv_fwd_coord_send(sv_conn *c, sv_pend *p, int step, int owner, int argc, sv
 {
     sv_fmsg *m = msg_new(c, argc, argv, NULL);
     m->proto = 2; /* the coordinator parses RESP2 */
+    m->must_run = 1;
     m->pend = p;
     m->part = step;
     m->dst = owner;
@@ -527,7 +567,10 @@ static void resume_paused(sv_shard *sh)
 static void run_local(sv_conn *c, sv_buf *out, int argc, sv_str *argv, int noroute)
 {
     sv_ctx ctx = {c->sh, &c->sess, {out, c->sess.proto}, 0, noroute};
+    size_t before = out->len;
     sv_execute(&ctx, argc, argv);
+    /* a reply (or part) written into a slot: the slot is the newest one */
+    if (out != &c->out && c->pend_tail) count(c, c->pend_tail, out->len - before);
     if (ctx.close_after) c->close_when_flushed = 1; /* flush closes once no slot is left */
 }
 

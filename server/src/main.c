@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -11,9 +12,29 @@
 #include "fwd.h"
 #include "shard.h"
 
+/* As Redis does at start: maxclients needs that many open files; when even the hard
+ * limit is too low, maxclients is lowered to fit and logged, so a client past it
+ * gets "max number of clients reached" instead of an accept() failing with EMFILE. */
+static void adjust_fd_limit(void)
+{
+    int fit = sv_fd_limit_clients(sv_cfg.maxclients);
+    if (fit >= sv_cfg.maxclients) return;
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    /* a warning when the user asked for that many; the default only adapts */
+    sv_log(sv_cfg.maxclients == SV_MAXCLIENTS_DEFAULT ? SV_LOG_NOTICE : SV_LOG_WARNING,
+           "open files limit %llu (hard %llu) is too low for --maxclients %d on %d shard%s: "
+           "maxclients lowered to %d (raise ulimit -n to %llu)",
+           (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, sv_cfg.maxclients, sv_cfg.shards,
+           sv_cfg.shards > 1 ? "s" : "", fit,
+           (unsigned long long)sv_cfg.maxclients * (unsigned long long)sv_cfg.shards + SV_FD_RESERVED(sv_cfg.shards));
+    sv_cfg.maxclients = fit;
+}
+
 int main(int argc, char **argv)
 {
     sv_config_load(argc, argv);
+    adjust_fd_limit();
     sv_hash_seed((uint64_t)sv_ustime() ^ ((uint64_t)getpid() << 32));
     sv_cmdtable_init();
     signal(SIGPIPE, SIG_IGN);

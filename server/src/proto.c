@@ -29,6 +29,8 @@ void sv_parser_free(sv_parser *p)
     free(p->inline_buf);
     p->off = p->len = NULL;
     p->inline_buf = NULL;
+    p->cap = 0;
+    p->inline_cap = 0;
 }
 
 static void push_arg(sv_parser *p, size_t off, size_t len)

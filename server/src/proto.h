@@ -35,6 +35,7 @@ typedef struct sv_parser {
 
 void sv_parser_init(sv_parser *p);
 void sv_parser_reset(sv_parser *p);
+/* Frees the argument arrays (the parser may be used again: they grow back). */
 void sv_parser_free(sv_parser *p);
 /* Parses one request from buf[0..len). SV_PARSE_OK: p->pos is the request size and
  * the arguments are available through sv_parser_args; argc may be 0 (empty request,

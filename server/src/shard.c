@@ -50,7 +50,7 @@ static void on_stop(uv_async_t *a)
     uv_close((uv_handle_t *)&sh->stop, close_noop);
 }
 
-int sv_shard_init(sv_shard *sh, int index)
+void sv_shard_init_data(sv_shard *sh, int index)
 {
     memset(sh, 0, sizeof(*sh));
     sh->index = index;
@@ -60,6 +60,11 @@ int sv_shard_init(sv_shard *sh, int index)
     sv_dict_init(&sh->keys);
     sh->slot_keys = sv_calloc(SL_SLOTS, sizeof(uint32_t));
     sv_cluster_init_shard(sh);
+}
+
+int sv_shard_init(sv_shard *sh, int index)
+{
+    sv_shard_init_data(sh, index);
     int r = uv_loop_init(&sh->loop);
     if (r) return r;
     uv_async_init(&sh->loop, &sh->stop, on_stop);

@@ -4,8 +4,12 @@
 
 #include "server.h"
 
-/* Prepares shard i in the calling thread: loop, keyspace, timers. Returns 0, or a
- * libuv error code. */
+/* The shard's data without its loop: keyspace, slot range, node id. sv_shard_init
+ * starts with it; the fuzz targets use it alone to run commands in-process (free
+ * with sv_db_free). */
+void sv_shard_init_data(sv_shard *sh, int index);
+/* Prepares shard i in the calling thread: loop, keyspace, listener bound to its
+ * port. Returns 0, or a libuv error code (the port is busy, the address is bad). */
 int sv_shard_init(sv_shard *sh, int index);
 /* Binds and listens (after the log was replayed): 0 or a libuv error code. */
 int sv_shard_listen(sv_shard *sh);

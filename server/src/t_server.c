@@ -4,6 +4,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "conn.h"
 #include "server.h"
 #include "aof.h"
@@ -366,6 +367,11 @@ void sv_cmd_config(sv_ctx *c, int argc, sv_str *argv)
                 long long m;
                 if (!sv_str2ll(v.p, v.len, &m) || m < 1 || m > 1000000) {
                     sv_add_errorf(&c->r, "CONFIG SET failed (possibly related to argument 'maxclients') - argument must be between 1 and 1000000 inclusive");
+                    return;
+                }
+                int fit = m > sv_cfg.maxclients ? sv_fd_limit_clients((int)m) : (int)m;
+                if (fit < m) { /* as Redis: more than the open-files limit allows is refused */
+                    sv_add_errorf(&c->r, "CONFIG SET failed (possibly related to argument 'maxclients') - The operating system is not able to handle the specified number of clients, try with %d", fit);
                     return;
                 }
                 sv_cfg.maxclients = (int)m;

@@ -167,17 +167,25 @@ int sv_eq(sv_str a, const char *lit)
     return 1;
 }
 
-int sv_glob(const char *pattern, size_t patternLen, const char *string, size_t stringLen, int nocase)
+/* Redis's stringmatchlen, with two changes for arguments that are not NUL-terminated
+ * (they point into the read buffer): no byte past patternLen is ever read, where Redis
+ * reads its terminator; and Redis 7.0.9's fix for CVE-2022-36021 (skip_longer: once
+ * the rest of the pattern matched nowhere in the rest of the string, an earlier '*'
+ * cannot help, so "*a*a*a*...b" is not exponential). */
+static int glob_impl(const char *pattern, size_t patternLen, const char *string, size_t stringLen, int nocase,
+                     int *skip_longer)
 {
     while (patternLen && stringLen) {
         switch (pattern[0]) {
         case '*':
-            while (patternLen && pattern[1] == '*') { pattern++; patternLen--; }
+            while (patternLen > 1 && pattern[1] == '*') { pattern++; patternLen--; }
             if (patternLen == 1) return 1;
             while (stringLen) {
-                if (sv_glob(pattern + 1, patternLen - 1, string, stringLen, nocase)) return 1;
+                if (glob_impl(pattern + 1, patternLen - 1, string, stringLen, nocase, skip_longer)) return 1;
+                if (*skip_longer) return 0;
                 string++; stringLen--;
             }
+            *skip_longer = 1;
             return 0;
         case '?':
             string++; stringLen--;
@@ -185,17 +193,17 @@ int sv_glob(const char *pattern, size_t patternLen, const char *string, size_t s
         case '[': {
             int not, match;
             pattern++; patternLen--;
-            not = pattern[0] == '^';
+            not = patternLen && pattern[0] == '^';
             if (not) { pattern++; patternLen--; }
             match = 0;
             while (1) {
-                if (pattern[0] == '\\' && patternLen >= 2) {
+                if (patternLen == 0) { /* unterminated class: Redis reads its NUL here */
+                    pattern--; patternLen++;
+                    break;
+                } else if (pattern[0] == '\\' && patternLen >= 2) {
                     pattern++; patternLen--;
                     if (pattern[0] == string[0]) match = 1;
                 } else if (pattern[0] == ']') {
-                    break;
-                } else if (patternLen == 0) {
-                    pattern--; patternLen++;
                     break;
                 } else if (patternLen >= 3 && pattern[1] == '-') {
                     int start = (unsigned char)pattern[0], end = (unsigned char)pattern[2], c = (unsigned char)string[0];
@@ -230,6 +238,12 @@ int sv_glob(const char *pattern, size_t patternLen, const char *string, size_t s
         }
     }
     return patternLen == 0 && stringLen == 0;
+}
+
+int sv_glob(const char *pattern, size_t patternLen, const char *string, size_t stringLen, int nocase)
+{
+    int skip_longer = 0;
+    return glob_impl(pattern, patternLen, string, stringLen, nocase, &skip_longer);
 }
 
 int64_t sv_ustime(void)

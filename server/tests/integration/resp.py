@@ -187,7 +187,7 @@ atexit.register(_kill_leftovers)
 class Server:
     """A slotlane-server (or redis-server) process on free ports in 21000-21999."""
 
-    def __init__(self, shards=1, extra=(), redis=False, env=None):
+    def __init__(self, shards=1, extra=(), redis=False, env=None, preexec_fn=None):
         import random
         rnd = random.Random()
         nports = 1 if "one-port" in extra else shards
@@ -199,7 +199,8 @@ class Server:
                            "--appendonly", "no", "--daemonize", "no", "--logfile", "/dev/null"]
                 else:
                     cmd = [SERVER, "--shards", str(shards), "--port", str(base), "--loglevel", "warning", *extra]
-                proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+                proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                                        preexec_fn=preexec_fn)
                 try:
                     _wait_ready([base + i for i in range(nports)], proc, cmd[0])
                 except RuntimeError:
