@@ -668,6 +668,148 @@ static void test_server_killed_async(void **state)
     close(k.holder);
 }
 
+/* A server that resets the connection (SO_LINGER 0, as a killed process with unread
+ * requests does): it answers the client's creation PING, then, once told, reads a little
+ * of what came and closes with RST. */
+typedef struct resetter {
+    int lfd, port;
+    int go[2]; /* the test writes a byte: reset now */
+} resetter;
+
+static void *resetter_main(void *arg)
+{
+    resetter *r = arg;
+    int fd = accept(r->lfd, NULL, NULL);
+    if (fd < 0) return NULL;
+    char buf[256];
+    size_t got = 0;
+    while (got < 14) { /* *1\r\n$4\r\nPING\r\n */
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    if (write(fd, "+PONG\r\n", 7) != 7) fail_msg("resetter: write");
+    char go;
+    if (read(r->go[0], &go, 1) != 1) fail_msg("resetter: go");
+    (void)read(fd, buf, sizeof buf); /* some, not all: the rest stays unread */
+    struct linger lg = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    close(fd);
+    return NULL;
+}
+
+static void test_server_resets_async(void **state)
+{
+    (void)state;
+    resetter r;
+    r.lfd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(r.lfd >= 0);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(r.lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(r.lfd, 4), 0);
+    socklen_t len = sizeof sa;
+    assert_int_equal(getsockname(r.lfd, (struct sockaddr *)&sa, &len), 0);
+    r.port = ntohs(sa.sin_port);
+    assert_int_equal(pipe(r.go), 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, resetter_main, &r), 0);
+    char addr[32];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", r.port);
+    sl_client *c = client_for(r.port, SL_MODE_PLAIN);
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(sl_client_attach_loop(c, &loop), 0);
+    job jobs[NBATCH];
+    jobs_base = jobs;
+    memset(jobs, 0, sizeof jobs);
+    for (int i = 0; i < NBATCH; i++) {
+        assert_int_equal(sl_batch_new(c, &jobs[i].b), 0);
+        queue_job(&jobs[i], i);
+        assert_int_equal(sl_batch_exec_async(jobs[i].b, 5000, on_done, &jobs[i]), 0);
+    }
+    uv_run(&loop, UV_RUN_ONCE); /* the requests go out */
+    assert_int_equal(write(r.go[1], "x", 1), 1);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    int reset = 0;
+    for (int i = 0; i < NBATCH; i++) {
+        assert_int_equal(jobs[i].calls, 1);
+        assert_int_equal(jobs[i].errors, 2 * PER); /* nothing was answered */
+        reset += check_io_errors(&jobs[i], i, addr, "reset");
+    }
+    assert_true(reset > 0); /* the reset was reported as such */
+    assert_int_equal(sl_client_detach_loop(c, NULL, NULL), 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    for (int i = 0; i < NBATCH; i++) sl_batch_free(jobs[i].b);
+    sl_client_free(c);
+    pthread_join(th, NULL);
+    close(r.lfd);
+    close(r.go[0]);
+    close(r.go[1]);
+}
+
+/* One refused connect is one failure for the reconnect backoff: the first wait is exactly
+ * reconnect_min_ms (the connect check used to close the socket itself and the engine then
+ * closed it again, counting the failure twice: a first wait of up to twice the minimum). */
+static void test_refused_connect_backoff_async(void **state)
+{
+    (void)state;
+    killed k = {fs_start(), 0, -1};
+    k.port = fs_port(k.node);
+    char addr[32];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", k.port);
+    sl_client_options o = SL_CLIENT_OPTIONS_INIT;
+    o.url = addr;
+    o.mode = SL_MODE_PLAIN;
+    o.reconnect_min_ms = 1000;
+    o.reconnect_max_ms = 60000;
+    sl_client *c = NULL;
+    char err[256];
+    if (sl_client_new(&c, &o, err, sizeof err) != 0) fail_msg("sl_client_new: %s", err);
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(sl_client_attach_loop(c, &loop), 0);
+    kill_node(&k);
+    job j;
+    memset(&j, 0, sizeof j);
+    jobs_base = &j;
+    assert_int_equal(sl_batch_new(c, &j.b), 0);
+    const char *ping[] = {"PING"};
+    const char *want[] = {"closed by the server", "refused", "unavailable (reconnecting in "};
+    for (int step = 0; step < 3; step++) {
+        /* 0: the old connection finds the server gone; 1: the reconnect is refused;
+         * 2: no connect, the backoff is on. */
+        sl_batch_reset(j.b);
+        assert_int_equal(sl_batch_append_argv(j.b, NULL, 1, ping, NULL), 0);
+        j.calls = 0;
+        assert_int_equal(sl_batch_exec_async(j.b, 5000, on_done, &j), 0);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        assert_int_equal(j.calls, 1);
+        size_t n;
+        const uint8_t *d;
+        const sl_reply *r = sl_batch_replies(j.b, &n, &d, NULL);
+        assert_int_equal(n, 1);
+        assert_int_equal(r->type, SL_REPLY_ERROR);
+        char msg[256];
+        snprintf(msg, sizeof msg, "%.*s", (int)r->len, (const char *)d + r->offset);
+        if (!strstr(msg, want[step]) && !(step == 0 && strstr(msg, "reset")))
+            fail_msg("step %d: %s (wanted \"%s\")", step, msg, want[step]);
+        if (step == 2) {
+            long wait = strtol(strstr(msg, want[2]) + strlen(want[2]), NULL, 10);
+            if (wait > 1000 || wait < 500) fail_msg("first backoff %ld ms, wanted 1000 less the time since: %s", wait, msg);
+        }
+    }
+    assert_int_equal(sl_client_detach_loop(c, NULL, NULL), 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    sl_batch_free(j.b);
+    sl_client_free(c);
+    close(k.holder);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -682,6 +824,8 @@ int main(void)
         cmocka_unit_test(test_loop_free_with_batches_in_flight),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_server_killed_async),
+        cmocka_unit_test(test_server_resets_async),
+        cmocka_unit_test(test_refused_connect_backoff_async),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
