@@ -152,6 +152,9 @@ wait "$LOAD_PID" || rc=$?
 [ $((SECONDS - t0)) -le 10 ] || fail "server died mid-run: slotlane-load took $((SECONDS - t0)) s to stop"
 python3 -c "import json,sys; j=json.load(open(sys.argv[1])); r=j['results']; assert j['ok'] is False and r['requests'] > 0 and r['errors'] > 0 and r['error_kinds']['io'] > 0, r" \
   "$TMP/dies.json" || fail "server died mid-run: the JSON does not show the I/O errors"
+# libuv reports a socket error (POLLERR) as UV_EBADF; the core must say what it was instead
+# (a reset, a close, a refused connect), not "bad file descriptor" (core/README.md)
+! grep -qi "bad file descriptor" "$TMP/dies.err" "$TMP/dies.json" || fail "server died mid-run: $(grep -hi -m1 "bad file descriptor" "$TMP/dies.err" "$TMP/dies.json")"
 echo "  ok: $(head -c 200 "$TMP/dies.err")"
 
 echo "slotlane-load: bad flags exit 2 with a message"

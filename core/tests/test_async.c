@@ -10,6 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cmocka.h>
 
@@ -518,6 +524,292 @@ static void test_bad_arguments(void **state)
     fs_stop(n);
 }
 
+/* ------------------------------------------------------------ a server killed mid-run */
+
+/* Every error reply of batch j must be an I/O error naming the node (addr) and saying
+ * what happened, never the "bad file descriptor" libuv reports for any POLLERR; every
+ * other reply must be the right answer. Returns how many error replies mention `want`. */
+static int check_io_errors(job *j, int id, const char *addr, const char *want)
+{
+    size_t n;
+    const uint8_t *d;
+    const sl_reply *r = sl_batch_replies(j->b, &n, &d, NULL);
+    assert_int_equal(n, 2 * PER);
+    int wanted = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].type == SL_REPLY_ERROR) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%.*s", (int)r[i].len, (const char *)d + r[i].offset);
+            if (r[i].flags != SL_ERR_IO) fail_msg("batch %d reply %zu: kind %d: %s", id, i, (int)r[i].flags, msg);
+            if (!strstr(msg, addr)) fail_msg("batch %d reply %zu does not name %s: %s", id, i, addr, msg);
+            for (char *p = msg; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+            if (strstr(msg, "bad file descriptor")) fail_msg("batch %d reply %zu: %s", id, i, msg);
+            wanted += want && strstr(msg, want) != NULL;
+            if (getenv("SL_TEST_SHOW")) fprintf(stderr, "batch %d reply %zu: %s\n", id, i, msg);
+        } else if (i < PER) {
+            assert_int_equal(r[i].type, SL_REPLY_STATUS);
+        } else {
+            char val[32];
+            snprintf(val, sizeof val, "v%d.%d", id, (int)(i - PER));
+            assert_int_equal(r[i].type, SL_REPLY_STRING);
+            assert_int_equal(r[i].len, strlen(val));
+            assert_memory_equal(d + r[i].offset, val, r[i].len);
+        }
+    }
+    return wanted;
+}
+
+/* Submits every batch, lets the loop turn `turns` times, then `kill`s, and runs the loop
+ * until every callback came. Returns how many error replies mention `want`. */
+static int kill_round(uv_loop_t *loop, job *jobs, int turns, void (*kill)(void *), void *arg, const char *addr,
+                      const char *want)
+{
+    for (int i = 0; i < NBATCH; i++) {
+        jobs[i].calls = 0;
+        sl_batch_reset(jobs[i].b);
+        queue_job(&jobs[i], i);
+        assert_int_equal(sl_batch_exec_async(jobs[i].b, 5000, on_done, &jobs[i]), 0);
+    }
+    for (int t = 0; t < turns; t++) uv_run(loop, UV_RUN_ONCE);
+    if (kill) kill(arg);
+    uv_run(loop, UV_RUN_DEFAULT);
+    int wanted = 0;
+    for (int i = 0; i < NBATCH; i++) {
+        assert_int_equal(jobs[i].calls, 1);
+        wanted += check_io_errors(&jobs[i], i, addr, want);
+    }
+    return wanted;
+}
+
+static void drop_all(void *arg)
+{
+    fs_drop_connections(arg);
+}
+
+typedef struct killed {
+    fs_node *node;
+    int port;
+    int holder; /* a socket bound to the dead node's port, not listening: connects are refused */
+} killed;
+
+static void kill_node(void *arg)
+{
+    killed *k = arg;
+    fs_stop(k->node);
+    k->node = NULL;
+    k->holder = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(k->holder >= 0);
+    int one = 1;
+    setsockopt(k->holder, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)k->port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(k->holder, (struct sockaddr *)&sa, sizeof sa) != 0) fail_msg("cannot hold port %d", k->port);
+}
+
+/* The "server killed mid-run" case of bench/load/test_load.sh, on a loop the test owns:
+ * many batches in flight when the node drops every connection (repeatedly, at different
+ * points of the exchange; the client reconnects each time), then when it dies for good and
+ * every reconnect is refused. Every callback comes once, every failed command says what
+ * happened to which node, and the loop closes (no handle left behind). */
+static void test_server_killed_async(void **state)
+{
+    (void)state;
+    killed k = {fs_start(), 0, -1};
+    k.port = fs_port(k.node);
+    char addr[32];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", k.port);
+    sl_client_options o = SL_CLIENT_OPTIONS_INIT;
+    o.url = addr;
+    o.mode = SL_MODE_PLAIN;
+    o.connect_timeout_ms = 1000;
+    o.reconnect_min_ms = 1; /* so that every round below connects again */
+    o.reconnect_max_ms = 2;
+    sl_client *c = NULL;
+    char err[256];
+    if (sl_client_new(&c, &o, err, sizeof err) != 0) fail_msg("sl_client_new: %s", err);
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(sl_client_attach_loop(c, &loop), 0);
+    job jobs[NBATCH];
+    jobs_base = jobs;
+    memset(jobs, 0, sizeof jobs);
+    for (int i = 0; i < NBATCH; i++) assert_int_equal(sl_batch_new(c, &jobs[i].b), 0);
+
+    /* Connections dropped mid-batch, 24 times: the next round reconnects. */
+    for (int round = 0; round < 24; round++) kill_round(&loop, jobs, round % 6, drop_all, k.node, addr, NULL);
+    /* After all that the node serves again, every batch whole. (The first round may
+     * still find the connection the last drop closed while it was idle: errors then.) */
+    kill_round(&loop, jobs, 0, NULL, NULL, addr, NULL);
+    kill_round(&loop, jobs, 0, NULL, NULL, addr, NULL);
+    for (int i = 0; i < NBATCH; i++)
+        if (!jobs[i].ok) fail_msg("batch %d after the drops: status %d", i, jobs[i].status);
+    uint64_t accepted = fs_connections(k.node);
+    assert_true(accepted >= 2);
+
+    /* The node dies mid-batch, then every reconnect is refused. */
+    kill_round(&loop, jobs, 2, kill_node, &k, addr, NULL);
+    int refused = 0;
+    for (int round = 0; round < 8; round++) {
+        struct timespec ts = {0, 5 * 1000 * 1000}; /* past the reconnect backoff */
+        nanosleep(&ts, NULL);
+        refused += kill_round(&loop, jobs, 0, NULL, NULL, addr, "refused");
+    }
+    /* The refused connects were reported as such (libuv says only POLLERR). */
+    assert_true(refused > 0);
+
+    assert_int_equal(sl_client_detach_loop(c, NULL, NULL), 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    for (int i = 0; i < NBATCH; i++) sl_batch_free(jobs[i].b);
+    sl_client_free(c);
+    close(k.holder);
+}
+
+/* A server that resets the connection (SO_LINGER 0, as a killed process with unread
+ * requests does): it answers the client's creation PING, then, once told, reads a little
+ * of what came and closes with RST. */
+typedef struct resetter {
+    int lfd, port;
+    int go[2]; /* the test writes a byte: reset now */
+} resetter;
+
+static void *resetter_main(void *arg)
+{
+    resetter *r = arg;
+    int fd = accept(r->lfd, NULL, NULL);
+    if (fd < 0) return NULL;
+    char buf[256];
+    size_t got = 0;
+    while (got < 14) { /* *1\r\n$4\r\nPING\r\n */
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    if (write(fd, "+PONG\r\n", 7) != 7) fail_msg("resetter: write");
+    char go;
+    if (read(r->go[0], &go, 1) != 1) fail_msg("resetter: go");
+    (void)read(fd, buf, sizeof buf); /* some, not all: the rest stays unread */
+    struct linger lg = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    close(fd);
+    return NULL;
+}
+
+static void test_server_resets_async(void **state)
+{
+    (void)state;
+    resetter r;
+    r.lfd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(r.lfd >= 0);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(r.lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(r.lfd, 4), 0);
+    socklen_t len = sizeof sa;
+    assert_int_equal(getsockname(r.lfd, (struct sockaddr *)&sa, &len), 0);
+    r.port = ntohs(sa.sin_port);
+    assert_int_equal(pipe(r.go), 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, resetter_main, &r), 0);
+    char addr[32];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", r.port);
+    sl_client *c = client_for(r.port, SL_MODE_PLAIN);
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(sl_client_attach_loop(c, &loop), 0);
+    job jobs[NBATCH];
+    jobs_base = jobs;
+    memset(jobs, 0, sizeof jobs);
+    for (int i = 0; i < NBATCH; i++) {
+        assert_int_equal(sl_batch_new(c, &jobs[i].b), 0);
+        queue_job(&jobs[i], i);
+        assert_int_equal(sl_batch_exec_async(jobs[i].b, 5000, on_done, &jobs[i]), 0);
+    }
+    uv_run(&loop, UV_RUN_ONCE); /* the requests go out */
+    assert_int_equal(write(r.go[1], "x", 1), 1);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    int reset = 0;
+    for (int i = 0; i < NBATCH; i++) {
+        assert_int_equal(jobs[i].calls, 1);
+        assert_int_equal(jobs[i].errors, 2 * PER); /* nothing was answered */
+        reset += check_io_errors(&jobs[i], i, addr, "reset");
+    }
+    assert_true(reset > 0); /* the reset was reported as such */
+    assert_int_equal(sl_client_detach_loop(c, NULL, NULL), 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    for (int i = 0; i < NBATCH; i++) sl_batch_free(jobs[i].b);
+    sl_client_free(c);
+    pthread_join(th, NULL);
+    close(r.lfd);
+    close(r.go[0]);
+    close(r.go[1]);
+}
+
+/* One refused connect is one failure for the reconnect backoff: the first wait is exactly
+ * reconnect_min_ms (the connect check used to close the socket itself and the engine then
+ * closed it again, counting the failure twice: a first wait of up to twice the minimum). */
+static void test_refused_connect_backoff_async(void **state)
+{
+    (void)state;
+    killed k = {fs_start(), 0, -1};
+    k.port = fs_port(k.node);
+    char addr[32];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", k.port);
+    sl_client_options o = SL_CLIENT_OPTIONS_INIT;
+    o.url = addr;
+    o.mode = SL_MODE_PLAIN;
+    o.reconnect_min_ms = 1000;
+    o.reconnect_max_ms = 60000;
+    sl_client *c = NULL;
+    char err[256];
+    if (sl_client_new(&c, &o, err, sizeof err) != 0) fail_msg("sl_client_new: %s", err);
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(sl_client_attach_loop(c, &loop), 0);
+    kill_node(&k);
+    job j;
+    memset(&j, 0, sizeof j);
+    jobs_base = &j;
+    assert_int_equal(sl_batch_new(c, &j.b), 0);
+    const char *ping[] = {"PING"};
+    const char *want[] = {"closed by the server", "refused", "unavailable (reconnecting in "};
+    for (int step = 0; step < 3; step++) {
+        /* 0: the old connection finds the server gone; 1: the reconnect is refused;
+         * 2: no connect, the backoff is on. */
+        sl_batch_reset(j.b);
+        assert_int_equal(sl_batch_append_argv(j.b, NULL, 1, ping, NULL), 0);
+        j.calls = 0;
+        assert_int_equal(sl_batch_exec_async(j.b, 5000, on_done, &j), 0);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        assert_int_equal(j.calls, 1);
+        size_t n;
+        const uint8_t *d;
+        const sl_reply *r = sl_batch_replies(j.b, &n, &d, NULL);
+        assert_int_equal(n, 1);
+        assert_int_equal(r->type, SL_REPLY_ERROR);
+        char msg[256];
+        snprintf(msg, sizeof msg, "%.*s", (int)r->len, (const char *)d + r->offset);
+        if (!strstr(msg, want[step]) && !(step == 0 && strstr(msg, "reset")))
+            fail_msg("step %d: %s (wanted \"%s\")", step, msg, want[step]);
+        if (step == 2) {
+            long wait = strtol(strstr(msg, want[2]) + strlen(want[2]), NULL, 10);
+            if (wait > 1000 || wait < 500) fail_msg("first backoff %ld ms, wanted 1000 less the time since: %s", wait, msg);
+        }
+    }
+    assert_int_equal(sl_client_detach_loop(c, NULL, NULL), 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    sl_batch_free(j.b);
+    sl_client_free(c);
+    close(k.holder);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -531,6 +823,9 @@ int main(void)
         cmocka_unit_test(test_loop_thread),
         cmocka_unit_test(test_loop_free_with_batches_in_flight),
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_server_killed_async),
+        cmocka_unit_test(test_server_resets_async),
+        cmocka_unit_test(test_refused_connect_backoff_async),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

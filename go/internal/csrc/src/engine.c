@@ -458,7 +458,6 @@ int sl__engine_node_failed(sl_client *c, size_t k, sl_err_kind kind, int code)
     n->oext = NULL;
     n->oext_len = 0;
     n->oext_owner = NULL;
-    if (c->async_hooks) c->async_hooks->closing(c, k);
     int failed = code == SL_ESERVER ? 2 : (kind == SL_ERR_IO || kind == SL_ERR_PROTOCOL);
     if (code == SL_ETIMEOUT || code == SL_ECANCELLED) failed = 0; /* the node did nothing wrong */
     sl__node_close(c, n, failed);
@@ -474,7 +473,6 @@ int sl__engine_read(sl_client *c, size_t k)
     if (rc == SL_ENOMEM) return rc;
     if (rc) {
         if (sl__engine_node_busy(c->topo.nodes[k])) return sl__engine_node_failed(c, k, SL_ERR_IO, rc);
-        if (c->async_hooks) c->async_hooks->closing(c, k);
         sl__node_close(c, c->topo.nodes[k], 1); /* every reply arrived before the close */
     }
     return 0;

@@ -6,12 +6,15 @@
  * Uses only the libuv 1.44 API, so that Node's bundled libuv (1.46) serves as well. */
 #include "internal.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "slotlane_uv.h"
+
+#include <sys/socket.h>
 
 typedef struct uv_client {
     uv_loop_t *loop;
@@ -109,17 +112,50 @@ static void hook_queued(sl_client *c, size_t k)
     set_events(c, k);
 }
 
-static void hook_closing(sl_client *c, size_t k)
+/* Lifetime of a node's poll handle: made when the engine opens a socket (hook_opened),
+ * stopped and closed when sl__node_close is about to close that socket (here, always
+ * before close(fd): libuv must not poll a closed fd, and the next connect may get the same
+ * fd number), freed in its close callback. A reconnect gets a new handle, so a handle
+ * still closing never watches the new socket. */
+static void hook_closing(sl_client *c, sl__node *n)
 {
-    sl__node *n = c->topo.nodes[k];
+    (void)c;
     uv_node *un = n->async;
     if (!un) return;
     n->async = NULL;
-    uv_poll_stop(&un->poll); /* before the engine closes the fd */
+    uv_poll_stop(&un->poll);
     uv_close((uv_handle_t *)&un->poll, node_closed);
 }
 
 static const sl__async_hooks hooks = {hook_opened, hook_queued, hook_closing};
+
+/* libuv hands any POLLERR to the poll callback as UV_EBADF ("bad file descriptor"), though
+ * the fd is fine: the socket has an error pending (a refused connect, a reset by a server
+ * that died). As the blocking driver does, let the socket say what it is: a connect check
+ * for a connecting node, else a read (replies that arrived before the error still count;
+ * recv reports the reset or the close). If neither fails the node, fail it with the
+ * pending error. */
+static void socket_error(sl_client *c, size_t k, int status)
+{
+    sl__node *n = c->topo.nodes[k];
+    if (n->state == SL__CONNECTING) {
+        if (sl__node_connect_check(c, n) != 0) {
+            (void)sl__engine_node_failed(c, k, SL_ERR_IO, SL_EIO);
+            return;
+        }
+    } else if (n->state == SL__CONNECTED) {
+        if (sl__engine_read(c, k) == SL_ENOMEM || n->state == SL__DISCONNECTED) return;
+    } else {
+        return;
+    }
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(n->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    if (err) sl__set_err(c, "connection to %s lost: %s", n->addr, strerror(err));
+    else if (status == UV_EBADF) sl__set_err(c, "connection to %s lost: the socket reported an error", n->addr);
+    else sl__set_err(c, "connection to %s lost: %s", n->addr, uv_strerror(status));
+    (void)sl__engine_node_failed(c, k, SL_ERR_IO, SL_EIO);
+}
 
 static void on_node(uv_poll_t *p, int status, int events)
 {
@@ -128,8 +164,8 @@ static void on_node(uv_poll_t *p, int status, int events)
     size_t k = un->k;
     sl__node *n = c->topo.nodes[k];
     if (status < 0) {
-        sl__set_err(c, "%s: %s", n->addr, uv_strerror(status));
-        (void)sl__engine_node_failed(c, k, SL_ERR_IO, SL_EIO);
+        un->events = 0; /* libuv stopped the poll itself */
+        socket_error(c, k, status);
         process(c);
         return;
     }

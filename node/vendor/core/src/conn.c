@@ -74,8 +74,9 @@ int sl__node_connect_check(sl_client *c, sl__node *n)
     socklen_t len = sizeof err;
     if (getsockopt(n->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
     if (err) {
+        /* The caller fails the node (sl__engine_node_failed), which closes the socket once:
+         * closing it here as well counted the failure twice in the reconnect backoff. */
         sl__set_err(c, "connect to %s: %s", n->addr, strerror(err));
-        sl__node_close(c, n, 1);
         return SL_EIO;
     }
     n->state = SL__CONNECTED;
@@ -86,9 +87,14 @@ int sl__node_connect_check(sl_client *c, sl__node *n)
     return 0;
 }
 
+/* The only place a node's socket is closed. An event-loop driver polling the fd hears of
+ * it first, so it stops polling before the fd is closed: libuv requires the poll handle
+ * stopped before close(fd), and the fd number may be reused by the very next socket (a
+ * reconnect in the same loop turn), which a still-active poll would then watch. */
 void sl__node_close(sl_client *c, sl__node *n, int failed)
 {
     int was_connected = n->state == SL__CONNECTED;
+    if (n->async && c->async_hooks) c->async_hooks->closing(c, n);
     if (n->fd >= 0) close(n->fd);
     n->fd = -1;
     n->state = SL__DISCONNECTED;

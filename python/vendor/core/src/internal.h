@@ -74,7 +74,7 @@ typedef struct sl__seg {
 typedef struct sl__async_hooks {
     void (*opened)(sl_client *c, size_t k);   /* node k has a new socket (connecting) */
     void (*queued)(sl_client *c, size_t k);   /* node k has bytes to write / replies to wait for */
-    void (*closing)(sl_client *c, size_t k);  /* node k's socket is about to be closed */
+    void (*closing)(sl_client *c, sl__node *n); /* n's socket is about to be closed (sl__node_close) */
 } sl__async_hooks;
 
 /* ------------------------------------------------------------- topology */
@@ -220,7 +220,7 @@ uint64_t sl__rand(sl_client *c);
 
 /* conn.c */
 int sl__node_connect_start(sl_client *c, sl__node *n);    /* 0, or <0 with errmsg */
-int sl__node_connect_check(sl_client *c, sl__node *n);    /* after POLLOUT: 0 connected, <0 failed */
+int sl__node_connect_check(sl_client *c, sl__node *n);    /* after POLLOUT: 0 connected, <0 failed (the caller fails the node) */
 /* failed: 0 a clean close; 1 a failure (backoff unless the connection had been working);
  * 2 a failure that always backs off (the handshake was refused). */
 void sl__node_close(sl_client *c, sl__node *n, int failed);
