@@ -100,6 +100,8 @@ static struct {
     int sync;              /* --sync: the blocking engine */
     int inflight;          /* --inflight K: batches in flight per handle (async engine) */
     int verify;            /* check GET values (--no-verify: only reply types) */
+    int mixed;             /* --mixed-batches: cluster batches of random keys over every node */
+    int node_batches;      /* cluster + async + not --mixed-batches: one batch per node (see below) */
 } cfg;
 
 static int g_argc;
@@ -308,6 +310,7 @@ typedef struct flight {
     uint8_t *ops;          /* the op of each command of the pipeline (reply checking) */
     uint64_t *keys;        /* the key number of each command (value checking) */
     int n;                 /* commands of the pipeline in flight */
+    int node;              /* per-node batches: the node whose keys this batch holds; -1: any keys */
     uint64_t t0;           /* when it was sent */
     struct flight *next_deferred;
 } flight;
@@ -348,6 +351,14 @@ static pthread_barrier_t g_start_bar;
 static const char *g_value;   /* data_size bytes, shared, read-only: the value pattern */
 static char g_dlen[24];       /* the decimal value length, and its digits */
 static size_t g_dl, g_plen, g_tag;
+
+/* Per-node batches: the keys 0..K-1 grouped by the primary that owns their slot (from
+ * CLUSTER SLOTS), so a batch drawn from one group goes to one connection. */
+#define MAX_MAP_NODES 1024
+#define MAX_NODE_KEYS 50000000LL /* 4 bytes a key: 200 MB at most */
+static uint32_t *g_node_keys[MAX_MAP_NODES];
+static uint32_t g_node_nkeys[MAX_MAP_NODES];
+static int g_map_nodes;
 
 static void note_error(worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note_error(worker *w, const char *fmt, ...)
@@ -410,7 +421,8 @@ static size_t encode_pipeline(worker *w, flight *f, int n)
     uint64_t period = (uint64_t)cfg.ratio_set + (uint64_t)cfg.ratio_get;
     for (int i = 0; i < n; i++) {
         int op = (w->ratio_pos++ % period) < (uint64_t)cfg.ratio_set ? OP_SET : OP_GET;
-        uint64_t k = rng_below(&w->rng, (uint64_t)cfg.key_range);
+        uint64_t k = f->node < 0 ? rng_below(&w->rng, (uint64_t)cfg.key_range)
+                                 : g_node_keys[f->node][rng_below(&w->rng, g_node_nkeys[f->node])];
         f->ops[i] = (uint8_t)op;
         f->keys[i] = k;
         p = put_cmd(p, op, k);
@@ -638,8 +650,10 @@ static void run_async(worker *w)
     uint64_t now = now_ns();
     for (int i = 0; i < w->nh; i++)
         for (int j = 0; j < w->h[i].nf; j++) {
+            flight *f = &w->h[i].f[j];
+            if (f->node >= 0 && g_node_nkeys[f->node] == 0) continue; /* no key of the range is there */
             w->active++;
-            launch(&w->h[i].f[j], now);
+            launch(f, now);
         }
     /* returns when no batch is in flight: idle connections do not keep the loop alive */
     uv_run(&w->loop, UV_RUN_DEFAULT);
@@ -693,6 +707,7 @@ static int open_handle(handle *h, int nflights, char *err, size_t errcap)
             return -1;
         }
         h->f[i].h = h;
+        h->f[i].node = -1;
     }
     return 0;
 }
@@ -756,6 +771,96 @@ static void fill_keys(void)
     }
     if (!cfg.quiet)
         fprintf(stderr, TOOL ": filled %lld keys of %ld bytes in %.1f s\n", cfg.key_range, cfg.data_size, now_s() - t0);
+    close_handle(&h);
+}
+
+/* The index after the record at i and its children (an aggregate's subtree). */
+static size_t rec_skip(const sl_reply *rec, size_t n, size_t i)
+{
+    uint64_t pending = 1;
+    while (pending && i < n) {
+        const sl_reply *x = &rec[i++];
+        pending--;
+        if (x->type == SL_REPLY_ARRAY || x->type == SL_REPLY_MAP || x->type == SL_REPLY_SET ||
+            x->type == SL_REPLY_PUSH)
+            pending += x->len;
+    }
+    return i;
+}
+
+/* Per-node batches: asks one node for CLUSTER SLOTS (the core routes the keyless command
+ * to its default node), numbers the primaries by "host:port" in the order of the reply,
+ * and sorts the keys 0..K-1 into one list per primary by sl_key_slot. The tool only
+ * chooses which keys go into a batch; the batches still go through the core's routing by
+ * key (a moved slot is a MOVED the core follows, never a wrong node). One short-lived
+ * client, closed before the run, so the run's connection counts are unchanged. */
+static void learn_node_keys(void)
+{
+    if (cfg.key_range > MAX_NODE_KEYS)
+        fatal("per-node batches keep a list of the keys: --key-range %lld is over %lld; use --mixed-batches",
+              cfg.key_range, MAX_NODE_KEYS);
+    handle h;
+    memset(&h, 0, sizeof h);
+    char err[ERRLEN];
+    if (open_handle(&h, 1, err, sizeof err) != 0) fatal("%s", err);
+    const char *argv[] = {"CLUSTER", "SLOTS"};
+    const sl_reply *rep = NULL;
+    const uint8_t *data = NULL;
+    int rc = sl_client_command(h.c, NULL, 2, argv, NULL, &rep, &data);
+    if (rc != 0 || !rep || rep->type != SL_REPLY_ARRAY)
+        fatal("CLUSTER SLOTS failed (%s): %s", sl_strerror(rc), sl_client_errmsg(h.c));
+    /* *rep is the reply's first record, its children follow: its subtree's length */
+    const sl_reply *recs = rep;
+    size_t nrec = rec_skip(recs, SIZE_MAX, 0);
+    static int16_t owner[16384];
+    for (int s = 0; s < 16384; s++) owner[s] = -1;
+    char names[MAX_MAP_NODES][280];
+    int nn = 0;
+    size_t i = 1;
+    for (uint32_t e = 0; e < rep->len; e++) {
+        const sl_reply *ent = &recs[i];
+        size_t next = rec_skip(recs, nrec, i);
+        /* [start, end, [host, port, id...], replicas...] */
+        if (ent->type != SL_REPLY_ARRAY || ent->len < 3 || i + 5 >= nrec || recs[i + 1].type != SL_REPLY_INTEGER ||
+            recs[i + 2].type != SL_REPLY_INTEGER || recs[i + 3].type != SL_REPLY_ARRAY || recs[i + 3].len < 2 ||
+            recs[i + 4].type != SL_REPLY_STRING || recs[i + 5].type != SL_REPLY_INTEGER)
+            fatal("CLUSTER SLOTS: entry %u is not [start, end, [host, port, ...], ...]", e);
+        int64_t lo = recs[i + 1].value.integer, hi = recs[i + 2].value.integer;
+        if (lo < 0 || hi > 16383 || lo > hi) fatal("CLUSTER SLOTS: bad slot range %lld-%lld", (long long)lo, (long long)hi);
+        char name[280];
+        fmtbuf(name, sizeof name, "%.*s:%lld", (int)(recs[i + 4].len > 255 ? 255 : recs[i + 4].len),
+               (const char *)data + recs[i + 4].offset, (long long)recs[i + 5].value.integer);
+        int idx = 0;
+        while (idx < nn && strcmp(names[idx], name) != 0) idx++;
+        if (idx == nn) {
+            if (nn == MAX_MAP_NODES) fatal("CLUSTER SLOTS: more than %d primaries", MAX_MAP_NODES);
+            memcpy(names[nn++], name, sizeof name);
+        }
+        for (int64_t s = lo; s <= hi; s++) owner[s] = (int16_t)idx;
+        i = next;
+    }
+    if (nn == 0) fatal("CLUSTER SLOTS: no slot is served");
+    /* two passes over the keys: count, then fill, so each list is allocated once */
+    char key[MAX_PREFIX + 24];
+    memcpy(key, cfg.key_prefix, g_plen);
+    static uint32_t pos[MAX_MAP_NODES];
+    for (int pass = 0; pass < 2; pass++) {
+        for (int n = 0; n < nn; n++) {
+            if (pass == 1) g_node_keys[n] = xcalloc(g_node_nkeys[n], sizeof(uint32_t));
+            pos[n] = 0;
+        }
+        for (long long k = 0; k < cfg.key_range; k++) {
+            size_t kl = g_plen + utoa((uint64_t)k, key + g_plen);
+            int o = owner[sl_key_slot(key, kl)];
+            if (o < 0) fatal("CLUSTER SLOTS: slot %d (of key %s%lld) has no owner", sl_key_slot(key, kl), cfg.key_prefix, k);
+            if (pass == 0) g_node_nkeys[o]++;
+            else g_node_keys[o][pos[o]++] = (uint32_t)k;
+        }
+    }
+    g_map_nodes = nn;
+    for (int n = 0; n < nn; n++)
+        if (!g_node_nkeys[n])
+            fprintf(stderr, TOOL ": note: no key of the range is on %s; its connections stay idle\n", names[n]);
     close_handle(&h);
 }
 
@@ -908,9 +1013,10 @@ static void write_json(FILE *f, const totals *t, const char *started, const char
     fprintf(f, ", \"requests\": ");
     if (cfg.requests > 0) fprintf(f, "%lld", cfg.requests); else fputs("null", f);
     fprintf(f, ", \"fill\": %s, \"timeout_ms\": %d, \"seed\": %llu, \"pipeline_per_node\": %s, \"batch\": %d,"
-               " \"engine\": \"%s\", \"inflight\": %d, \"verify\": %s},\n",
+               " \"engine\": \"%s\", \"inflight\": %d, \"verify\": %s, \"batches\": \"%s\"},\n",
             cfg.fill ? "true" : "false", cfg.timeout_ms, cfg.seed, cfg.per_node ? "true" : "false", cfg.batch,
-            cfg.sync ? "sync" : "async", cfg.sync ? 1 : cfg.inflight, cfg.verify ? "true" : "false");
+            cfg.sync ? "sync" : "async", cfg.sync ? 1 : cfg.inflight, cfg.verify ? "true" : "false",
+            cfg.node_batches ? "per-node" : cfg.cluster ? "mixed" : "plain");
     double w = t->wall_s > 0 ? t->wall_s : NAN;
     fprintf(f, "  \"results\": {\"requests\": %llu, \"sets\": %llu, \"gets\": %llu, \"get_hits\": %llu,"
                " \"get_misses\": %llu, \"pipelines\": %llu,\n",
@@ -1142,6 +1248,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--no-verify")) {
             NOVAL();
             cfg.verify = 0;
+        } else if (!strcmp(a, "--mixed-batches")) {
+            NOVAL();
+            cfg.mixed = 1;
         } else if (!strcmp(a, "--pipeline-per-node")) {
             NOVAL();
             cfg.per_node = 1;
@@ -1161,6 +1270,9 @@ int main(int argc, char **argv)
 #undef NOVAL
     }
     if (cfg.sync && inflight_set) usage_error("--inflight is for the async engine, not --sync");
+    if (cfg.mixed && (!cfg.cluster || cfg.sync))
+        usage_error("--mixed-batches is for --cluster with the async engine (plain mode and --sync always mix)");
+    cfg.node_batches = cfg.cluster && !cfg.sync && !cfg.mixed;
     if (time_set && requests_set) usage_error("give --test-time or --requests, not both");
     if (requests_set) cfg.test_time = 0;
     if (cfg.url_set && cfg.hostport_set) usage_error("give --url or --host/--port, not both");
@@ -1204,6 +1316,8 @@ int main(int argc, char **argv)
         t.fill_s = now_s() - f0;
     }
 
+    if (cfg.node_batches) learn_node_keys();
+
     /* every handle connects (and discovers) before the clock starts */
     worker *ws = xcalloc((size_t)cfg.threads, sizeof *ws);
     for (int i = 0; i < cfg.threads; i++) {
@@ -1219,8 +1333,11 @@ int main(int argc, char **argv)
         for (int j = 0; j < cfg.conns; j++) {
             handle *h = &w->h[j];
             char err[ERRLEN];
-            if (open_handle(h, cfg.sync ? 1 : cfg.inflight, err, sizeof err) != 0)
-                fatal("thread %d handle %d: %s", i, j, err);
+            /* per-node batches: --inflight batches for each node, batch f for node f mod nodes */
+            int nf = cfg.sync ? 1 : cfg.inflight * (cfg.node_batches ? g_map_nodes : 1);
+            if (open_handle(h, nf, err, sizeof err) != 0) fatal("thread %d handle %d: %s", i, j, err);
+            if (cfg.node_batches)
+                for (int k = 0; k < nf; k++) h->f[k].node = k % g_map_nodes;
             if (i == 0 && j == 0) {
                 /* the batch size, now that the first handle knows the nodes */
                 sl_stats s;
@@ -1229,8 +1346,9 @@ int main(int argc, char **argv)
                 s.size = sizeof s;
                 if (sl_client_stats(h->c, &s) == 0 && s.nodes > 0) g_nodes = s.nodes;
                 if (!cfg.cluster) g_nodes = 1;
+                if (cfg.node_batches) g_nodes = (uint64_t)g_map_nodes; /* the primaries */
                 cfg.batch = cfg.pipeline;
-                if (cfg.per_node) {
+                if (cfg.per_node && !cfg.node_batches) {
                     if ((uint64_t)cfg.pipeline * g_nodes > MAX_PIPELINE * 16ULL)
                         fatal("--pipeline %d x %llu nodes is too large a batch", cfg.pipeline,
                               (unsigned long long)g_nodes);
@@ -1255,14 +1373,16 @@ int main(int argc, char **argv)
     /* requests outstanding per connection: the async engine keeps --inflight batches per
      * handle, each spread over the handle's g_nodes connections; --sync keeps one batch
      * per thread, spread over one handle's connections, the thread's other handles idle */
-    t.outstanding_per_conn = cfg.sync ? (double)cfg.batch * cfg.threads / (double)t.connections
-                                      : (double)cfg.batch * cfg.inflight / (double)g_nodes;
+    t.outstanding_per_conn = cfg.sync           ? (double)cfg.batch * cfg.threads / (double)t.connections
+                             : cfg.node_batches ? (double)cfg.batch * cfg.inflight
+                                                : (double)cfg.batch * cfg.inflight / (double)g_nodes;
     if (!cfg.quiet)
-        fprintf(stderr, TOOL ": %s %s, %s engine, %d threads x %d handles (%d connections), batch %d, "
+        fprintf(stderr, TOOL ": %s %s, %s engine%s, %d threads x %d handles (%d connections), batch %d, "
                         "%d in flight per handle, %.1f requests outstanding per connection, %ld-byte values, "
                         "%lld keys, ratio %d:%d, %s\n",
-                cfg.cluster ? "cluster" : "plain", cfg.url, cfg.sync ? "sync" : "async", cfg.threads, cfg.conns,
-                t.connections, cfg.batch, cfg.sync ? 1 : cfg.inflight, t.outstanding_per_conn, cfg.data_size,
+                cfg.cluster ? "cluster" : "plain", cfg.url, cfg.sync ? "sync" : "async",
+                cfg.node_batches ? ", per-node batches" : cfg.cluster && !cfg.sync ? ", mixed batches" : "", cfg.threads,
+                cfg.conns, t.connections, cfg.batch, cfg.sync ? 1 : cfg.inflight, t.outstanding_per_conn, cfg.data_size,
                 cfg.key_range, cfg.ratio_set, cfg.ratio_get, cfg.requests > 0 ? "by requests" : "by time");
 
     if (pthread_barrier_init(&g_start_bar, NULL, (unsigned)cfg.threads + 1) != 0) fatal("pthread_barrier_init failed");
@@ -1325,9 +1445,10 @@ int main(int argc, char **argv)
     int ok = t.errors == 0 && t.batch_failures == 0 && t.requests > 0;
 
     double w = t.wall_s > 0 ? t.wall_s : NAN;
-    printf("slotlane-load: %s %s, %s engine, %d threads x %d handles = %d connections, batch %d x %d in flight "
+    printf("slotlane-load: %s %s, %s engine%s, %d threads x %d handles = %d connections, batch %d x %d in flight "
            "(%.1f outstanding per connection), %ld B, %lld keys, ratio %d:%d\n",
-           cfg.cluster ? "cluster" : "plain", cfg.url, cfg.sync ? "sync" : "async", cfg.threads, cfg.conns,
+           cfg.cluster ? "cluster" : "plain", cfg.url, cfg.sync ? "sync" : "async",
+           cfg.node_batches ? ", per-node batches" : cfg.cluster && !cfg.sync ? ", mixed batches" : "", cfg.threads, cfg.conns,
            t.connections, cfg.batch, cfg.sync ? 1 : cfg.inflight, t.outstanding_per_conn, cfg.data_size,
            cfg.key_range, cfg.ratio_set, cfg.ratio_get);
     printf("%-6s %12s %12s %10s %10s %10s %10s\n", "type", "ops/s", "requests", "p50 ms", "p99 ms", "p99.9 ms", "max ms");
