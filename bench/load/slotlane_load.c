@@ -16,6 +16,17 @@
  * its handles from one loop, as redis-benchmark does, so one CPU can keep every
  * connection busy.
  *
+ * Per-node batches (the default with --cluster and the async engine): a batch that spans
+ * every node completes when the slowest node has answered, so a handle's connections
+ * moved in lockstep and the server found fewer ready connections per wake-up than under
+ * redis-benchmark, whose connections each belong to one node and move on their own. So
+ * the tool learns which primary owns each key (CLUSTER SLOTS and sl_key_slot, once, into
+ * one key list per node) and a handle keeps K batches in flight PER NODE, each of B keys
+ * of that node only: every connection has exactly K x B outstanding and its next batch
+ * leaves when its own replies are in. The batches still go through the core's routing by
+ * key (a moved slot is a MOVED the core follows); the tool only chooses the keys.
+ * --mixed-batches keeps the older model (random keys over every node in one batch).
+ *
  * --sync keeps the older engine: the blocking sl_batch_run, one batch in flight per
  * thread, handles driven round-robin (concurrency = T pipelines).
  *
@@ -1104,9 +1115,11 @@ static void usage(FILE *f)
             "usage: slotlane-load [options]\n"
             "A memtier-style load generator built on libslotlane: T threads, each running a libuv\n"
             "loop that drives C client handles with K pipelines in flight per handle (the core's\n"
-            "async API, sl_batch_exec_async). In cluster mode the core routes every command and\n"
-            "writes each node its part of the pipeline at once; a handle keeps one connection per\n"
-            "node, so requests outstanding per connection = K x batch / nodes.\n"
+            "async API, sl_batch_exec_async). In cluster mode a handle keeps one connection per\n"
+            "node and K batches in flight per node, each of keys that node owns (learned once\n"
+            "from CLUSTER SLOTS; the core still routes every command by its key), so every\n"
+            "connection has K x D requests outstanding and moves on its own, as a\n"
+            "redis-benchmark --cluster connection does.\n"
             "\n"
             "Target:\n"
             "  --host H             server host (default 127.0.0.1)\n"
@@ -1118,15 +1131,20 @@ static void usage(FILE *f)
             "Load:\n"
             "  --threads T          threads (default 4), each with its own loop\n"
             "  --conns C            client handles per thread (default 1); one connection per node each\n"
-            "  --inflight K         batches in flight per handle (default 1)\n"
+            "  --inflight K         batches in flight per handle, and per node with per-node batches\n"
+            "                       (default 1)\n"
             "  --sync               the blocking engine instead: one sl_batch_run in flight per thread,\n"
             "                       its handles driven round-robin (concurrency = T pipelines)\n"
-            "  --pipeline D         commands per batch per handle (default 16)\n"
-            "  --pipeline-per-node  make each batch D x nodes commands, so that every connection\n"
-            "                       carries D commands per round trip on average: the depth of\n"
-            "                       redis-benchmark -P and memtier --pipeline, which pipeline per\n"
-            "                       connection (in cluster mode random keys split a batch of D into\n"
-            "                       about D/nodes per node)\n"
+            "  --pipeline D         commands per batch (default 16): per connection with per-node\n"
+            "                       batches, as redis-benchmark -P and memtier --pipeline\n"
+            "  --mixed-batches      cluster mode: batches of random keys over every node instead\n"
+            "                       (the core splits each per node; a handle's next batch waits\n"
+            "                       for every node's part, so its connections move in lockstep;\n"
+            "                       outstanding per connection = K x batch / nodes)\n"
+            "  --pipeline-per-node  with --mixed-batches or --sync: make each batch D x nodes\n"
+            "                       commands, so that every connection carries D per round trip\n"
+            "                       on average (random keys split a batch of D into about D/nodes\n"
+            "                       per node); per-node batches are D per connection already\n"
             "  --data-size S        SET value bytes (default 32)\n"
             "  --key-range K        keys <prefix>0 .. <prefix>K-1, chosen uniformly at random\n"
             "                       (default 100000)\n"
@@ -1386,12 +1404,13 @@ int main(int argc, char **argv)
                                                 : (double)cfg.batch * cfg.inflight / (double)g_nodes;
     if (!cfg.quiet)
         fprintf(stderr, TOOL ": %s %s, %s engine%s, %d threads x %d handles (%d connections), batch %d, "
-                        "%d in flight per handle, %.1f requests outstanding per connection, %ld-byte values, "
+                        "%d in flight per handle%s, %.1f requests outstanding per connection, %ld-byte values, "
                         "%lld keys, ratio %d:%d, %s\n",
                 cfg.cluster ? "cluster" : "plain", cfg.url, cfg.sync ? "sync" : "async",
                 cfg.node_batches ? ", per-node batches" : cfg.cluster && !cfg.sync ? ", mixed batches" : "", cfg.threads,
-                cfg.conns, t.connections, cfg.batch, cfg.sync ? 1 : cfg.inflight, t.outstanding_per_conn, cfg.data_size,
-                cfg.key_range, cfg.ratio_set, cfg.ratio_get, cfg.requests > 0 ? "by requests" : "by time");
+                cfg.conns, t.connections, cfg.batch, cfg.sync ? 1 : cfg.inflight, cfg.node_batches ? " and node" : "",
+                t.outstanding_per_conn, cfg.data_size, cfg.key_range, cfg.ratio_set, cfg.ratio_get,
+                cfg.requests > 0 ? "by requests" : "by time");
 
     if (pthread_barrier_init(&g_start_bar, NULL, (unsigned)cfg.threads + 1) != 0) fatal("pthread_barrier_init failed");
     for (int i = 0; i < cfg.threads; i++)
@@ -1453,12 +1472,12 @@ int main(int argc, char **argv)
     int ok = t.errors == 0 && t.batch_failures == 0 && t.requests > 0;
 
     double w = t.wall_s > 0 ? t.wall_s : NAN;
-    printf("slotlane-load: %s %s, %s engine%s, %d threads x %d handles = %d connections, batch %d x %d in flight "
+    printf("slotlane-load: %s %s, %s engine%s, %d threads x %d handles = %d connections, batch %d x %d in flight%s "
            "(%.1f outstanding per connection), %ld B, %lld keys, ratio %d:%d\n",
            cfg.cluster ? "cluster" : "plain", cfg.url, cfg.sync ? "sync" : "async",
            cfg.node_batches ? ", per-node batches" : cfg.cluster && !cfg.sync ? ", mixed batches" : "", cfg.threads, cfg.conns,
-           t.connections, cfg.batch, cfg.sync ? 1 : cfg.inflight, t.outstanding_per_conn, cfg.data_size,
-           cfg.key_range, cfg.ratio_set, cfg.ratio_get);
+           t.connections, cfg.batch, cfg.sync ? 1 : cfg.inflight, cfg.node_batches ? " per node" : "",
+           t.outstanding_per_conn, cfg.data_size, cfg.key_range, cfg.ratio_set, cfg.ratio_get);
     printf("%-6s %12s %12s %10s %10s %10s %10s\n", "type", "ops/s", "requests", "p50 ms", "p99 ms", "p99.9 ms", "max ms");
     const struct {
         const char *name;
