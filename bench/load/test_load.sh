@@ -9,7 +9,7 @@
 #      async engine's per-node batches (the default: K x D outstanding on every connection, the
 #      key lists covering every key of the range, a node that owns no key of the range left
 #      idle), --mixed-batches, --inflight 3, --sync; by --requests (exact counts, per-node,
-#      mixed and sync); the server killed mid-run (per-node and mixed);
+#      --eager-send, mixed and sync); the server killed mid-run (per-node and mixed);
 #   4. bad flags exit 2 with a message; a dead server exits 1 with a message, no crash; a key
 #      range too large for per-node key lists exits 1 naming --mixed-batches.
 # Each run's JSON must have ops > 0, zero errors, and GET hits (every GET found the value the
@@ -160,8 +160,8 @@ python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['results']; assert r
 "$LOAD" --url "127.0.0.1:$SHARD_PORT" --cluster --sync --threads 2 --conns 2 --pipeline 16 --ratio 1:10 \
   --key-range 5000 --no-fill --test-time 1 --quiet --json "$TMP/cluster-sync.json" >/dev/null || fail "--sync run against slotlane-server"
 check_json "$TMP/cluster-sync.json" sync
-for mode in per-node mixed sync; do
-  flag=; [ $mode = sync ] && flag=--sync; [ $mode = mixed ] && flag=--mixed-batches
+for mode in per-node eager mixed sync; do
+  flag=; [ $mode = sync ] && flag=--sync; [ $mode = mixed ] && flag=--mixed-batches; [ $mode = eager ] && flag=--eager-send
   "$LOAD" --url "127.0.0.1:$SHARD_PORT" --cluster $flag --threads 3 --conns 2 --pipeline 7 --pipeline-per-node \
     --ratio 1:0 --requests 1000 --quiet --json "$TMP/req.json" >/dev/null || fail "run by --requests ($mode)"
   python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['results']; assert r['requests']==1000 and r['sets']==1000 and r['errors']==0, r" \
@@ -211,6 +211,7 @@ expect2 --inflight 0
 expect2 --sync --inflight 2
 expect2 --mixed-batches
 expect2 --cluster --sync --mixed-batches
+expect2 --eager-send=1
 "$LOAD" --help | grep -q -- "--inflight" || fail "--help does not document the flags"
 echo "  ok"
 
