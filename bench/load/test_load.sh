@@ -212,7 +212,12 @@ expect2 --sync --inflight 2
 expect2 --mixed-batches
 expect2 --cluster --sync --mixed-batches
 expect2 --eager-send=1
-"$LOAD" --help | grep -q -- "--inflight" || fail "--help does not document the flags"
+# the whole text first: grep -q stops reading at the first match, and under pipefail the
+# SIGPIPE that --help's writer then gets would fail the test on a long enough text
+help=$("$LOAD" --help) || fail "--help failed"
+for f in --inflight --mixed-batches --eager-send --pipeline-per-node; do
+  grep -q -- "$f" <<<"$help" || fail "--help does not document $f"
+done
 echo "  ok"
 
 echo "slotlane-load: a dead server is an error (exit 1), not a crash"
