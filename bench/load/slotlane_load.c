@@ -16,6 +16,17 @@
  * its handles from one loop, as redis-benchmark does, so one CPU can keep every
  * connection busy.
  *
+ * Per-node batches (the default with --cluster and the async engine): a batch that spans
+ * every node completes when the slowest node has answered, so a handle's connections
+ * moved in lockstep and the server found fewer ready connections per wake-up than under
+ * redis-benchmark, whose connections each belong to one node and move on their own. So
+ * the tool learns which primary owns each key (CLUSTER SLOTS and sl_key_slot, once, into
+ * one key list per node) and a handle keeps K batches in flight PER NODE, each of B keys
+ * of that node only: every connection has exactly K x B outstanding and its next batch
+ * leaves when its own replies are in. The batches still go through the core's routing by
+ * key (a moved slot is a MOVED the core follows); the tool only chooses the keys.
+ * --mixed-batches keeps the older model (random keys over every node in one batch).
+ *
  * --sync keeps the older engine: the blocking sl_batch_run, one batch in flight per
  * thread, handles driven round-robin (concurrency = T pipelines).
  *
@@ -100,6 +111,9 @@ static struct {
     int sync;              /* --sync: the blocking engine */
     int inflight;          /* --inflight K: batches in flight per handle (async engine) */
     int verify;            /* check GET values (--no-verify: only reply types) */
+    int mixed;             /* --mixed-batches: cluster batches of random keys over every node */
+    int eager;             /* --eager-send: a completed batch's successor leaves from its callback */
+    int node_batches;      /* cluster + async + not --mixed-batches: one batch per node (see below) */
 } cfg;
 
 static int g_argc;
@@ -308,6 +322,7 @@ typedef struct flight {
     uint8_t *ops;          /* the op of each command of the pipeline (reply checking) */
     uint64_t *keys;        /* the key number of each command (value checking) */
     int n;                 /* commands of the pipeline in flight */
+    int node;              /* per-node batches: the node whose keys this batch holds; -1: any keys */
     uint64_t t0;           /* when it was sent */
     struct flight *next_deferred;
 } flight;
@@ -332,6 +347,8 @@ typedef struct worker {
     uv_loop_t loop;        /* async: the thread's loop */
     uv_timer_t resend;     /* async: sends the deferred batches */
     flight *deferred;
+    uv_check_t flush;      /* async: sends the batches completed in this loop iteration */
+    flight *ready;
     /* results */
     uint64_t requests, sets, gets, hits, misses, pipelines;
     uint64_t errors, err_kind[N_ERR_KINDS], batch_failures, wrong_replies;
@@ -348,6 +365,14 @@ static pthread_barrier_t g_start_bar;
 static const char *g_value;   /* data_size bytes, shared, read-only: the value pattern */
 static char g_dlen[24];       /* the decimal value length, and its digits */
 static size_t g_dl, g_plen, g_tag;
+
+/* Per-node batches: the keys 0..K-1 grouped by the primary that owns their slot (from
+ * CLUSTER SLOTS), so a batch drawn from one group goes to one connection. */
+#define MAX_MAP_NODES 1024
+#define MAX_NODE_KEYS 50000000LL /* 4 bytes a key: 200 MB at most */
+static uint32_t *g_node_keys[MAX_MAP_NODES];
+static uint32_t g_node_nkeys[MAX_MAP_NODES];
+static int g_map_nodes;
 
 static void note_error(worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note_error(worker *w, const char *fmt, ...)
@@ -406,14 +431,23 @@ static inline uint8_t *put_cmd(uint8_t *p, int op, uint64_t k)
 /* Encodes one pipeline of n commands into f->buf; returns its length. */
 static size_t encode_pipeline(worker *w, flight *f, int n)
 {
+    /* The keys first, in a loop of their own: a per-node key list is a random read into
+     * K x 4 bytes (400 KB at 100,000 keys), a cache miss each; drawn back to back the n
+     * loads overlap, where interleaved with the encoding each one stalled (perf: most
+     * of this function's time was that one load). */
+    if (f->node < 0) {
+        for (int i = 0; i < n; i++) f->keys[i] = rng_below(&w->rng, (uint64_t)cfg.key_range);
+    } else {
+        const uint32_t *list = g_node_keys[f->node];
+        uint64_t len = g_node_nkeys[f->node];
+        for (int i = 0; i < n; i++) f->keys[i] = list[rng_below(&w->rng, len)];
+    }
     uint8_t *p = f->buf;
     uint64_t period = (uint64_t)cfg.ratio_set + (uint64_t)cfg.ratio_get;
     for (int i = 0; i < n; i++) {
         int op = (w->ratio_pos++ % period) < (uint64_t)cfg.ratio_set ? OP_SET : OP_GET;
-        uint64_t k = rng_below(&w->rng, (uint64_t)cfg.key_range);
         f->ops[i] = (uint8_t)op;
-        f->keys[i] = k;
-        p = put_cmd(p, op, k);
+        p = put_cmd(p, op, f->keys[i]);
     }
     f->n = n;
     return (size_t)(p - f->buf);
@@ -610,6 +644,23 @@ static void on_resend(uv_timer_t *t)
     }
 }
 
+/* After the loop's poll phase: every batch completed by the replies read in this
+ * iteration leaves now, back to back. */
+static void on_flush(uv_check_t *c)
+{
+    worker *w = c->data;
+    flight *list = w->ready;
+    w->ready = NULL;
+    uv_check_stop(c); /* an active check handle would keep the loop alive */
+    uint64_t now = now_ns();
+    while (list) {
+        flight *f = list;
+        list = f->next_deferred;
+        f->next_deferred = NULL;
+        launch(f, now);
+    }
+}
+
 static void on_batch(sl_batch *b, int status, const sl_sizes *sizes, void *arg)
 {
     (void)b;
@@ -619,7 +670,21 @@ static void on_batch(sl_batch *b, int status, const sl_sizes *sizes, void *arg)
     uint64_t now = now_ns();
     account(w, f, status, now - f->t0);
     if (status == 0 && w->depth == 0) {
-        launch(f, now); /* the hot path: the next pipeline leaves at once */
+        if (cfg.eager) {
+            launch(f, now); /* --eager-send: the next pipeline leaves at once */
+            return;
+        }
+        /* The hot path: the successor is queued and handed to the core from a uv_check
+         * handle (on_flush) once the loop iteration's reads are all done, so the
+         * iteration's pipelines start together, as redis-benchmark writes its
+         * connections' next pipelines in the iteration after the one that read their
+         * replies. (The core writes on the next writable poll either way.) Measured
+         * against sending from here (--eager-send), a small effect on a noisy machine:
+         * server CPU per request lower in every A/B pair, fewer server wake-ups
+         * (bench/load/README.md). */
+        f->next_deferred = w->ready;
+        w->ready = f;
+        if (!uv_is_active((uv_handle_t *)&w->flush)) uv_check_start(&w->flush, on_flush);
         return;
     }
     /* A batch that failed as a whole (no node reachable...) completes at once, inside
@@ -638,8 +703,10 @@ static void run_async(worker *w)
     uint64_t now = now_ns();
     for (int i = 0; i < w->nh; i++)
         for (int j = 0; j < w->h[i].nf; j++) {
+            flight *f = &w->h[i].f[j];
+            if (f->node >= 0 && g_node_nkeys[f->node] == 0) continue; /* no key of the range is there */
             w->active++;
-            launch(&w->h[i].f[j], now);
+            launch(f, now);
         }
     /* returns when no batch is in flight: idle connections do not keep the loop alive */
     uv_run(&w->loop, UV_RUN_DEFAULT);
@@ -661,6 +728,7 @@ static void *worker_main(void *arg)
     if (!cfg.sync) { /* back to the blocking API, so that main can free the clients */
         for (int i = 0; i < w->nh; i++) (void)sl_client_detach_loop(w->h[i].c, NULL, NULL);
         uv_close((uv_handle_t *)&w->resend, NULL);
+        uv_close((uv_handle_t *)&w->flush, NULL);
         uv_run(&w->loop, UV_RUN_DEFAULT); /* the close callbacks */
         if (uv_loop_close(&w->loop) != 0) {
             w->batch_failures++;
@@ -693,6 +761,7 @@ static int open_handle(handle *h, int nflights, char *err, size_t errcap)
             return -1;
         }
         h->f[i].h = h;
+        h->f[i].node = -1;
     }
     return 0;
 }
@@ -756,6 +825,96 @@ static void fill_keys(void)
     }
     if (!cfg.quiet)
         fprintf(stderr, TOOL ": filled %lld keys of %ld bytes in %.1f s\n", cfg.key_range, cfg.data_size, now_s() - t0);
+    close_handle(&h);
+}
+
+/* The index after the record at i and its children (an aggregate's subtree). */
+static size_t rec_skip(const sl_reply *rec, size_t n, size_t i)
+{
+    uint64_t pending = 1;
+    while (pending && i < n) {
+        const sl_reply *x = &rec[i++];
+        pending--;
+        if (x->type == SL_REPLY_ARRAY || x->type == SL_REPLY_MAP || x->type == SL_REPLY_SET ||
+            x->type == SL_REPLY_PUSH)
+            pending += x->len;
+    }
+    return i;
+}
+
+/* Per-node batches: asks one node for CLUSTER SLOTS (the core routes the keyless command
+ * to its default node), numbers the primaries by "host:port" in the order of the reply,
+ * and sorts the keys 0..K-1 into one list per primary by sl_key_slot. The tool only
+ * chooses which keys go into a batch; the batches still go through the core's routing by
+ * key (a moved slot is a MOVED the core follows, never a wrong node). One short-lived
+ * client, closed before the run, so the run's connection counts are unchanged. */
+static void learn_node_keys(void)
+{
+    if (cfg.key_range > MAX_NODE_KEYS)
+        fatal("per-node batches keep a list of the keys: --key-range %lld is over %lld; use --mixed-batches",
+              cfg.key_range, MAX_NODE_KEYS);
+    handle h;
+    memset(&h, 0, sizeof h);
+    char err[ERRLEN];
+    if (open_handle(&h, 1, err, sizeof err) != 0) fatal("%s", err);
+    const char *argv[] = {"CLUSTER", "SLOTS"};
+    const sl_reply *rep = NULL;
+    const uint8_t *data = NULL;
+    int rc = sl_client_command(h.c, NULL, 2, argv, NULL, &rep, &data);
+    if (rc != 0 || !rep || rep->type != SL_REPLY_ARRAY)
+        fatal("CLUSTER SLOTS failed (%s): %s", sl_strerror(rc), sl_client_errmsg(h.c));
+    /* *rep is the reply's first record, its children follow: its subtree's length */
+    const sl_reply *recs = rep;
+    size_t nrec = rec_skip(recs, SIZE_MAX, 0);
+    static int16_t owner[16384];
+    for (int s = 0; s < 16384; s++) owner[s] = -1;
+    char names[MAX_MAP_NODES][280];
+    int nn = 0;
+    size_t i = 1;
+    for (uint32_t e = 0; e < rep->len; e++) {
+        const sl_reply *ent = &recs[i];
+        size_t next = rec_skip(recs, nrec, i);
+        /* [start, end, [host, port, id...], replicas...] */
+        if (ent->type != SL_REPLY_ARRAY || ent->len < 3 || i + 5 >= nrec || recs[i + 1].type != SL_REPLY_INTEGER ||
+            recs[i + 2].type != SL_REPLY_INTEGER || recs[i + 3].type != SL_REPLY_ARRAY || recs[i + 3].len < 2 ||
+            recs[i + 4].type != SL_REPLY_STRING || recs[i + 5].type != SL_REPLY_INTEGER)
+            fatal("CLUSTER SLOTS: entry %u is not [start, end, [host, port, ...], ...]", e);
+        int64_t lo = recs[i + 1].value.integer, hi = recs[i + 2].value.integer;
+        if (lo < 0 || hi > 16383 || lo > hi) fatal("CLUSTER SLOTS: bad slot range %lld-%lld", (long long)lo, (long long)hi);
+        char name[280];
+        fmtbuf(name, sizeof name, "%.*s:%lld", (int)(recs[i + 4].len > 255 ? 255 : recs[i + 4].len),
+               (const char *)data + recs[i + 4].offset, (long long)recs[i + 5].value.integer);
+        int idx = 0;
+        while (idx < nn && strcmp(names[idx], name) != 0) idx++;
+        if (idx == nn) {
+            if (nn == MAX_MAP_NODES) fatal("CLUSTER SLOTS: more than %d primaries", MAX_MAP_NODES);
+            memcpy(names[nn++], name, sizeof name);
+        }
+        for (int64_t s = lo; s <= hi; s++) owner[s] = (int16_t)idx;
+        i = next;
+    }
+    if (nn == 0) fatal("CLUSTER SLOTS: no slot is served");
+    /* two passes over the keys: count, then fill, so each list is allocated once */
+    char key[MAX_PREFIX + 24];
+    memcpy(key, cfg.key_prefix, g_plen);
+    static uint32_t pos[MAX_MAP_NODES];
+    for (int pass = 0; pass < 2; pass++) {
+        for (int n = 0; n < nn; n++) {
+            if (pass == 1) g_node_keys[n] = xcalloc(g_node_nkeys[n], sizeof(uint32_t));
+            pos[n] = 0;
+        }
+        for (long long k = 0; k < cfg.key_range; k++) {
+            size_t kl = g_plen + utoa((uint64_t)k, key + g_plen);
+            int o = owner[sl_key_slot(key, kl)];
+            if (o < 0) fatal("CLUSTER SLOTS: slot %d (of key %s%lld) has no owner", sl_key_slot(key, kl), cfg.key_prefix, k);
+            if (pass == 0) g_node_nkeys[o]++;
+            else g_node_keys[o][pos[o]++] = (uint32_t)k;
+        }
+    }
+    g_map_nodes = nn;
+    for (int n = 0; n < nn; n++)
+        if (!g_node_nkeys[n])
+            fprintf(stderr, TOOL ": note: no key of the range is on %s; its connections stay idle\n", names[n]);
     close_handle(&h);
 }
 
@@ -908,9 +1067,10 @@ static void write_json(FILE *f, const totals *t, const char *started, const char
     fprintf(f, ", \"requests\": ");
     if (cfg.requests > 0) fprintf(f, "%lld", cfg.requests); else fputs("null", f);
     fprintf(f, ", \"fill\": %s, \"timeout_ms\": %d, \"seed\": %llu, \"pipeline_per_node\": %s, \"batch\": %d,"
-               " \"engine\": \"%s\", \"inflight\": %d, \"verify\": %s},\n",
+               " \"engine\": \"%s\", \"inflight\": %d, \"verify\": %s, \"batches\": \"%s\"},\n",
             cfg.fill ? "true" : "false", cfg.timeout_ms, cfg.seed, cfg.per_node ? "true" : "false", cfg.batch,
-            cfg.sync ? "sync" : "async", cfg.sync ? 1 : cfg.inflight, cfg.verify ? "true" : "false");
+            cfg.sync ? "sync" : "async", cfg.sync ? 1 : cfg.inflight, cfg.verify ? "true" : "false",
+            cfg.node_batches ? "per-node" : cfg.cluster ? "mixed" : "plain");
     double w = t->wall_s > 0 ? t->wall_s : NAN;
     fprintf(f, "  \"results\": {\"requests\": %llu, \"sets\": %llu, \"gets\": %llu, \"get_hits\": %llu,"
                " \"get_misses\": %llu, \"pipelines\": %llu,\n",
@@ -990,9 +1150,11 @@ static void usage(FILE *f)
             "usage: slotlane-load [options]\n"
             "A memtier-style load generator built on libslotlane: T threads, each running a libuv\n"
             "loop that drives C client handles with K pipelines in flight per handle (the core's\n"
-            "async API, sl_batch_exec_async). In cluster mode the core routes every command and\n"
-            "writes each node its part of the pipeline at once; a handle keeps one connection per\n"
-            "node, so requests outstanding per connection = K x batch / nodes.\n"
+            "async API, sl_batch_exec_async). In cluster mode a handle keeps one connection per\n"
+            "node and K batches in flight per node, each of keys that node owns (learned once\n"
+            "from CLUSTER SLOTS; the core still routes every command by its key), so every\n"
+            "connection has K x D requests outstanding and moves on its own, as a\n"
+            "redis-benchmark --cluster connection does.\n"
             "\n"
             "Target:\n"
             "  --host H             server host (default 127.0.0.1)\n"
@@ -1004,15 +1166,24 @@ static void usage(FILE *f)
             "Load:\n"
             "  --threads T          threads (default 4), each with its own loop\n"
             "  --conns C            client handles per thread (default 1); one connection per node each\n"
-            "  --inflight K         batches in flight per handle (default 1)\n"
+            "  --inflight K         batches in flight per handle, and per node with per-node batches\n"
+            "                       (default 1)\n"
             "  --sync               the blocking engine instead: one sl_batch_run in flight per thread,\n"
             "                       its handles driven round-robin (concurrency = T pipelines)\n"
-            "  --pipeline D         commands per batch per handle (default 16)\n"
-            "  --pipeline-per-node  make each batch D x nodes commands, so that every connection\n"
-            "                       carries D commands per round trip on average: the depth of\n"
-            "                       redis-benchmark -P and memtier --pipeline, which pipeline per\n"
-            "                       connection (in cluster mode random keys split a batch of D into\n"
-            "                       about D/nodes per node)\n"
+            "  --pipeline D         commands per batch (default 16): per connection with per-node\n"
+            "                       batches, as redis-benchmark -P and memtier --pipeline\n"
+            "  --mixed-batches      cluster mode: batches of random keys over every node instead\n"
+            "                       (the core splits each per node; a handle's next batch waits\n"
+            "                       for every node's part, so its connections move in lockstep;\n"
+            "                       outstanding per connection = K x batch / nodes)\n"
+            "  --eager-send         send a completed batch's successor from its completion callback\n"
+            "                       (default: once the loop iteration's replies are all read, so\n"
+            "                       the iteration's pipelines leave together, as redis-benchmark's\n"
+            "                       do; measured: fewer server wake-ups, less server CPU)\n"
+            "  --pipeline-per-node  with --mixed-batches or --sync: make each batch D x nodes\n"
+            "                       commands, so that every connection carries D per round trip\n"
+            "                       on average (random keys split a batch of D into about D/nodes\n"
+            "                       per node); per-node batches are D per connection already\n"
             "  --data-size S        SET value bytes (default 32)\n"
             "  --key-range K        keys <prefix>0 .. <prefix>K-1, chosen uniformly at random\n"
             "                       (default 100000)\n"
@@ -1142,6 +1313,12 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--no-verify")) {
             NOVAL();
             cfg.verify = 0;
+        } else if (!strcmp(a, "--eager-send")) {
+            NOVAL();
+            cfg.eager = 1;
+        } else if (!strcmp(a, "--mixed-batches")) {
+            NOVAL();
+            cfg.mixed = 1;
         } else if (!strcmp(a, "--pipeline-per-node")) {
             NOVAL();
             cfg.per_node = 1;
@@ -1161,6 +1338,9 @@ int main(int argc, char **argv)
 #undef NOVAL
     }
     if (cfg.sync && inflight_set) usage_error("--inflight is for the async engine, not --sync");
+    if (cfg.mixed && (!cfg.cluster || cfg.sync))
+        usage_error("--mixed-batches is for --cluster with the async engine (plain mode and --sync always mix)");
+    cfg.node_batches = cfg.cluster && !cfg.sync && !cfg.mixed;
     if (time_set && requests_set) usage_error("give --test-time or --requests, not both");
     if (requests_set) cfg.test_time = 0;
     if (cfg.url_set && cfg.hostport_set) usage_error("give --url or --host/--port, not both");
@@ -1204,6 +1384,8 @@ int main(int argc, char **argv)
         t.fill_s = now_s() - f0;
     }
 
+    if (cfg.node_batches) learn_node_keys();
+
     /* every handle connects (and discovers) before the clock starts */
     worker *ws = xcalloc((size_t)cfg.threads, sizeof *ws);
     for (int i = 0; i < cfg.threads; i++) {
@@ -1219,8 +1401,11 @@ int main(int argc, char **argv)
         for (int j = 0; j < cfg.conns; j++) {
             handle *h = &w->h[j];
             char err[ERRLEN];
-            if (open_handle(h, cfg.sync ? 1 : cfg.inflight, err, sizeof err) != 0)
-                fatal("thread %d handle %d: %s", i, j, err);
+            /* per-node batches: --inflight batches for each node, batch f for node f mod nodes */
+            int nf = cfg.sync ? 1 : cfg.inflight * (cfg.node_batches ? g_map_nodes : 1);
+            if (open_handle(h, nf, err, sizeof err) != 0) fatal("thread %d handle %d: %s", i, j, err);
+            if (cfg.node_batches)
+                for (int k = 0; k < nf; k++) h->f[k].node = k % g_map_nodes;
             if (i == 0 && j == 0) {
                 /* the batch size, now that the first handle knows the nodes */
                 sl_stats s;
@@ -1229,8 +1414,9 @@ int main(int argc, char **argv)
                 s.size = sizeof s;
                 if (sl_client_stats(h->c, &s) == 0 && s.nodes > 0) g_nodes = s.nodes;
                 if (!cfg.cluster) g_nodes = 1;
+                if (cfg.node_batches) g_nodes = (uint64_t)g_map_nodes; /* the primaries */
                 cfg.batch = cfg.pipeline;
-                if (cfg.per_node) {
+                if (cfg.per_node && !cfg.node_batches) {
                     if ((uint64_t)cfg.pipeline * g_nodes > MAX_PIPELINE * 16ULL)
                         fatal("--pipeline %d x %llu nodes is too large a batch", cfg.pipeline,
                               (unsigned long long)g_nodes);
@@ -1242,9 +1428,11 @@ int main(int argc, char **argv)
         }
         if (!cfg.sync) {
             /* the thread's loop, made here and handed over with the thread's start */
-            if (uv_loop_init(&w->loop) != 0 || uv_timer_init(&w->loop, &w->resend) != 0)
+            if (uv_loop_init(&w->loop) != 0 || uv_timer_init(&w->loop, &w->resend) != 0 ||
+                uv_check_init(&w->loop, &w->flush) != 0)
                 fatal("thread %d: uv_loop_init failed", i);
             w->resend.data = w;
+            w->flush.data = w;
             for (int j = 0; j < cfg.conns; j++) {
                 int rc = sl_client_attach_loop(w->h[j].c, &w->loop);
                 if (rc != 0) fatal("thread %d handle %d: sl_client_attach_loop: %s", i, j, sl_strerror(rc));
@@ -1255,15 +1443,18 @@ int main(int argc, char **argv)
     /* requests outstanding per connection: the async engine keeps --inflight batches per
      * handle, each spread over the handle's g_nodes connections; --sync keeps one batch
      * per thread, spread over one handle's connections, the thread's other handles idle */
-    t.outstanding_per_conn = cfg.sync ? (double)cfg.batch * cfg.threads / (double)t.connections
-                                      : (double)cfg.batch * cfg.inflight / (double)g_nodes;
+    t.outstanding_per_conn = cfg.sync           ? (double)cfg.batch * cfg.threads / (double)t.connections
+                             : cfg.node_batches ? (double)cfg.batch * cfg.inflight
+                                                : (double)cfg.batch * cfg.inflight / (double)g_nodes;
     if (!cfg.quiet)
-        fprintf(stderr, TOOL ": %s %s, %s engine, %d threads x %d handles (%d connections), batch %d, "
-                        "%d in flight per handle, %.1f requests outstanding per connection, %ld-byte values, "
+        fprintf(stderr, TOOL ": %s %s, %s engine%s, %d threads x %d handles (%d connections), batch %d, "
+                        "%d in flight per handle%s, %.1f requests outstanding per connection, %ld-byte values, "
                         "%lld keys, ratio %d:%d, %s\n",
-                cfg.cluster ? "cluster" : "plain", cfg.url, cfg.sync ? "sync" : "async", cfg.threads, cfg.conns,
-                t.connections, cfg.batch, cfg.sync ? 1 : cfg.inflight, t.outstanding_per_conn, cfg.data_size,
-                cfg.key_range, cfg.ratio_set, cfg.ratio_get, cfg.requests > 0 ? "by requests" : "by time");
+                cfg.cluster ? "cluster" : "plain", cfg.url, cfg.sync ? "sync" : "async",
+                cfg.node_batches ? ", per-node batches" : cfg.cluster && !cfg.sync ? ", mixed batches" : "", cfg.threads,
+                cfg.conns, t.connections, cfg.batch, cfg.sync ? 1 : cfg.inflight, cfg.node_batches ? " and node" : "",
+                t.outstanding_per_conn, cfg.data_size, cfg.key_range, cfg.ratio_set, cfg.ratio_get,
+                cfg.requests > 0 ? "by requests" : "by time");
 
     if (pthread_barrier_init(&g_start_bar, NULL, (unsigned)cfg.threads + 1) != 0) fatal("pthread_barrier_init failed");
     for (int i = 0; i < cfg.threads; i++)
@@ -1325,11 +1516,12 @@ int main(int argc, char **argv)
     int ok = t.errors == 0 && t.batch_failures == 0 && t.requests > 0;
 
     double w = t.wall_s > 0 ? t.wall_s : NAN;
-    printf("slotlane-load: %s %s, %s engine, %d threads x %d handles = %d connections, batch %d x %d in flight "
+    printf("slotlane-load: %s %s, %s engine%s, %d threads x %d handles = %d connections, batch %d x %d in flight%s "
            "(%.1f outstanding per connection), %ld B, %lld keys, ratio %d:%d\n",
-           cfg.cluster ? "cluster" : "plain", cfg.url, cfg.sync ? "sync" : "async", cfg.threads, cfg.conns,
-           t.connections, cfg.batch, cfg.sync ? 1 : cfg.inflight, t.outstanding_per_conn, cfg.data_size,
-           cfg.key_range, cfg.ratio_set, cfg.ratio_get);
+           cfg.cluster ? "cluster" : "plain", cfg.url, cfg.sync ? "sync" : "async",
+           cfg.node_batches ? ", per-node batches" : cfg.cluster && !cfg.sync ? ", mixed batches" : "", cfg.threads, cfg.conns,
+           t.connections, cfg.batch, cfg.sync ? 1 : cfg.inflight, cfg.node_batches ? " per node" : "",
+           t.outstanding_per_conn, cfg.data_size, cfg.key_range, cfg.ratio_set, cfg.ratio_get);
     printf("%-6s %12s %12s %10s %10s %10s %10s\n", "type", "ops/s", "requests", "p50 ms", "p99 ms", "p99.9 ms", "max ms");
     const struct {
         const char *name;

@@ -5,9 +5,13 @@
 #   2. reply checking: a GET that returns a value the tool did not write, or an error reply
 #      (WRONGTYPE), fails the run (exit 1, the message names the key); --no-verify accepts
 #      the foreign value;
-#   3. against slotlane-server with 2 shards in per-shard mode, --cluster, 1 s, ratio 1:10 (async,
-#      --inflight 3, --sync), and by --requests (exact counts, both engines);
-#   4. bad flags exit 2 with a message; a dead server exits 1 with a message, no crash.
+#   3. against slotlane-server with 2 shards in per-shard mode, --cluster, 1 s, ratio 1:10: the
+#      async engine's per-node batches (the default: K x D outstanding on every connection, the
+#      key lists covering every key of the range, a node that owns no key of the range left
+#      idle and named, and it is the shard that does not hold the key), --mixed-batches, --inflight 3, --sync; by --requests (exact counts, per-node,
+#      --eager-send, mixed and sync); the server killed mid-run (per-node and mixed);
+#   4. bad flags exit 2 with a message; a dead server exits 1 with a message, no crash; a key
+#      range too large for per-node key lists exits 1 naming --mixed-batches.
 # Each run's JSON must have ops > 0, zero errors, and GET hits (every GET found the value the
 # tool wrote) when the ratio has GETs. Every server started here is stopped by PID on exit,
 # failure or Ctrl-C. Ports 26300-26309.
@@ -107,55 +111,90 @@ check_json "$TMP/own.json" async
 echo "  ok: --no-verify accepts foreign values"
 
 echo "slotlane-load: slotlane-server, 2 shards per-shard, --cluster"
-"$SERVER" --shards 2 --port "$SHARD_PORT" --loglevel warning >"$TMP/server.log" 2>&1 &
-SV_PID=$!
-for _ in $(seq 100); do
-  (exec 3<>"/dev/tcp/127.0.0.1/$((SHARD_PORT + 1))") 2>/dev/null && break
-  kill -0 "$SV_PID" 2>/dev/null || fail "slotlane-server exited: $(cat "$TMP/server.log")"
-  sleep 0.05
-done
+start_server() {
+  "$SERVER" --shards 2 --port "$SHARD_PORT" --loglevel warning >"$TMP/server.log" 2>&1 &
+  SV_PID=$!
+  for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$((SHARD_PORT + 1))") 2>/dev/null && return 0
+    kill -0 "$SV_PID" 2>/dev/null || fail "slotlane-server exited: $(cat "$TMP/server.log")"
+    sleep 0.05
+  done
+  fail "slotlane-server did not listen on $((SHARD_PORT + 1))"
+}
+start_server
 "$LOAD" --url "127.0.0.1:$SHARD_PORT" --cluster --threads 2 --conns 2 --pipeline 16 --ratio 1:10 \
   --key-range 5000 --test-time 1 --quiet --json "$TMP/cluster.json" >/dev/null || fail "run against slotlane-server"
 check_json "$TMP/cluster.json" async
-python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['results']; assert r['nodes']==2 and r['moved']==0 and r['connections']==8, r" \
-  "$TMP/cluster.json" || fail "cluster run: expected 2 nodes, 8 connections and no MOVED"
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); r=j['results']; assert j['config']['batches']=='per-node' and r['nodes']==2 and r['moved']==0 and r['connections']==8 and r['outstanding_per_conn']==16, (j['config'], r)" \
+  "$TMP/cluster.json" || fail "cluster run: expected per-node batches, 2 nodes, 8 connections, 16 outstanding per connection and no MOVED"
+# per-node batches draw from one key list per node: together the lists hold every key of the
+# range, each on the shard that owns it (a shard only stores keys of its slots), so 20,000 SETs
+# over 200 keys (about 100 draws per key) leave all 200 keys, found by KEYS on the two shards
+"$LOAD" --url "127.0.0.1:$SHARD_PORT" --cluster --threads 1 --conns 2 --pipeline 7 --ratio 1:0 --key-prefix pn: \
+  --key-range 200 --requests 20000 --quiet --json "$TMP/pn.json" >/dev/null || fail "per-node SET run"
+n0=$(redis-cli -h 127.0.0.1 -p "$SHARD_PORT" KEYS 'pn:*' | grep -c '^pn:') || true
+n1=$(redis-cli -h 127.0.0.1 -p "$((SHARD_PORT + 1))" KEYS 'pn:*' | grep -c '^pn:') || true
+[ "$((n0 + n1))" = 200 ] && [ "$n0" -gt 0 ] && [ "$n1" -gt 0 ] || fail "per-node batches wrote $n0 + $n1 of the 200 keys"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['results']; assert r['requests']==20000 and r['errors']==0 and r['moved']==0, r" \
+  "$TMP/pn.json" || fail "per-node SET run: expected 20000 requests, no errors, no MOVED"
+echo "  ok: per-node batches covered every key ($n0 + $n1 on the two shards), no MOVED"
+# one key: one shard owns it, the other shard's connections have nothing to do and stay idle;
+# the run still completes its exact count, and the GETs find the key's value
+out=$("$LOAD" --url "127.0.0.1:$SHARD_PORT" --cluster --threads 2 --conns 2 --pipeline 5 --ratio 1:1 --key-range 1 \
+  --key-prefix one: --requests 1001 --json "$TMP/one.json" 2>&1 >/dev/null) || fail "per-node run with one key: $out"
+# the idle node the tool names must be the shard that does not hold one:0 (its grouping agrees
+# with the server's ownership; the core would route the key right even if it did not)
+if [ "$(redis-cli -h 127.0.0.1 -p "$SHARD_PORT" KEYS 'one:*')" = "one:0" ]; then idle=$((SHARD_PORT + 1)); else idle=$SHARD_PORT; fi
+grep -q "no key of the range is on 127.0.0.1:$idle;" <<<"$out" || fail "per-node run with one key: no note of the idle node $idle ($out)"
+check_json "$TMP/one.json" async
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['results']; assert r['requests']==1001 and r['get_hits']==500, r" \
+  "$TMP/one.json" || fail "per-node run with one key: expected 1001 requests and 500 GET hits"
+"$LOAD" --url "127.0.0.1:$SHARD_PORT" --cluster --mixed-batches --pipeline-per-node --threads 1 --conns 2 --pipeline 8 \
+  --ratio 1:10 --key-range 5000 --no-fill --test-time 1 --quiet --json "$TMP/mixed.json" >/dev/null || fail "--mixed-batches run"
+check_json "$TMP/mixed.json" async
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); r=j['results']; assert j['config']['batches']=='mixed' and j['config']['batch']==16 and r['outstanding_per_conn']==8, (j['config'], r)" \
+  "$TMP/mixed.json" || fail "--mixed-batches --pipeline-per-node --pipeline 8: expected mixed batches of 16, 8 outstanding"
 "$LOAD" --url "127.0.0.1:$SHARD_PORT" --cluster --threads 1 --conns 3 --inflight 3 --pipeline 8 \
   --pipeline-per-node --ratio 1:10 --key-range 5000 --no-fill --test-time 1 --quiet --json "$TMP/inflight.json" \
   >/dev/null || fail "--inflight 3 run against slotlane-server"
 check_json "$TMP/inflight.json" async
 python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['results']; assert r['connections_per_node']==3 and r['outstanding_per_conn']==24, r" \
-  "$TMP/inflight.json" || fail "--inflight 3 --pipeline 8 --pipeline-per-node: expected 3 connections per node, 24 outstanding"
+  "$TMP/inflight.json" || fail "--inflight 3 --pipeline 8: expected 3 connections per node, 24 outstanding"
 "$LOAD" --url "127.0.0.1:$SHARD_PORT" --cluster --sync --threads 2 --conns 2 --pipeline 16 --ratio 1:10 \
   --key-range 5000 --no-fill --test-time 1 --quiet --json "$TMP/cluster-sync.json" >/dev/null || fail "--sync run against slotlane-server"
 check_json "$TMP/cluster-sync.json" sync
-for engine in async sync; do
-  flag=; [ $engine = sync ] && flag=--sync
+for mode in per-node eager mixed sync; do
+  flag=; [ $mode = sync ] && flag=--sync; [ $mode = mixed ] && flag=--mixed-batches; [ $mode = eager ] && flag=--eager-send
   "$LOAD" --url "127.0.0.1:$SHARD_PORT" --cluster $flag --threads 3 --conns 2 --pipeline 7 --pipeline-per-node \
-    --ratio 1:0 --requests 1000 --quiet --json "$TMP/req.json" >/dev/null || fail "run by --requests ($engine)"
+    --ratio 1:0 --requests 1000 --quiet --json "$TMP/req.json" >/dev/null || fail "run by --requests ($mode)"
   python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['results']; assert r['requests']==1000 and r['sets']==1000 and r['errors']==0, r" \
-    "$TMP/req.json" || fail "--requests 1000 did not run exactly 1000 SETs ($engine)"
-  echo "  ok: --requests 1000 ran 1000 SETs ($engine)"
+    "$TMP/req.json" || fail "--requests 1000 did not run exactly 1000 SETs ($mode)"
+  echo "  ok: --requests 1000 ran 1000 SETs ($mode)"
 done
 
 echo "slotlane-load: the server dies mid-run: errors (exit 1), no crash, no hang"
-"$LOAD" --url "127.0.0.1:$SHARD_PORT" --cluster --threads 2 --conns 2 --inflight 2 --pipeline 8 --ratio 1:1 \
-  --key-range 1000 --test-time 2 --timeout-ms 1000 --quiet --json "$TMP/dies.json" >/dev/null 2>"$TMP/dies.err" &
-LOAD_PID=$!
-sleep 0.7
-kill -TERM "$SV_PID"
-wait "$SV_PID" 2>/dev/null || true
-SV_PID=
-rc=0
-t0=$SECONDS
-wait "$LOAD_PID" || rc=$?
-[ "$rc" = 1 ] || fail "server died mid-run: slotlane-load exited $rc, not 1 ($(cat "$TMP/dies.err"))"
-[ $((SECONDS - t0)) -le 10 ] || fail "server died mid-run: slotlane-load took $((SECONDS - t0)) s to stop"
-python3 -c "import json,sys; j=json.load(open(sys.argv[1])); r=j['results']; assert j['ok'] is False and r['requests'] > 0 and r['errors'] > 0 and r['error_kinds']['io'] > 0, r" \
-  "$TMP/dies.json" || fail "server died mid-run: the JSON does not show the I/O errors"
-# libuv reports a socket error (POLLERR) as UV_EBADF; the core must say what it was instead
-# (a reset, a close, a refused connect), not "bad file descriptor" (core/README.md)
-! grep -qi "bad file descriptor" "$TMP/dies.err" "$TMP/dies.json" || fail "server died mid-run: $(grep -hi -m1 "bad file descriptor" "$TMP/dies.err" "$TMP/dies.json")"
-echo "  ok: $(head -c 200 "$TMP/dies.err")"
+for mode in per-node mixed; do
+  flag=; [ $mode = mixed ] && flag=--mixed-batches
+  [ -n "$SV_PID" ] || start_server
+  "$LOAD" --url "127.0.0.1:$SHARD_PORT" --cluster $flag --threads 2 --conns 2 --inflight 2 --pipeline 8 --ratio 1:1 \
+    --key-range 1000 --test-time 2 --timeout-ms 1000 --quiet --json "$TMP/dies.json" >/dev/null 2>"$TMP/dies.err" &
+  LOAD_PID=$!
+  sleep 0.7
+  kill -TERM "$SV_PID"
+  wait "$SV_PID" 2>/dev/null || true
+  SV_PID=
+  rc=0
+  t0=$SECONDS
+  wait "$LOAD_PID" || rc=$?
+  [ "$rc" = 1 ] || fail "server died mid-run ($mode): slotlane-load exited $rc, not 1 ($(cat "$TMP/dies.err"))"
+  [ $((SECONDS - t0)) -le 10 ] || fail "server died mid-run ($mode): slotlane-load took $((SECONDS - t0)) s to stop"
+  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); r=j['results']; assert j['ok'] is False and r['requests'] > 0 and r['errors'] > 0 and r['error_kinds']['io'] > 0 and j['config']['batches'] == sys.argv[2], (j['config'], r)" \
+    "$TMP/dies.json" "$mode" || fail "server died mid-run ($mode): the JSON does not show the I/O errors"
+  # libuv reports a socket error (POLLERR) as UV_EBADF; the core must say what it was instead
+  # (a reset, a close, a refused connect), not "bad file descriptor" (core/README.md)
+  ! grep -qi "bad file descriptor" "$TMP/dies.err" "$TMP/dies.json" || fail "server died mid-run ($mode): $(grep -hi -m1 "bad file descriptor" "$TMP/dies.err" "$TMP/dies.json")"
+  echo "  ok ($mode): $(head -c 200 "$TMP/dies.err")"
+done
 
 echo "slotlane-load: bad flags exit 2 with a message"
 expect2() {
@@ -176,7 +215,15 @@ expect2 --url 127.0.0.1:1 --port 2
 expect2 --cluster=yes
 expect2 --inflight 0
 expect2 --sync --inflight 2
-"$LOAD" --help | grep -q -- "--inflight" || fail "--help does not document the flags"
+expect2 --mixed-batches
+expect2 --cluster --sync --mixed-batches
+expect2 --eager-send=1
+# the whole text first: grep -q stops reading at the first match, and under pipefail the
+# SIGPIPE that --help's writer then gets would fail the test on a long enough text
+help=$("$LOAD" --help) || fail "--help failed"
+for f in --inflight --mixed-batches --eager-send --pipeline-per-node; do
+  grep -q -- "$f" <<<"$help" || fail "--help does not document $f"
+done
 echo "  ok"
 
 echo "slotlane-load: a dead server is an error (exit 1), not a crash"
@@ -184,6 +231,13 @@ rc=0
 out=$("$LOAD" --port "$DEAD_PORT" --test-time 1 --quiet 2>&1 >/dev/null) || rc=$?
 [ "$rc" = 1 ] || fail "dead server: exit $rc, not 1 ($out)"
 grep -q "cannot connect" <<<"$out" || fail "dead server: no clear message ($out)"
+echo "  ok: $out"
+
+echo "slotlane-load: a key range too large for per-node key lists is refused (exit 1)"
+start_server
+rc=0
+out=$("$LOAD" --url "127.0.0.1:$SHARD_PORT" --cluster --key-range 60000000 --no-fill --test-time 1 --quiet 2>&1 >/dev/null) || rc=$?
+[ "$rc" = 1 ] && grep -q -- "--mixed-batches" <<<"$out" || fail "--key-range 60000000 per-node: exit $rc ($out)"
 echo "  ok: $out"
 
 echo "test_load.sh: all passed"

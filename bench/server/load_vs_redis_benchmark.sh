@@ -11,8 +11,9 @@
 #   bench/server/load_vs_redis_benchmark.sh [--rounds R] [--quick] [--server-cpus 1] [--load-cpus 0] ...
 #
 # slotlane-load runs its async engine: 1 thread (one libuv loop, as redis-benchmark's one
-# event loop) x 25 handles, each one connection per shard with one batch of 16 x 2 commands in
-# flight. Writes bench/records/<host>-<date>-<time>-load-vs-redis-benchmark.json and prints a
+# event loop) x 25 handles, each one connection per shard with one batch of 16 keys of that
+# shard in flight on it (per-node batches: every connection moves on its own, as a
+# redis-benchmark --cluster connection does; --sl-per-batch: the older mixed batches). Writes bench/records/<host>-<date>-<time>-load-vs-redis-benchmark.json and prints a
 # markdown table. Options: bench/server/run --help (the same engine).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -13,8 +13,9 @@ Two benchmarks share it:
                             redis-benchmark --cluster and by slotlane-load --cluster at the same
                             connection count and pipeline depth: the same TCP connections to each
                             shard (counted with ss during every run) and the same requests
-                            outstanding per connection (redis-benchmark -P; slotlane-load one
-                            batch of P x shards per handle, --pipeline-per-node --inflight 1);
+                            outstanding per connection (redis-benchmark -P; slotlane-load's
+                            per-node batches, --inflight 1: one batch of P keys of that shard per
+                            handle and shard, each connection moving on its own);
                             SET, GET (each tool's keys filled first) and a slotlane-load-only
                             1:10 SET:GET row. Both tools' own CPU per request is recorded too.
 
@@ -317,8 +318,10 @@ def loader_commands(loader, srv, op, a, tmpjson):
         conns_per_thread = max(1, handles // threads)
         base = [a.slotlane_load, "--host", HOST, "--port", port, "--pipeline", str(a.pipeline),
                 "--data-size", str(a.data_size), "--key-range", str(a.key_range), "--quiet"]
-        if srv.cluster and not a.sl_per_batch:
-            base.append("--pipeline-per-node")  # depth per connection, as redis-benchmark -P and memtier
+        if srv.cluster and a.sl_per_batch:
+            base.append("--mixed-batches")  # P split over the nodes, the handle's connections in lockstep
+        # else per-node batches (slotlane-load's cluster default): P per connection, each
+        # connection on its own, as redis-benchmark -P and memtier --pipeline
         if srv.cluster:
             base.append("--cluster")
         ratio = {"SET": "1:0", "GET": "0:1", "MIXED": "1:10"}[op]
@@ -679,7 +682,8 @@ def main():
                     help="slotlane-load threads, each one libuv loop (default 1; else the largest divisor of "
                          "its handles, connections / nodes, up to this)")
     ap.add_argument("--sl-per-batch", action="store_true",
-                    help="slotlane-load: --pipeline is per batch (split over the nodes) instead of per node")
+                    help="slotlane-load: --mixed-batches (one batch of --pipeline random keys per handle, "
+                         "split over the nodes) instead of per-node batches of --pipeline keys")
     ap.add_argument("--base-port", type=int, default=None, help="first port (default 26100; load-vs: 26200)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "records"), help="record directory")
     ap.add_argument("--build", default=os.environ.get("SL_BUILD_DIR", os.path.join(ROOT, "build")))
@@ -881,9 +885,12 @@ def main():
         "config": {"rounds": a.rounds, "quick": a.quick, "shards": shard_list, "connections": a.connections,
                    "pipeline": a.pipeline, "data_size": a.data_size, "key_range": a.key_range,
                    "redis_benchmark_requests": a.requests, "seconds": a.seconds, "sl_threads": a.sl_threads or None,
-                   "sl_pipeline": "per batch" if a.sl_per_batch else "per node (--pipeline-per-node in cluster mode)",
-                   "sl_engine": "async (one libuv loop per thread, --inflight 1: one batch of pipeline x shards "
-                                "per handle, each handle one connection per shard)",
+                   "sl_pipeline": "per batch (--mixed-batches)" if a.sl_per_batch else
+                                  "per connection (per-node batches, the cluster default)",
+                   "sl_engine": "async (one libuv loop per thread, --inflight 1: " + (
+                       "one batch of pipeline random keys per handle, split over the shards" if a.sl_per_batch else
+                       "one batch of pipeline keys of that shard per handle and shard") +
+                       ", each handle one connection per shard)",
                    "loaders": loaders, "servers": servers_sel,
                    "order": "round-major: every row once per round" + (" (op-major within a round: both tools' SET, "
                             "then both GET, then the mixed row)" if lv else "") + "; FLUSHALL before each SET row; "
