@@ -128,7 +128,7 @@ static void run_many(sl_mode mode, int cluster_nodes)
         /* In flight: a second start is refused. */
         assert_int_equal(sl_batch_exec_async(jobs[i].b, 3000, on_done, &jobs[i]), SL_ESTATE);
     }
-    uv_run(&loop, UV_RUN_DEFAULT); /* returns when nothing is in flight: idle polls are stopped */
+    uv_run(&loop, UV_RUN_DEFAULT); /* returns when nothing is in flight: idle polls are unref'd */
     for (int i = 0; i < NBATCH; i++) {
         assert_int_equal(jobs[i].calls, 1);
         if (!jobs[i].ok) fail_msg("batch %d: status %d, errors %llu", i, jobs[i].status, (unsigned long long)jobs[i].errors);
