@@ -678,7 +678,8 @@ static void on_batch(sl_batch *b, int status, const sl_sizes *sizes, void *arg)
          * handle (on_flush) once the loop iteration's reads are all done, so the
          * iteration's pipelines start together, as redis-benchmark writes its
          * connections' next pipelines in the iteration after the one that read their
-         * replies. (The core writes on the next writable poll either way.) Measured
+         * replies. (The core writes a batch as soon as it is handed over, so this is
+         * when it leaves; before 2026-11-30 it waited for a writable poll.) Measured
          * against sending from here (--eager-send), a small effect on a noisy machine:
          * server CPU per request lower in every A/B pair, fewer server wake-ups
          * (bench/load/README.md). */

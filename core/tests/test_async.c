@@ -128,7 +128,7 @@ static void run_many(sl_mode mode, int cluster_nodes)
         /* In flight: a second start is refused. */
         assert_int_equal(sl_batch_exec_async(jobs[i].b, 3000, on_done, &jobs[i]), SL_ESTATE);
     }
-    uv_run(&loop, UV_RUN_DEFAULT); /* returns when nothing is in flight: idle polls are stopped */
+    uv_run(&loop, UV_RUN_DEFAULT); /* returns when nothing is in flight: idle polls are unref'd */
     for (int i = 0; i < NBATCH; i++) {
         assert_int_equal(jobs[i].calls, 1);
         if (!jobs[i].ok) fail_msg("batch %d: status %d, errors %llu", i, jobs[i].status, (unsigned long long)jobs[i].errors);
@@ -730,7 +730,14 @@ static void test_server_resets_async(void **state)
         queue_job(&jobs[i], i);
         assert_int_equal(sl_batch_exec_async(jobs[i].b, 5000, on_done, &jobs[i]), 0);
     }
-    uv_run(&loop, UV_RUN_ONCE); /* the requests go out */
+    /* The requests went out in sl_batch_exec_async itself (written at once, without
+     * waiting for the loop to report the socket writable). */
+    sl_stats st;
+    memset(&st, 0, sizeof st);
+    st.version = SL_STATS_VERSION;
+    st.size = sizeof st;
+    assert_int_equal(sl_client_stats(c, &st), 0);
+    assert_true(st.bytes_written > 14); /* more than the creation PING */
     assert_int_equal(write(r.go[1], "x", 1), 1);
     uv_run(&loop, UV_RUN_DEFAULT);
     int reset = 0;
@@ -749,6 +756,172 @@ static void test_server_resets_async(void **state)
     close(r.lfd);
     close(r.go[0]);
     close(r.go[1]);
+}
+
+/* ------------------------------------------------------------ idle connections */
+
+static void tick(uv_timer_t *t)
+{
+    (void)t;
+}
+
+/* Turns the loop until done(arg) or about 2 s passed. The idle polls are unref'd, so the
+ * loop is not alive by them alone (uv_run would return without polling): a ticking timer
+ * stands for the rest of a program that keeps its loop running. */
+static int turn_until(uv_loop_t *loop, int (*done)(void *), void *arg)
+{
+    uv_timer_t t;
+    assert_int_equal(uv_timer_init(loop, &t), 0);
+    assert_int_equal(uv_timer_start(&t, tick, 2, 2), 0);
+    int ok = 0;
+    for (int i = 0; i < 1000 && !(ok = done(arg)); i++) uv_run(loop, UV_RUN_ONCE);
+    uv_close((uv_handle_t *)&t, NULL);
+    uv_run(loop, UV_RUN_NOWAIT);
+    return ok;
+}
+
+/* Sockets of this process connected to 127.0.0.1:port: the client's connections to a
+ * fake node (the node's own ends have the port as their local one, not the peer's). */
+static int sockets_to(int port)
+{
+    int count = 0;
+    for (int fd = 3; fd < 1024; fd++) {
+        struct sockaddr_in sa;
+        socklen_t len = sizeof sa;
+        if (getpeername(fd, (struct sockaddr *)&sa, &len) == 0 && sa.sin_family == AF_INET && ntohs(sa.sin_port) == port)
+            count++;
+    }
+    return count;
+}
+
+static int client_socket_closed(void *arg)
+{
+    return sockets_to(fs_port(arg)) == 0;
+}
+
+/* An idle connection stays polled for reading: when the server closes it between batches,
+ * the client closes its end at once (no batch needed to find out), and the next batch
+ * reconnects and is answered whole. Before, the idle poll was stopped: the close went
+ * unnoticed and the next batch failed on the dead connection. */
+static void test_idle_close_noticed(void **state)
+{
+    (void)state;
+    fs_node *n = fs_start();
+    sl_client *c = client_for(fs_port(n), SL_MODE_PLAIN);
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(sl_client_attach_loop(c, &loop), 0);
+    job jobs[1];
+    jobs_base = jobs;
+    memset(jobs, 0, sizeof jobs);
+    assert_int_equal(sl_batch_new(c, &jobs[0].b), 0);
+    queue_job(&jobs[0], 0);
+    assert_int_equal(sl_batch_exec_async(jobs[0].b, 3000, on_done, &jobs[0]), 0);
+    uv_run(&loop, UV_RUN_DEFAULT); /* returns: an idle connection does not keep the loop alive */
+    assert_int_equal(jobs[0].calls, 1);
+    assert_true(jobs[0].ok);
+
+    for (int round = 1; round <= 3; round++) {
+        assert_int_equal(fs_open_connections(n), 1);
+        assert_int_equal(sockets_to(fs_port(n)), 1);
+        fs_drop_connections(n); /* returns with the server's end closed: the FIN is on its way */
+        /* The loop, kept turning without a batch, hears of it: the client's end is closed. */
+        assert_true(turn_until(&loop, client_socket_closed, n));
+        jobs[0].calls = 0;
+        sl_batch_reset(jobs[0].b);
+        queue_job(&jobs[0], 0);
+        assert_int_equal(sl_batch_exec_async(jobs[0].b, 3000, on_done, &jobs[0]), 0);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        assert_int_equal(jobs[0].calls, 1);
+        if (!jobs[0].ok) fail_msg("round %d: status %d, errors %llu", round, jobs[0].status, (unsigned long long)jobs[0].errors);
+        sl_stats st;
+        memset(&st, 0, sizeof st);
+        st.version = SL_STATS_VERSION;
+        st.size = sizeof st;
+        assert_int_equal(sl_client_stats(c, &st), 0);
+        assert_int_equal(st.reconnects, (uint64_t)round);
+    }
+    assert_int_equal(sl_client_detach_loop(c, NULL, NULL), 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    sl_batch_free(jobs[0].b);
+    sl_client_free(c);
+    fs_stop(n);
+}
+
+/* A server that answers the creation PING, then, once told, sends bytes nobody asked for
+ * on the idle connection and reports when the client closed it. */
+typedef struct chatter {
+    int lfd, port;
+    int go[2];
+    volatile int client_closed;
+} chatter;
+
+static void *chatter_main(void *arg)
+{
+    chatter *t = arg;
+    int fd = accept(t->lfd, NULL, NULL);
+    if (fd < 0) return NULL;
+    char buf[256];
+    size_t got = 0;
+    while (got < 14) { /* *1\r\n$4\r\nPING\r\n */
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    if (write(fd, "+PONG\r\n", 7) != 7) fail_msg("chatter: write");
+    char go;
+    if (read(t->go[0], &go, 1) != 1) fail_msg("chatter: go");
+    if (write(fd, "+SURPRISE\r\n", 11) != 11) fail_msg("chatter: write");
+    while (read(fd, buf, sizeof buf) > 0) {
+    }
+    __atomic_store_n(&t->client_closed, 1, __ATOMIC_SEQ_CST);
+    close(fd);
+    return NULL;
+}
+
+static int chatter_closed(void *arg)
+{
+    return __atomic_load_n(&((chatter *)arg)->client_closed, __ATOMIC_SEQ_CST);
+}
+
+/* A reply nobody asked for on an idle connection is a protocol error: the client closes
+ * the connection (it cannot tell what the stream means any more) while idle, without a
+ * batch to notice it, and without crashing. */
+static void test_idle_unexpected_bytes(void **state)
+{
+    (void)state;
+    chatter t;
+    memset(&t, 0, sizeof t);
+    t.lfd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(t.lfd >= 0);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(t.lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(t.lfd, 4), 0);
+    socklen_t len = sizeof sa;
+    assert_int_equal(getsockname(t.lfd, (struct sockaddr *)&sa, &len), 0);
+    t.port = ntohs(sa.sin_port);
+    assert_int_equal(pipe(t.go), 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, chatter_main, &t), 0);
+    sl_client *c = client_for(t.port, SL_MODE_PLAIN);
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(sl_client_attach_loop(c, &loop), 0);
+    uv_run(&loop, UV_RUN_DEFAULT); /* returns at once: nothing in flight */
+    assert_int_equal(write(t.go[1], "x", 1), 1);
+    assert_true(turn_until(&loop, chatter_closed, &t));
+    assert_int_equal(sl_client_detach_loop(c, NULL, NULL), 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    sl_client_free(c);
+    pthread_join(th, NULL);
+    close(t.lfd);
+    close(t.go[0]);
+    close(t.go[1]);
 }
 
 /* One refused connect is one failure for the reconnect backoff: the first wait is exactly
@@ -826,6 +999,8 @@ int main(void)
         cmocka_unit_test(test_server_killed_async),
         cmocka_unit_test(test_server_resets_async),
         cmocka_unit_test(test_refused_connect_backoff_async),
+        cmocka_unit_test(test_idle_close_noticed),
+        cmocka_unit_test(test_idle_unexpected_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,12 @@
 /* async: the engine (engine.c) driven by a libuv loop. One uv_poll_t per connection
  * (read and write interest merged in it, never two polls on one fd) and one uv_timer_t per
  * client for deadlines, connect timeouts and TRYAGAIN backoff; a uv_poll_t on the client's
- * cancel pipe. Handles are freed only in their close callbacks. Writes happen when libuv
- * reports a socket writable, so batches queued in the same loop turn leave in one write.
- * Uses only the libuv 1.44 API, so that Node's bundled libuv (1.46) serves as well. */
+ * cancel pipe. Handles are freed only in their close callbacks. A connected node's bytes
+ * are written as soon as process() has queued them (no wake for writability first); the
+ * poll asks for UV_WRITABLE only when the socket could not take them all. A connected node
+ * stays polled for UV_READABLE while idle (unref'd), so the next batch costs no epoll_ctl
+ * and a server-side close is noticed at once. Uses only the libuv 1.44 API, so that Node's
+ * bundled libuv (1.46) serves as well. */
 #include "internal.h"
 
 #include <errno.h>
@@ -73,9 +76,12 @@ static void set_events(sl_client *c, size_t k)
     uv_node *un = n->async;
     if (!un) return;
     int want = 0;
+    /* A connected node is always read, idle or not: re-adding it to epoll for every batch
+     * cost two epoll_ctl a round trip, and an idle read hears a server-side close (or
+     * bytes nobody asked for: a protocol error) at once. Writability is asked for only
+     * while bytes are left over that the socket did not take (process() writes eagerly). */
     if (n->state == SL__CONNECTING) want = UV_WRITABLE | UV_READABLE;
-    else if (n->state == SL__CONNECTED && sl__engine_node_busy(n))
-        want = UV_READABLE | (sl__engine_node_unwritten(n) ? UV_WRITABLE : 0);
+    else if (n->state == SL__CONNECTED) want = UV_READABLE | (sl__engine_node_unwritten(n) ? UV_WRITABLE : 0);
     /* Waiting only to swallow the late replies of executions that gave up is idle too:
      * it must not keep the loop alive. */
     int owed = sl__engine_node_unwritten(n) || n->state == SL__CONNECTING;
@@ -85,7 +91,7 @@ static void set_events(sl_client *c, size_t k)
     if (want == un->events) return;
     un->events = want;
     if (want) uv_poll_start(&un->poll, want, on_node);
-    else uv_poll_stop(&un->poll); /* idle: does not keep the loop alive */
+    else uv_poll_stop(&un->poll); /* not connected: nothing to watch */
 }
 
 static void hook_opened(sl_client *c, size_t k)
@@ -107,9 +113,13 @@ static void hook_opened(sl_client *c, size_t k)
     set_events(c, k);
 }
 
+/* Bytes were queued on node k. Every queueing is followed by process(), which writes them
+ * and sets the poll's events after: arming UV_WRITABLE here would make libuv re-register
+ * the fd (epoll_ctl) for a want that the eager write usually takes back at once. Only a
+ * node still connecting (its bytes wait for the connect) is set here. */
 static void hook_queued(sl_client *c, size_t k)
 {
-    set_events(c, k);
+    if (c->topo.nodes[k]->state != SL__CONNECTED) set_events(c, k);
 }
 
 /* Lifetime of a node's poll handle: made when the engine opens a socket (hook_opened),
@@ -252,7 +262,11 @@ static void maybe_refresh(sl_client *c)
     c->disco->cmds[0].node = c->topo.default_node;
     uc->refreshing = 1;
     c->topo.last_refresh_ms = now;
-    if (start(c->disco, c->opts.connect_timeout_ms + 1000, refresh_done, NULL) != 0) uc->refreshing = 0;
+    if (start(c->disco, c->opts.connect_timeout_ms + 1000, refresh_done, NULL) != 0) {
+        uc->refreshing = 0;
+        return;
+    }
+    process(c); /* writes the query (maybe_refresh runs after process's writes) */
 }
 
 static void on_timer(uv_timer_t *t)
@@ -286,9 +300,28 @@ static void rearm(sl_client *c)
     else uv_timer_start(&uc->timer, on_timer, wake > now ? wake - now : 0, 0);
 }
 
+/* Writes what the walk queued on connected nodes now, instead of waiting for libuv to
+ * report them writable (a wake and two epoll_ctl a round trip). A node that is already
+ * waiting for writability is left to on_node. Returns 1 when a write failed a node: the
+ * executions on it have rounds over that the caller must advance in the same pass. */
+static int write_queued(sl_client *c)
+{
+    int failed = 0;
+    for (size_t k = 0; k < c->topo.nnodes; k++) {
+        sl__node *n = c->topo.nodes[k];
+        uv_node *un = n->async;
+        if (!un || n->state != SL__CONNECTED || (un->events & UV_WRITABLE) || !sl__engine_node_unwritten(n)) continue;
+        if (sl__engine_write(c, k) != 0) {
+            (void)sl__engine_node_failed(c, k, SL_ERR_IO, SL_EIO);
+            failed = 1;
+        }
+    }
+    return failed;
+}
+
 /* Moves every execution along after an event: rounds that are over advance, deadlines
- * and cancels end executions, finished ones get their callbacks (after the walk, since a
- * callback may start new executions). */
+ * and cancels end executions, what was queued is written, finished ones get their
+ * callbacks (after the walk, since a callback may start new executions). */
 static void process(sl_client *c)
 {
     uv_client *uc = c->async;
@@ -296,37 +329,42 @@ static void process(sl_client *c)
     uint64_t now = sl__now_ms();
     int cancel = atomic_exchange(&c->cancel, 0);
     sl_batch *done = NULL, **tail = &done;
-    for (sl_batch *b = uc->inflight, *next; b; b = next) {
-        next = b->async_next;
-        int over = 0;
-        if (cancel || uc->detaching) {
-            sl__set_err(c, "the execution was cancelled");
-            (void)sl__engine_abandon(b, SL_ERR_CANCELLED, c->errmsg);
-            b->async_status = SL_ECANCELLED;
-            over = 1;
-        } else if (now >= b->deadline && (b->inflight > 0 || b->resends)) {
-            sl__set_err(c, "the execution's deadline passed");
-            (void)sl__engine_abandon(b, SL_ERR_TIMEOUT, c->errmsg);
-            b->async_status = SL_ETIMEOUT;
-            over = 1;
-        } else if (b->round_over || b->inflight == 0) {
-            b->round_over = 0;
-            uint64_t wait = 0;
-            int rc = sl__engine_advance(b, &wait);
-            if (rc < 0) {
-                (void)sl__engine_abandon(b, SL_ERR_IO, "out of memory");
-                b->async_status = rc;
+    /* A failed write ends rounds, so walk again. This ends: a failed node is no longer
+     * CONNECTED, and nothing in a pass makes a node CONNECTED (only on_node does). */
+    for (;;) {
+        for (sl_batch *b = uc->inflight, *next; b; b = next) {
+            next = b->async_next;
+            int over = 0;
+            if (cancel || uc->detaching) {
+                sl__set_err(c, "the execution was cancelled");
+                (void)sl__engine_abandon(b, SL_ERR_CANCELLED, c->errmsg);
+                b->async_status = SL_ECANCELLED;
                 over = 1;
-            } else if (rc == 1) {
+            } else if (now >= b->deadline && (b->inflight > 0 || b->resends)) {
+                sl__set_err(c, "the execution's deadline passed");
+                (void)sl__engine_abandon(b, SL_ERR_TIMEOUT, c->errmsg);
+                b->async_status = SL_ETIMEOUT;
                 over = 1;
+            } else if (b->round_over || b->inflight == 0) {
+                b->round_over = 0;
+                uint64_t wait = 0;
+                int rc = sl__engine_advance(b, &wait);
+                if (rc < 0) {
+                    (void)sl__engine_abandon(b, SL_ERR_IO, "out of memory");
+                    b->async_status = rc;
+                    over = 1;
+                } else if (rc == 1) {
+                    over = 1;
+                }
+            }
+            if (over) {
+                unlink_batch(uc, b);
+                *tail = b;
+                tail = &b->async_next;
+                b->async_next = NULL;
             }
         }
-        if (over) {
-            unlink_batch(uc, b);
-            *tail = b;
-            tail = &b->async_next;
-            b->async_next = NULL;
-        }
+        if (uc->detaching || !write_queued(c)) break;
     }
     if (!uc->detaching) {
         for (size_t k = 0; k < c->topo.nnodes; k++) set_events(c, k);
