@@ -251,3 +251,35 @@ def key_slot(key):
         if e > s + 1:
             key = key[s + 1:e]
     return crc16(key) % 16384
+
+
+def shard_of(key, shards):
+    """The slotlane-server shard owning key: shards own equal contiguous slot ranges."""
+    return key_slot(key) * shards // 16384
+
+
+def keys_per_shard(prefix, per_shard, shards):
+    """per_shard keys owned by each shard, interleaved shard 0,1,..,shards-1,0,1,..."""
+    found = {i: [] for i in range(shards)}
+    n = 0
+    while any(len(v) < per_shard for v in found.values()):
+        k = f"{prefix}:{n}"
+        n += 1
+        if len(found[shard_of(k, shards)]) < per_shard:
+            found[shard_of(k, shards)].append(k)
+    return [found[i][j] for j in range(per_shard) for i in range(shards)]
+
+
+def read_until_close(sock, timeout=10):
+    """Everything the peer sends until it closes (or resets) the connection."""
+    sock.settimeout(timeout)
+    data = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data

@@ -36,19 +36,11 @@ def server():
 
 
 def owner(key):
-    return key_slot(key) * SHARDS // 16384
+    return resp.shard_of(key, SHARDS)
 
 
 def keys_per_shard(prefix, per_shard):
-    """per_shard keys owned by each shard, interleaved shard 0,1,2,3,0,1,..."""
-    found = {i: [] for i in range(SHARDS)}
-    n = 0
-    while any(len(v) < per_shard for v in found.values()):
-        k = f"{prefix}:{n}"
-        n += 1
-        if len(found[owner(k)]) < per_shard:
-            found[owner(k)].append(k)
-    return [found[i][j] for j in range(per_shard) for i in range(SHARDS)]
+    return resp.keys_per_shard(prefix, per_shard, SHARDS)
 
 
 def info_stats(port):

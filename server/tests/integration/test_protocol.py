@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+import resp
 from resp import Conn, Err, Map, Server, Status
 
 
@@ -25,17 +26,7 @@ def redis_ref():
 
 
 def read_all_until_close(sock, timeout=5):
-    sock.settimeout(timeout)
-    data = b""
-    while True:
-        try:
-            chunk = sock.recv(65536)
-        except ConnectionResetError:
-            break
-        if not chunk:
-            break
-        data += chunk
-    return data
+    return resp.read_until_close(sock, timeout)
 
 
 PROTOCOL_ERRORS = [

@@ -13,6 +13,7 @@ import socket
 import struct
 import time
 
+import resp
 from resp import Conn, Server, key_slot
 
 LINGER_RST = struct.pack("ii", 1, 0)  # close() sends RST: an abrupt disconnect
@@ -40,17 +41,7 @@ def info_int(conn, field):
 
 
 def read_until_close(sock, timeout=10):
-    sock.settimeout(timeout)
-    data = b""
-    while True:
-        try:
-            chunk = sock.recv(65536)
-        except ConnectionResetError:
-            break
-        if not chunk:
-            break
-        data += chunk
-    return data
+    return resp.read_until_close(sock, timeout)
 
 
 def wait_for(pred, timeout=10, what="condition"):
