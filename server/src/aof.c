@@ -46,14 +46,20 @@ static int lock_fd = -1;
 
 /* ---- encoding ---- */
 
-static void put_len(sv_buf *b, char t, size_t n)
+/* A RESP header such as "*3\r\n" or "$5\r\n" into tmp (32 bytes); returns its length. */
+static size_t fmt_len(char *tmp, char t, size_t n)
 {
-    char tmp[32];
     tmp[0] = t;
     size_t l = 1 + sv_ull2str(tmp + 1, n);
     tmp[l++] = '\r';
     tmp[l++] = '\n';
-    sv_buf_append(b, tmp, l);
+    return l;
+}
+
+static void put_len(sv_buf *b, char t, size_t n)
+{
+    char tmp[32];
+    sv_buf_append(b, tmp, fmt_len(tmp, t, n));
 }
 
 void sv_aof_append_command(sv_buf *b, int argc, const sv_str *argv)
@@ -109,11 +115,7 @@ static void w_put(writer *w, const void *p, size_t n)
 static void w_len(writer *w, char t, size_t n)
 {
     char tmp[32];
-    tmp[0] = t;
-    size_t l = 1 + sv_ull2str(tmp + 1, n);
-    tmp[l++] = '\r';
-    tmp[l++] = '\n';
-    w_put(w, tmp, l);
+    w_put(w, tmp, fmt_len(tmp, t, n));
 }
 
 static void w_bulk(writer *w, const void *p, size_t n)
