@@ -172,23 +172,21 @@ func TestNewClientContext(t *testing.T) {
 	if _, err := NewClient(ctx, &Options{URL: bundledURL}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled ctx: %v", err)
 	}
-	// A server that accepts and never answers: the ctx deadline ends NewClient.
+	// A server that accepts and never answers: the ctx deadline ends NewClient. The
+	// client's own CommandTimeout is an hour, so only ctx's deadline can end the wait,
+	// and the error must say so (no wall-clock bound: a busy machine is only later).
 	ln, err := listenSilent(t)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel2()
-	start := time.Now()
-	_, err = NewClient(ctx2, &Options{URL: "redis://" + ln, Mode: ModeCluster})
+	_, err = NewClient(ctx2, &Options{URL: "redis://" + ln, Mode: ModeCluster, CommandTimeout: time.Hour})
 	if err == nil {
 		t.Fatal("NewClient against a silent server succeeded")
 	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Fatalf("NewClient took %v with a 300ms deadline", d)
-	}
-	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrTimeout) {
-		t.Fatalf("error %v is neither a deadline nor a timeout", err)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error %v is not the ctx's deadline", err)
 	}
 }
 
@@ -284,10 +282,11 @@ func TestStringCommands(t *testing.T) {
 		if d, err := c.TTL(ctx, "nx"); err != nil || d <= 80*time.Second || d > 90*time.Second {
 			t.Fatalf("TTL = %v %v", d, err)
 		}
-		if err := c.Set(ctx, "ttl", "x", 1500*time.Millisecond); err != nil {
+		// a TTL with milliseconds (PX), long enough that no busy machine lets it expire
+		if err := c.Set(ctx, "ttl", "x", 100500*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
-		if d, err := c.TTL(ctx, "ttl"); err != nil || d <= 0 || d > 1500*time.Millisecond {
+		if d, err := c.TTL(ctx, "ttl"); err != nil || d <= 0 || d > 100500*time.Millisecond {
 			t.Fatalf("Set with ttl: TTL = %v %v", d, err)
 		}
 		// Del, Exists, MGet, MSet across slots (split by the core in cluster mode)
@@ -718,8 +717,13 @@ func TestGoroutineLeakFreeClose(t *testing.T) {
 		c.Close()
 		cancel()
 	}
-	time.Sleep(100 * time.Millisecond)
-	if after := runtime.NumGoroutine(); after > before+2 {
+	// Goroutines that end after Close returned are fine; ones that never end are the
+	// leak. Wait for the count to come down (an event), bounded only to report a leak.
+	after := runtime.NumGoroutine()
+	for end := time.Now().Add(30 * time.Second); after > before+2 && time.Now().Before(end); after = runtime.NumGoroutine() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if after > before+2 {
 		t.Fatalf("goroutines %d -> %d", before, after)
 	}
 }

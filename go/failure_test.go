@@ -215,10 +215,12 @@ func TestRedisClusterLiveReshard(t *testing.T) {
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	var loadErr error
+	var roundsDone atomic.Int64 // rounds, for the main goroutine while the load runs
 	rounds := 0
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer stop.Store(true)
 		lp := c.Pipeline()
 		for !stop.Load() {
 			for _, k := range all {
@@ -230,6 +232,7 @@ func TestRedisClusterLiveReshard(t *testing.T) {
 				return
 			}
 			rounds++
+			roundsDone.Store(int64(rounds))
 			for i, r := range res {
 				if n, err := r.Int64(); err != nil || n != int64(rounds) {
 					loadErr = fmt.Errorf("round %d: INCR %s = %d, %v", rounds, all[i], n, err)
@@ -248,7 +251,12 @@ func TestRedisClusterLiveReshard(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(50 * time.Millisecond)
+	// At least two load rounds, one of them begun after the migrations ended (so it met
+	// the new owners): counted rounds, not a sleep, so a busy machine cannot starve it.
+	after := roundsDone.Load() + 1
+	for !stop.Load() && (roundsDone.Load() < 2 || roundsDone.Load() <= after) {
+		time.Sleep(5 * time.Millisecond)
+	}
 	stop.Store(true)
 	wg.Wait()
 	if loadErr != nil {

@@ -18,6 +18,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -269,4 +270,96 @@ func redisCLI(t testing.TB, port int, args ...string) []string {
 		lines = append(lines, sc.Text())
 	}
 	return lines
+}
+
+// stallServer is a server that stalls on purpose, on 127.0.0.1:23451: it answers PING
+// with +PONG (NewClient's check) and other commands with +OK; on its first connection
+// after the first `answer` commands other than PING it closes the returned channel (the
+// answers are written: on loopback they are in the client's socket) and reads on
+// without answering anything. It closes at the end of the test.
+func stallServer(t testing.TB, answer int) (string, <-chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:23451")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stalled := make(chan struct{})
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for first := true; ; first = false {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+			limit := -1
+			if first {
+				limit = answer
+			}
+			go serveStalling(c, limit, stalled)
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String(), stalled
+}
+
+// serveStalling answers RESP array requests on c: all of them when limit < 0, else
+// until limit commands other than PING were answered; then it closes stalled and
+// answers nothing more.
+func serveStalling(c net.Conn, limit int, stalled chan struct{}) {
+	r := bufio.NewReaderSize(c, 1<<16)
+	w := bufio.NewWriterSize(c, 1<<16)
+	line := func() (string, error) {
+		s, err := r.ReadString('\n')
+		return strings.TrimRight(s, "\r\n"), err
+	}
+	for n := 0; ; {
+		hdr, err := line()
+		if err != nil || !strings.HasPrefix(hdr, "*") {
+			return
+		}
+		argc, _ := strconv.Atoi(hdr[1:])
+		var name string
+		for i := 0; i < argc; i++ {
+			h, err := line()
+			if err != nil || !strings.HasPrefix(h, "$") {
+				return
+			}
+			l, _ := strconv.Atoi(h[1:])
+			buf := make([]byte, l+2)
+			if _, err := io.ReadFull(r, buf); err != nil {
+				return
+			}
+			if i == 0 {
+				name = strings.ToUpper(string(buf[:l]))
+			}
+		}
+		if limit >= 0 && n >= limit {
+			continue // stalled: read on, answer nothing
+		}
+		if name == "PING" {
+			w.WriteString("+PONG\r\n")
+		} else {
+			w.WriteString("+OK\r\n")
+			n++
+		}
+		if limit >= 0 && n == limit {
+			if w.Flush() != nil {
+				return
+			}
+			close(stalled)
+			continue
+		}
+		if r.Buffered() == 0 && w.Flush() != nil {
+			return
+		}
+	}
 }

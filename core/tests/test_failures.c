@@ -537,6 +537,36 @@ static void test_cancel_from_other_thread(void **state)
     want_all_values(f);
 }
 
+/* A cancel keeps the replies that had reached the client: node 1 answers its first GET
+ * (keys[1]) and stalls on its second (keys[4]); the fake server writes the first answer
+ * before it reports the stall, so that reply is in the client's socket when the cancel
+ * comes and must be a value, whatever poll() reports first. */
+static void test_cancel_keeps_arrived_replies(void **state)
+{
+    fixture *f = *state;
+    fs_cluster *c = &f->cl;
+    fs_rule r;
+    memset(&r, 0, sizeof r);
+    r.cmd = "GET";
+    r.key = f->keys[4];
+    r.times = 1;
+    r.action = FS_STALL;
+    fs_add_rule(c->nodes[1], &r);
+
+    canceller k = {c->nodes[1], f->client, 0};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, cancel_main, &k), 0);
+    append_all_gets(f);
+    sl_sizes sz;
+    int rc = sl_batch_exec(f->batch, -1, &sz); /* no deadline: only the cancel ends it */
+    pthread_join(th, NULL);
+    assert_true(k.stalled);
+    assert_int_equal(rc, SL_ECANCELLED);
+    want_str(f->batch, 1, f->vals[1]);
+    for (int i = 4; i < 12; i += 3) want_err(f->batch, (size_t)i, SL_ERR_CANCELLED);
+    fs_release(c->nodes[1]);
+}
+
 typedef struct retry_canceller {
     fs_node *node;
     const char *key;
@@ -1228,6 +1258,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_slow_node_within_deadline, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_timeout_during_retry_backoff, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_from_other_thread, setup3, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_keeps_arrived_replies, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_during_retry_backoff, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_before_exec, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_timeout_frees_connection, setup3, teardown),

@@ -553,6 +553,23 @@ void sl__drain_cancel(sl_client *c)
     }
 }
 
+/* Reads, without waiting, what the nodes batch b waits on have already received: each
+ * node until its socket has nothing more (bounded by the replies it still owes). */
+static int read_arrived(sl_batch *b)
+{
+    sl_client *c = b->client;
+    for (size_t k = 0; k < c->topo.nnodes && b->inflight > 0; k++) {
+        sl__node *n = c->topo.nodes[k];
+        while (n->state == SL__CONNECTED && sl__engine_node_busy(n) && b->inflight > 0) {
+            struct pollfd p = {n->fd, POLLIN, 0};
+            if (poll(&p, 1, 0) <= 0 || !(p.revents & (POLLIN | POLLHUP | POLLERR))) break;
+            int rc = sl__engine_read(c, k);
+            if (rc) return rc;
+        }
+    }
+    return 0;
+}
+
 int sl__engine_run_sync(sl_batch *b)
 {
     sl_client *c = b->client;
@@ -678,6 +695,11 @@ int sl__engine_run_sync(sl_batch *b)
     }
     goto out;
 cancelled:
+    /* Replies that reached the sockets before the cancel are the caller's: read them first,
+     * so what a command got is decided by what the server sent, not by which of the
+     * socket and the cancel pipe poll() happened to report. */
+    if ((status = read_arrived(b)) != 0) goto out;
+    if (b->inflight == 0 && b->resends == 0) goto out; /* everything had arrived */
     sl__set_err(c, "the execution was cancelled");
     status = SL_ECANCELLED;
     if (sl__engine_abandon(b, SL_ERR_CANCELLED, c->errmsg)) status = SL_ENOMEM;
