@@ -691,8 +691,17 @@ func waitBlocked(t testing.TB, port int, cmd string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
+		// blocked now (flags has b), not merely its last command (cmd= stays after it ended)
 		for _, l := range redisCLI(t, port, "CLIENT", "LIST") {
-			if strings.Contains(l, "cmd="+cmd) {
+			f := strings.Fields(l)
+			blocked, ran := false, false
+			for _, kv := range f {
+				if v, ok := strings.CutPrefix(kv, "flags="); ok && strings.Contains(v, "b") {
+					blocked = true
+				}
+				ran = ran || kv == "cmd="+cmd
+			}
+			if blocked && ran {
 				return
 			}
 		}

@@ -55,11 +55,16 @@ func TestRedisClusterPrimaryKilledMidPipeline(t *testing.T) {
 	for i := 0; i < 300; i++ {
 		spread = append(spread, keys[(i*53)%16384])
 	}
+	// The victim's first slot that none of the spread keys uses (those hold strings, and
+	// BLPOP on one answers WRONGTYPE at once instead of blocking).
+	used := map[int]bool{}
+	for _, k := range spread {
+		used[KeySlot(k)] = true
+	}
 	var victimKey string
-	for s, port := range owners {
-		if port == victim {
+	for s := 0; s < 16384 && victimKey == ""; s++ {
+		if owners[s] == victim && !used[s] {
 			victimKey = keys[s]
-			break
 		}
 	}
 	p := c.Pipeline()
