@@ -5,36 +5,20 @@
 # (build/) and the ASan+UBSan (build-asan/) builds. Cases of mode "cluster" run only
 # against the cluster. First, record.py --check verifies that the recorded replies are
 # still exactly what these servers answer. Ports: 7 free consecutive ones from $SL_CONFORMANCE_PORT
-# (default: the first free block from 20300).
+# (default: the first free block of the suite's range in ci/lib.sh).
 # SL_BUILDS: the build directories to test (default "build build-asan").
-set -euo pipefail
-cd "$(dirname "$0")/.."
-ROOT=$PWD
+SL_SUITE=conformance
+. "$(dirname "$0")/lib.sh"
+cd "$SL_ROOT"
+ROOT=$SL_ROOT
 
-free_block() {  # free_block FROM COUNT: the first base >= FROM with COUNT free ports
-  local b=$1 n=$2 i ok
-  while [ "$b" -le $((20899 - n)) ]; do
-    ok=1
-    for ((i = 0; i < n; i++)); do
-      if (exec 3<>"/dev/tcp/127.0.0.1/$((b + i))") 2>/dev/null; then ok=0; break; fi
-    done
-    [ $ok = 1 ] && { echo "$b"; return 0; }
-    b=$((b + n))
-  done
-  echo "test-conformance.sh: no free port block" >&2; return 1
-}
-
-BASE=${SL_CONFORMANCE_PORT:-$(free_block 20300 7)}
+BASE=${SL_CONFORMANCE_PORT:-$(sl_free_block conformance 7)}
 PLAIN_PORT=$BASE
 CLUSTER_PORT=$((BASE + 1))   # uses BASE+1 .. BASE+6 (3 client ports, 3 bus ports)
 WORK=$(mktemp -d /tmp/sl-conformance.XXXXXX)
-cleanup() {
-  ci/redis-cluster.sh stop "$WORK/cluster" >/dev/null 2>&1 || true
-  ci/redis-plain.sh stop "$WORK/plain" >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+sl_on_exit "rm -rf '$WORK'"
+sl_on_exit "ci/redis-plain.sh stop '$WORK/plain'"
+sl_on_exit "ci/redis-cluster.sh stop '$WORK/cluster'"
 
 ci/redis-plain.sh start "$WORK/plain" "$PLAIN_PORT"
 ci/redis-cluster.sh start "$WORK/cluster" "$CLUSTER_PORT" 3

@@ -5,60 +5,32 @@
 #   2. cargo fmt --check, cargo clippy -D warnings (library, tests, examples, the bench)
 #   3. cargo test: unit tests, the ABI check against slotlane.h, integration tests, the
 #      conformance cases, the Redis Cluster failure cases, the rustdoc examples — against
-#      a standalone redis-server, a 3-primary Redis Cluster and, when it is built,
-#      slotlane-server (4 shards, per-shard ports)
+#      a standalone redis-server, a 3-primary Redis Cluster and slotlane-server (4 shards,
+#      per-shard ports; built with cmake when missing)
 #   4. packaging: `cargo package -p slotlane-sys` (its verify step builds the packaged
 #      crate, which carries only its vendored core, outside the monorepo), then two
 #      scratch projects that build and run: one with a path dependency on rust/slotlane,
 #      one on the unpacked packaged slotlane-sys
-# Servers are started here and stopped by PID on exit, also on failure.
+# Servers are started here and stopped by PID on exit, also on failure (ci/lib.sh). A bare
+# `cargo test` in rust/ works too: slotlane-testing starts what the environment lacks.
 # Ports: 22500-22999 (SLOTLANE_RUST_PORT: the base, default the first free block from
 # 22500): plain BASE, cluster BASE+10..+15, slotlane-server BASE+20..+23, the failure
 # tests' own clusters BASE+100..+115.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-ROOT=$PWD
+SL_SUITE=rust
+. "$(dirname "$0")/lib.sh"
+cd "$SL_ROOT"
+ROOT=$SL_ROOT
 export CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2}
 export CARGO_TERM_COLOR=never
-step() { printf '\n--- rust: %s\n' "$*"; }
-die() { echo "test-rust.sh: $*" >&2; exit 1; }
 
 command -v cargo >/dev/null || die "cargo is not installed"
 command -v redis-server >/dev/null || die "redis-server is not installed (ci/deps.sh)"
 
-free_block() {  # free_block FROM COUNT: the first base >= FROM with COUNT free ports (<= 22999)
-  local b=$1 n=$2 i ok
-  while [ $((b + n)) -le 22999 ]; do
-    ok=1
-    for ((i = 0; i < n; i++)); do
-      if (exec 3<>"/dev/tcp/127.0.0.1/$((b + i))") 2>/dev/null; then ok=0; break; fi
-    done
-    [ $ok = 1 ] && { echo "$b"; return 0; }
-    b=$((b + n))
-  done
-  die "no free block of $n ports in 22500-22999"
-}
-BASE=${SLOTLANE_RUST_PORT:-$(free_block 22500 120)}
+BASE=${SLOTLANE_RUST_PORT:-$(sl_free_block rust 120)}
 [ "$BASE" -ge 22500 ] && [ $((BASE + 119)) -le 22999 ] || die "SLOTLANE_RUST_PORT=$BASE: the run needs BASE..BASE+119 within 22500-22999"
 
 WORK=$(mktemp -d /tmp/sl-rust.XXXXXX)
-SLSERVER_PID=""
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  if [ -n "$SLSERVER_PID" ] && kill -0 "$SLSERVER_PID" 2>/dev/null; then
-    kill -TERM "$SLSERVER_PID" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$SLSERVER_PID" 2>/dev/null || break; sleep 0.05; done
-    kill -KILL "$SLSERVER_PID" 2>/dev/null || true
-  fi
-  bash "$ROOT/ci/redis-cluster.sh" stop "$WORK/cluster" >/dev/null 2>&1 || true
-  bash "$ROOT/ci/redis-plain.sh" stop "$WORK/plain" >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+sl_on_exit "rm -rf '$WORK'"
 
 step "vendored core (ci/vendor-core.sh --check rust/slotlane-sys/core)"
 bash "$ROOT/ci/vendor-core.sh" --check rust/slotlane-sys/core
@@ -75,31 +47,20 @@ if [ "${SLOTLANE_RUST_CLIPPY_BENCH:-0}" = 1 ]; then
 fi
 cd "$ROOT"
 
+# The servers once for every test binary (a bare `cargo test` starts its own per binary
+# through slotlane-testing; the environment below tells it these are running).
 step "servers (ports from $BASE)"
+sl_on_exit "bash '$ROOT/ci/redis-plain.sh' stop '$WORK/plain'"
 bash "$ROOT/ci/redis-plain.sh" start "$WORK/plain" "$BASE" >/dev/null
+sl_on_exit "bash '$ROOT/ci/redis-cluster.sh' stop '$WORK/cluster'"
 bash "$ROOT/ci/redis-cluster.sh" start "$WORK/cluster" $((BASE + 10)) 3 >/dev/null
 export SLOTLANE_TEST_PLAIN_URL=redis://127.0.0.1:$BASE
 export SLOTLANE_TEST_CLUSTER_URL=redis://127.0.0.1:$((BASE + 10))
 export SLOTLANE_TEST_PORT_BASE=$((BASE + 100))
-export SL_ROOT=$ROOT
-SLSERVER=${SL_BUILD_DIR:-$ROOT/build}/server/slotlane-server
-if [ -x "$SLSERVER" ]; then
-  SPORT=$((BASE + 20))
-  "$SLSERVER" --shards 4 --port "$SPORT" >"$WORK/slotlane-server.log" 2>&1 &
-  SLSERVER_PID=$!
-  for i in 0 1 2 3; do
-    for _ in $(seq 100); do
-      [ "$(redis-cli -p $((SPORT + i)) ping 2>/dev/null)" = PONG ] && break
-      kill -0 "$SLSERVER_PID" 2>/dev/null || { cat "$WORK/slotlane-server.log" >&2; die "slotlane-server exited"; }
-      sleep 0.05
-    done
-    [ "$(redis-cli -p $((SPORT + i)) ping 2>/dev/null)" = PONG ] || die "slotlane-server port $((SPORT + i)) does not answer"
-  done
-  export SLOTLANE_TEST_SERVER_URL=redis://127.0.0.1:$SPORT
-  echo "plain $SLOTLANE_TEST_PLAIN_URL, cluster $SLOTLANE_TEST_CLUSTER_URL, slotlane-server $SLOTLANE_TEST_SERVER_URL"
-else
-  echo "plain $SLOTLANE_TEST_PLAIN_URL, cluster $SLOTLANE_TEST_CLUSTER_URL; slotlane-server is NOT built ($SLSERVER): its runs are NOT done"
-fi
+SPORT=$((BASE + 20))
+sl_start_server SLSERVER_PID "$WORK/slotlane-server.log" --shards 4 --port "$SPORT"
+export SLOTLANE_TEST_SERVER_URL=redis://127.0.0.1:$SPORT
+echo "plain $SLOTLANE_TEST_PLAIN_URL, cluster $SLOTLANE_TEST_CLUSTER_URL, slotlane-server $SLOTLANE_TEST_SERVER_URL"
 # The rustdoc examples connect to SLOTLANE_URL: run them against the cluster.
 export SLOTLANE_URL=$SLOTLANE_TEST_CLUSTER_URL
 
@@ -107,10 +68,8 @@ cd rust
 step "cargo test (unit, ABI, integration, conformance, cluster failures, doc examples)"
 cargo test --no-fail-fast -- --nocapture 2>&1 | tee "$WORK/cargo-test.log" | grep -E '^(running |test result|conformance:|reshard:)|FAILED' || true
 [ "${PIPESTATUS[0]}" = 0 ] || { tail -n 80 "$WORK/cargo-test.log" >&2; die "cargo test failed"; }
-if [ -n "$SLSERVER_PID" ]; then
-  step "doc examples against slotlane-server"
-  SLOTLANE_URL=$SLOTLANE_TEST_SERVER_URL cargo test -q --doc -p slotlane
-fi
+step "doc examples against slotlane-server"
+SLOTLANE_URL=$SLOTLANE_TEST_SERVER_URL cargo test -q --doc -p slotlane
 
 step "cargo package -p slotlane-sys (the packaged crate builds outside the monorepo)"
 cargo package -p slotlane-sys --allow-dirty --list > "$WORK/package-list"

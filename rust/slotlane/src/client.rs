@@ -80,7 +80,7 @@ pub(crate) fn with_route<R>(
 /// ```
 /// use slotlane::{Client, ConnectOptions, Mode};
 /// use std::time::Duration;
-/// # let url = std::env::var("SLOTLANE_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+/// # let url = slotlane_testing::url(); // SLOTLANE_URL, else a slotlane-server of its own
 /// let opts = ConnectOptions::new(url.as_str())
 ///     .mode(Mode::Auto)
 ///     .resp3()
@@ -314,7 +314,7 @@ impl std::fmt::Debug for CancelHandle {
 ///
 /// ```
 /// use slotlane::Client;
-/// # let url = std::env::var("SLOTLANE_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+/// # let url = slotlane_testing::url(); // SLOTLANE_URL, else a slotlane-server of its own
 /// let mut client = Client::connect(url.as_str())?;
 /// client.set("doc:client", "hello")?;
 /// assert_eq!(client.get("doc:client")?, Some(b"hello".to_vec()));

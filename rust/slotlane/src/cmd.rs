@@ -132,7 +132,7 @@ display_arg!(i8, i16, i32, i64, isize, u64, i128, u128, f32, f64);
 ///
 /// ```
 /// use slotlane::{cmd, Client};
-/// # let url = std::env::var("SLOTLANE_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+/// # let url = slotlane_testing::url(); // SLOTLANE_URL, else a slotlane-server of its own
 /// let mut client = Client::connect(url.as_str())?;
 /// cmd("SET").arg("doc:cmd").arg(42).query::<()>(&mut client)?;
 /// let n: i64 = cmd("INCRBY").arg("doc:cmd").arg(8).query(&mut client)?;

@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use slotlane::{cmd, Client, Pipeline, Value};
-//! # let url = std::env::var("SLOTLANE_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+//! # let url = slotlane_testing::url(); // SLOTLANE_URL, else a slotlane-server of its own
 //! // A plain server or any node of a cluster: the mode is detected.
 //! let mut client = Client::connect(url.as_str())?;
 //!

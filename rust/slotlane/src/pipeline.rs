@@ -16,7 +16,7 @@ use std::time::Duration;
 ///
 /// ```
 /// use slotlane::{Client, Pipeline, Value};
-/// # let url = std::env::var("SLOTLANE_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+/// # let url = slotlane_testing::url(); // SLOTLANE_URL, else a slotlane-server of its own
 /// let mut client = Client::connect(url.as_str())?;
 /// let mut pipe = Pipeline::new();
 /// pipe.set("doc:p:a", "1").incr("doc:p:a").cmd("LPOP").arg("doc:p:a").get("doc:p:a");

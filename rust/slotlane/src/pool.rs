@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 /// ```
 /// use slotlane::Pool;
 /// use std::sync::Arc;
-/// # let url = std::env::var("SLOTLANE_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+/// # let url = slotlane_testing::url(); // SLOTLANE_URL, else a slotlane-server of its own
 /// let pool = Arc::new(Pool::new(url.as_str(), 4)?);
 /// let threads: Vec<_> = (0..8)
 ///     .map(|i| {

@@ -1,49 +1,32 @@
-//! Shared by the integration tests: the servers the harness (ci/test-rust.sh) started,
-//! and throwaway Redis Clusters for the failure tests (ci/redis-cluster.sh).
-//!
-//! The servers come from the environment; a missing variable fails the test with a
-//! message (it never skips):
+//! Shared by the integration tests: the servers they run against (slotlane-testing:
+//! from the environment the harness, ci/test-rust.sh, set, or else started for this test
+//! process and stopped when it exits), and throwaway Redis Clusters for the failure
+//! tests (ci/redis-cluster.sh).
 //!   SLOTLANE_TEST_PLAIN_URL    a standalone server
 //!   SLOTLANE_TEST_CLUSTER_URL  a seed of a Redis Cluster
-//!   SLOTLANE_TEST_SERVER_URL   slotlane-server in per-shard mode, when built (optional:
-//!                              `targets()` lists it only when set)
+//!   SLOTLANE_TEST_SERVER_URL   slotlane-server in per-shard mode
 //!   SLOTLANE_TEST_PORT_BASE    first port for the tests' own clusters (default 22600)
 #![allow(dead_code)]
 use std::path::PathBuf;
 use std::process::Command;
 
-pub fn env_url(var: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| {
-        panic!("{var} is not set: run the tests with ci/test-rust.sh (it starts the servers), or set {var} to a server's URL")
-    })
-}
+pub use slotlane_testing::repo_root;
 
 pub fn plain_url() -> String {
-    env_url("SLOTLANE_TEST_PLAIN_URL")
+    slotlane_testing::plain()
 }
 
 pub fn cluster_url() -> String {
-    env_url("SLOTLANE_TEST_CLUSTER_URL")
+    slotlane_testing::cluster()
 }
 
 /// (name, url) of every server to run the common tests against.
 pub fn targets() -> Vec<(&'static str, String)> {
-    let mut t = vec![("plain", plain_url()), ("cluster", cluster_url())];
-    if let Ok(u) = std::env::var("SLOTLANE_TEST_SERVER_URL") {
-        t.push(("slotlane-server", u));
-    }
-    t
-}
-
-/// The monorepo's root (for ci/ scripts and bindings/conformance).
-pub fn repo_root() -> PathBuf {
-    if let Ok(r) = std::env::var("SL_ROOT") {
-        return PathBuf::from(r);
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("the monorepo root")
+    vec![
+        ("plain", plain_url()),
+        ("cluster", cluster_url()),
+        ("slotlane-server", slotlane_testing::bundled()),
+    ]
 }
 
 pub fn port_base() -> u16 {

@@ -1,0 +1,106 @@
+//! The servers slotlane's Rust tests and doc examples run against, so that `cargo test`
+//! in `rust/` works with nothing started by hand, as redis-rs's own suite does.
+//!
+//! Each kind of server comes from the environment when the harness (ci/test-rust.sh)
+//! started it, or else is started on first use by `ci/suite-servers.sh rust ...` (ports
+//! from 22750 in the Rust range of ci/lib.sh's port map) and stopped when this test
+//! process exits: the helper waits for its stdin, a pipe whose write end this process
+//! holds until it ends, however it ends (a panic, an abort, a signal).
+//!
+//! | function    | environment (harness)       | started otherwise                        |
+//! |-------------|-----------------------------|------------------------------------------|
+//! | [`plain`]   | `SLOTLANE_TEST_PLAIN_URL`   | Debian's redis-server, standalone        |
+//! | [`cluster`] | `SLOTLANE_TEST_CLUSTER_URL` | a 3-primary Redis Cluster                |
+//! | [`bundled`] | `SLOTLANE_TEST_SERVER_URL`  | slotlane-server, 4 shards, per-shard (built with cmake when missing) |
+//! | [`url`]     | `SLOTLANE_URL`              | the same as [`bundled`] (doc examples)   |
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+/// The monorepo's root (for ci/ scripts and bindings/conformance): `SL_ROOT`, else two
+/// folders above this crate.
+pub fn repo_root() -> PathBuf {
+    if let Ok(r) = std::env::var("SL_ROOT") {
+        return PathBuf::from(r);
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the monorepo root")
+}
+
+/// The helpers of this process: kept (never dropped) so their stdin stays open until exit.
+static HELPERS: Mutex<Vec<Child>> = Mutex::new(Vec::new());
+
+fn start(kind: &str) -> String {
+    let dir = std::env::temp_dir().join(format!(
+        "slotlane-rust-{kind}-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let script = repo_root().join("ci/suite-servers.sh");
+    let mut child = Command::new("bash")
+        .arg(&script)
+        .arg("rust")
+        .arg(&dir)
+        .arg(kind)
+        .env("SL_SUITE_SERVERS_FROM", "22750")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    let out = child.stdout.take().expect("the helper's stdout");
+    let mut url = None;
+    for line in BufReader::new(out).lines() {
+        let line = line.expect("the helper's output");
+        if line == "ready" {
+            break;
+        }
+        if let Some((_, u)) = line.split_once('=') {
+            url = Some(u.to_string());
+        }
+    }
+    match url {
+        Some(u) => {
+            HELPERS
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(child);
+            u
+        }
+        None => {
+            let _ = child.kill();
+            let st = child.wait();
+            panic!("ci/suite-servers.sh rust {kind} did not start its server ({st:?}); its messages are above")
+        }
+    }
+}
+
+fn from_env_or_start(var: &str, kind: &str, cell: &'static OnceLock<String>) -> String {
+    cell.get_or_init(|| std::env::var(var).unwrap_or_else(|_| start(kind)))
+        .clone()
+}
+
+/// A standalone redis-server.
+pub fn plain() -> String {
+    static U: OnceLock<String> = OnceLock::new();
+    from_env_or_start("SLOTLANE_TEST_PLAIN_URL", "plain", &U)
+}
+
+/// A seed of a 3-primary Redis Cluster.
+pub fn cluster() -> String {
+    static U: OnceLock<String> = OnceLock::new();
+    from_env_or_start("SLOTLANE_TEST_CLUSTER_URL", "cluster", &U)
+}
+
+/// slotlane-server, 4 shards in per-shard mode.
+pub fn bundled() -> String {
+    static U: OnceLock<String> = OnceLock::new();
+    from_env_or_start("SLOTLANE_TEST_SERVER_URL", "bundled", &U)
+}
+
+/// The server of the doc examples: `SLOTLANE_URL`, else [`bundled`].
+pub fn url() -> String {
+    std::env::var("SLOTLANE_URL").unwrap_or_else(|_| bundled())
+}
