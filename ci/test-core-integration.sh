@@ -4,35 +4,19 @@
 # core/itests' programs (itest_cluster random-plain, random-cluster, migrate, kill) from the release (build/)
 # and the ASan+UBSan (build-asan/) builds. The cluster is started afresh for each build,
 # since the kill test restarts a node and a failed migration may leave a slot half-moved.
-# Ports: 7 free consecutive ones from $SL_ITEST_PORT (default: the first free block from
-# 20400). SL_ITEST_SEED sets the PRNG seed of the random pipelines (default 1).
+# Ports: 7 free consecutive ones from $SL_ITEST_PORT (default: the first free block of
+# the suite's range in ci/lib.sh). SL_ITEST_SEED sets the PRNG seed of the random pipelines (default 1).
 # SL_BUILDS: the build directories to test (default "build build-asan").
-set -euo pipefail
-cd "$(dirname "$0")/.."
-ROOT=$PWD
+SL_SUITE=core-integration
+. "$(dirname "$0")/lib.sh"
+cd "$SL_ROOT"
+ROOT=$SL_ROOT
 
-free_block() {  # free_block FROM COUNT: the first base >= FROM with COUNT free ports
-  local b=$1 n=$2 i ok
-  while [ "$b" -le $((20899 - n)) ]; do
-    ok=1
-    for ((i = 0; i < n; i++)); do
-      if (exec 3<>"/dev/tcp/127.0.0.1/$((b + i))") 2>/dev/null; then ok=0; break; fi
-    done
-    [ $ok = 1 ] && { echo "$b"; return 0; }
-    b=$((b + n))
-  done
-  echo "test-core-integration.sh: no free port block" >&2; return 1
-}
-
-BASE=${SL_ITEST_PORT:-$(free_block 20400 7)}
+BASE=${SL_ITEST_PORT:-$(sl_free_block core-integration 7)}
 WORK=$(mktemp -d /tmp/sl-itest.XXXXXX)
-cleanup() {
-  ci/redis-cluster.sh stop "$WORK/cluster" >/dev/null 2>&1 || true
-  ci/redis-plain.sh stop "$WORK/plain" >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+sl_on_exit "rm -rf '$WORK'"
+sl_on_exit "ci/redis-plain.sh stop '$WORK/plain'"
+sl_on_exit "ci/redis-cluster.sh stop '$WORK/cluster'"
 
 export SL_ITEST_PLAIN_PORT=$BASE
 export SL_ITEST_CLUSTER_PORT=$((BASE + 1))   # the cluster uses BASE+1 .. BASE+6
