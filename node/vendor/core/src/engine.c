@@ -6,13 +6,13 @@
  * node, write every node before reading any, dispatch replies as they are parsed; when a
  * round's replies are in, redirected commands form the next round.
  *
- * The drivers: sl__engine_run_sync (a poll loop, the blocking API) here, and async.c
- * (libuv). Both call the same step functions: sl__engine_write, sl__engine_read,
+ * The drivers: sl__engine_run_sync (sync.c: a poll loop, the blocking API) and async.c
+ * (libuv). Both call the same step functions here: sl__engine_write, sl__engine_read,
  * sl__engine_node_failed, sl__engine_abandon and sl__engine_advance. */
 #include "internal.h"
+#include "redirect.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -238,71 +238,6 @@ int sl__engine_queue_round(sl_batch *b, int zero_copy)
     return 0;
 }
 
-/* ------------------------------------------------------------ redirects */
-
-static int parse_uint(const uint8_t *p, size_t len, size_t *pos, long *out)
-{
-    long v = 0;
-    size_t i = *pos, start = i;
-    while (i < len && p[i] >= '0' && p[i] <= '9' && v < 100000000) v = v * 10 + (p[i++] - '0');
-    if (i == start) return -1;
-    *pos = i;
-    *out = v;
-    return 0;
-}
-
-/* Looks at command ci's error reply: a redirect schedules a resend. */
-static void check_redirect(sl_batch *b, uint32_t ci, sl_reply *r)
-{
-    sl_client *c = b->client;
-    sl__cmd *cmd = &b->cmds[ci];
-    const uint8_t *m = b->data.ptr + r->offset;
-    size_t len = r->len;
-    int moved = len > 6 && memcmp(m, "MOVED ", 6) == 0;
-    int ask = !moved && len > 4 && memcmp(m, "ASK ", 4) == 0;
-    int again = !moved && !ask &&
-                ((len >= 8 && memcmp(m, "TRYAGAIN", 8) == 0) || (len >= 11 && memcmp(m, "CLUSTERDOWN", 11) == 0));
-    if (!(moved || ask || again)) return;
-    if (cmd->redirects >= (uint8_t)c->opts.max_redirects) {
-        r->flags = SL_ERR_REDIRECTS;
-        return;
-    }
-    uint16_t node = cmd->node;
-    if (moved || ask) {
-        size_t pos = moved ? 6 : 4;
-        long slot;
-        if (parse_uint(m, len, &pos, &slot) || pos >= len || m[pos] != ' ' || slot >= SL_SLOTS) return;
-        pos++;
-        if (sl__topo_node_addr(c, (const char *)m + pos, len - pos, &node) != 0) {
-            /* "MOVED 3999 :6380": an empty host means the node that answered. */
-            char addr[SL__HOST_MAX + 8];
-            int n = snprintf(addr, sizeof addr, "%s%.*s", c->topo.nodes[cmd->node]->host, (int)(len - pos),
-                             (const char *)m + pos);
-            if (n <= 0 || (size_t)n >= sizeof addr || sl__topo_node_addr(c, addr, (size_t)n, &node) != 0) return;
-        }
-        if (moved) {
-            c->topo.slot_node[slot] = node;
-            c->topo.nodes[node]->primary = 1;
-            c->topo.refresh_wanted = 1;
-            c->stats.moved++;
-            cmd->flags &= (uint16_t)~SL__F_ASKING;
-        } else {
-            c->stats.ask++;
-            cmd->flags |= SL__F_ASKING;
-        }
-    } else {
-        c->stats.tryagain++;
-        b->backoff = 1;
-        if (len >= 11 && memcmp(m, "CLUSTERDOWN", 11) == 0) c->topo.refresh_wanted = 1;
-    }
-    cmd->node = node;
-    cmd->redirects++;
-    cmd->flags |= SL__F_RESEND;
-    cmd->flags &= (uint16_t)~SL__F_DONE;
-    cmd->src = SL__SRC_NONE;
-    b->resends++;
-}
-
 /* ------------------------------------------------------------ I/O steps */
 
 int sl__engine_write(sl_client *c, size_t k)
@@ -394,7 +329,7 @@ static int parse_node(sl_client *c, size_t k)
                 cmd->rec_count = (uint32_t)(recs->len - start);
                 cmd->flags |= SL__F_DONE;
                 sl_reply *r = &recs->ptr[start];
-                if (cluster && r->type == SL_REPLY_ERROR && !(cmd->flags & SL__F_MULTI)) check_redirect(b, ci, r);
+                if (cluster && r->type == SL_REPLY_ERROR && !(cmd->flags & SL__F_MULTI)) sl__redirect_check(b, ci, r);
             }
         }
         if (--seg->left == 0) {
@@ -542,168 +477,4 @@ int sl__engine_advance(sl_batch *b, uint64_t *wait_ms)
         if (b->inflight > 0) return 0;
         /* Everything failed at once (no node reachable): maybe nothing left to resend. */
     }
-}
-
-/* ------------------------------------------------------------ blocking driver */
-
-void sl__drain_cancel(sl_client *c)
-{
-    char buf[64];
-    while (read(c->cancel_pipe[0], buf, sizeof buf) > 0) {
-    }
-}
-
-/* Reads, without waiting, what the nodes batch b waits on have already received: each
- * node until its socket has nothing more (bounded by the replies it still owes). */
-static int read_arrived(sl_batch *b)
-{
-    sl_client *c = b->client;
-    for (size_t k = 0; k < c->topo.nnodes && b->inflight > 0; k++) {
-        sl__node *n = c->topo.nodes[k];
-        while (n->state == SL__CONNECTED && sl__engine_node_busy(n) && b->inflight > 0) {
-            struct pollfd p = {n->fd, POLLIN, 0};
-            if (poll(&p, 1, 0) <= 0 || !(p.revents & (POLLIN | POLLHUP | POLLERR))) break;
-            int rc = sl__engine_read(c, k);
-            if (rc) return rc;
-        }
-    }
-    return 0;
-}
-
-int sl__engine_run_sync(sl_batch *b)
-{
-    sl_client *c = b->client;
-
-    struct pollfd stack_pfds[17];
-    uint16_t stack_map[17];
-    struct pollfd *pfds = stack_pfds;
-    uint16_t *map = stack_map;
-    size_t pcap = 16;
-    int status = 0;
-    for (;;) {
-        if (b->round_over || b->inflight == 0) {
-            b->round_over = 0;
-            if (b->resends && sl__now_ms() >= b->deadline) {
-                sl__set_err(c, "the execution's deadline passed");
-                status = SL_ETIMEOUT;
-                if (sl__engine_abandon(b, SL_ERR_TIMEOUT, c->errmsg)) status = SL_ENOMEM;
-                break;
-            }
-            uint64_t wait = 0;
-            int rc = sl__engine_advance(b, &wait);
-            if (rc < 0) {
-                status = rc;
-                break;
-            }
-            if (rc == 1) break;
-            if (wait > 0) {
-                struct pollfd p = {c->cancel_pipe[0], POLLIN, 0};
-                (void)poll(&p, 1, (int)wait);
-                if (atomic_load(&c->cancel)) goto cancelled;
-                continue;
-            }
-            if (b->inflight == 0) continue;
-        }
-        if (c->topo.nnodes > pcap) {
-            if (pfds != stack_pfds) sl__free(&c->alloc, pfds);
-            pcap = c->topo.nnodes;
-            pfds = sl__malloc(&c->alloc, (pcap + 1) * (sizeof *pfds + sizeof *map));
-            if (!pfds) {
-                pfds = stack_pfds;
-                pcap = 16;
-                status = SL_ENOMEM;
-                break;
-            }
-            map = (uint16_t *)(pfds + pcap + 1);
-        }
-        /* Write every node before reading any. */
-        for (size_t k = 0; k < c->topo.nnodes; k++) {
-            sl__node *n = c->topo.nodes[k];
-            if (n->state == SL__CONNECTED && sl__engine_node_unwritten(n)) {
-                int rc = sl__engine_write(c, k);
-                if (rc && (status = sl__engine_node_failed(c, k, SL_ERR_IO, rc)) != 0) goto out;
-            }
-        }
-        if (b->round_over) continue;
-        size_t np = 0;
-        uint64_t now = sl__now_ms(), wake = b->deadline;
-        for (size_t k = 0; k < c->topo.nnodes; k++) {
-            sl__node *n = c->topo.nodes[k];
-            if (n->state == SL__DISCONNECTED || !sl__engine_node_busy(n)) continue;
-            if (n->state == SL__CONNECTING) {
-                if (now >= n->connect_deadline_ms) {
-                    sl__set_err(c, "connect to %s timed out", n->addr);
-                    if ((status = sl__engine_node_failed(c, k, SL_ERR_IO, SL_EIO)) != 0) goto out;
-                    continue;
-                }
-                if (n->connect_deadline_ms < wake) wake = n->connect_deadline_ms;
-            }
-            pfds[np].fd = n->fd;
-            pfds[np].events =
-                (short)(POLLIN | ((n->state == SL__CONNECTING || sl__engine_node_unwritten(n)) ? POLLOUT : 0));
-            pfds[np].revents = 0;
-            map[np++] = (uint16_t)k;
-        }
-        if (b->round_over) continue;
-        if (np == 0) {
-            /* Nothing to wait for, yet the round is not over: cannot happen; do not spin. */
-            sl__set_err(c, "internal error: a round with nothing in flight");
-            status = SL_EIO;
-            (void)sl__engine_abandon(b, SL_ERR_IO, c->errmsg);
-            break;
-        }
-        pfds[np].fd = c->cancel_pipe[0];
-        pfds[np].events = POLLIN;
-        pfds[np].revents = 0;
-        if (atomic_load(&c->cancel)) goto cancelled;
-        int timeout = -1;
-        if (wake != UINT64_MAX) timeout = wake > now ? (int)(wake - now < 0x7fffffff ? wake - now : 0x7fffffff) : 0;
-        int pr = poll(pfds, (nfds_t)np + 1, timeout);
-        if (pr < 0 && errno != EINTR) {
-            sl__set_err(c, "poll: %s", strerror(errno));
-            status = SL_EIO;
-            (void)sl__engine_abandon(b, SL_ERR_IO, c->errmsg);
-            break;
-        }
-        if (atomic_load(&c->cancel)) goto cancelled;
-        if (pr == 0 && sl__now_ms() >= b->deadline) {
-            sl__set_err(c, "the execution's deadline passed");
-            status = SL_ETIMEOUT;
-            if (sl__engine_abandon(b, SL_ERR_TIMEOUT, c->errmsg)) status = SL_ENOMEM;
-            break;
-        }
-        for (size_t i = 0; i < np && pr > 0; i++) {
-            short re = pfds[i].revents;
-            if (!re) continue;
-            size_t k = map[i];
-            sl__node *n = c->topo.nodes[k];
-            int rc;
-            if (n->state == SL__CONNECTING) {
-                if (!(re & (POLLOUT | POLLERR | POLLHUP))) continue;
-                if ((rc = sl__node_connect_check(c, n)) != 0) {
-                    if ((status = sl__engine_node_failed(c, k, SL_ERR_IO, rc)) != 0) goto out;
-                    continue;
-                }
-                re |= POLLOUT;
-            }
-            if ((re & POLLOUT) && (rc = sl__engine_write(c, k)) != 0) {
-                if ((status = sl__engine_node_failed(c, k, SL_ERR_IO, rc)) != 0) goto out;
-                continue;
-            }
-            if ((re & (POLLIN | POLLHUP | POLLERR)) && (status = sl__engine_read(c, k)) != 0) goto out;
-        }
-    }
-    goto out;
-cancelled:
-    /* Replies that reached the sockets before the cancel are the caller's: read them first,
-     * so what a command got is decided by what the server sent, not by which of the
-     * socket and the cancel pipe poll() happened to report. */
-    if ((status = read_arrived(b)) != 0) goto out;
-    if (b->inflight == 0 && b->resends == 0) goto out; /* everything had arrived */
-    sl__set_err(c, "the execution was cancelled");
-    status = SL_ECANCELLED;
-    if (sl__engine_abandon(b, SL_ERR_CANCELLED, c->errmsg)) status = SL_ENOMEM;
-out:
-    if (pfds != stack_pfds) sl__free(&c->alloc, pfds);
-    return status;
 }
