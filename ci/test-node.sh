@@ -17,27 +17,20 @@
 #    -fsanitize=address,undefined in a copy of node/, and the tests run again with it
 #    (libasan preloaded into node; leak detection off, node itself is not instrumented).
 # About two minutes on 2 cores once the server is built.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-ROOT=$PWD
-export SL_ROOT=$ROOT
+SL_SUITE=node
+. "$(dirname "$0")/lib.sh"
+cd "$SL_ROOT"
+ROOT=$SL_ROOT
 export npm_config_nodedir=${npm_config_nodedir:-/usr}
 export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
-say() { echo "test-node: $*" >&2; }
 
-command -v node >/dev/null || { say "node is not installed (Node >= 18 and npm are needed)"; exit 1; }
-command -v npm >/dev/null || { say "npm is not installed"; exit 1; }
-[ -f "$npm_config_nodedir/include/node/node_api.h" ] || { say "no Node headers in $npm_config_nodedir/include/node"; exit 1; }
+command -v node >/dev/null || die "node is not installed (Node >= 18 and npm are needed)"
+command -v npm >/dev/null || die "npm is not installed"
+[ -f "$npm_config_nodedir/include/node/node_api.h" ] || die "no Node headers in $npm_config_nodedir/include/node"
 
 WORK=$(mktemp -d /tmp/slotlane-node.XXXXXX)
-cleanup() { local rc=$?; rm -rf "$WORK"; rm -f "$ROOT"/node/slotlane-*.tgz; exit $rc; }
-trap cleanup EXIT
-
-if [ ! -x build/server/slotlane-server ]; then
-  say "building slotlane-server"
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  cmake --build build -j2 --target slotlane-server
-fi
+sl_on_exit "rm -rf '$WORK'; rm -f '$ROOT'/node/slotlane-*.tgz"
+sl_server_bin >/dev/null  # built here when missing (the tests would build it too)
 
 say "checking node/vendor/core against core/"
 bash ci/vendor-core.sh --check node/vendor/core
@@ -47,13 +40,13 @@ rm -rf node/build
 mkdir -p "$WORK/app"
 ( cd "$WORK/app" && npm init -y >/dev/null && npm install --offline --loglevel=error "$ROOT/node" )
 ADDON=$ROOT/node/build/Release/slotlane.node
-[ -f "$ADDON" ] || { say "the addon was not built"; exit 1; }
+[ -f "$ADDON" ] || die "the addon was not built"
 # (outputs captured first: grep -q closing a pipe early would fail the pipeline under pipefail)
 deps=$(ldd "$ADDON")
-if grep -q libuv <<<"$deps"; then say "the addon links a libuv of its own"; exit 1; fi
+if grep -q libuv <<<"$deps"; then die "the addon links a libuv of its own"; fi
 undef=$(nm -D --undefined-only "$ADDON")
-grep -q ' uv_poll_start$' <<<"$undef" || { say "the addon does not use the node binary's libuv"; exit 1; }
-if nm -D --defined-only "$ADDON" | grep ' uv_' >/dev/null; then say "the addon defines uv_* symbols"; exit 1; fi
+grep -q ' uv_poll_start$' <<<"$undef" || die "the addon does not use the node binary's libuv"
+if nm -D --defined-only "$ADDON" | grep ' uv_' >/dev/null; then die "the addon defines uv_* symbols"; fi
 ( cd "$WORK/app" && node -e '
 const sl = require("slotlane");
 if (sl.keySlot("foo") !== 12182) throw new Error("keySlot");
@@ -65,12 +58,12 @@ TGZ=$(ls "$WORK"/slotlane-*.tgz)
 tar tzf "$TGZ" > "$WORK/pack.list"
 for f in package/vendor/core/src/batch.c package/vendor/core/src/async.c package/vendor/core/include/slotlane.h \
          package/vendor/core/include/slotlane_uv.h package/binding.gyp package/src/addon.c package/lib/index.d.ts; do
-  grep -qx "$f" "$WORK/pack.list" || { say "the package lacks $f"; exit 1; }
+  grep -qx "$f" "$WORK/pack.list" || die "the package lacks $f"
 done
 mkdir -p "$WORK/elsewhere"
 ( cd "$WORK/elsewhere" && npm init -y >/dev/null && npm install --offline --loglevel=error "$TGZ" )
 grep -q 'vendor/core/src/batch.o' "$WORK"/elsewhere/node_modules/slotlane/build/slotlane.target.mk \
-  || { say "the packed install did not build from its vendored core"; exit 1; }
+  || die "the packed install did not build from its vendored core"
 ( cd "$WORK/elsewhere" && node -e '
 const sl = require("slotlane");
 if (sl.keySlot("{a}b") !== sl.keySlot("a")) throw new Error("keySlot");

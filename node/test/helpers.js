@@ -43,7 +43,9 @@ function freeze(pid) {
 /** slotlane-server with `shards` shards in per-shard mode on port..port+shards-1. */
 function startSlotlaneServer(port, shards) {
   if (!fs.existsSync(SERVER)) {
-    throw new Error(`${SERVER} is not built (ci/test-node.sh builds it; or: cmake --build build --target slotlane-server)`);
+    // a fresh clone: `npm test` alone must work, so build it (ci/server-bin.sh runs cmake)
+    const b = spawnSync('bash', [path.join(ROOT, 'ci', 'server-bin.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    if (b.status !== 0 || !fs.existsSync(SERVER)) throw new Error(`${SERVER} is missing and ci/server-bin.sh did not build it`);
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slotlane-node-srv-'));
   const log = fs.openSync(path.join(dir, 'server.log'), 'w');
