@@ -18,11 +18,10 @@
 #include <string.h>
 
 #include "fake_server.h"
+#include "sl_test.h"
 #include "slotlane.h"
 
 /* ------------------------------------------------------------------ helpers */
-
-#define EXEC_TIMEOUT_MS 3000 /* generous: a hung engine fails the test instead of hanging */
 
 /* A library must not kill its host with SIGPIPE when a server goes away: count them and
  * fail the test that raised one, instead of dying. */
@@ -31,121 +30,6 @@ static void on_sigpipe(int sig)
 {
     (void)sig;
     sigpipes++;
-}
-
-static sl_client *new_client_opts(const char *url, sl_mode mode, int *rc_out)
-{
-    sl_client_options o = SL_CLIENT_OPTIONS_INIT;
-    o.url = url;
-    o.mode = mode;
-    o.connect_timeout_ms = 1000;
-    o.command_timeout_ms = EXEC_TIMEOUT_MS;
-    sl_client *c = NULL;
-    char err[256] = "";
-    int rc = sl_client_new(&c, &o, err, sizeof err);
-    if (rc_out) {
-        *rc_out = rc;
-        return c;
-    }
-    if (rc != 0) fprintf(stderr, "sl_client_new(%s): %d %s\n", url, rc, err);
-    assert_int_equal(rc, 0);
-    assert_non_null(c);
-    return c;
-}
-
-static sl_client *new_client(int port, sl_mode mode)
-{
-    char url[64];
-    snprintf(url, sizeof url, "127.0.0.1:%d", port);
-    return new_client_opts(url, mode, NULL);
-}
-
-static sl_stats stats_of(sl_client *c)
-{
-    sl_stats s;
-    memset(&s, 0, sizeof s);
-    s.version = SL_STATS_VERSION;
-    s.size = (unsigned)sizeof s;
-    assert_int_equal(sl_client_stats(c, &s), 0);
-    return s;
-}
-
-static void append2(sl_batch *b, const char *a0, const char *a1)
-{
-    const char *argv[2] = {a0, a1};
-    assert_int_equal(sl_batch_append_argv(b, NULL, 2, argv, NULL), 0);
-}
-
-static void append3(sl_batch *b, const char *a0, const char *a1, const char *a2)
-{
-    const char *argv[3] = {a0, a1, a2};
-    assert_int_equal(sl_batch_append_argv(b, NULL, 3, argv, NULL), 0);
-}
-
-static size_t subtree(const sl_reply *r, size_t n, size_t i)
-{
-    size_t k = 1;
-    if (i < n && (r[i].type == SL_REPLY_ARRAY || r[i].type == SL_REPLY_MAP ||
-                  r[i].type == SL_REPLY_SET || r[i].type == SL_REPLY_PUSH)) {
-        size_t j = i + 1;
-        for (uint32_t c = 0; c < r[i].len && j < n; c++) {
-            size_t s = subtree(r, n, j);
-            j += s;
-            k += s;
-        }
-    }
-    return k;
-}
-
-static const sl_reply *reply_at(sl_batch *b, size_t idx, const uint8_t **data)
-{
-    size_t n = 0;
-    const sl_reply *r = sl_batch_replies(b, &n, data, NULL);
-    assert_non_null(r);
-    size_t i = 0;
-    for (size_t k = 0; k < idx; k++) {
-        assert_true(i < n);
-        i += subtree(r, n, i);
-    }
-    assert_true(i < n);
-    return &r[i];
-}
-
-static void want_str(sl_batch *b, size_t idx, const char *want)
-{
-    const uint8_t *data;
-    const sl_reply *r = reply_at(b, idx, &data);
-    if (r->type != SL_REPLY_STRING || r->len != strlen(want) ||
-        memcmp(data + r->offset, want, r->len) != 0) {
-        fprintf(stderr, "reply %zu: type %d flags %d \"%.*s\", want string \"%s\"\n", idx, r->type,
-                r->flags, (int)r->len, (const char *)data + r->offset, want);
-        fail();
-    }
-}
-
-static int is_error_kind(sl_batch *b, size_t idx, sl_err_kind kind)
-{
-    const uint8_t *data;
-    const sl_reply *r = reply_at(b, idx, &data);
-    return r->type == SL_REPLY_ERROR && r->flags == kind;
-}
-
-static void want_err(sl_batch *b, size_t idx, sl_err_kind kind)
-{
-    const uint8_t *data;
-    const sl_reply *r = reply_at(b, idx, &data);
-    if (r->type != SL_REPLY_ERROR || r->flags != kind) {
-        fprintf(stderr, "reply %zu: type %d flags %d \"%.*s\", want error kind %d\n", idx, r->type,
-                r->flags, (int)r->len, (const char *)data + r->offset, kind);
-        fail();
-    }
-    assert_true(r->len > 0); /* errors carry a message */
-}
-
-static int key_on(const fs_cluster *c, int i, const char *prefix, char *buf, size_t cap)
-{
-    int lo = (int)((long)16384 * i / c->n), hi = (int)((long)16384 * (i + 1) / c->n) - 1;
-    return fs_find_key(prefix, lo, hi, buf, cap);
 }
 
 typedef struct fixture {

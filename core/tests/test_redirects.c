@@ -14,135 +14,15 @@
 #include <string.h>
 
 #include "fake_server.h"
+#include "sl_test.h"
 #include "slotlane.h"
 
 /* ------------------------------------------------------------------ helpers */
-
-#define EXEC_TIMEOUT_MS 3000 /* generous: a hung engine fails the test instead of hanging */
-
-static sl_client *new_client_url(const char *url, sl_mode mode)
-{
-    sl_client_options o = SL_CLIENT_OPTIONS_INIT;
-    o.url = url;
-    o.mode = mode;
-    o.connect_timeout_ms = 1000;
-    o.command_timeout_ms = EXEC_TIMEOUT_MS;
-    sl_client *c = NULL;
-    char err[256] = "";
-    int rc = sl_client_new(&c, &o, err, sizeof err);
-    if (rc != 0) fprintf(stderr, "sl_client_new(%s): %d %s\n", url, rc, err);
-    assert_int_equal(rc, 0);
-    assert_non_null(c);
-    return c;
-}
-
-static sl_client *new_client(int port, sl_mode mode)
-{
-    char url[64];
-    snprintf(url, sizeof url, "127.0.0.1:%d", port);
-    return new_client_url(url, mode);
-}
-
-static sl_stats stats_of(sl_client *c)
-{
-    sl_stats s;
-    memset(&s, 0, sizeof s);
-    s.version = SL_STATS_VERSION;
-    s.size = (unsigned)sizeof s;
-    assert_int_equal(sl_client_stats(c, &s), 0);
-    return s;
-}
-
-static void append2(sl_batch *b, const char *a0, const char *a1)
-{
-    const char *argv[2] = {a0, a1};
-    assert_int_equal(sl_batch_append_argv(b, NULL, 2, argv, NULL), 0);
-}
-
-static void append3(sl_batch *b, const char *a0, const char *a1, const char *a2)
-{
-    const char *argv[3] = {a0, a1, a2};
-    assert_int_equal(sl_batch_append_argv(b, NULL, 3, argv, NULL), 0);
-}
-
-/* Records of one reply and its children. */
-static size_t subtree(const sl_reply *r, size_t n, size_t i)
-{
-    size_t k = 1;
-    if (i < n && (r[i].type == SL_REPLY_ARRAY || r[i].type == SL_REPLY_MAP ||
-                  r[i].type == SL_REPLY_SET || r[i].type == SL_REPLY_PUSH)) {
-        size_t j = i + 1;
-        for (uint32_t c = 0; c < r[i].len && j < n; c++) {
-            size_t s = subtree(r, n, j);
-            j += s;
-            k += s;
-        }
-    }
-    return k;
-}
-
-/* The top-level record of command idx of the last execution. */
-static const sl_reply *reply_at(sl_batch *b, size_t idx, const uint8_t **data)
-{
-    size_t n = 0;
-    const sl_reply *r = sl_batch_replies(b, &n, data, NULL);
-    assert_non_null(r);
-    size_t i = 0;
-    for (size_t k = 0; k < idx; k++) {
-        assert_true(i < n);
-        i += subtree(r, n, i);
-    }
-    assert_true(i < n);
-    return &r[i];
-}
-
-static void want_str(sl_batch *b, size_t idx, const char *want)
-{
-    const uint8_t *data;
-    const sl_reply *r = reply_at(b, idx, &data);
-    if (r->type != SL_REPLY_STRING || r->len != strlen(want) ||
-        memcmp(data + r->offset, want, r->len) != 0) {
-        fprintf(stderr, "reply %zu: type %d flags %d \"%.*s\", want string \"%s\"\n", idx, r->type,
-                r->flags, (int)r->len, (const char *)data + r->offset, want);
-        fail();
-    }
-}
-
-static void want_nil(sl_batch *b, size_t idx)
-{
-    const uint8_t *data;
-    const sl_reply *r = reply_at(b, idx, &data);
-    if (r->type != SL_REPLY_NIL) {
-        fprintf(stderr, "reply %zu: type %d \"%.*s\", want nil\n", idx, r->type, (int)r->len,
-                (const char *)data + r->offset);
-        fail();
-    }
-}
-
-static void want_err(sl_batch *b, size_t idx, sl_err_kind kind, const char *prefix)
-{
-    const uint8_t *data;
-    const sl_reply *r = reply_at(b, idx, &data);
-    if (r->type != SL_REPLY_ERROR || r->flags != kind ||
-        (prefix && (r->len < strlen(prefix) || memcmp(data + r->offset, prefix, strlen(prefix)) != 0))) {
-        fprintf(stderr, "reply %zu: type %d flags %d \"%.*s\", want error kind %d \"%s...\"\n", idx,
-                r->type, r->flags, (int)r->len, (const char *)data + r->offset, kind,
-                prefix ? prefix : "");
-        fail();
-    }
-}
 
 static int exec_batch(sl_batch *b, sl_sizes *sz)
 {
     sl_sizes local;
     return sl_batch_exec(b, EXEC_TIMEOUT_MS, sz ? sz : &local);
-}
-
-/* A key owned by node i of the cluster's even split, "<prefix>N". */
-static int key_on(const fs_cluster *c, int i, const char *prefix, char *buf, size_t cap)
-{
-    int lo = (int)((long)16384 * i / c->n), hi = (int)((long)16384 * (i + 1) / c->n) - 1;
-    return fs_find_key(prefix, lo, hi, buf, cap);
 }
 
 /* The even split of c with the given slots handed to other nodes: moves[k] = {slot, node}. */
@@ -499,7 +379,7 @@ static void test_tryagain_forever_hits_limit(void **state)
     sl_sizes sz;
     assert_int_equal(exec_batch(f->batch, &sz), 0);
     assert_int_equal(sz.errors, 1);
-    want_err(f->batch, 0, SL_ERR_REDIRECTS, "TRYAGAIN");
+    want_err_prefix(f->batch, 0, SL_ERR_REDIRECTS, "TRYAGAIN");
     want_str(f->batch, 1, "fine");
     assert_int_equal(fs_count(c->nodes[0], "GET", k), 6); /* the first send + 5 retries */
 }
@@ -534,7 +414,7 @@ static void test_redirect_limit(void **state)
     assert_int_equal(sz.commands, 4);
     assert_int_equal(sz.errors, 1);
     want_str(f->batch, 0, "va");
-    want_err(f->batch, 1, SL_ERR_REDIRECTS, "MOVED");
+    want_err_prefix(f->batch, 1, SL_ERR_REDIRECTS, "MOVED");
     want_str(f->batch, 2, "vz");
     {
         const uint8_t *data;
@@ -574,7 +454,7 @@ static void test_ask_loop_hits_limit(void **state)
     fs_add_reply(c->nodes[1], "GET", k, 0, to0);
     append2(f->batch, "GET", k);
     assert_int_equal(exec_batch(f->batch, NULL), 0);
-    want_err(f->batch, 0, SL_ERR_REDIRECTS, "ASK");
+    want_err_prefix(f->batch, 0, SL_ERR_REDIRECTS, "ASK");
     assert_int_equal(fs_cluster_count(c, "GET", k), 6);
     assert_int_equal(fs_cluster_count(c, "ASKING", NULL), 5);
 }
@@ -837,7 +717,7 @@ static void test_moved_to_dead_node(void **state)
     assert_int_equal(exec_batch(f->batch, &sz), 0);
     assert_true(fs_now_ms() - t0 < 1000);
     assert_int_equal(sz.errors, 1);
-    want_err(f->batch, 0, SL_ERR_IO, NULL);
+    want_err_prefix(f->batch, 0, SL_ERR_IO, NULL);
     want_str(f->batch, 1, "alive");
     fs_dead_port_close(&dead);
 }
