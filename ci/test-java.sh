@@ -3,38 +3,24 @@
 # and gcc through java/build-native.sh, then JUnit 5 under Surefire). The tests start and stop
 # their own servers: the bundled slotlane-server (built here if missing), Debian's
 # redis-server standalone and as Redis Clusters (ci/redis-plain.sh, ci/redis-cluster.sh), on
-# loopback ports from $SL_JAVA_TEST_PORT (default 23700; the run uses BASE..BASE+55).
+# loopback ports from $SL_JAVA_TEST_PORT (default: the start of the java range in ci/lib.sh,
+# 23700; the run uses BASE..BASE+55). A bare `mvn test` in java/ works too.
 # Servers are stopped by PID when the JVM exits, and here again after Maven, also on failure.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-ROOT=$PWD
-BASE=${SL_JAVA_TEST_PORT:-23700}
-BUILD=${SL_BUILD_DIR:-$ROOT/build}
+SL_SUITE=java
+. "$(dirname "$0")/lib.sh"
+cd "$SL_ROOT"
+ROOT=$SL_ROOT
+BASE=${SL_JAVA_TEST_PORT:-$(sl_ports java | cut -d' ' -f1)}
 
-need() { command -v "$1" >/dev/null || { echo "test-java.sh: $1 is missing (ci/deps.sh installs $2)" >&2; exit 1; }; }
+need() { command -v "$1" >/dev/null || die "$1 is missing (ci/deps.sh installs $2)"; }
 need mvn maven; need javac default-jdk; need swig swig; need gcc build-essential; need redis-server redis-server
+sl_server_bin >/dev/null  # built here when missing (the tests would build it too)
 
-if [ ! -x "$BUILD/server/slotlane-server" ]; then
-  echo "test-java.sh: building slotlane-server"
-  cmake -S "$ROOT" -B "$BUILD" >/dev/null
-  cmake --build "$BUILD" -j2 --target slotlane-server >/dev/null
-fi
-
+# whatever a killed test JVM left behind: bundled servers by their pid files, Redis by the scripts
 WORK=$ROOT/java/target/test-servers
-cleanup() {
-  local rc=$?
-  # whatever a killed test JVM left behind: bundled servers by their pid files, Redis by the scripts
-  for f in "$WORK"/slotlane-server-*.pid; do
-    [ -f "$f" ] || continue
-    pid=$(cat "$f"); kill "$pid" 2>/dev/null || true; rm -f "$f"
-  done
-  [ -d "$WORK/redis-plain" ] && bash ci/redis-plain.sh stop "$WORK/redis-plain" >/dev/null 2>&1 || true
-  for d in "$WORK"/cluster-*; do
-    [ -d "$d" ] && bash ci/redis-cluster.sh stop "$d" >/dev/null 2>&1 || true
-  done
-  exit "$rc"
-}
-trap cleanup EXIT
+sl_on_exit 'for f in "$WORK"/slotlane-server-*.pid; do [ -f "$f" ] && sl_stop_pid "$(cat "$f")" slotlane-server; rm -f "$f"; done'
+sl_on_exit '[ -d "$WORK/redis-plain" ] && bash ci/redis-plain.sh stop "$WORK/redis-plain"'
+sl_on_exit 'for d in "$WORK"/cluster-*; do [ -d "$d" ] && bash ci/redis-cluster.sh stop "$d"; done'
 
 cd java
 # -q -B: quiet and batch; Maven resolves from Maven Central once and then from ~/.m2

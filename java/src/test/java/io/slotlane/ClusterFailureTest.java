@@ -7,7 +7,9 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
@@ -46,8 +48,9 @@ class ClusterFailureTest {
             AtomicBoolean stop = new AtomicBoolean();
             AtomicBoolean killed = new AtomicBoolean();
             AtomicReference<Throwable> failure = new AtomicReference<>();
-            int[] mixed = new int[1];      // pipelines after the kill with successes and failures
-            int[] afterKill = new int[1];
+            AtomicInteger mixed = new AtomicInteger();     // pipelines after the kill with successes and failures
+            AtomicInteger afterKill = new AtomicInteger();
+            AtomicInteger before = new AtomicInteger();    // pipelines done before the kill
             Thread load = new Thread(() -> {
                 try (Pipeline p = c.pipeline()) {
                     while (!stop.get()) {
@@ -70,8 +73,10 @@ class ClusterFailureTest {
                             }
                         }
                         if (wasKilled) {
-                            afterKill[0]++;
-                            if (ok == keys.length - onVictim && failed == onVictim) mixed[0]++;
+                            afterKill.incrementAndGet();
+                            if (ok == keys.length - onVictim && failed == onVictim) mixed.incrementAndGet();
+                        } else {
+                            before.incrementAndGet();
                         }
                     }
                 } catch (Throwable t) {
@@ -80,16 +85,19 @@ class ClusterFailureTest {
             });
             long reconnectsBefore = c.stats().reconnects();
             load.start();
-            Thread.sleep(300);
+            // Events, not sleeps: the load has run a pipeline before the kill, and after it one
+            // that failed exactly the victim's commands (bounded only to report a stuck load).
+            long limit = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (before.get() == 0 && load.isAlive() && System.nanoTime() < limit) Thread.sleep(5);
             killed.set(true);
             rc.kill(victim);
-            Thread.sleep(800);
+            while (mixed.get() == 0 && load.isAlive() && System.nanoTime() < limit) Thread.sleep(5);
             stop.set(true);
             load.join(20_000);
             assertFalse(load.isAlive());
             if (failure.get() != null) throw new AssertionError("load thread", failure.get());
-            assertTrue(afterKill[0] > 0 && mixed[0] > 0,
-                    "pipelines after the kill: " + afterKill[0] + ", with exactly the victim's commands failed: " + mixed[0]);
+            assertTrue(afterKill.get() > 0 && mixed.get() > 0,
+                    "pipelines after the kill: " + afterKill.get() + ", with exactly the victim's commands failed: " + mixed.get());
 
             // the node comes back: the next pipelines reconnect and every command succeeds again
             rc.restart(victim);

@@ -119,8 +119,18 @@ final class TestServers {
 
     private static String startBundled(int shards, int port) {
         Path bin = ROOT.resolve("build/server/slotlane-server");
-        if (!Files.isExecutable(bin))
-            throw new IllegalStateException(bin + " is missing: ci/test-java.sh builds it (cmake --build build --target slotlane-server)");
+        if (!Files.isExecutable(bin)) {
+            // a fresh clone: `mvn test` alone must work, so build it (ci/server-bin.sh runs cmake)
+            try {
+                int rc = new ProcessBuilder("bash", ROOT.resolve("ci/server-bin.sh").toString())
+                        .redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.INHERIT)
+                        .start().waitFor();
+                if (rc != 0 || !Files.isExecutable(bin))
+                    throw new IllegalStateException(bin + " is missing and ci/server-bin.sh did not build it (exit " + rc + ")");
+            } catch (IOException | InterruptedException e) {
+                throw new IllegalStateException("building slotlane-server with ci/server-bin.sh: " + e, e);
+            }
+        }
         checkFree(port, port + shards - 1);
         try {
             Files.createDirectories(WORK);
