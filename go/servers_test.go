@@ -4,8 +4,8 @@ package slotlane
 // ends (ci/test-go.sh stops them too if the test binary dies):
 //
 //   - the bundled slotlane-server, 4 shards in per-shard mode (cluster), ports 23000-23003
-//     ($SL_SERVER_BIN, else ../build/server/slotlane-server; when it is not built the
-//     tests fail unless SL_GO_ALLOW_NO_BUNDLED=1, which puts a Redis Cluster there);
+//     ($SL_SERVER_BIN, else ../build/server/slotlane-server, built by ci/server-bin.sh when
+//     missing; SL_GO_ALLOW_NO_BUNDLED=1 puts a Redis Cluster there instead);
 //   - Debian's redis-server, standalone (plain), port 23010 (ci/redis-plain.sh);
 //   - a 3-primary Redis Cluster, ports 23020-23025 (ci/redis-cluster.sh), for the
 //     conformance cases in cluster mode against Redis and the live-reshard test;
@@ -92,6 +92,14 @@ func startServers() error {
 	bin := os.Getenv("SL_SERVER_BIN")
 	if bin == "" {
 		bin = filepath.Join(repoRoot, "build", "server", "slotlane-server")
+		if _, err := os.Stat(bin); err != nil && os.Getenv("SL_GO_ALLOW_NO_BUNDLED") != "1" {
+			// a fresh clone: build it (ci/server-bin.sh runs cmake), as `go test ./...` alone must work
+			out, err := exec.Command("bash", filepath.Join(repoRoot, "ci", "server-bin.sh")).Output()
+			if err != nil {
+				return fmt.Errorf("building slotlane-server with ci/server-bin.sh: %v", err)
+			}
+			bin = strings.TrimSpace(string(out))
+		}
 	}
 	if _, err := os.Stat(bin); err == nil {
 		if err := startBundled(bin); err != nil {
