@@ -312,7 +312,7 @@ def runner_command(lang, args, srv, outdir, c_record):
         return [os.path.join(args.build, "bench", "sl-cluster-cost"), "--plain", P, "--cluster", C] + q + timing + \
             ["--json", os.path.join(outdir, "c.json")] + desc + inv, ROOT
     if lang == "python":
-        return [os.path.join(args.build, "python-venv", "bin", "python"), "-m", "slotlane.bench", "--cluster-cost",
+        return [os.path.join(args.build, "python-venv", "bin", "python"), os.path.join(ROOT, "python", "bench", "cluster_cost.py"), "--cluster-cost",
                 "--plain", P, "--cluster", C] + q + timing + ["--json", out] + desc + inv, ROOT
     if lang == "rust":
         clients = [] if args.all_clients else ["--clients", "slotlane-rs,redis-rs"]

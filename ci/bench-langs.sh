@@ -33,7 +33,7 @@ python_bench() {
   if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import slotlane, redis' 2>/dev/null; then
     python3 -m venv "$venv" && "$venv/bin/pip" install -q "$ROOT/python" redis hiredis || return 1
   fi
-  "$venv/bin/python" -m slotlane.bench --cluster-cost --start-servers --server-cpu 1 --client-cpu 0 \
+  "$venv/bin/python" "$ROOT/python/bench/cluster_cost.py" --cluster-cost --start-servers --server-cpu 1 --client-cpu 0 \
       --c-tool "$ROOT/build/bench/sl-cluster-cost" --json "$ROOT/bench/records/" "${quick[@]}"
 }
 rust_bench() { (cd "$ROOT/rust/bench" && cargo run -q --release --example cluster_cost -- "${quick[@]}"); }

@@ -11,24 +11,18 @@
 #    can only use the sdist's vendored core), installed into a second venv and imported.
 # 5. mypy --strict on the package; pytest python/tests: they start and stop their own servers (ports 22000-22099).
 # Servers left by an interrupted run are stopped on exit.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-ROOT=$PWD
-export SL_ROOT=$ROOT
+SL_SUITE=python
+. "$(dirname "$0")/lib.sh"
+cd "$SL_ROOT"
+ROOT=$SL_ROOT
 VENV=$ROOT/build/python-venv
 PY=${PYTHON:-python3}
-say() { echo "test-python: $*" >&2; }
 
-cleanup() {
-  local rc=$?
-  for d in "$ROOT"/build/python-test/cluster "$ROOT"/build/python-test/chaos; do
-    [ -d "$d" ] && bash ci/redis-cluster.sh stop "$d" >/dev/null 2>&1 || true
-  done
-  [ -d "$ROOT/build/python-test/plain" ] && bash ci/redis-plain.sh stop "$ROOT/build/python-test/plain" >/dev/null 2>&1 || true
-  [ -n "${WORK:-}" ] && rm -rf "$WORK"
-  exit $rc
-}
-trap cleanup EXIT
+# Servers a killed pytest left behind (conftest.py stops its own otherwise).
+for d in "$ROOT"/build/python-test/cluster "$ROOT"/build/python-test/chaos; do
+  sl_on_exit "[ -d '$d' ] && bash ci/redis-cluster.sh stop '$d'"
+done
+sl_on_exit "[ -d '$ROOT/build/python-test/plain' ] && bash ci/redis-plain.sh stop '$ROOT/build/python-test/plain'"
 
 if [ ! -x "$VENV/bin/python" ]; then
   say "creating $VENV"
@@ -47,11 +41,12 @@ rm -rf python/build python/src/slotlane.egg-info  # setuptools would reuse a sta
 
 say "sdist, then a wheel from the sdist outside the repository"
 WORK=$(mktemp -d /tmp/slotlane-py.XXXXXX)
+sl_on_exit "rm -rf '$WORK'"
 "$VENV/bin/python" -m build --sdist --no-isolation -o "$WORK/dist" python >/dev/null
 SDIST=$(ls "$WORK"/dist/slotlane-*.tar.gz)
 tar tzf "$SDIST" > "$WORK/sdist.list"
-grep -q 'vendor/core/src/batch.c$' "$WORK/sdist.list" || { say "the sdist lacks the vendored core"; exit 1; }
-grep -q 'slotlane/py.typed$' "$WORK/sdist.list" || { say "the sdist lacks py.typed"; exit 1; }
+grep -q 'vendor/core/src/batch.c$' "$WORK/sdist.list" || die "the sdist lacks the vendored core"
+grep -q 'slotlane/py.typed$' "$WORK/sdist.list" || die "the sdist lacks py.typed"
 mkdir -p "$WORK/unpack" && tar xzf "$SDIST" -C "$WORK/unpack"
 ( cd "$WORK/unpack"/slotlane-* && env -u SLOTLANE_CORE_DIR "$VENV/bin/pip" wheel -q --no-build-isolation --no-deps -w "$WORK/wheel" . )
 "$PY" -m venv "$WORK/venv2"

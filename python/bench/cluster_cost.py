@@ -1,4 +1,4 @@
-"""python -m slotlane.bench --cluster-cost: the project's cluster-cost benchmark for the
+"""python python/bench/cluster_cost.py --cluster-cost (outside the installed package): the project's cluster-cost benchmark for the
 Python binding, with redis-py (and hiredis) measured in the same run.
 
 Rows (DESIGN.md, "The benchmarks"): plain (one node, no discovery), cluster (keys
@@ -17,13 +17,13 @@ total_net_input_bytes), requests per second. With --c-tool the core's own tool
 rows at the start of each round and the medians of its rounds go in the record, for the
 "within 5x of the C tool" comparison.
 
-    python -m slotlane.bench --cluster-cost --plain redis://127.0.0.1:22100 \\
+    python python/bench/cluster_cost.py --cluster-cost --plain redis://127.0.0.1:22100 \\
         --cluster redis://127.0.0.1:22110 --json bench/records/
-    python -m slotlane.bench --cluster-cost --start-servers --json bench/records/   # own Redis servers
-    python -m slotlane.bench --cluster-cost --start-slotlane-server build/server/slotlane-server ...
+    python python/bench/cluster_cost.py --cluster-cost --start-servers --json bench/records/   # own Redis servers
+    python python/bench/cluster_cost.py --cluster-cost --start-slotlane-server build/server/slotlane-server ...
 
 The JSON record follows bench/records/README.md (schema slotlane.bench.cluster-cost/1)
-with "tool": "python -m slotlane.bench" and clients slotlane-python and redis-py.
+with "tool": "python/bench/cluster_cost.py" and clients slotlane-python and redis-py.
 """
 import argparse
 import datetime
@@ -43,7 +43,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import slotlane
 
 SCHEMA = "slotlane.bench.cluster-cost/1"
-TOOL = "python -m slotlane.bench"
+TOOL = "python/bench/cluster_cost.py"
 
 
 # ------------------------------------------------------------------ helpers
@@ -716,7 +716,7 @@ def cluster_cost(args: argparse.Namespace) -> int:
                               "redis_py": redis_py_version, "hiredis": hiredis_version,
                               "cffi": __import__("cffi").__version__}, **pv),
             "git": git_info(root),
-            "command": [sys.executable, "-m", "slotlane.bench"] + sys.argv[1:],
+            "command": [sys.executable, "python/bench/cluster_cost.py"] + sys.argv[1:],
             "invocation": args.invocation,
             "servers": {"description": desc,
                         "plain": {"url": plain, "nodes": node_desc(nodes_of["plain"])} if plain else None,
@@ -769,7 +769,7 @@ def print_table(rec: Dict[str, Any]) -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m slotlane.bench", description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(prog="python/bench/cluster_cost.py", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cluster-cost", action="store_true", help="run the cluster-cost benchmark (the only one)")
     ap.add_argument("--plain", help="redis://HOST:PORT of one node for the plain rows")

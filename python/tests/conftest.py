@@ -5,8 +5,8 @@ Deployments (the ``client`` fixture runs a test once per deployment):
   redis-cluster       a 3-primary Redis Cluster (ci/redis-cluster.sh), ports 22010-22015
   slotlane-per-shard  build/server/slotlane-server --shards 4, per-shard ports 22040-22043
   slotlane-one-port   build/server/slotlane-server --shards 4 one-port mode, port 22050
-The two slotlane-server deployments are skipped (with the reason) while the server is not
-built or lacks the mode. The failure tests use their own cluster (``chaos_cluster``,
+slotlane-server is built (ci/server-bin.sh, cmake) when it is missing, so a bare
+``pytest`` in python/ needs nothing started or built by hand. The failure tests use their own cluster (``chaos_cluster``,
 ports 22020-22025), rebuilt for every test that breaks it.
 
 Environment: SL_ROOT (the repository; default: two levels up), SL_TEST_DIR (where server
@@ -53,6 +53,36 @@ def ping(port: int, timeout: float = 0.5) -> bool:
             return s.recv(64).startswith(b"+PONG")
     except OSError:
         return False
+
+
+def _client_list(port: int) -> str:
+    with socket.create_connection((HOST, port), timeout=5) as s:
+        s.sendall(b"*2\r\n$6\r\nCLIENT\r\n$4\r\nLIST\r\n")
+        data = b""
+        while b"\r\n" not in data:
+            data += s.recv(65536)
+        head, _, rest = data.partition(b"\r\n")
+        n = int(head[1:])
+        while len(rest) < n + 2:
+            rest += s.recv(65536)
+        return rest[:n].decode()
+
+
+def wait_blocked(url: str, cmd: str, limit: float = 30) -> None:
+    """Until a client of the server at url (every primary, for the test cluster) is blocked
+    in cmd (CLIENT LIST: flags with b, cmd=cmd): an event to wait for instead of a sleep.
+    ``limit`` only turns a client that never blocks into a failure instead of a hang."""
+    port = int(url.rsplit(":", 1)[1])
+    ports = [port + i for i in range(3)] if port == CLUSTER_PORT else [port]
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        for p in ports:
+            for line in _client_list(p).splitlines():
+                f = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
+                if "b" in f.get("flags", "") and f.get("cmd") == cmd:
+                    return
+        time.sleep(0.01)
+    raise AssertionError("no client of %s blocked in %s" % (url, cmd))
 
 
 class RedisCluster:
@@ -183,9 +213,11 @@ class Servers:
             c = RedisCluster("cluster", CLUSTER_PORT)
             self.stops.append(c.stop)
             return c.start().url
+        if not os.access(SERVER_BIN, os.X_OK) and not os.environ.get("SL_SLOTLANE_SERVER"):
+            script("server-bin.sh", timeout=900)  # a fresh clone: cmake builds it
         h = server_help()
         if not h:
-            raise _Unavailable("%s is not built (slotlane-server is being written)" % SERVER_BIN)
+            raise RuntimeError("%s is not built and ci/server-bin.sh did not build it" % SERVER_BIN)
         if dep == "slotlane-per-shard":
             s = SlotlaneServer(SL_PERSHARD_PORT, ["--shards", "4", "--port", str(SL_PERSHARD_PORT),
                                                   "--bind", HOST] + (["--port-mode", "per-shard"] if "--port-mode" in h else []), 4)

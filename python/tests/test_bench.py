@@ -2,10 +2,15 @@
 a row with wrong replies fails instead of reporting a figure."""
 import json
 import os
+import sys
 
 import pytest
 
-from slotlane import bench
+from conftest import ROOT
+
+# the tool lives outside the installed package, in python/bench/
+sys.path.insert(0, os.path.join(ROOT, "python", "bench"))
+import cluster_cost as bench  # noqa: E402
 
 
 def test_cluster_cost_record(plain_url, cluster_url, tmp_path):

@@ -3,6 +3,7 @@ import threading
 import time
 
 import slotlane
+from conftest import wait_blocked
 
 
 def test_threads_share_a_client(client):
@@ -63,22 +64,24 @@ def test_gil_released_during_io(redis_url):
 def test_pool_limit_and_timeout(redis_url):
     with slotlane.Client(redis_url, max_handles=1, pool_timeout=0.2) as c:
         c.delete("blk2")
-        started = threading.Event()
 
         def blocker():
-            started.set()
-            c.execute_command("BLPOP", "blk2", "1")
+            c.execute_command("BLPOP", "blk2", "30")
 
         t = threading.Thread(target=blocker)
         t.start()
-        started.wait()
-        time.sleep(0.2)
+        # The one handle is in use once the server has the BLPOP blocked (an event; with
+        # 30 s the BLPOP outlasts any busy machine), so waiting for a handle must time out.
+        wait_blocked(redis_url, "blpop")
         try:
             c.get("x")
             raised = None
         except slotlane.TimeoutError as e:
             raised = e
-        t.join(5)
+        with slotlane.Client(redis_url) as other:
+            other.execute_command("RPUSH", "blk2", "go")  # ends the BLPOP
+        t.join(30)
+        assert not t.is_alive()
         assert raised is not None and "pool_timeout" in str(raised)
         assert c.get("x") is None  # the handle is back
 
@@ -96,9 +99,8 @@ def test_close_cancels_running_execution(redis_url):
 
     t = threading.Thread(target=blocker)
     t.start()
-    time.sleep(0.3)
-    t0 = time.monotonic()
+    wait_blocked(redis_url, "blpop")  # in flight: blocked in the server, not just started
     c.close()
-    t.join(5)
-    assert not t.is_alive() and time.monotonic() - t0 < 3
+    t.join(60)  # BLPOP 0 waits forever: only the close ends it (the limit reports a hang)
+    assert not t.is_alive()
     assert isinstance(out[0], slotlane.CancelledError), out
