@@ -113,7 +113,7 @@ namespace Slotlane.Tests
             Thread.Sleep(100);
             Assert.That(blocked.IsCompleted, Is.False);
             c.Dispose();
-            Assert.That(((IAsyncResult)blocked).AsyncWaitHandle.WaitOne(5000), Is.True, "completed by dispose");
+            Assert.That(((IAsyncResult)blocked).AsyncWaitHandle.WaitOne(60000), Is.True, "completed by dispose"); // BLPOP 0: only the dispose ends it
             Assert.That(blocked.IsFaulted, Is.True);
             Assert.That(blocked.Exception.InnerException, Is.InstanceOf<SlotlaneCancelledException>());
             Assert.Throws<ObjectDisposedException>(() => c.ExecuteAsync("PING"));

@@ -63,7 +63,12 @@ namespace Slotlane.Tests
                     if (s_bundled == null || s_bundled.HasExited)
                     {
                         string bin = Environment.GetEnvironmentVariable("SL_SERVER");
-                        if (string.IsNullOrEmpty(bin)) bin = Path.Combine(Root, "build", "server", "slotlane-server");
+                        if (string.IsNullOrEmpty(bin))
+                        {
+                            bin = Path.Combine(Root, "build", "server", "slotlane-server");
+                            // a fresh clone: the runner alone must work, so build it (ci/server-bin.sh runs cmake)
+                            if (!File.Exists(bin)) Process.Start("bash", Path.Combine(Root, "ci", "server-bin.sh")).WaitForExit();
+                        }
                         if (!File.Exists(bin)) throw new InvalidOperationException("slotlane-server not found at " + bin + " (set SL_SERVER)");
                         var psi = new ProcessStartInfo(bin, "--shards 4 --port " + BundledPort + " --bind " + Host + " --loglevel warning")
                         {
