@@ -69,7 +69,8 @@ fn primary_killed_mid_pipeline() {
     assert!(fill.exec(&mut c).iter().all(|r| r.is_ok()));
 
     // The pipeline: GETs on every node, then on the victim a BLPOP that blocks (10 s),
-    // then more commands on every node. The victim is SIGKILLed 300 ms in.
+    // then more commands on every node. The victim is SIGKILLed once its server has the
+    // BLPOP blocked (an event: by then it has answered the GETs before it).
     let mut pipe = Pipeline::new();
     for i in 0..10 {
         pipe.get(&ka[i]).get(&kv[i]).get(&kb[i]);
@@ -79,8 +80,9 @@ fn primary_killed_mid_pipeline() {
         pipe.get(&ka[i]).get(&kv[i]).get(&kb[i]);
     }
     let dir = cl.dir.clone();
+    let victim_url = format!("redis://127.0.0.1:{victim}");
     let killer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
+        wait_blocked(&victim_url, "blpop");
         let out = Command::new("bash")
             .arg(repo_root().join("ci/redis-cluster.sh"))
             .args(["kill", dir.to_str().unwrap(), &victim.to_string()])
@@ -92,15 +94,11 @@ fn primary_killed_mid_pipeline() {
             String::from_utf8_lossy(&out.stderr)
         );
     });
-    let t = Instant::now();
     let r = pipe.exec(&mut c);
-    let took = t.elapsed();
     killer.join().unwrap();
     assert_eq!(r.len(), 61);
-    assert!(
-        took < Duration::from_secs(5),
-        "the pipeline ended with the node, not at the deadline: {took:?}"
-    );
+    // It ended with the node, not at the 8 s deadline: the BLPOP's error (below) is an I/O
+    // error, not a timeout (no wall-clock window a busy machine could miss).
     for i in 0..10 {
         // Before the BLPOP: every node answered, the victim too.
         assert_eq!(r[3 * i], Ok(bulk(&ka[i])));
@@ -133,7 +131,6 @@ fn primary_killed_mid_pipeline() {
     // While the victim is down: its commands fail (fast), the others work.
     let mut again = Pipeline::new();
     again.get(&ka[0]).get(&kv[0]).get(&kb[0]);
-    let t = Instant::now();
     let r = again.exec(&mut c);
     assert_eq!(r[0], Ok(bulk(&ka[0])));
     assert!(
@@ -141,8 +138,7 @@ fn primary_killed_mid_pipeline() {
         "{:?}",
         r[1]
     );
-    assert_eq!(r[2], Ok(bulk(&kb[0])));
-    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert_eq!(r[2], Ok(bulk(&kb[0]))); // (fast: an I/O error, not the 8 s timeout)
     drop(r);
 
     // Restarted (its data is gone: no persistence), the node serves again through a

@@ -278,10 +278,8 @@ fn bad_arguments_get_clear_errors() {
         "{e:?}"
     );
     // Nothing listens on this port: an I/O error, quickly.
-    let t = Instant::now();
     let e = Client::connect(format!("redis://127.0.0.1:{}", port_base() + 99)).unwrap_err();
     assert!(matches!(e, Error::Io(_)), "{e:?}");
-    assert!(t.elapsed() < Duration::from_secs(5));
     // A cluster client against a plain server.
     let e = Client::connect(ConnectOptions::new(&plain_url()).mode(Mode::Cluster)).unwrap_err();
     assert!(matches!(e, Error::Cluster(_)), "{e:?}");
@@ -336,27 +334,32 @@ fn timeouts_and_cancel() {
         .arg(format!("{p}:l"))
         .arg(5)
         .timeout(Duration::from_millis(200));
-    let t = Instant::now();
     let r = pipe.exec(&mut c);
+    // a timeout error, not BLPOP's nil after 5 s: the deadline ended it
     assert!(matches!(r[0], Err(Error::Timeout(_))), "{:?}", r[0]);
-    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
     // The client recovers (a new connection).
     c.set(format!("{p}:k"), 1).unwrap();
-    // Cancel from another thread.
+    // Cancel from another thread (a command timeout beyond the test: only the cancel ends it).
+    let mut c = Client::connect(
+        ConnectOptions::new(&plain_url()).command_timeout(Duration::from_secs(600)),
+    )
+    .unwrap();
     let h = c.cancel_handle();
+    // (once the server has the BLPOP blocked: a cancel before the execution began would
+    // be dropped, as a cancel while idle must be)
+    let url = plain_url();
     let canceller = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(200));
+        wait_blocked(&url, "blpop");
         h.cancel();
     });
-    let t = Instant::now();
     let r = cmd("BLPOP")
         .arg(format!("{p}:l"))
-        .arg(5)
+        .arg(30)
         .exec(&mut c)
         .map(|v| v.into_owned());
     canceller.join().unwrap();
+    // cancelled, not BLPOP's nil after 30 s nor the 5 s command timeout
     assert!(matches!(r, Err(Error::Cancelled(_))), "{r:?}");
-    assert!(t.elapsed() < Duration::from_secs(3));
     let h = c.cancel_handle();
     c.del(&[format!("{p}:k")]).unwrap();
     drop(c);
@@ -388,7 +391,8 @@ fn drop_closes_and_pool_shares() {
         .collect();
     assert_eq!(named_connections(&mut admin, &name), 5);
     drop(clients);
-    let deadline = Instant::now() + Duration::from_secs(3);
+    // the server notices the closes in its own time: wait for it (bounded only to report a leak)
+    let deadline = Instant::now() + Duration::from_secs(30);
     while named_connections(&mut admin, &name) != 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -103,3 +103,32 @@ impl Drop for OwnCluster {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// Waits until a client of the server at `url` (one node, asked in plain mode) is blocked
+/// in `command` (CLIENT LIST: flags with b, cmd=command): the event a test waits for
+/// before it kills or cancels, instead of a sleep. The limit only turns a client that
+/// never blocks into a failure instead of a hang.
+pub fn wait_blocked(url: &str, command: &str) {
+    let mut admin =
+        slotlane::Client::connect(slotlane::ConnectOptions::new(url).mode(slotlane::Mode::Plain))
+            .unwrap();
+    let want = format!("cmd={command}");
+    let limit = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::time::Instant::now() < limit {
+        let list: String = slotlane::cmd("CLIENT")
+            .arg("LIST")
+            .query(&mut admin)
+            .unwrap();
+        let blocked = list.lines().any(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            f.contains(&want.as_str())
+                && f.iter()
+                    .any(|kv| kv.strip_prefix("flags=").is_some_and(|v| v.contains('b')))
+        });
+        if blocked {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!("no client of {url} blocked in {command}");
+}
