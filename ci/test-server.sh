@@ -2,16 +2,13 @@
 # Integration tests of slotlane-server (server/). Builds nothing: uses the binaries
 # `make build` (and `make build-asan`, for the bad-input test) produced. Every server
 # runs on free loopback ports in 21000-21999 and is stopped by PID, also on failure.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export SL_ROOT=$PWD
+SL_SUITE=server
+. "$(dirname "$0")/lib.sh"
+cd "$SL_ROOT"
 BIN=$SL_ROOT/build/server/slotlane-server
 export SV_SERVER_BIN=$BIN
 
-if [ ! -x "$BIN" ]; then
-  echo "test-server: $BIN is missing (run make build first)" >&2
-  exit 1
-fi
+[ -x "$BIN" ] || die "$BIN is missing (run make build first)"
 for tool in redis-server redis-cli redis-benchmark python3; do
   command -v "$tool" >/dev/null || { echo "test-server: $tool is required" >&2; exit 1; }
 done
@@ -25,9 +22,9 @@ cleanup() {
   done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
 }
-trap cleanup EXIT INT TERM
+sl_on_exit cleanup
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+port_free() { sl_port_free "$1"; }
 
 # --- smoke test in shell: 3 shards, redis-cli -c follows MOVED across them ---
 echo "--- smoke: redis-cli -c against 3 shards"
