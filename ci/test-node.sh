@@ -63,7 +63,7 @@ say "npm pack, then install the tarball outside the repository (vendored core on
 ( cd node && npm pack --loglevel=error --pack-destination "$WORK" >/dev/null )
 TGZ=$(ls "$WORK"/slotlane-*.tgz)
 tar tzf "$TGZ" > "$WORK/pack.list"
-for f in package/vendor/core/src/batch.c package/vendor/core/src/async.c package/vendor/core/include/slotlane.h \
+for f in package/vendor/core/src/batch.c package/vendor/core/src/uv/async.c package/vendor/core/include/slotlane.h \
          package/vendor/core/include/slotlane_uv.h package/binding.gyp package/src/addon.c package/lib/index.d.ts; do
   grep -qx "$f" "$WORK/pack.list" || { say "the package lacks $f"; exit 1; }
 done

@@ -12,7 +12,8 @@
       "target_name": "slotlane",
       "sources": [
         "src/addon.c",
-        "<!@(node -p \"require('fs').readdirSync('<(core_dir)/src').filter(f => f.endsWith('.c')).map(f => '<(core_dir)/src/' + f).join(' ')\")"
+        "<!@(node -p \"require('fs').readdirSync('<(core_dir)/src').filter(f => f.endsWith('.c')).map(f => '<(core_dir)/src/' + f).join(' ')\")",
+        "<!@(node -p \"require('fs').readdirSync('<(core_dir)/src/uv').filter(f => f.endsWith('.c')).map(f => '<(core_dir)/src/uv/' + f).join(' ')\")"
       ],
       "include_dirs": ["<(core_dir)/include", "<(core_dir)/src"],
       "defines": ["NAPI_VERSION=8", "_POSIX_C_SOURCE=200809L", "_DEFAULT_SOURCE",
