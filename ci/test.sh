@@ -21,6 +21,8 @@ for name in server core-integration conformance python rust go node java csharp;
     bash "$script"
   fi
 done
+step "packages (every artifact installed and run outside the checkout: ci/test-packages.sh)"
+bash ci/test-packages.sh
 step "slotlane-load (release and ASan builds)"
 bash bench/load/test_load.sh
 SL_BUILD_DIR=build-asan bash bench/load/test_load.sh
