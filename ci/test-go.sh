@@ -45,8 +45,8 @@ trap 'exit 143' TERM
 
 command -v go >/dev/null || { echo "test-go.sh: go is not installed" >&2; exit 1; }
 
-step "vendored core (ci/vendor-core.sh --check go/internal/csrc)"
-ci/vendor-core.sh --check go/internal/csrc
+step "vendored core (ci/vendor-core.sh --go --check: go/internal/csrc, go/core_*.c, go/core_build.go)"
+bash ci/vendor-core.sh --go --check
 
 step "gofmt, go vet"
 bad=$(cd go && gofmt -l .)

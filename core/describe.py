@@ -5,11 +5,14 @@ csharp/build-native.sh and ci/vendor-core.sh run it. Standard library only.
 
   describe.py [--core DIR] [--relative-to DIR] QUESTION [PART...]
     sources PART...   the .c files of those parts (default: core), one per line
+    files PART...     what a copy of the core for those parts holds: the public include
+                      folders' files and the .c, .h and .inc files of the parts
     parts             every part: NAME FOLDER [MODULE]
     modules PART...   the pkg-config modules those parts need
     includes          public then private include directories
     defines           NAME[=VALUE] of every definition but the version
     version           the version string
+    std               the C standard (c11)
     cflags PART...    -std=, -I and -D flags (SL_VERSION_STRING included), one per line
     check             fails when the file cannot be read, the core part has no sources or
                       no version file exists
@@ -62,18 +65,29 @@ class Core:
                 best = (name, folder)
         return best[0] if best else None
 
-    def all_sources(self):
-        """(part, absolute path) of every .c under any part's folder, sorted."""
+    def all_sources(self, endings=(".c",)):
+        """(part, absolute path) of every file with one of those endings under any part's
+        folder, sorted."""
         out = set()
         for _, folder, _ in self.parts:
             root = self.path(folder)
             for dirpath, dirnames, filenames in os.walk(root):
                 dirnames.sort()
                 for fn in filenames:
-                    if fn.endswith(".c"):
+                    if fn.endswith(endings):
                         p = os.path.join(dirpath, fn)
                         out.add((self.part_of(os.path.relpath(p, self.dir)), p))
         return sorted(out, key=lambda x: x[1])
+
+    def files(self, parts=("core",)):
+        """What a copy of the core for those parts needs besides build.cfg, describe.py and
+        the version: every file of the public include folders, and the parts' .c, .h, .inc."""
+        out = set()
+        for d in self.include:
+            for dirpath, _, filenames in os.walk(self.path(d)):
+                out.update(os.path.join(dirpath, fn) for fn in filenames)
+        out.update(p for part, p in self.all_sources((".c", ".h", ".inc")) if part in parts)
+        return sorted(out)
 
     def sources(self, parts=("core",)):
         unknown = set(parts) - {p[0] for p in self.parts}
@@ -116,6 +130,8 @@ def main(argv):
     show = (lambda p: os.path.relpath(p, rel)) if rel else (lambda p: p)
     if q == "sources":
         out = [show(p) for p in c.sources(parts)]
+    elif q == "files":
+        out = [show(p) for p in c.files(parts)]
     elif q == "parts":
         out = [" ".join(x for x in p if x) for p in c.parts]
     elif q == "modules":
@@ -126,6 +142,8 @@ def main(argv):
         out = list(c.defines)
     elif q == "version":
         out = [c.version()]
+    elif q == "std":
+        out = [c.std]
     elif q == "cflags":
         out = c.cflags(show)
     elif q == "check":
