@@ -7,6 +7,8 @@ export SL_ROOT=$PWD
 
 step() { printf '\n=== %s ===\n' "$*"; }
 
+step "copies of the core and build recipes (ci/check-copies.sh)"
+bash ci/check-copies.sh
 step "C tests (release build)"
 ctest --test-dir build --output-on-failure -j2
 step "C tests (ASan + UBSan build)"
