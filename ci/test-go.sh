@@ -22,8 +22,8 @@ sl_on_exit '[ -f "$SL_GO_TEST_DIR/slotlane-server.pid" ] && sl_stop_pid "$(cat "
 
 command -v go >/dev/null || die "go is not installed"
 
-step "vendored core (ci/vendor-core.sh --check go/internal/csrc)"
-ci/vendor-core.sh --check go/internal/csrc
+step "vendored core (ci/vendor-core.sh --go --check: go/internal/csrc, go/core_*.c, go/core_build.go)"
+bash ci/vendor-core.sh --go --check
 
 step "gofmt, go vet"
 bad=$(cd go && gofmt -l .)

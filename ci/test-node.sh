@@ -3,17 +3,16 @@
 #
 #   ci/test-node.sh [node --test args...]
 #
-# 1. ci/vendor-core.sh --check node/vendor/core: the package's copy of the core is current.
-# 2. `npm install ./node` into a throwaway project, offline: node-gyp builds the addon from
+# 1. `npm install ./node` into a throwaway project, offline: node-gyp builds the addon from
 #    ../core against Node's own headers (npm_config_nodedir=/usr) — and it links no libuv.
-# 3. `npm pack` of node/, installed offline into a project outside the repository (so it
-#    can only build from the package's vendored core), required and used.
-# 4. TypeScript: lib/index.d.ts type-checks a usage file under --strict (typescript and
+#    (`npm pack` of node/ installed into a scratch project and used there:
+#    ci/test-packages.sh node.)
+# 2. TypeScript: lib/index.d.ts type-checks a usage file under --strict (typescript and
 #    @types/node from npm into node/test/types/node_modules, once).
-# 5. node --test node/test: against slotlane-server (build/server/slotlane-server, built here
+# 3. node --test node/test: against slotlane-server (build/server/slotlane-server, built here
 #    when missing), a standalone redis-server and Redis Clusters; every test starts and stops
 #    its own servers (ports 25000-25299).
-# 6. Only with SL_NODE_ASAN=1 (about 2 more minutes): the addon built again with
+# 4. Only with SL_NODE_ASAN=1 (about 2 more minutes): the addon built again with
 #    -fsanitize=address,undefined in a copy of node/, and the tests run again with it
 #    (libasan preloaded into node; leak detection off, node itself is not instrumented).
 # About two minutes on 2 cores once the server is built.
@@ -29,11 +28,8 @@ command -v npm >/dev/null || die "npm is not installed"
 [ -f "$npm_config_nodedir/include/node/node_api.h" ] || die "no Node headers in $npm_config_nodedir/include/node"
 
 WORK=$(mktemp -d /tmp/slotlane-node.XXXXXX)
-sl_on_exit "rm -rf '$WORK'; rm -f '$ROOT'/node/slotlane-*.tgz"
+sl_on_exit "rm -rf '$WORK'"
 sl_server_bin >/dev/null  # built here when missing (the tests would build it too)
-
-say "checking node/vendor/core against core/"
-bash ci/vendor-core.sh --check node/vendor/core
 
 say "npm install ./node (offline; node-gyp against $npm_config_nodedir/include/node)"
 rm -rf node/build
@@ -52,23 +48,6 @@ const sl = require("slotlane");
 if (sl.keySlot("foo") !== 12182) throw new Error("keySlot");
 console.log("test-node: npm install ./node OK, slotlane", sl.version);' )
 
-say "npm pack, then install the tarball outside the repository (vendored core only)"
-( cd node && npm pack --loglevel=error --pack-destination "$WORK" >/dev/null )
-TGZ=$(ls "$WORK"/slotlane-*.tgz)
-tar tzf "$TGZ" > "$WORK/pack.list"
-for f in package/vendor/core/src/batch.c package/vendor/core/src/async.c package/vendor/core/include/slotlane.h \
-         package/vendor/core/include/slotlane_uv.h package/binding.gyp package/src/addon.c package/lib/index.d.ts; do
-  grep -qx "$f" "$WORK/pack.list" || die "the package lacks $f"
-done
-mkdir -p "$WORK/elsewhere"
-( cd "$WORK/elsewhere" && npm init -y >/dev/null && npm install --offline --loglevel=error "$TGZ" )
-grep -q 'vendor/core/src/batch.o' "$WORK"/elsewhere/node_modules/slotlane/build/slotlane.target.mk \
-  || die "the packed install did not build from its vendored core"
-( cd "$WORK/elsewhere" && node -e '
-const sl = require("slotlane");
-if (sl.keySlot("{a}b") !== sl.keySlot("a")) throw new Error("keySlot");
-console.log("test-node: packed install OK, slotlane", sl.version);' )
-
 say "TypeScript declarations (tsc --strict)"
 if [ ! -x node/test/types/node_modules/.bin/tsc ]; then
   ( cd node/test/types && npm install --loglevel=error )
@@ -83,8 +62,7 @@ if [ "${SL_NODE_ASAN:-0}" = 1 ]; then
   mkdir -p "$WORK/asan"
   cp -r node "$WORK/asan/node"
   rm -rf "$WORK/asan/node/build" "$WORK"/asan/node/bench/node_modules "$WORK"/asan/node/test/types/node_modules
-  ln -s "$ROOT/core" "$WORK/asan/core"
-  cp VERSION "$WORK/asan/VERSION"
+  bash ci/vendor-core.sh "$WORK/asan/node/vendor/core"   # the copy a packed install builds from
   ( cd "$WORK/asan/node" && CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer" \
       LDFLAGS="-fsanitize=address,undefined" npm run --silent install >/dev/null )
   preload="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"

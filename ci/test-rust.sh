@@ -1,16 +1,13 @@
 #!/usr/bin/env bash
 # ci/test-rust.sh — the Rust binding's tests (rust/: slotlane-sys and slotlane), as
 # `make test` runs them:
-#   1. the vendored core copy matches core/ (ci/vendor-core.sh --check)
-#   2. cargo fmt --check, cargo clippy -D warnings (library, tests, examples, the bench)
-#   3. cargo test: unit tests, the ABI check against slotlane.h, integration tests, the
+#   1. cargo fmt --check, cargo clippy -D warnings (library, tests, examples, the bench)
+#   2. cargo test: unit tests, the ABI check against slotlane.h, integration tests, the
 #      conformance cases, the Redis Cluster failure cases, the rustdoc examples — against
 #      a standalone redis-server, a 3-primary Redis Cluster and slotlane-server (4 shards,
 #      per-shard ports; built with cmake when missing)
-#   4. packaging: `cargo package -p slotlane-sys` (its verify step builds the packaged
-#      crate, which carries only its vendored core, outside the monorepo), then two
-#      scratch projects that build and run: one with a path dependency on rust/slotlane,
-#      one on the unpacked packaged slotlane-sys
+# The packaged crates (ci/package-rust.sh) are built and used from a scratch project by
+# ci/test-packages.sh rust.
 # Servers are started here and stopped by PID on exit, also on failure (ci/lib.sh). A bare
 # `cargo test` in rust/ works too: slotlane-testing starts what the environment lacks.
 # Ports: 22500-22999 (SLOTLANE_RUST_PORT: the base, default the first free block from
@@ -31,9 +28,6 @@ BASE=${SLOTLANE_RUST_PORT:-$(sl_free_block rust 120)}
 
 WORK=$(mktemp -d /tmp/sl-rust.XXXXXX)
 sl_on_exit "rm -rf '$WORK'"
-
-step "vendored core (ci/vendor-core.sh --check rust/slotlane-sys/core)"
-bash "$ROOT/ci/vendor-core.sh" --check rust/slotlane-sys/core
 
 cd rust
 step "cargo fmt --check"
@@ -70,75 +64,6 @@ cargo test --no-fail-fast -- --nocapture 2>&1 | tee "$WORK/cargo-test.log" | gre
 [ "${PIPESTATUS[0]}" = 0 ] || { tail -n 80 "$WORK/cargo-test.log" >&2; die "cargo test failed"; }
 step "doc examples against slotlane-server"
 SLOTLANE_URL=$SLOTLANE_TEST_SERVER_URL cargo test -q --doc -p slotlane
-
-step "cargo package -p slotlane-sys (the packaged crate builds outside the monorepo)"
-cargo package -p slotlane-sys --allow-dirty --list > "$WORK/package-list"
-for f in core/include/slotlane.h core/src/client.c core/src/batch.c core/VERSION build.rs src/lib.rs; do
-  grep -qx "$f" "$WORK/package-list" || die "the packaged slotlane-sys lacks $f"
-done
-cargo package -p slotlane-sys --allow-dirty 2>&1 | tail -n 3
-TARGET=${CARGO_TARGET_DIR:-$ROOT/rust/target}
-VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/rust/Cargo.toml" | head -n1)
-PKG=$TARGET/package/slotlane-sys-$VERSION
-[ -d "$PKG" ] && [ ! -e "$PKG/../../core" ] || die "the unpacked crate is not where expected: $PKG"
-
-step "scratch projects (path dependencies from outside the workspace)"
-SCRATCH=$WORK/scratch
-mkdir -p "$SCRATCH/app/src" "$SCRATCH/sys/src"
-cat > "$SCRATCH/app/Cargo.toml" <<EOF
-[package]
-name = "scratch-app"
-version = "0.0.0"
-edition = "2021"
-publish = false
-[workspace]
-[dependencies]
-slotlane = { path = "$ROOT/rust/slotlane" }
-EOF
-cat > "$SCRATCH/app/src/main.rs" <<'EOF'
-use slotlane::{Client, Pipeline, Value};
-fn main() -> Result<(), slotlane::Error> {
-    let url = std::env::var("SLOTLANE_URL").expect("SLOTLANE_URL");
-    let mut c = Client::connect(url.as_str())?;
-    let mut p = Pipeline::new();
-    for i in 0..32 {
-        p.set(format!("scratch:{i}"), i);
-    }
-    for i in 0..32 {
-        p.get(format!("scratch:{i}"));
-    }
-    let r = p.exec(&mut c);
-    for i in 0..32 {
-        assert_eq!(r[32 + i], Ok(Value::Bulk(i.to_string().into_bytes().into())));
-    }
-    println!("scratch-app ok: {:?} mode, core {}", c.mode(), slotlane::core_version());
-    Ok(())
-}
-EOF
-cat > "$SCRATCH/sys/Cargo.toml" <<EOF
-[package]
-name = "scratch-sys"
-version = "0.0.0"
-edition = "2021"
-publish = false
-[workspace]
-[dependencies]
-slotlane-sys = { path = "$PKG" }
-EOF
-cat > "$SCRATCH/sys/src/main.rs" <<'EOF'
-fn main() {
-    let v = unsafe { std::ffi::CStr::from_ptr(slotlane_sys::sl_version()) };
-    let slot = unsafe { slotlane_sys::sl_key_slot(b"foo".as_ptr().cast(), 3) };
-    assert_eq!(slot, 12182);
-    println!("scratch-sys ok: packaged core {}", v.to_str().unwrap());
-}
-EOF
-export CARGO_TARGET_DIR=$TARGET/scratch
-(cd "$SCRATCH/app" && cargo run -q) | tee "$WORK/app.out"
-grep -q '^scratch-app ok' "$WORK/app.out" || die "the scratch app did not run"
-(cd "$SCRATCH/sys" && cargo run -q) | tee "$WORK/sys.out"
-grep -q '^scratch-sys ok' "$WORK/sys.out" || die "the scratch sys project did not run"
-unset CARGO_TARGET_DIR
 
 echo
 echo "rust: all tests passed"

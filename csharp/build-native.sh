@@ -1,19 +1,34 @@
 #!/usr/bin/env bash
-# csharp/build-native.sh OUTDIR — builds libslotlane.so from core/src/*.c (-O2, shared, hidden
-# internals) into OUTDIR, only when a source or header is newer than the library.
+# csharp/build-native.sh [OUTDIR] — builds libslotlane.so (-O2, shared, hidden internals) into
+# OUTDIR as the core's one build description says (core/build.cfg, read through
+# core/describe.py): the "core" and "uv" parts (the Task methods use the libuv driver), their
+# include folders, definitions, standard and version; libuv from the system through
+# pkg-config (core/README.md, "one linkage rule"). Only when an input is newer than the library.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
+CORE=$ROOT/core
 OUT=${1:-$HERE/out/native}
 mkdir -p "$OUT"
 LIB=$OUT/libslotlane.so
-if [ -f "$LIB" ] && [ -z "$(find "$ROOT/core/src" "$ROOT/core/include" "$ROOT/VERSION" -newer "$LIB" -print -quit)" ]; then
+if [ -f "$LIB" ] && [ -z "$(find "$CORE" "$ROOT/VERSION" "$0" -newer "$LIB" -print -quit)" ]; then
   exit 0
 fi
-echo "build-native: compiling core/src/*.c into $LIB" >&2
+describe() { python3 "$CORE/describe.py" --core "$CORE" "$@"; }
+PARTS=(core uv)
+mapfile -t SRCS < <(describe sources "${PARTS[@]}")
+mapfile -t FLAGS < <(describe cflags "${PARTS[@]}")
+mapfile -t MODULES < <(describe modules "${PARTS[@]}")
+read -r -a DEP_CFLAGS <<<"$(pkg-config --cflags "${MODULES[@]}")"
+read -r -a DEP_LIBS <<<"$(pkg-config --libs "${MODULES[@]}")"
+echo "build-native: compiling ${#SRCS[@]} core sources (parts ${PARTS[*]}) into $LIB" >&2
 OBJ=$(mktemp -d /tmp/sl-cs-native.XXXXXX)
 trap 'rm -rf "$OBJ"' EXIT
-VER=$(cat "$ROOT/VERSION")
-ls "$ROOT"/core/src/*.c | xargs -P 2 -I{} sh -c 'gcc -std=c11 -O2 -g -fPIC -fvisibility=hidden -DSL_VERSION_STRING="\"'"$VER"'\"" -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -I"'"$ROOT"'/core/include" -I"'"$ROOT"'/core/src" -c {} -o "'"$OBJ"'/$(basename {} .c).o"'
-gcc -shared -o "$LIB.tmp" "$OBJ"/*.o -luv -lpthread
+export OBJ CORE
+# one object per source, named by its path under the core (src/uv/x.c: src_uv_x.o)
+printf '%s\n' "${SRCS[@]}" | xargs -P 2 -I{} sh -c \
+  'f=$1; shift; o=$(echo "${f#"$CORE"/}" | tr / _); exec gcc "$@" -c "$f" -o "$OBJ/${o%.c}.o"' _ {} \
+  -O2 -g -fPIC -fvisibility=hidden "${FLAGS[@]}" "${DEP_CFLAGS[@]}"
+[ "$(ls "$OBJ"/*.o | wc -l)" -eq ${#SRCS[@]} ] || { echo "build-native: a compilation failed" >&2; exit 1; }
+gcc -shared -o "$LIB.tmp" "$OBJ"/*.o "${DEP_LIBS[@]}" -lpthread -Wl,--no-undefined
 mv "$LIB.tmp" "$LIB"

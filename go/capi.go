@@ -3,10 +3,11 @@ package slotlane
 // The one file that speaks C. Everything the binding needs from libslotlane crosses
 // here: handle creation and destruction, one crossing per execution (slgo_run), stats,
 // cancellation, version and key slots. Declarations, constants and the reply-record
-// layout are taken from the vendored slotlane.h by cgo, never copied by hand.
+// layout are taken from the vendored slotlane.h by cgo, never copied by hand. The core's
+// include paths and definitions are in core_build.go, generated from core/build.cfg.
 
 /*
-#cgo CFLAGS: -O2 -I${SRCDIR}/internal/csrc/include -I${SRCDIR}/internal/csrc/src -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+#cgo CFLAGS: -O2
 #cgo LDFLAGS: -lm -lpthread
 #include <stdlib.h>
 #include <string.h>

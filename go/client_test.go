@@ -38,36 +38,68 @@ func TestVersionMatchesVendoredCore(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got, want := Version(), strings.TrimSpace(string(b)); got != want {
-		t.Fatalf("Version() = %q, the vendored core's VERSION is %q: update SL_VERSION_STRING in core_client.c", got, want)
+		t.Fatalf("Version() = %q, the vendored core's VERSION is %q: run ci/vendor-core.sh --go", got, want)
 	}
 }
 
+// TestEveryCoreSourceIsCompiled checks the cgo shims against the vendored core's own
+// description (internal/csrc/build.cfg): one core_*.c per source of the "core" part (every
+// .c under its folder but those under another part's folder, such as the libuv driver in
+// src/uv/, which the Go binding does not use: it runs the blocking engine from goroutines).
 func TestEveryCoreSourceIsCompiled(t *testing.T) {
-	srcs, err := filepath.Glob(filepath.Join("internal", "csrc", "src", "*.c"))
-	if err != nil || len(srcs) == 0 {
-		t.Fatalf("no vendored core sources: %v", err)
+	cfg, err := os.ReadFile(filepath.Join("internal", "csrc", "build.cfg"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	// async.c is the libuv driver of the core's asynchronous API (slotlane_uv.h): the Go
-	// binding uses the blocking engine from goroutines and does not link libuv.
-	excluded := map[string]bool{"async": true}
-	n := 0
-	for _, s := range srcs {
-		base := strings.TrimSuffix(filepath.Base(s), ".c")
-		if excluded[base] {
-			if _, err := os.Stat("core_" + base + ".c"); err == nil {
-				t.Errorf("core_%s.c compiles an excluded source", base)
+	folders := map[string]string{} // part -> folder
+	for _, line := range strings.Split(string(cfg), "\n") {
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		if w := strings.Fields(line); len(w) >= 3 && w[0] == "part" {
+			folders[w[1]] = w[2]
+		}
+	}
+	coreFolder, ok := folders["core"]
+	if !ok {
+		t.Fatal("build.cfg has no part core")
+	}
+	partOf := func(rel string) string {
+		best := ""
+		for name, f := range folders {
+			if strings.HasPrefix(rel, f+"/") && (best == "" || len(f) > len(folders[best])) {
+				best = name
 			}
-			continue
+		}
+		return best
+	}
+	n := 0
+	err = filepath.WalkDir(filepath.Join("internal", "csrc", coreFolder), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".c") {
+			return err
+		}
+		rel, _ := filepath.Rel(filepath.Join("internal", "csrc"), p)
+		rel = filepath.ToSlash(rel)
+		shim := "core_" + strings.ReplaceAll(strings.TrimPrefix(rel, coreFolder+"/"), "/", "_")
+		if partOf(rel) != "core" {
+			if _, err := os.Stat(shim); err == nil {
+				t.Errorf("%s compiles %s, a source of part %s", shim, rel, partOf(rel))
+			}
+			return nil
 		}
 		n++
-		w, err := os.ReadFile("core_" + base + ".c")
+		w, err := os.ReadFile(shim)
 		if err != nil {
-			t.Errorf("core source %s has no core_%s.c wrapper in the package: %v", s, base, err)
-			continue
+			t.Errorf("core source %s has no %s shim in the package: %v", rel, shim, err)
+			return nil
 		}
-		if !strings.Contains(string(w), `#include "internal/csrc/src/`+base+`.c"`) {
-			t.Errorf("core_%s.c does not include %s", base, s)
+		if !strings.Contains(string(w), `#include "internal/csrc/`+rel+`"`) {
+			t.Errorf("%s does not include %s", shim, rel)
 		}
+		return nil
+	})
+	if err != nil || n == 0 {
+		t.Fatalf("no vendored core sources: %v", err)
 	}
 	wrappers, _ := filepath.Glob("core_*.c")
 	if len(wrappers) != n {

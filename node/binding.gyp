@@ -1,23 +1,25 @@
 {
-  # The addon compiles the core's sources: ../core in the monorepo, else the copy that
-  # ci/vendor-core.sh wrote into vendor/core (what `npm pack` carries). It is compiled
-  # against Node's own uv.h (node-gyp's include path) and links no libuv: the symbols are
-  # the node binary's.
+  # The addon compiles the core as its one build description says (core/build.cfg, read
+  # by the core's describe.py): the "core" and "uv" parts, the include folders, the
+  # definitions, the standard and the version. Which core: ../core in the monorepo (where
+  # ../ci/vendor-core.sh exists), else vendor/core, the copy `npm pack` carries (prepack
+  # writes it with ci/vendor-core.sh, postpack removes it; never committed). The uv part is
+  # compiled against Node's own uv.h (node-gyp's include path) and links no libuv: the
+  # symbols are the node binary's.
   "variables": {
-    "core_dir": "<!(node -p \"require('fs').existsSync('../core/src/batch.c') ? '../core' : 'vendor/core'\")",
-    "version_file": "<!(node -p \"require('fs').existsSync('../core/src/batch.c') ? '../VERSION' : 'vendor/core/VERSION'\")"
+    "core_dir": "<!(node -p \"require('fs').existsSync('../ci/vendor-core.sh') ? '../core' : 'vendor/core'\")"
   },
   "targets": [
     {
       "target_name": "slotlane",
       "sources": [
         "src/addon.c",
-        "<!@(node -p \"require('fs').readdirSync('<(core_dir)/src').filter(f => f.endsWith('.c')).map(f => '<(core_dir)/src/' + f).join(' ')\")"
+        "<!@(python3 <(core_dir)/describe.py --relative-to . sources core uv)"
       ],
-      "include_dirs": ["<(core_dir)/include", "<(core_dir)/src"],
-      "defines": ["NAPI_VERSION=8", "_POSIX_C_SOURCE=200809L", "_DEFAULT_SOURCE",
-                  "SL_VERSION_STRING=\"<!(node -p \"require('fs').readFileSync('<(version_file)', 'utf8').trim()\")\""],
-      "cflags_c": ["-std=gnu11", "-O2", "-fvisibility=hidden", "-Wall", "-Wno-unused-parameter"],
+      "include_dirs": ["<!@(python3 <(core_dir)/describe.py --relative-to . includes)"],
+      "defines": ["NAPI_VERSION=8", "<!@(python3 <(core_dir)/describe.py defines)",
+                  "SL_VERSION_STRING=\"<!(python3 <(core_dir)/describe.py version)\""],
+      "cflags_c": ["-std=<!(python3 <(core_dir)/describe.py std)", "-O2", "-fvisibility=hidden", "-Wall", "-Wno-unused-parameter"],
       "cflags!": ["-O3"],
       "cflags_c!": ["-O3"],
       "libraries": ["-lpthread"]

@@ -1,12 +1,15 @@
 """CFFI (API, out-of-line mode) build of slotlane._native: the core's C sources compiled
-into the extension, with the declarations generated from core/include/slotlane.h.
+into the extension, with the declarations generated from core/include/slotlane.h. What
+is compiled and how comes from the core's one build description, core/build.cfg, read
+through the core's own describe.py (its "core" part: the synchronous API, no libuv).
 
 Where the core comes from, first match wins:
-  1. $SLOTLANE_CORE_DIR (a directory holding include/slotlane.h and src/*.c);
-  2. ../core — the monorepo's own core (``pip install ./python`` inside the repository);
-  3. vendor/core — the copy written by ci/vendor-core.sh (sdists and wheels built from
-     them); never edit it by hand, CI checks it against core/.
+  1. $SLOTLANE_CORE_DIR (a directory holding build.cfg and describe.py);
+  2. vendor/core — the copy an sdist carries (setup.py's sdist step writes it with
+     ci/vendor-core.sh; it is never committed);
+  3. ../core — the monorepo's own core (``pip install ./python`` inside the repository).
 """
+import importlib.util
 import os
 import re
 import sys
@@ -19,20 +22,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def core_dir():
     env = os.environ.get("SLOTLANE_CORE_DIR")
     candidates = [env] if env else []
-    candidates += [os.path.join(HERE, "..", "core"), os.path.join(HERE, "vendor", "core")]
+    candidates += [os.path.join(HERE, "vendor", "core"), os.path.join(HERE, "..", "core")]
     for c in candidates:
-        if c and os.path.isfile(os.path.join(c, "include", "slotlane.h")):
+        if c and os.path.isfile(os.path.join(c, "build.cfg")):
             return os.path.abspath(c)
-    raise RuntimeError("slotlane: cannot find the C core (tried %s); run ci/vendor-core.sh python/vendor/core"
+    raise RuntimeError("slotlane: cannot find the C core (tried %s): build from the repository or an sdist"
                        % ", ".join(x for x in candidates if x))
 
 
-def core_version(core):
-    for p in (os.path.join(core, "VERSION"), os.path.join(core, "..", "VERSION")):
-        if os.path.isfile(p):
-            with open(p) as f:
-                return f.read().strip()
-    return "0.0.0"
+def load_description(core):
+    """The core's describe.Core for the copy at core (its own reader of build.cfg)."""
+    spec = importlib.util.spec_from_file_location("slotlane_core_describe", os.path.join(core, "describe.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.Core(core)
 
 
 def cdef_from_header(text):
@@ -88,33 +91,25 @@ static int slpy_run(sl_batch *batch, const void *cmds, size_t len, size_t count,
 """
 
 
-def _uses_libuv(path):
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return re.search(r'#\s*include\s*[<"](slotlane_uv|uv)\.h[>"]', f.read()) is not None
-
-
 def make_ffi():
     core = core_dir()
     with open(os.path.join(core, "include", "slotlane.h")) as f:
         header = f.read()
     ffi = FFI()
     ffi.cdef(cdef_from_header(header) + GLUE_CDEF)
-    src_dir = os.path.join(core, "src")
-    # Every source of the core except its libuv driver (the files that include
-    # slotlane_uv.h): this package uses the synchronous API and needs no libuv.
-    sources = sorted(os.path.join(src_dir, n) for n in os.listdir(src_dir)
-                     if n.endswith(".c") and not _uses_libuv(os.path.join(src_dir, n)))
+    desc = load_description(core)
+    # The "core" part only: this package uses the synchronous API and needs no libuv.
+    sources = desc.sources(("core",))
     # setuptools wants source paths relative to setup.py when they are inside the project.
     sources = [os.path.relpath(s, HERE) if s.startswith(HERE + os.sep) else s for s in sources]
-    version = core_version(core)
+    defines = [tuple(d.split("=", 1)) if "=" in d else (d, None) for d in desc.defines]
     ffi.set_source(
         "slotlane._native",
         '#include "slotlane.h"\n' + GLUE_SRC,
         sources=sources,
-        include_dirs=[os.path.join(core, "include"), src_dir],
-        define_macros=[("SL_VERSION_STRING", '"%s"' % version), ("_POSIX_C_SOURCE", "200809L"),
-                       ("_DEFAULT_SOURCE", None)],
-        extra_compile_args=["-O2", "-std=c11", "-fvisibility=hidden", "-Wno-unused-parameter"],
+        include_dirs=desc.includes(),
+        define_macros=[("SL_VERSION_STRING", '"%s"' % desc.version())] + defines,
+        extra_compile_args=["-O2", "-std=" + desc.std, "-fvisibility=hidden", "-Wno-unused-parameter"],
         libraries=["pthread"] if sys.platform != "win32" else [],
     )
     return ffi

@@ -1,5 +1,36 @@
-# The CFFI extension is declared here (setuptools reads cffi_modules only from setup()).
-# Everything else is in pyproject.toml.
-from setuptools import setup
+# The CFFI extension is declared here (setuptools reads cffi_modules only from setup()),
+# with the version (the core's, from core/build.cfg's version files) and the sdist step
+# that puts the pack-time copy of the core into the sdist. Everything else is in
+# pyproject.toml.
+import os
+import subprocess
+import sys
 
-setup(cffi_modules=["build_ffi.py:ffi"])
+from setuptools import setup
+from setuptools.command.sdist import sdist
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VENDOR_SCRIPT = os.path.join(HERE, "..", "ci", "vendor-core.sh")
+
+
+class sdist_with_core(sdist):
+    """An sdist carries vendor/core: in the monorepo ci/vendor-core.sh writes it into the
+    release tree (never into python/); an sdist made from an unpacked sdist already has it
+    through MANIFEST.in."""
+
+    def make_release_tree(self, base_dir, files):
+        super().make_release_tree(base_dir, files)
+        dest = os.path.join(base_dir, "vendor", "core")
+        if os.path.isfile(VENDOR_SCRIPT):
+            subprocess.check_call(["bash", VENDOR_SCRIPT, os.path.abspath(dest)])
+        elif not os.path.isfile(os.path.join(dest, "build.cfg")):
+            raise SystemExit("slotlane: no core to put into the sdist (neither ../ci/vendor-core.sh nor vendor/core)")
+
+
+def version():
+    sys.path.insert(0, HERE)
+    import build_ffi
+    return build_ffi.load_description(build_ffi.core_dir()).version()
+
+
+setup(version=version(), cffi_modules=["build_ffi.py:ffi"], cmdclass={"sdist": sdist_with_core})

@@ -1,101 +1,159 @@
-//! Compiles libslotlane (the C core) from source with the `cc` crate, at -O2.
+//! Compiles libslotlane (the C core) from source with the `cc` crate, at -O2, as the core's
+//! one build description says (`core/build.cfg`: its "core" part, the include folders,
+//! the definitions, the standard, the version).
 //!
 //! Which copy of the core: inside the slotlane monorepo, `../../core` (the real one);
-//! elsewhere (a packaged crate, a registry or vendored download) the copy in `core/`,
-//! which only `ci/vendor-core.sh` writes. `SLOTLANE_SYS_VENDORED=1` forces the copy
-//! in `core/` (the monorepo's tests use it to prove the packaged crate builds).
+//! elsewhere (a packaged crate) the copy in `core/`, which `ci/package-rust.sh` writes with
+//! `ci/vendor-core.sh` while `cargo package` runs and which is never committed.
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-fn is_core(dir: &Path) -> bool {
-    dir.join("include/slotlane.h").is_file() && dir.join("src/client.c").is_file()
+/// What build.cfg says, as far as this crate needs it.
+struct Description {
+    parts: Vec<(String, String)>, // (name, folder)
+    include: Vec<String>,
+    private: Vec<String>,
+    defines: Vec<String>,
+    std: String,
+    version_files: Vec<String>,
+}
+
+fn read_description(core: &Path) -> Description {
+    let path = core.join("build.cfg");
+    println!("cargo:rerun-if-changed={}", path.display());
+    let text = fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("slotlane-sys: cannot read {}: {e}", path.display()));
+    let mut d = Description {
+        parts: Vec::new(),
+        include: Vec::new(),
+        private: Vec::new(),
+        defines: Vec::new(),
+        std: String::new(),
+        version_files: Vec::new(),
+    };
+    for (n, line) in text.lines().enumerate() {
+        let words: Vec<String> = line
+            .split('#')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        let Some((key, args)) = words.split_first() else {
+            continue;
+        };
+        match (key.as_str(), args.len()) {
+            ("part", 2 | 3) => d
+                .parts
+                .push((args[0].clone(), args[1].trim_end_matches('/').to_string())),
+            ("include", _) => d.include.extend_from_slice(args),
+            ("private", _) => d.private.extend_from_slice(args),
+            ("define", _) => d.defines.extend_from_slice(args),
+            ("std", 1) => d.std = args[0].clone(),
+            ("version", _) => d.version_files.extend_from_slice(args),
+            _ => panic!("{}:{}: cannot read {line:?}", path.display(), n + 1),
+        }
+    }
+    d
+}
+
+/// Every .c of a part: under its folder, except under the folder of another part inside it
+/// (a file belongs to the part with the longest folder that holds it).
+fn part_sources(core: &Path, d: &Description, part: &str) -> Vec<PathBuf> {
+    let (_, folder) = d
+        .parts
+        .iter()
+        .find(|(n, _)| n == part)
+        .unwrap_or_else(|| panic!("slotlane-sys: build.cfg has no part {part}"));
+    let inner: Vec<PathBuf> = d
+        .parts
+        .iter()
+        .filter(|(_, f)| f.starts_with(&format!("{folder}/")))
+        .map(|(_, f)| core.join(f))
+        .collect();
+    let mut out = Vec::new();
+    let mut dirs = vec![core.join(folder)];
+    while let Some(dir) = dirs.pop() {
+        if !dir.is_dir() || inner.contains(&dir) {
+            continue;
+        }
+        println!("cargo:rerun-if-changed={}", dir.display());
+        for e in fs::read_dir(&dir).expect("read a source folder") {
+            let p = e.expect("dir entry").path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "c") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
-    println!("cargo:rerun-if-env-changed=SLOTLANE_SYS_VENDORED");
-    let force_vendored = env::var("SLOTLANE_SYS_VENDORED")
-        .map(|v| v == "1")
-        .unwrap_or(false);
-
     let monorepo = manifest.join("../../core");
-    let vendored = manifest.join("core");
-    let (core, flavor) = if !force_vendored && is_core(&monorepo) {
+    let packaged = manifest.join("core");
+    let (core, flavor) = if monorepo.join("build.cfg").is_file() {
         (monorepo, "monorepo")
-    } else if is_core(&vendored) {
-        (vendored, "vendored")
+    } else if packaged.join("build.cfg").is_file() {
+        (packaged, "packaged")
     } else {
         panic!(
-            "slotlane-sys: no copy of the core: neither {} nor {} holds include/slotlane.h and src/*.c \
-             (in the monorepo, run ci/vendor-core.sh rust/slotlane-sys/core)",
+            "slotlane-sys: no copy of the core: neither {} nor {} holds build.cfg \
+             (a packaged crate gets core/ from ci/package-rust.sh)",
             monorepo.display(),
-            vendored.display()
+            packaged.display()
         );
     };
     let core = core.canonicalize().expect("canonicalize the core's path");
+    let d = read_description(&core);
 
-    // The version string the core reports (sl_version()): the VERSION file beside the core.
-    let version_file = [core.join("VERSION"), core.join("../VERSION")]
-        .into_iter()
+    let version_file = d
+        .version_files
+        .iter()
+        .map(|f| core.join(f))
         .find(|p| p.is_file())
-        .expect("slotlane-sys: no VERSION file beside the core");
+        .expect("slotlane-sys: none of build.cfg's version files exists");
     println!("cargo:rerun-if-changed={}", version_file.display());
     let version = fs::read_to_string(&version_file)
         .expect("read VERSION")
         .trim()
         .to_string();
 
-    let include = core.join("include");
-    let src = core.join("src");
-    let mut sources: Vec<PathBuf> = fs::read_dir(&src)
-        .expect("read the core's src/")
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "c"))
-        // The libuv driver (async.c, slotlane_uv.h) is left out: this crate exposes the
-        // synchronous API only, so its users need no libuv. A source belongs to the
-        // driver when it includes uv.h or slotlane_uv.h.
-        .filter(|p| {
-            let text = fs::read_to_string(p).unwrap_or_default();
-            !(text.contains("#include \"slotlane_uv.h\"") || text.contains("#include <uv.h>"))
-        })
-        .collect();
-    sources.sort();
+    // The synchronous API only: the libuv driver is another part, so users need no libuv.
+    let sources = part_sources(&core, &d, "core");
     assert!(
         !sources.is_empty(),
-        "slotlane-sys: no C sources in {}",
-        src.display()
-    );
-
-    println!("cargo:rerun-if-changed={}", include.display());
-    println!("cargo:rerun-if-changed={}", src.display());
-    for entry in fs::read_dir(&src).expect("read src/") {
-        println!(
-            "cargo:rerun-if-changed={}",
-            entry.expect("dir entry").path().display()
-        );
-    }
-    println!(
-        "cargo:rerun-if-changed={}",
-        include.join("slotlane.h").display()
+        "slotlane-sys: the core part has no C sources"
     );
 
     let mut build = cc::Build::new();
     build
         .files(&sources)
-        .include(&include)
-        .include(&src)
-        .std("c11")
+        .std(&d.std)
         .opt_level(2)
         .warnings(false)
         .define("SL_VERSION_STRING", format!("\"{version}\"").as_str())
-        .define("_POSIX_C_SOURCE", "200809L")
-        .define("_DEFAULT_SOURCE", None)
         .flag_if_supported("-fvisibility=hidden");
+    for dir in d.include.iter().chain(&d.private) {
+        let p = core.join(dir);
+        println!("cargo:rerun-if-changed={}", p.display());
+        build.include(p);
+    }
+    for def in &d.defines {
+        match def.split_once('=') {
+            Some((k, v)) => build.define(k, v),
+            None => build.define(def, None),
+        };
+    }
     build.compile("slotlane");
     println!("cargo:rustc-link-lib=pthread");
 
     // For dependents (DEP_SLOTLANE_INCLUDE) and for this crate's ABI test.
+    let include = core.join(&d.include[0]);
     println!("cargo:include={}", include.display());
     println!("cargo:rustc-env=SLOTLANE_SYS_INCLUDE={}", include.display());
     println!("cargo:rustc-env=SLOTLANE_SYS_CORE_FLAVOR={flavor}");

@@ -45,6 +45,8 @@ class NativeTest {
         Files.createDirectories(copy.resolve("core/src"));
         Files.createDirectories(copy.resolve("bindings"));
         Files.copy(root.resolve("VERSION"), copy.resolve("VERSION"));
+        Files.copy(root.resolve("core/build.cfg"), copy.resolve("core/build.cfg"));
+        Files.copy(root.resolve("core/describe.py"), copy.resolve("core/describe.py"));
         Files.copy(root.resolve("bindings/slotlane.i"), copy.resolve("bindings/slotlane.i"));
         String header = Files.readString(root.resolve("core/include/slotlane.h"));
         int end = header.lastIndexOf("#ifdef __cplusplus");

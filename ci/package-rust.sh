@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# ci/package-rust.sh [OUT] — the two crates as `cargo publish` would upload them: writes the
+# pack-time copy of the core into rust/slotlane-sys/core (ci/vendor-core.sh; never
+# committed), runs `cargo package -p slotlane-sys -p slotlane` (its verify step
+# builds each packaged crate from target/package/, slotlane against the packaged
+# slotlane-sys, where ../../core does not exist) and removes the copy again. The .crate
+# files are left in rust/target/package/ (copied to OUT when given).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+copy=$root/rust/slotlane-sys/core
+trap 'rm -rf "$copy"' EXIT
+bash "$root/ci/vendor-core.sh" "$copy"
+cd "$root/rust"
+export CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2}
+# --allow-dirty: the copy is untracked (and a developer's tree may be dirty)
+cargo package --allow-dirty -p slotlane-sys -p slotlane
+if [ $# -gt 0 ]; then
+  mkdir -p "$1"
+  version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
+  cp "${CARGO_TARGET_DIR:-target}/package/slotlane-sys-$version.crate" \
+     "${CARGO_TARGET_DIR:-target}/package/slotlane-$version.crate" "$1/"
+fi
