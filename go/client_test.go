@@ -135,7 +135,7 @@ func TestNewClientModes(t *testing.T) {
 		want Mode
 	}{
 		{"bundled auto URL", Options{URL: bundledURL}, ModeCluster},
-		{"bundled addrs", Options{Addrs: []string{"127.0.0.1:23001", "127.0.0.1:23002"}}, ModeCluster},
+		{"bundled addrs", Options{Addrs: []string{fmt.Sprintf("127.0.0.1:%d", bundledPort+1), fmt.Sprintf("127.0.0.1:%d", bundledPort+2)}}, ModeCluster},
 		{"bundled forced cluster", Options{URL: bundledURL, Mode: ModeCluster}, ModeCluster},
 		{"plain auto", Options{URL: plainURL}, ModePlain},
 		{"plain forced", Options{Addrs: []string{fmt.Sprintf("127.0.0.1:%d", plainPort)}, Mode: ModePlain}, ModePlain},
@@ -435,9 +435,9 @@ func TestDoRoute(t *testing.T) {
 		t.Fatalf("DBSIZE on all primaries = %d %v", n, err)
 	}
 	// one node: its own DBSIZE is a part of the keys
-	n0, err := c.DoRoute(ctx, RouteNode("127.0.0.1:23000"), "DBSIZE").Int64()
+	n0, err := c.DoRoute(ctx, RouteNode(fmt.Sprintf("127.0.0.1:%d", bundledPort)), "DBSIZE").Int64()
 	if err != nil || n0 <= 0 || n0 >= 100 {
-		t.Fatalf("DBSIZE on 23000 = %d %v", n0, err)
+		t.Fatalf("DBSIZE on %d = %d %v", bundledPort, n0, err)
 	}
 	// the owner of a slot holds the key of that slot
 	slot := KeySlot("r:7")

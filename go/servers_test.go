@@ -3,15 +3,15 @@ package slotlane
 // The servers the tests run against, started by TestMain and stopped by PID when it
 // ends (ci/test-go.sh stops them too if the test binary dies):
 //
-//   - the bundled slotlane-server, 4 shards in per-shard mode (cluster), ports 23000-23003
+//   - the bundled slotlane-server, 4 shards in per-shard mode (cluster), ports block+0..3
 //     ($SL_SERVER_BIN, else ../build/server/slotlane-server, built by ci/server-bin.sh when
 //     missing; SL_GO_ALLOW_NO_BUNDLED=1 puts a Redis Cluster there instead);
-//   - Debian's redis-server, standalone (plain), port 23010 (ci/redis-plain.sh);
-//   - a 3-primary Redis Cluster, ports 23020-23025 (ci/redis-cluster.sh), for the
+//   - Debian's redis-server, standalone (plain), port block+10 (ci/redis-plain.sh);
+//   - a 3-primary Redis Cluster, ports block+20..25 (ci/redis-cluster.sh), for the
 //     conformance cases in cluster mode against Redis and the live-reshard test;
-//   - the failure test starts its own cluster on 23040-23045.
+//   - the failure test starts its own cluster on block+40..45 (block: choosePorts).
 //
-// Ports 23000-23499 are this binding's. SL_GO_TEST_DIR (set by ci/test-go.sh) is where
+// Ports 23000-23499 are this binding's (a block of them, see choosePorts). SL_GO_TEST_DIR (set by ci/test-go.sh) is where
 // the servers keep their files.
 
 import (
@@ -30,12 +30,49 @@ import (
 	"time"
 )
 
-const (
-	bundledPort = 23000
-	plainPort   = 23010
-	clusterPort = 23020
-	failurePort = 23040
+// The ports: a block of 60 in the Go range of ci/lib.sh's port map (23000-23479; the
+// smoke run of ci/test-go.sh has 23480-23499), the first block whose lock file this
+// process can hold (flock, until it exits) and whose ports are all free, so runs from
+// other checkouts on the machine never share a port.
+const portBlockSize = 60
+
+var (
+	portBlock   int
+	bundledPort int // portBlock+0..3
+	plainPort   int // +10
+	clusterPort int // +20..25
+	failurePort int // +40..45
+	silentPort  int // +50 (listenSilent)
+	stallPort   int // +51 (stallServer)
+	blockLock   *os.File
 )
+
+func choosePorts() error {
+	for base := 23000; base+portBlockSize <= 23480; base += portBlockSize {
+		f, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("slotlane-go-ports-%d.lock", base)), os.O_CREATE|os.O_RDWR, 0o666)
+		if err != nil {
+			return err
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			f.Close() // another run holds this block
+			continue
+		}
+		free := true
+		for p := base; p < base+portBlockSize && free; p++ {
+			free = !portOpen(p)
+		}
+		if !free {
+			f.Close()
+			continue
+		}
+		blockLock = f // held until the process exits
+		portBlock = base
+		bundledPort, plainPort, clusterPort, failurePort = base, base+10, base+20, base+40
+		silentPort, stallPort = base+50, base+51
+		return nil
+	}
+	return fmt.Errorf("no free block of %d ports in 23000-23479", portBlockSize)
+}
 
 var (
 	repoRoot    string
@@ -80,6 +117,9 @@ func findRepoRoot() (string, error) {
 func startServers() error {
 	var err error
 	if repoRoot, err = findRepoRoot(); err != nil {
+		return err
+	}
+	if err = choosePorts(); err != nil {
 		return err
 	}
 	workDir = os.Getenv("SL_GO_TEST_DIR")
@@ -164,7 +204,7 @@ func startBundled(bin string) error {
 	}
 	bundledURL = fmt.Sprintf("redis://127.0.0.1:%d", bundledPort)
 	os.Setenv("SLOTLANE_URL", bundledURL) // for Example
-	bundledDesc = "slotlane-server, 4 shards, per-shard ports 23000-23003"
+	bundledDesc = fmt.Sprintf("slotlane-server, 4 shards, per-shard ports %d-%d", bundledPort, bundledPort+3)
 	return nil
 }
 
@@ -236,10 +276,10 @@ func testCtx(t testing.TB) context.Context {
 	return ctx
 }
 
-// listenSilent accepts connections on 127.0.0.1:23450 and never answers; it returns
+// listenSilent accepts connections on 127.0.0.1:silentPort and never answers; it returns
 // the address and closes at the end of the test.
 func listenSilent(t testing.TB) (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:23450")
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", silentPort))
 	if err != nil {
 		return "", err
 	}
@@ -280,14 +320,14 @@ func redisCLI(t testing.TB, port int, args ...string) []string {
 	return lines
 }
 
-// stallServer is a server that stalls on purpose, on 127.0.0.1:23451: it answers PING
+// stallServer is a server that stalls on purpose, on 127.0.0.1:stallPort: it answers PING
 // with +PONG (NewClient's check) and other commands with +OK; on its first connection
 // after the first `answer` commands other than PING it closes the returned channel (the
 // answers are written: on loopback they are in the client's socket) and reads on
 // without answering anything. It closes at the end of the test.
 func stallServer(t testing.TB, answer int) (string, <-chan struct{}) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:23451")
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", stallPort))
 	if err != nil {
 		t.Fatal(err)
 	}
