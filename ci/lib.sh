@@ -36,6 +36,7 @@ sl_ports() {
     csharp)           echo "24500 24599" ;;  # csharp/ tests
     bench)            echo "24700 24799" ;;  # bench/run.py; bench/test_run.py uses 24760-24799
     node)             echo "25000 25299" ;;  # node/ tests
+    packages)         echo "26000 26099" ;;  # ci/test-packages.sh
     load)             echo "26300 26399" ;;  # bench/load/test_load.sh
     *) die "sl_ports: no port range for '$1' (add it to ci/lib.sh)" ;;
   esac

@@ -1,30 +1,96 @@
 #!/usr/bin/env bash
 # Runs every test that exists: the C tests in the release and the ASan+UBSan builds, then
-# each component's own test script. Called by `make test` after both builds.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export SL_ROOT=$PWD
+# every component's suite (ci/test-<name>.sh — among them ci/test-packages.sh, every artifact
+# installed and run outside the checkout —, the load generator's test, make bench's
+# orchestrator test). Called by `make test` after both builds.
+#
+# The component suites use disjoint port ranges (ci/lib.sh's port map), so they run in
+# parallel: SL_TEST_JOBS at a time (default 2, this machine's cores), longest first. Each
+# suite's output goes to its own log, printed whole when the suite ends; a failed suite
+# does not stop the others, and the run fails at the end naming every failed suite.
+#   ci/test.sh                 everything
+#   ci/test.sh --suite NAME    one suite with its log (what the parallel runner calls)
+SL_SUITE=test
+. "$(dirname "$0")/lib.sh"
+cd "$SL_ROOT"
 
-step() { printf '\n=== %s ===\n' "$*"; }
+# name -> command; the order is the start order (longest first, measured on this machine).
+# packages builds and installs the python, node, java and csharp packages from their
+# folders (python/build, java/target, node/vendor/core, the venv), so it starts only after
+# those four suites ended; everything else shares nothing but build/ (read only).
+suites=(java rust python csharp node go server packages conformance core-integration load load-asan bench)
+after_packages=(python node java csharp)
+suite_cmd() {
+  case $1 in
+    load) echo "bash bench/load/test_load.sh" ;;
+    load-asan) echo "env SL_BUILD_DIR=build-asan bash bench/load/test_load.sh" ;;
+    bench) echo "python3 bench/test_run.py" ;;
+    *) echo "bash ci/test-$1.sh" ;;
+  esac
+}
 
+if [ "${1:-}" = --suite ]; then
+  name=$2 log=$3/$2.log
+  t0=$(date +%s)
+  if $(suite_cmd "$name") >"$log" 2>&1; then result=passed; else result=FAILED; touch "$3/$name.failed"; fi
+  secs=$(( $(date +%s) - t0 ))
+  echo "$name $secs" >> "$3/times"
+  { flock 9
+    printf '\n=== %s (%s in %d s) ===\n' "$name" "$result" "$secs"
+    cat "$log"
+  } 9>"$3/print.lock"
+  exit 0
+fi
+
+T0=$(date +%s)
 step "C tests (release build)"
 ctest --test-dir build --output-on-failure -j2
 step "C tests (ASan + UBSan build)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j2
 
-# Each component with its own test runner has ci/test-<name>.sh; run them in a fixed order.
-for name in server core-integration conformance python rust go node java csharp; do
-  script=ci/test-$name.sh
-  if [ -f "$script" ]; then
-    step "$name"
-    bash "$script"
-  fi
+LOGS=$(mktemp -d /tmp/slotlane-test.XXXXXX)
+sl_on_exit "rm -rf '$LOGS'"
+jobs=${SL_TEST_JOBS:-2}
+present=()
+for name in "${suites[@]}"; do
+  case $name in load*|bench) present+=("$name") ;; *) [ -f "ci/test-$name.sh" ] && present+=("$name") ;; esac
 done
-step "slotlane-load (release and ASan builds)"
-bash bench/load/test_load.sh
-SL_BUILD_DIR=build-asan bash bench/load/test_load.sh
-step "make bench's orchestrator and charts (bench/run.py, bench/report.py)"
-python3 bench/test_run.py
+step "component suites, $jobs at a time: ${present[*]}"
+declare -A pid_of=()
+ready() {  # ready NAME: may start now
+  local d
+  [ "$1" = packages ] || return 0
+  for d in "${after_packages[@]}"; do
+    [ -z "${pid_of[$d]:-}" ] && [[ " ${present[*]} " == *" $d "* ]] && return 1
+    [ -n "${pid_of[$d]:-}" ] && kill -0 "${pid_of[$d]}" 2>/dev/null && return 1
+  done
+  return 0
+}
+waiting=("${present[@]}")
+while [ ${#waiting[@]} -gt 0 ]; do
+  if [ "$(jobs -rp | wc -l)" -lt "$jobs" ]; then
+    started=""
+    for i in "${!waiting[@]}"; do
+      name=${waiting[$i]}
+      if ready "$name"; then
+        bash "$0" --suite "$name" "$LOGS" &
+        pid_of[$name]=$!
+        unset 'waiting[$i]'
+        waiting=("${waiting[@]}")
+        started=1
+        break
+      fi
+    done
+    [ -n "$started" ] && continue
+  fi
+  wait -n || true  # a suite ended (its result is in $LOGS): a slot is free
+done
+wait
+
 echo
+echo "suite times (s): $(sort -k2 -n -r "$LOGS/times" | tr '\n' ' ')"
+echo "make test's tests took $(( $(date +%s) - T0 )) s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+failed=$(cd "$LOGS" && ls -- *.failed 2>/dev/null | sed 's/\.failed$//' | tr '\n' ' ')
+[ -z "$failed" ] || die "FAILED: $failed(their logs are above)"
 echo "all tests passed"
