@@ -25,6 +25,9 @@
 #           netstandard; runtimes/linux-x64/native/libslotlane.so), nuget install from a
 #           folder feed, a program compiled with mcs against it and run under mono
 # Every example checks its replies and prints "LANG ok"; the script fails otherwise.
+# Measured (2026-12-01, commit 422e640, the shared 2-vCPU VM at load average 14-22):
+# 8 min 36 s wall, 1 min 45 s CPU (user 1:35 + sys 0:09); by package, wall: c 12 s,
+# python 155 s, node 73 s, rust 48 s, java 178 s, csharp 43 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # async_syscalls.sh: syscalls and CPU per request of slotlane-load's async engine, two builds
-# side by side (e.g. before and after a change to core/src/async.c).
+# side by side (e.g. before and after a change to core/src/uv/async.c).
 #
 #   bash bench/load/async_syscalls.sh BEFORE_BIN AFTER_BIN [ROUNDS]
 #
