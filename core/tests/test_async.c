@@ -937,8 +937,11 @@ static void test_refused_connect_backoff_async(void **state)
     sl_client_options o = SL_CLIENT_OPTIONS_INIT;
     o.url = addr;
     o.mode = SL_MODE_PLAIN;
-    o.reconnect_min_ms = 1000;
-    o.reconnect_max_ms = 60000;
+    /* 100 s: the steps below take far less than half of it on any machine, so the window
+     * (half the minimum, the minimum] cannot be missed by a slow step, and a doubled wait
+     * (up to twice the minimum) still falls outside it */
+    o.reconnect_min_ms = 100000;
+    o.reconnect_max_ms = 600000;
     sl_client *c = NULL;
     char err[256];
     if (sl_client_new(&c, &o, err, sizeof err) != 0) fail_msg("sl_client_new: %s", err);
@@ -972,7 +975,8 @@ static void test_refused_connect_backoff_async(void **state)
             fail_msg("step %d: %s (wanted \"%s\")", step, msg, want[step]);
         if (step == 2) {
             long wait = strtol(strstr(msg, want[2]) + strlen(want[2]), NULL, 10);
-            if (wait > 1000 || wait < 500) fail_msg("first backoff %ld ms, wanted 1000 less the time since: %s", wait, msg);
+            if (wait > 100000 || wait < 50000)
+                fail_msg("first backoff %ld ms, wanted 100000 less the time since: %s", wait, msg);
         }
     }
     assert_int_equal(sl_client_detach_loop(c, NULL, NULL), 0);

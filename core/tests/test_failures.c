@@ -253,9 +253,8 @@ static void test_stalled_node_timeout(void **state)
     int64_t t0 = fs_now_ms();
     int rc = sl_batch_exec(f->batch, 50, &sz);
     int64_t took = fs_now_ms() - t0;
-    assert_int_equal(rc, SL_ETIMEOUT);
+    assert_int_equal(rc, SL_ETIMEOUT); /* the stall is never released: only the deadline ends it */
     assert_true(took >= 45);
-    assert_true(took < 1000);
     assert_int_equal(sz.commands, 12);
     assert_int_equal(sz.errors, 4);
     want_node_failed(f, 2, SL_ERR_TIMEOUT);
@@ -290,9 +289,9 @@ static void test_timeout_frees_connection(void **state)
     want_node_failed(f, 2, SL_ERR_TIMEOUT);
     uint64_t conns = fs_connections(c->nodes[2]);
     append_all_gets(f);
-    int64_t t0 = fs_now_ms();
+    /* success says it did not wait on the stalled connection (never released: that would
+     * be a timeout), and the connection count says it made a new one */
     assert_int_equal(sl_batch_exec(f->batch, EXEC_TIMEOUT_MS, &sz), 0);
-    assert_true(fs_now_ms() - t0 < 1000);
     assert_int_equal(sz.errors, 0);
     want_all_values(f);
     assert_int_equal(fs_connections(c->nodes[2]), conns + 1);
@@ -320,41 +319,53 @@ static void test_slow_node_within_deadline(void **state)
 }
 
 /* The deadline passes while a command waits out TRYAGAIN backoff: SL_ETIMEOUT, that
- * command's record is SL_ERR_TIMEOUT, the others complete. */
+ * command's record is SL_ERR_TIMEOUT, the others complete. A client of its own with 100
+ * redirects allowed: the backoff (10, 20, 40, 80, then 160 ms per retry) outlasts a 2 s
+ * deadline by far, so the deadline comes first however slow the machine, and 2 s leaves
+ * the other nodes' replies all the time they need. */
 static void test_timeout_during_retry_backoff(void **state)
 {
     fixture *f = *state;
     fs_cluster *c = &f->cl;
+    char url[64];
+    snprintf(url, sizeof url, "127.0.0.1:%d", fs_port(c->nodes[0]));
+    sl_client_options o = SL_CLIENT_OPTIONS_INIT;
+    o.url = url;
+    o.mode = SL_MODE_CLUSTER;
+    o.max_redirects = 100;
+    sl_client *client = NULL;
+    assert_int_equal(sl_client_new(&client, &o, NULL, 0), 0);
+    sl_batch *b;
+    assert_int_equal(sl_batch_new(client, &b), 0);
     fs_add_reply(c->nodes[0], "GET", f->keys[3], 0, "-TRYAGAIN Multiple keys request during rehashing of slot\r\n");
-    append_all_gets(f);
+    for (int i = 0; i < 12; i++) append2(b, "GET", f->keys[i]);
     sl_sizes sz;
-    int64_t t0 = fs_now_ms();
-    int rc = sl_batch_exec(f->batch, 25, &sz);
-    int64_t took = fs_now_ms() - t0;
+    int rc = sl_batch_exec(b, 2000, &sz);
+    uint64_t sends = fs_count(c->nodes[0], "GET", f->keys[3]);
     if (rc != SL_ETIMEOUT) {
         const uint8_t *data;
-        const sl_reply *r = reply_at(f->batch, 3, &data);
-        fprintf(stderr, "exec: rc %d after %lld ms, %llu sends of the TRYAGAIN command, its record: type %d kind %d \"%.*s\"\n",
-                rc, (long long)took, (unsigned long long)fs_count(c->nodes[0], "GET", f->keys[3]), r->type, r->flags,
-                (int)r->len, (const char *)data + r->offset);
+        const sl_reply *r = reply_at(b, 3, &data);
+        fprintf(stderr, "exec: rc %d, %llu sends of the TRYAGAIN command, its record: type %d kind %d \"%.*s\"\n", rc,
+                (unsigned long long)sends, r->type, r->flags, (int)r->len, (const char *)data + r->offset);
     }
     assert_int_equal(rc, SL_ETIMEOUT);
-    assert_true(took < 1000);
-    /* sent at 0 and after the 10 and 20 ms waits (the last cut to the deadline): no
-     * back-to-back resends once the deadline has passed */
-    assert_true(fs_count(c->nodes[0], "GET", f->keys[3]) <= 3);
+    /* resent after each wait, never back to back: in 2 s at most 1 + 4 + 2000/160 sends,
+     * and no resend once the deadline passed (100 would be the redirect limit) */
+    assert_true(sends >= 2 && sends <= 18);
     assert_int_equal(sz.commands, 12);
     assert_int_equal(sz.errors, 1);
     for (int i = 0; i < 12; i++) {
         if (i == 3)
-            want_err(f->batch, (size_t)i, SL_ERR_TIMEOUT);
+            want_err(b, (size_t)i, SL_ERR_TIMEOUT);
         else
-            want_str(f->batch, (size_t)i, f->vals[i]);
+            want_str(b, (size_t)i, f->vals[i]);
     }
     fs_clear_rules(c->nodes[0]);
-    append_all_gets(f);
-    assert_int_equal(sl_batch_exec(f->batch, EXEC_TIMEOUT_MS, &sz), 0);
-    want_all_values(f);
+    for (int i = 0; i < 12; i++) append2(b, "GET", f->keys[i]);
+    assert_int_equal(sl_batch_exec(b, EXEC_TIMEOUT_MS, &sz), 0);
+    assert_int_equal(sz.errors, 0);
+    sl_batch_free(b);
+    sl_client_free(client);
 }
 
 /* ------------------------------------------------------------ cancellation */
@@ -389,13 +400,10 @@ static void test_cancel_from_other_thread(void **state)
     assert_int_equal(pthread_create(&th, NULL, cancel_main, &k), 0);
     append_all_gets(f);
     sl_sizes sz;
-    int64_t t0 = fs_now_ms();
     int rc = sl_batch_exec(f->batch, -1, &sz); /* no deadline: only the cancel ends it */
-    int64_t took = fs_now_ms() - t0;
     pthread_join(th, NULL);
     assert_true(k.stalled);
-    assert_int_equal(rc, SL_ECANCELLED);
-    assert_true(took < 2000);
+    assert_int_equal(rc, SL_ECANCELLED); /* no deadline, a stall never released: only the cancel */
     assert_int_equal(sz.commands, 12);
     /* node 1's commands were cancelled; the others have their value, or were cancelled if
      * their replies had not been read yet */
@@ -478,15 +486,12 @@ static void test_cancel_during_retry_backoff(void **state)
     assert_int_equal(pthread_create(&th, NULL, cancel_on_retry, &k), 0);
     append_all_gets(f);
     sl_sizes sz;
-    int64_t t0 = fs_now_ms();
     int rc = sl_batch_exec(f->batch, -1, &sz);
-    int64_t took = fs_now_ms() - t0;
     pthread_join(th, NULL);
     assert_true(k.seen);
     /* the cancel came right after the second send, with most of the backoff of the five
      * retries still ahead: the execution was cancelled, not run to the redirect limit */
     assert_int_equal(rc, SL_ECANCELLED);
-    assert_true(took < 1000);
     want_err(f->batch, 5, SL_ERR_CANCELLED);
     for (int i = 0; i < 12; i++)
         if (i != 5) want_str(f->batch, (size_t)i, f->vals[i]);
@@ -690,9 +695,7 @@ static void test_seed_down_then_up(void **state)
     fs_dead_port_open(&dead);
     char url[128];
     snprintf(url, sizeof url, "127.0.0.1:%d,127.0.0.1:%d", dead.port, fs_port(c.nodes[1]));
-    int64_t t0 = fs_now_ms();
     sl_client *client = new_client_opts(url, SL_MODE_CLUSTER, NULL);
-    assert_true(fs_now_ms() - t0 < 1000);
     assert_int_equal(sl_client_mode(client), SL_MODE_CLUSTER);
     assert_true(stats_of(client).nodes >= 3);
     check_routing(client, &c);
@@ -716,9 +719,7 @@ static void test_all_seeds_down(void **state)
     snprintf(url, sizeof url, "127.0.0.1:%d,127.0.0.1:%d", d1.port, d2.port);
     for (int m = 0; m < 3; m++) {
         int rc = 0;
-        int64_t t0 = fs_now_ms();
         sl_client *client = new_client_opts(url, m == 0 ? SL_MODE_CLUSTER : m == 1 ? SL_MODE_AUTO : SL_MODE_PLAIN, &rc);
-        assert_true(fs_now_ms() - t0 < 1500);
         assert_null(client);
         assert_true(rc == SL_EIO || rc == SL_ECLUSTER);
     }
@@ -854,9 +855,7 @@ static void test_dead_node_at_connect(void **state)
     for (int round = 0; round < 3; round++) {
         for (int i = 0; i < 6; i++) append2(b, "GET", k[i % 3]);
         sl_sizes sz;
-        int64_t t0 = fs_now_ms();
         int rc = sl_batch_exec(b, EXEC_TIMEOUT_MS, &sz);
-        int64_t took = fs_now_ms() - t0;
         assert_int_equal(rc, 0);
         assert_int_equal(sz.errors, 2);
         for (int i = 0; i < 6; i++) {
@@ -865,8 +864,8 @@ static void test_dead_node_at_connect(void **state)
             else
                 want_str(b, (size_t)i, i % 3 ? "one" : "zero");
         }
-        /* refused at once, and in the backoff window not even tried: quick */
-        assert_true(took < 300);
+        /* refused (an I/O error, not the deadline's timeout); that the backoff window
+         * skips the connect is test_async's test_refused_connect_backoff_async */
     }
     assert_int_equal(fs_count(n0, "GET", k[0]), 6);
     assert_int_equal(fs_count(n1, "GET", k[1]), 6);
@@ -909,11 +908,10 @@ static void test_connect_hangs(void **state)
     append2(b, "GET", k0);
     sl_sizes sz;
     int64_t t0 = fs_now_ms();
-    int rc = sl_batch_exec(b, 2000, &sz);
+    int rc = sl_batch_exec(b, 600000, &sz); /* a deadline that cannot come first */
     int64_t took = fs_now_ms() - t0;
     assert_int_equal(rc, 0);
-    assert_true(took >= 90);
-    assert_true(took < 1000);
+    assert_true(took >= 90); /* (and k1's record is an I/O error, not a timeout: below) */
     want_str(b, 0, "here");
     want_err(b, 1, SL_ERR_IO);
     want_str(b, 2, "here");
@@ -921,16 +919,13 @@ static void test_connect_hangs(void **state)
     /* the deadline (30 ms) first: a fresh client (no backoff from the failed connect) */
     sl_batch_free(b);
     sl_client_free(client);
-    o.connect_timeout_ms = 1000;
+    o.connect_timeout_ms = 600000; /* a connect timeout that cannot come first */
     assert_int_equal(sl_client_new(&client, &o, NULL, 0), 0);
     assert_int_equal(sl_batch_new(client, &b), 0);
     append2(b, "GET", k1);
     append2(b, "GET", k0);
-    t0 = fs_now_ms();
     rc = sl_batch_exec(b, 30, &sz);
-    took = fs_now_ms() - t0;
-    assert_true(took < 90); /* the deadline, not the connect timeout */
-    assert_true(rc == SL_ETIMEOUT);
+    assert_true(rc == SL_ETIMEOUT); /* the deadline, not the connect timeout (an I/O error) */
     want_err(b, 0, SL_ERR_TIMEOUT);
     want_str(b, 1, "here");
 

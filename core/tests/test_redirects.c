@@ -56,12 +56,14 @@ typedef struct fixture {
     fs_cluster cl;
     sl_client *client;
     sl_batch *batch;
+    int64_t created_ms; /* just before the client was made: at or before its discovery */
 } fixture;
 
 static int setup3(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
     fs_cluster_start(&f->cl, 3);
+    f->created_ms = fs_now_ms();
     f->client = new_client(fs_port(f->cl.nodes[0]), SL_MODE_CLUSTER);
     assert_int_equal(sl_batch_new(f->client, &f->batch), 0);
     for (int i = 0; i < 3; i++) fs_reset_counters(f->cl.nodes[i]);
@@ -212,7 +214,9 @@ static void test_moved_schedules_throttled_refresh(void **state)
 {
     fixture *f = *state;
     fs_cluster *c = &f->cl;
-    int64_t created = fs_now_ms(); /* setup3 made the client just before */
+    /* (taken before the client's discovery, so a busy machine cannot make the throttle
+     * look shorter than it was) */
+    int64_t created = f->created_ms;
     char k[32], k2[32];
     int slot = key_on(c, 0, "rf:", k, sizeof k);
     int slot2 = key_on(c, 1, "rg:", k2, sizeof k2);
@@ -327,10 +331,8 @@ static void retry_case(fixture *f, const char *errline, int times, int tryagain_
 
     append2(f->batch, "GET", k);
     append2(f->batch, "GET", a);
-    int64_t t0 = fs_now_ms();
     sl_sizes sz;
     assert_int_equal(exec_batch(f->batch, &sz), 0);
-    int64_t took = fs_now_ms() - t0;
     assert_int_equal(sz.errors, 0);
     want_str(f->batch, 0, "finally");
     want_str(f->batch, 1, "other");
@@ -341,7 +343,6 @@ static void retry_case(fixture *f, const char *errline, int times, int tryagain_
     sl_stats s1 = stats_of(f->client);
     assert_int_equal(s1.tryagain - s0.tryagain, (uint64_t)tryagain_expected);
     assert_int_equal(s1.moved - s0.moved, 0);
-    assert_true(took < 2000);
     /* with backoff: each resend came at least 1 ms after the answer before it (an
      * immediate resend over loopback takes well under 1 ms) */
     int64_t at[16];
@@ -713,9 +714,7 @@ static void test_moved_to_dead_node(void **state)
     append2(f->batch, "GET", k);
     append2(f->batch, "GET", a);
     sl_sizes sz;
-    int64_t t0 = fs_now_ms();
-    assert_int_equal(exec_batch(f->batch, &sz), 0);
-    assert_true(fs_now_ms() - t0 < 1000);
+    assert_int_equal(exec_batch(f->batch, &sz), 0); /* refused: an I/O error, not a timeout */
     assert_int_equal(sz.errors, 1);
     want_err_prefix(f->batch, 0, SL_ERR_IO, NULL);
     want_str(f->batch, 1, "alive");
