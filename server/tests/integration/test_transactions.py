@@ -250,6 +250,33 @@ def test_forwarding_rules(extra):
     assert code == 0, err
 
 
+def test_internal_exec_checks_its_arguments():
+    """slotlane.exec (any client can send it): a malformed unit is an error, nothing runs."""
+    srv = Server(shards=1)
+    try:
+        c = Conn(srv.port)
+        bad = [["slotlane.exec", "x", "0"], ["slotlane.exec", "0", "x"], ["slotlane.exec", "0", "2", "2", "SET", "a", "1"],
+               ["slotlane.exec", "0", "1", "3", "SET", "a"], ["slotlane.exec", "0", "1", "1", "NOSUCH"],
+               ["slotlane.exec", "0", "1", "2", "GET"], ["slotlane.exec", "0", "1", "1", "MULTI"],
+               ["slotlane.exec", "0", "1", "2", "slotlane.exec", "0"], ["slotlane.exec", "5", "k", "1"],
+               ["slotlane.exec", "1", "k", "v", "0"], ["slotlane.exec", "0", "-1"], ["slotlane.exec", "0", "1", "0"],
+               ["slotlane.exec", "0", "1", "99999999999999999999", "SET"]]
+        for argv in bad:
+            r = c.call(*argv)
+            assert isinstance(r, Err), (argv, r)
+        assert c.call("EXISTS", "a") == 0
+        assert c.call("slotlane.exec", "0", "2", "3", "SET", "a", "1", "2", "INCR", "a") == [Status("OK"), 2]
+        assert c.call("slotlane.watch", "a") == [b"0"]
+        assert c.call("slotlane.exec", "1", "a", "0", "1", "2", "GET", "a") == [b"2"]
+        assert c.call("MULTI") == Status("OK")
+        assert c.call("slotlane.exec", "0", "0") == Err("ERR Command not allowed inside a transaction")
+        assert c.call("EXEC").startswith("EXECABORT")
+        c.close()
+    finally:
+        code, err = srv.stop()
+    assert code == 0, err
+
+
 def server_time_ms(conn):
     s, us = conn.call("TIME")
     return int(s) * 1000 + int(us) // 1000
