@@ -277,6 +277,64 @@ def test_internal_exec_checks_its_arguments():
     assert code == 0, err
 
 
+def watched_keys(conn):
+    for line in bytes(conn.call("INFO", "clients")).split(b"\r\n"):
+        if line.startswith(b"total_watched_keys:"):
+            return int(line.split(b":")[1])
+    raise AssertionError("no total_watched_keys in INFO clients")
+
+
+def wait_watched(conn, n, what):
+    """Polls the shard's INFO until it keeps n watched keys (an event, not a sleep)."""
+    for _ in range(2000):
+        if watched_keys(conn) == n:
+            return
+    raise AssertionError(f"{what}: the shard keeps {watched_keys(conn)} watched keys, not {n}")
+
+
+def test_remote_watches_are_released():
+    """--misrouted forward, 4 shards: a client on shard 0 watching shard 2's keys. The
+    watch lives on shard 2 (INFO total_watched_keys there) and goes with UNWATCH,
+    DISCARD, RESET, an EXEC run there, an EXEC refused with CROSSSLOT, and a disconnect."""
+    srv = Server(shards=4, extra=["--misrouted", "forward"])
+    try:
+        c, owner = Conn(srv.port), Conn(srv.port + 2)
+        ks = keys_on(2, 4, "rw", 2)
+        other = keys_on(3, 4, "rx")[0]
+        assert watched_keys(owner) == 0
+        cases = [[["UNWATCH"]], [["MULTI"], ["DISCARD"]], [["RESET"]], [["MULTI"], ["GET", ks[0]], ["EXEC"]],
+                 [["MULTI"], ["GET", other], ["EXEC"]]]
+        for steps in cases:
+            assert c.call("WATCH", *ks) == Status("OK")
+            assert c.call("WATCH", ks[0]) == Status("OK")  # already watched: once
+            wait_watched(owner, 2, f"after WATCH, before {steps}")
+            for argv in steps:
+                c.call(*argv)
+            wait_watched(owner, 0, f"after {steps}")
+        assert c.call("WATCH", ks[0]) == Status("OK")
+        wait_watched(owner, 1, "after WATCH")
+        c.close()
+        wait_watched(owner, 0, "after the watching client disconnected")
+        # a client that closes while its WATCH is still being taken on shard 2 (either
+        # order of the close and the owner's answer): nothing stays behind
+        for _ in range(20):
+            q = Conn(srv.port)
+            q.send("WATCH", *ks)
+            q.close()
+        wait_watched(owner, 0, "after clients closed during their WATCH")
+        # a local watch is released the same way (shard 0's own key)
+        c = Conn(srv.port)
+        mine = keys_on(0, 4, "rl")[0]
+        c.call("WATCH", mine)
+        assert watched_keys(c) == 1
+        c.close()
+        wait_watched(Conn(srv.port), 0, "shard 0 after the disconnect")
+        owner.close()
+    finally:
+        code, err = srv.stop()
+    assert code == 0, err
+
+
 def server_time_ms(conn):
     s, us = conn.call("TIME")
     return int(s) * 1000 + int(us) // 1000
