@@ -485,6 +485,43 @@ def test_exec_logged_as_unit():
         shutil.rmtree(d)
 
 
+def info_field(conn, section, name):
+    for line in bytes(conn.call("INFO", section)).split(b"\r\n"):
+        if line.startswith(name.encode() + b":"):
+            return line.split(b":", 1)[1].decode()
+    raise AssertionError(f"no {name} in INFO {section}")
+
+
+def test_bgrewriteaof_inside_exec_is_scheduled():
+    """As Redis: BGREWRITEAOF inside EXEC is scheduled (the unit is never split between
+    the old log and the rewrite); the rewrite follows, and a restart has everything."""
+    d = tempfile.mkdtemp(prefix="sv-tx-")
+    try:
+        srv = aof_server(d)
+        c = Conn(srv.port)
+        c.call("SET", "before", "1")
+        c.call("MULTI")
+        c.call("SET", "a", "1")
+        c.call("BGREWRITEAOF")
+        c.call("INCR", "a")
+        assert c.call("EXEC") == [Status("OK"), Status("Background append only file rewriting scheduled"), 2]
+        for _ in range(5000):  # the cron starts it, the child finishes: INFO says so
+            if info_field(c, "persistence", "aof_rewrites") == "1" and \
+                    info_field(c, "persistence", "aof_rewrite_in_progress") == "0":
+                break
+        else:
+            raise AssertionError("the scheduled rewrite did not happen")
+        c.call("SET", "after", "1")
+        srv.stop(sig=signal.SIGKILL)
+        srv = aof_server(d)
+        c = Conn(srv.port)
+        assert [c.call("GET", k) for k in ("before", "a", "after")] == [b"1", b"2", b"1"]
+        code, err = srv.stop()
+        assert code == 0, err
+    finally:
+        shutil.rmtree(d)
+
+
 @pytest.mark.parametrize("shards,extra", [(1, []), (4, ["--port-mode", "one-port"])])
 def test_torn_exec_replays_all_or_nothing(shards, extra):
     d = tempfile.mkdtemp(prefix="sv-tx-")
