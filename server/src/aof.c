@@ -781,7 +781,7 @@ static int replay_record(void *priv, int argc, sv_str *argv, char *err, size_t e
 {
     replay_ctx *rc = priv;
     rc->reply.len = 0;
-    sv_ctx ctx = {rc->sh, &rc->sess, {&rc->reply, 2}, 0, 1};
+    sv_ctx ctx = {.sh = rc->sh, .sess = &rc->sess, .r = {&rc->reply, 2}, .noroute = 1};
     sv_execute(&ctx, argc, argv);
     rc->records++;
     if (rc->reply.len && rc->reply.data[0] == '-') {

@@ -18,6 +18,7 @@
 #define M SV_CMD_MOVABLE
 #define A SV_CMD_ADMIN
 #define L (SV_CMD_LOADING | SV_CMD_STALE)
+#define B SV_CMD_BLOCKING
 
 static int sintercard_keys(int argc, sv_str *argv, int *keys, int max)
 {
@@ -92,6 +93,11 @@ static const sv_cmd table[] = {
     C(lpos, -3, R, 1, 1, 1, "@read @list @slow"),
     C(lmove, 5, W | D, 1, 2, 1, "@write @list @slow"),
     C(rpoplpush, 3, W | D, 1, 2, 1, "@write @list @slow"),
+    C(blpop, -3, W | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @list @slow @blocking"),
+    C(brpop, -3, W | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @list @slow @blocking"),
+    C(brpoplpush, 4, W | D | B | SV_CMD_NOSCRIPT, 1, 2, 1, "@write @list @slow @blocking"),
+    C(blmove, 6, W | D | B | SV_CMD_NOSCRIPT, 1, 2, 1, "@write @list @slow @blocking"),
+    {"blmpop", sv_cmd_blmpop, -5, W | B | M, 0, 0, 0, "@write @list @slow @blocking", sv_mpop_keys},
     /* hashes */
     C(hset, -4, W | D | F, 1, 1, 1, "@write @hash @fast"),
     C(hsetnx, 4, W | D | F, 1, 1, 1, "@write @hash @fast"),
@@ -150,6 +156,9 @@ static const sv_cmd table[] = {
     C(zremrangebyscore, 4, W, 1, 1, 1, "@write @sortedset @slow"),
     C(zremrangebylex, 4, W, 1, 1, 1, "@write @sortedset @slow"),
     C(zscan, -3, R, 1, 1, 1, "@read @sortedset @slow"),
+    C(bzpopmin, -3, W | F | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @sortedset @fast @blocking"),
+    C(bzpopmax, -3, W | F | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @sortedset @fast @blocking"),
+    {"bzmpop", sv_cmd_bzmpop, -5, W | B | M, 0, 0, 0, "@write @sortedset @slow @blocking", sv_mpop_keys},
     /* connection and server */
     C(ping, -1, F, 0, 0, 0, "@fast @connection"),
     C(echo, 2, F, 0, 0, 0, "@fast @connection"),

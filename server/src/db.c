@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "server.h"
+#include "blocking.h"
 #include "aof.h"
 
 const char *SV_ERR_WRONGTYPE = "-WRONGTYPE Operation against a key holding the wrong kind of value";
@@ -188,11 +189,20 @@ int sv_db_get_typed(sv_ctx *c, sv_str key, int type, sv_entry **out)
     return 1;
 }
 
+/* A new list or sorted set is what a parked BLPOP/BZPOPMIN waits for (an empty one
+ * does not exist), so creating one is the signal, as in Redis's dbAdd. Pushes to an
+ * existing key need none: nobody can be waiting on a non-empty key. */
+static void signal_if_blockable(sv_shard *sh, sv_str key, sv_obj *o)
+{
+    if (o->type == SV_T_LIST || o->type == SV_T_ZSET) sv_signal_key_ready(sh, key);
+}
+
 sv_entry *sv_db_add(sv_shard *sh, sv_str key, sv_obj *o)
 {
     sv_entry *e = sv_dict_add(&sh->keys, key.p, key.len, NULL);
     e->val = o;
     sh->slot_keys[sl__key_slot(key.p, key.len)]++;
+    signal_if_blockable(sh, key, o);
     return e;
 }
 
@@ -203,10 +213,12 @@ sv_entry *sv_db_set(sv_shard *sh, sv_str key, sv_obj *o, int keepttl)
     if (e) {
         e->val = o;
         sh->slot_keys[sl__key_slot(key.p, key.len)]++;
+        signal_if_blockable(sh, key, o);
         return e;
     }
     if (ex->val != o) sv_obj_free(ex->val);
     ex->val = o;
+    signal_if_blockable(sh, key, o);
     if (sv_db_expired(sh, ex)) sv_db_note_expired(sh, ex); /* replaced: logged as expired first */
     if (sv_db_expired(sh, ex) || !keepttl) sv_db_persist(sh, ex);
     return ex;

@@ -165,6 +165,8 @@ typedef struct sv_shard {
     int loading; /* replaying the log: nothing expires, nothing is logged */
 
     struct sv_fwd_pool *fwd_pool;  /* recycled messages and reply slots (fwd.c) */
+
+    struct sv_blk *blk; /* clients parked on keys (blocking.c) */
 } sv_shard;
 
 extern sv_shard *sv_shards;
@@ -177,6 +179,13 @@ typedef struct sv_ctx {
     sv_reply r;
     int close_after; /* QUIT */
     int noroute;     /* forwarding: run here without the cluster routing check */
+    int noblock;     /* inside EXEC: blocking commands answer as on timeout */
+    /* blocking (blocking.c): set by callers that can park a command (a connection, a
+     * forwarded request); the command's waiter, if it parked, for the caller to
+     * attach; the waiter being retried when the command runs from a serve pass */
+    int can_block;
+    struct sv_waiter *blocked;
+    struct sv_waiter *retry;
 } sv_ctx;
 
 typedef void sv_cmd_fn(sv_ctx *c, int argc, sv_str *argv);
@@ -194,6 +203,7 @@ enum {
     SV_CMD_ADMIN = 1 << 9,
     SV_CMD_PUBSUB = 1 << 10,
     SV_CMD_INTERNAL = 1 << 11, /* slotlane.*: used between shards, hidden from COMMAND */
+    SV_CMD_BLOCKING = 1 << 12, /* may park the client (blocking.c): a forwarded one holds its connection */
 };
 
 typedef struct sv_cmd {
@@ -307,6 +317,10 @@ SV_DECL(zcount); SV_DECL(zrank); SV_DECL(zrevrank); SV_DECL(zrange); SV_DECL(zra
 SV_DECL(zrevrangebyscore); SV_DECL(zrangebylex); SV_DECL(zrevrangebylex); SV_DECL(zpopmin); SV_DECL(zpopmax);
 SV_DECL(zremrangebyrank); SV_DECL(zremrangebyscore); SV_DECL(zremrangebylex); SV_DECL(zscan);
 SV_DECL(zrevrange); SV_DECL(zlexcount);
+/* blocking lists and sorted sets (t_block.c) */
+SV_DECL(blpop); SV_DECL(brpop); SV_DECL(blmove); SV_DECL(brpoplpush); SV_DECL(blmpop);
+SV_DECL(bzpopmin); SV_DECL(bzpopmax); SV_DECL(bzmpop);
+int sv_mpop_keys(int argc, sv_str *argv, int *keys, int max);
 /* internal, between shards (t_transfer.c) */
 SV_DECL(slotlane_take); SV_DECL(slotlane_restore);
 

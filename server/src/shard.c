@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "aof.h"
+#include "blocking.h"
 #include "conn.h"
 #include "fwd.h"
 
@@ -33,6 +34,7 @@ static void on_cron(uv_timer_t *t)
     /* active expiry: a small time budget every 100 ms keeps expired keys from piling up */
     sv_expire_cycle(sh, 10000);
     sv_aof_cron(sh);
+    sv_block_cron(sh); /* waiters whose client left while parked at this shard */
 }
 
 static void close_noop(uv_handle_t *h) { (void)h; }
@@ -42,6 +44,7 @@ static void on_stop(uv_async_t *a)
     sv_shard *sh = a->data;
     sh->stopping = 1;
     while (sh->conns) sv_conn_close(sh->conns);
+    sv_block_close_shard(sh); /* before forwarding closes: parked requests answer */
     sv_fwd_close_shard(sh);
     sv_aof_close_shard(sh);
     if (sh->listening) uv_close((uv_handle_t *)&sh->listener, close_noop);
@@ -72,6 +75,7 @@ int sv_shard_init(sv_shard *sh, int index)
     uv_timer_init(&sh->loop, &sh->cron);
     sh->cron.data = sh;
     if (sv_cfg.misrouted && sv_cfg.shards > 1) sv_fwd_init_shard(sh);
+    sv_block_init_shard(sh);
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include "conn.h"
 #include "server.h"
 #include "aof.h"
+#include "blocking.h"
 
 static void unknown_subcommand(sv_ctx *c, sv_str sub, const char *cmd)
 {
@@ -193,11 +194,23 @@ void sv_cmd_client(sv_ctx *c, int argc, sv_str *argv)
             if (&k->sess == s) sv_conn_describe(k, &b, sv_mstime());
         sv_add_verbatim(&c->r, b.data ? b.data : "", b.len);
         sv_buf_free(&b);
+    } else if (sv_eq(sub, "unblock") && (argc == 3 || argc == 4)) {
+        long long id;
+        if (!sv_get_ll(c, argv[2], &id)) return;
+        int error = 0;
+        if (argc == 4) {
+            if (sv_eq(argv[3], "error")) error = 1;
+            else if (!sv_eq(argv[3], "timeout")) {
+                sv_add_error(&c->r, "CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+                return;
+            }
+        }
+        sv_add_int(&c->r, sv_block_unblock_client(c->sh, (uint64_t)id, error));
     } else if (sv_eq(sub, "help")) {
         sv_add_array(&c->r, 1);
-        sv_add_status(&c->r, "CLIENT SETNAME|GETNAME|ID|SETINFO|LIST|INFO");
+        sv_add_status(&c->r, "CLIENT SETNAME|GETNAME|ID|SETINFO|LIST|INFO|UNBLOCK");
     } else if (sv_eq(sub, "setname") || sv_eq(sub, "getname") || sv_eq(sub, "id") || sv_eq(sub, "setinfo") ||
-               sv_eq(sub, "list") || sv_eq(sub, "info")) {
+               sv_eq(sub, "list") || sv_eq(sub, "info") || sv_eq(sub, "unblock")) {
         char name[64];
         snprintf(name, sizeof(name), "client|%.*s", (int)(sub.len > 32 ? 32 : sub.len), sub.p);
         for (char *p = name; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
@@ -225,6 +238,14 @@ static uint64_t fwd_sum(int which)
     return t;
 }
 
+/* Clients parked on keys, every shard (a forwarded one counts where it is parked). */
+static int blocked_total(void)
+{
+    int n = 0;
+    for (int i = 0; i < sv_cfg.shards; i++) n += sv_block_count(&sv_shards[i]);
+    return n;
+}
+
 static void info_section(sv_ctx *c, sv_buf *b, const char *name)
 {
     char tmp[2048];
@@ -246,8 +267,8 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
     } else if (!strcmp(name, "clients")) {
         n = snprintf(tmp, sizeof(tmp),
                      "# Clients\r\nconnected_clients:%d\r\ncluster_connections:0\r\nmaxclients:%d\r\n"
-                     "blocked_clients:0\r\ntracking_clients:0\r\n\r\n",
-                     sh->nclients, sv_cfg.maxclients);
+                     "blocked_clients:%d\r\ntracking_clients:0\r\n\r\n",
+                     sh->nclients, sv_cfg.maxclients, blocked_total());
     } else if (!strcmp(name, "stats")) {
         n = snprintf(tmp, sizeof(tmp),
                      "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
@@ -409,7 +430,7 @@ void sv_cmd_config(sv_ctx *c, int argc, sv_str *argv)
 
 static void add_flag_set(sv_ctx *c, int flags)
 {
-    const char *names[12];
+    const char *names[16];
     int n = 0;
     if (flags & SV_CMD_WRITE) names[n++] = "write";
     if (flags & SV_CMD_READONLY) names[n++] = "readonly";
@@ -417,6 +438,7 @@ static void add_flag_set(sv_ctx *c, int flags)
     if (flags & SV_CMD_ADMIN) names[n++] = "admin";
     if (flags & SV_CMD_PUBSUB) names[n++] = "pubsub";
     if (flags & SV_CMD_NOSCRIPT) names[n++] = "noscript";
+    if (flags & SV_CMD_BLOCKING) names[n++] = "blocking";
     if (flags & SV_CMD_LOADING) names[n++] = "loading";
     if (flags & SV_CMD_STALE) names[n++] = "stale";
     if (flags & SV_CMD_FAST) names[n++] = "fast";
