@@ -10,6 +10,7 @@
 
 #include "server.h"
 #include "aof.h"
+#include "pubsub.h"
 
 #define W SV_CMD_WRITE
 #define R SV_CMD_READONLY
@@ -19,6 +20,7 @@
 #define A SV_CMD_ADMIN
 #define L (SV_CMD_LOADING | SV_CMD_STALE)
 #define B SV_CMD_BLOCKING
+#define P SV_CMD_PUBSUB
 
 static int sintercard_keys(int argc, sv_str *argv, int *keys, int max)
 {
@@ -159,6 +161,16 @@ static const sv_cmd table[] = {
     C(bzpopmin, -3, W | F | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @sortedset @fast @blocking"),
     C(bzpopmax, -3, W | F | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @sortedset @fast @blocking"),
     {"bzmpop", sv_cmd_bzmpop, -5, W | B | M, 0, 0, 0, "@write @sortedset @slow @blocking", sv_mpop_keys},
+    /* pub/sub */
+    C(subscribe, -2, P | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@pubsub @slow"),
+    C(psubscribe, -2, P | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@pubsub @slow"),
+    C(unsubscribe, -1, P | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@pubsub @slow"),
+    C(punsubscribe, -1, P | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@pubsub @slow"),
+    C(ssubscribe, -2, P | SV_CMD_NOSCRIPT | L, 1, -1, 1, "@pubsub @slow"),
+    C(sunsubscribe, -1, P | SV_CMD_NOSCRIPT | L, 1, -1, 1, "@pubsub @slow"),
+    C(publish, 3, P | L | F, 0, 0, 0, "@pubsub @fast"),
+    C(spublish, 3, P | L | F, 1, 1, 1, "@pubsub @fast"),
+    C(pubsub, -2, 0, 0, 0, 0, "@slow"),
     /* connection and server */
     C(ping, -1, F, 0, 0, 0, "@fast @connection"),
     C(echo, 2, F, 0, 0, 0, "@fast @connection"),
@@ -310,12 +322,27 @@ void sv_execute(sv_ctx *c, int argc, sv_str *argv)
         return;
     }
     if (sv_cfg.shards > 1 && !c->noroute && (cmd->first || cmd->getkeys) && !route(c, cmd, argc, argv)) return;
+    if (c->sess->ps && sv_pubsub_resp2_restricted(c->sess) && !sv_pubsub_allowed_cmd(cmd->fn)) {
+        /* named as Redis names it: a container command with its subcommand */
+        static const char *containers[] = {"client", "config", "command", "cluster", "function", "pubsub", "object"};
+        char name[80];
+        snprintf(name, sizeof(name), "%s", cmd->name);
+        for (size_t i = 0; i < sizeof(containers) / sizeof(containers[0]) && argc >= 2; i++)
+            if (!strcmp(cmd->name, containers[i])) {
+                size_t l = strlen(name), sl = argv[1].len > 32 ? 32 : argv[1].len;
+                name[l++] = '|';
+                for (size_t j = 0; j < sl; j++) name[l++] = (char)tolower((unsigned char)argv[1].p[j]);
+                name[l] = 0;
+            }
+        sv_add_errorf(&c->r, "Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", name);
+        return;
+    }
     c->sh->stats.commands++;
     if (c->sh->aof && (cmd->flags & SV_CMD_WRITE)) {
         /* durability: what a write changed goes to the shard's log (aof.c) */
         size_t off = c->r.out->len;
         cmd->fn(c, argc, argv);
-        sv_aof_feed(c, cmd, argc, argv, off);
+        if (!c->blocked) sv_aof_feed(c, cmd, argc, argv, off); /* a parked command changed nothing (yet) */
         return;
     }
     cmd->fn(c, argc, argv);

@@ -8,6 +8,7 @@
 #include "aof.h"
 #include "blocking.h"
 #include "fwd.h"
+#include "pubsub.h"
 
 #define READ_CHUNK (16 * 1024)
 #define BUF_KEEP (1024 * 1024) /* larger idle buffers are released */
@@ -58,6 +59,7 @@ void sv_conn_close(sv_conn *c)
     else sh->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     sh->nclients--;
+    sv_pubsub_conn_closed(c); /* no message is written to it any more */
     uv_close((uv_handle_t *)&c->tcp, on_close);
 }
 
@@ -344,6 +346,7 @@ void sv_conn_accept(sv_shard *sh)
     sv_parser_init(&c->parser);
     c->sess.id = atomic_fetch_add(&sv_next_client_id, 1);
     c->sess.proto = 2;
+    c->sess.conn = c;
     c->sess.ctime_ms = sv_mstime();
     c->last_interaction_ms = c->sess.ctime_ms;
     describe_addr(&c->tcp, 1, c->sess.addr, sizeof(c->sess.addr));
@@ -374,14 +377,16 @@ static int conn_fd(sv_conn *c)
 
 void sv_conn_describe(sv_conn *c, sv_buf *out, int64_t now_ms)
 {
+    int sub, psub, ssub;
+    sv_pubsub_counts(&c->sess, &sub, &psub, &ssub);
     char line[1024];
     int n = snprintf(line, sizeof(line),
-                     "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 sub=0 psub=0 ssub=0 "
+                     "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 sub=%d psub=%d ssub=%d "
                      "multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 obl=0 oll=0 omem=%zu tot-mem=%zu "
                      "events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
                      (unsigned long long)c->sess.id, c->sess.addr, c->sess.laddr, conn_fd(c),
                      c->sess.name ? c->sess.name : "", (long long)(now_ms - c->sess.ctime_ms) / 1000,
-                     (long long)(now_ms - c->last_interaction_ms) / 1000, c->blk_wait ? "b" : "N", c->rbuf.len, c->rbuf.cap - c->rbuf.len,
+                     (long long)(now_ms - c->last_interaction_ms) / 1000, c->blk_wait ? "b" : sub + psub + ssub ? "P" : "N", sub, psub, ssub, c->rbuf.len, c->rbuf.cap - c->rbuf.len,
                      sv_conn_unsent(c), c->rbuf.cap + c->out.cap + c->inflight.cap,
                      c->sess.last_cmd ? c->sess.last_cmd : "NULL", c->sess.proto,
                      c->sess.lib_name ? c->sess.lib_name : "", c->sess.lib_ver ? c->sess.lib_ver : "");

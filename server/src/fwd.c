@@ -2,6 +2,7 @@
 #include "fwd.h"
 #include "aof.h"
 #include "blocking.h"
+#include "pubsub.h"
 
 #include <stdio.h>
 
@@ -705,6 +706,23 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
     }
     if (!cmd || (cmd->arity > 0 && argc != cmd->arity) || argc < -cmd->arity) {
         run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
+        return 0;
+    }
+    if (c->sess.ps && sv_pubsub_resp2_restricted(&c->sess) && !sv_pubsub_allowed_cmd(cmd->fn)) {
+        run_local(c, sv_fwd_reply_buf(c), argc, argv, 1); /* its error, here: no routing */
+        return 0;
+    }
+    if (cmd->fn == sv_cmd_ssubscribe || cmd->fn == sv_cmd_sunsubscribe) {
+        /* a subscription lives with its connection: here, whichever shard owns the
+         * slot (messages reach every shard); channels of several slots: CROSSSLOT */
+        int same = 1;
+        for (int i = 2; i < argc; i++)
+            if (sl__key_slot(argv[i].p, argv[i].len) != sl__key_slot(argv[1].p, argv[1].len)) same = 0;
+        if (same) run_local(c, sv_fwd_reply_buf(c), argc, argv, 1);
+        else {
+            sv_reply r = {sv_fwd_reply_buf(c), c->sess.proto};
+            sv_add_error(&r, "-CROSSSLOT Keys in request don't hash to the same slot");
+        }
         return 0;
     }
     if (!cmd->first && !cmd->getkeys) {

@@ -107,6 +107,8 @@ typedef struct sv_session {
     char addr[64], laddr[64];
     int64_t ctime_ms;
     const char *last_cmd;
+    struct sv_psub *ps;    /* subscriptions (pubsub.c), NULL until the first */
+    struct sv_conn *conn;  /* the connection, NULL for forwarded requests and replay */
 } sv_session;
 
 typedef struct sv_stats {
@@ -167,6 +169,7 @@ typedef struct sv_shard {
     struct sv_fwd_pool *fwd_pool;  /* recycled messages and reply slots (fwd.c) */
 
     struct sv_blk *blk; /* clients parked on keys (blocking.c) */
+    struct sv_pubsub_shard *pubsub; /* subscriptions and messages between shards (pubsub.c) */
 } sv_shard;
 
 extern sv_shard *sv_shards;
@@ -321,6 +324,9 @@ SV_DECL(zrevrange); SV_DECL(zlexcount);
 SV_DECL(blpop); SV_DECL(brpop); SV_DECL(blmove); SV_DECL(brpoplpush); SV_DECL(blmpop);
 SV_DECL(bzpopmin); SV_DECL(bzpopmax); SV_DECL(bzmpop);
 int sv_mpop_keys(int argc, sv_str *argv, int *keys, int max);
+/* pub/sub (pubsub.c) */
+SV_DECL(subscribe); SV_DECL(psubscribe); SV_DECL(ssubscribe); SV_DECL(unsubscribe); SV_DECL(punsubscribe);
+SV_DECL(sunsubscribe); SV_DECL(publish); SV_DECL(spublish); SV_DECL(pubsub);
 /* internal, between shards (t_transfer.c) */
 SV_DECL(slotlane_take); SV_DECL(slotlane_restore);
 

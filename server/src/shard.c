@@ -14,6 +14,7 @@
 #include "blocking.h"
 #include "conn.h"
 #include "fwd.h"
+#include "pubsub.h"
 
 sv_shard *sv_shards;
 atomic_uint_fast64_t sv_next_client_id = 1;
@@ -46,6 +47,7 @@ static void on_stop(uv_async_t *a)
     while (sh->conns) sv_conn_close(sh->conns);
     sv_block_close_shard(sh); /* before forwarding closes: parked requests answer */
     sv_fwd_close_shard(sh);
+    sv_pubsub_close_shard(sh);
     sv_aof_close_shard(sh);
     if (sh->listening) uv_close((uv_handle_t *)&sh->listener, close_noop);
     uv_timer_stop(&sh->cron);
@@ -76,6 +78,7 @@ int sv_shard_init(sv_shard *sh, int index)
     sh->cron.data = sh;
     if (sv_cfg.misrouted && sv_cfg.shards > 1) sv_fwd_init_shard(sh);
     sv_block_init_shard(sh);
+    sv_pubsub_init_shard(sh);
     return 0;
 }
 
