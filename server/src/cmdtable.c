@@ -10,6 +10,7 @@
 
 #include "server.h"
 #include "aof.h"
+#include "notify.h"
 #include "pubsub.h"
 
 #define W SV_CMD_WRITE
@@ -338,6 +339,19 @@ void sv_execute(sv_ctx *c, int argc, sv_str *argv)
         return;
     }
     c->sh->stats.commands++;
+    if (sv_notify_flags && (cmd->flags & SV_CMD_WRITE)) {
+        /* keyspace notifications: queued inside, published after (notify.c) */
+        size_t off = c->r.out->len;
+        sv_notify_begin(c->sh);
+        if (c->sh->aof) {
+            cmd->fn(c, argc, argv);
+            if (!c->blocked) sv_aof_feed(c, cmd, argc, argv, off);
+        } else {
+            cmd->fn(c, argc, argv);
+        }
+        sv_notify_end(c, cmd, argc, argv, off);
+        return;
+    }
     if (c->sh->aof && (cmd->flags & SV_CMD_WRITE)) {
         /* durability: what a write changed goes to the shard's log (aof.c) */
         size_t off = c->r.out->len;

@@ -170,6 +170,7 @@ typedef struct sv_shard {
 
     struct sv_blk *blk; /* clients parked on keys (blocking.c) */
     struct sv_pubsub_shard *pubsub; /* subscriptions and messages between shards (pubsub.c) */
+    struct sv_nq *ntf;  /* keyspace notifications queued by the running command (notify.c) */
 } sv_shard;
 
 extern sv_shard *sv_shards;

@@ -14,6 +14,7 @@
 #include "blocking.h"
 #include "conn.h"
 #include "fwd.h"
+#include "notify.h"
 #include "pubsub.h"
 
 sv_shard *sv_shards;
@@ -140,6 +141,7 @@ void sv_shard_stop(sv_shard *sh) { uv_async_send(&sh->stop); }
 
 static void free_shard(sv_shard *sh)
 {
+    sv_notify_free_shard(sh);
     sv_aof_free(sh);
     sv_db_free(sh);
     if (uv_loop_close(&sh->loop) != 0) sv_log(SV_LOG_WARNING, "shard %d: loop closed with open handles", sh->index);

@@ -11,6 +11,7 @@
 #include "server.h"
 #include "aof.h"
 #include "blocking.h"
+#include "notify.h"
 #include "pubsub.h"
 
 static void unknown_subcommand(sv_ctx *c, sv_str sub, const char *cmd)
@@ -367,6 +368,7 @@ static void config_value(const char *name, char *out, size_t cap)
                  sv_cfg.output_limit >= NO_LIMIT ? 0 : sv_cfg.output_limit, (long long)sv_pubsub_limit,
                  (long long)sv_pubsub_soft_limit, (long long)sv_pubsub_soft_secs);
     else if (!strcmp(name, "maxmemory")) snprintf(out, cap, "0");
+    else if (!strcmp(name, "notify-keyspace-events")) sv_notify_format(sv_notify_flags, out, cap);
     else if (!strcmp(name, "timeout")) snprintf(out, cap, "0");
     else if (!strcmp(name, "auto-aof-rewrite-percentage")) snprintf(out, cap, "%d", sv_cfg.aof_rewrite_pct);
     else if (!strcmp(name, "auto-aof-rewrite-min-size")) snprintf(out, cap, "%lld", sv_cfg.aof_rewrite_min);
@@ -375,7 +377,7 @@ static void config_value(const char *name, char *out, size_t cap)
 static const char *config_names[] = {"maxclients", "port", "bind", "cluster-announce-ip", "cluster-enabled", "save",
                                      "appendonly", "appendfsync", "dir", "loglevel", "databases", "proto-max-bulk-len",
                                      "client-query-buffer-limit", "client-output-buffer-limit", "maxmemory", "timeout",
-                                     "auto-aof-rewrite-percentage", "auto-aof-rewrite-min-size"};
+                                     "auto-aof-rewrite-percentage", "auto-aof-rewrite-min-size", "notify-keyspace-events"};
 #define NCONFIG (sizeof(config_names) / sizeof(config_names[0]))
 
 /* Redis's memory values: a number with an optional k kb m mb g gb suffix. */
@@ -479,6 +481,13 @@ void sv_cmd_config(sv_ctx *c, int argc, sv_str *argv)
                     return;
                 }
                 sv_cfg.loglevel = found;
+            } else if (sv_eq(k, "notify-keyspace-events")) {
+                int f;
+                if (!sv_notify_parse(v, &f)) {
+                    sv_add_error(&c->r, "CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - Invalid event class character. Use 'Ag$lshzxeKEtmdn'.");
+                    return;
+                }
+                sv_notify_flags = f;
             } else if (sv_eq(k, "client-output-buffer-limit")) {
                 const char *why = set_output_limits(v);
                 if (why) {
