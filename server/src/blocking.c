@@ -61,13 +61,18 @@ int sv_block_parse_timeout(sv_ctx *c, sv_str a, int64_t *deadline_ms)
         return 0;
     }
     v *= 1000.0L;
-    /* as Redis 7.0: the milliseconds truncated (below 1 ms: for ever); a value past
-     * the long long range converts to its minimum on x86, hence "negative" */
-    if (v < 0 || v >= 9.2e18L) {
+    /* as Redis 7.0: the milliseconds rounded up (0.0001 s is 1 ms; -0.0001 rounds to
+     * 0, for ever); past the long long range the conversion gives its minimum on x86,
+     * hence "negative" */
+    if (v >= 9.2e18L || v <= -9.2e18L) {
         sv_add_error(&c->r, "timeout is negative");
         return 0;
     }
-    long long ms = (long long)v;
+    long long ms = (long long)ceill(v);
+    if (ms < 0) {
+        sv_add_error(&c->r, "timeout is negative");
+        return 0;
+    }
     if (ms > 0) {
         int64_t now = sv_mstime();
         if (ms > INT64_MAX - now) {

@@ -139,10 +139,11 @@ static int parse_mpop(sv_ctx *c, int argc, sv_str *argv, int zset, int *nkeys, i
 void sv_cmd_blmpop(sv_ctx *c, int argc, sv_str *argv)
 {
     int64_t deadline;
-    if (!sv_block_parse_timeout(c, argv[1], &deadline)) return;
     int nkeys, head, k;
     long long count;
+    /* as Redis: the keys and options first, then the timeout */
     if (!parse_mpop(c, argc, argv, 0, &nkeys, &head, &count)) return;
+    if (!sv_block_parse_timeout(c, argv[1], &deadline)) return;
     int r = first_nonempty(c, argv + 3, nkeys, SV_T_LIST, &k);
     if (r < 0) return;
     if (r == 0) {
@@ -190,10 +191,11 @@ void sv_cmd_bzpopmax(sv_ctx *c, int argc, sv_str *argv) { bzpop_generic(c, argc,
 void sv_cmd_bzmpop(sv_ctx *c, int argc, sv_str *argv)
 {
     int64_t deadline;
-    if (!sv_block_parse_timeout(c, argv[1], &deadline)) return;
     int nkeys, min, k;
     long long count;
+    /* as Redis: the keys and options first, then the timeout */
     if (!parse_mpop(c, argc, argv, 1, &nkeys, &min, &count)) return;
+    if (!sv_block_parse_timeout(c, argv[1], &deadline)) return;
     int r = first_nonempty(c, argv + 3, nkeys, SV_T_ZSET, &k);
     if (r < 0) return;
     if (r == 0) {
@@ -219,7 +221,7 @@ int sv_mpop_keys(int argc, sv_str *argv, int *keys, int max);
 int sv_mpop_keys(int argc, sv_str *argv, int *keys, int max)
 {
     long long n;
-    if (argc < 3 || !sv_str2ll(argv[2].p, argv[2].len, &n) || n < 1 || n > argc - 3) return -1;
+    if (argc < 3 || !sv_str2ll(argv[2].p, argv[2].len, &n) || n < 1 || n > argc - 4) return -1; /* the where argument follows */
     int k = 0;
     for (int i = 0; i < n && k < max; i++) keys[k++] = 3 + i;
     return k;

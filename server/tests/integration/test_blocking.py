@@ -89,6 +89,7 @@ def test_timeouts(server):
     assert c.call("BZPOPMIN", "to:z", "0.01") == NullArray()
     assert c.call("BZPOPMAX", "to:z", "0.01") == NullArray()
     assert c.call("BZMPOP", "0.01", "1", "to:z", "MAX", "COUNT", "2") == NullArray()
+    assert c.call("BLPOP", "{to}a", "0.0001") == NullArray()  # rounded up to 1 ms, as Redis
     assert c.call("HELLO", "3")[0] is not None
     assert c.call("BLPOP", "to:a", "0.01") is None  # RESP3 null
     assert c.call("BZPOPMIN", "to:z", "0.01") is None
