@@ -407,7 +407,7 @@ class Gen:
         return ["BZMPOP", t, n] + ks + [rng.choice(["MIN", "MAX", "max", "LEFT"])] + opts, list(range(3, 3 + nk)), "exact"
 
     def next(self):
-        fam = self.rng.choices(["string", "keys", "list", "hash", "set", "zset", "block"], [5, 3, 3, 3, 3, 4, 1])[0]
+        fam = self.rng.choices(["string", "keys", "list", "hash", "set", "zset", "block"], [5, 3, 3, 3, 3, 4, 0.4])[0]
         return getattr(self, fam + "_cmd")()
 
 
