@@ -378,6 +378,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sv_db_flush(&shards[i]);
         shards[i].stats = (sv_stats){0};
     }
+    if (sess.tx) { /* the session ends: its transaction state and watches on every shard go */
+        for (int i = 0; i < NSHARDS; i++) sv_tx_drop_watches(&shards[i], sess.tx, i);
+        sv_tx_free(&shards[0], &sess);
+    }
     free(sess.name);
     free(sess.lib_name);
     free(sess.lib_ver);

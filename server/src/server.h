@@ -97,6 +97,32 @@ sv_string *sv_string_new(const void *p, size_t n);
 sv_obj *sv_obj_new(int type);
 void sv_obj_free(sv_obj *o);
 
+/* ---- transactions (multi.c) ---- */
+typedef struct sv_txcmd {
+    const struct sv_cmd *cmd;
+    int argc;
+    sv_str *argv; /* with the argument bytes, one allocation */
+} sv_txcmd;
+
+typedef struct sv_txwatch {
+    char *key;
+    size_t len;
+    int shard;        /* the shard keeping its version (another one: forwarding) */
+    uint64_t version; /* at WATCH time */
+    int released;     /* another shard's watch to release (fwd.c sends slotlane.unwatch) */
+} sv_txwatch;
+
+typedef struct sv_tx {
+    int in_multi;
+    int failed;   /* a command was refused while queuing: EXEC replies EXECABORT */
+    sv_txcmd *q;  /* the queued commands */
+    int nq, capq;
+    size_t queued_bytes;
+    sv_txwatch *w; /* the watched keys */
+    int nw, capw;
+    int nreleased; /* watches marked released */
+} sv_tx;
+
 /* ---- shards ---- */
 typedef struct sv_session {
     uint64_t id;
@@ -109,6 +135,7 @@ typedef struct sv_session {
     const char *last_cmd;
     struct sv_psub *ps;    /* subscriptions (pubsub.c), NULL until the first */
     struct sv_conn *conn;  /* the connection, NULL for forwarded requests and replay */
+    sv_tx *tx; /* MULTI/WATCH state, made by the first MULTI or WATCH */
 } sv_session;
 
 typedef struct sv_stats {
@@ -269,6 +296,7 @@ enum sv_coord_policy {
     SV_COORD_NONE = 0, SV_COORD_MSETNX, SV_COORD_RENAME, SV_COORD_RENAMENX, SV_COORD_LMOVE,
     SV_COORD_RPOPLPUSH, SV_COORD_SMOVE, SV_COORD_SINTER, SV_COORD_SUNION, SV_COORD_SDIFF,
     SV_COORD_SINTERSTORE, SV_COORD_SUNIONSTORE, SV_COORD_SDIFFSTORE, SV_COORD_SINTERCARD,
+    SV_COORD_WATCH, /* WATCH of another shard's keys: slotlane.watch there, versions kept here */
 };
 /* Which keys a WRITE command that replied no error modified: sv_signal_modified_key
  * is called for them (WATCH). Bits. */
@@ -288,6 +316,8 @@ enum sv_multi_policy {
 };
 enum {
     SV_P_KEYSPACE = 1 << 0, /* uses the whole keyspace: waits for the connection's coordinated commands */
+    SV_P_TX_EXEC = 1 << 1,    /* EXEC: forwarding sends the transaction to its keys' shard as a unit */
+    SV_P_TX_RELEASE = 1 << 2, /* forwarding: first releases the watches taken on other shards (UNWATCH DISCARD RESET) */
 };
 
 const sv_cmd *sv_cmd_lookup(const char *name, size_t len);
@@ -412,6 +442,25 @@ SV_DECL(subscribe); SV_DECL(psubscribe); SV_DECL(ssubscribe); SV_DECL(unsubscrib
 SV_DECL(sunsubscribe); SV_DECL(publish); SV_DECL(spublish); SV_DECL(pubsub);
 /* internal, between shards (t_transfer.c) */
 SV_DECL(slotlane_take); SV_DECL(slotlane_restore);
+/* transactions (multi.c) */
+SV_DECL(multi); SV_DECL(exec); SV_DECL(discard); SV_DECL(watch); SV_DECL(unwatch);
+SV_DECL(slotlane_watch); SV_DECL(slotlane_unwatch); SV_DECL(slotlane_exec);
+
+/* multi.c: sv_execute's side of MULTI — a refused command fails the transaction; a
+ * command to queue (+QUEUED). */
+void sv_tx_flag_error(sv_ctx *c);
+sv_tx *sv_tx_get(sv_session *s); /* made on first use */
+void sv_tx_queue(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv);
+/* The connection is gone: the queue and the watches kept on sh go. */
+void sv_tx_free(sv_shard *sh, sv_session *s);
+/* Watches (forwarding records the versions another shard answered). */
+int sv_tx_watching(const sv_tx *tx, sv_str key);
+void sv_tx_add_watch(sv_tx *tx, sv_str key, int shard, uint64_t version);
+/* Forgets the watches kept by shard `shard` (-1: all): those kept on sh are
+ * released, another shard's are marked released (fwd.c tells that shard). */
+void sv_tx_drop_watches(sv_shard *sh, sv_tx *tx, int shard);
+/* Forgets the queue (EXEC sent it elsewhere, DISCARD, EXECABORT). */
+void sv_tx_clear_queue(sv_tx *tx);
 
 /* HSCAN/SSCAN/ZSCAN over a collection's dict; kind is SV_T_HASH/SET/ZSET. */
 void sv_scan_collection(sv_ctx *c, sv_dict *d, uint64_t cursor, int argc, sv_str *argv, int kind);

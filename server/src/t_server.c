@@ -280,8 +280,8 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
     } else if (!strcmp(name, "clients")) {
         n = snprintf(tmp, sizeof(tmp),
                      "# Clients\r\nconnected_clients:%d\r\ncluster_connections:0\r\nmaxclients:%d\r\n"
-                     "blocked_clients:%d\r\ntracking_clients:0\r\n\r\n",
-                     sh->nclients, sv_cfg.maxclients, blocked_total());
+                     "blocked_clients:%d\r\ntracking_clients:0\r\ntotal_watched_keys:%llu\r\n\r\n",
+                     sh->nclients, sv_cfg.maxclients, blocked_total(), (unsigned long long)sh->nwatched); /* this shard's */
     } else if (!strcmp(name, "stats")) {
         uint64_t ps_sent, ps_wake, ps_recv;
         sv_pubsub_stats(&ps_sent, &ps_wake, &ps_recv);
@@ -672,6 +672,10 @@ void sv_cmd_reset(sv_ctx *c, int argc, sv_str *argv)
     (void)argv;
     set_name(c->sess, (sv_str){"", 0});
     sv_pubsub_unsubscribe_all(c->sh, c->sess);
+    if (c->sess->tx) { /* out of MULTI, nothing watched (fwd.c released other shards' watches) */
+        sv_tx_clear_queue(c->sess->tx);
+        sv_tx_drop_watches(c->sh, c->sess->tx, -1);
+    }
     c->sess->proto = 2;
     c->r.proto = 2;
     sv_add_status(&c->r, "RESET");

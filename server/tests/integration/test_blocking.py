@@ -269,3 +269,27 @@ def test_shutdown_with_parked_clients():
         wait_blocked(s.port, i + 1)
     code, err = s.stop()
     assert code == 0, err
+
+
+def test_multi_exec_pushes_wake_and_blocking_inside_does_not_park(server):
+    a = Conn(server.port)
+    a.send("BLPOP", "{mx}q", "0")
+    wait_blocked(server.port, 1)
+    t = Conn(server.port)
+    assert t.call("MULTI") == "OK"
+    assert t.call("RPUSH", "{mx}q", "e1", "e2") == "QUEUED"
+    assert t.call("RPUSH", "{mx}other", "x") == "QUEUED"
+    # the waiter is served after EXEC, not in the middle of it: the LLEN inside sees both
+    assert t.call("LLEN", "{mx}q") == "QUEUED"
+    assert t.call("EXEC") == [2, 1, 2]
+    assert a.read() == [b"{mx}q", b"e1"]
+    wait_blocked(server.port, 0)
+    # inside MULTI the blocking commands answer at once, as their non-blocking forms
+    assert t.call("MULTI") == "OK"
+    for cmd in (["BLPOP", "{mx}empty", "0"], ["BLMOVE", "{mx}empty", "{mx}d", "LEFT", "LEFT", "0"],
+                ["BRPOPLPUSH", "{mx}empty", "{mx}d", "0"], ["BZPOPMIN", "{mx}empty", "0"],
+                ["BLMPOP", "0", "1", "{mx}empty", "LEFT"], ["BZMPOP", "0", "1", "{mx}empty", "MIN"],
+                ["BLPOP", "{mx}q", "0"]):
+        assert t.call(*cmd) == "QUEUED"
+    assert t.call("EXEC") == [NullArray(), None, None, NullArray(), NullArray(), NullArray(), [b"{mx}q", b"e2"]]
+    assert blocked(server.port) == 0
