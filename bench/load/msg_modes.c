@@ -108,9 +108,29 @@ static void flush_out(mconn *c)
     epoll_ctl(g_epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
+static mconn *g_all[4096];
+static int g_nall;
+
+static void free_all(void)
+{
+    for (int i = 0; i < g_nall; i++) {
+        close(g_all[i]->fd);
+        free(g_all[i]->in);
+        free(g_all[i]->out);
+        free(g_all[i]->next);
+        free(g_all[i]);
+    }
+    g_nall = 0;
+}
+
 static mconn *open_conn(int role, int idx)
 {
+    if (g_nall == (int)(sizeof g_all / sizeof g_all[0])) {
+        fprintf(stderr, "slotlane-load: too many connections\n");
+        exit(2);
+    }
     mconn *c = calloc(1, sizeof *c);
+    g_all[g_nall++] = c;
     c->role = role;
     c->idx = idx;
     c->fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -374,7 +394,9 @@ int sl_load_msg_mode(int argc, char **argv)
         else usage("unknown or incomplete argument");
     }
     if (!mode || (strcmp(mode, "blpop") && strcmp(mode, "publish"))) usage("--mode blpop or publish");
-    if (g_port <= 0 || g_pairs < 1 || g_subs < 0 || g_pubs < 1 || g_pipeline < 1 || secs <= 0) usage("bad value");
+    if (g_port <= 0 || g_pairs < 1 || g_subs < 0 || g_pubs < 1 || g_pipeline < 1 || secs <= 0 ||
+        2 * g_pairs + g_subs + g_pubs > 4000)
+        usage("bad value");
     g_epfd = epoll_create1(0);
     double t0, t1;
     long long deliveries = 0;
@@ -424,6 +446,12 @@ int sl_load_msg_mode(int argc, char **argv)
     double el = t1 - t0;
     printf("mode %s: %lld ops in %.2f s, %.0f ops/s%s%s\n", mode, g_ops, el, (double)g_ops / el,
            g_failed ? ", FAILED: " : "", g_failed ? g_error : "");
+    free_all();
+    free(g_waiters);
+    free(g_pushers);
+    free(g_subscribers);
+    free(g_publishers);
+    close(g_epfd);
     if (json) {
         FILE *f = fopen(json, "w");
         if (!f) {
