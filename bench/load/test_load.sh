@@ -132,6 +132,22 @@ out=$("$LOAD" --port "$PLAIN_PORT" --threads 1 --conns 1 --pipeline 1 --multi-in
 [ "$rc" = 1 ] && grep -q "did not answer an integer" <<<"$out" || fail "--multi-incr on a list key: rc $rc, $out"
 echo "  ok: a failed INCR inside EXEC is an error"
 
+echo "slotlane-load --mode blpop|publish (msg_modes.c): every reply and message checked"
+"$LOAD" --mode blpop --port "$PLAIN_PORT" --pairs 2 --test-time 0.5 --json "$TMP/blpop.json" >/dev/null ||
+  fail "--mode blpop failed: $(cat "$TMP/blpop.json" 2>/dev/null)"
+"$LOAD" --mode publish --port "$PLAIN_PORT" --subscribers 3 --publishers 2 --pipeline 8 --test-time 0.5 \
+  --json "$TMP/publish.json" >/dev/null || fail "--mode publish failed: $(cat "$TMP/publish.json" 2>/dev/null)"
+python3 - "$TMP/blpop.json" "$TMP/publish.json" <<'PY' || fail "message mode records wrong"
+import json, sys
+b, p = (json.load(open(f)) for f in sys.argv[1:])
+assert b["errors"] == 0 and b["ops"] > 0, b
+assert p["errors"] == 0 and p["ops"] > 0 and p["deliveries"] == 3 * p["ops"], p
+PY
+rc=0
+out=$("$LOAD" --mode publish --port "$DEAD_PORT" --test-time 0.2 2>&1 >/dev/null) || rc=$?
+[ "$rc" = 1 ] && grep -q "cannot connect" <<<"$out" || fail "--mode on a dead port: rc $rc ($out)"
+echo "  ok: blpop $(python3 -c "import json;print(json.load(open('$TMP/blpop.json'))['ops'])") ops, publish $(python3 -c "import json;print(json.load(open('$TMP/publish.json'))['ops'])") ops to 3 subscribers"
+
 echo "slotlane-load: slotlane-server, 2 shards per-shard, --cluster"
 start_server() {
   "$SERVER" --shards 2 --port "$SHARD_PORT" --loglevel warning >"$TMP/server.log" 2>&1 &

@@ -10,6 +10,8 @@
 
 #include "server.h"
 #include "aof.h"
+#include "notify.h"
+#include "pubsub.h"
 
 /* The policy fields at the end of sv_cmd are zero (the default policy) in every entry
  * that does not name them: entries written positionally, as C(...) does, leave them
@@ -23,6 +25,8 @@
 #define M SV_CMD_MOVABLE
 #define A SV_CMD_ADMIN
 #define L (SV_CMD_LOADING | SV_CMD_STALE)
+#define B SV_CMD_BLOCKING
+#define P SV_CMD_PUBSUB
 #define NS SV_CMD_NOSCRIPT
 
 static int sintercard_keys(int argc, sv_str *argv, int *keys, int max)
@@ -104,6 +108,11 @@ static const sv_cmd table[] = {
     C(lpos, -3, R, 1, 1, 1, "@read @list @slow"),
     CP(lmove, 5, W | D, 1, 2, 1, "@write @list @slow", .coord = SV_COORD_LMOVE, NOOP0),
     CP(rpoplpush, 3, W | D, 1, 2, 1, "@write @list @slow", .coord = SV_COORD_RPOPLPUSH, NOOP0),
+    CP(blpop, -3, W | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @list @slow @blocking", NOOP0),
+    CP(brpop, -3, W | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @list @slow @blocking", NOOP0),
+    CP(brpoplpush, 4, W | D | B | SV_CMD_NOSCRIPT, 1, 2, 1, "@write @list @slow @blocking", NOOP0),
+    CP(blmove, 6, W | D | B | SV_CMD_NOSCRIPT, 1, 2, 1, "@write @list @slow @blocking", NOOP0),
+    {"blmpop", sv_cmd_blmpop, -5, W | B | M, 0, 0, 0, "@write @list @slow @blocking", sv_mpop_keys, NOOP0},
     /* hashes */
     C(hset, -4, W | D | F, 1, 1, 1, "@write @hash @fast"),
     CP(hsetnx, 4, W | D | F, 1, 1, 1, "@write @hash @fast", NOOP0),
@@ -162,6 +171,19 @@ static const sv_cmd table[] = {
     CP(zremrangebyscore, 4, W, 1, 1, 1, "@write @sortedset @slow", NOOP0),
     CP(zremrangebylex, 4, W, 1, 1, 1, "@write @sortedset @slow", NOOP0),
     C(zscan, -3, R, 1, 1, 1, "@read @sortedset @slow"),
+    CP(bzpopmin, -3, W | F | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @sortedset @fast @blocking", NOOP0),
+    CP(bzpopmax, -3, W | F | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @sortedset @fast @blocking", NOOP0),
+    {"bzmpop", sv_cmd_bzmpop, -5, W | B | M, 0, 0, 0, "@write @sortedset @slow @blocking", sv_mpop_keys, NOOP0},
+    /* pub/sub */
+    C(subscribe, -2, P | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@pubsub @slow"),
+    C(psubscribe, -2, P | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@pubsub @slow"),
+    C(unsubscribe, -1, P | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@pubsub @slow"),
+    C(punsubscribe, -1, P | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@pubsub @slow"),
+    C(ssubscribe, -2, P | SV_CMD_NOSCRIPT | L, 1, -1, 1, "@pubsub @slow"),
+    C(sunsubscribe, -1, P | SV_CMD_NOSCRIPT | L, 1, -1, 1, "@pubsub @slow"),
+    C(publish, 3, P | L | F, 0, 0, 0, "@pubsub @fast"),
+    C(spublish, 3, P | L | F, 1, 1, 1, "@pubsub @fast"),
+    C(pubsub, -2, 0, 0, 0, 0, "@slow"),
     /* connection and server */
     C(ping, -1, F, 0, 0, 0, "@fast @connection"),
     C(echo, 2, F, 0, 0, 0, "@fast @connection"),
@@ -356,10 +378,15 @@ void sv_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv)
         return;
     }
     size_t off = c->r.out->len;
+    int ntf = sv_notify_flags != 0; /* keyspace notifications: queued inside, published after (notify.c) */
+    if (ntf) sv_notify_begin(c->sh);
     cmd->fn(c, argc, argv);
-    /* durability: what a write changed goes to the shard's log (aof.c) */
-    if (c->sh->aof) sv_aof_feed(c, cmd, argc, argv, off);
-    signal_written(c, cmd, argc, argv, off);
+    if (!c->blocked) { /* (a parked command changed nothing yet) */
+        /* durability: what a write changed goes to the shard's log (aof.c) */
+        if (c->sh->aof) sv_aof_feed(c, cmd, argc, argv, off);
+        signal_written(c, cmd, argc, argv, off);
+    }
+    if (ntf) sv_notify_end(c, cmd, argc, argv, off);
 }
 
 void sv_execute(sv_ctx *c, int argc, sv_str *argv)
@@ -384,6 +411,21 @@ void sv_execute(sv_ctx *c, int argc, sv_str *argv)
     }
     if (sv_cfg.shards > 1 && !c->noroute && (cmd->first || cmd->getkeys) && !route(c, cmd, argc, argv)) {
         sv_tx_flag_error(c); /* MOVED or CROSSSLOT of a queued command fails the transaction, as in Redis Cluster */
+        return;
+    }
+    if (c->sess->ps && sv_pubsub_resp2_restricted(c->sess) && !sv_pubsub_allowed_cmd(cmd->fn)) {
+        /* named as Redis names it: a container command with its subcommand */
+        static const char *containers[] = {"client", "config", "command", "cluster", "function", "pubsub", "object"};
+        char name[80];
+        snprintf(name, sizeof(name), "%s", cmd->name);
+        for (size_t i = 0; i < sizeof(containers) / sizeof(containers[0]) && argc >= 2; i++)
+            if (!strcmp(cmd->name, containers[i])) {
+                size_t l = strlen(name), sl = argv[1].len > 32 ? 32 : argv[1].len;
+                name[l++] = '|';
+                for (size_t j = 0; j < sl; j++) name[l++] = (char)tolower((unsigned char)argv[1].p[j]);
+                name[l] = 0;
+            }
+        sv_add_errorf(&c->r, "Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", name);
         return;
     }
     if (queue) {

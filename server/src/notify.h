@@ -1,0 +1,63 @@
+/* notify: keyspace notifications (`notify-keyspace-events`), Redis 7.0's classes and
+ * event names, published on `__keyspace@0__:<key>` (message: the event) and
+ * `__keyevent@0__:<event>` (message: the key) to the subscribers of every shard.
+ *
+ * How a command declares its events:
+ *   - an event that is fixed for the command (SET: "set" on its key, LPUSH: "lpush")
+ *     is declared once, in the table of notify.c (command, class, event, and the
+ *     reply that means "it changed something": any non-error reply, a positive
+ *     integer, or a non-null reply); it fires on argv[1] after the command ran;
+ *   - an event that depends on what the command did (DEL: one "del" per key it
+ *     removed; RENAME: "rename_from" and "rename_to"; LMOVE: a pop and a push) is
+ *     fired inside the command with sv_notify();
+ *   - the keyspace fires "del" when an aggregate becomes empty, "expired" when a key
+ *     expires and "new" when a key is created (db.c).
+ * Inside a command, notifications queue and are published after it, the table's
+ * fixed event first (Redis fires the command's event before the "del" of an emptied
+ * key). When notifications are off (the default) a command pays one load. */
+#ifndef SV_NOTIFY_H
+#define SV_NOTIFY_H
+
+#include "server.h"
+
+enum {
+    SV_N_KEYSPACE = 1 << 0, /* K */
+    SV_N_KEYEVENT = 1 << 1, /* E */
+    SV_N_GENERIC = 1 << 2,  /* g */
+    SV_N_STRING = 1 << 3,   /* $ */
+    SV_N_LIST = 1 << 4,     /* l */
+    SV_N_SET = 1 << 5,      /* s */
+    SV_N_HASH = 1 << 6,     /* h */
+    SV_N_ZSET = 1 << 7,     /* z */
+    SV_N_EXPIRED = 1 << 8,  /* x */
+    SV_N_EVICTED = 1 << 9,  /* e */
+    SV_N_STREAM = 1 << 10,  /* t */
+    SV_N_KEY_MISS = 1 << 11, /* m */
+    SV_N_MODULE = 1 << 12,  /* d */
+    SV_N_NEW = 1 << 13,     /* n */
+};
+#define SV_N_ALL (SV_N_GENERIC | SV_N_STRING | SV_N_LIST | SV_N_SET | SV_N_HASH | SV_N_ZSET | SV_N_EXPIRED | \
+                  SV_N_EVICTED | SV_N_STREAM | SV_N_MODULE)
+
+extern _Atomic int sv_notify_flags;
+
+/* Fires an event of a class on a key (queued while a command runs). */
+void sv_notify(sv_shard *sh, int cls, const char *event, sv_str key);
+static inline int sv_notify_wanted(int cls)
+{
+    int f = sv_notify_flags;
+    return (f & cls) && (f & (SV_N_KEYSPACE | SV_N_KEYEVENT));
+}
+
+/* For sv_execute: around every command (the fixed event from the reply, then the
+ * queue). */
+void sv_notify_begin(sv_shard *sh);
+void sv_notify_end(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t reply_off);
+
+/* CONFIG: parses "KEA..." (0 on an invalid character), and formats flags as Redis. */
+int sv_notify_parse(sv_str s, int *flags);
+void sv_notify_format(int flags, char *out, size_t cap);
+
+void sv_notify_free_shard(sv_shard *sh);
+
+#endif
