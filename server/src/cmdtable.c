@@ -140,6 +140,7 @@ static const sv_cmd table[] = {
     C(zrevrank, 3, R | F, 1, 1, 1, "@read @sortedset @fast"),
     C(zrange, -4, R, 1, 1, 1, "@read @sortedset @slow"),
     C(zrevrange, -4, R, 1, 1, 1, "@read @sortedset @slow"),
+    C(zrangestore, -5, W | D, 1, 2, 1, "@write @sortedset @slow"),
     C(zrangebyscore, -4, R, 1, 1, 1, "@read @sortedset @slow"),
     C(zrevrangebyscore, -4, R, 1, 1, 1, "@read @sortedset @slow"),
     C(zrangebylex, -4, R, 1, 1, 1, "@read @sortedset @slow"),

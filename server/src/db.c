@@ -58,6 +58,7 @@ sv_obj *sv_obj_new(int type)
         sv_zset *z = sv_calloc(1, sizeof(*z));
         z->h.type = SV_T_ZSET;
         sv_dict_init(&z->d);
+        sv_zsl_init(&z->zsl);
         return &z->h;
     }
     }
@@ -79,8 +80,8 @@ void sv_list_free(sv_list *l)
 
 void sv_zset_free(sv_zset *z)
 {
+    sv_zsl_free(&z->zsl);
     sv_dict_clear(&z->d, NULL, NULL);
-    free(z->a);
     free(z);
 }
 
@@ -228,7 +229,7 @@ void sv_db_delete_if_empty(sv_shard *sh, sv_entry *e)
     case SV_T_LIST: empty = ((sv_list *)o)->len == 0; break;
     case SV_T_HASH: empty = sv_dict_size(&((sv_hashobj *)o)->d) == 0; break;
     case SV_T_SET: empty = sv_dict_size(&((sv_set *)o)->d) == 0; break;
-    case SV_T_ZSET: empty = ((sv_zset *)o)->len == 0; break;
+    case SV_T_ZSET: empty = ((sv_zset *)o)->zsl.length == 0; break;
     }
     if (empty) sv_db_delete_entry(sh, e);
 }

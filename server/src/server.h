@@ -16,6 +16,7 @@
 #include "proto.h"
 #include "slot.h"
 #include "util.h"
+#include "zskiplist.h"
 
 #define SV_VERSION "7.0.15"  /* the Redis version we answer as (clients read it) */
 #define SV_MAX_SHARDS 256
@@ -82,14 +83,13 @@ typedef struct sv_set {
     sv_dict d; /* member -> (nothing) */
 } sv_set;
 
-/* A sorted set: member -> score in the dict, plus the entries ordered by
- * (score, member) in an array for ranks and ranges (binary search; insertion
- * moves pointers, which is fast for the sizes tests and benchmarks use). */
+/* A sorted set: member -> score in the dict (u.d), plus the entries ordered by
+ * (score, member) in a skiplist for ranks and ranges (O(log n) insert, delete,
+ * rank; zskiplist.h). */
 typedef struct sv_zset {
     sv_obj h;
     sv_dict d;
-    sv_entry **a;
-    size_t len, cap;
+    sv_zsl zsl;
 } sv_zset;
 
 sv_blob *sv_blob_new(const void *p, size_t n);
@@ -306,7 +306,7 @@ SV_DECL(zadd); SV_DECL(zrem); SV_DECL(zscore); SV_DECL(zmscore); SV_DECL(zincrby
 SV_DECL(zcount); SV_DECL(zrank); SV_DECL(zrevrank); SV_DECL(zrange); SV_DECL(zrangebyscore);
 SV_DECL(zrevrangebyscore); SV_DECL(zrangebylex); SV_DECL(zrevrangebylex); SV_DECL(zpopmin); SV_DECL(zpopmax);
 SV_DECL(zremrangebyrank); SV_DECL(zremrangebyscore); SV_DECL(zremrangebylex); SV_DECL(zscan);
-SV_DECL(zrevrange); SV_DECL(zlexcount);
+SV_DECL(zrevrange); SV_DECL(zlexcount); SV_DECL(zrangestore);
 /* internal, between shards (t_transfer.c) */
 SV_DECL(slotlane_take); SV_DECL(slotlane_restore);
 

@@ -37,7 +37,7 @@ void sv_cmd_slotlane_take(sv_ctx *c, int argc, sv_str *argv)
     case SV_T_LIST: n = (long long)((sv_list *)o)->len; break;
     case SV_T_HASH: n = 2 * (long long)sv_dict_size(&((sv_hashobj *)o)->d); break;
     case SV_T_SET: n = (long long)sv_dict_size(&((sv_set *)o)->d); break;
-    case SV_T_ZSET: n = 2 * (long long)((sv_zset *)o)->len; break;
+    case SV_T_ZSET: n = 2 * (long long)((sv_zset *)o)->zsl.length; break;
     }
     sv_add_array(&c->r, 2 + n);
     sv_add_bulk_cstr(&c->r, type_names[o->type]);
@@ -72,11 +72,11 @@ void sv_cmd_slotlane_take(sv_ctx *c, int argc, sv_str *argv)
     }
     case SV_T_ZSET: {
         sv_zset *z = (sv_zset *)o;
-        for (size_t i = 0; i < z->len; i++) {
+        for (sv_zsl_node *x = sv_zsl_first(&z->zsl); x; x = x->level[0].forward) {
             char num[64];
-            int k = snprintf(num, sizeof(num), "%.17g", z->a[i]->u.d);
+            int k = snprintf(num, sizeof(num), "%.17g", x->e->u.d);
             sv_add_bulk(&c->r, num, (size_t)k);
-            sv_add_bulk(&c->r, z->a[i]->key, z->a[i]->klen);
+            sv_add_bulk(&c->r, x->e->key, x->e->klen);
         }
         break;
     }
