@@ -28,6 +28,27 @@ static int sintercard_keys(int argc, sv_str *argv, int *keys, int max)
     return k;
 }
 
+/* numkeys at argv[1], keys after it (ZUNION ZINTER ZDIFF ZINTERCARD LMPOP ZMPOP) */
+static int numkeys1_keys(int argc, sv_str *argv, int *keys, int max)
+{
+    long long n;
+    if (argc < 3 || !sv_str2ll(argv[1].p, argv[1].len, &n) || n < 1 || n > argc - 2) return -1;
+    int k = 0;
+    for (int i = 0; i < n && k < max; i++) keys[k++] = 2 + i;
+    return k;
+}
+
+/* the destination at argv[1], numkeys at argv[2], keys after it (the *STORE forms) */
+static int numkeys2_keys(int argc, sv_str *argv, int *keys, int max)
+{
+    long long n;
+    if (argc < 4 || !sv_str2ll(argv[2].p, argv[2].len, &n) || n < 1 || n > argc - 3) return -1;
+    int k = 0;
+    if (max > 0) keys[k++] = 1;
+    for (int i = 0; i < n && k < max; i++) keys[k++] = 3 + i;
+    return k;
+}
+
 #define C(name, arity, flags, first, last, step, acl) {#name, sv_cmd_##name, arity, flags, first, last, step, acl, NULL}
 
 static const sv_cmd table[] = {
@@ -92,6 +113,7 @@ static const sv_cmd table[] = {
     C(lpos, -3, R, 1, 1, 1, "@read @list @slow"),
     C(lmove, 5, W | D, 1, 2, 1, "@write @list @slow"),
     C(rpoplpush, 3, W | D, 1, 2, 1, "@write @list @slow"),
+    {"lmpop", sv_cmd_lmpop, -4, W | M, 0, 0, 0, "@write @list @slow", numkeys1_keys},
     /* hashes */
     C(hset, -4, W | D | F, 1, 1, 1, "@write @hash @fast"),
     C(hsetnx, 4, W | D | F, 1, 1, 1, "@write @hash @fast"),
@@ -151,6 +173,15 @@ static const sv_cmd table[] = {
     C(zremrangebyscore, 4, W, 1, 1, 1, "@write @sortedset @slow"),
     C(zremrangebylex, 4, W, 1, 1, 1, "@write @sortedset @slow"),
     C(zscan, -3, R, 1, 1, 1, "@read @sortedset @slow"),
+    C(zrandmember, -2, R, 1, 1, 1, "@read @sortedset @slow"),
+    {"zmpop", sv_cmd_zmpop, -4, W | M, 0, 0, 0, "@write @sortedset @slow", numkeys1_keys},
+    {"zunion", sv_cmd_zunion, -3, R | M, 0, 0, 0, "@read @sortedset @slow", numkeys1_keys},
+    {"zinter", sv_cmd_zinter, -3, R | M, 0, 0, 0, "@read @sortedset @slow", numkeys1_keys},
+    {"zdiff", sv_cmd_zdiff, -3, R | M, 0, 0, 0, "@read @sortedset @slow", numkeys1_keys},
+    {"zintercard", sv_cmd_zintercard, -3, R | M, 0, 0, 0, "@read @sortedset @slow", numkeys1_keys},
+    {"zunionstore", sv_cmd_zunionstore, -4, W | D | M, 1, 1, 1, "@write @sortedset @slow", numkeys2_keys},
+    {"zinterstore", sv_cmd_zinterstore, -4, W | D | M, 1, 1, 1, "@write @sortedset @slow", numkeys2_keys},
+    {"zdiffstore", sv_cmd_zdiffstore, -4, W | D | M, 1, 1, 1, "@write @sortedset @slow", numkeys2_keys},
     /* connection and server */
     C(ping, -1, F, 0, 0, 0, "@fast @connection"),
     C(echo, 2, F, 0, 0, 0, "@fast @connection"),

@@ -1,6 +1,7 @@
 /* db: objects and the per-shard keyspace — lookup with lazy expiry, add, delete,
  * TTLs, the per-slot key counts — plus the argument helpers every command uses. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -364,6 +365,37 @@ int sv_parse_scanopts(sv_ctx *c, int argc, sv_str *argv, int i, int allowtype, s
             else if (sv_eq(t, "zset")) o->type = SV_T_ZSET;
             else o->type = 99; /* unknown type: matches nothing, as in Redis 7.0 */
             i += 2;
+        } else {
+            sv_add_error(&c->r, SV_ERR_SYNTAX);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int sv_parse_mpop(sv_ctx *c, int argc, sv_str *argv, const char *first, const char *second, sv_mpop *o)
+{
+    /* Redis 7.0's order: numkeys, the keys' count against the arguments, the
+     * direction, then COUNT (the keys are looked at only after all of these) */
+    if (!sv_get_ll_range(c, argv[1], 1, LONG_MAX, &o->numkeys, "numkeys should be greater than 0")) return 0;
+    if (o->numkeys > argc - 3) {
+        sv_add_error(&c->r, SV_ERR_SYNTAX);
+        return 0;
+    }
+    int j = 2 + (int)o->numkeys;
+    if (sv_eq(argv[j], first)) o->which = 0;
+    else if (sv_eq(argv[j], second)) o->which = 1;
+    else {
+        sv_add_error(&c->r, SV_ERR_SYNTAX);
+        return 0;
+    }
+    o->count = 1;
+    int counted = 0;
+    for (j++; j < argc; j++) {
+        if (!counted && sv_eq(argv[j], "count") && j + 1 < argc) {
+            if (!sv_get_ll_range(c, argv[j + 1], 1, LONG_MAX, &o->count, "count should be greater than 0")) return 0;
+            counted = 1;
+            j++;
         } else {
             sv_add_error(&c->r, SV_ERR_SYNTAX);
             return 0;

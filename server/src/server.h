@@ -262,6 +262,13 @@ typedef struct sv_scanopts {
     int has_match;
     int type; /* -1 any */
 } sv_scanopts;
+/* LMPOP/ZMPOP's numkeys key... FIRST|SECOND [COUNT n] (which: 0 first, 1 second);
+ * replies the error and returns 0 on bad arguments. */
+typedef struct sv_mpop {
+    long long numkeys, count;
+    int which;
+} sv_mpop;
+int sv_parse_mpop(sv_ctx *c, int argc, sv_str *argv, const char *first, const char *second, sv_mpop *o);
 int sv_parse_scan_cursor(sv_ctx *c, sv_str a, uint64_t *cursor);
 int sv_parse_scanopts(sv_ctx *c, int argc, sv_str *argv, int start, int allowtype, sv_scanopts *o);
 
@@ -291,7 +298,7 @@ SV_DECL(expiretime); SV_DECL(pexpiretime);
 /* lists */
 SV_DECL(lpush); SV_DECL(rpush); SV_DECL(lpushx); SV_DECL(rpushx); SV_DECL(lpop); SV_DECL(rpop);
 SV_DECL(llen); SV_DECL(lrange); SV_DECL(lindex); SV_DECL(lset); SV_DECL(linsert); SV_DECL(lrem);
-SV_DECL(ltrim); SV_DECL(lpos); SV_DECL(lmove); SV_DECL(rpoplpush);
+SV_DECL(ltrim); SV_DECL(lpos); SV_DECL(lmove); SV_DECL(rpoplpush); SV_DECL(lmpop);
 /* hashes */
 SV_DECL(hset); SV_DECL(hsetnx); SV_DECL(hget); SV_DECL(hmget); SV_DECL(hdel); SV_DECL(hlen);
 SV_DECL(hexists); SV_DECL(hgetall); SV_DECL(hkeys); SV_DECL(hvals); SV_DECL(hincrby);
@@ -307,6 +314,8 @@ SV_DECL(zcount); SV_DECL(zrank); SV_DECL(zrevrank); SV_DECL(zrange); SV_DECL(zra
 SV_DECL(zrevrangebyscore); SV_DECL(zrangebylex); SV_DECL(zrevrangebylex); SV_DECL(zpopmin); SV_DECL(zpopmax);
 SV_DECL(zremrangebyrank); SV_DECL(zremrangebyscore); SV_DECL(zremrangebylex); SV_DECL(zscan);
 SV_DECL(zrevrange); SV_DECL(zlexcount); SV_DECL(zrangestore);
+SV_DECL(zrandmember); SV_DECL(zmpop); SV_DECL(zunion); SV_DECL(zinter); SV_DECL(zdiff); SV_DECL(zunionstore);
+SV_DECL(zinterstore); SV_DECL(zdiffstore); SV_DECL(zintercard);
 /* internal, between shards (t_transfer.c) */
 SV_DECL(slotlane_take); SV_DECL(slotlane_restore);
 

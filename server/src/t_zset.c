@@ -685,3 +685,309 @@ void sv_cmd_zscan(sv_ctx *c, int argc, sv_str *argv)
     if (r != 1) return;
     sv_scan_collection(c, &z->d, cursor, argc, argv, SV_T_ZSET);
 }
+
+/* ---- ZRANDMEMBER, ZMPOP ---- */
+
+void sv_cmd_zrandmember(sv_ctx *c, int argc, sv_str *argv)
+{
+    long long count = 0;
+    int withscores = 0, hascount = argc >= 3;
+    if (hascount) {
+        if (!sv_str2ll(argv[2].p, argv[2].len, &count)) {
+            sv_add_error(&c->r, SV_ERR_NOTINT);
+            return;
+        }
+        if (count == LLONG_MIN) {
+            sv_add_error(&c->r, "value is out of range, value must between -9223372036854775807 and 9223372036854775807");
+            return;
+        }
+        if ((argc == 4 && !sv_eq(argv[3], "withscores")) || argc > 4) {
+            sv_add_error(&c->r, SV_ERR_SYNTAX);
+            return;
+        }
+        withscores = argc == 4;
+    }
+    sv_entry *e = NULL;
+    sv_zset *z = NULL;
+    int r = get_zset(c, argv[1], &e, &z);
+    if (r < 0) return;
+    if (!hascount) {
+        sv_entry *m = r ? sv_dict_random(&z->d) : NULL;
+        if (m) sv_add_bulk(&c->r, m->key, m->klen);
+        else sv_add_null(&c->r);
+        return;
+    }
+    if (r == 0 || count == 0) {
+        sv_add_empty_array(&c->r);
+        return;
+    }
+    int nested = withscores && c->r.proto >= 3;
+    if (count < 0) {
+        /* repeats allowed: streamed; a count too large stops at the output limit */
+        unsigned long long n = (unsigned long long)(-count);
+        sv_add_array(&c->r, nested || !withscores ? (long long)n : (long long)(n * 2));
+        for (unsigned long long i = 0; i < n; i++) {
+            if ((long long)c->r.out->len > sv_cfg.output_limit) break;
+            sv_entry *m = sv_dict_random(&z->d);
+            if (nested) sv_add_array(&c->r, 2);
+            sv_add_bulk(&c->r, m->key, m->klen);
+            if (withscores) sv_add_double(&c->r, m->u.d);
+        }
+        return;
+    }
+    /* distinct members: a partial shuffle of all of them */
+    size_t size = z->zsl.length, n = 0;
+    sv_entry **pick = sv_malloc(size * sizeof(*pick));
+    for (sv_zsl_node *x = sv_zsl_first(&z->zsl); x; x = x->level[0].forward) pick[n++] = x->e;
+    size_t want = (size_t)count < n ? (size_t)count : n;
+    for (size_t i = 0; i < want; i++) {
+        size_t j = i + sv_rand64() % (n - i);
+        sv_entry *t = pick[i];
+        pick[i] = pick[j];
+        pick[j] = t;
+    }
+    sv_add_array(&c->r, nested || !withscores ? (long long)want : (long long)(want * 2));
+    for (size_t i = 0; i < want; i++) {
+        if (nested) sv_add_array(&c->r, 2);
+        sv_add_bulk(&c->r, pick[i]->key, pick[i]->klen);
+        if (withscores) sv_add_double(&c->r, pick[i]->u.d);
+    }
+    free(pick);
+}
+
+/* ZMPOP numkeys key... MIN|MAX [COUNT n]: [key, [[member, score]...]] of the first
+ * non-empty sorted set (pairs nested in RESP2 too, as Redis). */
+void sv_cmd_zmpop(sv_ctx *c, int argc, sv_str *argv)
+{
+    sv_mpop o;
+    if (!sv_parse_mpop(c, argc, argv, "min", "max", &o)) return;
+    for (long long k = 0; k < o.numkeys; k++) {
+        sv_entry *e = NULL;
+        sv_zset *z = NULL;
+        int r = get_zset(c, argv[2 + k], &e, &z);
+        if (r < 0) return;
+        if (r == 0) continue;
+        long long n = (size_t)o.count > z->zsl.length ? (long long)z->zsl.length : o.count;
+        sv_add_array(&c->r, 2);
+        sv_add_bulk(&c->r, argv[2 + k].p, argv[2 + k].len);
+        sv_add_array(&c->r, n);
+        while (n--) {
+            sv_entry *m = o.which ? z->zsl.tail->e : sv_zsl_first(&z->zsl)->e;
+            sv_add_array(&c->r, 2);
+            sv_add_bulk(&c->r, m->key, m->klen);
+            sv_add_double(&c->r, m->u.d);
+            zset_delete_entry(z, m);
+        }
+        sv_dict_maybe_shrink(&z->d);
+        sv_db_delete_if_empty(c->sh, e);
+        return;
+    }
+    sv_add_null_array(&c->r);
+}
+
+/* ---- ZUNION ZINTER ZDIFF, their STORE forms, ZINTERCARD ---- */
+
+enum { ZOP_UNION, ZOP_INTER, ZOP_DIFF, ZOP_INTERCARD };
+enum { AGG_SUM, AGG_MIN, AGG_MAX };
+
+/* An input: a sorted set, or a set (every member scores 1), or missing (empty). */
+typedef struct zsrc {
+    sv_obj *o;
+    double weight;
+    size_t card;
+} zsrc;
+
+static sv_dict *src_dict(const zsrc *s)
+{
+    if (!s->o) return NULL;
+    return s->o->type == SV_T_ZSET ? &((sv_zset *)s->o)->d : &((sv_set *)s->o)->d;
+}
+
+static int src_find(const zsrc *s, const char *m, size_t l, double *score)
+{
+    sv_dict *d = src_dict(s);
+    sv_entry *e = d ? sv_dict_find(d, m, l) : NULL;
+    if (!e) return 0;
+    *score = s->o->type == SV_T_ZSET ? e->u.d : 1.0;
+    return 1;
+}
+
+static double src_score(const zsrc *s, const sv_entry *e) { return s->o->type == SV_T_ZSET ? e->u.d : 1.0; }
+
+static void aggregate(double *target, double v, int agg)
+{
+    if (agg == AGG_SUM) {
+        *target = *target + v;
+        if (isnan(*target)) *target = 0.0; /* inf + -inf: 0, as Redis */
+    } else if (agg == AGG_MIN) {
+        if (v < *target) *target = v;
+    } else if (v > *target) {
+        *target = v;
+    }
+}
+
+static double weighted(const zsrc *s, double score)
+{
+    double v = s->weight * score;
+    return isnan(v) ? 0.0 : v; /* inf * 0 */
+}
+
+static int by_card(const void *a, const void *b)
+{
+    const zsrc *x = a, *y = b;
+    return x->card < y->card ? -1 : x->card > y->card;
+}
+
+/* Redis 7.0's zunionInterDiffGenericCommand. dst: argv index of the destination (0
+ * for none); numkeys at argv[dst + 1]. */
+static void zsetop_generic(sv_ctx *c, int argc, sv_str *argv, int dst, int op, const char *name)
+{
+    int ni = dst + 1;
+    long long numkeys;
+    if (!sv_get_ll(c, argv[ni], &numkeys)) return;
+    if (numkeys < 1) {
+        sv_add_errorf(&c->r, "at least 1 input key is needed for '%s' command", name);
+        return;
+    }
+    if (numkeys > argc - ni - 1) {
+        sv_add_error(&c->r, SV_ERR_SYNTAX);
+        return;
+    }
+    int n = (int)numkeys;
+    zsrc *src = sv_calloc((size_t)n, sizeof(zsrc));
+    for (int i = 0; i < n; i++) {
+        sv_entry *e = sv_db_lookup(c->sh, argv[ni + 1 + i]);
+        src[i].weight = 1.0;
+        if (!e) continue;
+        sv_obj *o = e->val;
+        if (o->type != SV_T_ZSET && o->type != SV_T_SET) {
+            sv_add_error(&c->r, SV_ERR_WRONGTYPE);
+            free(src);
+            return;
+        }
+        src[i].o = o;
+        src[i].card = sv_dict_size(src_dict(&src[i]));
+    }
+    int agg = AGG_SUM, withscores = 0;
+    long long limit = 0;
+    for (int j = ni + 1 + n; j < argc; j++) {
+        int remaining = argc - j;
+        if (op == ZOP_INTERCARD) {
+            if (remaining >= 2 && sv_eq(argv[j], "limit")) {
+                if (!sv_get_ll_range(c, argv[j + 1], 0, LONG_MAX, &limit, "LIMIT can't be negative")) goto out;
+                j++;
+                continue;
+            }
+        } else if (op != ZOP_DIFF && remaining >= n + 1 && sv_eq(argv[j], "weights")) {
+            for (int i = 0; i < n; i++)
+                if (!sv_str2d(argv[j + 1 + i].p, argv[j + 1 + i].len, &src[i].weight)) {
+                    sv_add_error(&c->r, "weight value is not a float");
+                    goto out;
+                }
+            j += n;
+            continue;
+        } else if (op != ZOP_DIFF && remaining >= 2 && sv_eq(argv[j], "aggregate")) {
+            if (sv_eq(argv[j + 1], "sum")) agg = AGG_SUM;
+            else if (sv_eq(argv[j + 1], "min")) agg = AGG_MIN;
+            else if (sv_eq(argv[j + 1], "max")) agg = AGG_MAX;
+            else {
+                sv_add_error(&c->r, SV_ERR_SYNTAX);
+                goto out;
+            }
+            j++;
+            continue;
+        } else if (!dst && sv_eq(argv[j], "withscores")) {
+            withscores = 1;
+            continue;
+        }
+        sv_add_error(&c->r, SV_ERR_SYNTAX);
+        goto out;
+    }
+    /* smallest first (Redis does the same; it also fixes the order of the sums);
+     * a difference keeps its first input first */
+    if (op != ZOP_DIFF) qsort(src, (size_t)n, sizeof(zsrc), by_card);
+    sv_zset *res = (sv_zset *)sv_obj_new(SV_T_ZSET);
+    long long card = 0;
+    if (op == ZOP_INTER || op == ZOP_INTERCARD) {
+        sv_dict *d0 = src_dict(&src[0]);
+        if (d0 && src[0].card) {
+            sv_dict_iter it;
+            sv_dict_iter_init(&it, d0);
+            for (sv_entry *m; (m = sv_dict_iter_next(&it));) {
+                double score = weighted(&src[0], src_score(&src[0], m)), v;
+                int j = 1;
+                for (; j < n; j++) {
+                    if (!src_find(&src[j], m->key, m->klen, &v)) break;
+                    aggregate(&score, weighted(&src[j], v), agg);
+                }
+                if (j < n) continue;
+                if (op == ZOP_INTERCARD) {
+                    card++;
+                    if (limit && card >= limit) break;
+                    continue;
+                }
+                sv_entry *r = sv_dict_add(&res->d, m->key, m->klen, NULL);
+                r->u.d = score;
+            }
+        }
+    } else if (op == ZOP_UNION) {
+        for (int i = 0; i < n; i++) {
+            sv_dict *d = src_dict(&src[i]);
+            if (!d) continue;
+            sv_dict_iter it;
+            sv_dict_iter_init(&it, d);
+            for (sv_entry *m; (m = sv_dict_iter_next(&it));) {
+                double v = weighted(&src[i], src_score(&src[i], m));
+                sv_entry *ex = NULL;
+                sv_entry *r = sv_dict_add(&res->d, m->key, m->klen, &ex);
+                if (r) r->u.d = v;
+                else aggregate(&ex->u.d, v, agg);
+            }
+        }
+    } else {
+        sv_dict *d0 = src_dict(&src[0]);
+        if (d0) {
+            sv_dict_iter it;
+            sv_dict_iter_init(&it, d0);
+            for (sv_entry *m; (m = sv_dict_iter_next(&it));) {
+                double v;
+                int j = 1;
+                while (j < n && !src_find(&src[j], m->key, m->klen, &v)) j++;
+                if (j < n) continue;
+                sv_entry *r = sv_dict_add(&res->d, m->key, m->klen, NULL);
+                r->u.d = src_score(&src[0], m);
+            }
+        }
+    }
+    if (op == ZOP_INTERCARD) {
+        sv_obj_free(&res->h);
+        sv_add_int(&c->r, card);
+        goto out;
+    }
+    sv_dict_iter it;
+    sv_dict_iter_init(&it, &res->d);
+    for (sv_entry *m; (m = sv_dict_iter_next(&it));) {
+        if (m->u.d == 0) m->u.d = 0.0; /* -0 as 0: Redis's small sets are listpacks, which print it "0" */
+        sv_zsl_insert(&res->zsl, m);
+    }
+    if (dst) {
+        store_zset(c, argv[dst], res);
+    } else {
+        size_t k = 0;
+        sv_entry **el = sv_malloc(sizeof(sv_entry *) * (res->zsl.length + 1));
+        for (sv_zsl_node *x = sv_zsl_first(&res->zsl); x; x = x->level[0].forward) el[k++] = x->e;
+        add_entries_reply(c, el, k, withscores);
+        free(el);
+        sv_obj_free(&res->h);
+    }
+out:
+    free(src);
+}
+
+void sv_cmd_zunion(sv_ctx *c, int argc, sv_str *argv) { zsetop_generic(c, argc, argv, 0, ZOP_UNION, "zunion"); }
+void sv_cmd_zinter(sv_ctx *c, int argc, sv_str *argv) { zsetop_generic(c, argc, argv, 0, ZOP_INTER, "zinter"); }
+void sv_cmd_zdiff(sv_ctx *c, int argc, sv_str *argv) { zsetop_generic(c, argc, argv, 0, ZOP_DIFF, "zdiff"); }
+void sv_cmd_zunionstore(sv_ctx *c, int argc, sv_str *argv) { zsetop_generic(c, argc, argv, 1, ZOP_UNION, "zunionstore"); }
+void sv_cmd_zinterstore(sv_ctx *c, int argc, sv_str *argv) { zsetop_generic(c, argc, argv, 1, ZOP_INTER, "zinterstore"); }
+void sv_cmd_zdiffstore(sv_ctx *c, int argc, sv_str *argv) { zsetop_generic(c, argc, argv, 1, ZOP_DIFF, "zdiffstore"); }
+void sv_cmd_zintercard(sv_ctx *c, int argc, sv_str *argv) { zsetop_generic(c, argc, argv, 0, ZOP_INTERCARD, "zintercard"); }

@@ -376,8 +376,71 @@ class Gen:
         if c == 5: return ["ZLEXCOUNT", k, lo, hi], [1], "exact"
         return ["ZREM", k, rng.choice(LEX)], [1], "exact"
 
+    def zsetop_cmd(self):
+        """ZUNION ZINTER ZDIFF (+STORE) ZINTERCARD ZRANGESTORE ZRANDMEMBER ZMPOP LMPOP:
+        sets are valid inputs of the zset operations (score 1)."""
+        rng = self.rng
+        c = rng.randrange(12)
+        if c in (0, 1, 2, 3):
+            op = rng.choice(["ZUNION", "ZINTER", "ZDIFF"])
+            ks = self.keys(rng.choice(["zset", "zset", "set"]), rng.randrange(1, 4))
+            n = rng.choice([str(len(ks))] * 6 + ["0", "x", "-1"] + ([] if self.sharded and not self.spread else [str(len(ks) + 1)]))
+            opts = []
+            if rng.random() < 0.4:
+                opts += ["WEIGHTS"] + [rng.choice(["1", "2", "0.5", "-1", "0", "inf", "x"]) for _ in ks[:rng.choice([len(ks), len(ks), len(ks) - 1])]]
+            if rng.random() < 0.3:
+                opts += ["AGGREGATE", rng.choice(["SUM", "MIN", "MAX", "BAD"])]
+            store = rng.random() < 0.4
+            if not store and rng.random() < 0.5:
+                opts.append("WITHSCORES")
+            if store:
+                d = self.keys("zset", 1)[0] if not (self.sharded and not self.spread) else self.key("zset", self.group_of(ks[0]))
+                return [op + "STORE", d, n] + ks + opts, [1] + list(range(3, 3 + len(ks))), "exact"
+            return [op, n] + ks + opts, list(range(2, 2 + len(ks))), "exact"
+        if c == 4:
+            ks = self.keys("zset", rng.randrange(1, 4))
+            n = rng.choice([str(len(ks))] * 4 + ["0", "x"])
+            extra = rng.choice([[], [], ["LIMIT", rng.choice(["0", "1", "2", "-1", "x"])], ["BAD"]])
+            return ["ZINTERCARD", n] + ks + extra, list(range(2, 2 + len(ks))), "exact"
+        if c in (5, 6):
+            # BYLEX on the "lex" keys only (all scores equal: a lex range on mixed scores
+            # is unspecified in Redis and depends on its encoding)
+            lex = rng.random() < 0.25
+            ks = self.keys("lex" if lex else "zset", 2)
+            a, b = rng.choice([("0", "-1"), ("1", "2"), ("-2", "-1"), ("(0", "+inf"), ("-inf", "2.5"), ("x", "1")])
+            opts = rng.choice([[], ["BYSCORE"], ["REV"], ["BYSCORE", "REV"], ["BYSCORE", "LIMIT", "1", "2"], ["WITHSCORES"], ["LIMIT", "0", "1"]])
+            if lex:
+                a, b = rng.choice([("[a", "+"), ("-", "(b"), ("(a", "[zz"), ("x", "+")])
+                opts = rng.choice([["BYLEX"], ["BYLEX", "LIMIT", "1", "1"], ["BYLEX", "REV"]])
+            if opts and opts[0] in ("BYSCORE", "REV") and "REV" in opts:
+                a, b = b, a
+            return ["ZRANGESTORE", ks[0], ks[1], a, b] + opts, [1, 2], "exact"
+        if c == 7:
+            args = []
+            if rng.random() < 0.7:
+                args.append(rng.choice(["1", "3", "10", "-2", "-5", "0", "x"]))
+                if rng.random() < 0.4:
+                    args.append(rng.choice(["WITHSCORES", "WITHSCORES", "BAD"]))
+            return ["ZRANDMEMBER", self.key("zset")] + args, [1], "zrandmember"
+        if c in (8, 9):
+            fam, where = rng.choice([("zset", ["MIN", "MAX"]), ("list", ["LEFT", "RIGHT"])])
+            ks = self.keys(fam, rng.randrange(1, 3))
+            n = rng.choice([str(len(ks))] * 5 + ["0", "x"])
+            opts = [rng.choice(where + ["BAD"] if rng.random() < 0.1 else where)]
+            if rng.random() < 0.5:
+                opts += ["COUNT", rng.choice(["1", "2", "10", "0", "-1", "x"])]
+            return [("ZMPOP" if fam == "zset" else "LMPOP"), n] + ks + opts, list(range(2, 2 + len(ks))), "exact"
+        if c == 10:
+            k = self.key("zset")
+            return ["ZADD", k] + sum([[rng.choice(SCORES), rng.choice(MEMBERS)] for _ in range(rng.randrange(1, 4))], []), [1], "exact"
+        k = self.key("list")
+        return ["RPUSH", k] + rng.sample(VALUES, rng.randrange(1, 4)), [1], "exact"
+
+    def group_of(self, key):
+        return int(key.split("}")[0][2:]) if key.startswith("{") else int(key.split(":")[0][1:])
+
     def next(self):
-        fam = self.rng.choices(["string", "keys", "list", "hash", "set", "zset"], [5, 3, 3, 3, 3, 4])[0]
+        fam = self.rng.choices(["string", "keys", "list", "hash", "set", "zset", "zsetop"], [5, 3, 3, 3, 3, 4, 3])[0]
         return getattr(self, fam + "_cmd")()
 
 
@@ -575,6 +638,8 @@ def compare(pair, argv, keyidx, mode):
         if a is None or b is None:
             return None if a == b else f"ours={a!r} ref={b!r}"
         return None if c.call("EXISTS", a) == 1 and pair.ref.call("EXISTS", b) == 1 else f"ours={a!r} ref={b!r}"
+    if mode == "zrandmember":
+        return compare_zrandmember(pair, c, argv, a, b)
     if mode in ("srandmember", "hrandfield"):
         if isinstance(a, (Err, Status)) or isinstance(b, (Err, Status)) or a is None or b is None:
             return None if a == b and type(a) == type(b) else f"ours={a!r} ref={b!r}"
@@ -610,6 +675,34 @@ def compare(pair, argv, keyidx, mode):
             return f"repeated elements for a positive count: {a!r}"
         return None
     raise AssertionError(mode)
+
+
+def compare_zrandmember(pair, c, argv, a, b):
+    """ZRANDMEMBER: random choice -> same reply type and count, members (and their
+    scores) from the set, distinct for a positive count."""
+    if isinstance(a, (Err, Status)) or isinstance(b, (Err, Status)) or a is None or b is None:
+        return None if a == b and type(a) == type(b) else f"ours={a!r} ref={b!r}"
+    if type(a) != type(b):
+        return f"types differ ours={a!r} ref={b!r}"
+    z = c.call("ZRANGE", argv[1], "0", "-1", "WITHSCORES")
+    pairs = [tuple(x) for x in z] if pair.proto == 3 else [(z[i], z[i + 1]) for i in range(0, len(z), 2)]
+    pool = set(m for m, _ in pairs)
+    if isinstance(a, bytes):
+        return None if a in pool else f"ours={a!r} not a member"
+    if len(a) != len(b):
+        return f"counts differ ours={a!r} ref={b!r}"
+    if len(argv) > 3:
+        got = [tuple(x) for x in a] if pair.proto == 3 else [(a[i], a[i + 1]) for i in range(0, len(a), 2)]
+        if not set(got) <= set(pairs):
+            return f"pairs not in the zset: {got!r}"
+        elems = [m for m, _ in got]
+    else:
+        elems = a
+    if not set(elems) <= pool:
+        return f"elements not members: {a!r}"
+    if int(argv[2]) > 0 and len(set(elems)) != len(elems):
+        return f"repeated elements for a positive count: {a!r}"
+    return None
 
 
 def key_type(conn, key):
