@@ -206,10 +206,11 @@ static const sv_cmd table[] = {
      * commands replays them; their argv carries everything (no pointers). */
     {"slotlane.take", sv_cmd_slotlane_take, 2, W | F | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @write", NULL},
     {"slotlane.restore", sv_cmd_slotlane_restore, -4, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @write", NULL},
+    {"slotlane.dump", sv_cmd_slotlane_dump, 2, R | F | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @read", NULL},
 };
 
 #define NCMDS (sizeof(table) / sizeof(table[0]))
-#define NPUBLIC (NCMDS - 2)
+#define NPUBLIC (NCMDS - 3)
 #define LOOKUP_SIZE 1024
 static const sv_cmd *lookup_table[LOOKUP_SIZE];
 

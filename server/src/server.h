@@ -317,7 +317,7 @@ SV_DECL(zrevrange); SV_DECL(zlexcount); SV_DECL(zrangestore);
 SV_DECL(zrandmember); SV_DECL(zmpop); SV_DECL(zunion); SV_DECL(zinter); SV_DECL(zdiff); SV_DECL(zunionstore);
 SV_DECL(zinterstore); SV_DECL(zdiffstore); SV_DECL(zintercard);
 /* internal, between shards (t_transfer.c) */
-SV_DECL(slotlane_take); SV_DECL(slotlane_restore);
+SV_DECL(slotlane_take); SV_DECL(slotlane_restore); SV_DECL(slotlane_dump);
 
 /* HSCAN/SSCAN/ZSCAN over a collection's dict; kind is SV_T_HASH/SET/ZSET. */
 void sv_scan_collection(sv_ctx *c, sv_dict *d, uint64_t cursor, int argc, sv_str *argv, int kind);

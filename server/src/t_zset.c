@@ -967,7 +967,9 @@ static void zsetop_generic(sv_ctx *c, int argc, sv_str *argv, int dst, int op, c
     sv_dict_iter it;
     sv_dict_iter_init(&it, &res->d);
     for (sv_entry *m; (m = sv_dict_iter_next(&it));) {
-        if (m->u.d == 0) m->u.d = 0.0; /* -0 as 0: Redis's small sets are listpacks, which print it "0" */
+        /* stored, -0 becomes 0 as in Redis (its small sets are listpacks, which keep
+         * "0"); a reply of ZUNION/ZINTER/ZDIFF shows "-0" as Redis's does */
+        if (dst && m->u.d == 0) m->u.d = 0.0;
         sv_zsl_insert(&res->zsl, m);
     }
     if (dst) {
