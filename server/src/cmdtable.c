@@ -73,6 +73,15 @@ static const sv_cmd table[] = {
     C(incrby, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
     C(decrby, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
     C(incrbyfloat, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
+    {"substr", sv_cmd_getrange, 4, R, 1, 1, 1, "@read @string @slow", NULL},
+    /* bitmaps */
+    C(setbit, 4, W | D, 1, 1, 1, "@write @bitmap @slow"),
+    C(getbit, 3, R | F, 1, 1, 1, "@read @bitmap @fast"),
+    C(bitcount, -2, R, 1, 1, 1, "@read @bitmap @slow"),
+    C(bitpos, -3, R, 1, 1, 1, "@read @bitmap @slow"),
+    C(bitop, -4, W | D, 2, -1, 1, "@write @bitmap @slow"),
+    C(bitfield, -2, W | D, 1, 1, 1, "@write @bitmap @slow"),
+    C(bitfield_ro, -2, R | F, 1, 1, 1, "@read @bitmap @fast"),
     /* keys */
     C(del, -2, W, 1, -1, 1, "@keyspace @write @slow"),
     {"unlink", sv_cmd_del, -2, W | F, 1, -1, 1, "@keyspace @write @fast", NULL},

@@ -35,6 +35,19 @@ sv_string *sv_string_new(const void *p, size_t n)
     return s;
 }
 
+sv_string *sv_string_reserve(sv_entry *e, size_t need)
+{
+    sv_string *s = e->val;
+    if (s->cap < need) {
+        /* doubling below 1 MB, then 1 MB more at a time (as Redis's sds) */
+        size_t cap = need < 1024 * 1024 ? need * 2 : need + 1024 * 1024;
+        s = sv_realloc(s, sizeof(sv_string) + cap);
+        s->cap = cap;
+        e->val = s;
+    }
+    return s;
+}
+
 sv_obj *sv_obj_new(int type)
 {
     switch (type) {

@@ -95,6 +95,8 @@ typedef struct sv_zset {
 sv_blob *sv_blob_new(const void *p, size_t n);
 sv_string *sv_string_new(const void *p, size_t n);
 sv_obj *sv_obj_new(int type);
+/* Makes the string value at e writable with room for need bytes (e->val may move). */
+sv_string *sv_string_reserve(sv_entry *e, size_t need);
 void sv_obj_free(sv_obj *o);
 
 /* ---- shards ---- */
@@ -290,6 +292,9 @@ SV_DECL(get); SV_DECL(set); SV_DECL(setnx); SV_DECL(setex); SV_DECL(psetex); SV_
 SV_DECL(getdel); SV_DECL(getex); SV_DECL(mget); SV_DECL(mset); SV_DECL(msetnx); SV_DECL(append);
 SV_DECL(strlen); SV_DECL(getrange); SV_DECL(setrange); SV_DECL(incr); SV_DECL(decr);
 SV_DECL(incrby); SV_DECL(decrby); SV_DECL(incrbyfloat);
+/* bitmaps (t_bitops.c) */
+SV_DECL(setbit); SV_DECL(getbit); SV_DECL(bitcount); SV_DECL(bitpos); SV_DECL(bitop); SV_DECL(bitfield);
+SV_DECL(bitfield_ro);
 /* keys */
 SV_DECL(del); SV_DECL(exists); SV_DECL(type); SV_DECL(rename); SV_DECL(renamenx); SV_DECL(keys);
 SV_DECL(scan); SV_DECL(randomkey); SV_DECL(touch); SV_DECL(expire); SV_DECL(pexpire);

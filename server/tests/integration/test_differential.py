@@ -436,11 +436,56 @@ class Gen:
         k = self.key("list")
         return ["RPUSH", k] + rng.sample(VALUES, rng.randrange(1, 4)), [1], "exact"
 
+    def bitmap_cmd(self):
+        """SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO SUBSTR: the "bit"
+        keys and, often, string keys holding ordinary values."""
+        rng = self.rng
+        k = self.key(rng.choice(["bit", "bit", "str"]))
+        # the largest offset (4294967295, a 512 MB string) only read: written, every
+        # later command and the final checks would move 512 MB
+        off = lambda: rng.choice([str(rng.randrange(0, 80)), str(rng.randrange(0, 80)), "0", "7", "8", "1000",
+                                  "-1", "x", "4294967296"])
+        rngv = lambda: rng.choice(["0", "1", "2", "-1", "-2", "5", "-20", "100", "x"])
+        c = rng.randrange(14)
+        if c in (0, 1, 2):
+            return ["SETBIT", k, off(), rng.choice(["0", "1", "1", "2", "x"])], [1], "exact"
+        if c == 3: return ["GETBIT", k, rng.choice([off(), "4294967295"])], [1], "exact"
+        if c in (4, 5):
+            args = rng.choice([[], [rngv(), rngv()], [rngv(), rngv(), rng.choice(["BYTE", "BIT", "BIT", "bad"])], [rngv()]])
+            return ["BITCOUNT", k] + args, [1], "exact"
+        if c in (6, 7):
+            args = rng.choice([[], [rngv()], [rngv(), rngv()], [rngv(), rngv(), rng.choice(["BYTE", "BIT", "BIT", "bad"])]])
+            return ["BITPOS", k, rng.choice(["0", "1", "1", "0", "2", "x"])] + args, [1], "exact"
+        if c == 8:
+            op = rng.choice(["AND", "OR", "XOR", "NOT", "NOT", "bad"])
+            ks = self.keys(rng.choice(["bit", "str"]), rng.randrange(2, 5) if op != "NOT" or rng.random() < 0.1 else 2)
+            return ["BITOP", op] + ks, list(range(2, 2 + len(ks))), "exact"
+        if c in (9, 10, 11):
+            args = []
+            for _ in range(rng.randrange(1, 4)):
+                t = rng.choice(["i8", "u8", "i5", "u3", "i64", "u63", "i16", "u1", "i1", "u64", "i0", "x8"]) if rng.random() < 0.9 else "bad"
+                o = rng.choice([str(rng.randrange(0, 70)), "#" + str(rng.randrange(0, 5)), "-1", "x"])
+                sub = rng.choice(["GET", "SET", "INCRBY", "OVERFLOW"])
+                if sub == "OVERFLOW":
+                    args += ["OVERFLOW", rng.choice(["WRAP", "SAT", "FAIL", "FAIL", "bad"])]
+                elif sub == "GET":
+                    args += ["GET", t, o]
+                else:
+                    args += [sub, t, o, rng.choice(["1", "-1", "100", "-300", "127", "9223372036854775807",
+                                                    "-9223372036854775808", "x", "255", "1000"])]
+            if rng.random() < 0.03:
+                args = args[:-1]
+            if rng.random() < 0.2:
+                return ["BITFIELD_RO", k] + args, [1], "exact"
+            return ["BITFIELD", k] + args, [1], "exact"
+        if c == 12: return [rng.choice(["SUBSTR", "GETRANGE"]), k, rngv(), rngv()], [1], "exact"
+        return ["GET", k], [1], "exact"
+
     def group_of(self, key):
         return int(key.split("}")[0][2:]) if key.startswith("{") else int(key.split(":")[0][1:])
 
     def next(self):
-        fam = self.rng.choices(["string", "keys", "list", "hash", "set", "zset", "zsetop"], [5, 3, 3, 3, 3, 4, 3])[0]
+        fam = self.rng.choices(["string", "keys", "list", "hash", "set", "zset", "zsetop", "bitmap"], [5, 3, 3, 3, 3, 4, 3, 3])[0]
         return getattr(self, fam + "_cmd")()
 
 
@@ -451,7 +496,7 @@ def key_name(group, fam, n, spread=False):
 
 
 def all_keys(spread):
-    return [key_name(g, fam, n, spread) for fam in ["str", "list", "hash", "set", "zset", "lex"]
+    return [key_name(g, fam, n, spread) for fam in ["str", "list", "hash", "set", "zset", "lex", "bit", "hll", "geo"]
             for g in range(3) for n in range(4)]
 
 
