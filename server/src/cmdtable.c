@@ -82,6 +82,12 @@ static const sv_cmd table[] = {
     C(bitop, -4, W | D, 2, -1, 1, "@write @bitmap @slow"),
     C(bitfield, -2, W | D, 1, 1, 1, "@write @bitmap @slow"),
     C(bitfield_ro, -2, R | F, 1, 1, 1, "@read @bitmap @fast"),
+    /* HyperLogLog */
+    C(pfadd, -2, W | D | F, 1, 1, 1, "@write @hyperloglog @fast"),
+    C(pfcount, -2, R, 1, -1, 1, "@read @hyperloglog @slow"),
+    C(pfmerge, -2, W | D, 1, -1, 1, "@write @hyperloglog @slow"),
+    C(pfdebug, 3, W | A, 2, 2, 1, "@write @hyperloglog @admin @slow @dangerous"),
+    C(pfselftest, 1, A, 0, 0, 0, "@hyperloglog @admin @slow @dangerous"),
     /* keys */
     C(del, -2, W, 1, -1, 1, "@keyspace @write @slow"),
     {"unlink", sv_cmd_del, -2, W | F, 1, -1, 1, "@keyspace @write @fast", NULL},

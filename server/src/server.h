@@ -295,6 +295,8 @@ SV_DECL(incrby); SV_DECL(decrby); SV_DECL(incrbyfloat);
 /* bitmaps (t_bitops.c) */
 SV_DECL(setbit); SV_DECL(getbit); SV_DECL(bitcount); SV_DECL(bitpos); SV_DECL(bitop); SV_DECL(bitfield);
 SV_DECL(bitfield_ro);
+/* HyperLogLog (t_hll.c) */
+SV_DECL(pfadd); SV_DECL(pfcount); SV_DECL(pfmerge); SV_DECL(pfdebug); SV_DECL(pfselftest);
 /* keys */
 SV_DECL(del); SV_DECL(exists); SV_DECL(type); SV_DECL(rename); SV_DECL(renamenx); SV_DECL(keys);
 SV_DECL(scan); SV_DECL(randomkey); SV_DECL(touch); SV_DECL(expire); SV_DECL(pexpire);

@@ -481,11 +481,31 @@ class Gen:
         if c == 12: return [rng.choice(["SUBSTR", "GETRANGE"]), k, rngv(), rngv()], [1], "exact"
         return ["GET", k], [1], "exact"
 
+    def hll_cmd(self):
+        """PFADD PFCOUNT PFMERGE on the "hll" keys (byte for byte: GET compares the
+        HLL strings themselves), and on other keys: the not-an-HLL errors."""
+        rng = self.rng
+        k = self.key("hll")
+        c = rng.randrange(8)
+        if c in (0, 1, 2):
+            # a wide element space: some keys go dense (past 3000 bytes of sparse form)
+            n = rng.choice([1, 1, 3, 10, 200])
+            return ["PFADD", k] + [f"e{rng.randrange(20000)}" for _ in range(n)] * (1 if rng.random() < 0.9 else 0), [1], "exact"
+        if c == 3:
+            ks = self.keys("hll", rng.randrange(1, 4))
+            return ["PFCOUNT"] + ks, list(range(1, 1 + len(ks))), "exact"
+        if c == 4:
+            ks = self.keys("hll", rng.randrange(1, 4))
+            return ["PFMERGE"] + ks, list(range(1, 1 + len(ks))), "exact"
+        if c == 5: return ["PFCOUNT", k], [1], "exact"
+        if c == 6: return ["PFDEBUG", rng.choice(["ENCODING", "DECODE", "TODENSE", "BAD"]), k], [2], "exact"
+        return ["GET", k], [1], "exact"
+
     def group_of(self, key):
         return int(key.split("}")[0][2:]) if key.startswith("{") else int(key.split(":")[0][1:])
 
     def next(self):
-        fam = self.rng.choices(["string", "keys", "list", "hash", "set", "zset", "zsetop", "bitmap"], [5, 3, 3, 3, 3, 4, 3, 3])[0]
+        fam = self.rng.choices(["string", "keys", "list", "hash", "set", "zset", "zsetop", "bitmap", "hll"], [5, 3, 3, 3, 3, 4, 3, 3, 2])[0]
         return getattr(self, fam + "_cmd")()
 
 
