@@ -73,6 +73,7 @@ static const sv_cmd table[] = {
     C(incrby, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
     C(decrby, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
     C(incrbyfloat, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
+    C(lcs, -3, R, 1, 2, 1, "@read @string @slow"),
     {"substr", sv_cmd_getrange, 4, R, 1, 1, 1, "@read @string @slow", NULL},
     /* bitmaps */
     C(setbit, 4, W | D, 1, 1, 1, "@write @bitmap @slow"),
@@ -108,6 +109,7 @@ static const sv_cmd table[] = {
     C(persist, 2, W | F, 1, 1, 1, "@keyspace @write @fast"),
     C(expiretime, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
     C(pexpiretime, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
+    C(copy, -3, W | D, 1, 2, 1, "@keyspace @write @slow"),
     C(dbsize, 1, R | F, 0, 0, 0, "@keyspace @read @fast"),
     C(flushall, -1, W, 0, 0, 0, "@keyspace @write @slow @dangerous"),
     {"flushdb", sv_cmd_flushall, -1, W, 0, 0, 0, "@keyspace @write @slow @dangerous", NULL},

@@ -95,6 +95,7 @@ typedef struct sv_zset {
 sv_blob *sv_blob_new(const void *p, size_t n);
 sv_string *sv_string_new(const void *p, size_t n);
 sv_obj *sv_obj_new(int type);
+sv_obj *sv_obj_dup(const sv_obj *o); /* a deep copy (t_copy.c) */
 /* Makes the string value at e writable with room for need bytes (e->val may move). */
 sv_string *sv_string_reserve(sv_entry *e, size_t need);
 void sv_obj_free(sv_obj *o);
@@ -301,7 +302,7 @@ SV_DECL(pfadd); SV_DECL(pfcount); SV_DECL(pfmerge); SV_DECL(pfdebug); SV_DECL(pf
 SV_DECL(del); SV_DECL(exists); SV_DECL(type); SV_DECL(rename); SV_DECL(renamenx); SV_DECL(keys);
 SV_DECL(scan); SV_DECL(randomkey); SV_DECL(touch); SV_DECL(expire); SV_DECL(pexpire);
 SV_DECL(expireat); SV_DECL(pexpireat); SV_DECL(ttl); SV_DECL(pttl); SV_DECL(persist);
-SV_DECL(expiretime); SV_DECL(pexpiretime);
+SV_DECL(expiretime); SV_DECL(pexpiretime); SV_DECL(copy); SV_DECL(lcs);
 /* lists */
 SV_DECL(lpush); SV_DECL(rpush); SV_DECL(lpushx); SV_DECL(rpushx); SV_DECL(lpop); SV_DECL(rpop);
 SV_DECL(llen); SV_DECL(lrange); SV_DECL(lindex); SV_DECL(lset); SV_DECL(linsert); SV_DECL(lrem);

@@ -501,11 +501,27 @@ class Gen:
         if c == 6: return ["PFDEBUG", rng.choice(["ENCODING", "DECODE", "TODENSE", "BAD"]), k], [2], "exact"
         return ["GET", k], [1], "exact"
 
+    def copylcs_cmd(self):
+        """COPY (values of every type, with their TTL) and LCS."""
+        rng = self.rng
+        if rng.random() < 0.5:
+            fam = rng.choice(["str", "list", "hash", "set", "zset", "hll", "bit"])
+            a, b = self.keys(fam, 2)
+            opts = rng.choice([[], [], ["REPLACE"], ["DB", "0"], ["DB", "0", "REPLACE"], ["DB", "x"], ["DB", "99"], ["BAD"]])
+            if rng.random() < 0.05:
+                b = a
+            return ["COPY", a, b] + opts, [1, 2], "exact"
+        a, b = self.keys("str", 2)
+        opts = rng.sample(["LEN", "IDX", "WITHMATCHLEN", "MINMATCHLEN"], rng.choice([0, 0, 1, 2]))
+        if "MINMATCHLEN" in opts:
+            opts.insert(opts.index("MINMATCHLEN") + 1, rng.choice(["0", "2", "-1", "x"]))
+        return ["LCS", a, b] + opts, [1, 2], "exact"
+
     def group_of(self, key):
         return int(key.split("}")[0][2:]) if key.startswith("{") else int(key.split(":")[0][1:])
 
     def next(self):
-        fam = self.rng.choices(["string", "keys", "list", "hash", "set", "zset", "zsetop", "bitmap", "hll"], [5, 3, 3, 3, 3, 4, 3, 3, 2])[0]
+        fam = self.rng.choices(["string", "keys", "list", "hash", "set", "zset", "zsetop", "bitmap", "hll", "copylcs"], [5, 3, 3, 3, 3, 4, 3, 3, 2, 2])[0]
         return getattr(self, fam + "_cmd")()
 
 
