@@ -38,6 +38,21 @@ static int numkeys1_keys(int argc, sv_str *argv, int *keys, int max)
     return k;
 }
 
+/* GEORADIUS/GEORADIUSBYMEMBER: the source, and the key after STORE or STOREDIST */
+static int georadius_keys(int argc, sv_str *argv, int *keys, int max, int base)
+{
+    int k = 0;
+    if (max > 0) keys[k++] = 1;
+    for (int i = base; i + 1 < argc && k < max; i++)
+        if (sv_eq(argv[i], "store") || sv_eq(argv[i], "storedist")) {
+            keys[k++] = i + 1;
+            i++;
+        }
+    return k;
+}
+static int georadius_keys6(int argc, sv_str *argv, int *keys, int max) { return georadius_keys(argc, argv, keys, max, 6); }
+static int georadius_keys5(int argc, sv_str *argv, int *keys, int max) { return georadius_keys(argc, argv, keys, max, 5); }
+
 /* the destination at argv[1], numkeys at argv[2], keys after it (the *STORE forms) */
 static int numkeys2_keys(int argc, sv_str *argv, int *keys, int max)
 {
@@ -83,6 +98,17 @@ static const sv_cmd table[] = {
     C(bitop, -4, W | D, 2, -1, 1, "@write @bitmap @slow"),
     C(bitfield, -2, W | D, 1, 1, 1, "@write @bitmap @slow"),
     C(bitfield_ro, -2, R | F, 1, 1, 1, "@read @bitmap @fast"),
+    /* geo */
+    C(geoadd, -5, W | D, 1, 1, 1, "@write @geo @slow"),
+    C(geopos, -2, R, 1, 1, 1, "@read @geo @slow"),
+    C(geodist, -4, R, 1, 1, 1, "@read @geo @slow"),
+    C(geohash, -2, R, 1, 1, 1, "@read @geo @slow"),
+    {"georadius", sv_cmd_georadius, -6, W | D | M, 1, 1, 1, "@write @geo @slow", georadius_keys6},
+    {"georadiusbymember", sv_cmd_georadiusbymember, -5, W | D | M, 1, 1, 1, "@write @geo @slow", georadius_keys5},
+    C(georadius_ro, -6, R, 1, 1, 1, "@read @geo @slow"),
+    C(georadiusbymember_ro, -5, R, 1, 1, 1, "@read @geo @slow"),
+    C(geosearch, -7, R, 1, 1, 1, "@read @geo @slow"),
+    C(geosearchstore, -8, W | D, 1, 2, 1, "@write @geo @slow"),
     /* HyperLogLog */
     C(pfadd, -2, W | D | F, 1, 1, 1, "@write @hyperloglog @fast"),
     C(pfcount, -2, R, 1, -1, 1, "@read @hyperloglog @slow"),

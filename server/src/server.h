@@ -298,6 +298,9 @@ SV_DECL(setbit); SV_DECL(getbit); SV_DECL(bitcount); SV_DECL(bitpos); SV_DECL(bi
 SV_DECL(bitfield_ro);
 /* HyperLogLog (t_hll.c) */
 SV_DECL(pfadd); SV_DECL(pfcount); SV_DECL(pfmerge); SV_DECL(pfdebug); SV_DECL(pfselftest);
+/* geo (t_geo.c) */
+SV_DECL(geoadd); SV_DECL(geopos); SV_DECL(geodist); SV_DECL(geohash); SV_DECL(georadius); SV_DECL(georadius_ro);
+SV_DECL(georadiusbymember); SV_DECL(georadiusbymember_ro); SV_DECL(geosearch); SV_DECL(geosearchstore);
 /* keys */
 SV_DECL(del); SV_DECL(exists); SV_DECL(type); SV_DECL(rename); SV_DECL(renamenx); SV_DECL(keys);
 SV_DECL(scan); SV_DECL(randomkey); SV_DECL(touch); SV_DECL(expire); SV_DECL(pexpire);

@@ -517,11 +517,56 @@ class Gen:
             opts.insert(opts.index("MINMATCHLEN") + 1, rng.choice(["0", "2", "-1", "x"]))
         return ["LCS", a, b] + opts, [1, 2], "exact"
 
+    def geo_cmd(self):
+        """GEOADD GEOPOS GEODIST GEOHASH GEOSEARCH(STORE) GEORADIUS(BYMEMBER)(_RO): points
+        spread so that no two are at the same distance from a search centre."""
+        rng = self.rng
+        k = self.key("geo")
+        mem = lambda: rng.choice(["p0", "p1", "p2", "p3", "p4", "p5", "p6", "nosuch"])
+        lon = lambda: rng.choice(["%.6f" % rng.uniform(-20, 40), "%.6f" % rng.uniform(-180, 180), "200", "x"] if rng.random() < 0.1
+                                 else ["%.6f" % rng.uniform(5, 25)])
+        lat = lambda: rng.choice(["%.6f" % rng.uniform(-85, 85), "86", "x"] if rng.random() < 0.1 else ["%.6f" % rng.uniform(30, 50)])
+        unit = lambda: rng.choice(["km", "km", "m", "mi", "ft", "bad"])
+        rad = lambda: rng.choice(["100", "500", "1500", "3000", "0", "-1", "x"])
+        opts = lambda: rng.sample(["WITHDIST", "WITHCOORD", "WITHHASH", "ASC", "DESC", "COUNT", "ANY"], rng.randrange(0, 4))
+        def fix(o):
+            out = []
+            for x in o:
+                out.append(x)
+                if x == "COUNT":
+                    out.append(rng.choice(["1", "2", "5", "0", "x"]))
+            return out
+        c = rng.randrange(12)
+        if c in (0, 1, 2):
+            args = rng.sample(["NX", "XX", "CH"], rng.choice([0, 0, 0, 1]))
+            for _ in range(rng.randrange(1, 4)):
+                args += [lon(), lat(), mem()]
+            return ["GEOADD", k] + args, [1], "exact"
+        if c == 3: return ["GEOPOS", k] + [mem() for _ in range(rng.randrange(1, 4))], [1], "exact"
+        if c == 4: return ["GEODIST", k, mem(), mem()] + rng.choice([[], [unit()]]), [1], "exact"
+        if c == 5: return ["GEOHASH", k] + [mem() for _ in range(rng.randrange(1, 4))], [1], "exact"
+        frm = rng.choice([["FROMMEMBER", mem()], ["FROMLONLAT", lon(), lat()]])
+        by = rng.choice([["BYRADIUS", rad(), unit()], ["BYBOX", rad(), rad(), unit()]])
+        if c in (6, 7):
+            return ["GEOSEARCH", k] + frm + by + fix(opts()), [1], "exact"
+        if c == 8:
+            d = self.keys("geo", 1)[0] if not (self.sharded and not self.spread) else self.key("geo", self.group_of(k))
+            extra = rng.choice([[], ["STOREDIST"], ["COUNT", "2"], ["WITHDIST"]])
+            return ["GEOSEARCHSTORE", d, k] + frm + by + extra, [1, 2], "exact"
+        if c == 9:
+            return [rng.choice(["GEORADIUS", "GEORADIUS_RO"]), k, lon(), lat(), rad(), unit()] + fix(opts()), [1], "exact"
+        if c == 10:
+            if rng.random() < 0.5:
+                d = self.keys("geo", 1)[0] if not (self.sharded and not self.spread) else self.key("geo", self.group_of(k))
+                return ["GEORADIUS", k, lon(), lat(), rad(), unit(), rng.choice(["STORE", "STOREDIST"]), d], [1, 7], "exact"
+            return [rng.choice(["GEORADIUSBYMEMBER", "GEORADIUSBYMEMBER_RO"]), k, mem(), rad(), unit()] + fix(opts()), [1], "exact"
+        return ["ZRANGE", k, "0", "-1", "WITHSCORES"], [1], "exact"
+
     def group_of(self, key):
         return int(key.split("}")[0][2:]) if key.startswith("{") else int(key.split(":")[0][1:])
 
     def next(self):
-        fam = self.rng.choices(["string", "keys", "list", "hash", "set", "zset", "zsetop", "bitmap", "hll", "copylcs"], [5, 3, 3, 3, 3, 4, 3, 3, 2, 2])[0]
+        fam = self.rng.choices(["string", "keys", "list", "hash", "set", "zset", "zsetop", "bitmap", "hll", "copylcs", "geo"], [5, 3, 3, 3, 3, 4, 3, 3, 2, 2, 3])[0]
         return getattr(self, fam + "_cmd")()
 
 
