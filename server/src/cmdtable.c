@@ -53,6 +53,19 @@ static int georadius_keys(int argc, sv_str *argv, int *keys, int max, int base)
 static int georadius_keys6(int argc, sv_str *argv, int *keys, int max) { return georadius_keys(argc, argv, keys, max, 6); }
 static int georadius_keys5(int argc, sv_str *argv, int *keys, int max) { return georadius_keys(argc, argv, keys, max, 5); }
 
+/* SORT: the key, and the key after STORE */
+static int sort_keys(int argc, sv_str *argv, int *keys, int max)
+{
+    int k = 0;
+    if (max > 0) keys[k++] = 1;
+    for (int i = 2; i + 1 < argc && k < max; i++) {
+        if (sv_eq(argv[i], "store")) keys[k++] = ++i;
+        else if (sv_eq(argv[i], "by") || sv_eq(argv[i], "get")) i++;
+        else if (sv_eq(argv[i], "limit")) i += 2;
+    }
+    return k;
+}
+
 /* the destination at argv[1], numkeys at argv[2], keys after it (the *STORE forms) */
 static int numkeys2_keys(int argc, sv_str *argv, int *keys, int max)
 {
@@ -136,6 +149,8 @@ static const sv_cmd table[] = {
     C(expiretime, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
     C(pexpiretime, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
     C(copy, -3, W | D, 1, 2, 1, "@keyspace @write @slow"),
+    {"sort", sv_cmd_sort, -2, W | D | M, 1, 1, 1, "@write @set @sortedset @list @slow @dangerous", sort_keys},
+    C(sort_ro, -2, R, 1, 1, 1, "@read @set @sortedset @list @slow @dangerous"),
     C(dbsize, 1, R | F, 0, 0, 0, "@keyspace @read @fast"),
     C(flushall, -1, W, 0, 0, 0, "@keyspace @write @slow @dangerous"),
     {"flushdb", sv_cmd_flushall, -1, W, 0, 0, 0, "@keyspace @write @slow @dangerous", NULL},

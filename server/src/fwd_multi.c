@@ -584,7 +584,7 @@ static int op_of(const sv_cmd *cmd, int *store)
     static sv_cmd_fn *const gathered[] = {
         sv_cmd_zunion, sv_cmd_zinter, sv_cmd_zdiff, sv_cmd_zintercard, sv_cmd_zunionstore, sv_cmd_zinterstore,
         sv_cmd_zdiffstore, sv_cmd_zrangestore, sv_cmd_zmpop, sv_cmd_lmpop, sv_cmd_bitop, sv_cmd_pfcount, sv_cmd_pfmerge, sv_cmd_copy, sv_cmd_lcs, sv_cmd_georadius, sv_cmd_georadiusbymember,
-        sv_cmd_geosearchstore,
+        sv_cmd_geosearchstore, sv_cmd_sort,
     };
     for (size_t i = 0; i < sizeof(gathered) / sizeof(gathered[0]); i++)
         if (cmd->fn == gathered[i]) return OP_GATHER;
