@@ -149,6 +149,7 @@ static const sv_cmd table[] = {
     C(expiretime, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
     C(pexpiretime, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
     C(copy, -3, W | D, 1, 2, 1, "@keyspace @write @slow"),
+    C(move, 3, W | F, 1, 1, 1, "@keyspace @write @fast"),
     {"sort", sv_cmd_sort, -2, W | D | M, 1, 1, 1, "@write @set @sortedset @list @slow @dangerous", sort_keys},
     C(sort_ro, -2, R, 1, 1, 1, "@read @set @sortedset @list @slow @dangerous"),
     C(dbsize, 1, R | F, 0, 0, 0, "@keyspace @read @fast"),

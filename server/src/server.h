@@ -305,7 +305,7 @@ SV_DECL(georadiusbymember); SV_DECL(georadiusbymember_ro); SV_DECL(geosearch); S
 SV_DECL(del); SV_DECL(exists); SV_DECL(type); SV_DECL(rename); SV_DECL(renamenx); SV_DECL(keys);
 SV_DECL(scan); SV_DECL(randomkey); SV_DECL(touch); SV_DECL(expire); SV_DECL(pexpire);
 SV_DECL(expireat); SV_DECL(pexpireat); SV_DECL(ttl); SV_DECL(pttl); SV_DECL(persist);
-SV_DECL(expiretime); SV_DECL(pexpiretime); SV_DECL(copy); SV_DECL(lcs); SV_DECL(sort); SV_DECL(sort_ro);
+SV_DECL(expiretime); SV_DECL(pexpiretime); SV_DECL(copy); SV_DECL(move); SV_DECL(lcs); SV_DECL(sort); SV_DECL(sort_ro);
 /* lists */
 SV_DECL(lpush); SV_DECL(rpush); SV_DECL(lpushx); SV_DECL(rpushx); SV_DECL(lpop); SV_DECL(rpop);
 SV_DECL(llen); SV_DECL(lrange); SV_DECL(lindex); SV_DECL(lset); SV_DECL(linsert); SV_DECL(lrem);

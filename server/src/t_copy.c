@@ -98,3 +98,11 @@ void sv_cmd_copy(sv_ctx *c, int argc, sv_str *argv)
     if (expire) sv_db_set_expire(c->sh, e, expire);
     sv_add_int(&c->r, 1);
 }
+
+/* MOVE: one database per node, as a Redis Cluster node answers. */
+void sv_cmd_move(sv_ctx *c, int argc, sv_str *argv)
+{
+    (void)argc;
+    (void)argv;
+    sv_add_error(&c->r, "MOVE is not allowed in cluster mode");
+}
