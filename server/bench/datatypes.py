@@ -10,11 +10,12 @@ Three parts, one record (bench/records/<host>-<date>-<HHMMSS>-server-datatypes.j
             skiplist). Server CPU time (user + system from /proc/<pid>/stat) per
             request is the headline, user and system beside it; requests/s secondary.
             A fresh server per round; medians of the rounds.
-  scaling   slotlane-server only: CPU per ZADD into a set of 10,000 members and into
-            one of 1,000,000 (random members over the set's own size), the ratio of
-            the medians (target <= 2: the skiplist's O(log n)).
+  scaling   CPU per ZADD into a set of 10,000 members and into one of 1,000,000
+            (random members over the set's own size), the ratio of the medians
+            (target <= 2), for both servers.
   memory    RSS growth (VmRSS of /proc/<pid>/status) of each server for a 1,000,000-
-            member sorted set (members "member:<i>", score i, ZADDs of 1000 pairs) and
+            member sorted set (members "member:<12 digits>", score i, ZADDs of 1000
+            pairs) and
             for a 512 MB bitmap (SETBIT bm 4294967295 1), each from an empty server;
             the ratio slotlane / redis (target 0.7 .. 1.3).
 
@@ -101,14 +102,15 @@ def stop(proc):
 
 
 def fill_zset(port, key, n, batch=1000):
-    """ZADD key i member:i for i < n, batches of `batch` pairs, pipelined 16 deep."""
+    """ZADD key i member:<i as 12 digits> for i < n (the members redis-benchmark's
+    __rand_int__ names), batches of `batch` pairs, pipelined 16 deep."""
     c = Conn(port, timeout=120)
     sent = 0
     pending = 0
     for lo in range(0, n, batch):
         args = ["ZADD", key]
         for i in range(lo, min(n, lo + batch)):
-            args += [str(i), f"member:{i}"]
+            args += [str(i), f"member:{i:012d}"]  # redis-benchmark's __rand_int__ form
         c.send_raw(encode(args))
         pending += 1
         sent += 1
@@ -132,7 +134,9 @@ def redis_benchmark(port, cpu, n, args, r):
 
 ROWS = [
     # name, redis-benchmark command, -r, prefill (zset members)
-    ("SETBIT", ["SETBIT", "bm", "__rand_int__", "1"], 1_000_000, 0),
+    # __rand_int__ is 12 digits with leading zeros, which no bit offset parser takes:
+    # one offset (a bitmap of 125 kB)
+    ("SETBIT", ["SETBIT", "bm", "1000000", "1"], 1_000_000, 0),
     ("PFADD", ["PFADD", "hll", "el:__rand_int__"], 1_000_000, 0),
     ("GEOADD", ["GEOADD", "geo", "13.361389", "38.115556", "m:__rand_int__"], 1_000_000, 0),
     ("ZADD-1M", ["ZADD", "z", "__rand_int__", "member:__rand_int__"], 1_000_000, 1_000_000),
@@ -227,12 +231,15 @@ def main():
                 print(f"round {rnd + 1} {kind:8} {name:8} {row['rps']:>10.0f} rps {row['server_cpu_ns_per_req']:7.0f} "
                       f"ns/req (user {row['server_user_ns_per_req']:.0f} sys {row['server_sys_ns_per_req']:.0f}) "
                       f"load {row['load1']}", flush=True)
-        for size in (10_000, 1_000_000):
-            row = measure("slotlane", args.server_cpu, args.load_cpu, args.requests,
-                          ["ZADD", "z", "__rand_int__", "member:__rand_int__"], size, size)
-            row.update(round=rnd + 1, test=f"ZADD-scaling-{size}")
-            rows.append(row)
-            print(f"round {rnd + 1} slotlane ZADD into {size:>7} members: {row['server_cpu_ns_per_req']:.0f} ns/req", flush=True)
+        for kind in ("slotlane", "redis"):
+            for size in (10_000, 1_000_000):
+                if kind == "redis" and size == 1_000_000:
+                    continue  # the ZADD-1M row above
+                row = measure(kind, args.server_cpu, args.load_cpu, args.requests,
+                              ["ZADD", "z", "__rand_int__", "member:__rand_int__"], size, size)
+                row.update(round=rnd + 1, test=f"ZADD-scaling-{size}")
+                rows.append(row)
+                print(f"round {rnd + 1} {kind} ZADD into {size:>7} members: {row['server_cpu_ns_per_req']:.0f} ns/req", flush=True)
     medians = []
     for name, _, _, _ in ROWS:
         m = {}
@@ -244,8 +251,12 @@ def main():
                         "cpu_ratio": m["slotlane"]["server_cpu_ns_per_req"] / m["redis"]["server_cpu_ns_per_req"],
                         "user_ratio": m["slotlane"]["server_user_ns_per_req"] / m["redis"]["server_user_ns_per_req"],
                         "rps_ratio": m["slotlane"]["rps"] / m["redis"]["rps"]})
-    scal = {size: statistics.median(r["server_cpu_ns_per_req"] for r in rows if r["test"] == f"ZADD-scaling-{size}")
+    scal = {size: statistics.median(r["server_cpu_ns_per_req"] for r in rows
+                                    if r["test"] == f"ZADD-scaling-{size}" and r["server"] == "slotlane")
             for size in (10_000, 1_000_000)}
+    redis_10k = statistics.median(r["server_cpu_ns_per_req"] for r in rows
+                                  if r["test"] == "ZADD-scaling-10000" and r["server"] == "redis")
+    redis_1m = statistics.median(r["server_cpu_ns_per_req"] for r in rows if r["test"] == "ZADD-1M" and r["server"] == "redis")
     mem = {kind: memory(kind, args.server_cpu) for kind in ("slotlane", "redis")}
     mem_ratio = {w: mem["slotlane"][w]["rss_growth_kb"] / mem["redis"][w]["rss_growth_kb"] for w in mem["slotlane"]}
     record = {
@@ -259,7 +270,9 @@ def main():
                      "slotlane_server": subprocess.run([SERVER, "--version"], capture_output=True, text=True).stdout.strip()},
         "method": __doc__.strip(), "rounds": rows, "medians": medians,
         "zadd_scaling": {"cpu_ns_per_req_10k": scal[10_000], "cpu_ns_per_req_1M": scal[1_000_000],
-                         "ratio_1M_over_10k": scal[1_000_000] / scal[10_000]},
+                         "ratio_1M_over_10k": scal[1_000_000] / scal[10_000],
+                         "redis_cpu_ns_per_req_10k": redis_10k, "redis_cpu_ns_per_req_1M": redis_1m,
+                         "redis_ratio_1M_over_10k": redis_1m / redis_10k},
         "memory": mem, "memory_ratio_slotlane_over_redis": mem_ratio,
     }
     out = write_record(record, host)
@@ -271,7 +284,7 @@ def main():
               f"| {r['server_cpu_ns_per_req']:.0f} ({r['server_user_ns_per_req']:.0f} / {r['server_sys_ns_per_req']:.0f}) "
               f"| {m['cpu_ratio']:.2f} | {m['user_ratio']:.2f} | {s['rps']:.0f} | {r['rps']:.0f} |")
     print(f"\nZADD CPU/req: 10k members {scal[10_000]:.0f} ns, 1M members {scal[1_000_000]:.0f} ns, "
-          f"ratio {scal[1_000_000] / scal[10_000]:.2f}")
+          f"ratio {scal[1_000_000] / scal[10_000]:.2f}; redis {redis_10k:.0f} / {redis_1m:.0f} ns, ratio {redis_1m / redis_10k:.2f}")
     for w in mem_ratio:
         print(f"RSS growth {w}: slotlane {mem['slotlane'][w]['rss_growth_kb']} kB, redis {mem['redis'][w]['rss_growth_kb']} kB, "
               f"ratio {mem_ratio[w]:.2f}")

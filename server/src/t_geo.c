@@ -186,7 +186,7 @@ typedef struct geoarray {
     size_t used, cap;
 } geoarray;
 
-static int below_min(const sv_entry *e, const void *arg) { return e->u.d < *(const double *)arg; }
+static int below_min(const sv_zsl_node *n, const void *arg) { return n->score < *(const double *)arg; }
 
 /* The members of one cell's score range [min, max) inside the shape. */
 static void cell_members(sv_zset *z, sv_geohash cell, const sv_geoshape *s, geoarray *ga, size_t limit)

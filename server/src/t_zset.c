@@ -371,10 +371,10 @@ static int lex_lte_max(const sv_entry *e, const zrange_lex *r)
     return r->maxex ? c < 0 : c <= 0;
 }
 
-static int below_score_min(const sv_entry *e, const void *r) { return !score_gte_min(e->u.d, r); }
-static int within_score_max(const sv_entry *e, const void *r) { return score_lte_max(e->u.d, r); }
-static int below_lex_min(const sv_entry *e, const void *r) { return !lex_gte_min(e, r); }
-static int within_lex_max(const sv_entry *e, const void *r) { return lex_lte_max(e, r); }
+static int below_score_min(const sv_zsl_node *n, const void *r) { return !score_gte_min(n->score, r); }
+static int within_score_max(const sv_zsl_node *n, const void *r) { return score_lte_max(n->score, r); }
+static int below_lex_min(const sv_zsl_node *n, const void *r) { return !lex_gte_min(n->e, r); }
+static int within_lex_max(const sv_zsl_node *n, const void *r) { return lex_lte_max(n->e, r); }
 
 /* Ranks [from, to) of the elements in a score range (the list is sorted by score). */
 static void score_span(sv_zset *z, const zrange_score *r, size_t *from, size_t *to)

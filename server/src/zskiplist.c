@@ -10,6 +10,7 @@ static sv_zsl_node *node_new(int level, sv_entry *e)
 {
     sv_zsl_node *n = sv_malloc(sizeof(*n) + (size_t)level * sizeof(struct sv_zsl_level));
     n->e = e;
+    n->score = e ? e->u.d : 0;
     n->backward = NULL;
     return n;
 }
@@ -48,9 +49,11 @@ int sv_zsl_cmp(double s1, const char *m1, size_t l1, double s2, const char *m2, 
     return l1 < l2 ? -1 : l1 > l2;
 }
 
-static int before(const sv_entry *a, const sv_entry *b)
+/* Whether node x sorts before entry e (score s). */
+static int node_before(const sv_zsl_node *x, double s, const sv_entry *e)
 {
-    return sv_zsl_cmp(a->u.d, a->key, a->klen, b->u.d, b->key, b->klen) < 0;
+    if (x->score != s) return x->score < s;
+    return sv_zsl_cmp(x->score, x->e->key, x->e->klen, s, e->key, e->klen) < 0;
 }
 
 static int random_level(void)
@@ -71,7 +74,7 @@ sv_zsl_node *sv_zsl_insert(sv_zsl *l, sv_entry *e)
     size_t rank[SV_ZSL_MAXLEVEL];
     for (int i = l->level - 1; i >= 0; i--) {
         rank[i] = i == l->level - 1 ? 0 : rank[i + 1];
-        while (x->level[i].forward && before(x->level[i].forward->e, e)) {
+        while (x->level[i].forward && node_before(x->level[i].forward, e->u.d, e)) {
             rank[i] += x->level[i].span;
             x = x->level[i].forward;
         }
@@ -105,7 +108,7 @@ int sv_zsl_delete(sv_zsl *l, sv_entry *e)
 {
     sv_zsl_node *update[SV_ZSL_MAXLEVEL], *x = l->header;
     for (int i = l->level - 1; i >= 0; i--) {
-        while (x->level[i].forward && before(x->level[i].forward->e, e)) x = x->level[i].forward;
+        while (x->level[i].forward && node_before(x->level[i].forward, e->u.d, e)) x = x->level[i].forward;
         update[i] = x;
     }
     x = x->level[0].forward;
@@ -131,7 +134,8 @@ size_t sv_zsl_rank(const sv_zsl *l, const sv_entry *e)
     size_t rank = 0;
     sv_zsl_node *x = l->header;
     for (int i = l->level - 1; i >= 0; i--) {
-        while (x->level[i].forward && !before(e, x->level[i].forward->e)) {
+        /* forward while the next node is <= e */
+        while (x->level[i].forward && (x->level[i].forward->e == e || node_before(x->level[i].forward, e->u.d, e))) {
             rank += x->level[i].span;
             x = x->level[i].forward;
         }
@@ -155,12 +159,12 @@ sv_zsl_node *sv_zsl_at(const sv_zsl *l, size_t rank)
     return NULL;
 }
 
-size_t sv_zsl_count_below(const sv_zsl *l, int (*below)(const sv_entry *, const void *), const void *arg)
+size_t sv_zsl_count_below(const sv_zsl *l, int (*below)(const sv_zsl_node *, const void *), const void *arg)
 {
     size_t rank = 0;
     sv_zsl_node *x = l->header;
     for (int i = l->level - 1; i >= 0; i--)
-        while (x->level[i].forward && below(x->level[i].forward->e, arg)) {
+        while (x->level[i].forward && below(x->level[i].forward, arg)) {
             rank += x->level[i].span;
             x = x->level[i].forward;
         }

@@ -15,6 +15,7 @@
 
 typedef struct sv_zsl_node {
     sv_entry *e;
+    double score; /* a copy of e->u.d: the search compares scores without touching e */
     struct sv_zsl_node *backward;
     struct sv_zsl_level {
         struct sv_zsl_node *forward;
@@ -42,6 +43,6 @@ sv_zsl_node *sv_zsl_at(const sv_zsl *l, size_t rank);
 static inline sv_zsl_node *sv_zsl_first(const sv_zsl *l) { return l->header->level[0].forward; }
 /* Rank (0-based) of the first node for which below(node) is false, given that
  * below is true for a prefix of the list (binary search along the levels). */
-size_t sv_zsl_count_below(const sv_zsl *l, int (*below)(const sv_entry *, const void *), const void *arg);
+size_t sv_zsl_count_below(const sv_zsl *l, int (*below)(const sv_zsl_node *, const void *), const void *arg);
 
 #endif

@@ -29,7 +29,7 @@ static int cmp_entries(const void *a, const void *b)
     return sv_zsl_cmp(x->u.d, x->key, x->klen, y->u.d, y->key, y->klen);
 }
 
-static int below_score(const sv_entry *e, const void *arg) { return e->u.d < *(const double *)arg; }
+static int below_score(const sv_zsl_node *n, const void *arg) { return n->score < *(const double *)arg; }
 
 static void check(sv_zsl *l, sv_entry **ref, size_t n)
 {
@@ -39,6 +39,7 @@ static void check(sv_zsl *l, sv_entry **ref, size_t n)
     for (size_t i = 0; i < n; i++) {
         assert_non_null(x);
         assert_ptr_equal(x->e, ref[i]);
+        assert_true(x->score == ref[i]->u.d);
         assert_ptr_equal(x->backward, prev);
         assert_int_equal(sv_zsl_rank(l, ref[i]), i + 1);
         assert_ptr_equal(sv_zsl_at(l, i + 1)->e, ref[i]);
