@@ -375,7 +375,7 @@ static void georadius_generic(sv_ctx *c, int argc, sv_str *argv, int srcidx, int
         return;
     }
     size_t n = count == 0 || ga.used < (size_t)count ? ga.used : (size_t)count;
-    if (sort) qsort(ga.a, ga.used, sizeof(geopoint), sort == 1 ? by_dist_asc : by_dist_desc);
+    if (sort && ga.used) qsort(ga.a, ga.used, sizeof(geopoint), sort == 1 ? by_dist_asc : by_dist_desc);
     if (!has_store) {
         int opts = withdist + withcoords + withhash;
         sv_add_array(&c->r, (long long)n);
