@@ -96,6 +96,7 @@ void sv_cmd_copy(sv_ctx *c, int argc, sv_str *argv)
     }
     sv_entry *e = sv_db_set(c->sh, argv[2], sv_obj_dup(src->val), 0);
     if (expire) sv_db_set_expire(c->sh, e, expire);
+    sv_signal_modified_key(c->sh, argv[2]); /* the destination only (.touch NONE) */
     sv_add_int(&c->r, 1);
 }
 

@@ -144,6 +144,7 @@ void sv_cmd_pfcount(sv_ctx *c, int argc, sv_str *argv)
         }
         /* the cache is part of the value (Redis writes it too, in a read command) */
         for (int i = 0; i < 8; i++) h[8 + i] = (uint8_t)(card >> (8 * i));
+        sv_signal_modified_key(c->sh, argv[1]); /* as Redis: the value changed (WATCH sees it) */
     }
     sv_add_int(&c->r, (long long)card);
 }

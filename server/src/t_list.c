@@ -443,6 +443,7 @@ void sv_cmd_lmpop(sv_ctx *c, int argc, sv_str *argv)
             free(b);
         }
         sv_db_delete_if_empty(c->sh, e);
+        sv_signal_modified_key(c->sh, argv[2 + k]); /* the key popped from (.touch NONE) */
         return;
     }
     sv_add_null_array(&c->r);

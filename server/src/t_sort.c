@@ -257,6 +257,7 @@ static void sort_generic(sv_ctx *c, int argc, sv_str *argv, int readonly)
             sv_obj_free(&l->h);
             sv_db_delete(c->sh, storekey);
         }
+        sv_signal_modified_key(c->sh, storekey); /* SORT signals only what it stored (.touch NONE) */
         sv_add_int(&c->r, outlen);
     }
     free(v);

@@ -780,6 +780,7 @@ void sv_cmd_zmpop(sv_ctx *c, int argc, sv_str *argv)
         }
         sv_dict_maybe_shrink(&z->d);
         sv_db_delete_if_empty(c->sh, e);
+        sv_signal_modified_key(c->sh, argv[2 + k]); /* the key popped from (.touch NONE) */
         return;
     }
     sv_add_null_array(&c->r);
