@@ -377,6 +377,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (ctx.close_after) break; /* QUIT: the connection would close here */
     }
 
+    /* the connection closes: its transaction (queue and watches) goes, as conn.c does;
+     * the harness's shards share one session, so each watch is released on its shard */
+    if (sess.tx) {
+        for (int i = 0; i < sess.tx->nw; i++) {
+            sv_txwatch *w = &sess.tx->w[i];
+            if (!w->released && w->shard >= 0 && w->shard < NSHARDS) {
+                sv_watch_release(&shards[w->shard], (sv_str){w->key, w->len});
+                w->released = 1;
+            }
+        }
+        sv_tx_free(&shards[cur], &sess);
+    }
     for (int i = 0; i < NSHARDS; i++) {
         check_shard(&shards[i]);
         sv_db_flush(&shards[i]);
