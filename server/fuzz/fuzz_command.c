@@ -73,7 +73,13 @@ static const char *const words[] = {
     "SET", "RESETSTAT", "maxclients", "loglevel", "debug", "warning", "DOCS", "GETKEYS", "FLUSH", "ASYNC",
     "SYNC", "AUTH", "default", "all", "everything", "server", "clients", "stats", "keyspace", "memory",
     "persistence", "replication", "cluster", "default", "2", "3", "4", "ping", "get", "set", "sintercard",
-    "mset", "lmove", "zadd", "*0\r\n", "a b", "\n"};
+    "mset", "lmove", "zadd", "*0\r\n", "a b", "\n",
+    /* the data types of issue 24 */
+    "WEIGHTS", "AGGREGATE", "SUM", "MIN", "MAX", "BIT", "BYTE", "AND", "OR", "XOR", "NOT", "OVERFLOW", "WRAP",
+    "SAT", "FAIL", "INCRBY", "i8", "u8", "i64", "u63", "#1", "STORE", "STOREDIST", "BY", "nosort", "ALPHA",
+    "DESC", "ASC", "WITHDIST", "WITHCOORD", "WITHHASH", "FROMMEMBER", "FROMLONLAT", "BYRADIUS", "BYBOX", "km",
+    "ANY", "IDX", "LEN", "MINMATCHLEN", "WITHMATCHLEN", "REPLACE", "DB", "ENCODING", "DECODE", "GETREG",
+    "TODENSE", "#", "*->f", "HYLL"};
 static const char *const members[] = {"x", "y", "z", "m1", "m2", "f", "v", "1", "2", "a", "b", "c", ""};
 
 static sv_shard shards[NSHARDS];
@@ -215,12 +221,15 @@ static void check_shard(sv_shard *sh)
             break;
         case SV_T_ZSET: {
             sv_zset *z = (sv_zset *)o;
-            CHECK(z->len > 0 && z->len == sv_dict_size(&z->d) && z->len <= z->cap);
-            for (size_t i = 0; i < z->len; i++) {
-                CHECK(!isnan(z->a[i]->u.d));
-                CHECK(sv_dict_find(&z->d, z->a[i]->key, z->a[i]->klen) == z->a[i]);
-                if (i) CHECK(zless(z->a[i - 1], z->a[i]));
+            CHECK(z->zsl.length > 0 && z->zsl.length == sv_dict_size(&z->d));
+            size_t i = 0;
+            for (sv_zsl_node *x = sv_zsl_first(&z->zsl), *prev = NULL; x; prev = x, x = x->level[0].forward, i++) {
+                CHECK(!isnan(x->e->u.d));
+                CHECK(sv_dict_find(&z->d, x->e->key, x->e->klen) == x->e);
+                CHECK(x->backward == prev);
+                if (prev) CHECK(zless(prev->e, x->e));
             }
+            CHECK(i == z->zsl.length);
             break;
         }
         default:
@@ -373,6 +382,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (ctx.close_after) break; /* QUIT: the connection would close here */
     }
 
+    /* the connection closes: its transaction (queue and watches) goes, as conn.c does;
+     * the harness's shards share one session, so each watch is released on its shard */
+    if (sess.tx) {
+        for (int i = 0; i < sess.tx->nw; i++) {
+            sv_txwatch *w = &sess.tx->w[i];
+            if (!w->released && w->shard >= 0 && w->shard < NSHARDS) {
+                sv_watch_release(&shards[w->shard], (sv_str){w->key, w->len});
+                w->released = 1;
+            }
+        }
+        sv_tx_free(&shards[cur], &sess);
+    }
     for (int i = 0; i < NSHARDS; i++) {
         check_shard(&shards[i]);
         sv_db_flush(&shards[i]);

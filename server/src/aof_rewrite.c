@@ -108,13 +108,15 @@ void sv_aofw_key(sv_aof_writer *w, sv_entry *e)
     }
     case SV_T_ZSET: {
         sv_zset *z = (sv_zset *)o;
-        for (size_t i = 0; i < z->len; i += CHUNK) {
-            size_t n = z->len - i < CHUNK ? z->len - i : CHUNK;
+        sv_zsl_node *x = sv_zsl_first(&z->zsl);
+        for (size_t i = 0; i < z->zsl.length; i += CHUNK) {
+            size_t n = z->zsl.length - i < CHUNK ? z->zsl.length - i : CHUNK;
             w_len(w, '*', 2 + 2 * n);
             w_cstr(w, "ZADD");
             w_bulk(w, e->key, e->klen);
             for (size_t j = 0; j < n; j++) {
-                sv_entry *m = z->a[i + j];
+                sv_entry *m = x->e;
+                x = x->level[0].forward;
                 char sc[64];
                 w_bulk(w, sc, sv_d2str(sc, sizeof(sc), m->u.d)); /* %.17g: exact round trip */
                 w_bulk(w, m->key, m->klen);

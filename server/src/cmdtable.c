@@ -38,6 +38,55 @@ static int sintercard_keys(int argc, sv_str *argv, int *keys, int max)
     return k;
 }
 
+/* numkeys at argv[1], keys after it (ZUNION ZINTER ZDIFF ZINTERCARD LMPOP ZMPOP) */
+static int numkeys1_keys(int argc, sv_str *argv, int *keys, int max)
+{
+    long long n;
+    if (argc < 3 || !sv_str2ll(argv[1].p, argv[1].len, &n) || n < 1 || n > argc - 2) return -1;
+    int k = 0;
+    for (int i = 0; i < n && k < max; i++) keys[k++] = 2 + i;
+    return k;
+}
+
+/* GEORADIUS/GEORADIUSBYMEMBER: the source, and the key after STORE or STOREDIST */
+static int georadius_keys(int argc, sv_str *argv, int *keys, int max, int base)
+{
+    int k = 0;
+    if (max > 0) keys[k++] = 1;
+    for (int i = base; i + 1 < argc && k < max; i++)
+        if (sv_eq(argv[i], "store") || sv_eq(argv[i], "storedist")) {
+            keys[k++] = i + 1;
+            i++;
+        }
+    return k;
+}
+static int georadius_keys6(int argc, sv_str *argv, int *keys, int max) { return georadius_keys(argc, argv, keys, max, 6); }
+static int georadius_keys5(int argc, sv_str *argv, int *keys, int max) { return georadius_keys(argc, argv, keys, max, 5); }
+
+/* SORT: the key, and the key after STORE */
+static int sort_keys(int argc, sv_str *argv, int *keys, int max)
+{
+    int k = 0;
+    if (max > 0) keys[k++] = 1;
+    for (int i = 2; i + 1 < argc && k < max; i++) {
+        if (sv_eq(argv[i], "store")) keys[k++] = ++i;
+        else if (sv_eq(argv[i], "by") || sv_eq(argv[i], "get")) i++;
+        else if (sv_eq(argv[i], "limit")) i += 2;
+    }
+    return k;
+}
+
+/* the destination at argv[1], numkeys at argv[2], keys after it (the *STORE forms) */
+static int numkeys2_keys(int argc, sv_str *argv, int *keys, int max)
+{
+    long long n;
+    if (argc < 4 || !sv_str2ll(argv[2].p, argv[2].len, &n) || n < 1 || n > argc - 3) return -1;
+    int k = 0;
+    if (max > 0) keys[k++] = 1;
+    for (int i = 0; i < n && k < max; i++) keys[k++] = 3 + i;
+    return k;
+}
+
 #define C(name, arity, flags, first, last, step, acl) {#name, sv_cmd_##name, arity, flags, first, last, step, acl, NULL}
 /* The same with a policy other than the default: designated fields of sv_cmd after
  * the positional ones, e.g. CP(expire, ..., .aof = SV_AOF_TTL, .touch = SV_TOUCH_NOOP_ZERO). */
@@ -67,6 +116,35 @@ static const sv_cmd table[] = {
     C(incrby, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
     C(decrby, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
     C(incrbyfloat, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
+    CP(lcs, -3, R, 1, 2, 1, "@read @string @slow", .coord = SV_COORD_GATHER),
+    {"substr", sv_cmd_getrange, 4, R, 1, 1, 1, "@read @string @slow", NULL},
+    /* bitmaps */
+    C(setbit, 4, W | D, 1, 1, 1, "@write @bitmap @slow"),
+    C(getbit, 3, R | F, 1, 1, 1, "@read @bitmap @fast"),
+    C(bitcount, -2, R, 1, 1, 1, "@read @bitmap @slow"),
+    C(bitpos, -3, R, 1, 1, 1, "@read @bitmap @slow"),
+    CP(bitop, -4, W | D, 2, -1, 1, "@write @bitmap @slow", .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST),
+    C(bitfield, -2, W | D, 1, 1, 1, "@write @bitmap @slow"),
+    C(bitfield_ro, -2, R | F, 1, 1, 1, "@read @bitmap @fast"),
+    /* geo */
+    C(geoadd, -5, W | D, 1, 1, 1, "@write @geo @slow"),
+    C(geopos, -2, R, 1, 1, 1, "@read @geo @slow"),
+    C(geodist, -4, R, 1, 1, 1, "@read @geo @slow"),
+    C(geohash, -2, R, 1, 1, 1, "@read @geo @slow"),
+    {"georadius", sv_cmd_georadius, -6, W | D | M, 1, 1, 1, "@write @geo @slow", georadius_keys6,
+     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */},
+    {"georadiusbymember", sv_cmd_georadiusbymember, -5, W | D | M, 1, 1, 1, "@write @geo @slow", georadius_keys5,
+     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */},
+    C(georadius_ro, -6, R, 1, 1, 1, "@read @geo @slow"),
+    C(georadiusbymember_ro, -5, R, 1, 1, 1, "@read @geo @slow"),
+    C(geosearch, -7, R, 1, 1, 1, "@read @geo @slow"),
+    CP(geosearchstore, -8, W | D, 1, 2, 1, "@write @geo @slow", .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST),
+    /* HyperLogLog */
+    CP(pfadd, -2, W | D | F, 1, 1, 1, "@write @hyperloglog @fast", NOOP0),
+    CP(pfcount, -2, R, 1, -1, 1, "@read @hyperloglog @slow", .coord = SV_COORD_GATHER),
+    CP(pfmerge, -2, W | D, 1, -1, 1, "@write @hyperloglog @slow", .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST),
+    C(pfdebug, 3, W | A, 2, 2, 1, "@write @hyperloglog @admin @slow @dangerous"),
+    C(pfselftest, 1, A, 0, 0, 0, "@hyperloglog @admin @slow @dangerous"),
     /* keys */
     CP(del, -2, W, 1, -1, 1, "@keyspace @write @slow", .split = SV_SPLIT_SUM, NOOP0),
     {"unlink", sv_cmd_del, -2, W | F, 1, -1, 1, "@keyspace @write @fast", NULL, .split = SV_SPLIT_SUM, NOOP0},
@@ -87,6 +165,11 @@ static const sv_cmd table[] = {
     CP(persist, 2, W | F, 1, 1, 1, "@keyspace @write @fast", NOOP0),
     C(expiretime, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
     C(pexpiretime, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
+    CP(copy, -3, W | D, 1, 2, 1, "@keyspace @write @slow", .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */),
+    C(move, 3, W | F, 1, 1, 1, "@keyspace @write @fast"),
+    {"sort", sv_cmd_sort, -2, W | D | M, 1, 1, 1, "@write @set @sortedset @list @slow @dangerous", sort_keys,
+     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */},
+    C(sort_ro, -2, R, 1, 1, 1, "@read @set @sortedset @list @slow @dangerous"),
     CP(dbsize, 1, R | F, 0, 0, 0, "@keyspace @read @fast", .fan = SV_FAN_SUM, .pflags = SV_P_KEYSPACE),
     CP(flushall, -1, W, 0, 0, 0, "@keyspace @write @slow @dangerous", .fan = SV_FAN_OK, .touch = SV_TOUCH_NONE, .pflags = SV_P_KEYSPACE),
     {"flushdb", sv_cmd_flushall, -1, W, 0, 0, 0, "@keyspace @write @slow @dangerous", NULL,
@@ -113,6 +196,8 @@ static const sv_cmd table[] = {
     CP(brpoplpush, 4, W | D | B | SV_CMD_NOSCRIPT, 1, 2, 1, "@write @list @slow @blocking", NOOP0),
     CP(blmove, 6, W | D | B | SV_CMD_NOSCRIPT, 1, 2, 1, "@write @list @slow @blocking", NOOP0),
     {"blmpop", sv_cmd_blmpop, -5, W | B | M, 0, 0, 0, "@write @list @slow @blocking", sv_mpop_keys, NOOP0},
+    {"lmpop", sv_cmd_lmpop, -4, W | M, 0, 0, 0, "@write @list @slow", numkeys1_keys,
+     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */},
     /* hashes */
     C(hset, -4, W | D | F, 1, 1, 1, "@write @hash @fast"),
     CP(hsetnx, 4, W | D | F, 1, 1, 1, "@write @hash @fast", NOOP0),
@@ -161,6 +246,7 @@ static const sv_cmd table[] = {
     C(zrevrank, 3, R | F, 1, 1, 1, "@read @sortedset @fast"),
     C(zrange, -4, R, 1, 1, 1, "@read @sortedset @slow"),
     C(zrevrange, -4, R, 1, 1, 1, "@read @sortedset @slow"),
+    CP(zrangestore, -5, W | D, 1, 2, 1, "@write @sortedset @slow", .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST),
     C(zrangebyscore, -4, R, 1, 1, 1, "@read @sortedset @slow"),
     C(zrevrangebyscore, -4, R, 1, 1, 1, "@read @sortedset @slow"),
     C(zrangebylex, -4, R, 1, 1, 1, "@read @sortedset @slow"),
@@ -184,6 +270,23 @@ static const sv_cmd table[] = {
     C(publish, 3, P | L | F, 0, 0, 0, "@pubsub @fast"),
     C(spublish, 3, P | L | F, 1, 1, 1, "@pubsub @fast"),
     C(pubsub, -2, 0, 0, 0, 0, "@slow"),
+    C(zrandmember, -2, R, 1, 1, 1, "@read @sortedset @slow"),
+    {"zmpop", sv_cmd_zmpop, -4, W | M, 0, 0, 0, "@write @sortedset @slow", numkeys1_keys,
+     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */},
+    {"zunion", sv_cmd_zunion, -3, R | M, 0, 0, 0, "@read @sortedset @slow", numkeys1_keys,
+     .coord = SV_COORD_GATHER},
+    {"zinter", sv_cmd_zinter, -3, R | M, 0, 0, 0, "@read @sortedset @slow", numkeys1_keys,
+     .coord = SV_COORD_GATHER},
+    {"zdiff", sv_cmd_zdiff, -3, R | M, 0, 0, 0, "@read @sortedset @slow", numkeys1_keys,
+     .coord = SV_COORD_GATHER},
+    {"zintercard", sv_cmd_zintercard, -3, R | M, 0, 0, 0, "@read @sortedset @slow", numkeys1_keys,
+     .coord = SV_COORD_GATHER},
+    {"zunionstore", sv_cmd_zunionstore, -4, W | D | M, 1, 1, 1, "@write @sortedset @slow", numkeys2_keys,
+     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST},
+    {"zinterstore", sv_cmd_zinterstore, -4, W | D | M, 1, 1, 1, "@write @sortedset @slow", numkeys2_keys,
+     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST},
+    {"zdiffstore", sv_cmd_zdiffstore, -4, W | D | M, 1, 1, 1, "@write @sortedset @slow", numkeys2_keys,
+     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST},
     /* connection and server */
     C(ping, -1, F, 0, 0, 0, "@fast @connection"),
     C(echo, 2, F, 0, 0, 0, "@fast @connection"),
@@ -223,6 +326,7 @@ static const sv_cmd table[] = {
      .multi = SV_MULTI_DENY},
     {"slotlane.exec", sv_cmd_slotlane_exec, -3, SV_CMD_INTERNAL, 0, 0, 0, "@transaction", NULL,
      .multi = SV_MULTI_DENY, .touch = SV_TOUCH_NONE},
+    {"slotlane.dump", sv_cmd_slotlane_dump, 2, R | F | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @read", NULL},
 };
 
 #define NCMDS (sizeof(table) / sizeof(table[0]))

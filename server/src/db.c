@@ -1,6 +1,7 @@
 /* db: objects and the per-shard keyspace — lookup with lazy expiry, add, delete,
  * TTLs, the per-slot key counts — plus the argument helpers every command uses. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -36,6 +37,19 @@ sv_string *sv_string_new(const void *p, size_t n)
     return s;
 }
 
+sv_string *sv_string_reserve(sv_entry *e, size_t need)
+{
+    sv_string *s = e->val;
+    if (s->cap < need) {
+        /* doubling below 1 MB, then 1 MB more at a time (as Redis's sds) */
+        size_t cap = need < 1024 * 1024 ? need * 2 : need + 1024 * 1024;
+        s = sv_realloc(s, sizeof(sv_string) + cap);
+        s->cap = cap;
+        e->val = s;
+    }
+    return s;
+}
+
 sv_obj *sv_obj_new(int type)
 {
     switch (type) {
@@ -60,6 +74,7 @@ sv_obj *sv_obj_new(int type)
         sv_zset *z = sv_calloc(1, sizeof(*z));
         z->h.type = SV_T_ZSET;
         sv_dict_init(&z->d);
+        sv_zsl_init(&z->zsl);
         return &z->h;
     }
     }
@@ -81,8 +96,8 @@ void sv_list_free(sv_list *l)
 
 void sv_zset_free(sv_zset *z)
 {
+    sv_zsl_free(&z->zsl);
     sv_dict_clear(&z->d, NULL, NULL);
-    free(z->a);
     free(z);
 }
 
@@ -248,7 +263,7 @@ void sv_db_delete_if_empty(sv_shard *sh, sv_entry *e)
     case SV_T_LIST: empty = ((sv_list *)o)->len == 0; break;
     case SV_T_HASH: empty = sv_dict_size(&((sv_hashobj *)o)->d) == 0; break;
     case SV_T_SET: empty = sv_dict_size(&((sv_set *)o)->d) == 0; break;
-    case SV_T_ZSET: empty = ((sv_zset *)o)->len == 0; break;
+    case SV_T_ZSET: empty = ((sv_zset *)o)->zsl.length == 0; break;
     }
     if (!empty) return;
     sv_notify(sh, SV_N_GENERIC, "del", (sv_str){e->key, e->klen}); /* after the command's own event */
@@ -394,6 +409,37 @@ int sv_parse_scanopts(sv_ctx *c, int argc, sv_str *argv, int i, int allowtype, s
             else if (sv_eq(t, "zset")) o->type = SV_T_ZSET;
             else o->type = 99; /* unknown type: matches nothing, as in Redis 7.0 */
             i += 2;
+        } else {
+            sv_add_error(&c->r, SV_ERR_SYNTAX);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int sv_parse_mpop(sv_ctx *c, int argc, sv_str *argv, const char *first, const char *second, sv_mpop *o)
+{
+    /* Redis 7.0's order: numkeys, the keys' count against the arguments, the
+     * direction, then COUNT (the keys are looked at only after all of these) */
+    if (!sv_get_ll_range(c, argv[1], 1, LONG_MAX, &o->numkeys, "numkeys should be greater than 0")) return 0;
+    if (o->numkeys > argc - 3) {
+        sv_add_error(&c->r, SV_ERR_SYNTAX);
+        return 0;
+    }
+    int j = 2 + (int)o->numkeys;
+    if (sv_eq(argv[j], first)) o->which = 0;
+    else if (sv_eq(argv[j], second)) o->which = 1;
+    else {
+        sv_add_error(&c->r, SV_ERR_SYNTAX);
+        return 0;
+    }
+    o->count = 1;
+    int counted = 0;
+    for (j++; j < argc; j++) {
+        if (!counted && sv_eq(argv[j], "count") && j + 1 < argc) {
+            if (!sv_get_ll_range(c, argv[j + 1], 1, LONG_MAX, &o->count, "count should be greater than 0")) return 0;
+            counted = 1;
+            j++;
         } else {
             sv_add_error(&c->r, SV_ERR_SYNTAX);
             return 0;

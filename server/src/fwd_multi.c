@@ -8,7 +8,8 @@
 
 #include "fwd.h"
 
-enum { OP_MSETNX, OP_RENAME, OP_RENAMENX, OP_LMOVE, OP_SMOVE, OP_WATCH, OP_SINTER, OP_SUNION, OP_SDIFF, OP_SINTERCARD };
+enum { OP_MSETNX, OP_RENAME, OP_RENAMENX, OP_LMOVE, OP_SMOVE, OP_WATCH, OP_SINTER, OP_SUNION, OP_SDIFF, OP_SINTERCARD,
+       OP_GATHER };
 
 typedef struct coord {
     sv_conn *c;
@@ -31,6 +32,9 @@ typedef struct coord {
     int nk;
     int readonly;           /* SINTER SUNION SDIFF SINTERCARD: later reads need not wait */
     long long stored;       /* *STORE: the result's cardinality */
+    const sv_cmd *cmd;      /* OP_GATHER: the command run on the copies */
+    int *uk;                /* OP_GATHER: argv index of each distinct key */
+    int nuk;
 } coord;
 
 /* ---- a RESP2 reply, as the steps produce them ---- */
@@ -175,7 +179,7 @@ static void reply_int(coord *co, long long v)
 /* A reply a step cannot give (a bug): the client gets an error, never a crash. */
 static void internal_error(coord *co)
 {
-    reply_error(co, "ERR internal error in a cross-shard step");
+    reply_error(co, "internal error in a cross-shard step");
 }
 
 /* Keeps reply i across rounds (the next round reuses the buffers). */
@@ -441,6 +445,108 @@ static void step_setop(coord *co)
     free(sets);
 }
 
+/* OP_GATHER: every other multi-key command (the zset operations and their STORE
+ * forms, ZRANGESTORE, ZMPOP, LMPOP, COPY, LCS, BITOP, PFCOUNT, PFMERGE, ...).
+ * Round 1: slotlane.dump of each distinct key on its owner. Then the command runs
+ * here, by its ordinary code, on a scratch keyspace holding copies of those values
+ * (so every reply and error is the command's own). For a write command, each key
+ * whose value or expiry the command changed in the scratch keyspace is written
+ * back in round 2 (slotlane.restore, or DEL when it is gone); the client's reply
+ * leaves after that round. */
+static void gather_dump(sv_shard *sh, sv_str key, sv_buf *out)
+{
+    sv_session s;
+    memset(&s, 0, sizeof(s));
+    s.proto = 2;
+    sv_ctx ctx = {.sh = sh, .sess = &s, .r = {out, 2}, .noroute = 1};
+    sv_cmd_slotlane_dump(&ctx, 2, (sv_str[]){lit("slotlane.dump"), key});
+}
+
+static void step_gather(coord *co)
+{
+    rv v;
+    if (co->stage == 0) {
+        round_begin(co);
+        for (int i = 0; i < co->nuk; i++) req(co, 2, (sv_str[]){lit("slotlane.dump"), co->argv[co->uk[i]]});
+        co->stage = 1;
+        return;
+    }
+    if (co->stage == 2) {
+        for (int i = 0; i < co->nreq; i++)
+            if (!parse(&co->rep[i], &v) || v.t != '+') { internal_error(co); return; }
+        reply_raw(co, (sv_str){co->hold.data, co->hold.len});
+        return;
+    }
+    /* stage 1: the copies into a scratch keyspace */
+    sv_shard *sc = sv_calloc(1, sizeof(*sc));
+    sv_dict_init(&sc->keys);
+    sc->slot_keys = sv_calloc(SL_SLOTS, sizeof(uint32_t));
+    sc->index = co->c->sh->index;
+    sc->now_ms = co->c->sh->now_ms;
+    sv_session s;
+    memset(&s, 0, sizeof(s));
+    s.id = co->c->sess.id;
+    s.proto = 2;
+    sv_buf *before = sv_calloc((size_t)co->nuk + 1, sizeof(sv_buf));
+    sv_buf scratch = {0};
+    int ok = 1;
+    for (int i = 0; i < co->nuk && ok; i++) {
+        if (!parse(&co->rep[i], &v) || (v.t != 'n' && v.t != '*')) ok = 0;
+        else if (v.t == '*') {
+            if (v.na < 2) ok = 0;
+            else {
+                sv_str *sub = sv_malloc(sizeof(sv_str) * (size_t)(v.na + 2));
+                sub[0] = lit("slotlane.restore");
+                sub[1] = co->argv[co->uk[i]];
+                memcpy(sub + 2, v.a, sizeof(sv_str) * (size_t)v.na);
+                scratch.len = 0;
+                sv_ctx ctx = {.sh = sc, .sess = &s, .r = {&scratch, 2}, .noroute = 1};
+                sv_cmd_slotlane_restore(&ctx, (int)v.na + 2, sub);
+                free(sub);
+                if (!scratch.len || scratch.data[0] != '+') ok = 0;
+            }
+        }
+        free(v.a);
+        if (ok) gather_dump(sc, co->argv[co->uk[i]], &before[i]);
+    }
+    if (ok) {
+        /* the command itself, with the client's protocol */
+        s.proto = co->proto;
+        sv_buf_free(&co->hold);
+        sv_ctx ctx = {.sh = sc, .sess = &s, .r = {&co->hold, co->proto}, .noroute = 1};
+        co->cmd->fn(&ctx, co->argc, co->argv);
+        round_begin(co);
+        if (co->cmd->flags & SV_CMD_WRITE)
+            for (int i = 0; i < co->nuk; i++) {
+                sv_str key = co->argv[co->uk[i]];
+                scratch.len = 0;
+                gather_dump(sc, key, &scratch);
+                if (scratch.len == before[i].len && memcmp(scratch.data, before[i].data, scratch.len) == 0) continue;
+                sv_buf b = {scratch.data, scratch.len, scratch.cap};
+                if (!parse(&b, &v)) { ok = 0; break; }
+                if (v.t == 'n') {
+                    req(co, 4, (sv_str[]){lit("slotlane.restore"), key, lit("string"), lit("0")}); /* no element: deleted */
+                } else {
+                    sv_str *sub = sv_malloc(sizeof(sv_str) * (size_t)(v.na + 2));
+                    sub[0] = lit("slotlane.restore");
+                    sub[1] = key;
+                    memcpy(sub + 2, v.a, sizeof(sv_str) * (size_t)v.na);
+                    req(co, (int)v.na + 2, sub); /* copied into the message (or run here at once) */
+                    free(sub);
+                }
+                free(v.a);
+            }
+    }
+    for (int i = 0; i < co->nuk; i++) sv_buf_free(&before[i]);
+    free(before);
+    sv_buf_free(&scratch);
+    sv_db_free(sc);
+    free(sc);
+    if (!ok) { internal_error(co); return; }
+    if (co->nreq == 0) { reply_raw(co, (sv_str){co->hold.data, co->hold.len}); return; }
+    co->stage = 2;
+}
+
 /* WATCH: stage 0 sends slotlane.watch to each owner of keys not watched yet (this
  * shard's own run at once); stage 1 keeps the versions they answered in the
  * connection's transaction state, so that EXEC can send them with the unit. A
@@ -526,6 +632,7 @@ static void run(coord *co)
         case OP_RENAMENX: step_rename(co); break;
         case OP_LMOVE:
         case OP_SMOVE: step_move(co); break;
+        case OP_GATHER: step_gather(co); break;
         case OP_WATCH: step_watch(co); break;
         default: step_setop(co); break;
         }
@@ -554,6 +661,7 @@ static int op_of(const sv_cmd *cmd, int *store)
     case SV_COORD_SUNIONSTORE: return OP_SUNION;
     case SV_COORD_SDIFF:
     case SV_COORD_SDIFFSTORE: return OP_SDIFF;
+    case SV_COORD_GATHER: return OP_GATHER;
     }
     return -1;
 }
@@ -601,7 +709,7 @@ static int check_args(sv_conn *c, coord *co, const sv_cmd *cmd)
         }
         co->src0 = 2;
         co->nsrc = (int)numkeys;
-    } else if (co->op >= OP_SINTER) {
+    } else if (co->op >= OP_SINTER && co->op != OP_GATHER) {
         co->src0 = co->store ? 2 : 1;
         co->nsrc = co->argc - co->src0;
     }
@@ -616,6 +724,7 @@ void sv_fwdm_free(void *state)
     sv_buf_free(&co->hold);
     sv_buf_free(&co->err);
     free(co->kp);
+    free(co->uk);
     free(co->argv);
     free(co);
 }
@@ -648,6 +757,19 @@ void sv_fwdm_start(sv_conn *c, const sv_cmd *cmd, int argc, sv_str *argv)
     co->rep = sv_calloc((size_t)co->cap, sizeof(sv_buf));
     co->kp = sv_malloc(sizeof(int) * (size_t)argc);
     co->nk = sv_cmd_keypos(cmd, argc, co->argv, co->kp, argc);
+    if (co->op == OP_GATHER) {
+        co->cmd = cmd;
+        co->uk = sv_malloc(sizeof(int) * (size_t)(co->nk > 0 ? co->nk : 1));
+        for (int i = 0; i < co->nk; i++) {
+            sv_str a = co->argv[co->kp[i]];
+            int dup = 0;
+            for (int k = 0; k < co->nuk && !dup; k++) {
+                sv_str b = co->argv[co->uk[k]];
+                dup = a.len == b.len && memcmp(a.p, b.p, a.len) == 0;
+            }
+            if (!dup) co->uk[co->nuk++] = co->kp[i];
+        }
+    }
     co->readonly = !(cmd->flags & SV_CMD_WRITE) && co->op != OP_WATCH; /* a later WATCH of its keys waits */
     co->p = sv_fwd_coord_slot(c, co);
     c->sh->stats.commands++;

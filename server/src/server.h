@@ -16,6 +16,7 @@
 #include "proto.h"
 #include "slot.h"
 #include "util.h"
+#include "zskiplist.h"
 
 #define SV_VERSION "7.0.15"  /* the Redis version we answer as (clients read it) */
 #define SV_MAX_SHARDS 256
@@ -82,19 +83,21 @@ typedef struct sv_set {
     sv_dict d; /* member -> (nothing) */
 } sv_set;
 
-/* A sorted set: member -> score in the dict, plus the entries ordered by
- * (score, member) in an array for ranks and ranges (binary search; insertion
- * moves pointers, which is fast for the sizes tests and benchmarks use). */
+/* A sorted set: member -> score in the dict (u.d), plus the entries ordered by
+ * (score, member) in a skiplist for ranks and ranges (O(log n) insert, delete,
+ * rank; zskiplist.h). */
 typedef struct sv_zset {
     sv_obj h;
     sv_dict d;
-    sv_entry **a;
-    size_t len, cap;
+    sv_zsl zsl;
 } sv_zset;
 
 sv_blob *sv_blob_new(const void *p, size_t n);
 sv_string *sv_string_new(const void *p, size_t n);
 sv_obj *sv_obj_new(int type);
+sv_obj *sv_obj_dup(const sv_obj *o); /* a deep copy (t_copy.c) */
+/* Makes the string value at e writable with room for need bytes (e->val may move). */
+sv_string *sv_string_reserve(sv_entry *e, size_t need);
 void sv_obj_free(sv_obj *o);
 
 /* ---- transactions (multi.c) ---- */
@@ -296,6 +299,7 @@ enum sv_coord_policy {
     SV_COORD_NONE = 0, SV_COORD_MSETNX, SV_COORD_RENAME, SV_COORD_RENAMENX, SV_COORD_LMOVE,
     SV_COORD_RPOPLPUSH, SV_COORD_SMOVE, SV_COORD_SINTER, SV_COORD_SUNION, SV_COORD_SDIFF,
     SV_COORD_SINTERSTORE, SV_COORD_SUNIONSTORE, SV_COORD_SDIFFSTORE, SV_COORD_SINTERCARD,
+    SV_COORD_GATHER, /* the copies of every key, the command itself here, changed keys written back */
     SV_COORD_WATCH, /* WATCH of another shard's keys: slotlane.watch there, versions kept here */
 };
 /* Which keys a WRITE command that replied no error modified: sv_signal_modified_key
@@ -388,6 +392,13 @@ typedef struct sv_scanopts {
     int has_match;
     int type; /* -1 any */
 } sv_scanopts;
+/* LMPOP/ZMPOP's numkeys key... FIRST|SECOND [COUNT n] (which: 0 first, 1 second);
+ * replies the error and returns 0 on bad arguments. */
+typedef struct sv_mpop {
+    long long numkeys, count;
+    int which;
+} sv_mpop;
+int sv_parse_mpop(sv_ctx *c, int argc, sv_str *argv, const char *first, const char *second, sv_mpop *o);
 int sv_parse_scan_cursor(sv_ctx *c, sv_str a, uint64_t *cursor);
 int sv_parse_scanopts(sv_ctx *c, int argc, sv_str *argv, int start, int allowtype, sv_scanopts *o);
 
@@ -409,15 +420,23 @@ SV_DECL(get); SV_DECL(set); SV_DECL(setnx); SV_DECL(setex); SV_DECL(psetex); SV_
 SV_DECL(getdel); SV_DECL(getex); SV_DECL(mget); SV_DECL(mset); SV_DECL(msetnx); SV_DECL(append);
 SV_DECL(strlen); SV_DECL(getrange); SV_DECL(setrange); SV_DECL(incr); SV_DECL(decr);
 SV_DECL(incrby); SV_DECL(decrby); SV_DECL(incrbyfloat);
+/* bitmaps (t_bitops.c) */
+SV_DECL(setbit); SV_DECL(getbit); SV_DECL(bitcount); SV_DECL(bitpos); SV_DECL(bitop); SV_DECL(bitfield);
+SV_DECL(bitfield_ro);
+/* HyperLogLog (t_hll.c) */
+SV_DECL(pfadd); SV_DECL(pfcount); SV_DECL(pfmerge); SV_DECL(pfdebug); SV_DECL(pfselftest);
+/* geo (t_geo.c) */
+SV_DECL(geoadd); SV_DECL(geopos); SV_DECL(geodist); SV_DECL(geohash); SV_DECL(georadius); SV_DECL(georadius_ro);
+SV_DECL(georadiusbymember); SV_DECL(georadiusbymember_ro); SV_DECL(geosearch); SV_DECL(geosearchstore);
 /* keys */
 SV_DECL(del); SV_DECL(exists); SV_DECL(type); SV_DECL(rename); SV_DECL(renamenx); SV_DECL(keys);
 SV_DECL(scan); SV_DECL(randomkey); SV_DECL(touch); SV_DECL(expire); SV_DECL(pexpire);
 SV_DECL(expireat); SV_DECL(pexpireat); SV_DECL(ttl); SV_DECL(pttl); SV_DECL(persist);
-SV_DECL(expiretime); SV_DECL(pexpiretime);
+SV_DECL(expiretime); SV_DECL(pexpiretime); SV_DECL(copy); SV_DECL(move); SV_DECL(lcs); SV_DECL(sort); SV_DECL(sort_ro);
 /* lists */
 SV_DECL(lpush); SV_DECL(rpush); SV_DECL(lpushx); SV_DECL(rpushx); SV_DECL(lpop); SV_DECL(rpop);
 SV_DECL(llen); SV_DECL(lrange); SV_DECL(lindex); SV_DECL(lset); SV_DECL(linsert); SV_DECL(lrem);
-SV_DECL(ltrim); SV_DECL(lpos); SV_DECL(lmove); SV_DECL(rpoplpush);
+SV_DECL(ltrim); SV_DECL(lpos); SV_DECL(lmove); SV_DECL(rpoplpush); SV_DECL(lmpop);
 /* hashes */
 SV_DECL(hset); SV_DECL(hsetnx); SV_DECL(hget); SV_DECL(hmget); SV_DECL(hdel); SV_DECL(hlen);
 SV_DECL(hexists); SV_DECL(hgetall); SV_DECL(hkeys); SV_DECL(hvals); SV_DECL(hincrby);
@@ -440,8 +459,11 @@ int sv_mpop_keys(int argc, sv_str *argv, int *keys, int max);
 /* pub/sub (pubsub.c) */
 SV_DECL(subscribe); SV_DECL(psubscribe); SV_DECL(ssubscribe); SV_DECL(unsubscribe); SV_DECL(punsubscribe);
 SV_DECL(sunsubscribe); SV_DECL(publish); SV_DECL(spublish); SV_DECL(pubsub);
+SV_DECL(zrevrange); SV_DECL(zlexcount); SV_DECL(zrangestore);
+SV_DECL(zrandmember); SV_DECL(zmpop); SV_DECL(zunion); SV_DECL(zinter); SV_DECL(zdiff); SV_DECL(zunionstore);
+SV_DECL(zinterstore); SV_DECL(zdiffstore); SV_DECL(zintercard);
 /* internal, between shards (t_transfer.c) */
-SV_DECL(slotlane_take); SV_DECL(slotlane_restore);
+SV_DECL(slotlane_take); SV_DECL(slotlane_restore); SV_DECL(slotlane_dump);
 /* transactions (multi.c) */
 SV_DECL(multi); SV_DECL(exec); SV_DECL(discard); SV_DECL(watch); SV_DECL(unwatch);
 SV_DECL(slotlane_watch); SV_DECL(slotlane_unwatch); SV_DECL(slotlane_exec);

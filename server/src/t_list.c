@@ -421,3 +421,30 @@ void sv_cmd_rpoplpush(sv_ctx *c, int argc, sv_str *argv)
     (void)argc;
     lmove_generic(c, argv[1], argv[2], 0, 1);
 }
+
+/* LMPOP numkeys key... LEFT|RIGHT [COUNT n]: pops from the first non-empty list. */
+void sv_cmd_lmpop(sv_ctx *c, int argc, sv_str *argv)
+{
+    sv_mpop o;
+    if (!sv_parse_mpop(c, argc, argv, "left", "right", &o)) return;
+    for (long long k = 0; k < o.numkeys; k++) {
+        sv_entry *e = NULL;
+        int r = sv_db_get_typed(c, argv[2 + k], SV_T_LIST, &e);
+        if (r < 0) return;
+        if (r == 0) continue;
+        sv_list *l = e->val;
+        long long n = (size_t)o.count > l->len ? (long long)l->len : o.count;
+        sv_add_array(&c->r, 2);
+        sv_add_bulk(&c->r, argv[2 + k].p, argv[2 + k].len);
+        sv_add_array(&c->r, n);
+        while (n--) {
+            sv_blob *b = o.which == 0 ? pop_head(l) : pop_tail(l);
+            sv_add_bulk(&c->r, b->data, b->len);
+            free(b);
+        }
+        sv_db_delete_if_empty(c->sh, e);
+        sv_signal_modified_key(c->sh, argv[2 + k]); /* the key popped from (.touch NONE) */
+        return;
+    }
+    sv_add_null_array(&c->r);
+}

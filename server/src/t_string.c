@@ -269,18 +269,7 @@ static int check_size(sv_ctx *c, long long size)
     return 1;
 }
 
-/* Makes the string at e writable with room for need bytes. */
-static sv_string *string_reserve(sv_entry *e, size_t need)
-{
-    sv_string *s = e->val;
-    if (s->cap < need) {
-        size_t cap = need < 1024 * 1024 ? need * 2 : need + 1024 * 1024;
-        s = sv_realloc(s, sizeof(sv_string) + cap);
-        s->cap = cap;
-        e->val = s;
-    }
-    return s;
-}
+static sv_string *string_reserve(sv_entry *e, size_t need) { return sv_string_reserve(e, need); }
 
 void sv_cmd_append(sv_ctx *c, int argc, sv_str *argv)
 {

@@ -4,6 +4,9 @@
  *   slotlane.take KEY
  *     -> nil when KEY is missing, else [type, pxat, element...] and KEY is deleted
  *        in the same step (so no other command sees the value in two places).
+ *   slotlane.dump KEY
+ *     -> the same without the delete (READONLY): a cross-shard command that reads
+ *        keys of other shards computes on copies (fwd_multi.c, "gathered").
  *   slotlane.restore KEY TYPE PXAT [element...]
  *     -> OK; KEY is replaced by a TYPE value built from the elements, with absolute
  *        expiry PXAT in unix ms (0: none; already past: KEY ends up absent); no
@@ -21,15 +24,9 @@
 
 static const char *type_names[] = {"string", "list", "hash", "set", "zset"};
 
-void sv_cmd_slotlane_take(sv_ctx *c, int argc, sv_str *argv)
+/* [type, pxat, element...] of a key's value (RESP2 or RESP3 alike: bulk strings). */
+static void add_value(sv_ctx *c, sv_entry *e)
 {
-    (void)argc;
-    sv_shard *sh = c->sh;
-    sv_entry *e = sv_db_lookup_write(sh, argv[1]);
-    if (!e) {
-        sv_add_null(&c->r);
-        return;
-    }
     sv_obj *o = e->val;
     long long n = 0;
     switch (o->type) {
@@ -37,7 +34,7 @@ void sv_cmd_slotlane_take(sv_ctx *c, int argc, sv_str *argv)
     case SV_T_LIST: n = (long long)((sv_list *)o)->len; break;
     case SV_T_HASH: n = 2 * (long long)sv_dict_size(&((sv_hashobj *)o)->d); break;
     case SV_T_SET: n = (long long)sv_dict_size(&((sv_set *)o)->d); break;
-    case SV_T_ZSET: n = 2 * (long long)((sv_zset *)o)->len; break;
+    case SV_T_ZSET: n = 2 * (long long)((sv_zset *)o)->zsl.length; break;
     }
     sv_add_array(&c->r, 2 + n);
     sv_add_bulk_cstr(&c->r, type_names[o->type]);
@@ -72,16 +69,35 @@ void sv_cmd_slotlane_take(sv_ctx *c, int argc, sv_str *argv)
     }
     case SV_T_ZSET: {
         sv_zset *z = (sv_zset *)o;
-        for (size_t i = 0; i < z->len; i++) {
+        for (sv_zsl_node *x = sv_zsl_first(&z->zsl); x; x = x->level[0].forward) {
             char num[64];
-            int k = snprintf(num, sizeof(num), "%.17g", z->a[i]->u.d);
+            int k = snprintf(num, sizeof(num), "%.17g", x->e->u.d);
             sv_add_bulk(&c->r, num, (size_t)k);
-            sv_add_bulk(&c->r, z->a[i]->key, z->a[i]->klen);
+            sv_add_bulk(&c->r, x->e->key, x->e->klen);
         }
         break;
     }
     }
-    sv_db_delete_entry(sh, e);
+}
+
+void sv_cmd_slotlane_take(sv_ctx *c, int argc, sv_str *argv)
+{
+    (void)argc;
+    sv_entry *e = sv_db_lookup_write(c->sh, argv[1]);
+    if (!e) {
+        sv_add_null(&c->r);
+        return;
+    }
+    add_value(c, e);
+    sv_db_delete_entry(c->sh, e);
+}
+
+void sv_cmd_slotlane_dump(sv_ctx *c, int argc, sv_str *argv)
+{
+    (void)argc;
+    sv_entry *e = sv_db_lookup(c->sh, argv[1]);
+    if (!e) sv_add_null(&c->r);
+    else add_value(c, e);
 }
 
 void sv_cmd_slotlane_restore(sv_ctx *c, int argc, sv_str *argv)

@@ -7,74 +7,35 @@
 
 #include "server.h"
 
-static int zcmp(double s1, const char *m1, size_t l1, double s2, const char *m2, size_t l2)
-{
-    if (s1 < s2) return -1;
-    if (s1 > s2) return 1;
-    size_t n = l1 < l2 ? l1 : l2;
-    int r = memcmp(m1, m2, n);
-    if (r) return r;
-    return l1 < l2 ? -1 : l1 > l2;
-}
+/* Ranks below are 0-based (the skiplist's are 1-based). */
 
-/* First index whose element is >= (score, member). */
-static size_t zlower(sv_zset *z, double score, const char *m, size_t l)
-{
-    size_t lo = 0, hi = z->len;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        sv_entry *e = z->a[mid];
-        if (zcmp(e->u.d, e->key, e->klen, score, m, l) < 0) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
-static size_t zindex(sv_zset *z, sv_entry *e) { return zlower(z, e->u.d, e->key, e->klen); }
-
-static void zarr_insert(sv_zset *z, sv_entry *e)
-{
-    if (z->len == z->cap) {
-        z->cap = z->cap ? z->cap * 2 : 8;
-        z->a = sv_realloc(z->a, z->cap * sizeof(*z->a));
-    }
-    size_t i = zindex(z, e);
-    memmove(z->a + i + 1, z->a + i, (z->len - i) * sizeof(*z->a));
-    z->a[i] = e;
-    z->len++;
-}
-
-static void zarr_remove_at(sv_zset *z, size_t i)
-{
-    memmove(z->a + i, z->a + i + 1, (z->len - i - 1) * sizeof(*z->a));
-    z->len--;
-}
+static size_t zindex(sv_zset *z, sv_entry *e) { return sv_zsl_rank(&z->zsl, e) - 1; }
 
 static void zset_delete_entry(sv_zset *z, sv_entry *e)
 {
-    zarr_remove_at(z, zindex(z, e));
+    sv_zsl_delete(&z->zsl, e);
     sv_dict_unlink(&z->d, e->key, e->klen);
     free(e);
 }
 
-/* Removes the elements [from, to) of the array. */
+/* Removes the elements of ranks [from, to). */
 static void zset_delete_range(sv_zset *z, size_t from, size_t to)
 {
-    for (size_t i = from; i < to; i++) {
-        sv_entry *e = z->a[i];
-        sv_dict_unlink(&z->d, e->key, e->klen);
-        free(e);
+    if (from >= to) return;
+    sv_zsl_node *x = sv_zsl_at(&z->zsl, from + 1);
+    for (size_t i = from; i < to && x; i++) {
+        sv_zsl_node *next = x->level[0].forward;
+        zset_delete_entry(z, x->e);
+        x = next;
     }
-    memmove(z->a + from, z->a + to, (z->len - to) * sizeof(*z->a));
-    z->len -= to - from;
     sv_dict_maybe_shrink(&z->d);
 }
 
 static void zset_update(sv_zset *z, sv_entry *e, double score)
 {
-    zarr_remove_at(z, zindex(z, e));
+    sv_zsl_delete(&z->zsl, e);
     e->u.d = score;
-    zarr_insert(z, e);
+    sv_zsl_insert(&z->zsl, e);
 }
 
 static int get_zset(sv_ctx *c, sv_str key, sv_entry **e, sv_zset **z)
@@ -133,7 +94,7 @@ static int zset_add(sv_zset *z, double score, sv_str m, int flags, int *out, dou
     }
     e = sv_dict_add(&z->d, m.p, m.len, NULL);
     e->u.d = score == 0 ? 0.0 : score; /* -0 is stored as 0, as in Redis's listpack */
-    zarr_insert(z, e);
+    sv_zsl_insert(&z->zsl, e);
     *newscore = score;
     *out = ZO_ADDED;
     return 1;
@@ -291,7 +252,7 @@ void sv_cmd_zcard(sv_ctx *c, int argc, sv_str *argv)
     sv_zset *z = NULL;
     int r = get_zset(c, argv[1], &e, &z);
     if (r == 0) sv_add_int(&c->r, 0);
-    if (r == 1) sv_add_int(&c->r, (long long)z->len);
+    if (r == 1) sv_add_int(&c->r, (long long)z->zsl.length);
 }
 
 static void rank_generic(sv_ctx *c, sv_str *argv, int rev)
@@ -306,7 +267,7 @@ static void rank_generic(sv_ctx *c, sv_str *argv, int rev)
         return;
     }
     size_t i = zindex(z, m);
-    sv_add_int(&c->r, (long long)(rev ? z->len - 1 - i : i));
+    sv_add_int(&c->r, (long long)(rev ? z->zsl.length - 1 - i : i));
 }
 
 void sv_cmd_zrank(sv_ctx *c, int argc, sv_str *argv) { (void)argc; rank_generic(c, argv, 0); }
@@ -394,7 +355,7 @@ static int lexcmp(const char *a, size_t la, const char *b, size_t lb)
     return la < lb ? -1 : la > lb;
 }
 
-static int lex_gte_min(sv_entry *e, const zrange_lex *r)
+static int lex_gte_min(const sv_entry *e, const zrange_lex *r)
 {
     if (r->mininf == -1) return 1;
     if (r->mininf == 1) return 0;
@@ -402,7 +363,7 @@ static int lex_gte_min(sv_entry *e, const zrange_lex *r)
     return r->minex ? c > 0 : c >= 0;
 }
 
-static int lex_lte_max(sv_entry *e, const zrange_lex *r)
+static int lex_lte_max(const sv_entry *e, const zrange_lex *r)
 {
     if (r->maxinf == 1) return 1;
     if (r->maxinf == -1) return 0;
@@ -410,68 +371,76 @@ static int lex_lte_max(sv_entry *e, const zrange_lex *r)
     return r->maxex ? c < 0 : c <= 0;
 }
 
-/* [from, to) of elements in a score range (the array is sorted by score). */
+static int below_score_min(const sv_zsl_node *n, const void *r) { return !score_gte_min(n->score, r); }
+static int within_score_max(const sv_zsl_node *n, const void *r) { return score_lte_max(n->score, r); }
+static int below_lex_min(const sv_zsl_node *n, const void *r) { return !lex_gte_min(n->e, r); }
+static int within_lex_max(const sv_zsl_node *n, const void *r) { return lex_lte_max(n->e, r); }
+
+/* Ranks [from, to) of the elements in a score range (the list is sorted by score). */
 static void score_span(sv_zset *z, const zrange_score *r, size_t *from, size_t *to)
 {
-    size_t lo = 0, hi = z->len;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (!score_gte_min(z->a[mid]->u.d, r)) lo = mid + 1;
-        else hi = mid;
-    }
-    *from = lo;
-    hi = z->len;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (score_lte_max(z->a[mid]->u.d, r)) lo = mid + 1;
-        else hi = mid;
-    }
-    *to = lo;
-}
-
-/* Lex ranges assume equal scores (as in Redis): then the array is sorted by member. */
-static void lex_span(sv_zset *z, const zrange_lex *r, size_t *from, size_t *to)
-{
-    size_t lo = 0, hi = z->len;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (!lex_gte_min(z->a[mid], r)) lo = mid + 1;
-        else hi = mid;
-    }
-    *from = lo;
-    hi = z->len;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (lex_lte_max(z->a[mid], r)) lo = mid + 1;
-        else hi = mid;
-    }
-    *to = lo;
+    *from = sv_zsl_count_below(&z->zsl, below_score_min, r);
+    *to = sv_zsl_count_below(&z->zsl, within_score_max, r);
     if (*to < *from) *to = *from;
 }
 
-static void add_range_reply(sv_ctx *c, sv_zset *z, size_t *idx, size_t n, int withscores)
+/* Lex ranges assume equal scores (as in Redis): then the list is sorted by member. */
+static void lex_span(sv_zset *z, const zrange_lex *r, size_t *from, size_t *to)
 {
-    if (withscores && c->r.proto < 3) sv_add_array(&c->r, (long long)n * 2);
-    else sv_add_array(&c->r, (long long)n);
-    for (size_t i = 0; i < n; i++) {
-        sv_entry *e = z->a[idx[i]];
-        if (withscores && c->r.proto >= 3) sv_add_array(&c->r, 2);
-        sv_add_bulk(&c->r, e->key, e->klen);
-        if (withscores) sv_add_double(&c->r, e->u.d);
-    }
+    *from = sv_zsl_count_below(&z->zsl, below_lex_min, r);
+    *to = sv_zsl_count_below(&z->zsl, within_lex_max, r);
+    if (*to < *from) *to = *from;
 }
 
 enum { ZR_AUTO, ZR_RANK, ZR_SCORE, ZR_LEX };
 enum { ZD_AUTO, ZD_FWD, ZD_REV };
 
-/* Redis 7.0's zrangeGenericCommand for ZRANGE and its legacy forms. */
-static void zrange_generic(sv_ctx *c, int argc, sv_str *argv, int rangetype, int direction)
+static void add_entries_reply(sv_ctx *c, sv_entry **el, size_t n, int withscores)
+{
+    if (withscores && c->r.proto < 3) sv_add_array(&c->r, (long long)n * 2);
+    else sv_add_array(&c->r, (long long)n);
+    for (size_t i = 0; i < n; i++) {
+        if (withscores && c->r.proto >= 3) sv_add_array(&c->r, 2);
+        sv_add_bulk(&c->r, el[i]->key, el[i]->klen);
+        if (withscores) sv_add_double(&c->r, el[i]->u.d);
+    }
+}
+
+/* A new sorted set holding (member, score) of n entries (distinct members). */
+static sv_zset *zset_from_entries(sv_entry **el, size_t n)
+{
+    sv_zset *z = (sv_zset *)sv_obj_new(SV_T_ZSET);
+    for (size_t i = 0; i < n; i++) {
+        sv_entry *m = sv_dict_add(&z->d, el[i]->key, el[i]->klen, NULL);
+        m->u.d = el[i]->u.d;
+        sv_zsl_insert(&z->zsl, m);
+    }
+    return z;
+}
+
+/* The *STORE forms: dst replaced by z (no TTL), or deleted when z is empty. */
+static void store_zset(sv_ctx *c, sv_str dst, sv_zset *z)
+{
+    long long n = (long long)z->zsl.length;
+    if (n) {
+        sv_db_set(c->sh, dst, &z->h, 0);
+    } else {
+        sv_obj_free(&z->h);
+        sv_db_delete(c->sh, dst);
+    }
+    sv_add_int(&c->r, n);
+}
+
+/* Redis 7.0's zrangeGenericCommand for ZRANGE, its legacy forms and ZRANGESTORE
+ * (store: argv[1] is the destination, the source and range follow). */
+static void zrange_generic(sv_ctx *c, int argc, sv_str *argv, int rangetype, int direction, int store)
 {
     int withscores = 0;
     long long offset = 0, limit = -1;
-    for (int j = 4; j < argc; j++) {
+    int a0 = store ? 2 : 1; /* the source key */
+    for (int j = a0 + 3; j < argc; j++) {
         int left = argc - j - 1;
-        if (sv_eq(argv[j], "withscores")) withscores = 1;
+        if (!store && sv_eq(argv[j], "withscores")) withscores = 1;
         else if (sv_eq(argv[j], "limit") && left >= 2) {
             if (!sv_get_ll(c, argv[j + 1], &offset) || !sv_get_ll(c, argv[j + 2], &limit)) return;
             j += 2;
@@ -493,10 +462,10 @@ static void zrange_generic(sv_ctx *c, int argc, sv_str *argv, int rangetype, int
         sv_add_error(&c->r, "syntax error, WITHSCORES not supported in combination with BYLEX");
         return;
     }
-    sv_str minarg = argv[2], maxarg = argv[3];
+    sv_str minarg = argv[a0 + 1], maxarg = argv[a0 + 2];
     if (direction == ZD_REV && (rangetype == ZR_SCORE || rangetype == ZR_LEX)) {
-        minarg = argv[3];
-        maxarg = argv[2];
+        minarg = argv[a0 + 2];
+        maxarg = argv[a0 + 1];
     }
     long long start = 0, end = 0;
     zrange_score sr;
@@ -516,51 +485,60 @@ static void zrange_generic(sv_ctx *c, int argc, sv_str *argv, int rangetype, int
     }
     sv_entry *e = NULL;
     sv_zset *z = NULL;
-    int r = get_zset(c, argv[1], &e, &z);
-    if (r == 0) sv_add_empty_array(&c->r);
-    if (r != 1) return;
-    size_t from, to;
-    if (rangetype == ZR_RANK) {
-        long long llen = (long long)z->len;
+    int r = get_zset(c, argv[a0], &e, &z);
+    if (r < 0) return;
+    size_t from = 0, to = 0;
+    if (r == 0) {
+        /* nothing: an empty range */
+    } else if (rangetype == ZR_RANK) {
+        long long llen = (long long)z->zsl.length;
         if (start < 0) start = llen + start;
         if (end < 0) end = llen + end;
         if (start < 0) start = 0;
-        if (start > end || start >= llen) {
-            sv_add_empty_array(&c->r);
-            return;
-        }
-        if (end >= llen) end = llen - 1;
-        if (direction == ZD_FWD) {
-            from = (size_t)start;
-            to = (size_t)end + 1;
-        } else {
-            from = (size_t)(llen - 1 - end);
-            to = (size_t)(llen - start);
+        if (!(start > end || start >= llen)) {
+            if (end >= llen) end = llen - 1;
+            if (direction == ZD_FWD) {
+                from = (size_t)start;
+                to = (size_t)end + 1;
+            } else {
+                from = (size_t)(llen - 1 - end);
+                to = (size_t)(llen - start);
+            }
         }
     } else if (rangetype == ZR_SCORE) {
         score_span(z, &sr, &from, &to);
     } else {
         lex_span(z, &lr, &from, &to);
     }
-    size_t total = to > from ? to - from : 0;
-    size_t *idx = sv_malloc(sizeof(size_t) * (total ? total : 1));
-    size_t n = 0;
-    if (offset < 0 && rangetype != ZR_RANK) total = 0;
-    for (size_t k = 0; k < total; k++) {
-        if (rangetype != ZR_RANK && (long long)k < offset) continue;
-        if (limit >= 0 && rangetype != ZR_RANK && (long long)n >= limit) break;
-        idx[n++] = direction == ZD_FWD ? from + k : to - 1 - k;
+    size_t total = to - from;
+    if (rangetype != ZR_RANK) {
+        if (offset < 0 || (unsigned long long)offset >= total) total = 0;
+        else total -= (size_t)offset;
+        if (limit >= 0 && (unsigned long long)limit < total) total = (size_t)limit;
+    } else {
+        offset = 0;
     }
-    add_range_reply(c, z, idx, n, withscores);
-    free(idx);
+    sv_entry **el = sv_malloc(sizeof(sv_entry *) * (total ? total : 1));
+    if (total) {
+        size_t first = direction == ZD_FWD ? from + (size_t)offset : to - 1 - (size_t)offset;
+        sv_zsl_node *x = sv_zsl_at(&z->zsl, first + 1);
+        for (size_t k = 0; k < total; k++) {
+            el[k] = x->e;
+            x = direction == ZD_FWD ? x->level[0].forward : x->backward;
+        }
+    }
+    if (store) store_zset(c, argv[1], zset_from_entries(el, total));
+    else add_entries_reply(c, el, total, withscores);
+    free(el);
 }
 
-void sv_cmd_zrange(sv_ctx *c, int argc, sv_str *argv) { zrange_generic(c, argc, argv, ZR_AUTO, ZD_AUTO); }
-void sv_cmd_zrevrange(sv_ctx *c, int argc, sv_str *argv) { zrange_generic(c, argc, argv, ZR_RANK, ZD_REV); }
-void sv_cmd_zrangebyscore(sv_ctx *c, int argc, sv_str *argv) { zrange_generic(c, argc, argv, ZR_SCORE, ZD_FWD); }
-void sv_cmd_zrevrangebyscore(sv_ctx *c, int argc, sv_str *argv) { zrange_generic(c, argc, argv, ZR_SCORE, ZD_REV); }
-void sv_cmd_zrangebylex(sv_ctx *c, int argc, sv_str *argv) { zrange_generic(c, argc, argv, ZR_LEX, ZD_FWD); }
-void sv_cmd_zrevrangebylex(sv_ctx *c, int argc, sv_str *argv) { zrange_generic(c, argc, argv, ZR_LEX, ZD_REV); }
+void sv_cmd_zrange(sv_ctx *c, int argc, sv_str *argv) { zrange_generic(c, argc, argv, ZR_AUTO, ZD_AUTO, 0); }
+void sv_cmd_zrangestore(sv_ctx *c, int argc, sv_str *argv) { zrange_generic(c, argc, argv, ZR_AUTO, ZD_AUTO, 1); }
+void sv_cmd_zrevrange(sv_ctx *c, int argc, sv_str *argv) { zrange_generic(c, argc, argv, ZR_RANK, ZD_REV, 0); }
+void sv_cmd_zrangebyscore(sv_ctx *c, int argc, sv_str *argv) { zrange_generic(c, argc, argv, ZR_SCORE, ZD_FWD, 0); }
+void sv_cmd_zrevrangebyscore(sv_ctx *c, int argc, sv_str *argv) { zrange_generic(c, argc, argv, ZR_SCORE, ZD_REV, 0); }
+void sv_cmd_zrangebylex(sv_ctx *c, int argc, sv_str *argv) { zrange_generic(c, argc, argv, ZR_LEX, ZD_FWD, 0); }
+void sv_cmd_zrevrangebylex(sv_ctx *c, int argc, sv_str *argv) { zrange_generic(c, argc, argv, ZR_LEX, ZD_REV, 0); }
 
 void sv_cmd_zcount(sv_ctx *c, int argc, sv_str *argv)
 {
@@ -616,15 +594,14 @@ static void zpop_generic(sv_ctx *c, int argc, sv_str *argv, int max)
         return;
     }
     int nested = argc == 3 && c->r.proto >= 3;
-    size_t n = (size_t)count > z->len ? z->len : (size_t)count;
+    size_t n = (size_t)count > z->zsl.length ? z->zsl.length : (size_t)count;
     sv_add_array(&c->r, nested ? (long long)n : (long long)n * 2);
     for (size_t i = 0; i < n; i++) {
-        sv_entry *m = max ? z->a[z->len - 1] : z->a[0];
+        sv_entry *m = max ? z->zsl.tail->e : sv_zsl_first(&z->zsl)->e;
         if (nested) sv_add_array(&c->r, 2);
         sv_add_bulk(&c->r, m->key, m->klen);
         sv_add_double(&c->r, m->u.d);
-        if (max) zset_delete_range(z, z->len - 1, z->len);
-        else zset_delete_range(z, 0, 1);
+        zset_delete_entry(z, m);
     }
     sv_db_delete_if_empty(c->sh, e);
 }
@@ -642,7 +619,7 @@ void sv_cmd_zremrangebyrank(sv_ctx *c, int argc, sv_str *argv)
     int r = get_zset(c, argv[1], &e, &z);
     if (r == 0) sv_add_int(&c->r, 0);
     if (r != 1) return;
-    long long llen = (long long)z->len;
+    long long llen = (long long)z->zsl.length;
     if (start < 0) start = llen + start;
     if (end < 0) end = llen + end;
     if (start < 0) start = 0;
@@ -708,3 +685,312 @@ void sv_cmd_zscan(sv_ctx *c, int argc, sv_str *argv)
     if (r != 1) return;
     sv_scan_collection(c, &z->d, cursor, argc, argv, SV_T_ZSET);
 }
+
+/* ---- ZRANDMEMBER, ZMPOP ---- */
+
+void sv_cmd_zrandmember(sv_ctx *c, int argc, sv_str *argv)
+{
+    long long count = 0;
+    int withscores = 0, hascount = argc >= 3;
+    if (hascount) {
+        if (!sv_str2ll(argv[2].p, argv[2].len, &count)) {
+            sv_add_error(&c->r, SV_ERR_NOTINT);
+            return;
+        }
+        if (count == LLONG_MIN) {
+            sv_add_error(&c->r, "value is out of range, value must between -9223372036854775807 and 9223372036854775807");
+            return;
+        }
+        if ((argc == 4 && !sv_eq(argv[3], "withscores")) || argc > 4) {
+            sv_add_error(&c->r, SV_ERR_SYNTAX);
+            return;
+        }
+        withscores = argc == 4;
+    }
+    sv_entry *e = NULL;
+    sv_zset *z = NULL;
+    int r = get_zset(c, argv[1], &e, &z);
+    if (r < 0) return;
+    if (!hascount) {
+        sv_entry *m = r ? sv_dict_random(&z->d) : NULL;
+        if (m) sv_add_bulk(&c->r, m->key, m->klen);
+        else sv_add_null(&c->r);
+        return;
+    }
+    if (r == 0 || count == 0) {
+        sv_add_empty_array(&c->r);
+        return;
+    }
+    int nested = withscores && c->r.proto >= 3;
+    if (count < 0) {
+        /* repeats allowed: streamed; a count too large stops at the output limit */
+        unsigned long long n = (unsigned long long)(-count);
+        sv_add_array(&c->r, nested || !withscores ? (long long)n : (long long)(n * 2));
+        for (unsigned long long i = 0; i < n; i++) {
+            if ((long long)c->r.out->len > sv_cfg.output_limit) break;
+            sv_entry *m = sv_dict_random(&z->d);
+            if (nested) sv_add_array(&c->r, 2);
+            sv_add_bulk(&c->r, m->key, m->klen);
+            if (withscores) sv_add_double(&c->r, m->u.d);
+        }
+        return;
+    }
+    /* distinct members: a partial shuffle of all of them */
+    size_t size = z->zsl.length, n = 0;
+    sv_entry **pick = sv_malloc(size * sizeof(*pick));
+    for (sv_zsl_node *x = sv_zsl_first(&z->zsl); x; x = x->level[0].forward) pick[n++] = x->e;
+    size_t want = (size_t)count < n ? (size_t)count : n;
+    for (size_t i = 0; i < want; i++) {
+        size_t j = i + sv_rand64() % (n - i);
+        sv_entry *t = pick[i];
+        pick[i] = pick[j];
+        pick[j] = t;
+    }
+    sv_add_array(&c->r, nested || !withscores ? (long long)want : (long long)(want * 2));
+    for (size_t i = 0; i < want; i++) {
+        if (nested) sv_add_array(&c->r, 2);
+        sv_add_bulk(&c->r, pick[i]->key, pick[i]->klen);
+        if (withscores) sv_add_double(&c->r, pick[i]->u.d);
+    }
+    free(pick);
+}
+
+/* ZMPOP numkeys key... MIN|MAX [COUNT n]: [key, [[member, score]...]] of the first
+ * non-empty sorted set (pairs nested in RESP2 too, as Redis). */
+void sv_cmd_zmpop(sv_ctx *c, int argc, sv_str *argv)
+{
+    sv_mpop o;
+    if (!sv_parse_mpop(c, argc, argv, "min", "max", &o)) return;
+    for (long long k = 0; k < o.numkeys; k++) {
+        sv_entry *e = NULL;
+        sv_zset *z = NULL;
+        int r = get_zset(c, argv[2 + k], &e, &z);
+        if (r < 0) return;
+        if (r == 0) continue;
+        long long n = (size_t)o.count > z->zsl.length ? (long long)z->zsl.length : o.count;
+        sv_add_array(&c->r, 2);
+        sv_add_bulk(&c->r, argv[2 + k].p, argv[2 + k].len);
+        sv_add_array(&c->r, n);
+        while (n--) {
+            sv_entry *m = o.which ? z->zsl.tail->e : sv_zsl_first(&z->zsl)->e;
+            sv_add_array(&c->r, 2);
+            sv_add_bulk(&c->r, m->key, m->klen);
+            sv_add_double(&c->r, m->u.d);
+            zset_delete_entry(z, m);
+        }
+        sv_dict_maybe_shrink(&z->d);
+        sv_db_delete_if_empty(c->sh, e);
+        sv_signal_modified_key(c->sh, argv[2 + k]); /* the key popped from (.touch NONE) */
+        return;
+    }
+    sv_add_null_array(&c->r);
+}
+
+/* ---- ZUNION ZINTER ZDIFF, their STORE forms, ZINTERCARD ---- */
+
+enum { ZOP_UNION, ZOP_INTER, ZOP_DIFF, ZOP_INTERCARD };
+enum { AGG_SUM, AGG_MIN, AGG_MAX };
+
+/* An input: a sorted set, or a set (every member scores 1), or missing (empty). */
+typedef struct zsrc {
+    sv_obj *o;
+    double weight;
+    size_t card;
+} zsrc;
+
+static sv_dict *src_dict(const zsrc *s)
+{
+    if (!s->o) return NULL;
+    return s->o->type == SV_T_ZSET ? &((sv_zset *)s->o)->d : &((sv_set *)s->o)->d;
+}
+
+static int src_find(const zsrc *s, const char *m, size_t l, double *score)
+{
+    sv_dict *d = src_dict(s);
+    sv_entry *e = d ? sv_dict_find(d, m, l) : NULL;
+    if (!e) return 0;
+    *score = s->o->type == SV_T_ZSET ? e->u.d : 1.0;
+    return 1;
+}
+
+static double src_score(const zsrc *s, const sv_entry *e) { return s->o->type == SV_T_ZSET ? e->u.d : 1.0; }
+
+static void aggregate(double *target, double v, int agg)
+{
+    if (agg == AGG_SUM) {
+        *target = *target + v;
+        if (isnan(*target)) *target = 0.0; /* inf + -inf: 0, as Redis */
+    } else if (agg == AGG_MIN) {
+        if (v < *target) *target = v;
+    } else if (v > *target) {
+        *target = v;
+    }
+}
+
+static double weighted(const zsrc *s, double score)
+{
+    double v = s->weight * score;
+    return isnan(v) ? 0.0 : v; /* inf * 0 */
+}
+
+static int by_card(const void *a, const void *b)
+{
+    const zsrc *x = a, *y = b;
+    return x->card < y->card ? -1 : x->card > y->card;
+}
+
+/* Redis 7.0's zunionInterDiffGenericCommand. dst: argv index of the destination (0
+ * for none); numkeys at argv[dst + 1]. */
+static void zsetop_generic(sv_ctx *c, int argc, sv_str *argv, int dst, int op, const char *name)
+{
+    int ni = dst + 1;
+    long long numkeys;
+    if (!sv_get_ll(c, argv[ni], &numkeys)) return;
+    if (numkeys < 1) {
+        sv_add_errorf(&c->r, "at least 1 input key is needed for '%s' command", name);
+        return;
+    }
+    if (numkeys > argc - ni - 1) {
+        sv_add_error(&c->r, SV_ERR_SYNTAX);
+        return;
+    }
+    int n = (int)numkeys;
+    zsrc *src = sv_calloc((size_t)n, sizeof(zsrc));
+    for (int i = 0; i < n; i++) {
+        sv_entry *e = sv_db_lookup(c->sh, argv[ni + 1 + i]);
+        src[i].weight = 1.0;
+        if (!e) continue;
+        sv_obj *o = e->val;
+        if (o->type != SV_T_ZSET && o->type != SV_T_SET) {
+            sv_add_error(&c->r, SV_ERR_WRONGTYPE);
+            free(src);
+            return;
+        }
+        src[i].o = o;
+        src[i].card = sv_dict_size(src_dict(&src[i]));
+    }
+    int agg = AGG_SUM, withscores = 0;
+    long long limit = 0;
+    for (int j = ni + 1 + n; j < argc; j++) {
+        int remaining = argc - j;
+        if (op == ZOP_INTERCARD) {
+            if (remaining >= 2 && sv_eq(argv[j], "limit")) {
+                if (!sv_get_ll_range(c, argv[j + 1], 0, LONG_MAX, &limit, "LIMIT can't be negative")) goto out;
+                j++;
+                continue;
+            }
+        } else if (op != ZOP_DIFF && remaining >= n + 1 && sv_eq(argv[j], "weights")) {
+            for (int i = 0; i < n; i++)
+                if (!sv_str2d(argv[j + 1 + i].p, argv[j + 1 + i].len, &src[i].weight)) {
+                    sv_add_error(&c->r, "weight value is not a float");
+                    goto out;
+                }
+            j += n;
+            continue;
+        } else if (op != ZOP_DIFF && remaining >= 2 && sv_eq(argv[j], "aggregate")) {
+            if (sv_eq(argv[j + 1], "sum")) agg = AGG_SUM;
+            else if (sv_eq(argv[j + 1], "min")) agg = AGG_MIN;
+            else if (sv_eq(argv[j + 1], "max")) agg = AGG_MAX;
+            else {
+                sv_add_error(&c->r, SV_ERR_SYNTAX);
+                goto out;
+            }
+            j++;
+            continue;
+        } else if (!dst && sv_eq(argv[j], "withscores")) {
+            withscores = 1;
+            continue;
+        }
+        sv_add_error(&c->r, SV_ERR_SYNTAX);
+        goto out;
+    }
+    /* smallest first (Redis does the same; it also fixes the order of the sums);
+     * a difference keeps its first input first */
+    if (op != ZOP_DIFF) qsort(src, (size_t)n, sizeof(zsrc), by_card);
+    sv_zset *res = (sv_zset *)sv_obj_new(SV_T_ZSET);
+    long long card = 0;
+    if (op == ZOP_INTER || op == ZOP_INTERCARD) {
+        sv_dict *d0 = src_dict(&src[0]);
+        if (d0 && src[0].card) {
+            sv_dict_iter it;
+            sv_dict_iter_init(&it, d0);
+            for (sv_entry *m; (m = sv_dict_iter_next(&it));) {
+                double score = weighted(&src[0], src_score(&src[0], m)), v;
+                int j = 1;
+                for (; j < n; j++) {
+                    if (!src_find(&src[j], m->key, m->klen, &v)) break;
+                    aggregate(&score, weighted(&src[j], v), agg);
+                }
+                if (j < n) continue;
+                if (op == ZOP_INTERCARD) {
+                    card++;
+                    if (limit && card >= limit) break;
+                    continue;
+                }
+                sv_entry *r = sv_dict_add(&res->d, m->key, m->klen, NULL);
+                r->u.d = score;
+            }
+        }
+    } else if (op == ZOP_UNION) {
+        for (int i = 0; i < n; i++) {
+            sv_dict *d = src_dict(&src[i]);
+            if (!d) continue;
+            sv_dict_iter it;
+            sv_dict_iter_init(&it, d);
+            for (sv_entry *m; (m = sv_dict_iter_next(&it));) {
+                double v = weighted(&src[i], src_score(&src[i], m));
+                sv_entry *ex = NULL;
+                sv_entry *r = sv_dict_add(&res->d, m->key, m->klen, &ex);
+                if (r) r->u.d = v;
+                else aggregate(&ex->u.d, v, agg);
+            }
+        }
+    } else {
+        sv_dict *d0 = src_dict(&src[0]);
+        if (d0) {
+            sv_dict_iter it;
+            sv_dict_iter_init(&it, d0);
+            for (sv_entry *m; (m = sv_dict_iter_next(&it));) {
+                double v;
+                int j = 1;
+                while (j < n && !src_find(&src[j], m->key, m->klen, &v)) j++;
+                if (j < n) continue;
+                sv_entry *r = sv_dict_add(&res->d, m->key, m->klen, NULL);
+                r->u.d = src_score(&src[0], m);
+            }
+        }
+    }
+    if (op == ZOP_INTERCARD) {
+        sv_obj_free(&res->h);
+        sv_add_int(&c->r, card);
+        goto out;
+    }
+    sv_dict_iter it;
+    sv_dict_iter_init(&it, &res->d);
+    for (sv_entry *m; (m = sv_dict_iter_next(&it));) {
+        /* stored, -0 becomes 0 as in Redis (its small sets are listpacks, which keep
+         * "0"); a reply of ZUNION/ZINTER/ZDIFF shows "-0" as Redis's does */
+        if (dst && m->u.d == 0) m->u.d = 0.0;
+        sv_zsl_insert(&res->zsl, m);
+    }
+    if (dst) {
+        store_zset(c, argv[dst], res);
+    } else {
+        size_t k = 0;
+        sv_entry **el = sv_malloc(sizeof(sv_entry *) * (res->zsl.length + 1));
+        for (sv_zsl_node *x = sv_zsl_first(&res->zsl); x; x = x->level[0].forward) el[k++] = x->e;
+        add_entries_reply(c, el, k, withscores);
+        free(el);
+        sv_obj_free(&res->h);
+    }
+out:
+    free(src);
+}
+
+void sv_cmd_zunion(sv_ctx *c, int argc, sv_str *argv) { zsetop_generic(c, argc, argv, 0, ZOP_UNION, "zunion"); }
+void sv_cmd_zinter(sv_ctx *c, int argc, sv_str *argv) { zsetop_generic(c, argc, argv, 0, ZOP_INTER, "zinter"); }
+void sv_cmd_zdiff(sv_ctx *c, int argc, sv_str *argv) { zsetop_generic(c, argc, argv, 0, ZOP_DIFF, "zdiff"); }
+void sv_cmd_zunionstore(sv_ctx *c, int argc, sv_str *argv) { zsetop_generic(c, argc, argv, 1, ZOP_UNION, "zunionstore"); }
+void sv_cmd_zinterstore(sv_ctx *c, int argc, sv_str *argv) { zsetop_generic(c, argc, argv, 1, ZOP_INTER, "zinterstore"); }
+void sv_cmd_zdiffstore(sv_ctx *c, int argc, sv_str *argv) { zsetop_generic(c, argc, argv, 1, ZOP_DIFF, "zdiffstore"); }
+void sv_cmd_zintercard(sv_ctx *c, int argc, sv_str *argv) { zsetop_generic(c, argc, argv, 0, ZOP_INTERCARD, "zintercard"); }

@@ -155,6 +155,41 @@ static void test_hashes_sets(void **state)
     EQ("SISMEMBER s a", ":0\r\n");
 }
 
+/* The commands of issue 24 through the command layer (Redis's replies; the
+ * differential test covers them in depth). */
+static void test_issue24_commands(void **state)
+{
+    (void)state;
+    EQ("SETBIT bm 7 1", ":0\r\n");
+    EQ("SETBIT bm 7 1", ":1\r\n");
+    EQ("GET bm", "$1\r\n\x01\r\n");
+    EQ("BITCOUNT bm", ":1\r\n");
+    EQ("BITPOS bm 1", ":7\r\n");
+    EQ("BITFIELD bm GET u8 0 INCRBY i8 0 127", "*2\r\n:1\r\n:-128\r\n");
+    EQ("SETBIT bm 4294967296 1", "-ERR bit offset is not an integer or out of range\r\n");
+    EQ("PFADD h a b c", ":1\r\n");
+    EQ("PFCOUNT h", ":3\r\n");
+    EQ("PFADD bm x", "-WRONGTYPE Key is not a valid HyperLogLog string value.\r\n");
+    EQ("GEOADD g 13.361389 38.115556 Palermo", ":1\r\n");
+    EQ("ZSCORE g Palermo", "$16\r\n3479099956230698\r\n");
+    EQ("GEOHASH g Palermo", "*1\r\n$11\r\nsqc8b49rny0\r\n");
+    EQ("COPY g g2", ":1\r\n");
+    EQ("COPY g g2", ":0\r\n");
+    EQ("COPY g g", "-ERR source and destination objects are the same\r\n");
+    EQ("MOVE g 1", "-ERR MOVE is not allowed in cluster mode\r\n");
+    EQ("SET s1 ohmytext", "+OK\r\n");
+    EQ("SET s2 mynewtext", "+OK\r\n");
+    EQ("LCS s1 s2", "$6\r\nmytext\r\n");
+    EQ("RPUSH l 3 1 2", ":3\r\n");
+    EQ("SORT l DESC LIMIT 0 2", "*2\r\n$1\r\n3\r\n$1\r\n2\r\n");
+    EQ("ZADD za 1 a 2 b", ":2\r\n");
+    EQ("ZADD zb 3 b", ":1\r\n");
+    EQ("ZUNIONSTORE zu 2 za zb WEIGHTS 1 2", ":2\r\n");
+    EQ("ZRANGE zu 0 -1 WITHSCORES", "*4\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n8\r\n");
+    EQ("ZMPOP 2 nokey zu MAX", "*2\r\n$2\r\nzu\r\n*1\r\n*2\r\n$1\r\nb\r\n$1\r\n8\r\n");
+    EQ("LMPOP 1 l LEFT COUNT 2", "*2\r\n$1\r\nl\r\n*2\r\n$1\r\n3\r\n$1\r\n1\r\n");
+}
+
 static void test_zsets(void **state)
 {
     (void)state;
@@ -285,7 +320,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strings),      cmocka_unit_test(test_set_reuses_allocation),
         cmocka_unit_test(test_lists),        cmocka_unit_test(test_hashes_sets),
-        cmocka_unit_test(test_zsets),        cmocka_unit_test(test_expiry_lazy),
+        cmocka_unit_test(test_zsets),        cmocka_unit_test(test_issue24_commands),        cmocka_unit_test(test_expiry_lazy),
         cmocka_unit_test(test_expiry_active), cmocka_unit_test(test_cluster_routing),
         cmocka_unit_test(test_transfer),
     };
