@@ -1,6 +1,7 @@
 /* aof: see aof.h. */
 #define _GNU_SOURCE
 #include "aof.h"
+#include "stream.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -127,6 +128,10 @@ static void w_bulk(writer *w, const void *p, size_t n)
 
 static void w_cstr(writer *w, const char *s) { w_bulk(w, s, strlen(s)); }
 
+/* the stream module writes its records through these (stream.h) */
+static void w_len_cb(void *w, char t, size_t n) { w_len(w, t, n); }
+static void w_bulk_cb(void *w, const void *p, size_t n) { w_bulk(w, p, n); }
+
 static void w_header(writer *w, int index, int shards)
 {
     char a[16], b[16];
@@ -201,6 +206,11 @@ static void w_key(writer *w, sv_entry *e)
         }
         break;
     }
+    case SV_T_STREAM: {
+        sv_stream_emit em = {w, w_len_cb, w_bulk_cb};
+        sv_stream_rewrite((sv_stream *)o, e->key, e->klen, &em);
+        break;
+    }
     }
     if (e->u.i) {
         char t[24];
@@ -222,6 +232,12 @@ static void log_argv(sv_shard *sh, int argc, const sv_str *argv)
 }
 
 static sv_str S(const char *s) { return (sv_str){s, strlen(s)}; }
+
+void sv_aof_log(sv_shard *sh, int argc, const sv_str *argv)
+{
+    if (!sh->aof || sh->loading) return;
+    log_argv(sh, argc, argv);
+}
 
 void sv_aof_log_del(sv_shard *sh, const char *key, size_t klen)
 {
@@ -309,6 +325,7 @@ void sv_aof_feed(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t re
     size_t rlen = c->r.out->len - reply_off;
     if (rlen && (r[0] == '-' || r[0] == '!')) return; /* an error changed nothing */
     sv_cmd_fn *fn = cmd->fn;
+    if (sv_stream_logs_itself(fn)) return; /* logged what it did while it ran */
     if (fn == sv_cmd_expire || fn == sv_cmd_pexpire || fn == sv_cmd_expireat || fn == sv_cmd_pexpireat) {
         if (rlen >= 2 && r[0] == ':' && r[1] == '0') return; /* not applied */
         log_ttl_state(sh, argv[1]);

@@ -32,6 +32,9 @@ int sv_aof_startup(void);
 void sv_aof_feed(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t reply_off);
 /* The key is being removed because it expired (lazy or active expiry). */
 void sv_aof_log_del(sv_shard *sh, const char *key, size_t klen);
+/* A record a command writes itself (stream commands: see sv_stream_logs_itself);
+ * nothing without a log or while replaying. */
+void sv_aof_log(sv_shard *sh, int argc, const sv_str *argv);
 
 /* Writes what was logged (and fdatasyncs with always) before replies leave. */
 void sv_aof_before_reply(sv_shard *sh);

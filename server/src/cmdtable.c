@@ -28,6 +28,20 @@ static int sintercard_keys(int argc, sv_str *argv, int *keys, int max)
     return k;
 }
 
+/* XREAD/XREADGROUP: the keys are the first half of what follows STREAMS */
+static int xread_keys(int argc, sv_str *argv, int *keys, int max)
+{
+    for (int i = 1; i < argc; i++)
+        if (sv_eq(argv[i], "streams")) {
+            int rest = argc - i - 1;
+            if (rest <= 0 || rest % 2) return -1;
+            int k = 0;
+            for (int j = 0; j < rest / 2 && k < max; j++) keys[k++] = i + 1 + j;
+            return k;
+        }
+    return -1;
+}
+
 #define C(name, arity, flags, first, last, step, acl) {#name, sv_cmd_##name, arity, flags, first, last, step, acl, NULL}
 
 static const sv_cmd table[] = {
@@ -150,6 +164,22 @@ static const sv_cmd table[] = {
     C(zremrangebyscore, 4, W, 1, 1, 1, "@write @sortedset @slow"),
     C(zremrangebylex, 4, W, 1, 1, 1, "@write @sortedset @slow"),
     C(zscan, -3, R, 1, 1, 1, "@read @sortedset @slow"),
+    /* streams */
+    C(xadd, -5, W | D | F, 1, 1, 1, "@write @stream @fast"),
+    C(xlen, 2, R | F, 1, 1, 1, "@read @stream @fast"),
+    C(xrange, -4, R, 1, 1, 1, "@read @stream @slow"),
+    C(xrevrange, -4, R, 1, 1, 1, "@read @stream @slow"),
+    C(xdel, -3, W | F, 1, 1, 1, "@write @stream @fast"),
+    C(xtrim, -4, W, 1, 1, 1, "@write @stream @slow"),
+    {"xread", sv_cmd_xread, -4, R | M, 0, 0, 0, "@read @stream @slow @blocking", xread_keys},
+    {"xreadgroup", sv_cmd_xreadgroup, -7, W | M, 0, 0, 0, "@write @stream @slow @blocking", xread_keys},
+    C(xgroup, -2, W, 2, 2, 1, "@write @stream @slow"),
+    C(xack, -4, W | F, 1, 1, 1, "@write @stream @fast"),
+    C(xpending, -3, R, 1, 1, 1, "@read @stream @slow"),
+    C(xclaim, -6, W | F, 1, 1, 1, "@write @stream @fast"),
+    C(xautoclaim, -6, W | F, 1, 1, 1, "@write @stream @fast"),
+    C(xinfo, -2, R, 2, 2, 1, "@read @stream @slow"),
+    C(xsetid, -3, W | D | F, 1, 1, 1, "@write @stream @fast"),
     /* connection and server */
     C(ping, -1, F, 0, 0, 0, "@fast @connection"),
     C(echo, 2, F, 0, 0, 0, "@fast @connection"),
@@ -174,10 +204,13 @@ static const sv_cmd table[] = {
      * commands replays them; their argv carries everything (no pointers). */
     {"slotlane.take", sv_cmd_slotlane_take, 2, W | F | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @write", NULL},
     {"slotlane.restore", sv_cmd_slotlane_restore, -4, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @write", NULL},
+    /* a rewritten log recreates streams exactly with these (t_stream.c) */
+    {"slotlane.xmeta", sv_cmd_slotlane_xmeta, -5, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@stream @write", NULL},
+    {"slotlane.xpel", sv_cmd_slotlane_xpel, -5, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@stream @write", NULL},
 };
 
 #define NCMDS (sizeof(table) / sizeof(table[0]))
-#define NPUBLIC (NCMDS - 2)
+#define NPUBLIC (NCMDS - 4)
 #define LOOKUP_SIZE 1024
 static const sv_cmd *lookup_table[LOOKUP_SIZE];
 

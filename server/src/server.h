@@ -46,7 +46,7 @@ extern sv_config sv_cfg;
 void sv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- objects ---- */
-enum { SV_T_STRING = 0, SV_T_LIST, SV_T_HASH, SV_T_SET, SV_T_ZSET };
+enum { SV_T_STRING = 0, SV_T_LIST, SV_T_HASH, SV_T_SET, SV_T_ZSET, SV_T_STREAM };
 
 typedef struct sv_obj {
     uint8_t type;
@@ -307,6 +307,11 @@ SV_DECL(zcount); SV_DECL(zrank); SV_DECL(zrevrank); SV_DECL(zrange); SV_DECL(zra
 SV_DECL(zrevrangebyscore); SV_DECL(zrangebylex); SV_DECL(zrevrangebylex); SV_DECL(zpopmin); SV_DECL(zpopmax);
 SV_DECL(zremrangebyrank); SV_DECL(zremrangebyscore); SV_DECL(zremrangebylex); SV_DECL(zscan);
 SV_DECL(zrevrange); SV_DECL(zlexcount);
+/* streams (t_stream.c) */
+SV_DECL(xadd); SV_DECL(xlen); SV_DECL(xrange); SV_DECL(xrevrange); SV_DECL(xdel); SV_DECL(xtrim);
+SV_DECL(xread); SV_DECL(xreadgroup); SV_DECL(xgroup); SV_DECL(xack); SV_DECL(xpending);
+SV_DECL(xclaim); SV_DECL(xautoclaim); SV_DECL(xinfo); SV_DECL(xsetid);
+SV_DECL(slotlane_xmeta); SV_DECL(slotlane_xpel);
 /* internal, between shards (t_transfer.c) */
 SV_DECL(slotlane_take); SV_DECL(slotlane_restore);
 
