@@ -15,7 +15,11 @@
  * at the fork (only the forking thread touches that keyspace, so it is consistent)
  * while the shard keeps running and keeps every write it logs in a diff buffer; when
  * the child is done the shard appends the diff and renames the new file over the
- * log. See server/README.md, "Durability". */
+ * log. See server/README.md, "Durability".
+ *
+ * Three files, one job each: aof.c (the records, group commit, fsync), aof_rewrite.c
+ * (the rewrite), aof_load.c (startup: lock, manifest, replay, re-split); what they
+ * share is in aof_int.h. */
 #ifndef SV_AOF_H
 #define SV_AOF_H
 
@@ -32,15 +36,12 @@ int sv_aof_startup(void);
 void sv_aof_feed(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t reply_off);
 /* The key is being removed because it expired (lazy or active expiry). */
 void sv_aof_log_del(sv_shard *sh, const char *key, size_t klen);
-/* A record a command writes itself (stream commands: see sv_stream_logs_itself);
+/* A record a command writes itself (the stream commands with .aof SV_AOF_NONE);
  * nothing without a log or while replaying. */
 void sv_aof_log(sv_shard *sh, int argc, const sv_str *argv);
 
 /* Writes what was logged (and fdatasyncs with always) before replies leave. */
 void sv_aof_before_reply(sv_shard *sh);
-/* Group commit: a connection's replies wait for the end of the loop turn, when the
- * log is written once for everyone. Returns 0 when durability is off (flush now). */
-int sv_aof_defer_flush(sv_conn *c);
 
 void sv_aof_cron(sv_shard *sh);        /* every 100 ms on the shard's thread */
 void sv_aof_close_shard(sv_shard *sh); /* in on_stop: last write and fsync, stop a rewrite */

@@ -121,6 +121,27 @@ static void flush(sv_conn *c)
     }
 }
 
+void sv_conn_queue_flush(sv_conn *c)
+{
+    if (c->flush_queued) return;
+    c->flush_queued = 1;
+    c->flush_next = c->sh->flush_list;
+    c->sh->flush_list = c;
+}
+
+void sv_conn_flush_queued(sv_shard *sh)
+{
+    while (sh->flush_list) {
+        sv_conn *c = sh->flush_list;
+        sh->flush_list = c->flush_next;
+        c->flush_queued = 0;
+        if (c->closing) continue;
+        /* a read batch still owed forwarded replies is written when they arrive (see on_read) */
+        if (!c->hold || c->out.len >= FLUSH_EARLY) flush(c);
+        if (!c->closing && (long long)sv_conn_unsent(c) > sv_cfg.output_limit) sv_conn_drop_over_limit(c);
+    }
+}
+
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;
@@ -188,7 +209,7 @@ static void process(sv_conn *c)
                     break;
                 }
             } else {
-                sv_ctx ctx = {sh, &c->sess, {&c->out, c->sess.proto}, 0, 0};
+                sv_ctx ctx = {.sh = sh, .sess = &c->sess, .r = {&c->out, c->sess.proto}, .noroute = 0};
                 sv_execute(&ctx, argc, c->argv);
                 if (ctx.close_after) c->close_when_flushed = 1;
             }
@@ -258,7 +279,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
      * keeps sending still gets each batch's replies as soon as it is complete. */
     if (c->pend_head && !c->hold) c->hold = c->pend_tail;
     if (c->hold && c->out.len < FLUSH_EARLY) return;
-    if (!sv_aof_defer_flush(c)) flush(c); /* with a log: at the end of the turn, after it */
+    if (c->sh->aof) sv_conn_queue_flush(c); /* with a log: at the end of the turn, after it */
+    else flush(c);
 }
 
 static void describe_addr(uv_tcp_t *t, int peer, char *out, size_t cap)

@@ -236,14 +236,6 @@ sv_buf *sv_fwd_reply_buf(sv_conn *c)
     return &p->out;
 }
 
-static void queue_flush(sv_shard *sh, sv_conn *c)
-{
-    if (c->flush_queued) return;
-    c->flush_queued = 1;
-    c->flush_next = sh->flush_list;
-    sh->flush_list = c;
-}
-
 /* Moves the completed prefix of the slots to the output buffer. */
 static void drain(sv_conn *c)
 {
@@ -357,7 +349,7 @@ static void deliver(sv_shard *sh, sv_fmsg *m)
             if (c->handle_closed && c->fwd_outstanding == 0) sv_conn_free(c);
         } else if (p == c->pend_head && p->waiting == 0) {
             drain(c);
-            queue_flush(sh, c);
+            sv_conn_queue_flush(c);
         }
         return;
     }
@@ -381,7 +373,7 @@ static void deliver(sv_shard *sh, sv_fmsg *m)
     if (--p->waiting == 0 && p->kind != K_PLAIN) merge(c, p);
     if (p == c->pend_head && p->waiting == 0) {
         drain(c);
-        queue_flush(sh, c);
+        sv_conn_queue_flush(c);
     }
 }
 
@@ -401,7 +393,7 @@ static void execute_request(sv_shard *sh, sv_fmsg *m)
     s.id = m->client_id;
     s.proto = m->proto;
     /* the sender routed it here (all its keys are ours): no second routing check */
-    sv_ctx ctx = {sh, &s, {&m->reply, m->proto}, 0, 1};
+    sv_ctx ctx = {.sh = sh, .sess = &s, .r = {&m->reply, m->proto}, .noroute = 1};
     sv_execute(&ctx, m->argc, m->argv);
     /* replies on their way back are unsent replies: past the limit, the client is
      * dropped (flagged here, closed by its own shard when this reply arrives) */
@@ -455,14 +447,7 @@ static void on_async(uv_async_t *a)
         }
     }
     if (sh->fwd_paused) resume_paused(sh);
-    while (sh->flush_list) {
-        sv_conn *c = sh->flush_list;
-        sh->flush_list = c->flush_next;
-        c->flush_queued = 0;
-        if (!c->hold || c->out.len >= SV_FLUSH_EARLY) sv_conn_flush(c); /* see on_read */
-        if (!c->closing && (long long)sv_conn_unsent(c) > sv_cfg.output_limit)
-            sv_conn_drop_over_limit(c);
-    }
+    sv_conn_flush_queued(sh);
 }
 
 /* ---- dispatch ---- */
@@ -566,7 +551,7 @@ static void resume_paused(sv_shard *sh)
 
 static void run_local(sv_conn *c, sv_buf *out, int argc, sv_str *argv, int noroute)
 {
-    sv_ctx ctx = {c->sh, &c->sess, {out, c->sess.proto}, 0, noroute};
+    sv_ctx ctx = {.sh = c->sh, .sess = &c->sess, .r = {out, c->sess.proto}, .noroute = noroute};
     size_t before = out->len;
     sv_execute(&ctx, argc, argv);
     /* a reply (or part) written into a slot: the slot is the newest one */
@@ -574,11 +559,14 @@ static void run_local(sv_conn *c, sv_buf *out, int argc, sv_str *argv, int norou
     if (ctx.close_after) c->close_when_flushed = 1; /* flush closes once no slot is left */
 }
 
-static int split_kind(const sv_cmd *cmd, int argc)
+/* The merge of a command split per owner shard (its .split policy), or -1. */
+static int split_kind(const sv_cmd *cmd)
 {
-    if (cmd->fn == sv_cmd_mget) return K_MGET;
-    if (cmd->fn == sv_cmd_mset) return (argc - 1) % 2 == 0 ? K_OK : -1;
-    if (cmd->fn == sv_cmd_del || cmd->fn == sv_cmd_exists || cmd->fn == sv_cmd_touch) return K_SUM;
+    switch (cmd->split) {
+    case SV_SPLIT_MGET: return K_MGET;
+    case SV_SPLIT_PAIRS_OK: return K_OK;
+    case SV_SPLIT_SUM: return K_SUM;
+    }
     return -1;
 }
 
@@ -602,9 +590,7 @@ static void fan_out(sv_conn *c, int kind, int argc, sv_str *argv)
 static int must_wait(sv_conn *c, const sv_cmd *cmd, int argc, sv_str *argv)
 {
     if (!cmd || (cmd->arity > 0 && argc != cmd->arity) || argc < -cmd->arity) return 0; /* an error reply */
-    if (!cmd->first && !cmd->getkeys)
-        return cmd->fn == sv_cmd_dbsize || cmd->fn == sv_cmd_flushall || cmd->fn == sv_cmd_keys ||
-               cmd->fn == sv_cmd_scan || cmd->fn == sv_cmd_randomkey || cmd->fn == sv_cmd_cluster;
+    if (!cmd->first && !cmd->getkeys) return (cmd->pflags & SV_P_KEYSPACE) != 0;
     int keys[64];
     int *kp = argc > 64 ? sv_malloc(sizeof(int) * (size_t)argc) : keys;
     int nk = sv_cmd_keypos(cmd, argc, argv, kp, argc > 64 ? argc : 64);
@@ -633,8 +619,8 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
     }
     if (!cmd->first && !cmd->getkeys) {
         long long slot;
-        int fan = cmd->fn == sv_cmd_dbsize || cmd->fn == sv_cmd_flushall || cmd->fn == sv_cmd_keys;
-        if (cmd->fn == sv_cmd_cluster && argc >= 3 &&
+        int fan = cmd->fan == SV_FAN_SUM || cmd->fan == SV_FAN_OK || cmd->fan == SV_FAN_CONCAT;
+        if (cmd->fan == SV_FAN_SLOT_ARG && argc >= 3 &&
             (sv_eq(argv[1], "countkeysinslot") || sv_eq(argv[1], "getkeysinslot")) &&
             sv_str2ll(argv[2].p, argv[2].len, &slot) && slot >= 0 && slot < SL_SLOTS &&
             sv_slot_owner((unsigned)slot) != me) { /* the slot's keys live on its owner */
@@ -654,9 +640,9 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
                     pause_conn(c, t);
                     return 1;
                 }
-        if (cmd->fn == sv_cmd_dbsize) fan_out(c, K_SUM, argc, argv);
-        else if (cmd->fn == sv_cmd_flushall) fan_out(c, K_OK, argc, argv);
-        else if (cmd->fn == sv_cmd_keys) fan_out(c, K_CONCAT, argc, argv);
+        if (cmd->fan == SV_FAN_SUM) fan_out(c, K_SUM, argc, argv);
+        else if (cmd->fan == SV_FAN_OK) fan_out(c, K_OK, argc, argv);
+        else if (cmd->fan == SV_FAN_CONCAT) fan_out(c, K_CONCAT, argc, argv);
         else run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
         return 0;
     }
@@ -688,8 +674,8 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
         p->kind = K_PLAIN;
         send_part(c, p, 0, first, argc, argv, NULL);
     } else {
-        int kind = split_kind(cmd, argc);
-        if (kind < 0 && (cmd->fn == sv_cmd_mset || cmd->fn == sv_cmd_msetnx) && (argc - 1) % 2) {
+        int kind = split_kind(cmd);
+        if (cmd->step == 2 && (argc - 1) % 2) {
             /* MSET/MSETNX with a key and no value: its arity error, as Redis */
             run_local(c, sv_fwd_reply_buf(c), argc, argv, 1);
         } else if (kind < 0 && sv_fwdm_handles(cmd)) {
@@ -715,7 +701,7 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
                 p->order = sv_malloc(sizeof(int) * (size_t)nk);
                 for (int i = 0; i < nk; i++) p->order[i] = partof[op[i]];
             }
-            int step = kind == K_OK ? 2 : 1;
+            int step = cmd->step > 1 ? cmd->step : 1; /* key value pairs travel together */
             int *idx = sv_malloc(sizeof(int) * (size_t)argc);
             for (int t = 0; t < n; t++) {
                 if (partof[t] < 0) continue;

@@ -134,7 +134,7 @@ static void req(coord *co, int argc, sv_str *argv)
         memset(&s, 0, sizeof(s));
         s.id = co->c->sess.id;
         s.proto = 2;
-        sv_ctx ctx = {sh, &s, {&co->rep[i], 2}, 0, 0};
+        sv_ctx ctx = {.sh = sh, .sess = &s, .r = {&co->rep[i], 2}, .noroute = 0};
         sv_execute(&ctx, argc, argv);
     } else {
         co->outstanding++;
@@ -458,23 +458,26 @@ static void run(coord *co)
 
 /* ---- entry points ---- */
 
+/* The operation of a command by its .coord policy (and whether it stores). */
 static int op_of(const sv_cmd *cmd, int *store)
 {
-    *store = 0;
-    if (cmd->fn == sv_cmd_msetnx) return OP_MSETNX;
-    if (cmd->fn == sv_cmd_rename) return OP_RENAME;
-    if (cmd->fn == sv_cmd_renamenx) return OP_RENAMENX;
-    if (cmd->fn == sv_cmd_lmove || cmd->fn == sv_cmd_rpoplpush) return OP_LMOVE;
-    if (cmd->fn == sv_cmd_smove) return OP_SMOVE;
-    if (cmd->fn == sv_cmd_sintercard) return OP_SINTERCARD;
-    *store = 1;
-    if (cmd->fn == sv_cmd_sinterstore) return OP_SINTER;
-    if (cmd->fn == sv_cmd_sunionstore) return OP_SUNION;
-    if (cmd->fn == sv_cmd_sdiffstore) return OP_SDIFF;
-    *store = 0;
-    if (cmd->fn == sv_cmd_sinter) return OP_SINTER;
-    if (cmd->fn == sv_cmd_sunion) return OP_SUNION;
-    if (cmd->fn == sv_cmd_sdiff) return OP_SDIFF;
+    *store = cmd->coord == SV_COORD_SINTERSTORE || cmd->coord == SV_COORD_SUNIONSTORE ||
+             cmd->coord == SV_COORD_SDIFFSTORE;
+    switch (cmd->coord) {
+    case SV_COORD_MSETNX: return OP_MSETNX;
+    case SV_COORD_RENAME: return OP_RENAME;
+    case SV_COORD_RENAMENX: return OP_RENAMENX;
+    case SV_COORD_LMOVE:
+    case SV_COORD_RPOPLPUSH: return OP_LMOVE;
+    case SV_COORD_SMOVE: return OP_SMOVE;
+    case SV_COORD_SINTERCARD: return OP_SINTERCARD;
+    case SV_COORD_SINTER:
+    case SV_COORD_SINTERSTORE: return OP_SINTER;
+    case SV_COORD_SUNION:
+    case SV_COORD_SUNIONSTORE: return OP_SUNION;
+    case SV_COORD_SDIFF:
+    case SV_COORD_SDIFFSTORE: return OP_SDIFF;
+    }
     return -1;
 }
 
@@ -488,10 +491,10 @@ int sv_fwdm_handles(const sv_cmd *cmd)
 static int check_args(sv_conn *c, coord *co, const sv_cmd *cmd)
 {
     sv_session *sess = &c->sess;
-    sv_ctx ctx = {c->sh, sess, {sv_fwd_reply_buf(c), sess->proto}, 0, 0};
+    sv_ctx ctx = {.sh = c->sh, .sess = sess, .r = {sv_fwd_reply_buf(c), sess->proto}, .noroute = 0};
     sv_str *argv = co->argv;
     if (co->op == OP_LMOVE) {
-        if (cmd->fn == sv_cmd_rpoplpush) {
+        if (cmd->coord == SV_COORD_RPOPLPUSH) {
             co->from_head = 0;
             co->to_head = 1;
             return 1;

@@ -165,6 +165,13 @@ typedef struct sv_shard {
     int loading; /* replaying the log: nothing expires, nothing is logged */
 
     struct sv_fwd_pool *fwd_pool;  /* recycled messages and reply slots (fwd.c) */
+
+    /* WATCH (db.c): watched key -> version (u.i) and watchers (aux); the dict is
+     * made on first use, nwatched keeps the no-watcher path to one test */
+    sv_dict watched;
+    int watched_init;
+    uint64_t nwatched;
+    uint64_t watch_seq;
 } sv_shard;
 
 extern sv_shard *sv_shards;
@@ -177,6 +184,8 @@ typedef struct sv_ctx {
     sv_reply r;
     int close_after; /* QUIT */
     int noroute;     /* forwarding: run here without the cluster routing check */
+    int noblock;     /* EXEC runs its queued commands (and scripts theirs): a blocking
+                      * command must behave as its non-blocking form */
 } sv_ctx;
 
 typedef void sv_cmd_fn(sv_ctx *c, int argc, sv_str *argv);
@@ -205,7 +214,69 @@ typedef struct sv_cmd {
     const char *acl; /* space-separated categories, e.g. "@read @string @fast" */
     /* movable keys: fills key indexes, returns the count (or -1 on a syntax problem) */
     int (*getkeys)(int argc, sv_str *argv, int *keys, int max);
+    /* ---- policy: how the server treats the command beyond running it. Zero is the
+     * default everywhere, so an entry written with C(...) has the default policy;
+     * give another one with CP(..., .field = value) in cmdtable.c. One line each in
+     * server/README.md, "Command policies". ---- */
+    uint8_t aof;    /* sv_aof_policy: what the log gets after it ran (WRITE commands) */
+    uint8_t split;  /* sv_split_policy: keys on several shards, split per owner and merged */
+    uint8_t fan;    /* sv_fan_policy: a keyless command about the keyspace of every shard */
+    uint8_t coord;  /* sv_coord_policy: keys on several shards, run as steps (fwd_multi.c) */
+    uint8_t touch;  /* sv_touch_policy: which keys a successful WRITE modified (WATCH) */
+    uint8_t multi;  /* sv_multi_policy: what it does while a connection is in MULTI */
+    uint16_t pflags; /* SV_P_* bits */
 } sv_cmd;
+
+/* The log record of a WRITE command that did not reply an error (aof.c). */
+enum sv_aof_policy {
+    SV_AOF_ARGV = 0,   /* the command as the client sent it */
+    SV_AOF_TTL,        /* EXPIRE family: the key's TTL state after it (PEXPIREAT/PERSIST/DEL); nothing on :0 */
+    SV_AOF_GETEX,      /* as SV_AOF_TTL, nothing without an option or for a missing key */
+    SV_AOF_STRING,     /* SETEX PSETEX: SET key value [PXAT abs] as the key is now */
+    SV_AOF_SET,        /* SET: as SV_AOF_STRING when EX/PX made the TTL relative, else verbatim */
+    SV_AOF_SREM_REPLY, /* SPOP: SREM of the members in its reply */
+    SV_AOF_NONE,       /* nothing (its effect is logged another way) */
+};
+/* Keys on several shards (forwarding): one part per owner shard, replies merged. */
+enum sv_split_policy {
+    SV_SPLIT_NONE = 0, /* not split: CROSSSLOT, or coordinated (.coord) */
+    SV_SPLIT_MGET,     /* replies merged in key order */
+    SV_SPLIT_PAIRS_OK, /* key value pairs (MSET): +OK */
+    SV_SPLIT_SUM,      /* integer replies summed (DEL UNLINK EXISTS TOUCH) */
+};
+/* Keyless commands that cover every shard's keyspace (forwarding). */
+enum sv_fan_policy {
+    SV_FAN_NONE = 0,
+    SV_FAN_SUM,        /* run on every shard, integers summed (DBSIZE) */
+    SV_FAN_OK,         /* run on every shard, +OK (FLUSHALL FLUSHDB) */
+    SV_FAN_CONCAT,     /* run on every shard, arrays concatenated (KEYS) */
+    SV_FAN_SLOT_ARG,   /* CLUSTER COUNTKEYSINSLOT/GETKEYSINSLOT <slot>: to the slot's owner */
+};
+/* Keys on several shards run as a sequence of steps (fwd_multi.c). */
+enum sv_coord_policy {
+    SV_COORD_NONE = 0, SV_COORD_MSETNX, SV_COORD_RENAME, SV_COORD_RENAMENX, SV_COORD_LMOVE,
+    SV_COORD_RPOPLPUSH, SV_COORD_SMOVE, SV_COORD_SINTER, SV_COORD_SUNION, SV_COORD_SDIFF,
+    SV_COORD_SINTERSTORE, SV_COORD_SUNIONSTORE, SV_COORD_SDIFFSTORE, SV_COORD_SINTERCARD,
+};
+/* Which keys a WRITE command that replied no error modified: sv_signal_modified_key
+ * is called for them (WATCH). Bits. */
+enum sv_touch_policy {
+    SV_TOUCH_ALL = 0,         /* every key argument */
+    SV_TOUCH_FIRST = 1 << 0,  /* only the first key (the destination of *STORE) */
+    SV_TOUCH_NOOP_ZERO = 1 << 1, /* a reply :0, null or an empty array: nothing changed */
+    SV_TOUCH_SET = 1 << 2,    /* SET: a null reply without GET (NX/XX not met): nothing changed */
+    SV_TOUCH_NONE = 1 << 3,   /* it signals what it changes itself (FLUSHALL, EXEC) */
+    SV_TOUCH_OPTIONS = 1 << 4, /* GETEX: modifies only with an option */
+};
+/* While the connection is in MULTI. */
+enum sv_multi_policy {
+    SV_MULTI_QUEUE = 0,  /* queued, +QUEUED; runs at EXEC */
+    SV_MULTI_NOW,        /* runs at once (EXEC DISCARD MULTI WATCH QUIT RESET) */
+    SV_MULTI_DENY,       /* "Command not allowed inside a transaction", the transaction fails */
+};
+enum {
+    SV_P_KEYSPACE = 1 << 0, /* uses the whole keyspace: waits for the connection's coordinated commands */
+};
 
 const sv_cmd *sv_cmd_lookup(const char *name, size_t len);
 /* The same, NULL for internal commands (what COMMAND INFO/DOCS/GETKEYS see). */
@@ -217,6 +288,9 @@ int sv_cmd_keypos(const sv_cmd *cmd, int argc, sv_str *argv, int *keys, int max)
 
 /* Runs one request: lookup, arity, cluster routing (MOVED/CROSSSLOT), dispatch. */
 void sv_execute(sv_ctx *c, int argc, sv_str *argv);
+/* Runs a command that passed those checks, then logs it (.aof) and signals the keys
+ * it modified (.touch). */
+void sv_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv);
 
 /* ---- keyspace (db.c) ---- */
 sv_entry *sv_db_lookup(sv_shard *sh, sv_str key);        /* NULL if missing/expired */
@@ -234,6 +308,16 @@ void sv_db_persist(sv_shard *sh, sv_entry *e);
 void sv_db_flush(sv_shard *sh);
 void sv_db_free(sv_shard *sh);
 int sv_db_expired(sv_shard *sh, sv_entry *e);
+/* Every write path calls it when a key's value changed or the key was removed
+ * (commands through sv_call by their .touch policy, expiry, FLUSHALL/FLUSHDB,
+ * forwarded and coordinated steps, which run through sv_call on the owner).
+ * WATCH (multi.c) keeps a version per watched key here; nothing watched: returns at
+ * once. Hook other per-key reactions in here. */
+void sv_signal_modified_key(sv_shard *sh, sv_str key);
+/* WATCH's versions (db.c): a watched key's entry counts its watchers. */
+uint64_t sv_watch_add(sv_shard *sh, sv_str key);      /* +1 watcher; the current version */
+uint64_t sv_watch_version(sv_shard *sh, sv_str key);  /* of a key with watchers */
+void sv_watch_release(sv_shard *sh, sv_str key);      /* -1 watcher */
 /* An expired key found: logs it as deleted (DEL in the log), counts it. */
 void sv_db_note_expired(sv_shard *sh, sv_entry *e);
 /* ... and deletes it. */

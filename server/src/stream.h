@@ -82,10 +82,6 @@ void sv_stream_free(sv_stream *s);
 /* A deep copy (COPY, and values that travel between shards). */
 sv_stream *sv_stream_dup(const sv_stream *s);
 
-/* Whether the command's log records are written by the command itself (XADD with a
- * generated ID, XREADGROUP's PEL effects, ...) rather than as its argv. */
-int sv_stream_logs_itself(sv_cmd_fn *fn);
-
 /* The rewrite writes a stream as the commands that recreate it exactly (entries,
  * tombstones, counters, groups, consumers and their pending entries), through
  * these two callbacks, without allocating (it runs in the fork child). */

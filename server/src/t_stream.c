@@ -4,7 +4,7 @@
  * uses to recreate a stream exactly.
  *
  * Durability: XADD, XTRIM, XREADGROUP, XCLAIM and XAUTOCLAIM write their own log
- * records (sv_stream_logs_itself), so that replay is deterministic: XADD with the
+ * records (their .aof policy is SV_AOF_NONE in cmdtable.c), so that replay is deterministic: XADD with the
  * ID it generated and `~` trimming as the exact trim it did; what XREADGROUP and
  * the claims did to the pending entries as slotlane.xpel (consumer, seen time,
  * delivery time and count of each entry), entries they dropped as XACK, and the
@@ -1696,12 +1696,6 @@ void sv_cmd_slotlane_xpel(sv_ctx *c, int argc, sv_str *argv)
     }
     free(vals);
     sv_add_ok(&c->r);
-}
-
-int sv_stream_logs_itself(sv_cmd_fn *fn)
-{
-    return fn == sv_cmd_xadd || fn == sv_cmd_xtrim || fn == sv_cmd_xreadgroup || fn == sv_cmd_xclaim ||
-           fn == sv_cmd_xautoclaim;
 }
 
 /* ---- rewrite ---- */
