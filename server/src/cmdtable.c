@@ -186,7 +186,7 @@ static const sv_cmd table[] = {
     {"xread", sv_cmd_xread, -4, R | M, 0, 0, 0, "@read @stream @slow @blocking", xread_keys},
     {"xreadgroup", sv_cmd_xreadgroup, -7, W | M, 0, 0, 0, "@write @stream @slow @blocking", xread_keys,
      .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE},
-    CP(xgroup, -2, W, 2, 2, 1, "@write @stream @slow", .touch = SV_TOUCH_NONE),
+    CP(xgroup, -2, W, 2, 2, 1, "@write @stream @slow", .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE),
     CP(xack, -4, W | F, 1, 1, 1, "@write @stream @fast", .touch = SV_TOUCH_NONE),
     C(xpending, -3, R, 1, 1, 1, "@read @stream @slow"),
     CP(xclaim, -6, W | F, 1, 1, 1, "@write @stream @fast", .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE),

@@ -6,7 +6,8 @@
  * Durability: XADD, XTRIM, XREADGROUP, XCLAIM and XAUTOCLAIM write their own log
  * records (their .aof policy is SV_AOF_NONE in cmdtable.c), so that replay is deterministic: XADD with the
  * ID it generated and `~` trimming as the exact trim it did; what XREADGROUP and
- * the claims did to the pending entries as slotlane.xpel (consumer, seen time,
+ * the claims (and XGROUP CREATECONSUMER) did to the consumers and pending entries
+ * as slotlane.xpel (consumer, seen time,
  * delivery time and count of each entry), entries they dropped as XACK, and the
  * group's position as XGROUP SETID ... ENTRIESREAD. The other stream writes are
  * deterministic and logged as their argv. */
@@ -970,7 +971,9 @@ void sv_cmd_xgroup(sv_ctx *c, int argc, sv_str *argv)
         if (group_create(s, gname, id, entries_read)) {
             sv_add_ok(&c->r);
             stream_event(c, "xgroup-create", key);
+            if (logging(c)) sv_aof_log(c->sh, argc, argv);
         } else {
+            /* MKSTREAM never creates here: the key existed, or the group would be new */
             sv_add_error(&c->r, "-BUSYGROUP Consumer Group name already exists");
         }
     } else if (which == 1) {
@@ -989,18 +992,24 @@ void sv_cmd_xgroup(sv_ctx *c, int argc, sv_str *argv)
         g->entries_read = entries_read;
         sv_add_ok(&c->r);
         stream_event(c, "xgroup-setid", key);
+        if (logging(c)) sv_aof_log(c->sh, argc, argv);
     } else if (which == 2) {
         if (g) {
             group_destroy(s, gat);
             sv_add_int(&c->r, 1);
             stream_event(c, "xgroup-destroy", key);
+            if (logging(c)) sv_aof_log(c->sh, argc, argv);
         } else {
             sv_add_int(&c->r, 0);
         }
     } else if (which == 3) {
         sv_consumer *made = consumer_create(g, argv[4], now_ms(c));
-        if (made) stream_event(c, "xgroup-createconsumer", key);
+        if (made) {
+            stream_event(c, "xgroup-createconsumer", key);
+            if (logging(c)) log_xpel(c, key, g, made, NULL, 0); /* with its seen time */
+        }
         sv_add_int(&c->r, made ? 1 : 0);
+        return;
     } else {
         size_t at;
         long long pending = 0;
@@ -1009,6 +1018,7 @@ void sv_cmd_xgroup(sv_ctx *c, int argc, sv_str *argv)
             pending = (long long)cons->pel.len;
             consumer_delete(g, at);
             stream_event(c, "xgroup-delconsumer", key);
+            if (logging(c)) sv_aof_log(c->sh, argc, argv);
         }
         sv_add_int(&c->r, pending);
     }
