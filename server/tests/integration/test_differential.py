@@ -681,14 +681,15 @@ def test_one_port(shards, proto):
 
 # ---- streams (stream_diff.py has the generator, the scripted cases and the rules) ----
 
-def run_streams(proto, seed, ops, shards=1):
+def run_streams(proto, seed, ops, shards=1, one_port=False):
     import stream_diff
-    ours = Server(shards=shards)
+    ours = Server(shards=shards, extra=["--port-mode", "one-port"] if one_port else ())
     ref = Server(redis=True)
     try:
-        pair = Pair(ours, ref, proto)
-        # every stream key has the {s} tag: one slot, one shard
-        if shards > 1:
+        pair = Pair(ours, ref, proto, one_port=one_port)
+        # every stream key has the {s} tag: one slot, one shard (one-port: forwarded
+        # there by whichever shard the connection landed on)
+        if shards > 1 and not one_port:
             pair.ours = [pair.conn_for(["X", "{s}a"], [1])]
         failures = stream_diff.scripted(pair) + stream_diff.run(pair, random.Random(seed), ops)
     finally:
@@ -705,3 +706,7 @@ def test_streams(proto):
 
 def test_streams_four_shards():
     run_streams(2, SEED + 45, OPS // 6, shards=4)
+
+
+def test_streams_one_port():
+    run_streams(3, SEED + 46, OPS // 6, shards=4, one_port=True)
