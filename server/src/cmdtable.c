@@ -183,7 +183,7 @@ static const sv_cmd table[] = {
     C(xrevrange, -4, R, 1, 1, 1, "@read @stream @slow"),
     CP(xdel, -3, W | F, 1, 1, 1, "@write @stream @fast", NOOP0),
     CP(xtrim, -4, W, 1, 1, 1, "@write @stream @slow", .aof = SV_AOF_NONE, NOOP0),
-    {"xread", sv_cmd_xread, -4, R | M, 0, 0, 0, "@read @stream @slow @blocking", xread_keys},
+    {"xread", sv_cmd_xread, -4, R | M, 0, 0, 0, "@read @stream @slow @blocking", xread_keys, .coord = SV_COORD_XREAD},
     {"xreadgroup", sv_cmd_xreadgroup, -7, W | M, 0, 0, 0, "@write @stream @slow @blocking", xread_keys,
      .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE},
     CP(xgroup, -2, W, 2, 2, 1, "@write @stream @slow", .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE),
@@ -220,10 +220,12 @@ static const sv_cmd table[] = {
     /* a rewritten log recreates streams exactly with these (t_stream.c) */
     {"slotlane.xmeta", sv_cmd_slotlane_xmeta, -5, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@stream @write", NULL},
     {"slotlane.xpel", sv_cmd_slotlane_xpel, -5, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@stream @write", NULL},
+    /* one key's part of a cross-shard XREAD (fwd_multi.c) */
+    {"slotlane.xread", sv_cmd_slotlane_xread, 4, R | SV_CMD_INTERNAL, 1, 1, 1, "@stream @read", NULL},
 };
 
 #define NCMDS (sizeof(table) / sizeof(table[0]))
-#define NPUBLIC (NCMDS - 4)
+#define NPUBLIC (NCMDS - 5)
 #define LOOKUP_SIZE 1024
 static const sv_cmd *lookup_table[LOOKUP_SIZE];
 

@@ -257,6 +257,7 @@ enum sv_coord_policy {
     SV_COORD_NONE = 0, SV_COORD_MSETNX, SV_COORD_RENAME, SV_COORD_RENAMENX, SV_COORD_LMOVE,
     SV_COORD_RPOPLPUSH, SV_COORD_SMOVE, SV_COORD_SINTER, SV_COORD_SUNION, SV_COORD_SDIFF,
     SV_COORD_SINTERSTORE, SV_COORD_SUNIONSTORE, SV_COORD_SDIFFSTORE, SV_COORD_SINTERCARD,
+    SV_COORD_XREAD,
 };
 /* Which keys a WRITE command that replied no error modified: sv_signal_modified_key
  * is called for them (WATCH). Bits. */
@@ -395,7 +396,10 @@ SV_DECL(zrevrange); SV_DECL(zlexcount);
 SV_DECL(xadd); SV_DECL(xlen); SV_DECL(xrange); SV_DECL(xrevrange); SV_DECL(xdel); SV_DECL(xtrim);
 SV_DECL(xread); SV_DECL(xreadgroup); SV_DECL(xgroup); SV_DECL(xack); SV_DECL(xpending);
 SV_DECL(xclaim); SV_DECL(xautoclaim); SV_DECL(xinfo); SV_DECL(xsetid);
-SV_DECL(slotlane_xmeta); SV_DECL(slotlane_xpel);
+SV_DECL(slotlane_xmeta); SV_DECL(slotlane_xpel); SV_DECL(slotlane_xread);
+/* XREAD's option and ID errors, as Redis gives them before looking at any key; 0
+ * after replying one. *block: BLOCK was given. (Cross-shard XREAD, fwd_multi.c.) */
+int sv_xread_check(sv_ctx *c, int argc, sv_str *argv, int *sarg, int *nstreams, long long *count, int *block);
 /* internal, between shards (t_transfer.c) */
 SV_DECL(slotlane_take); SV_DECL(slotlane_restore);
 

@@ -697,63 +697,118 @@ static size_t serve_history(sv_ctx *c, sv_stream *s, sv_consumer *cons, const sv
     return n;
 }
 
-static void xread(sv_ctx *c, int argc, sv_str *argv, int group_cmd)
+/* XREAD/XREADGROUP's options, then per key its type, group and ID, in Redis's order.
+ * Without lookups (keys < 0): only the options and the IDs (cross-shard XREAD). */
+typedef struct xread_args {
+    long long timeout, count;
+    int sarg, nstreams, noack, have_group;
+    sv_str gname, cname;
+} xread_args;
+
+static int xread_options(sv_ctx *c, int argc, sv_str *argv, int group_cmd, xread_args *x)
 {
-    long long timeout = -1, count = 0;
-    int sarg = 0, nstreams = 0, noack = 0;
-    sv_str gname = {0}, cname = {0};
-    int have_group = 0;
+    memset(x, 0, sizeof(*x));
+    x->timeout = -1;
     for (int i = 1; i < argc; i++) {
         int more = argc - i - 1;
         sv_str o = argv[i];
         if (sv_eq(o, "block") && more) {
             i++;
-            if (!get_ll_msg(c, argv[i], &timeout, "timeout is not an integer or out of range")) return;
-            if (timeout < 0) {
+            if (!get_ll_msg(c, argv[i], &x->timeout, "timeout is not an integer or out of range")) return 0;
+            if (x->timeout < 0) {
                 sv_add_error(&c->r, "timeout is negative");
-                return;
+                return 0;
             }
         } else if (sv_eq(o, "count") && more) {
             i++;
-            if (!get_ll_msg(c, argv[i], &count, NULL)) return;
-            if (count < 0) count = 0;
+            if (!get_ll_msg(c, argv[i], &x->count, NULL)) return 0;
+            if (x->count < 0) x->count = 0;
         } else if (sv_eq(o, "streams") && more) {
-            sarg = i + 1;
-            nstreams = argc - sarg;
-            if (nstreams % 2) {
+            x->sarg = i + 1;
+            x->nstreams = argc - x->sarg;
+            if (x->nstreams % 2) {
                 sv_add_error(&c->r, "Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.");
-                return;
+                return 0;
             }
-            nstreams /= 2;
+            x->nstreams /= 2;
             break;
         } else if (sv_eq(o, "group") && more >= 2) {
             if (!group_cmd) {
                 sv_add_error(&c->r, "The GROUP option is only supported by XREADGROUP. You called XREAD instead.");
-                return;
+                return 0;
             }
-            gname = argv[i + 1];
-            cname = argv[i + 2];
-            have_group = 1;
+            x->gname = argv[i + 1];
+            x->cname = argv[i + 2];
+            x->have_group = 1;
             i += 2;
         } else if (sv_eq(o, "noack")) {
             if (!group_cmd) {
                 sv_add_error(&c->r, "The NOACK option is only supported by XREADGROUP. You called XREAD instead.");
-                return;
+                return 0;
             }
-            noack = 1;
+            x->noack = 1;
         } else {
             sv_add_error(&c->r, SV_ERR_SYNTAX);
-            return;
+            return 0;
         }
     }
-    if (sarg == 0) {
+    if (x->sarg == 0) {
         sv_add_error(&c->r, SV_ERR_SYNTAX);
-        return;
+        return 0;
     }
-    if (group_cmd && !have_group) {
+    if (group_cmd && !x->have_group) {
         sv_add_error(&c->r, "Missing GROUP option for XREADGROUP");
-        return;
+        return 0;
     }
+    return 1;
+}
+
+/* The ID argument of stream k (after its key was checked). */
+static int xread_id(sv_ctx *c, sv_str ida, int group_cmd, const sv_stream *s, sv_sid *id)
+{
+    if (ida.len == 1 && ida.p[0] == '$') {
+        if (group_cmd) {
+            sv_add_error(&c->r, "The $ ID is meaningless in the context of XREADGROUP: you want to read the "
+                                "history of this consumer by specifying a proper ID, or use the > ID to get "
+                                "new messages. The $ ID would just return an empty result set.");
+            return 0;
+        }
+        *id = s ? s->last_id : (sv_sid){0, 0};
+    } else if (ida.len == 1 && ida.p[0] == '>') {
+        if (!group_cmd) {
+            sv_add_error(&c->r, "The > ID can be specified only when calling XREADGROUP using the GROUP "
+                                "<group> <consumer> option.");
+            return 0;
+        }
+        *id = (sv_sid){UINT64_MAX, UINT64_MAX};
+    } else if (!parse_id_or_reply(c, ida, id, 0, 1)) {
+        return 0;
+    }
+    return 1;
+}
+
+int sv_xread_check(sv_ctx *c, int argc, sv_str *argv, int *sarg, int *nstreams, long long *count, int *block)
+{
+    xread_args x;
+    if (!xread_options(c, argc, argv, 0, &x)) return 0;
+    for (int k = 0; k < x.nstreams; k++) {
+        sv_sid id;
+        if (!xread_id(c, argv[x.sarg + x.nstreams + k], 0, NULL, &id)) return 0;
+    }
+    *sarg = x.sarg;
+    *nstreams = x.nstreams;
+    *count = x.count;
+    *block = x.timeout != -1;
+    return 1;
+}
+
+static void xread(sv_ctx *c, int argc, sv_str *argv, int group_cmd)
+{
+    xread_args x;
+    if (!xread_options(c, argc, argv, group_cmd, &x)) return;
+    long long timeout = x.timeout, count = x.count;
+    int sarg = x.sarg, nstreams = x.nstreams, noack = x.noack, have_group = x.have_group;
+    sv_str gname = x.gname, cname = x.cname;
     sv_sid *ids = sv_malloc(sizeof(sv_sid) * (size_t)nstreams);
     sv_cgroup **groups = sv_calloc((size_t)nstreams, sizeof(sv_cgroup *));
     for (int k = 0; k < nstreams; k++) {
@@ -766,24 +821,7 @@ static void xread(sv_ctx *c, int argc, sv_str *argv, int group_cmd)
                 goto done;
             }
         }
-        if (ida.len == 1 && ida.p[0] == '$') {
-            if (group_cmd) {
-                sv_add_error(&c->r, "The $ ID is meaningless in the context of XREADGROUP: you want to read the "
-                                    "history of this consumer by specifying a proper ID, or use the > ID to get "
-                                    "new messages. The $ ID would just return an empty result set.");
-                goto done;
-            }
-            ids[k] = s ? s->last_id : (sv_sid){0, 0};
-        } else if (ida.len == 1 && ida.p[0] == '>') {
-            if (!group_cmd) {
-                sv_add_error(&c->r, "The > ID can be specified only when calling XREADGROUP using the GROUP "
-                                    "<group> <consumer> option.");
-                goto done;
-            }
-            ids[k] = (sv_sid){UINT64_MAX, UINT64_MAX};
-        } else if (!parse_id_or_reply(c, ida, &ids[k], 0, 1)) {
-            goto done;
-        }
+        if (!xread_id(c, ida, group_cmd, s, &ids[k])) goto done;
     }
     size_t top = mark(c);
     long long served = 0;
@@ -855,6 +893,24 @@ done:
 
 void sv_cmd_xread(sv_ctx *c, int argc, sv_str *argv) { xread(c, argc, argv, 0); }
 void sv_cmd_xreadgroup(sv_ctx *c, int argc, sv_str *argv) { xread(c, argc, argv, 1); }
+
+/* slotlane.xread KEY ID COUNT: one key's part of an XREAD whose keys are on several
+ * shards (fwd_multi.c): its entries after ID as an array (RESP2), nil when it has none
+ * to serve, or WRONGTYPE. */
+void sv_cmd_slotlane_xread(sv_ctx *c, int argc, sv_str *argv)
+{
+    (void)argc;
+    sv_str sub[6] = {{"XREAD", 5}, {"COUNT", 5}, argv[3], {"STREAMS", 7}, argv[1], argv[2]};
+    size_t at = mark(c);
+    xread(c, 6, sub, 0);
+    sv_buf *o = c->r.out;
+    if (o->data[at] != '*' || o->data[at + 1] == '-') return; /* an error or nil */
+    /* *1 *2 $len key <entries>: keep <entries> */
+    char h[64];
+    size_t hl = (size_t)snprintf(h, sizeof(h), "*1\r\n*2\r\n$%zu\r\n", argv[1].len) + argv[1].len + 2;
+    memmove(o->data + at, o->data + at + hl, o->len - at - hl);
+    o->len -= hl;
+}
 
 /* ---- XGROUP ---- */
 

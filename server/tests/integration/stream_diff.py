@@ -93,10 +93,16 @@ def _norm_consumer(c):
     return _remap(c, out)
 
 
+SPREAD_KEYS = ["sa", "sb", "sc", "sd"]  # no hash tag: one-port mode puts them on several shards
+
+
 class StreamGen:
-    def __init__(self, rng):
+    def __init__(self, rng, keys=KEYS):
         self.rng = rng
         self.ms = 1  # the explicit IDs grow with the sequence
+        self.keys = keys
+        # XREADGROUP across shards is refused (CROSSSLOT): one key when spread
+        self.group_keys = 1 if keys is SPREAD_KEYS else 2
 
     def key(self):
         r = self.rng.random()
@@ -104,7 +110,7 @@ class StreamGen:
             return STR_KEY
         if r < 0.08:
             return MISSING
-        return self.rng.choice(KEYS)
+        return self.rng.choice(self.keys)
 
     def new_id(self):
         rng = self.rng
@@ -200,7 +206,7 @@ class StreamGen:
         if c == 4:
             return ["XTRIM", k] + self.trim_opts(xtrim=True)
         if c == 5:
-            ks = rng.sample(KEYS + [MISSING], rng.randrange(1, 3))
+            ks = rng.sample(self.keys + [MISSING], rng.randrange(1, 4))
             opts = []
             if rng.random() < 0.5:
                 opts += ["COUNT", rng.choice(["1", "2", "10", "0", "-1"])]
@@ -231,7 +237,7 @@ class StreamGen:
                 argv += ["COUNT", rng.choice(["1", "2", "3", "10"])]
             if rng.random() < 0.15:
                 argv.append("NOACK")
-            ks = rng.sample(KEYS, rng.randrange(1, 3))
+            ks = rng.sample(self.keys, rng.randrange(1, self.group_keys + 1))
             ids = [rng.choice([">", ">", ">", "0", self.some_id()]) for _ in ks]
             return argv + ["STREAMS"] + ks + ids
         if c == 8:
@@ -302,9 +308,10 @@ class StreamGen:
         return ("bulk", k, n)
 
 
-def run(pair, rng, ops):
-    """Runs ops generated commands on both servers; returns a list of failures."""
-    gen = StreamGen(rng)
+def run(pair, rng, ops, spread=False):
+    """Runs ops generated commands on both servers; returns a list of failures.
+    spread: keys without a hash tag (one-port mode: XREAD across shards)."""
+    gen = StreamGen(rng, SPREAD_KEYS if spread else KEYS)
     failures = []
     c = pair.ours[0]
     for i in range(ops):
@@ -329,7 +336,7 @@ def run(pair, rng, ops):
             if len(failures) >= 15:
                 break
     # the final state of every key, through the reads
-    for k in KEYS:
+    for k in gen.keys:
         for argv in (["XRANGE", k, "-", "+"], ["XINFO", "STREAM", k, "FULL"], ["XINFO", "GROUPS", k]):
             ra, rb = c.call(*argv), pair.ref.call(*argv)
             if norm(argv, ra) != norm(argv, rb):

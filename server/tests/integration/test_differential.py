@@ -691,7 +691,7 @@ def run_streams(proto, seed, ops, shards=1, one_port=False):
         # there by whichever shard the connection landed on)
         if shards > 1 and not one_port:
             pair.ours = [pair.conn_for(["X", "{s}a"], [1])]
-        failures = stream_diff.scripted(pair) + stream_diff.run(pair, random.Random(seed), ops)
+        failures = stream_diff.scripted(pair) + stream_diff.run(pair, random.Random(seed), ops, spread=one_port)
     finally:
         code_ours, err_ours = ours.stop()
         ref.stop()
@@ -709,4 +709,6 @@ def test_streams_four_shards():
 
 
 def test_streams_one_port():
+    """One port, 4 shards, stream keys without hash tags: XREAD of several keys is
+    coordinated across their shards (fwd_multi.c)."""
     run_streams(3, SEED + 46, OPS // 6, shards=4, one_port=True)
