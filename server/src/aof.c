@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,7 +78,72 @@ static void log_argv(sv_shard *sh, int argc, const sv_str *argv)
     size_t start = a->buf.len;
     sv_aof_append_command(&a->buf, argc, argv);
     if (a->child > 0) sv_buf_append(&a->diff, a->buf.data + start, a->buf.len - start);
+    a->unit_records++;
 }
+
+/* ---- transactions: one unit ----
+ * The records of an EXEC are framed by MULTI and EXEC records when there are two or
+ * more (one record is atomic by itself; none: nothing). Replay applies a unit only
+ * when its EXEC record is there (aof_load.c). The unit is never split by a write of
+ * the buffer: nothing writes the log while a command runs, and BGREWRITEAOF inside
+ * a transaction is scheduled, not started (aof_rewrite.c). */
+
+static sv_str S(const char *s);
+
+/* Test-only fault point: with SLOTLANE_TEST_TORN_EXEC=N in the environment, the
+ * N-th unit of a shard is written only up to its middle, then the process exits
+ * (as a crash would leave it). */
+static long torn_exec_at(void)
+{
+    static long at = -1;
+    if (at < 0) {
+        const char *e = getenv("SLOTLANE_TEST_TORN_EXEC");
+        at = e ? atol(e) : 0;
+    }
+    return at;
+}
+
+void sv_aof_unit_begin(sv_shard *sh)
+{
+    sv_aof *a = sh->aof;
+    if (!a || sh->loading) return;
+    a->in_unit = 1;
+    a->unit_buf = a->buf.len;
+    a->unit_diff = a->diff.len;
+    sv_str multi = S("MULTI");
+    log_argv(sh, 1, &multi);
+    a->unit_multi_len = a->buf.len - a->unit_buf;
+    a->unit_records = 0;
+}
+
+static void cut(sv_buf *b, size_t at, size_t n)
+{
+    memmove(b->data + at, b->data + at + n, b->len - at - n);
+    b->len -= n;
+}
+
+void sv_aof_unit_end(sv_shard *sh)
+{
+    sv_aof *a = sh->aof;
+    if (!a || !a->in_unit) return;
+    a->in_unit = 0;
+    if (a->unit_records < 2) { /* no frame needed: drop the MULTI record */
+        cut(&a->buf, a->unit_buf, a->unit_multi_len);
+        if (a->child > 0) cut(&a->diff, a->unit_diff, a->unit_multi_len);
+        return;
+    }
+    sv_str exec = S("EXEC");
+    log_argv(sh, 1, &exec);
+    if (torn_exec_at() > 0 && ++a->units == torn_exec_at()) {
+        size_t upto = a->unit_buf + (a->buf.len - a->unit_buf) / 2;
+        sv_log(SV_LOG_WARNING, "shard %d: SLOTLANE_TEST_TORN_EXEC: writing %zu of the unit's %zu bytes, then exiting",
+               sh->index, upto - a->unit_buf, a->buf.len - a->unit_buf);
+        if (sv_aof_write_all(a->fd, a->buf.data, upto) != 0 || fdatasync(a->fd) != 0) _exit(71);
+        _exit(70);
+    }
+}
+
+int sv_aof_in_unit(sv_shard *sh) { return sh->aof && sh->aof->in_unit; }
 
 static sv_str S(const char *s) { return (sv_str){s, strlen(s)}; }
 

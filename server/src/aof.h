@@ -34,6 +34,12 @@ int sv_aof_startup(void);
 /* After a WRITE-flagged command ran in sv_execute; reply_off is where its reply
  * starts in c->r.out (an error reply means nothing changed: not logged). */
 void sv_aof_feed(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t reply_off);
+/* A transaction's records, logged between these two calls, form one unit of the log
+ * (MULTI ... EXEC records around them when there are two or more): replayed whole,
+ * or dropped whole when the log ends inside it. */
+void sv_aof_unit_begin(sv_shard *sh);
+void sv_aof_unit_end(sv_shard *sh);
+int sv_aof_in_unit(sv_shard *sh);
 /* The key is being removed because it expired (lazy or active expiry). */
 void sv_aof_log_del(sv_shard *sh, const char *key, size_t klen);
 /* A record a command writes itself (the stream commands with .aof SV_AOF_NONE);

@@ -32,6 +32,12 @@ typedef struct sv_aof {
     int64_t auto_after_ms; /* after a failed rewrite, no automatic one before this */
     uv_check_t check;     /* group commit at the end of the loop turn */
     int check_on;
+    /* a transaction's unit (sv_aof_unit_begin/end): where its MULTI record starts in
+     * buf and diff, how long that record is, the records logged in it */
+    int in_unit;
+    size_t unit_buf, unit_diff, unit_multi_len;
+    int unit_records;
+    long units; /* framed units logged (the test-only fault point counts them) */
     /* read by INFO from any shard */
     _Atomic int64_t a_size, a_base, a_rewrites, a_fork_us, a_switch_us, a_max_stall_us;
     atomic_int a_in_progress, a_status; /* status: 0 ok, 1 err */

@@ -46,8 +46,8 @@ int sv_aof_scan(const char *data, size_t len, int index, int shards, sv_aof_reco
     sv_parser_init(&p);
     sv_str *argv = NULL;
     int cap = 0;
-    size_t off = 0;
-    int header = 1, rc = 0;
+    size_t off = 0, unit = 0;
+    int header = 1, rc = 0, in_unit = 0;
     while (off < len) {
         if (data[off] != '*') {
             snprintf(err, errcap, "expected '*', found byte 0x%02x", (unsigned char)data[off]);
@@ -93,12 +93,29 @@ int sv_aof_scan(const char *data, size_t len, int index, int shards, sv_aof_reco
                 break;
             }
             header = 0;
-        } else if (fn(priv, p.argc, argv, err, errcap) != 0) {
-            rc = -1;
-            break;
+        } else {
+            /* a transaction's unit: MULTI, its records, EXEC (aof.c) */
+            int multi = p.argc == 1 && arg_is(argv[0], "MULTI"), exec = p.argc == 1 && arg_is(argv[0], "EXEC");
+            if ((multi && in_unit) || (exec && !in_unit)) {
+                snprintf(err, errcap, multi ? "a MULTI record inside a transaction" : "an EXEC record without MULTI");
+                rc = -1;
+                break;
+            }
+            if (multi) {
+                in_unit = 1;
+                unit = off;
+            } else if (exec) {
+                in_unit = 0;
+            }
+            if (fn(priv, p.argc, argv, err, errcap) != 0) {
+                rc = -1;
+                break;
+            }
         }
         off += p.pos;
     }
+    /* a log that ends inside a unit: the whole unit is the torn tail */
+    if (rc == 0 && in_unit) off = unit;
     *end = off;
     free(argv);
     sv_parser_free(&p);
@@ -161,6 +178,7 @@ static int replay_file(sv_shard *sh, const char *path, int index, int shards, si
     int r = sv_aof_scan(data ? data : "", (size_t)(sz > 0 ? sz : 0), index, shards, replay_record, &rc, good, err, sizeof(err));
     sh->loading = 0;
     sv_buf_free(&rc.reply);
+    sv_tx_free(sh, &rc.sess); /* a torn unit's queue, never run */
     if (data) munmap((void *)data, (size_t)sz);
     *size = (size_t)(sz > 0 ? sz : 0);
     if (r != 0) {

@@ -312,7 +312,9 @@ void sv_cmd_bgrewriteaof(sv_ctx *c, int argc, sv_str *argv)
         if (atomic_load(&a->a_in_progress)) busy = 1;
         if (&sv_shards[i] != c->sh) atomic_store(&a->requested, 1);
     }
-    if (c->sh->aof->child > 0) {
+    if (c->sh->aof->child > 0 || sv_aof_in_unit(c->sh)) {
+        /* inside EXEC the fork waits for the cron: the unit must not be split */
+        if (sv_aof_in_unit(c->sh)) busy = 1;
         atomic_store(&c->sh->aof->requested, 1);
     } else if (sv_aof_rewrite_start(c->sh) != 0) {
         sv_add_error(&c->r, "Background append only file rewriting failed to start (see the server log)");

@@ -23,6 +23,7 @@
 #define M SV_CMD_MOVABLE
 #define A SV_CMD_ADMIN
 #define L (SV_CMD_LOADING | SV_CMD_STALE)
+#define NS SV_CMD_NOSCRIPT
 
 static int sintercard_keys(int argc, sv_str *argv, int *keys, int max)
 {
@@ -207,16 +208,31 @@ static const sv_cmd table[] = {
     C(function, -2, W, 0, 0, 0, "@write @slow @scripting"),
     C(bgrewriteaof, 1, A, 0, 0, 0, "@admin @slow @dangerous"),
     C(time, 1, F | L, 0, 0, 0, "@fast"),
-    CP(reset, 1, F | L, 0, 0, 0, "@fast @connection", .multi = SV_MULTI_NOW),
+    CP(reset, 1, F | L, 0, 0, 0, "@fast @connection", .multi = SV_MULTI_NOW, .pflags = SV_P_TX_RELEASE),
     CP(cluster, -2, 0, 0, 0, 0, "@slow", .fan = SV_FAN_SLOT_ARG, .pflags = SV_P_KEYSPACE),
     C(readonly, 1, F | L, 0, 0, 0, "@fast @connection"),
     {"readwrite", sv_cmd_readonly, 1, F | L, 0, 0, 0, "@fast @connection", NULL},
     {"asking", sv_cmd_readonly, 1, F, 0, 0, 0, "@fast @connection", NULL},
-    /* internal (last: COMMAND lists the table up to NPUBLIC): a shard coordinating a
+    /* transactions */
+    CP(multi, 1, NS | L | F, 0, 0, 0, "@fast @transaction", .multi = SV_MULTI_NOW),
+    CP(exec, 1, NS | L, 0, 0, 0, "@slow @transaction", .multi = SV_MULTI_NOW,
+       .pflags = SV_P_TX_EXEC | SV_P_KEYSPACE),
+    CP(discard, 1, NS | L | F, 0, 0, 0, "@fast @transaction", .multi = SV_MULTI_NOW, .pflags = SV_P_TX_RELEASE),
+    CP(watch, -2, NS | L | F, 1, -1, 1, "@fast @transaction", .multi = SV_MULTI_NOW, .coord = SV_COORD_WATCH),
+    CP(unwatch, 1, NS | L | F, 0, 0, 0, "@fast @transaction", .pflags = SV_P_TX_RELEASE),
+    /* internal (last: COMMAND lists the table up to the first of them): a shard coordinating a
      * cross-shard RENAME moves the value with them. WRITE, so a log of write
      * commands replays them; their argv carries everything (no pointers). */
     {"slotlane.take", sv_cmd_slotlane_take, 2, W | F | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @write", NULL},
     {"slotlane.restore", sv_cmd_slotlane_restore, -4, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @write", NULL},
+    /* a transaction received by another shard (multi.c): watches kept here, the
+     * unit run here; not WRITE themselves (the commands they run log themselves) */
+    {"slotlane.watch", sv_cmd_slotlane_watch, -2, F | SV_CMD_INTERNAL, 1, -1, 1, "@transaction", NULL,
+     .multi = SV_MULTI_DENY},
+    {"slotlane.unwatch", sv_cmd_slotlane_unwatch, -2, F | SV_CMD_INTERNAL, 1, -1, 1, "@transaction", NULL,
+     .multi = SV_MULTI_DENY},
+    {"slotlane.exec", sv_cmd_slotlane_exec, -3, SV_CMD_INTERNAL, 0, 0, 0, "@transaction", NULL,
+     .multi = SV_MULTI_DENY, .touch = SV_TOUCH_NONE},
     /* a rewritten log recreates streams exactly with these (t_stream.c) */
     {"slotlane.xmeta", sv_cmd_slotlane_xmeta, -5, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@stream @write", NULL},
     {"slotlane.xpel", sv_cmd_slotlane_xpel, -5, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@stream @write", NULL},
@@ -225,7 +241,7 @@ static const sv_cmd table[] = {
 };
 
 #define NCMDS (sizeof(table) / sizeof(table[0]))
-#define NPUBLIC (NCMDS - 5)
+static size_t npublic; /* the internal commands come last: the table up to the first one */
 #define LOOKUP_SIZE 1024
 static const sv_cmd *lookup_table[LOOKUP_SIZE];
 
@@ -238,6 +254,7 @@ static unsigned name_hash(const char *s, size_t n)
 
 void sv_cmdtable_init(void)
 {
+    while (npublic < NCMDS && !(table[npublic].flags & SV_CMD_INTERNAL)) npublic++;
     for (size_t i = 0; i < NCMDS; i++) {
         unsigned h = name_hash(table[i].name, strlen(table[i].name)) & (LOOKUP_SIZE - 1);
         while (lookup_table[h]) h = (h + 1) & (LOOKUP_SIZE - 1);
@@ -247,7 +264,7 @@ void sv_cmdtable_init(void)
 
 const sv_cmd *sv_cmd_table(size_t *n)
 {
-    *n = NPUBLIC;
+    *n = npublic;
     return table;
 }
 
@@ -387,13 +404,28 @@ void sv_execute(sv_ctx *c, int argc, sv_str *argv)
     const sv_cmd *cmd = sv_cmd_lookup(argv[0].p, argv[0].len);
     if (!cmd) {
         unknown_command(c, argc, argv);
+        sv_tx_flag_error(c);
         return;
     }
     c->sess->last_cmd = cmd->name;
     if ((cmd->arity > 0 && argc != cmd->arity) || argc < -cmd->arity) {
         sv_add_arity_error(c, cmd->name);
+        sv_tx_flag_error(c);
         return;
     }
-    if (sv_cfg.shards > 1 && !c->noroute && (cmd->first || cmd->getkeys) && !route(c, cmd, argc, argv)) return;
+    int queue = c->sess->tx && c->sess->tx->in_multi && cmd->multi != SV_MULTI_NOW;
+    if (queue && cmd->multi == SV_MULTI_DENY) {
+        sv_add_error(&c->r, "Command not allowed inside a transaction");
+        sv_tx_flag_error(c);
+        return;
+    }
+    if (sv_cfg.shards > 1 && !c->noroute && (cmd->first || cmd->getkeys) && !route(c, cmd, argc, argv)) {
+        sv_tx_flag_error(c); /* MOVED or CROSSSLOT of a queued command fails the transaction, as in Redis Cluster */
+        return;
+    }
+    if (queue) {
+        sv_tx_queue(c, cmd, argc, argv); /* multi.c */
+        return;
+    }
     sv_call(c, cmd, argc, argv);
 }

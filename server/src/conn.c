@@ -21,6 +21,7 @@ static size_t query_bytes(sv_conn *c, size_t avail) { return avail + (size_t)c->
 void sv_conn_free(sv_conn *c)
 {
     sv_fwd_free_pending(c);
+    sv_tx_free(c->sh, &c->sess); /* one a coordinated WATCH made after the close */
     free(c);
 }
 
@@ -51,6 +52,10 @@ void sv_conn_close(sv_conn *c)
     else sh->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     sh->nclients--;
+    if (c->sess.tx) {
+        if (sh->fwd_on) sv_fwd_release_watches(c, 1); /* those kept by other shards */
+        sv_tx_free(sh, &c->sess);
+    }
     uv_close((uv_handle_t *)&c->tcp, on_close);
 }
 
@@ -351,11 +356,12 @@ void sv_conn_describe(sv_conn *c, sv_buf *out, int64_t now_ms)
     char line[1024];
     int n = snprintf(line, sizeof(line),
                      "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=N db=0 sub=0 psub=0 ssub=0 "
-                     "multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 obl=0 oll=0 omem=%zu tot-mem=%zu "
+                     "multi=%d qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 obl=0 oll=0 omem=%zu tot-mem=%zu "
                      "events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
                      (unsigned long long)c->sess.id, c->sess.addr, c->sess.laddr, conn_fd(c),
                      c->sess.name ? c->sess.name : "", (long long)(now_ms - c->sess.ctime_ms) / 1000,
-                     (long long)(now_ms - c->last_interaction_ms) / 1000, c->rbuf.len, c->rbuf.cap - c->rbuf.len,
+                     (long long)(now_ms - c->last_interaction_ms) / 1000,
+                     c->sess.tx && c->sess.tx->in_multi ? c->sess.tx->nq : -1, c->rbuf.len, c->rbuf.cap - c->rbuf.len,
                      sv_conn_unsent(c), c->rbuf.cap + c->out.cap + c->inflight.cap,
                      c->sess.last_cmd ? c->sess.last_cmd : "NULL", c->sess.proto,
                      c->sess.lib_name ? c->sess.lib_name : "", c->sess.lib_ver ? c->sess.lib_ver : "");

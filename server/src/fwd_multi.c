@@ -8,7 +8,8 @@
 
 #include "fwd.h"
 
-enum { OP_MSETNX, OP_RENAME, OP_RENAMENX, OP_LMOVE, OP_SMOVE, OP_SINTER, OP_SUNION, OP_SDIFF, OP_SINTERCARD, OP_XREAD };
+enum { OP_MSETNX, OP_RENAME, OP_RENAMENX, OP_LMOVE, OP_SMOVE, OP_WATCH, OP_SINTER, OP_SUNION, OP_SDIFF, OP_SINTERCARD,
+       OP_XREAD };
 
 typedef struct coord {
     sv_conn *c;
@@ -483,6 +484,81 @@ static void step_xread(coord *co)
     finish(co);
 }
 
+/* WATCH: stage 0 sends slotlane.watch to each owner of keys not watched yet (this
+ * shard's own run at once); stage 1 keeps the versions they answered in the
+ * connection's transaction state, so that EXEC can send them with the unit. A
+ * connection closed meanwhile gets its watches released instead (stage 2). */
+static int watch_key_here(coord *co, int k, int t)
+{
+    sv_str a = co->argv[k];
+    if (owner_of(a) != t || sv_tx_watching(co->c->sess.tx, a)) return 0;
+    for (int j = 1; j < k; j++) /* WATCH a a: once */
+        if (co->argv[j].len == a.len && memcmp(co->argv[j].p, a.p, a.len) == 0) return 0;
+    return 1;
+}
+
+static void step_watch(coord *co)
+{
+    int n = sv_cfg.shards;
+    sv_tx *tx = sv_tx_get(&co->c->sess);
+    sv_str *sub = sv_malloc(sizeof(sv_str) * (size_t)co->argc);
+    if (co->stage == 0) {
+        round_begin(co);
+        for (int t = 0; t < n; t++) {
+            int m = 1;
+            for (int k = 1; k < co->argc; k++)
+                if (watch_key_here(co, k, t)) sub[m++] = co->argv[k];
+            if (m == 1) continue;
+            sub[0] = lit("slotlane.watch");
+            req(co, m, sub);
+        }
+        co->stage = 1;
+        if (co->nreq == 0) reply_raw(co, lit("+OK\r\n"));
+    } else if (co->stage == 1) {
+        int i = 0;
+        for (int t = 0; t < n; t++) {
+            int nk = 0;
+            for (int k = 1; k < co->argc; k++)
+                if (watch_key_here(co, k, t)) sub[nk++] = co->argv[k];
+            if (nk == 0) continue;
+            rv v;
+            if (!parse(&co->rep[i++], &v) || v.t != '*' || v.na != nk) {
+                free(v.a);
+                free(sub);
+                internal_error(co);
+                return;
+            }
+            for (int k = 0; k < nk; k++) {
+                long long ver = 0;
+                sv_str2ll(v.a[k].p, v.a[k].len, &ver);
+                sv_tx_add_watch(tx, sub[k], t, (uint64_t)ver);
+            }
+            free(v.a);
+        }
+        if (!co->c->closing) {
+            reply_raw(co, lit("+OK\r\n"));
+        } else { /* nobody will EXEC: give them back */
+            for (int i2 = 0; i2 < tx->nw; i2++) tx->w[i2].released = 1;
+            tx->nreleased = tx->nw;
+            round_begin(co);
+            for (int t = 0; t < n; t++) {
+                int k2 = 1;
+                for (int i2 = 0; i2 < tx->nw; i2++)
+                    if (tx->w[i2].shard == t) sub[k2++] = (sv_str){tx->w[i2].key, tx->w[i2].len};
+                if (k2 == 1) continue;
+                sub[0] = lit("slotlane.unwatch");
+                req(co, k2, sub);
+            }
+            sv_tx_free(co->c->sh, &co->c->sess);
+            co->stage = 2;
+            if (co->nreq == 0) reply_raw(co, lit("+OK\r\n"));
+        }
+    } else {
+        reply_raw(co, lit("+OK\r\n"));
+    }
+    free(sub);
+}
+
 /* Runs rounds while none of their requests is at another shard. */
 static void run(coord *co)
 {
@@ -494,6 +570,7 @@ static void run(coord *co)
         case OP_LMOVE:
         case OP_SMOVE: step_move(co); break;
         case OP_XREAD: step_xread(co); break;
+        case OP_WATCH: step_watch(co); break;
         default: step_setop(co); break;
         }
     }
@@ -513,6 +590,7 @@ static int op_of(const sv_cmd *cmd, int *store)
     case SV_COORD_LMOVE:
     case SV_COORD_RPOPLPUSH: return OP_LMOVE;
     case SV_COORD_SMOVE: return OP_SMOVE;
+    case SV_COORD_WATCH: return OP_WATCH;
     case SV_COORD_SINTERCARD: return OP_SINTERCARD;
     case SV_COORD_SINTER:
     case SV_COORD_SINTERSTORE: return OP_SINTER;
@@ -622,7 +700,7 @@ void sv_fwdm_start(sv_conn *c, const sv_cmd *cmd, int argc, sv_str *argv)
     co->rep = sv_calloc((size_t)co->cap, sizeof(sv_buf));
     co->kp = sv_malloc(sizeof(int) * (size_t)argc);
     co->nk = sv_cmd_keypos(cmd, argc, co->argv, co->kp, argc);
-    co->readonly = !(cmd->flags & SV_CMD_WRITE);
+    co->readonly = !(cmd->flags & SV_CMD_WRITE) && co->op != OP_WATCH; /* a later WATCH of its keys waits */
     co->p = sv_fwd_coord_slot(c, co);
     c->sh->stats.commands++;
     run(co);

@@ -97,6 +97,32 @@ sv_string *sv_string_new(const void *p, size_t n);
 sv_obj *sv_obj_new(int type);
 void sv_obj_free(sv_obj *o);
 
+/* ---- transactions (multi.c) ---- */
+typedef struct sv_txcmd {
+    const struct sv_cmd *cmd;
+    int argc;
+    sv_str *argv; /* with the argument bytes, one allocation */
+} sv_txcmd;
+
+typedef struct sv_txwatch {
+    char *key;
+    size_t len;
+    int shard;        /* the shard keeping its version (another one: forwarding) */
+    uint64_t version; /* at WATCH time */
+    int released;     /* another shard's watch to release (fwd.c sends slotlane.unwatch) */
+} sv_txwatch;
+
+typedef struct sv_tx {
+    int in_multi;
+    int failed;   /* a command was refused while queuing: EXEC replies EXECABORT */
+    sv_txcmd *q;  /* the queued commands */
+    int nq, capq;
+    size_t queued_bytes;
+    sv_txwatch *w; /* the watched keys */
+    int nw, capw;
+    int nreleased; /* watches marked released */
+} sv_tx;
+
 /* ---- shards ---- */
 typedef struct sv_session {
     uint64_t id;
@@ -107,6 +133,7 @@ typedef struct sv_session {
     char addr[64], laddr[64];
     int64_t ctime_ms;
     const char *last_cmd;
+    sv_tx *tx; /* MULTI/WATCH state, made by the first MULTI or WATCH */
 } sv_session;
 
 typedef struct sv_stats {
@@ -258,6 +285,7 @@ enum sv_coord_policy {
     SV_COORD_RPOPLPUSH, SV_COORD_SMOVE, SV_COORD_SINTER, SV_COORD_SUNION, SV_COORD_SDIFF,
     SV_COORD_SINTERSTORE, SV_COORD_SUNIONSTORE, SV_COORD_SDIFFSTORE, SV_COORD_SINTERCARD,
     SV_COORD_XREAD,
+    SV_COORD_WATCH, /* WATCH of another shard's keys: slotlane.watch there, versions kept here */
 };
 /* Which keys a WRITE command that replied no error modified: sv_signal_modified_key
  * is called for them (WATCH). Bits. */
@@ -277,6 +305,8 @@ enum sv_multi_policy {
 };
 enum {
     SV_P_KEYSPACE = 1 << 0, /* uses the whole keyspace: waits for the connection's coordinated commands */
+    SV_P_TX_EXEC = 1 << 1,    /* EXEC: forwarding sends the transaction to its keys' shard as a unit */
+    SV_P_TX_RELEASE = 1 << 2, /* forwarding: first releases the watches taken on other shards (UNWATCH DISCARD RESET) */
 };
 
 const sv_cmd *sv_cmd_lookup(const char *name, size_t len);
@@ -402,6 +432,25 @@ SV_DECL(slotlane_xmeta); SV_DECL(slotlane_xpel); SV_DECL(slotlane_xread);
 int sv_xread_check(sv_ctx *c, int argc, sv_str *argv, int *sarg, int *nstreams, long long *count, int *block);
 /* internal, between shards (t_transfer.c) */
 SV_DECL(slotlane_take); SV_DECL(slotlane_restore);
+/* transactions (multi.c) */
+SV_DECL(multi); SV_DECL(exec); SV_DECL(discard); SV_DECL(watch); SV_DECL(unwatch);
+SV_DECL(slotlane_watch); SV_DECL(slotlane_unwatch); SV_DECL(slotlane_exec);
+
+/* multi.c: sv_execute's side of MULTI — a refused command fails the transaction; a
+ * command to queue (+QUEUED). */
+void sv_tx_flag_error(sv_ctx *c);
+sv_tx *sv_tx_get(sv_session *s); /* made on first use */
+void sv_tx_queue(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv);
+/* The connection is gone: the queue and the watches kept on sh go. */
+void sv_tx_free(sv_shard *sh, sv_session *s);
+/* Watches (forwarding records the versions another shard answered). */
+int sv_tx_watching(const sv_tx *tx, sv_str key);
+void sv_tx_add_watch(sv_tx *tx, sv_str key, int shard, uint64_t version);
+/* Forgets the watches kept by shard `shard` (-1: all): those kept on sh are
+ * released, another shard's are marked released (fwd.c tells that shard). */
+void sv_tx_drop_watches(sv_shard *sh, sv_tx *tx, int shard);
+/* Forgets the queue (EXEC sent it elsewhere, DISCARD, EXECABORT). */
+void sv_tx_clear_queue(sv_tx *tx);
 
 /* HSCAN/SSCAN/ZSCAN over a collection's dict; kind is SV_T_HASH/SET/ZSET. */
 void sv_scan_collection(sv_ctx *c, sv_dict *d, uint64_t cursor, int argc, sv_str *argv, int kind);

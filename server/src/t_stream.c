@@ -880,8 +880,9 @@ static void xread(sv_ctx *c, int argc, sv_str *argv, int group_cmd)
     }
     if (served) {
         set_len_at(c, top, c->r.proto == 2 ? '*' : '%', served); /* RESP2: [key, entries] pairs */
-    } else if (timeout != -1) {
-        /* blocking needs the waiter module (srv-block), not merged on this branch */
+    } else if (timeout != -1 && !c->noblock) {
+        /* blocking needs the waiter module (srv-block), not merged on this branch;
+         * inside EXEC (noblock) BLOCK is a timeout at once, as in Redis: nil */
         sv_add_error(&c->r, "BLOCK is not supported yet by slotlane-server (no stream had data to serve)");
     } else {
         sv_add_null_array(&c->r);
