@@ -368,6 +368,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (ctx.close_after) break; /* QUIT: the connection would close here */
     }
 
+    if (sess.tx) { /* the connection goes: its transaction and watches (on any shard) with it */
+        for (int i = 0; i < NSHARDS; i++) sv_tx_drop_watches(&shards[i], sess.tx, i);
+        sv_tx_free(&shards[cur], &sess);
+    }
     for (int i = 0; i < NSHARDS; i++) {
         check_shard(&shards[i]);
         sv_db_flush(&shards[i]);
