@@ -90,7 +90,7 @@ def main():
         args.rounds = 1
     sizes = [10_000, 100_000] if args.quick else [10_000, 10_000_000]
     nreq = 20_000 if args.quick else 300_000
-    npairs = 5_000 if args.quick else 50_000
+    npairs = 5_000 if args.quick else 300_000
     host = socket.gethostname()
     started = datetime.datetime.now(datetime.timezone.utc)
     rows = []
