@@ -240,6 +240,25 @@ int stream_append(sv_stream *s, sv_sid id, int nf, const sv_str *fv)
     size_t tot = 0;
     for (int i = 0; i < 2 * nf; i++) tot += fv[i].len;
     if (tot > (1u << 30)) return -1; /* Redis's STREAM_LISTPACK_MAX_SIZE */
+    /* XSETID checks the new last ID against the last live entry only (as Redis), so
+     * deleted entries at the end may have larger IDs than the next XADD: they go, so
+     * that the entries stay in ID order (Redis appends out of order after them) */
+    while (s->nblocks) {
+        sv_sblock *t = blk(s, s->nblocks - 1);
+        if (sv_sid_cmp(&t->last, &id) < 0) break;
+        while (t->n) {
+            sv_sid x = ent_id(t->data.data + t->off[t->n - 1]);
+            if (sv_sid_cmp(&x, &id) < 0) break;
+            t->n--; /* a tombstone: every live entry is <= last_id < id */
+            t->data.len = t->off[t->n];
+        }
+        if (t->n == 0) {
+            blocks_remove(s, s->nblocks - 1);
+            continue;
+        }
+        t->last = ent_id(t->data.data + t->off[t->n - 1]);
+        break;
+    }
     sv_sblock *b = s->nblocks ? blk(s, s->nblocks - 1) : NULL;
     if (b && (b->bytes + tot >= SV_SBLOCK_BYTES || b->n >= SV_SBLOCK_MAX)) b = NULL;
     int same = 0;

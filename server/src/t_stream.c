@@ -1707,7 +1707,11 @@ void sv_cmd_slotlane_xmeta(sv_ctx *c, int argc, sv_str *argv)
     }
     for (int j = 0; j < argc - 5; j++) stream_tombstone(s, &tomb[j]);
     free(tomb);
-    if (sv_sid_cmp(&last, &s->last_id) > 0) s->last_id = last;
+    if (s->length) { /* never below a live entry (the monotonicity XSETID keeps too) */
+        sv_sid top = stream_edge(s, 0, 0);
+        if (sv_sid_cmp(&last, &top) < 0) last = s->last_id;
+    }
+    s->last_id = last; /* exactly (XSETID may have put it below deleted entries) */
     if ((uint64_t)added >= s->length) s->entries_added = (uint64_t)added;
     s->max_deleted = maxdel;
     stream_fix_first(s);

@@ -399,6 +399,10 @@ def scripted(pair):
         ["XADD", "{s}e", "18446744073709551615-18446744073709551615", "a", "b"], ["XADD", "{s}e", "*", "a", "b"],
         ["XADD", "{s}e", "18446744073709551615-*", "a", "b"],
         ["TYPE", "{s}e"],
+        # XSETID below a deleted last entry (Redis checks the last live one), then an XADD between
+        ["XADD", "{s}t", "1-1", "a", "b"], ["XADD", "{s}t", "5-1", "a", "b"], ["XDEL", "{s}t", "5-1"],
+        ["XSETID", "{s}t", "3-0"], ["XADD", "{s}t", "4-0", "a", "b"], ["XRANGE", "{s}t", "-", "+"],
+        ["XREVRANGE", "{s}t", "+", "-"], ["XINFO", "STREAM", "{s}t"], ["XADD", "{s}t", "4-*", "c", "d"],
     ]
     failures = []
     for argv in steps:
