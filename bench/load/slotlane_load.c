@@ -116,6 +116,7 @@ static struct {
     int eager;             /* --eager-send: a completed batch's successor leaves from its callback */
     int node_batches;      /* cluster + async + not --mixed-batches: one batch per node (see below) */
     int multi_incr;        /* --multi-incr N: each request is MULTI, N x INCR of one key, EXEC */
+    const char *stream;    /* --stream-pairs KEY: XREADGROUP + XACK pairs on this stream */
 } cfg;
 
 static int g_argc;
@@ -304,7 +305,7 @@ static double h_quantile_ms(const hist *h, double p)
 
 /* ------------------------------------------------------------ workers */
 
-enum { OP_SET = 0, OP_GET = 1, OP_TX = 2 /* --multi-incr */ };
+enum { OP_SET = 0, OP_GET = 1, OP_TX = 2 /* --multi-incr */, OP_XRG = 3 /* --stream-pairs */ };
 
 /* Error counters by sl_err_kind (0..7), plus whole-batch failures. */
 #define N_ERR_KINDS 8
@@ -324,6 +325,11 @@ typedef struct flight {
     uint8_t *ops;          /* the op of each command of the pipeline (reply checking) */
     uint64_t *keys;        /* the key number of each command (value checking) */
     int n;                 /* commands of the pipeline in flight */
+    /* --stream-pairs: the IDs the last pipeline's XREADGROUPs read, acknowledged
+     * (XACK) at the head of the next one */
+    char (*ids)[48];
+    uint8_t *idlen;
+    int nids, nacks;
     int node;              /* per-node batches: the node whose keys this batch holds; -1: any keys */
     uint64_t t0;           /* when it was sent */
     struct flight *next_deferred;
@@ -457,6 +463,101 @@ static uint8_t *put_tx(uint8_t *p, uint64_t k)
 /* Commands per request: 1, or MULTI + N INCR + EXEC. */
 static int cmds_per_request(void) { return cfg.multi_incr ? cfg.multi_incr + 2 : 1; }
 
+static size_t rec_skip(const sl_reply *rec, size_t n, size_t i);
+
+/* Commands in a pipeline of n requests (--stream-pairs: also the XACKs in front). */
+static size_t flight_cmds(const flight *f, int n) { return (size_t)n * (size_t)cmds_per_request() + (size_t)f->nacks; }
+
+/* One RESP bulk string at p; returns the end. */
+static uint8_t *put_bulk(uint8_t *p, const void *s, size_t n)
+{
+    *p++ = '$';
+    p += utoa(n, (char *)p);
+    *p++ = '\r';
+    *p++ = '\n';
+    memcpy(p, s, n);
+    p += n;
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+}
+
+/* --stream-pairs: XACK of each ID read by the flight's last pipeline, then n x
+ * XREADGROUP GROUP g c<thread> COUNT 1 STREAMS key > (a pair: one read, its ack in
+ * the next round trip). */
+static size_t encode_pairs(worker *w, flight *f, int n)
+{
+    uint8_t *p = f->buf;
+    size_t kl = strlen(cfg.stream);
+    char cname[24];
+    cname[0] = 'c';
+    size_t cl = 1 + utoa((uint64_t)w->id, cname + 1);
+    f->nacks = f->nids;
+    for (int i = 0; i < f->nids; i++) {
+        static const char xack[] = "*4\r\n$4\r\nXACK\r\n";
+        memcpy(p, xack, sizeof xack - 1);
+        p = put_bulk(p + sizeof xack - 1, cfg.stream, kl);
+        p = put_bulk(p, "g", 1);
+        p = put_bulk(p, f->ids[i], f->idlen[i]);
+    }
+    f->nids = 0;
+    for (int i = 0; i < n; i++) {
+        f->ops[i] = OP_XRG;
+        static const char head[] = "*9\r\n$10\r\nXREADGROUP\r\n$5\r\nGROUP\r\n$1\r\ng\r\n";
+        static const char mid[] = "$5\r\nCOUNT\r\n$1\r\n1\r\n$7\r\nSTREAMS\r\n";
+        memcpy(p, head, sizeof head - 1);
+        p = put_bulk(p + sizeof head - 1, cname, cl);
+        memcpy(p, mid, sizeof mid - 1);
+        p = put_bulk(p + sizeof mid - 1, cfg.stream, kl);
+        memcpy(p, "$1\r\n>\r\n", 7);
+        p += 7;
+    }
+    f->n = n;
+    return (size_t)(p - f->buf);
+}
+
+/* --stream-pairs: the XACKs (each :1) and the XREADGROUP replies
+ * [[key, [[id, [field, value...]]]]] (or nil: the stream had nothing new) from record
+ * r; keeps the IDs for the next pipeline's XACKs. Returns the next record. */
+static size_t check_pairs(worker *w, flight *f, const sl_reply *rec, size_t nrec, size_t r, const uint8_t *data,
+                          size_t dlen)
+{
+    for (int i = 0; i < f->nacks; i++, r++)
+        if (r >= nrec || rec[r].type != SL_REPLY_INTEGER || rec[r].value.integer != 1) {
+            w->errors++;
+            w->wrong_replies++;
+            note_error(w, "XACK %s: not :1", cfg.stream);
+        }
+    for (int i = 0; i < f->n; i++) {
+        if (r >= nrec) {
+            w->errors++;
+            note_error(w, "XREADGROUP: no reply record");
+            continue;
+        }
+        const sl_reply *x = &rec[r];
+        if (x->type == SL_REPLY_NIL) {
+            w->misses++;
+            r++;
+            continue;
+        }
+        /* ARRAY 1, ARRAY 2, key, ARRAY 1, ARRAY 2, id, ARRAY 2k, fields... */
+        const sl_reply *id = r + 5 < nrec ? &rec[r + 5] : NULL;
+        if (x->type != SL_REPLY_ARRAY || x->len != 1 || !id || rec[r + 3].type != SL_REPLY_ARRAY || rec[r + 3].len != 1 ||
+            id->type != SL_REPLY_STRING || id->len >= 48 || !data || id->offset + id->len > dlen) {
+            w->errors++;
+            w->wrong_replies++;
+            note_error(w, "XREADGROUP %s: not one entry (type %d)", cfg.stream, x->type);
+            r = rec_skip(rec, nrec, r);
+            continue;
+        }
+        memcpy(f->ids[f->nids], data + id->offset, id->len);
+        f->idlen[f->nids++] = (uint8_t)id->len;
+        w->hits++;
+        r = rec_skip(rec, nrec, r);
+    }
+    return r;
+}
+
 /* Encodes one pipeline of n requests into f->buf; returns its length. */
 static size_t encode_pipeline(worker *w, flight *f, int n)
 {
@@ -471,6 +572,7 @@ static size_t encode_pipeline(worker *w, flight *f, int n)
         uint64_t len = g_node_nkeys[f->node];
         for (int i = 0; i < n; i++) f->keys[i] = list[rng_below(&w->rng, len)];
     }
+    if (cfg.stream) return encode_pairs(w, f, n);
     uint8_t *p = f->buf;
     if (cfg.multi_incr) {
         for (int i = 0; i < n; i++) {
@@ -495,6 +597,7 @@ static size_t encode_pipeline(worker *w, flight *f, int n)
 static size_t cmd_cap(void)
 {
     if (cfg.multi_incr) return 64 + (size_t)cfg.multi_incr * (32 + strlen(cfg.key_prefix) + 24);
+    if (cfg.stream) return 2 * (128 + strlen(cfg.stream)); /* an XREADGROUP and an XACK */
     return 64 + strlen(cfg.key_prefix) + 24 + (size_t)cfg.data_size + 24;
 }
 
@@ -547,7 +650,8 @@ static void account(worker *w, flight *f, int rc, uint64_t rtt_ns)
     }
     size_t r = 0;
     uint64_t nset = 0, nget = 0;
-    for (int i = 0; i < n; i++) {
+    if (cfg.stream) check_pairs(w, f, rec, rec ? nrec : 0, 0, data, dlen);
+    for (int i = 0; i < n && !cfg.stream; i++) {
         int op = f->ops[i];
         if (op == OP_SET) nset++;
         else if (op == OP_GET) nget++;
@@ -673,7 +777,7 @@ static void run_sync(worker *w)
         size_t len = encode_pipeline(w, f, n);
         sl_sizes sz;
         uint64_t t0 = now_ns();
-        int rc = sl_batch_run(f->b, f->buf, len, (size_t)n * (size_t)cmds_per_request(), cfg.timeout_ms, NULL, 0, NULL, 0, &sz);
+        int rc = sl_batch_run(f->b, f->buf, len, flight_cmds(f, n), cfg.timeout_ms, NULL, 0, NULL, 0, &sz);
         account(w, f, rc, now_ns() - t0);
         if (++hi == w->nh) hi = 0;
     }
@@ -691,7 +795,7 @@ static void launch(flight *f, uint64_t now)
         return;
     }
     size_t len = encode_pipeline(w, f, n);
-    int rc = sl_batch_append(f->b, NULL, f->buf, len, (size_t)n * (size_t)cmds_per_request());
+    int rc = sl_batch_append(f->b, NULL, f->buf, len, flight_cmds(f, n));
     if (rc == 0) {
         f->t0 = now;
         w->depth++;
@@ -854,6 +958,10 @@ static void size_handle(handle *h, worker *w, int batch)
         f->buf = xcalloc(1, f->cap);
         f->ops = xcalloc((size_t)batch, 1);
         f->keys = xcalloc((size_t)batch, sizeof *f->keys);
+        if (cfg.stream) {
+            f->ids = xcalloc((size_t)batch, sizeof *f->ids);
+            f->idlen = xcalloc((size_t)batch, 1);
+        }
     }
 }
 
@@ -1145,10 +1253,11 @@ static void write_json(FILE *f, const totals *t, const char *started, const char
     fprintf(f, ", \"requests\": ");
     if (cfg.requests > 0) fprintf(f, "%lld", cfg.requests); else fputs("null", f);
     fprintf(f, ", \"fill\": %s, \"timeout_ms\": %d, \"seed\": %llu, \"pipeline_per_node\": %s, \"batch\": %d,"
-               " \"engine\": \"%s\", \"inflight\": %d, \"verify\": %s, \"batches\": \"%s\", \"multi_incr\": %d},\n",
+               " \"engine\": \"%s\", \"inflight\": %d, \"verify\": %s, \"batches\": \"%s\", \"multi_incr\": %d, \"stream_pairs\": %s%s%s},\n",
             cfg.fill ? "true" : "false", cfg.timeout_ms, cfg.seed, cfg.per_node ? "true" : "false", cfg.batch,
             cfg.sync ? "sync" : "async", cfg.sync ? 1 : cfg.inflight, cfg.verify ? "true" : "false",
-            cfg.node_batches ? "per-node" : cfg.cluster ? "mixed" : "plain", cfg.multi_incr);
+            cfg.node_batches ? "per-node" : cfg.cluster ? "mixed" : "plain", cfg.multi_incr,
+            cfg.stream ? "\"" : "", cfg.stream ? cfg.stream : "null", cfg.stream ? "\"" : "");
     double w = t->wall_s > 0 ? t->wall_s : NAN;
     fprintf(f, "  \"results\": {\"requests\": %llu, \"sets\": %llu, \"gets\": %llu, \"get_hits\": %llu,"
                " \"get_misses\": %llu, \"pipelines\": %llu,\n",
@@ -1268,6 +1377,9 @@ static void usage(FILE *f)
             "  --key-prefix P       key prefix (default \"key:\")\n"
             "  --ratio S:G          SETs to GETs, in sequence as memtier does (default 1:10; 1:0 = SET\n"
             "                       only, 0:1 = GET only)\n"
+            "  --stream-pairs KEY   each request is XREADGROUP GROUP g c<thread> COUNT 1 STREAMS KEY >, and\n"
+            "                       the XACK of the ID it read goes at the head of the next pipeline (the\n"
+            "                       stream and its group g must exist; reported as GET hits/misses)\n"
             "  --multi-incr N       each request is a transaction: MULTI, N x INCR of one random key,\n"
             "                       EXEC (checked: +OK, N x +QUEUED, N consecutive integers); no fill\n"
             "  --test-time SECONDS  run for this long (default 10)\n"
@@ -1371,6 +1483,9 @@ int main(int argc, char **argv)
                 usage_error("--ratio wants SET:GET with non-negative integers, not both 0 (e.g. 1:10), not '%s'", r);
             cfg.ratio_set = s;
             cfg.ratio_get = g;
+        } else if (!strcmp(a, "--stream-pairs")) {
+            cfg.stream = VAL();
+            if (!*cfg.stream || strlen(cfg.stream) > 200) usage_error("--stream-pairs wants a stream key (1..200 bytes)");
         } else if (!strcmp(a, "--multi-incr")) {
             cfg.multi_incr = (int)parse_ll(a, VAL(), 1, 1000);
         } else if (!strcmp(a, "--test-time")) {
@@ -1462,7 +1577,7 @@ int main(int argc, char **argv)
         free(value);
         return 0;
     }
-    if (cfg.fill && cfg.ratio_get > 0 && !cfg.multi_incr) {
+    if (cfg.fill && cfg.ratio_get > 0 && !cfg.multi_incr && !cfg.stream) {
         double f0 = now_s();
         fill_keys();
         t.fill_s = now_s() - f0;

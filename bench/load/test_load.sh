@@ -147,6 +147,21 @@ rc=0
 out=$("$LOAD" --mode publish --port "$DEAD_PORT" --test-time 0.2 2>&1 >/dev/null) || rc=$?
 [ "$rc" = 1 ] && grep -q "cannot connect" <<<"$out" || fail "--mode on a dead port: rc $rc ($out)"
 echo "  ok: blpop $(python3 -c "import json;print(json.load(open('$TMP/blpop.json'))['ops'])") ops, publish $(python3 -c "import json;print(json.load(open('$TMP/publish.json'))['ops'])") ops to 3 subscribers"
+echo "slotlane-load: --stream-pairs (XREADGROUP COUNT 1, its XACK in the next pipeline)"
+for i in $(seq 1 500); do printf 'XADD pairs:s %d-1 f v\n' "$i"; done | redis-cli -h 127.0.0.1 -p "$PLAIN_PORT" >/dev/null
+cli XGROUP CREATE pairs:s g 0
+"$LOAD" --port "$PLAIN_PORT" --threads 2 --conns 2 --pipeline 4 --stream-pairs pairs:s --requests 400 --quiet \
+  --json "$TMP/pairs.json" >/dev/null || fail "--stream-pairs run against redis-server"
+python3 - "$TMP/pairs.json" <<'EOF2' || fail "bad --stream-pairs result: $(cat "$TMP/pairs.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))["results"]
+assert r["requests"] == 400 and r["errors"] == 0 and r["get_hits"] == 400, r
+EOF2
+pending=$(redis-cli -h 127.0.0.1 -p "$PLAIN_PORT" XPENDING pairs:s g | head -1)
+# every read entry acknowledged but those of each handle's last pipeline (4 handles x 4)
+[ "$pending" -le 16 ] || fail "--stream-pairs: $pending entries left pending, more than the last pipelines"
+[ "$(redis-cli -h 127.0.0.1 -p "$PLAIN_PORT" XINFO GROUPS pairs:s | sed -n 8p)" = "400-1" ] || fail "--stream-pairs: the group did not read 400 entries"
+echo "  ok: 400 pairs, every reply checked, $pending pending (the last pipelines)"
 
 echo "slotlane-load: slotlane-server, 2 shards per-shard, --cluster"
 start_server() {

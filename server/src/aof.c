@@ -147,6 +147,12 @@ int sv_aof_in_unit(sv_shard *sh) { return sh->aof && sh->aof->in_unit; }
 
 static sv_str S(const char *s) { return (sv_str){s, strlen(s)}; }
 
+void sv_aof_log(sv_shard *sh, int argc, const sv_str *argv)
+{
+    if (!sh->aof || sh->loading) return;
+    log_argv(sh, argc, argv);
+}
+
 void sv_aof_log_del(sv_shard *sh, const char *key, size_t klen)
 {
     if (!sh->aof || sh->loading) return;

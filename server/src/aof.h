@@ -42,6 +42,9 @@ void sv_aof_unit_end(sv_shard *sh);
 int sv_aof_in_unit(sv_shard *sh);
 /* The key is being removed because it expired (lazy or active expiry). */
 void sv_aof_log_del(sv_shard *sh, const char *key, size_t klen);
+/* A record a command writes itself (the stream commands with .aof SV_AOF_NONE);
+ * nothing without a log or while replaying. */
+void sv_aof_log(sv_shard *sh, int argc, const sv_str *argv);
 
 /* Writes what was logged (and fdatasyncs with always) before replies leave. */
 void sv_aof_before_reply(sv_shard *sh);

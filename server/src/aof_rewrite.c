@@ -4,6 +4,7 @@
  * child is done the diff is appended and the new file renamed over the log. */
 #define _GNU_SOURCE
 #include "aof_int.h"
+#include "stream.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +48,10 @@ static void w_bulk(sv_aof_writer *w, const void *p, size_t n)
 }
 
 static void w_cstr(sv_aof_writer *w, const char *s) { w_bulk(w, s, strlen(s)); }
+
+/* the stream module writes its records through these (stream.h) */
+static void w_len_cb(void *w, char t, size_t n) { w_len(w, t, n); }
+static void w_bulk_cb(void *w, const void *p, size_t n) { w_bulk(w, p, n); }
 
 void sv_aofw_header(sv_aof_writer *w, int index, int shards)
 {
@@ -122,6 +127,11 @@ void sv_aofw_key(sv_aof_writer *w, sv_entry *e)
                 w_bulk(w, m->key, m->klen);
             }
         }
+        break;
+    }
+    case SV_T_STREAM: {
+        sv_stream_emit em = {w, w_len_cb, w_bulk_cb};
+        sv_stream_rewrite((sv_stream *)o, e->key, e->klen, &em);
         break;
     }
     }

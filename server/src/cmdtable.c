@@ -85,6 +85,18 @@ static int numkeys2_keys(int argc, sv_str *argv, int *keys, int max)
     if (max > 0) keys[k++] = 1;
     for (int i = 0; i < n && k < max; i++) keys[k++] = 3 + i;
     return k;
+/* XREAD/XREADGROUP: the keys are the first half of what follows STREAMS */
+static int xread_keys(int argc, sv_str *argv, int *keys, int max)
+{
+    for (int i = 1; i < argc; i++)
+        if (sv_eq(argv[i], "streams")) {
+            int rest = argc - i - 1;
+            if (rest <= 0 || rest % 2) return -1;
+            int k = 0;
+            for (int j = 0; j < rest / 2 && k < max; j++) keys[k++] = i + 1 + j;
+            return k;
+        }
+    return -1;
 }
 
 #define C(name, arity, flags, first, last, step, acl) {#name, sv_cmd_##name, arity, flags, first, last, step, acl, NULL}
@@ -287,6 +299,24 @@ static const sv_cmd table[] = {
      .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST},
     {"zdiffstore", sv_cmd_zdiffstore, -4, W | D | M, 1, 1, 1, "@write @sortedset @slow", numkeys2_keys,
      .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST},
+    /* streams: the writes that log what they did themselves have .aof NONE
+     * (t_stream.c); Redis signals (WATCH) only entries added, deleted or trimmed */
+    CP(xadd, -5, W | D | F, 1, 1, 1, "@write @stream @fast", .aof = SV_AOF_NONE, NOOP0),
+    C(xlen, 2, R | F, 1, 1, 1, "@read @stream @fast"),
+    C(xrange, -4, R, 1, 1, 1, "@read @stream @slow"),
+    C(xrevrange, -4, R, 1, 1, 1, "@read @stream @slow"),
+    CP(xdel, -3, W | F, 1, 1, 1, "@write @stream @fast", NOOP0),
+    CP(xtrim, -4, W, 1, 1, 1, "@write @stream @slow", .aof = SV_AOF_NONE, NOOP0),
+    {"xread", sv_cmd_xread, -4, R | M, 0, 0, 0, "@read @stream @slow @blocking", xread_keys, .coord = SV_COORD_XREAD},
+    {"xreadgroup", sv_cmd_xreadgroup, -7, W | M, 0, 0, 0, "@write @stream @slow @blocking", xread_keys,
+     .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE},
+    CP(xgroup, -2, W, 2, 2, 1, "@write @stream @slow", .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE),
+    CP(xack, -4, W | F, 1, 1, 1, "@write @stream @fast", .touch = SV_TOUCH_NONE),
+    C(xpending, -3, R, 1, 1, 1, "@read @stream @slow"),
+    CP(xclaim, -6, W | F, 1, 1, 1, "@write @stream @fast", .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE),
+    CP(xautoclaim, -6, W | F, 1, 1, 1, "@write @stream @fast", .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE),
+    C(xinfo, -2, R, 2, 2, 1, "@read @stream @slow"),
+    CP(xsetid, -3, W | D | F, 1, 1, 1, "@write @stream @fast", .touch = SV_TOUCH_NONE),
     /* connection and server */
     C(ping, -1, F, 0, 0, 0, "@fast @connection"),
     C(echo, 2, F, 0, 0, 0, "@fast @connection"),
@@ -327,6 +357,11 @@ static const sv_cmd table[] = {
     {"slotlane.exec", sv_cmd_slotlane_exec, -3, SV_CMD_INTERNAL, 0, 0, 0, "@transaction", NULL,
      .multi = SV_MULTI_DENY, .touch = SV_TOUCH_NONE},
     {"slotlane.dump", sv_cmd_slotlane_dump, 2, R | F | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @read", NULL},
+    /* a rewritten log recreates streams exactly with these (t_stream.c) */
+    {"slotlane.xmeta", sv_cmd_slotlane_xmeta, -5, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@stream @write", NULL},
+    {"slotlane.xpel", sv_cmd_slotlane_xpel, -5, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@stream @write", NULL},
+    /* one key's part of a cross-shard XREAD (fwd_multi.c) */
+    {"slotlane.xread", sv_cmd_slotlane_xread, 4, R | SV_CMD_INTERNAL, 1, 1, 1, "@stream @read", NULL},
 };
 
 #define NCMDS (sizeof(table) / sizeof(table[0]))

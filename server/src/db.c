@@ -9,6 +9,7 @@
 #include "blocking.h"
 #include "notify.h"
 #include "aof.h"
+#include "stream.h"
 
 const char *SV_ERR_WRONGTYPE = "-WRONGTYPE Operation against a key holding the wrong kind of value";
 const char *SV_ERR_NOTINT = "value is not an integer or out of range";
@@ -110,6 +111,7 @@ void sv_obj_free(sv_obj *o)
     case SV_T_HASH: sv_dict_clear(&((sv_hashobj *)o)->d, free_blob_val, NULL); free(o); break;
     case SV_T_SET: sv_dict_clear(&((sv_set *)o)->d, NULL, NULL); free(o); break;
     case SV_T_ZSET: sv_zset_free((sv_zset *)o); break;
+    case SV_T_STREAM: sv_stream_free((sv_stream *)o); break;
     }
 }
 
@@ -407,6 +409,7 @@ int sv_parse_scanopts(sv_ctx *c, int argc, sv_str *argv, int i, int allowtype, s
             else if (sv_eq(t, "hash")) o->type = SV_T_HASH;
             else if (sv_eq(t, "set")) o->type = SV_T_SET;
             else if (sv_eq(t, "zset")) o->type = SV_T_ZSET;
+            else if (sv_eq(t, "stream")) o->type = SV_T_STREAM;
             else o->type = 99; /* unknown type: matches nothing, as in Redis 7.0 */
             i += 2;
         } else {

@@ -9,7 +9,7 @@
 #include "fwd.h"
 
 enum { OP_MSETNX, OP_RENAME, OP_RENAMENX, OP_LMOVE, OP_SMOVE, OP_WATCH, OP_SINTER, OP_SUNION, OP_SDIFF, OP_SINTERCARD,
-       OP_GATHER };
+       OP_GATHER, OP_XREAD };
 
 typedef struct coord {
     sv_conn *c;
@@ -35,6 +35,8 @@ typedef struct coord {
     const sv_cmd *cmd;      /* OP_GATHER: the command run on the copies */
     int *uk;                /* OP_GATHER: argv index of each distinct key */
     int nuk;
+    int sarg, nstreams;     /* XREAD: keys argv[sarg ..], IDs after them */
+    long long count;        /* XREAD COUNT (0: all) */
 } coord;
 
 /* ---- a RESP2 reply, as the steps produce them ---- */
@@ -547,6 +549,46 @@ static void step_gather(coord *co)
     co->stage = 2;
 }
 
+/* XREAD: slotlane.xread of each key on its owner (one round), then the streams that
+ * had entries, in key order, as XREAD replies them; the first error in key order
+ * (WRONGTYPE) is the reply. */
+static void step_xread(coord *co)
+{
+    if (co->stage == 0) {
+        char cnt[24];
+        sv_str n = {cnt, sv_ll2str(cnt, co->count)};
+        round_begin(co);
+        for (int k = 0; k < co->nstreams; k++)
+            req(co, 4, (sv_str[]){lit("slotlane.xread"), co->argv[co->sarg + k], co->argv[co->sarg + co->nstreams + k], n});
+        co->stage = 1;
+        return;
+    }
+    long long served = 0;
+    for (int k = 0; k < co->nreq; k++) {
+        const sv_buf *b = &co->rep[k];
+        if (b->len < 3 || (b->data[0] != '*' && b->data[0] != '-')) { internal_error(co); return; }
+        if (b->data[0] == '-') { reply_raw(co, (sv_str){b->data, b->len}); return; }
+        if (b->data[1] != '-') served++;
+    }
+    sv_reply r = out(co);
+    if (!served) {
+        sv_add_null_array(&r);
+        finish(co);
+        return;
+    }
+    if (co->proto == 2) sv_add_array(&r, served);
+    else sv_add_map(&r, served);
+    for (int k = 0; k < co->nreq; k++) {
+        const sv_buf *b = &co->rep[k];
+        if (b->data[1] == '-') continue; /* nil: nothing to serve from that stream */
+        sv_str key = co->argv[co->sarg + k];
+        if (co->proto == 2) sv_add_array(&r, 2);
+        sv_add_bulk(&r, key.p, key.len);
+        sv_add_raw(&r, b->data, b->len); /* arrays of bulk strings: the same in RESP3 */
+    }
+    finish(co);
+}
+
 /* WATCH: stage 0 sends slotlane.watch to each owner of keys not watched yet (this
  * shard's own run at once); stage 1 keeps the versions they answered in the
  * connection's transaction state, so that EXEC can send them with the unit. A
@@ -633,6 +675,7 @@ static void run(coord *co)
         case OP_LMOVE:
         case OP_SMOVE: step_move(co); break;
         case OP_GATHER: step_gather(co); break;
+        case OP_XREAD: step_xread(co); break;
         case OP_WATCH: step_watch(co); break;
         default: step_setop(co); break;
         }
@@ -662,6 +705,7 @@ static int op_of(const sv_cmd *cmd, int *store)
     case SV_COORD_SDIFF:
     case SV_COORD_SDIFFSTORE: return OP_SDIFF;
     case SV_COORD_GATHER: return OP_GATHER;
+    case SV_COORD_XREAD: return OP_XREAD;
     }
     return -1;
 }
@@ -709,6 +753,13 @@ static int check_args(sv_conn *c, coord *co, const sv_cmd *cmd)
         }
         co->src0 = 2;
         co->nsrc = (int)numkeys;
+    } else if (co->op == OP_XREAD) {
+        int block;
+        if (!sv_xread_check(&ctx, co->argc, argv, &co->sarg, &co->nstreams, &co->count, &block)) return 0;
+        if (block) { /* a wait on streams of several shards needs the waiter module */
+            sv_add_error(&ctx.r, "-CROSSSLOT Keys in request don't hash to the same slot");
+            return 0;
+        }
     } else if (co->op >= OP_SINTER && co->op != OP_GATHER) {
         co->src0 = co->store ? 2 : 1;
         co->nsrc = co->argc - co->src0;

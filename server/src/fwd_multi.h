@@ -17,6 +17,7 @@
  *   SMOVE             TYPE dst -> SREM src -> SADD dst (the same)
  *   SINTER SUNION SDIFF SINTERCARD [*STORE]
  *                     SMEMBERS of each key -> computed here -> slotlane.restore dst
+ *   XREAD (no BLOCK)  slotlane.xread of each key -> the streams with entries, in key order
  *
  * Guarantees: each step is atomic on its shard; the whole is not atomic against
  * other clients writing the same keys meanwhile (MSETNX may set keys another client

@@ -47,7 +47,7 @@ extern sv_config sv_cfg;
 void sv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- objects ---- */
-enum { SV_T_STRING = 0, SV_T_LIST, SV_T_HASH, SV_T_SET, SV_T_ZSET };
+enum { SV_T_STRING = 0, SV_T_LIST, SV_T_HASH, SV_T_SET, SV_T_ZSET, SV_T_STREAM };
 
 typedef struct sv_obj {
     uint8_t type;
@@ -300,6 +300,7 @@ enum sv_coord_policy {
     SV_COORD_RPOPLPUSH, SV_COORD_SMOVE, SV_COORD_SINTER, SV_COORD_SUNION, SV_COORD_SDIFF,
     SV_COORD_SINTERSTORE, SV_COORD_SUNIONSTORE, SV_COORD_SDIFFSTORE, SV_COORD_SINTERCARD,
     SV_COORD_GATHER, /* the copies of every key, the command itself here, changed keys written back */
+    SV_COORD_XREAD,
     SV_COORD_WATCH, /* WATCH of another shard's keys: slotlane.watch there, versions kept here */
 };
 /* Which keys a WRITE command that replied no error modified: sv_signal_modified_key
@@ -462,6 +463,14 @@ SV_DECL(sunsubscribe); SV_DECL(publish); SV_DECL(spublish); SV_DECL(pubsub);
 SV_DECL(zrevrange); SV_DECL(zlexcount); SV_DECL(zrangestore);
 SV_DECL(zrandmember); SV_DECL(zmpop); SV_DECL(zunion); SV_DECL(zinter); SV_DECL(zdiff); SV_DECL(zunionstore);
 SV_DECL(zinterstore); SV_DECL(zdiffstore); SV_DECL(zintercard);
+/* streams (t_stream.c) */
+SV_DECL(xadd); SV_DECL(xlen); SV_DECL(xrange); SV_DECL(xrevrange); SV_DECL(xdel); SV_DECL(xtrim);
+SV_DECL(xread); SV_DECL(xreadgroup); SV_DECL(xgroup); SV_DECL(xack); SV_DECL(xpending);
+SV_DECL(xclaim); SV_DECL(xautoclaim); SV_DECL(xinfo); SV_DECL(xsetid);
+SV_DECL(slotlane_xmeta); SV_DECL(slotlane_xpel); SV_DECL(slotlane_xread);
+/* XREAD's option and ID errors, as Redis gives them before looking at any key; 0
+ * after replying one. *block: BLOCK was given. (Cross-shard XREAD, fwd_multi.c.) */
+int sv_xread_check(sv_ctx *c, int argc, sv_str *argv, int *sarg, int *nstreams, long long *count, int *block);
 /* internal, between shards (t_transfer.c) */
 SV_DECL(slotlane_take); SV_DECL(slotlane_restore); SV_DECL(slotlane_dump);
 /* transactions (multi.c) */

@@ -26,7 +26,7 @@ void sv_cmd_touch(sv_ctx *c, int argc, sv_str *argv) { sv_cmd_exists(c, argc, ar
 
 static const char *type_name(int t)
 {
-    static const char *names[] = {"string", "list", "hash", "set", "zset"};
+    static const char *names[] = {"string", "list", "hash", "set", "zset", "stream"};
     return names[t];
 }
 

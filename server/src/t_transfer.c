@@ -28,6 +28,12 @@ static const char *type_names[] = {"string", "list", "hash", "set", "zset"};
 static void add_value(sv_ctx *c, sv_entry *e)
 {
     sv_obj *o = e->val;
+    if (o->type == SV_T_STREAM) {
+        /* a stream does not travel as a flat element list (groups, PELs): the
+         * cross-shard RENAME of a stream is refused, the key left as it is */
+        sv_add_error(&c->r, "cross-shard RENAME of a stream is not supported by slotlane-server");
+        return;
+    }
     long long n = 0;
     switch (o->type) {
     case SV_T_STRING: n = 1; break;

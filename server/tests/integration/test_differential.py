@@ -1088,3 +1088,38 @@ def test_one_port(shards, proto):
     """--port-mode one-port: the same stream through the one shared port (the kernel
     hands the connection to any shard), multi-key commands across shards."""
     run_stream(shards, proto, SEED + 30 + 10 * shards + proto, OPS // 2, forward="one-port")
+
+
+# ---- streams (stream_diff.py has the generator, the scripted cases and the rules) ----
+
+def run_streams(proto, seed, ops, shards=1, one_port=False):
+    import stream_diff
+    ours = Server(shards=shards, extra=["--port-mode", "one-port"] if one_port else ())
+    ref = Server(redis=True)
+    try:
+        pair = Pair(ours, ref, proto, one_port=one_port)
+        # every stream key has the {s} tag: one slot, one shard (one-port: forwarded
+        # there by whichever shard the connection landed on)
+        if shards > 1 and not one_port:
+            pair.ours = [pair.conn_for(["X", "{s}a"], [1])]
+        failures = stream_diff.scripted(pair) + stream_diff.run(pair, random.Random(seed), ops, spread=one_port)
+    finally:
+        code_ours, err_ours = ours.stop()
+        ref.stop()
+    assert not failures, "\n".join(failures[:20])
+    assert code_ours == 0, f"slotlane-server exit code {code_ours}: {err_ours}"
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_streams(proto):
+    run_streams(proto, SEED + 40 + proto, OPS // 3)
+
+
+def test_streams_four_shards():
+    run_streams(2, SEED + 45, OPS // 6, shards=4)
+
+
+def test_streams_one_port():
+    """One port, 4 shards, stream keys without hash tags: XREAD of several keys is
+    coordinated across their shards (fwd_multi.c)."""
+    run_streams(3, SEED + 46, OPS // 6, shards=4, one_port=True)
