@@ -1,6 +1,7 @@
 /* aof: see aof.h. */
 #define _GNU_SOURCE
 #include "aof.h"
+#include "script.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -138,6 +139,20 @@ static void w_header(writer *w, int index, int shards)
 }
 
 /* Commands that recreate one key (its value, then its TTL). */
+/* The shard's function libraries, as FUNCTION LOAD REPLACE (script.c). */
+static void w_functions(writer *w, sv_shard *sh)
+{
+    const char *code;
+    size_t len;
+    for (int i = 0; sv_script_library(sh, i, &code, &len); i++) {
+        w_len(w, '*', 4);
+        w_cstr(w, "FUNCTION");
+        w_cstr(w, "LOAD");
+        w_cstr(w, "REPLACE");
+        w_bulk(w, code, len);
+    }
+}
+
 static void w_key(writer *w, sv_entry *e)
 {
     sv_obj *o = e->val;
@@ -450,6 +465,7 @@ static int rewrite_start(sv_shard *sh)
         close_range((unsigned)fd + 1, ~0U, 0);
         writer w = {fd, a->wbuf, 0, WBUF_SIZE, 0};
         w_header(&w, sh->index, sv_cfg.shards);
+        w_functions(&w, sh);
         sv_dict_iter it;
         sv_dict_iter_init(&it, &sh->keys);
         for (sv_entry *e; (e = sv_dict_iter_next(&it));) w_key(&w, e);
@@ -781,7 +797,7 @@ static int replay_record(void *priv, int argc, sv_str *argv, char *err, size_t e
 {
     replay_ctx *rc = priv;
     rc->reply.len = 0;
-    sv_ctx ctx = {rc->sh, &rc->sess, {&rc->reply, 2}, 0, 1};
+    sv_ctx ctx = {rc->sh, &rc->sess, {&rc->reply, 2}, 0, 1, 0};
     sv_execute(&ctx, argc, argv);
     rc->records++;
     if (rc->reply.len && rc->reply.data[0] == '-') {
@@ -943,6 +959,8 @@ static int resplit(int from)
         if (r == 0 && good < size)
             sv_log(SV_LOG_WARNING, "%s: dropped a torn last record (%zu bytes at offset %zu)", path, size - good, good);
         if (r == 0) {
+            /* libraries are per shard: every new shard gets each old shard's */
+            for (int j = 0; j < to; j++) w_functions(&w[j], s);
             sv_dict_iter it;
             sv_dict_iter_init(&it, &s->keys);
             for (sv_entry *e; (e = sv_dict_iter_next(&it));) {
@@ -951,6 +969,7 @@ static int resplit(int from)
             }
         }
         sv_db_free(s);
+        sv_script_free_shard(s);
         free(s);
         if (r != 0) goto out;
     }

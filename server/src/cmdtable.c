@@ -10,6 +10,7 @@
 
 #include "server.h"
 #include "aof.h"
+#include "script.h"
 
 #define W SV_CMD_WRITE
 #define R SV_CMD_READONLY
@@ -161,7 +162,17 @@ static const sv_cmd table[] = {
     C(info, -1, L, 0, 0, 0, "@slow @dangerous"),
     C(config, -2, A | L, 0, 0, 0, "@admin @slow @dangerous"),
     C(command, -1, L, 0, 0, 0, "@slow @connection"),
-    C(function, -2, W, 0, 0, 0, "@write @slow @scripting"),
+    C(function, -2, W | SV_CMD_NOSCRIPT, 0, 0, 0, "@write @slow @scripting"),
+    /* scripting (script.c): not WRITE themselves, so the log gets the commands a
+     * script ran (its effects), never the script */
+    {"eval", sv_cmd_eval, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
+    {"evalsha", sv_cmd_evalsha, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
+    {"eval_ro", sv_cmd_eval_ro, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | R | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
+    {"evalsha_ro", sv_cmd_evalsha_ro, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | R | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
+    {"fcall", sv_cmd_fcall, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
+    {"fcall_ro", sv_cmd_fcall_ro, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | R | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
+    C(script, -2, SV_CMD_NOSCRIPT, 0, 0, 0, "@slow @scripting"),
+    C(shutdown, -1, A | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@admin @slow @dangerous"),
     C(bgrewriteaof, 1, A, 0, 0, 0, "@admin @slow @dangerous"),
     C(time, 1, F | L, 0, 0, 0, "@fast"),
     C(reset, 1, F | L, 0, 0, 0, "@fast @connection"),

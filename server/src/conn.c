@@ -188,7 +188,7 @@ static void process(sv_conn *c)
                     break;
                 }
             } else {
-                sv_ctx ctx = {sh, &c->sess, {&c->out, c->sess.proto}, 0, 0};
+                sv_ctx ctx = {sh, &c->sess, {&c->out, c->sess.proto}, 0, 0, 0};
                 sv_execute(&ctx, argc, c->argv);
                 if (ctx.close_after) c->close_when_flushed = 1;
             }

@@ -401,7 +401,7 @@ static void execute_request(sv_shard *sh, sv_fmsg *m)
     s.id = m->client_id;
     s.proto = m->proto;
     /* the sender routed it here (all its keys are ours): no second routing check */
-    sv_ctx ctx = {sh, &s, {&m->reply, m->proto}, 0, 1};
+    sv_ctx ctx = {sh, &s, {&m->reply, m->proto}, 0, 1, 0};
     sv_execute(&ctx, m->argc, m->argv);
     /* replies on their way back are unsent replies: past the limit, the client is
      * dropped (flagged here, closed by its own shard when this reply arrives) */
@@ -566,7 +566,7 @@ static void resume_paused(sv_shard *sh)
 
 static void run_local(sv_conn *c, sv_buf *out, int argc, sv_str *argv, int noroute)
 {
-    sv_ctx ctx = {c->sh, &c->sess, {out, c->sess.proto}, 0, noroute};
+    sv_ctx ctx = {c->sh, &c->sess, {out, c->sess.proto}, 0, noroute, 0};
     size_t before = out->len;
     sv_execute(&ctx, argc, argv);
     /* a reply (or part) written into a slot: the slot is the newest one */

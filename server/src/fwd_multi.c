@@ -134,7 +134,7 @@ static void req(coord *co, int argc, sv_str *argv)
         memset(&s, 0, sizeof(s));
         s.id = co->c->sess.id;
         s.proto = 2;
-        sv_ctx ctx = {sh, &s, {&co->rep[i], 2}, 0, 0};
+        sv_ctx ctx = {sh, &s, {&co->rep[i], 2}, 0, 0, 0};
         sv_execute(&ctx, argc, argv);
     } else {
         co->outstanding++;
@@ -488,7 +488,7 @@ int sv_fwdm_handles(const sv_cmd *cmd)
 static int check_args(sv_conn *c, coord *co, const sv_cmd *cmd)
 {
     sv_session *sess = &c->sess;
-    sv_ctx ctx = {c->sh, sess, {sv_fwd_reply_buf(c), sess->proto}, 0, 0};
+    sv_ctx ctx = {c->sh, sess, {sv_fwd_reply_buf(c), sess->proto}, 0, 0, 0};
     sv_str *argv = co->argv;
     if (co->op == OP_LMOVE) {
         if (cmd->fn == sv_cmd_rpoplpush) {

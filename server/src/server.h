@@ -39,6 +39,7 @@ typedef struct sv_config {
     int loglevel;
     long long output_limit; /* bytes of unsent replies before a client is dropped */
     int forward_queue;      /* requests in flight per ordered pair of shards (backpressure) */
+    long long busy_reply_ms; /* busy-reply-threshold (lua-time-limit): a script running longer gets others -BUSY */
 } sv_config;
 
 extern sv_config sv_cfg;
@@ -165,6 +166,8 @@ typedef struct sv_shard {
     int loading; /* replaying the log: nothing expires, nothing is logged */
 
     struct sv_fwd_pool *fwd_pool;  /* recycled messages and reply slots (fwd.c) */
+
+    struct sv_lua *lua; /* scripting (script.c): this shard's Lua state, made at first use */
 } sv_shard;
 
 extern sv_shard *sv_shards;
@@ -177,6 +180,7 @@ typedef struct sv_ctx {
     sv_reply r;
     int close_after; /* QUIT */
     int noroute;     /* forwarding: run here without the cluster routing check */
+    int noblock;     /* a script (or EXEC) runs it: blocking commands must not block */
 } sv_ctx;
 
 typedef void sv_cmd_fn(sv_ctx *c, int argc, sv_str *argv);
@@ -277,7 +281,7 @@ void sv_cmd_readonly(sv_ctx *c, int argc, sv_str *argv);
 /* connection/server (t_server.c) */
 SV_DECL(ping); SV_DECL(echo); SV_DECL(quit); SV_DECL(select); SV_DECL(hello); SV_DECL(auth);
 SV_DECL(client); SV_DECL(info); SV_DECL(config); SV_DECL(command); SV_DECL(dbsize);
-SV_DECL(flushall); SV_DECL(function); SV_DECL(time); SV_DECL(reset); SV_DECL(bgrewriteaof);
+SV_DECL(flushall); SV_DECL(time); SV_DECL(reset); SV_DECL(bgrewriteaof);
 /* strings */
 SV_DECL(get); SV_DECL(set); SV_DECL(setnx); SV_DECL(setex); SV_DECL(psetex); SV_DECL(getset);
 SV_DECL(getdel); SV_DECL(getex); SV_DECL(mget); SV_DECL(mset); SV_DECL(msetnx); SV_DECL(append);

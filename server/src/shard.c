@@ -13,6 +13,7 @@
 #include "aof.h"
 #include "conn.h"
 #include "fwd.h"
+#include "script.h"
 
 sv_shard *sv_shards;
 atomic_uint_fast64_t sv_next_client_id = 1;
@@ -135,6 +136,7 @@ static void free_shard(sv_shard *sh)
 {
     sv_aof_free(sh);
     sv_db_free(sh);
+    sv_script_free_shard(sh);
     if (uv_loop_close(&sh->loop) != 0) sv_log(SV_LOG_WARNING, "shard %d: loop closed with open handles", sh->index);
 }
 
