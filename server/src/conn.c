@@ -3,6 +3,7 @@
  * read batch). Replies the client does not read accumulate; past the output limit
  * the client is dropped, as Redis's client-output-buffer-limit does. */
 #include <stdio.h>
+#include <unistd.h>
 
 #include "conn.h"
 #include "aof.h"
@@ -282,13 +283,16 @@ static void describe_addr(uv_tcp_t *t, int peer, char *out, size_t cap)
     snprintf(out, cap, "%s:%d", ip, port);
 }
 
-void sv_conn_accept(sv_shard *sh)
+/* fd < 0: accept from the listener (libuv); else adopt an accepted socket. */
+static void conn_start(sv_shard *sh, int fd)
 {
     sv_conn *c = sv_calloc(1, sizeof(*c));
     c->sh = sh;
     uv_tcp_init(&sh->loop, &c->tcp);
     c->tcp.data = c;
-    if (uv_accept((uv_stream_t *)&sh->listener, (uv_stream_t *)&c->tcp) != 0) {
+    int rc = fd < 0 ? uv_accept((uv_stream_t *)&sh->listener, (uv_stream_t *)&c->tcp) : uv_tcp_open(&c->tcp, fd);
+    if (rc != 0) {
+        if (fd >= 0) close(fd);
         c->closing = 1;
         uv_close((uv_handle_t *)&c->tcp, on_close);
         return;
@@ -316,6 +320,10 @@ void sv_conn_accept(sv_shard *sh)
     uv_tcp_nodelay(&c->tcp, 1);
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
+
+void sv_conn_accept(sv_shard *sh) { conn_start(sh, -1); }
+
+void sv_conn_adopt(sv_shard *sh, int fd) { conn_start(sh, fd); }
 
 static int conn_fd(sv_conn *c)
 {

@@ -56,6 +56,8 @@ static inline size_t sv_conn_unsent(const sv_conn *c) { return c->out.len + c->i
 
 /* Accepts a pending connection on the shard's listener. */
 void sv_conn_accept(sv_shard *sh);
+/* The same for a socket accepted outside the loop (the busy-script mode). */
+void sv_conn_adopt(sv_shard *sh, int fd);
 void sv_conn_close(sv_conn *c);
 /* Closes a client whose unsent replies passed --output-limit (logged). */
 void sv_conn_drop_over_limit(sv_conn *c);

@@ -1,12 +1,13 @@
 /* fwd: see fwd.h. */
 #include "fwd.h"
+#include "script.h"
 #include "aof.h"
 
 #include <stdio.h>
 
 #include "fwd_multi.h"
 
-enum { K_PLAIN, K_SUM, K_OK, K_MGET, K_CONCAT, K_COORD };
+enum { K_PLAIN, K_SUM, K_OK, K_MGET, K_CONCAT, K_COORD, K_SAME };
 
 typedef struct sv_pend {
     struct sv_pend *next;
@@ -296,6 +297,8 @@ static void merge(sv_conn *c, sv_pend *p)
         }
     if (p->kind == K_OK) {
         sv_add_ok(&r);
+    } else if (p->kind == K_SAME) { /* every shard gave the same answer (a library name, a sha) */
+        sv_buf_append(&p->out, p->parts[0].data, p->parts[0].len);
     } else if (p->kind == K_SUM) {
         long long sum = 0, v;
         for (int i = 0; i < p->nparts; i++)
@@ -583,6 +586,19 @@ static int split_kind(const sv_cmd *cmd, int argc)
 }
 
 /* Fan-out to every shard (keyless commands about the whole keyspace). */
+/* Scripting state every shard keeps (script.c): in one-port mode and with
+ * forwarding these reach every shard, so a script or function loaded through the
+ * port runs wherever its keys are. */
+static int fans_scripting(const sv_cmd *cmd, int argc, sv_str *argv)
+{
+    if (argc < 2) return 0;
+    if (cmd->fn == sv_cmd_function)
+        return sv_eq(argv[1], "load") || sv_eq(argv[1], "delete") || sv_eq(argv[1], "flush") ||
+               sv_eq(argv[1], "restore");
+    if (cmd->fn == sv_cmd_script) return sv_eq(argv[1], "load") || sv_eq(argv[1], "flush");
+    return 0;
+}
+
 static void fan_out(sv_conn *c, int kind, int argc, sv_str *argv)
 {
     int n = sv_cfg.shards, me = c->sh->index;
@@ -633,7 +649,8 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
     }
     if (!cmd->first && !cmd->getkeys) {
         long long slot;
-        int fan = cmd->fn == sv_cmd_dbsize || cmd->fn == sv_cmd_flushall || cmd->fn == sv_cmd_keys;
+        int fan = cmd->fn == sv_cmd_dbsize || cmd->fn == sv_cmd_flushall || cmd->fn == sv_cmd_keys ||
+                  fans_scripting(cmd, argc, argv);
         if (cmd->fn == sv_cmd_cluster && argc >= 3 &&
             (sv_eq(argv[1], "countkeysinslot") || sv_eq(argv[1], "getkeysinslot")) &&
             sv_str2ll(argv[2].p, argv[2].len, &slot) && slot >= 0 && slot < SL_SLOTS &&
@@ -657,6 +674,7 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
         if (cmd->fn == sv_cmd_dbsize) fan_out(c, K_SUM, argc, argv);
         else if (cmd->fn == sv_cmd_flushall) fan_out(c, K_OK, argc, argv);
         else if (cmd->fn == sv_cmd_keys) fan_out(c, K_CONCAT, argc, argv);
+        else if (fan) fan_out(c, K_SAME, argc, argv);
         else run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
         return 0;
     }

@@ -16,6 +16,7 @@
  *    busy-reply-threshold and then serves the shard's other connections in a
  *    restricted mode (-BUSY, SCRIPT/FUNCTION KILL, SHUTDOWN NOSAVE) from inside
  *    the hook, as Redis's processEventsWhileBlocked does. */
+#define _GNU_SOURCE /* accept4 */
 #include <ctype.h>
 #include <errno.h>
 #include <signal.h>
@@ -1070,6 +1071,14 @@ static void busy_reply(sv_lua *e, sv_conn *c, sv_reply *r, int argc, sv_str *arg
 static void busy_service(sv_lua *e)
 {
     sv_shard *sh = e->sh;
+    /* new clients are accepted too (as Redis does while busy): they get -BUSY */
+    uv_os_fd_t lfd = -1;
+    if (sh->listening && uv_fileno((uv_handle_t *)&sh->listener, &lfd) == 0 && lfd >= 0)
+        for (int i = 0; i < 64; i++) {
+            int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd < 0) break;
+            sv_conn_adopt(sh, fd);
+        }
     for (sv_conn *c = sh->conns, *next; c; c = next) {
         next = c->next;
         if (&c->sess == e->caller || c->closing || c->close_when_flushed || c->fwd_paused) continue;
@@ -1113,7 +1122,14 @@ static void count_hook(lua_State *L, lua_Debug *ar)
     if (e->killed) {
         /* every line from now on raises it again, so pcall cannot swallow the kill */
         lua_sethook(L, count_hook, LUA_MASKLINE, 0);
-        raise_error(L, e->is_eval ? "Script killed by user with SCRIPT KILL..." : "Script killed by user with FUNCTION KILL...");
+        raise_error(L, "Script killed by user with SCRIPT KILL..."); /* also for functions, as Redis */
+        return;
+    }
+    if (atomic_load_explicit(&sv_stop_requested, memory_order_relaxed)) {
+        /* SIGTERM: the script ends here (even one that wrote), so the shard can stop */
+        e->killed = 1;
+        lua_sethook(L, count_hook, LUA_MASKLINE, 0);
+        raise_error(L, "Script killed by user with SCRIPT KILL...");
         return;
     }
     if (!e->sh->conns) return; /* replay, fuzzing: nobody to answer */
@@ -1128,7 +1144,7 @@ static void count_hook(lua_State *L, lua_Debug *ar)
         busy_service(e);
         if (e->killed) {
             lua_sethook(L, count_hook, LUA_MASKLINE, 0);
-            raise_error(L, e->is_eval ? "Script killed by user with SCRIPT KILL..." : "Script killed by user with FUNCTION KILL...");
+            raise_error(L, "Script killed by user with SCRIPT KILL..."); /* also for functions, as Redis */
         }
     }
 }

@@ -171,6 +171,9 @@ typedef struct sv_shard {
 } sv_shard;
 
 extern sv_shard *sv_shards;
+/* Set by the main thread at SIGTERM/SIGINT: a running script is stopped so its
+ * shard's loop can close (script.c). */
+extern atomic_int sv_stop_requested;
 extern atomic_uint_fast64_t sv_next_client_id;
 
 /* ---- command execution ---- */

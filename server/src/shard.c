@@ -16,6 +16,7 @@
 #include "script.h"
 
 sv_shard *sv_shards;
+atomic_int sv_stop_requested;
 atomic_uint_fast64_t sv_next_client_id = 1;
 
 static void on_connection(uv_stream_t *server, int status)
