@@ -110,7 +110,28 @@ typedef struct sv_lua {
     /* FUNCTION LOAD in progress: the library being built */
     sv_lib *loading;
     int ncalls;
+    size_t mem;       /* bytes the Lua state holds (INFO used_memory_lua) */
+    long long hooks;  /* count-hook calls of the running script (the fuzz budget) */
 } sv_lua;
+
+size_t sv_script_mem_limit;
+long long sv_script_hook_budget;
+
+/* Lua's allocator: counts what the state holds, and with a limit set (the fuzz
+ * target) refuses beyond it, which Lua turns into a "not enough memory" error. */
+static void *lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    sv_lua *e = ud;
+    if (nsize == 0) {
+        free(ptr);
+        e->mem -= osize;
+        return NULL;
+    }
+    if (sv_script_mem_limit && nsize > osize && e->mem + (nsize - osize) > sv_script_mem_limit) return NULL;
+    void *q = realloc(ptr, nsize);
+    if (q) e->mem = e->mem - osize + nsize;
+    return q;
+}
 
 /* ---- sha1 (FIPS 180-1), for script names ---- */
 
@@ -904,7 +925,7 @@ static sv_lua *engine_get(sv_shard *sh)
     e->sess.proto = 2;
     sv_dict_init(&e->scripts);
     sv_dict_init(&e->funcs);
-    lua_State *L = e->L = luaL_newstate();
+    lua_State *L = e->L = lua_newstate(lua_alloc, e);
     if (!L) {
         sv_log(SV_LOG_WARNING, "cannot create a Lua state");
         abort();
@@ -1132,6 +1153,12 @@ static void count_hook(lua_State *L, lua_Debug *ar)
         raise_error(L, "Script killed by user with SCRIPT KILL...");
         return;
     }
+    if (sv_script_hook_budget && ++e->hooks > sv_script_hook_budget) {
+        e->killed = 1; /* the fuzz target's stand-in for a SCRIPT KILL */
+        lua_sethook(L, count_hook, LUA_MASKLINE, 0);
+        raise_error(L, "Script killed by user with SCRIPT KILL...");
+        return;
+    }
     if (!e->sh->conns) return; /* replay, fuzzing: nobody to answer */
     int64_t now = sv_mstime();
     if (!e->busy && now - e->start_ms >= busy_threshold()) {
@@ -1159,6 +1186,7 @@ static void run(sv_lua *e, sv_ctx *c, int nargs)
     e->killed = e->busy = e->wrote = 0;
     e->resp = 2;
     e->start_ms = sv_mstime();
+    e->hooks = 0;
     e->caller = c->sess;
     lua_sethook(L, count_hook, LUA_MASKCOUNT, 100000);
     int err = lua_pcall(L, nargs, 1, base);

@@ -23,6 +23,12 @@ void sv_script_free_shard(sv_shard *sh);
  * only, allocates nothing (the rewrite child calls it). */
 int sv_script_library(sv_shard *sh, int i, const char **code, size_t *len);
 
+/* Test hooks for the fuzz target (0: off): a cap on the bytes each Lua state may
+ * hold, and a number of count-hook calls (100,000 instructions each) after which a
+ * script is stopped as by SCRIPT KILL. */
+extern size_t sv_script_mem_limit;
+extern long long sv_script_hook_budget;
+
 /* Default busy-reply-threshold (lua-time-limit) in milliseconds, as Redis. */
 #define SV_BUSY_REPLY_DEFAULT 5000
 
