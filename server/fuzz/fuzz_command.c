@@ -350,7 +350,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         int proto_before = sess.proto;
         out.len = 0;
-        sv_ctx ctx = {&shards[cur], &sess, {&out, sess.proto}, 0, routing == 3, 0};
+        sv_ctx ctx = {.sh = &shards[cur], .sess = &sess, .r = {&out, sess.proto}, .noroute = routing == 3};
         sv_execute(&ctx, argc, argv);
         executed++;
         /* one reply per command, complete and well formed (unless it was cut at the

@@ -15,7 +15,11 @@
  * at the fork (only the forking thread touches that keyspace, so it is consistent)
  * while the shard keeps running and keeps every write it logs in a diff buffer; when
  * the child is done the shard appends the diff and renames the new file over the
- * log. See server/README.md, "Durability". */
+ * log. See server/README.md, "Durability".
+ *
+ * Three files, one job each: aof.c (the records, group commit, fsync), aof_rewrite.c
+ * (the rewrite), aof_load.c (startup: lock, manifest, replay, re-split); what they
+ * share is in aof_int.h. */
 #ifndef SV_AOF_H
 #define SV_AOF_H
 
@@ -30,14 +34,17 @@ int sv_aof_startup(void);
 /* After a WRITE-flagged command ran in sv_execute; reply_off is where its reply
  * starts in c->r.out (an error reply means nothing changed: not logged). */
 void sv_aof_feed(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t reply_off);
+/* A transaction's records, logged between these two calls, form one unit of the log
+ * (MULTI ... EXEC records around them when there are two or more): replayed whole,
+ * or dropped whole when the log ends inside it. */
+void sv_aof_unit_begin(sv_shard *sh);
+void sv_aof_unit_end(sv_shard *sh);
+int sv_aof_in_unit(sv_shard *sh);
 /* The key is being removed because it expired (lazy or active expiry). */
 void sv_aof_log_del(sv_shard *sh, const char *key, size_t klen);
 
 /* Writes what was logged (and fdatasyncs with always) before replies leave. */
 void sv_aof_before_reply(sv_shard *sh);
-/* Group commit: a connection's replies wait for the end of the loop turn, when the
- * log is written once for everyone. Returns 0 when durability is off (flush now). */
-int sv_aof_defer_flush(sv_conn *c);
 
 void sv_aof_cron(sv_shard *sh);        /* every 100 ms on the shard's thread */
 void sv_aof_close_shard(sv_shard *sh); /* in on_stop: last write and fsync, stop a rewrite */

@@ -12,6 +12,11 @@
 #include "aof.h"
 #include "script.h"
 
+/* The policy fields at the end of sv_cmd are zero (the default policy) in every entry
+ * that does not name them: entries written positionally, as C(...) does, leave them
+ * out on purpose. */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 #define W SV_CMD_WRITE
 #define R SV_CMD_READONLY
 #define F SV_CMD_FAST
@@ -19,6 +24,7 @@
 #define M SV_CMD_MOVABLE
 #define A SV_CMD_ADMIN
 #define L (SV_CMD_LOADING | SV_CMD_STALE)
+#define NS SV_CMD_NOSCRIPT
 
 static int sintercard_keys(int argc, sv_str *argv, int *keys, int max)
 {
@@ -30,20 +36,25 @@ static int sintercard_keys(int argc, sv_str *argv, int *keys, int max)
 }
 
 #define C(name, arity, flags, first, last, step, acl) {#name, sv_cmd_##name, arity, flags, first, last, step, acl, NULL}
+/* The same with a policy other than the default: designated fields of sv_cmd after
+ * the positional ones, e.g. CP(expire, ..., .aof = SV_AOF_TTL, .touch = SV_TOUCH_NOOP_ZERO). */
+#define CP(name, arity, flags, first, last, step, acl, ...) \
+    {#name, sv_cmd_##name, arity, flags, first, last, step, acl, NULL, __VA_ARGS__}
+#define NOOP0 .touch = SV_TOUCH_NOOP_ZERO
 
 static const sv_cmd table[] = {
     /* strings */
     C(get, 2, R | F, 1, 1, 1, "@read @string @fast"),
-    C(set, -3, W | D, 1, 1, 1, "@write @string @slow"),
-    C(setnx, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
-    C(setex, 4, W | D, 1, 1, 1, "@write @string @slow"),
-    C(psetex, 4, W | D, 1, 1, 1, "@write @string @slow"),
+    CP(set, -3, W | D, 1, 1, 1, "@write @string @slow", .aof = SV_AOF_SET, .touch = SV_TOUCH_SET),
+    CP(setnx, 3, W | D | F, 1, 1, 1, "@write @string @fast", NOOP0),
+    CP(setex, 4, W | D, 1, 1, 1, "@write @string @slow", .aof = SV_AOF_STRING),
+    CP(psetex, 4, W | D, 1, 1, 1, "@write @string @slow", .aof = SV_AOF_STRING),
     C(getset, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
-    C(getdel, 2, W | F, 1, 1, 1, "@write @string @fast"),
-    C(getex, -2, W | F, 1, 1, 1, "@write @string @fast"),
-    C(mget, -2, R | F, 1, -1, 1, "@read @string @fast"),
-    C(mset, -3, W | D, 1, -1, 2, "@write @string @slow"),
-    C(msetnx, -3, W | D, 1, -1, 2, "@write @string @slow"),
+    CP(getdel, 2, W | F, 1, 1, 1, "@write @string @fast", NOOP0),
+    CP(getex, -2, W | F, 1, 1, 1, "@write @string @fast", .aof = SV_AOF_GETEX, .touch = SV_TOUCH_NOOP_ZERO | SV_TOUCH_OPTIONS),
+    CP(mget, -2, R | F, 1, -1, 1, "@read @string @fast", .split = SV_SPLIT_MGET),
+    CP(mset, -3, W | D, 1, -1, 2, "@write @string @slow", .split = SV_SPLIT_PAIRS_OK),
+    CP(msetnx, -3, W | D, 1, -1, 2, "@write @string @slow", .coord = SV_COORD_MSETNX, NOOP0),
     C(append, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
     C(strlen, 2, R | F, 1, 1, 1, "@read @string @fast"),
     C(getrange, 4, R, 1, 1, 1, "@read @string @slow"),
@@ -54,52 +65,53 @@ static const sv_cmd table[] = {
     C(decrby, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
     C(incrbyfloat, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
     /* keys */
-    C(del, -2, W, 1, -1, 1, "@keyspace @write @slow"),
-    {"unlink", sv_cmd_del, -2, W | F, 1, -1, 1, "@keyspace @write @fast", NULL},
-    C(exists, -2, R | F, 1, -1, 1, "@keyspace @read @fast"),
+    CP(del, -2, W, 1, -1, 1, "@keyspace @write @slow", .split = SV_SPLIT_SUM, NOOP0),
+    {"unlink", sv_cmd_del, -2, W | F, 1, -1, 1, "@keyspace @write @fast", NULL, .split = SV_SPLIT_SUM, NOOP0},
+    CP(exists, -2, R | F, 1, -1, 1, "@keyspace @read @fast", .split = SV_SPLIT_SUM),
     C(type, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
-    C(rename, 3, W, 1, 2, 1, "@keyspace @write @slow"),
-    C(renamenx, 3, W | F, 1, 2, 1, "@keyspace @write @fast"),
-    C(keys, 2, R, 0, 0, 0, "@keyspace @read @slow @dangerous"),
-    C(scan, -2, R, 0, 0, 0, "@keyspace @read @slow"),
-    C(randomkey, 1, R, 0, 0, 0, "@keyspace @read @slow"),
-    C(touch, -2, R | F, 1, -1, 1, "@keyspace @read @fast"),
-    C(expire, -3, W | F, 1, 1, 1, "@keyspace @write @fast"),
-    C(pexpire, -3, W | F, 1, 1, 1, "@keyspace @write @fast"),
-    C(expireat, -3, W | F, 1, 1, 1, "@keyspace @write @fast"),
-    C(pexpireat, -3, W | F, 1, 1, 1, "@keyspace @write @fast"),
+    CP(rename, 3, W, 1, 2, 1, "@keyspace @write @slow", .coord = SV_COORD_RENAME),
+    CP(renamenx, 3, W | F, 1, 2, 1, "@keyspace @write @fast", .coord = SV_COORD_RENAMENX, NOOP0),
+    CP(keys, 2, R, 0, 0, 0, "@keyspace @read @slow @dangerous", .fan = SV_FAN_CONCAT, .pflags = SV_P_KEYSPACE),
+    CP(scan, -2, R, 0, 0, 0, "@keyspace @read @slow", .pflags = SV_P_KEYSPACE),
+    CP(randomkey, 1, R, 0, 0, 0, "@keyspace @read @slow", .pflags = SV_P_KEYSPACE),
+    CP(touch, -2, R | F, 1, -1, 1, "@keyspace @read @fast", .split = SV_SPLIT_SUM),
+    CP(expire, -3, W | F, 1, 1, 1, "@keyspace @write @fast", .aof = SV_AOF_TTL, NOOP0),
+    CP(pexpire, -3, W | F, 1, 1, 1, "@keyspace @write @fast", .aof = SV_AOF_TTL, NOOP0),
+    CP(expireat, -3, W | F, 1, 1, 1, "@keyspace @write @fast", .aof = SV_AOF_TTL, NOOP0),
+    CP(pexpireat, -3, W | F, 1, 1, 1, "@keyspace @write @fast", .aof = SV_AOF_TTL, NOOP0),
     C(ttl, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
     C(pttl, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
-    C(persist, 2, W | F, 1, 1, 1, "@keyspace @write @fast"),
+    CP(persist, 2, W | F, 1, 1, 1, "@keyspace @write @fast", NOOP0),
     C(expiretime, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
     C(pexpiretime, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
-    C(dbsize, 1, R | F, 0, 0, 0, "@keyspace @read @fast"),
-    C(flushall, -1, W, 0, 0, 0, "@keyspace @write @slow @dangerous"),
-    {"flushdb", sv_cmd_flushall, -1, W, 0, 0, 0, "@keyspace @write @slow @dangerous", NULL},
+    CP(dbsize, 1, R | F, 0, 0, 0, "@keyspace @read @fast", .fan = SV_FAN_SUM, .pflags = SV_P_KEYSPACE),
+    CP(flushall, -1, W, 0, 0, 0, "@keyspace @write @slow @dangerous", .fan = SV_FAN_OK, .touch = SV_TOUCH_NONE, .pflags = SV_P_KEYSPACE),
+    {"flushdb", sv_cmd_flushall, -1, W, 0, 0, 0, "@keyspace @write @slow @dangerous", NULL,
+     .fan = SV_FAN_OK, .touch = SV_TOUCH_NONE, .pflags = SV_P_KEYSPACE},
     /* lists */
     C(lpush, -3, W | D | F, 1, 1, 1, "@write @list @fast"),
     C(rpush, -3, W | D | F, 1, 1, 1, "@write @list @fast"),
-    C(lpushx, -3, W | D | F, 1, 1, 1, "@write @list @fast"),
-    C(rpushx, -3, W | D | F, 1, 1, 1, "@write @list @fast"),
-    C(lpop, -2, W | F, 1, 1, 1, "@write @list @fast"),
-    C(rpop, -2, W | F, 1, 1, 1, "@write @list @fast"),
+    CP(lpushx, -3, W | D | F, 1, 1, 1, "@write @list @fast", NOOP0),
+    CP(rpushx, -3, W | D | F, 1, 1, 1, "@write @list @fast", NOOP0),
+    CP(lpop, -2, W | F, 1, 1, 1, "@write @list @fast", NOOP0),
+    CP(rpop, -2, W | F, 1, 1, 1, "@write @list @fast", NOOP0),
     C(llen, 2, R | F, 1, 1, 1, "@read @list @fast"),
     C(lrange, 4, R, 1, 1, 1, "@read @list @slow"),
     C(lindex, 3, R, 1, 1, 1, "@read @list @slow"),
     C(lset, 4, W | D, 1, 1, 1, "@write @list @slow"),
-    C(linsert, 5, W | D, 1, 1, 1, "@write @list @slow"),
-    C(lrem, 4, W, 1, 1, 1, "@write @list @slow"),
+    CP(linsert, 5, W | D, 1, 1, 1, "@write @list @slow", NOOP0),
+    CP(lrem, 4, W, 1, 1, 1, "@write @list @slow", NOOP0),
     C(ltrim, 4, W, 1, 1, 1, "@write @list @slow"),
     C(lpos, -3, R, 1, 1, 1, "@read @list @slow"),
-    C(lmove, 5, W | D, 1, 2, 1, "@write @list @slow"),
-    C(rpoplpush, 3, W | D, 1, 2, 1, "@write @list @slow"),
+    CP(lmove, 5, W | D, 1, 2, 1, "@write @list @slow", .coord = SV_COORD_LMOVE, NOOP0),
+    CP(rpoplpush, 3, W | D, 1, 2, 1, "@write @list @slow", .coord = SV_COORD_RPOPLPUSH, NOOP0),
     /* hashes */
     C(hset, -4, W | D | F, 1, 1, 1, "@write @hash @fast"),
-    C(hsetnx, 4, W | D | F, 1, 1, 1, "@write @hash @fast"),
+    CP(hsetnx, 4, W | D | F, 1, 1, 1, "@write @hash @fast", NOOP0),
     C(hget, 3, R | F, 1, 1, 1, "@read @hash @fast"),
     C(hmget, -3, R | F, 1, 1, 1, "@read @hash @fast"),
     C(hmset, -4, W | D | F, 1, 1, 1, "@write @hash @fast"),
-    C(hdel, -3, W | F, 1, 1, 1, "@write @hash @fast"),
+    CP(hdel, -3, W | F, 1, 1, 1, "@write @hash @fast", NOOP0),
     C(hlen, 2, R | F, 1, 1, 1, "@read @hash @fast"),
     C(hexists, 3, R | F, 1, 1, 1, "@read @hash @fast"),
     C(hgetall, 2, R, 1, 1, 1, "@read @hash @slow"),
@@ -111,26 +123,26 @@ static const sv_cmd table[] = {
     C(hrandfield, -2, R, 1, 1, 1, "@read @hash @slow"),
     C(hscan, -3, R, 1, 1, 1, "@read @hash @slow"),
     /* sets */
-    C(sadd, -3, W | D | F, 1, 1, 1, "@write @set @fast"),
-    C(srem, -3, W | F, 1, 1, 1, "@write @set @fast"),
+    CP(sadd, -3, W | D | F, 1, 1, 1, "@write @set @fast", NOOP0),
+    CP(srem, -3, W | F, 1, 1, 1, "@write @set @fast", NOOP0),
     C(smembers, 2, R, 1, 1, 1, "@read @set @slow"),
     C(sismember, 3, R | F, 1, 1, 1, "@read @set @fast"),
     C(smismember, -3, R | F, 1, 1, 1, "@read @set @fast"),
     C(scard, 2, R | F, 1, 1, 1, "@read @set @fast"),
-    C(spop, -2, W | F, 1, 1, 1, "@write @set @fast"),
+    CP(spop, -2, W | F, 1, 1, 1, "@write @set @fast", .aof = SV_AOF_SREM_REPLY, NOOP0),
     C(srandmember, -2, R, 1, 1, 1, "@read @set @slow"),
-    C(smove, 4, W | F, 1, 2, 1, "@write @set @fast"),
-    C(sinter, -2, R, 1, -1, 1, "@read @set @slow"),
-    C(sunion, -2, R, 1, -1, 1, "@read @set @slow"),
-    C(sdiff, -2, R, 1, -1, 1, "@read @set @slow"),
-    C(sinterstore, -3, W | D, 1, -1, 1, "@write @set @slow"),
-    C(sunionstore, -3, W | D, 1, -1, 1, "@write @set @slow"),
-    C(sdiffstore, -3, W | D, 1, -1, 1, "@write @set @slow"),
-    {"sintercard", sv_cmd_sintercard, -3, R | M, 0, 0, 0, "@read @set @slow", sintercard_keys},
+    CP(smove, 4, W | F, 1, 2, 1, "@write @set @fast", .coord = SV_COORD_SMOVE, NOOP0),
+    CP(sinter, -2, R, 1, -1, 1, "@read @set @slow", .coord = SV_COORD_SINTER),
+    CP(sunion, -2, R, 1, -1, 1, "@read @set @slow", .coord = SV_COORD_SUNION),
+    CP(sdiff, -2, R, 1, -1, 1, "@read @set @slow", .coord = SV_COORD_SDIFF),
+    CP(sinterstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SINTERSTORE, .touch = SV_TOUCH_FIRST),
+    CP(sunionstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SUNIONSTORE, .touch = SV_TOUCH_FIRST),
+    CP(sdiffstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SDIFFSTORE, .touch = SV_TOUCH_FIRST),
+    {"sintercard", sv_cmd_sintercard, -3, R | M, 0, 0, 0, "@read @set @slow", sintercard_keys, .coord = SV_COORD_SINTERCARD},
     C(sscan, -3, R, 1, 1, 1, "@read @set @slow"),
     /* sorted sets */
     C(zadd, -4, W | D | F, 1, 1, 1, "@write @sortedset @fast"),
-    C(zrem, -3, W | F, 1, 1, 1, "@write @sortedset @fast"),
+    CP(zrem, -3, W | F, 1, 1, 1, "@write @sortedset @fast", NOOP0),
     C(zscore, 3, R | F, 1, 1, 1, "@read @sortedset @fast"),
     C(zmscore, -3, R | F, 1, 1, 1, "@read @sortedset @fast"),
     C(zincrby, 4, W | D | F, 1, 1, 1, "@write @sortedset @fast"),
@@ -145,16 +157,16 @@ static const sv_cmd table[] = {
     C(zrevrangebyscore, -4, R, 1, 1, 1, "@read @sortedset @slow"),
     C(zrangebylex, -4, R, 1, 1, 1, "@read @sortedset @slow"),
     C(zrevrangebylex, -4, R, 1, 1, 1, "@read @sortedset @slow"),
-    C(zpopmin, -2, W | F, 1, 1, 1, "@write @sortedset @fast"),
-    C(zpopmax, -2, W | F, 1, 1, 1, "@write @sortedset @fast"),
-    C(zremrangebyrank, 4, W, 1, 1, 1, "@write @sortedset @slow"),
-    C(zremrangebyscore, 4, W, 1, 1, 1, "@write @sortedset @slow"),
-    C(zremrangebylex, 4, W, 1, 1, 1, "@write @sortedset @slow"),
+    CP(zpopmin, -2, W | F, 1, 1, 1, "@write @sortedset @fast", NOOP0),
+    CP(zpopmax, -2, W | F, 1, 1, 1, "@write @sortedset @fast", NOOP0),
+    CP(zremrangebyrank, 4, W, 1, 1, 1, "@write @sortedset @slow", NOOP0),
+    CP(zremrangebyscore, 4, W, 1, 1, 1, "@write @sortedset @slow", NOOP0),
+    CP(zremrangebylex, 4, W, 1, 1, 1, "@write @sortedset @slow", NOOP0),
     C(zscan, -3, R, 1, 1, 1, "@read @sortedset @slow"),
     /* connection and server */
     C(ping, -1, F, 0, 0, 0, "@fast @connection"),
     C(echo, 2, F, 0, 0, 0, "@fast @connection"),
-    C(quit, -1, F | L, 0, 0, 0, "@fast @connection"),
+    CP(quit, -1, F | L, 0, 0, 0, "@fast @connection", .multi = SV_MULTI_NOW),
     C(select, 2, F | L, 0, 0, 0, "@fast @connection"),
     C(hello, -1, F | L, 0, 0, 0, "@fast @connection"),
     C(auth, -2, F | L, 0, 0, 0, "@fast @connection"),
@@ -162,33 +174,52 @@ static const sv_cmd table[] = {
     C(info, -1, L, 0, 0, 0, "@slow @dangerous"),
     C(config, -2, A | L, 0, 0, 0, "@admin @slow @dangerous"),
     C(command, -1, L, 0, 0, 0, "@slow @connection"),
-    C(function, -2, W | SV_CMD_NOSCRIPT, 0, 0, 0, "@write @slow @scripting"),
-    /* scripting (script.c): not WRITE themselves, so the log gets the commands a
-     * script ran (its effects), never the script */
+    /* scripting (script.c). FUNCTION is WRITE so LOAD/DELETE/FLUSH/RESTORE reach the
+     * log (SV_AOF_FUNCTION: only those); it changes no key. The script commands are
+     * not WRITE themselves: the log gets the commands a script ran (its effects, one
+     * unit), never the script. In one-port mode FUNCTION and SCRIPT's state-changing
+     * subcommands run on every shard (SV_FAN_SAME). */
+    CP(function, -2, W | SV_CMD_NOSCRIPT, 0, 0, 0, "@write @slow @scripting", .aof = SV_AOF_FUNCTION,
+       .fan = SV_FAN_SAME, .touch = SV_TOUCH_NONE),
+    CP(script, -2, SV_CMD_NOSCRIPT, 0, 0, 0, "@slow @scripting", .fan = SV_FAN_SAME),
     {"eval", sv_cmd_eval, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
     {"evalsha", sv_cmd_evalsha, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
     {"eval_ro", sv_cmd_eval_ro, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | R | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
     {"evalsha_ro", sv_cmd_evalsha_ro, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | R | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
     {"fcall", sv_cmd_fcall, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
     {"fcall_ro", sv_cmd_fcall_ro, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | R | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
-    C(script, -2, SV_CMD_NOSCRIPT, 0, 0, 0, "@slow @scripting"),
     C(shutdown, -1, A | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@admin @slow @dangerous"),
     C(bgrewriteaof, 1, A, 0, 0, 0, "@admin @slow @dangerous"),
     C(time, 1, F | L, 0, 0, 0, "@fast"),
-    C(reset, 1, F | L, 0, 0, 0, "@fast @connection"),
-    C(cluster, -2, 0, 0, 0, 0, "@slow"),
+    CP(reset, 1, F | L, 0, 0, 0, "@fast @connection", .multi = SV_MULTI_NOW, .pflags = SV_P_TX_RELEASE),
+    CP(cluster, -2, 0, 0, 0, 0, "@slow", .fan = SV_FAN_SLOT_ARG, .pflags = SV_P_KEYSPACE),
     C(readonly, 1, F | L, 0, 0, 0, "@fast @connection"),
     {"readwrite", sv_cmd_readonly, 1, F | L, 0, 0, 0, "@fast @connection", NULL},
     {"asking", sv_cmd_readonly, 1, F, 0, 0, 0, "@fast @connection", NULL},
-    /* internal (last: COMMAND lists the table up to NPUBLIC): a shard coordinating a
+    /* transactions */
+    CP(multi, 1, NS | L | F, 0, 0, 0, "@fast @transaction", .multi = SV_MULTI_NOW),
+    CP(exec, 1, NS | L, 0, 0, 0, "@slow @transaction", .multi = SV_MULTI_NOW,
+       .pflags = SV_P_TX_EXEC | SV_P_KEYSPACE),
+    CP(discard, 1, NS | L | F, 0, 0, 0, "@fast @transaction", .multi = SV_MULTI_NOW, .pflags = SV_P_TX_RELEASE),
+    CP(watch, -2, NS | L | F, 1, -1, 1, "@fast @transaction", .multi = SV_MULTI_NOW, .coord = SV_COORD_WATCH),
+    CP(unwatch, 1, NS | L | F, 0, 0, 0, "@fast @transaction", .pflags = SV_P_TX_RELEASE),
+    /* internal (last: COMMAND lists the table up to the first of them): a shard coordinating a
      * cross-shard RENAME moves the value with them. WRITE, so a log of write
      * commands replays them; their argv carries everything (no pointers). */
     {"slotlane.take", sv_cmd_slotlane_take, 2, W | F | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @write", NULL},
     {"slotlane.restore", sv_cmd_slotlane_restore, -4, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @write", NULL},
+    /* a transaction received by another shard (multi.c): watches kept here, the
+     * unit run here; not WRITE themselves (the commands they run log themselves) */
+    {"slotlane.watch", sv_cmd_slotlane_watch, -2, F | SV_CMD_INTERNAL, 1, -1, 1, "@transaction", NULL,
+     .multi = SV_MULTI_DENY},
+    {"slotlane.unwatch", sv_cmd_slotlane_unwatch, -2, F | SV_CMD_INTERNAL, 1, -1, 1, "@transaction", NULL,
+     .multi = SV_MULTI_DENY},
+    {"slotlane.exec", sv_cmd_slotlane_exec, -3, SV_CMD_INTERNAL, 0, 0, 0, "@transaction", NULL,
+     .multi = SV_MULTI_DENY, .touch = SV_TOUCH_NONE},
 };
 
 #define NCMDS (sizeof(table) / sizeof(table[0]))
-#define NPUBLIC (NCMDS - 2)
+static size_t npublic; /* the internal commands come last: the table up to the first one */
 #define LOOKUP_SIZE 1024
 static const sv_cmd *lookup_table[LOOKUP_SIZE];
 
@@ -201,6 +232,7 @@ static unsigned name_hash(const char *s, size_t n)
 
 void sv_cmdtable_init(void)
 {
+    while (npublic < NCMDS && !(table[npublic].flags & SV_CMD_INTERNAL)) npublic++;
     for (size_t i = 0; i < NCMDS; i++) {
         unsigned h = name_hash(table[i].name, strlen(table[i].name)) & (LOOKUP_SIZE - 1);
         while (lookup_table[h]) h = (h + 1) & (LOOKUP_SIZE - 1);
@@ -210,7 +242,7 @@ void sv_cmdtable_init(void)
 
 const sv_cmd *sv_cmd_table(size_t *n)
 {
-    *n = NPUBLIC;
+    *n = npublic;
     return table;
 }
 
@@ -299,26 +331,79 @@ static int route(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv)
     return ok;
 }
 
+/* Did a WRITE command's reply say it changed nothing (its .touch policy)? */
+static int unchanged(const sv_cmd *cmd, int argc, sv_str *argv, const char *r, size_t n)
+{
+    if (n == 0 || r[0] == '-' || r[0] == '!') return 1; /* an error changed nothing */
+    if ((cmd->touch & SV_TOUCH_OPTIONS) && argc == 2) return 1;
+    int null = (n >= 3 && r[0] == '_') || (n >= 5 && (r[0] == '$' || r[0] == '*') && r[1] == '-' && r[2] == '1');
+    if (cmd->touch & SV_TOUCH_NOOP_ZERO) {
+        if (null) return 1;
+        if (n >= 4 && (r[0] == ':' || r[0] == '*') && r[1] == '0' && r[2] == '\r') return 1;
+        if (n >= 5 && r[0] == ':' && r[1] == '-' && r[2] == '1' && r[3] == '\r') return 1; /* LINSERT: no pivot */
+    }
+    if ((cmd->touch & SV_TOUCH_SET) && null) {
+        for (int i = 3; i < argc; i++)
+            if (sv_eq(argv[i], "get")) return 0;
+        return 1; /* NX or XX not met */
+    }
+    return 0;
+}
+
+/* After a WRITE command: sv_signal_modified_key for the keys it modified. */
+static void signal_written(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t off)
+{
+    if ((cmd->touch & SV_TOUCH_NONE) || (!cmd->first && !cmd->getkeys)) return;
+    if (unchanged(cmd, argc, argv, c->r.out->data + off, c->r.out->len - off)) return;
+    int keys[64];
+    int *kp = argc > 64 ? sv_malloc(sizeof(int) * (size_t)argc) : keys;
+    int n = sv_cmd_keypos(cmd, argc, argv, kp, argc > 64 ? argc : 64);
+    if (n > 0 && (cmd->touch & SV_TOUCH_FIRST)) n = 1;
+    for (int i = 0; i < n; i++) sv_signal_modified_key(c->sh, argv[kp[i]]);
+    if (kp != keys) free(kp);
+}
+
+void sv_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv)
+{
+    c->sh->stats.commands++;
+    if (!(cmd->flags & SV_CMD_WRITE)) {
+        cmd->fn(c, argc, argv);
+        return;
+    }
+    size_t off = c->r.out->len;
+    cmd->fn(c, argc, argv);
+    /* durability: what a write changed goes to the shard's log (aof.c) */
+    if (c->sh->aof) sv_aof_feed(c, cmd, argc, argv, off);
+    signal_written(c, cmd, argc, argv, off);
+}
+
 void sv_execute(sv_ctx *c, int argc, sv_str *argv)
 {
     const sv_cmd *cmd = sv_cmd_lookup(argv[0].p, argv[0].len);
     if (!cmd) {
         unknown_command(c, argc, argv);
+        sv_tx_flag_error(c);
         return;
     }
     c->sess->last_cmd = cmd->name;
     if ((cmd->arity > 0 && argc != cmd->arity) || argc < -cmd->arity) {
         sv_add_arity_error(c, cmd->name);
+        sv_tx_flag_error(c);
         return;
     }
-    if (sv_cfg.shards > 1 && !c->noroute && (cmd->first || cmd->getkeys) && !route(c, cmd, argc, argv)) return;
-    c->sh->stats.commands++;
-    if (c->sh->aof && (cmd->flags & SV_CMD_WRITE)) {
-        /* durability: what a write changed goes to the shard's log (aof.c) */
-        size_t off = c->r.out->len;
-        cmd->fn(c, argc, argv);
-        sv_aof_feed(c, cmd, argc, argv, off);
+    int queue = c->sess->tx && c->sess->tx->in_multi && cmd->multi != SV_MULTI_NOW;
+    if (queue && cmd->multi == SV_MULTI_DENY) {
+        sv_add_error(&c->r, "Command not allowed inside a transaction");
+        sv_tx_flag_error(c);
         return;
     }
-    cmd->fn(c, argc, argv);
+    if (sv_cfg.shards > 1 && !c->noroute && (cmd->first || cmd->getkeys) && !route(c, cmd, argc, argv)) {
+        sv_tx_flag_error(c); /* MOVED or CROSSSLOT of a queued command fails the transaction, as in Redis Cluster */
+        return;
+    }
+    if (queue) {
+        sv_tx_queue(c, cmd, argc, argv); /* multi.c */
+        return;
+    }
+    sv_call(c, cmd, argc, argv);
 }

@@ -22,6 +22,7 @@ static size_t query_bytes(sv_conn *c, size_t avail) { return avail + (size_t)c->
 void sv_conn_free(sv_conn *c)
 {
     sv_fwd_free_pending(c);
+    sv_tx_free(c->sh, &c->sess); /* one a coordinated WATCH made after the close */
     free(c);
 }
 
@@ -52,6 +53,10 @@ void sv_conn_close(sv_conn *c)
     else sh->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     sh->nclients--;
+    if (c->sess.tx) {
+        if (sh->fwd_on) sv_fwd_release_watches(c, 1); /* those kept by other shards */
+        sv_tx_free(sh, &c->sess);
+    }
     uv_close((uv_handle_t *)&c->tcp, on_close);
 }
 
@@ -122,6 +127,27 @@ static void flush(sv_conn *c)
     }
 }
 
+void sv_conn_queue_flush(sv_conn *c)
+{
+    if (c->flush_queued) return;
+    c->flush_queued = 1;
+    c->flush_next = c->sh->flush_list;
+    c->sh->flush_list = c;
+}
+
+void sv_conn_flush_queued(sv_shard *sh)
+{
+    while (sh->flush_list) {
+        sv_conn *c = sh->flush_list;
+        sh->flush_list = c->flush_next;
+        c->flush_queued = 0;
+        if (c->closing) continue;
+        /* a read batch still owed forwarded replies is written when they arrive (see on_read) */
+        if (!c->hold || c->out.len >= FLUSH_EARLY) flush(c);
+        if (!c->closing && (long long)sv_conn_unsent(c) > sv_cfg.output_limit) sv_conn_drop_over_limit(c);
+    }
+}
+
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;
@@ -189,7 +215,7 @@ static void process(sv_conn *c)
                     break;
                 }
             } else {
-                sv_ctx ctx = {sh, &c->sess, {&c->out, c->sess.proto}, 0, 0, 0};
+                sv_ctx ctx = {.sh = sh, .sess = &c->sess, .r = {&c->out, c->sess.proto}, .noroute = 0};
                 sv_execute(&ctx, argc, c->argv);
                 if (ctx.close_after) c->close_when_flushed = 1;
             }
@@ -259,7 +285,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
      * keeps sending still gets each batch's replies as soon as it is complete. */
     if (c->pend_head && !c->hold) c->hold = c->pend_tail;
     if (c->hold && c->out.len < FLUSH_EARLY) return;
-    if (!sv_aof_defer_flush(c)) flush(c); /* with a log: at the end of the turn, after it */
+    if (c->sh->aof) sv_conn_queue_flush(c); /* with a log: at the end of the turn, after it */
+    else flush(c);
 }
 
 static void describe_addr(uv_tcp_t *t, int peer, char *out, size_t cap)
@@ -337,11 +364,12 @@ void sv_conn_describe(sv_conn *c, sv_buf *out, int64_t now_ms)
     char line[1024];
     int n = snprintf(line, sizeof(line),
                      "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=N db=0 sub=0 psub=0 ssub=0 "
-                     "multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 obl=0 oll=0 omem=%zu tot-mem=%zu "
+                     "multi=%d qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 obl=0 oll=0 omem=%zu tot-mem=%zu "
                      "events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
                      (unsigned long long)c->sess.id, c->sess.addr, c->sess.laddr, conn_fd(c),
                      c->sess.name ? c->sess.name : "", (long long)(now_ms - c->sess.ctime_ms) / 1000,
-                     (long long)(now_ms - c->last_interaction_ms) / 1000, c->rbuf.len, c->rbuf.cap - c->rbuf.len,
+                     (long long)(now_ms - c->last_interaction_ms) / 1000,
+                     c->sess.tx && c->sess.tx->in_multi ? c->sess.tx->nq : -1, c->rbuf.len, c->rbuf.cap - c->rbuf.len,
                      sv_conn_unsent(c), c->rbuf.cap + c->out.cap + c->inflight.cap,
                      c->sess.last_cmd ? c->sess.last_cmd : "NULL", c->sess.proto,
                      c->sess.lib_name ? c->sess.lib_name : "", c->sess.lib_ver ? c->sess.lib_ver : "");

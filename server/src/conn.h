@@ -63,6 +63,12 @@ void sv_conn_close(sv_conn *c);
 void sv_conn_drop_over_limit(sv_conn *c);
 /* Hands out to the kernel (one write; the rest asynchronously). */
 void sv_conn_flush(sv_conn *c);
+/* The shard's flush list: connections whose replies wait for the end of the loop
+ * turn — for the log's group commit (aof.c) or for forwarded replies that came
+ * back (fwd.c). Queued once; sv_conn_flush_queued writes them all (a read batch
+ * still owed forwarded replies waits for them) and drops those past the limit. */
+void sv_conn_queue_flush(sv_conn *c);
+void sv_conn_flush_queued(sv_shard *sh);
 /* Frees a connection whose handle is closed (forwarding: after the last reply). */
 void sv_conn_free(sv_conn *c);
 /* Backpressure: runs the requests still buffered and reads again (fwd.c calls it

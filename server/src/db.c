@@ -152,6 +152,7 @@ void sv_db_note_expired(sv_shard *sh, sv_entry *e)
 
 void sv_db_expire_entry(sv_shard *sh, sv_entry *e)
 {
+    sv_signal_modified_key(sh, (sv_str){e->key, e->klen});
     sv_db_note_expired(sh, e);
     sv_db_delete_entry(sh, e);
 }
@@ -241,6 +242,12 @@ static void free_key_val(sv_entry *e, void *priv)
 
 void sv_db_flush(sv_shard *sh)
 {
+    if (sh->nwatched) { /* as Redis: a watched key that existed was modified */
+        sv_dict_iter it;
+        sv_dict_iter_init(&it, &sh->watched);
+        for (sv_entry *w; (w = sv_dict_iter_next(&it));)
+            if (sv_dict_find(&sh->keys, w->key, w->klen)) w->u.i = (int64_t)++sh->watch_seq;
+    }
     sv_dict_clear(&sh->keys, free_key_val, NULL);
     sh->nexpiring = 0;
     memset(sh->slot_keys, 0, sizeof(uint32_t) * SL_SLOTS);
@@ -249,6 +256,9 @@ void sv_db_flush(sv_shard *sh)
 void sv_db_free(sv_shard *sh)
 {
     sv_db_flush(sh);
+    if (sh->watched_init) sv_dict_clear(&sh->watched, NULL, NULL);
+    sh->watched_init = 0;
+    sh->nwatched = 0;
     free(sh->expiring);
     sh->expiring = NULL;
     sh->capexpiring = 0;
@@ -369,4 +379,42 @@ int sv_parse_scanopts(sv_ctx *c, int argc, sv_str *argv, int i, int allowtype, s
         }
     }
     return 1;
+}
+
+/* ---- modification signals (WATCH) ---- */
+
+void sv_signal_modified_key(sv_shard *sh, sv_str key)
+{
+    if (sh->nwatched == 0) return;
+    sv_entry *w = sv_dict_find(&sh->watched, key.p, key.len);
+    if (w) w->u.i = (int64_t)++sh->watch_seq;
+}
+
+uint64_t sv_watch_add(sv_shard *sh, sv_str key)
+{
+    if (!sh->watched_init) {
+        sv_dict_init(&sh->watched);
+        sh->watched_init = 1;
+    }
+    sv_entry *ex = NULL;
+    sv_entry *w = sv_dict_add(&sh->watched, key.p, key.len, &ex);
+    if (!w) w = ex;
+    else sh->nwatched++;
+    w->aux++;
+    return (uint64_t)w->u.i;
+}
+
+uint64_t sv_watch_version(sv_shard *sh, sv_str key)
+{
+    sv_entry *w = sh->nwatched ? sv_dict_find(&sh->watched, key.p, key.len) : NULL;
+    return w ? (uint64_t)w->u.i : UINT64_MAX;
+}
+
+void sv_watch_release(sv_shard *sh, sv_str key)
+{
+    sv_entry *w = sh->nwatched ? sv_dict_find(&sh->watched, key.p, key.len) : NULL;
+    if (!w || --w->aux > 0) return;
+    free(sv_dict_unlink(&sh->watched, key.p, key.len));
+    sh->nwatched--;
+    sv_dict_maybe_shrink(&sh->watched);
 }

@@ -7,7 +7,7 @@
 
 #include "fwd_multi.h"
 
-enum { K_PLAIN, K_SUM, K_OK, K_MGET, K_CONCAT, K_COORD, K_SAME };
+enum { K_PLAIN, K_SUM, K_OK, K_MGET, K_CONCAT, K_COORD, K_SILENT /* the reply is dropped */, K_SAME };
 
 typedef struct sv_pend {
     struct sv_pend *next;
@@ -237,14 +237,6 @@ sv_buf *sv_fwd_reply_buf(sv_conn *c)
     return &p->out;
 }
 
-static void queue_flush(sv_shard *sh, sv_conn *c)
-{
-    if (c->flush_queued) return;
-    c->flush_queued = 1;
-    c->flush_next = sh->flush_list;
-    sh->flush_list = c;
-}
-
 /* Moves the completed prefix of the slots to the output buffer. */
 static void drain(sv_conn *c)
 {
@@ -360,7 +352,7 @@ static void deliver(sv_shard *sh, sv_fmsg *m)
             if (c->handle_closed && c->fwd_outstanding == 0) sv_conn_free(c);
         } else if (p == c->pend_head && p->waiting == 0) {
             drain(c);
-            queue_flush(sh, c);
+            sv_conn_queue_flush(c);
         }
         return;
     }
@@ -370,6 +362,14 @@ static void deliver(sv_shard *sh, sv_fmsg *m)
         return;
     }
     sv_pend *p = m->pend;
+    if (p->kind == K_SILENT) { /* slotlane.unwatch: nothing for the client */
+        msg_free(m);
+        if (--p->waiting == 0 && p == c->pend_head) {
+            drain(c);
+            sv_conn_queue_flush(c);
+        }
+        return;
+    }
     count(c, p, m->reply.len);
     sv_buf t;
     if (p->kind == K_PLAIN) {
@@ -384,7 +384,7 @@ static void deliver(sv_shard *sh, sv_fmsg *m)
     if (--p->waiting == 0 && p->kind != K_PLAIN) merge(c, p);
     if (p == c->pend_head && p->waiting == 0) {
         drain(c);
-        queue_flush(sh, c);
+        sv_conn_queue_flush(c);
     }
 }
 
@@ -404,7 +404,7 @@ static void execute_request(sv_shard *sh, sv_fmsg *m)
     s.id = m->client_id;
     s.proto = m->proto;
     /* the sender routed it here (all its keys are ours): no second routing check */
-    sv_ctx ctx = {sh, &s, {&m->reply, m->proto}, 0, 1, 0};
+    sv_ctx ctx = {.sh = sh, .sess = &s, .r = {&m->reply, m->proto}, .noroute = 1};
     sv_execute(&ctx, m->argc, m->argv);
     /* replies on their way back are unsent replies: past the limit, the client is
      * dropped (flagged here, closed by its own shard when this reply arrives) */
@@ -458,19 +458,12 @@ static void on_async(uv_async_t *a)
         }
     }
     if (sh->fwd_paused) resume_paused(sh);
-    while (sh->flush_list) {
-        sv_conn *c = sh->flush_list;
-        sh->flush_list = c->flush_next;
-        c->flush_queued = 0;
-        if (!c->hold || c->out.len >= SV_FLUSH_EARLY) sv_conn_flush(c); /* see on_read */
-        if (!c->closing && (long long)sv_conn_unsent(c) > sv_cfg.output_limit)
-            sv_conn_drop_over_limit(c);
-    }
+    sv_conn_flush_queued(sh);
 }
 
 /* ---- dispatch ---- */
 
-static void send_part(sv_conn *c, sv_pend *p, int part, int owner, int n, sv_str *argv, const int *idx)
+static sv_fmsg *send_part(sv_conn *c, sv_pend *p, int part, int owner, int n, sv_str *argv, const int *idx)
 {
     sv_fmsg *m = msg_new(c, n, argv, idx);
     m->pend = p;
@@ -481,6 +474,7 @@ static void send_part(sv_conn *c, sv_pend *p, int part, int owner, int n, sv_str
     c->sh->fwd_inflight[owner]++;
     bump(&c->sh->fwd_commands);
     push(c->sh, owner, m);
+    return m;
 }
 
 /* ---- the coordinator's side (fwd_multi.c) ---- */
@@ -569,7 +563,7 @@ static void resume_paused(sv_shard *sh)
 
 static void run_local(sv_conn *c, sv_buf *out, int argc, sv_str *argv, int noroute)
 {
-    sv_ctx ctx = {c->sh, &c->sess, {out, c->sess.proto}, 0, noroute, 0};
+    sv_ctx ctx = {.sh = c->sh, .sess = &c->sess, .r = {out, c->sess.proto}, .noroute = noroute};
     size_t before = out->len;
     sv_execute(&ctx, argc, argv);
     /* a reply (or part) written into a slot: the slot is the newest one */
@@ -577,11 +571,136 @@ static void run_local(sv_conn *c, sv_buf *out, int argc, sv_str *argv, int norou
     if (ctx.close_after) c->close_when_flushed = 1; /* flush closes once no slot is left */
 }
 
-static int split_kind(const sv_cmd *cmd, int argc)
+/* The merge of a command split per owner shard (its .split policy), or -1. */
+/* ---- transactions (multi.c) across shards ---- */
+
+/* Sends slotlane.unwatch to the shards keeping this connection's watches that were
+ * released (all: every other shard's watch, the connection is closing). */
+void sv_fwd_release_watches(sv_conn *c, int all)
 {
-    if (cmd->fn == sv_cmd_mget) return K_MGET;
-    if (cmd->fn == sv_cmd_mset) return (argc - 1) % 2 == 0 ? K_OK : -1;
-    if (cmd->fn == sv_cmd_del || cmd->fn == sv_cmd_exists || cmd->fn == sv_cmd_touch) return K_SUM;
+    sv_tx *tx = c->sess.tx;
+    if (!tx || (!all && !tx->nreleased)) return;
+    int me = c->sh->index;
+    sv_str *argv = sv_malloc(sizeof(sv_str) * (size_t)(tx->nw + 1));
+    for (int t = 0; t < sv_cfg.shards; t++) {
+        if (t == me) continue;
+        int n = 1;
+        for (int i = 0; i < tx->nw; i++)
+            if (tx->w[i].shard == t && (all || tx->w[i].released)) argv[n++] = (sv_str){tx->w[i].key, tx->w[i].len};
+        if (n == 1) continue;
+        argv[0] = (sv_str){"slotlane.unwatch", 16};
+        sv_pend *p = pend_add(c);
+        p->kind = K_SILENT;
+        send_part(c, p, 0, t, n, argv, NULL)->must_run = 1; /* also for a client dropped at its limit */
+    }
+    free(argv);
+    int k = 0;
+    for (int i = 0; i < tx->nw; i++) {
+        sv_txwatch *w = &tx->w[i];
+        if (w->shard != me && (all || w->released)) free(w->key);
+        else tx->w[k++] = *w;
+    }
+    tx->nw = k;
+    tx->nreleased = 0;
+}
+
+/* EXEC with forwarding: the queued commands' keys (and the watched keys) must all
+ * live on one shard; on another one the transaction goes there as one slotlane.exec
+ * (the reply comes back in order as any forwarded reply). Returns 1 when paused. */
+static int exec_tx(sv_conn *c, int argc, sv_str *argv)
+{
+    sv_shard *sh = c->sh;
+    int me = sh->index;
+    sv_tx *tx = c->sess.tx;
+    if (!tx || !tx->in_multi || tx->failed) {
+        run_local(c, sv_fwd_reply_buf(c), argc, argv, 0); /* its error */
+        sv_fwd_release_watches(c, 0);
+        return 0;
+    }
+    int target = -1, spread = 0;
+    for (int i = 0; i < tx->nw; i++) {
+        if (tx->w[i].released) continue;
+        if (target < 0) target = tx->w[i].shard;
+        else if (tx->w[i].shard != target) spread = 1;
+    }
+    size_t nargs = 3 + 2 * (size_t)tx->nw;
+    for (int i = 0; i < tx->nq && !spread; i++) {
+        sv_txcmd *q = &tx->q[i];
+        nargs += 1 + (size_t)q->argc;
+        int keys[64];
+        int *kp = q->argc > 64 ? sv_malloc(sizeof(int) * (size_t)q->argc) : keys;
+        int nk = sv_cmd_keypos(q->cmd, q->argc, q->argv, kp, q->argc > 64 ? q->argc : 64);
+        for (int k = 0; k < nk; k++) {
+            int o = sv_slot_owner(sl__key_slot(q->argv[kp[k]].p, q->argv[kp[k]].len));
+            if (target < 0) target = o;
+            else if (o != target) spread = 1;
+        }
+        if (kp != keys) free(kp);
+    }
+    if (spread) { /* as Redis Cluster: the transaction is discarded */
+        sv_tx_clear_queue(tx);
+        sv_tx_drop_watches(sh, tx, -1);
+        sv_reply r = {sv_fwd_reply_buf(c), c->sess.proto};
+        size_t before = r.out->len;
+        sv_add_error(&r, "-CROSSSLOT Keys in request don't hash to the same slot");
+        if (r.out != &c->out && c->pend_tail) count(c, c->pend_tail, r.out->len - before);
+        sv_fwd_release_watches(c, 0);
+        return 0;
+    }
+    if (target < 0 || target == me) {
+        run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
+        return 0;
+    }
+    if (target_full(sh, target)) {
+        pause_conn(c, target);
+        return 1;
+    }
+    /* slotlane.exec NWATCH [KEY VERSION]... NCMDS [ARGC ARG...]... */
+    sv_str *u = sv_malloc(sizeof(sv_str) * nargs);
+    char (*num)[24] = sv_malloc(24 * (size_t)(2 + tx->nw + tx->nq));
+    int n = 0, nn = 0, nw = 0;
+    u[n++] = (sv_str){"slotlane.exec", 13};
+    int nwpos = n++;
+    for (int i = 0; i < tx->nw; i++) {
+        if (tx->w[i].released) continue;
+        u[n++] = (sv_str){tx->w[i].key, tx->w[i].len};
+        u[n].p = num[nn];
+        u[n++].len = sv_ll2str(num[nn++], (long long)tx->w[i].version);
+        nw++;
+    }
+    u[nwpos].p = num[nn];
+    u[nwpos].len = sv_ll2str(num[nn++], nw);
+    u[n].p = num[nn];
+    u[n++].len = sv_ll2str(num[nn++], tx->nq);
+    for (int i = 0; i < tx->nq; i++) {
+        u[n].p = num[nn];
+        u[n++].len = sv_ll2str(num[nn++], tx->q[i].argc);
+        for (int k = 0; k < tx->q[i].argc; k++) u[n++] = tx->q[i].argv[k];
+    }
+    sv_pend *p = pend_add(c);
+    p->kind = K_PLAIN;
+    send_part(c, p, 0, target, n, u, NULL);
+    free(num);
+    free(u);
+    /* the target releases the watches it keeps as part of the unit */
+    int k = 0;
+    for (int i = 0; i < tx->nw; i++) {
+        if (!tx->w[i].released && tx->w[i].shard == target) free(tx->w[i].key);
+        else tx->w[k++] = tx->w[i];
+    }
+    tx->nw = k;
+    sv_tx_clear_queue(tx);
+    sv_fwd_release_watches(c, 0);
+    return 0;
+}
+
+static int split_kind(const sv_cmd *cmd)
+{
+    switch (cmd->split) {
+    case SV_SPLIT_MGET: return K_MGET;
+    case SV_SPLIT_PAIRS_OK: return K_OK;
+    case SV_SPLIT_SUM: return K_SUM;
+    }
     return -1;
 }
 
@@ -591,7 +710,7 @@ static int split_kind(const sv_cmd *cmd, int argc)
  * port runs wherever its keys are. */
 static int fans_scripting(const sv_cmd *cmd, int argc, sv_str *argv)
 {
-    if (argc < 2) return 0;
+    if (argc < 2 || cmd->fan != SV_FAN_SAME) return 0;
     if (cmd->fn == sv_cmd_function)
         return sv_eq(argv[1], "load") || sv_eq(argv[1], "delete") || sv_eq(argv[1], "flush") ||
                sv_eq(argv[1], "restore");
@@ -618,9 +737,7 @@ static void fan_out(sv_conn *c, int kind, int argc, sv_str *argv)
 static int must_wait(sv_conn *c, const sv_cmd *cmd, int argc, sv_str *argv)
 {
     if (!cmd || (cmd->arity > 0 && argc != cmd->arity) || argc < -cmd->arity) return 0; /* an error reply */
-    if (!cmd->first && !cmd->getkeys)
-        return cmd->fn == sv_cmd_dbsize || cmd->fn == sv_cmd_flushall || cmd->fn == sv_cmd_keys ||
-               cmd->fn == sv_cmd_scan || cmd->fn == sv_cmd_randomkey || cmd->fn == sv_cmd_cluster;
+    if (!cmd->first && !cmd->getkeys) return (cmd->pflags & SV_P_KEYSPACE) != 0;
     int keys[64];
     int *kp = argc > 64 ? sv_malloc(sizeof(int) * (size_t)argc) : keys;
     int nk = sv_cmd_keypos(cmd, argc, argv, kp, argc > 64 ? argc : 64);
@@ -647,11 +764,23 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
         run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
         return 0;
     }
+    sv_tx *tx = c->sess.tx;
+    if (tx && tx->in_multi && cmd->multi != SV_MULTI_NOW) {
+        /* queued here whatever shard owns its keys: EXEC decides where it runs */
+        run_local(c, sv_fwd_reply_buf(c), argc, argv, 1);
+        return 0;
+    }
+    if (cmd->pflags & SV_P_TX_EXEC) return exec_tx(c, argc, argv);
+    if (cmd->pflags & SV_P_TX_RELEASE) {
+        run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
+        sv_fwd_release_watches(c, 0);
+        return 0;
+    }
     if (!cmd->first && !cmd->getkeys) {
         long long slot;
-        int fan = cmd->fn == sv_cmd_dbsize || cmd->fn == sv_cmd_flushall || cmd->fn == sv_cmd_keys ||
+        int fan = cmd->fan == SV_FAN_SUM || cmd->fan == SV_FAN_OK || cmd->fan == SV_FAN_CONCAT ||
                   fans_scripting(cmd, argc, argv);
-        if (cmd->fn == sv_cmd_cluster && argc >= 3 &&
+        if (cmd->fan == SV_FAN_SLOT_ARG && argc >= 3 &&
             (sv_eq(argv[1], "countkeysinslot") || sv_eq(argv[1], "getkeysinslot")) &&
             sv_str2ll(argv[2].p, argv[2].len, &slot) && slot >= 0 && slot < SL_SLOTS &&
             sv_slot_owner((unsigned)slot) != me) { /* the slot's keys live on its owner */
@@ -671,9 +800,9 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
                     pause_conn(c, t);
                     return 1;
                 }
-        if (cmd->fn == sv_cmd_dbsize) fan_out(c, K_SUM, argc, argv);
-        else if (cmd->fn == sv_cmd_flushall) fan_out(c, K_OK, argc, argv);
-        else if (cmd->fn == sv_cmd_keys) fan_out(c, K_CONCAT, argc, argv);
+        if (cmd->fan == SV_FAN_SUM) fan_out(c, K_SUM, argc, argv);
+        else if (cmd->fan == SV_FAN_OK) fan_out(c, K_OK, argc, argv);
+        else if (cmd->fan == SV_FAN_CONCAT) fan_out(c, K_CONCAT, argc, argv);
         else if (fan) fan_out(c, K_SAME, argc, argv);
         else run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
         return 0;
@@ -698,7 +827,14 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
         pause_conn(c, blocked);
         return 1;
     }
-    if (nk <= 0 || (!multi && first == me)) {
+    if (cmd->coord == SV_COORD_WATCH && tx && tx->in_multi) {
+        run_local(c, sv_fwd_reply_buf(c), argc, argv, 1); /* its error: WATCH inside MULTI */
+    } else if (cmd->coord == SV_COORD_WATCH && nk > 0 && (multi || first != me)) {
+        /* WATCH of other shards' keys: taken there, the versions kept here (fwd_multi.c) */
+        sv_tx_get(&c->sess);
+        sv_fwdm_start(c, cmd, argc, argv);
+        if (c->pend_head && c->pend_head->waiting == 0) drain(c);
+    } else if (nk <= 0 || (!multi && first == me)) {
         /* keys all ours: routed already, sv_execute need not hash them again */
         run_local(c, sv_fwd_reply_buf(c), argc, argv, nk > 0);
     } else if (!multi) {
@@ -706,8 +842,8 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
         p->kind = K_PLAIN;
         send_part(c, p, 0, first, argc, argv, NULL);
     } else {
-        int kind = split_kind(cmd, argc);
-        if (kind < 0 && (cmd->fn == sv_cmd_mset || cmd->fn == sv_cmd_msetnx) && (argc - 1) % 2) {
+        int kind = split_kind(cmd);
+        if (cmd->step == 2 && (argc - 1) % 2) {
             /* MSET/MSETNX with a key and no value: its arity error, as Redis */
             run_local(c, sv_fwd_reply_buf(c), argc, argv, 1);
         } else if (kind < 0 && sv_fwdm_handles(cmd)) {
@@ -733,7 +869,7 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
                 p->order = sv_malloc(sizeof(int) * (size_t)nk);
                 for (int i = 0; i < nk; i++) p->order[i] = partof[op[i]];
             }
-            int step = kind == K_OK ? 2 : 1;
+            int step = cmd->step > 1 ? cmd->step : 1; /* key value pairs travel together */
             int *idx = sv_malloc(sizeof(int) * (size_t)argc);
             for (int t = 0; t < n; t++) {
                 if (partof[t] < 0) continue;

@@ -43,6 +43,9 @@ void sv_fwd_cleanup(void);
  * connection paused) when a shard it needs has --forward-queue requests in flight:
  * the caller keeps the request and runs it again from sv_conn_resume. */
 int sv_fwd_process(sv_conn *c, int argc, sv_str *argv);
+/* Tells the shards keeping the connection's watches that were released (all:
+ * every one of them, the connection is closing) to drop them (slotlane.unwatch). */
+void sv_fwd_release_watches(sv_conn *c, int all);
 /* A closing connection leaves the paused list. */
 void sv_fwd_unpause(sv_conn *c);
 

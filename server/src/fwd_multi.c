@@ -8,7 +8,7 @@
 
 #include "fwd.h"
 
-enum { OP_MSETNX, OP_RENAME, OP_RENAMENX, OP_LMOVE, OP_SMOVE, OP_SINTER, OP_SUNION, OP_SDIFF, OP_SINTERCARD };
+enum { OP_MSETNX, OP_RENAME, OP_RENAMENX, OP_LMOVE, OP_SMOVE, OP_WATCH, OP_SINTER, OP_SUNION, OP_SDIFF, OP_SINTERCARD };
 
 typedef struct coord {
     sv_conn *c;
@@ -134,7 +134,7 @@ static void req(coord *co, int argc, sv_str *argv)
         memset(&s, 0, sizeof(s));
         s.id = co->c->sess.id;
         s.proto = 2;
-        sv_ctx ctx = {sh, &s, {&co->rep[i], 2}, 0, 0, 0};
+        sv_ctx ctx = {.sh = sh, .sess = &s, .r = {&co->rep[i], 2}, .noroute = 0};
         sv_execute(&ctx, argc, argv);
     } else {
         co->outstanding++;
@@ -441,6 +441,81 @@ static void step_setop(coord *co)
     free(sets);
 }
 
+/* WATCH: stage 0 sends slotlane.watch to each owner of keys not watched yet (this
+ * shard's own run at once); stage 1 keeps the versions they answered in the
+ * connection's transaction state, so that EXEC can send them with the unit. A
+ * connection closed meanwhile gets its watches released instead (stage 2). */
+static int watch_key_here(coord *co, int k, int t)
+{
+    sv_str a = co->argv[k];
+    if (owner_of(a) != t || sv_tx_watching(co->c->sess.tx, a)) return 0;
+    for (int j = 1; j < k; j++) /* WATCH a a: once */
+        if (co->argv[j].len == a.len && memcmp(co->argv[j].p, a.p, a.len) == 0) return 0;
+    return 1;
+}
+
+static void step_watch(coord *co)
+{
+    int n = sv_cfg.shards;
+    sv_tx *tx = sv_tx_get(&co->c->sess);
+    sv_str *sub = sv_malloc(sizeof(sv_str) * (size_t)co->argc);
+    if (co->stage == 0) {
+        round_begin(co);
+        for (int t = 0; t < n; t++) {
+            int m = 1;
+            for (int k = 1; k < co->argc; k++)
+                if (watch_key_here(co, k, t)) sub[m++] = co->argv[k];
+            if (m == 1) continue;
+            sub[0] = lit("slotlane.watch");
+            req(co, m, sub);
+        }
+        co->stage = 1;
+        if (co->nreq == 0) reply_raw(co, lit("+OK\r\n"));
+    } else if (co->stage == 1) {
+        int i = 0;
+        for (int t = 0; t < n; t++) {
+            int nk = 0;
+            for (int k = 1; k < co->argc; k++)
+                if (watch_key_here(co, k, t)) sub[nk++] = co->argv[k];
+            if (nk == 0) continue;
+            rv v;
+            if (!parse(&co->rep[i++], &v) || v.t != '*' || v.na != nk) {
+                free(v.a);
+                free(sub);
+                internal_error(co);
+                return;
+            }
+            for (int k = 0; k < nk; k++) {
+                long long ver = 0;
+                sv_str2ll(v.a[k].p, v.a[k].len, &ver);
+                sv_tx_add_watch(tx, sub[k], t, (uint64_t)ver);
+            }
+            free(v.a);
+        }
+        if (!co->c->closing) {
+            reply_raw(co, lit("+OK\r\n"));
+        } else { /* nobody will EXEC: give them back */
+            for (int i2 = 0; i2 < tx->nw; i2++) tx->w[i2].released = 1;
+            tx->nreleased = tx->nw;
+            round_begin(co);
+            for (int t = 0; t < n; t++) {
+                int k2 = 1;
+                for (int i2 = 0; i2 < tx->nw; i2++)
+                    if (tx->w[i2].shard == t) sub[k2++] = (sv_str){tx->w[i2].key, tx->w[i2].len};
+                if (k2 == 1) continue;
+                sub[0] = lit("slotlane.unwatch");
+                req(co, k2, sub);
+            }
+            sv_tx_free(co->c->sh, &co->c->sess);
+            co->stage = 2;
+            if (co->nreq == 0) reply_raw(co, lit("+OK\r\n"));
+        }
+    } else {
+        reply_raw(co, lit("+OK\r\n"));
+    }
+    free(sub);
+}
+
 /* Runs rounds while none of their requests is at another shard. */
 static void run(coord *co)
 {
@@ -451,6 +526,7 @@ static void run(coord *co)
         case OP_RENAMENX: step_rename(co); break;
         case OP_LMOVE:
         case OP_SMOVE: step_move(co); break;
+        case OP_WATCH: step_watch(co); break;
         default: step_setop(co); break;
         }
     }
@@ -458,23 +534,27 @@ static void run(coord *co)
 
 /* ---- entry points ---- */
 
+/* The operation of a command by its .coord policy (and whether it stores). */
 static int op_of(const sv_cmd *cmd, int *store)
 {
-    *store = 0;
-    if (cmd->fn == sv_cmd_msetnx) return OP_MSETNX;
-    if (cmd->fn == sv_cmd_rename) return OP_RENAME;
-    if (cmd->fn == sv_cmd_renamenx) return OP_RENAMENX;
-    if (cmd->fn == sv_cmd_lmove || cmd->fn == sv_cmd_rpoplpush) return OP_LMOVE;
-    if (cmd->fn == sv_cmd_smove) return OP_SMOVE;
-    if (cmd->fn == sv_cmd_sintercard) return OP_SINTERCARD;
-    *store = 1;
-    if (cmd->fn == sv_cmd_sinterstore) return OP_SINTER;
-    if (cmd->fn == sv_cmd_sunionstore) return OP_SUNION;
-    if (cmd->fn == sv_cmd_sdiffstore) return OP_SDIFF;
-    *store = 0;
-    if (cmd->fn == sv_cmd_sinter) return OP_SINTER;
-    if (cmd->fn == sv_cmd_sunion) return OP_SUNION;
-    if (cmd->fn == sv_cmd_sdiff) return OP_SDIFF;
+    *store = cmd->coord == SV_COORD_SINTERSTORE || cmd->coord == SV_COORD_SUNIONSTORE ||
+             cmd->coord == SV_COORD_SDIFFSTORE;
+    switch (cmd->coord) {
+    case SV_COORD_MSETNX: return OP_MSETNX;
+    case SV_COORD_RENAME: return OP_RENAME;
+    case SV_COORD_RENAMENX: return OP_RENAMENX;
+    case SV_COORD_LMOVE:
+    case SV_COORD_RPOPLPUSH: return OP_LMOVE;
+    case SV_COORD_SMOVE: return OP_SMOVE;
+    case SV_COORD_WATCH: return OP_WATCH;
+    case SV_COORD_SINTERCARD: return OP_SINTERCARD;
+    case SV_COORD_SINTER:
+    case SV_COORD_SINTERSTORE: return OP_SINTER;
+    case SV_COORD_SUNION:
+    case SV_COORD_SUNIONSTORE: return OP_SUNION;
+    case SV_COORD_SDIFF:
+    case SV_COORD_SDIFFSTORE: return OP_SDIFF;
+    }
     return -1;
 }
 
@@ -488,10 +568,10 @@ int sv_fwdm_handles(const sv_cmd *cmd)
 static int check_args(sv_conn *c, coord *co, const sv_cmd *cmd)
 {
     sv_session *sess = &c->sess;
-    sv_ctx ctx = {c->sh, sess, {sv_fwd_reply_buf(c), sess->proto}, 0, 0, 0};
+    sv_ctx ctx = {.sh = c->sh, .sess = sess, .r = {sv_fwd_reply_buf(c), sess->proto}, .noroute = 0};
     sv_str *argv = co->argv;
     if (co->op == OP_LMOVE) {
-        if (cmd->fn == sv_cmd_rpoplpush) {
+        if (cmd->coord == SV_COORD_RPOPLPUSH) {
             co->from_head = 0;
             co->to_head = 1;
             return 1;
@@ -568,7 +648,7 @@ void sv_fwdm_start(sv_conn *c, const sv_cmd *cmd, int argc, sv_str *argv)
     co->rep = sv_calloc((size_t)co->cap, sizeof(sv_buf));
     co->kp = sv_malloc(sizeof(int) * (size_t)argc);
     co->nk = sv_cmd_keypos(cmd, argc, co->argv, co->kp, argc);
-    co->readonly = !(cmd->flags & SV_CMD_WRITE);
+    co->readonly = !(cmd->flags & SV_CMD_WRITE) && co->op != OP_WATCH; /* a later WATCH of its keys waits */
     co->p = sv_fwd_coord_slot(c, co);
     c->sh->stats.commands++;
     run(co);

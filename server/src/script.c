@@ -1188,9 +1188,14 @@ static void run(sv_lua *e, sv_ctx *c, int nargs)
     e->start_ms = sv_mstime();
     e->hooks = 0;
     e->caller = c->sess;
+    /* the commands the script runs are one unit of the log, as EXEC's: replayed
+     * whole or not at all (inside EXEC the transaction's unit holds them) */
+    int unit = c->sh->aof && !c->sh->loading && !sv_aof_in_unit(c->sh);
+    if (unit) sv_aof_unit_begin(c->sh);
     lua_sethook(L, count_hook, LUA_MASKCOUNT, 100000);
     int err = lua_pcall(L, nargs, 1, base);
     lua_sethook(L, NULL, 0, 0);
+    if (unit) sv_aof_unit_end(c->sh);
     if (err) {
         if (lua_istable(L, -1)) {
             add_error_from_table(e, &c->r, lua_gettop(L), 1);

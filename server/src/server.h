@@ -98,6 +98,32 @@ sv_string *sv_string_new(const void *p, size_t n);
 sv_obj *sv_obj_new(int type);
 void sv_obj_free(sv_obj *o);
 
+/* ---- transactions (multi.c) ---- */
+typedef struct sv_txcmd {
+    const struct sv_cmd *cmd;
+    int argc;
+    sv_str *argv; /* with the argument bytes, one allocation */
+} sv_txcmd;
+
+typedef struct sv_txwatch {
+    char *key;
+    size_t len;
+    int shard;        /* the shard keeping its version (another one: forwarding) */
+    uint64_t version; /* at WATCH time */
+    int released;     /* another shard's watch to release (fwd.c sends slotlane.unwatch) */
+} sv_txwatch;
+
+typedef struct sv_tx {
+    int in_multi;
+    int failed;   /* a command was refused while queuing: EXEC replies EXECABORT */
+    sv_txcmd *q;  /* the queued commands */
+    int nq, capq;
+    size_t queued_bytes;
+    sv_txwatch *w; /* the watched keys */
+    int nw, capw;
+    int nreleased; /* watches marked released */
+} sv_tx;
+
 /* ---- shards ---- */
 typedef struct sv_session {
     uint64_t id;
@@ -108,6 +134,7 @@ typedef struct sv_session {
     char addr[64], laddr[64];
     int64_t ctime_ms;
     const char *last_cmd;
+    sv_tx *tx; /* MULTI/WATCH state, made by the first MULTI or WATCH */
 } sv_session;
 
 typedef struct sv_stats {
@@ -168,6 +195,12 @@ typedef struct sv_shard {
     struct sv_fwd_pool *fwd_pool;  /* recycled messages and reply slots (fwd.c) */
 
     struct sv_lua *lua; /* scripting (script.c): this shard's Lua state, made at first use */
+    /* WATCH (db.c): watched key -> version (u.i) and watchers (aux); the dict is
+     * made on first use, nwatched keeps the no-watcher path to one test */
+    sv_dict watched;
+    int watched_init;
+    uint64_t nwatched;
+    uint64_t watch_seq;
 } sv_shard;
 
 extern sv_shard *sv_shards;
@@ -183,7 +216,8 @@ typedef struct sv_ctx {
     sv_reply r;
     int close_after; /* QUIT */
     int noroute;     /* forwarding: run here without the cluster routing check */
-    int noblock;     /* a script (or EXEC) runs it: blocking commands must not block */
+    int noblock;     /* EXEC runs its queued commands (and scripts theirs): a blocking
+                      * command must behave as its non-blocking form */
 } sv_ctx;
 
 typedef void sv_cmd_fn(sv_ctx *c, int argc, sv_str *argv);
@@ -212,7 +246,76 @@ typedef struct sv_cmd {
     const char *acl; /* space-separated categories, e.g. "@read @string @fast" */
     /* movable keys: fills key indexes, returns the count (or -1 on a syntax problem) */
     int (*getkeys)(int argc, sv_str *argv, int *keys, int max);
+    /* ---- policy: how the server treats the command beyond running it. Zero is the
+     * default everywhere, so an entry written with C(...) has the default policy;
+     * give another one with CP(..., .field = value) in cmdtable.c. One line each in
+     * server/README.md, "Command policies". ---- */
+    uint8_t aof;    /* sv_aof_policy: what the log gets after it ran (WRITE commands) */
+    uint8_t split;  /* sv_split_policy: keys on several shards, split per owner and merged */
+    uint8_t fan;    /* sv_fan_policy: a keyless command about the keyspace of every shard */
+    uint8_t coord;  /* sv_coord_policy: keys on several shards, run as steps (fwd_multi.c) */
+    uint8_t touch;  /* sv_touch_policy: which keys a successful WRITE modified (WATCH) */
+    uint8_t multi;  /* sv_multi_policy: what it does while a connection is in MULTI */
+    uint16_t pflags; /* SV_P_* bits */
 } sv_cmd;
+
+/* The log record of a WRITE command that did not reply an error (aof.c). */
+enum sv_aof_policy {
+    SV_AOF_ARGV = 0,   /* the command as the client sent it */
+    SV_AOF_TTL,        /* EXPIRE family: the key's TTL state after it (PEXPIREAT/PERSIST/DEL); nothing on :0 */
+    SV_AOF_GETEX,      /* as SV_AOF_TTL, nothing without an option or for a missing key */
+    SV_AOF_STRING,     /* SETEX PSETEX: SET key value [PXAT abs] as the key is now */
+    SV_AOF_SET,        /* SET: as SV_AOF_STRING when EX/PX made the TTL relative, else verbatim */
+    SV_AOF_SREM_REPLY, /* SPOP: SREM of the members in its reply */
+    SV_AOF_NONE,       /* nothing (its effect is logged another way) */
+    SV_AOF_FUNCTION,   /* FUNCTION: verbatim for LOAD DELETE FLUSH RESTORE, nothing for the reads */
+};
+/* Keys on several shards (forwarding): one part per owner shard, replies merged. */
+enum sv_split_policy {
+    SV_SPLIT_NONE = 0, /* not split: CROSSSLOT, or coordinated (.coord) */
+    SV_SPLIT_MGET,     /* replies merged in key order */
+    SV_SPLIT_PAIRS_OK, /* key value pairs (MSET): +OK */
+    SV_SPLIT_SUM,      /* integer replies summed (DEL UNLINK EXISTS TOUCH) */
+};
+/* Keyless commands that cover every shard's keyspace (forwarding). */
+enum sv_fan_policy {
+    SV_FAN_NONE = 0,
+    SV_FAN_SUM,        /* run on every shard, integers summed (DBSIZE) */
+    SV_FAN_OK,         /* run on every shard, +OK (FLUSHALL FLUSHDB) */
+    SV_FAN_CONCAT,     /* run on every shard, arrays concatenated (KEYS) */
+    SV_FAN_SLOT_ARG,   /* CLUSTER COUNTKEYSINSLOT/GETKEYSINSLOT <slot>: to the slot's owner */
+    SV_FAN_SAME,       /* FUNCTION LOAD/DELETE/FLUSH/RESTORE, SCRIPT LOAD/FLUSH: run on every shard,
+                        * which all answer the same (the library name, the sha, +OK); other
+                        * subcommands run where they arrive */
+};
+/* Keys on several shards run as a sequence of steps (fwd_multi.c). */
+enum sv_coord_policy {
+    SV_COORD_NONE = 0, SV_COORD_MSETNX, SV_COORD_RENAME, SV_COORD_RENAMENX, SV_COORD_LMOVE,
+    SV_COORD_RPOPLPUSH, SV_COORD_SMOVE, SV_COORD_SINTER, SV_COORD_SUNION, SV_COORD_SDIFF,
+    SV_COORD_SINTERSTORE, SV_COORD_SUNIONSTORE, SV_COORD_SDIFFSTORE, SV_COORD_SINTERCARD,
+    SV_COORD_WATCH, /* WATCH of another shard's keys: slotlane.watch there, versions kept here */
+};
+/* Which keys a WRITE command that replied no error modified: sv_signal_modified_key
+ * is called for them (WATCH). Bits. */
+enum sv_touch_policy {
+    SV_TOUCH_ALL = 0,         /* every key argument */
+    SV_TOUCH_FIRST = 1 << 0,  /* only the first key (the destination of *STORE) */
+    SV_TOUCH_NOOP_ZERO = 1 << 1, /* a reply :0, null or an empty array: nothing changed */
+    SV_TOUCH_SET = 1 << 2,    /* SET: a null reply without GET (NX/XX not met): nothing changed */
+    SV_TOUCH_NONE = 1 << 3,   /* it signals what it changes itself (FLUSHALL, EXEC) */
+    SV_TOUCH_OPTIONS = 1 << 4, /* GETEX: modifies only with an option */
+};
+/* While the connection is in MULTI. */
+enum sv_multi_policy {
+    SV_MULTI_QUEUE = 0,  /* queued, +QUEUED; runs at EXEC */
+    SV_MULTI_NOW,        /* runs at once (EXEC DISCARD MULTI WATCH QUIT RESET) */
+    SV_MULTI_DENY,       /* "Command not allowed inside a transaction", the transaction fails */
+};
+enum {
+    SV_P_KEYSPACE = 1 << 0, /* uses the whole keyspace: waits for the connection's coordinated commands */
+    SV_P_TX_EXEC = 1 << 1,    /* EXEC: forwarding sends the transaction to its keys' shard as a unit */
+    SV_P_TX_RELEASE = 1 << 2, /* forwarding: first releases the watches taken on other shards (UNWATCH DISCARD RESET) */
+};
 
 const sv_cmd *sv_cmd_lookup(const char *name, size_t len);
 /* The same, NULL for internal commands (what COMMAND INFO/DOCS/GETKEYS see). */
@@ -224,6 +327,9 @@ int sv_cmd_keypos(const sv_cmd *cmd, int argc, sv_str *argv, int *keys, int max)
 
 /* Runs one request: lookup, arity, cluster routing (MOVED/CROSSSLOT), dispatch. */
 void sv_execute(sv_ctx *c, int argc, sv_str *argv);
+/* Runs a command that passed those checks, then logs it (.aof) and signals the keys
+ * it modified (.touch). */
+void sv_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv);
 
 /* ---- keyspace (db.c) ---- */
 sv_entry *sv_db_lookup(sv_shard *sh, sv_str key);        /* NULL if missing/expired */
@@ -241,6 +347,16 @@ void sv_db_persist(sv_shard *sh, sv_entry *e);
 void sv_db_flush(sv_shard *sh);
 void sv_db_free(sv_shard *sh);
 int sv_db_expired(sv_shard *sh, sv_entry *e);
+/* Every write path calls it when a key's value changed or the key was removed
+ * (commands through sv_call by their .touch policy, expiry, FLUSHALL/FLUSHDB,
+ * forwarded and coordinated steps, which run through sv_call on the owner).
+ * WATCH (multi.c) keeps a version per watched key here; nothing watched: returns at
+ * once. Hook other per-key reactions in here. */
+void sv_signal_modified_key(sv_shard *sh, sv_str key);
+/* WATCH's versions (db.c): a watched key's entry counts its watchers. */
+uint64_t sv_watch_add(sv_shard *sh, sv_str key);      /* +1 watcher; the current version */
+uint64_t sv_watch_version(sv_shard *sh, sv_str key);  /* of a key with watchers */
+void sv_watch_release(sv_shard *sh, sv_str key);      /* -1 watcher */
 /* An expired key found: logs it as deleted (DEL in the log), counts it. */
 void sv_db_note_expired(sv_shard *sh, sv_entry *e);
 /* ... and deletes it. */
@@ -316,6 +432,25 @@ SV_DECL(zremrangebyrank); SV_DECL(zremrangebyscore); SV_DECL(zremrangebylex); SV
 SV_DECL(zrevrange); SV_DECL(zlexcount);
 /* internal, between shards (t_transfer.c) */
 SV_DECL(slotlane_take); SV_DECL(slotlane_restore);
+/* transactions (multi.c) */
+SV_DECL(multi); SV_DECL(exec); SV_DECL(discard); SV_DECL(watch); SV_DECL(unwatch);
+SV_DECL(slotlane_watch); SV_DECL(slotlane_unwatch); SV_DECL(slotlane_exec);
+
+/* multi.c: sv_execute's side of MULTI — a refused command fails the transaction; a
+ * command to queue (+QUEUED). */
+void sv_tx_flag_error(sv_ctx *c);
+sv_tx *sv_tx_get(sv_session *s); /* made on first use */
+void sv_tx_queue(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv);
+/* The connection is gone: the queue and the watches kept on sh go. */
+void sv_tx_free(sv_shard *sh, sv_session *s);
+/* Watches (forwarding records the versions another shard answered). */
+int sv_tx_watching(const sv_tx *tx, sv_str key);
+void sv_tx_add_watch(sv_tx *tx, sv_str key, int shard, uint64_t version);
+/* Forgets the watches kept by shard `shard` (-1: all): those kept on sh are
+ * released, another shard's are marked released (fwd.c tells that shard). */
+void sv_tx_drop_watches(sv_shard *sh, sv_tx *tx, int shard);
+/* Forgets the queue (EXEC sent it elsewhere, DISCARD, EXECABORT). */
+void sv_tx_clear_queue(sv_tx *tx);
 
 /* HSCAN/SSCAN/ZSCAN over a collection's dict; kind is SV_T_HASH/SET/ZSET. */
 void sv_scan_collection(sv_ctx *c, sv_dict *d, uint64_t cursor, int argc, sv_str *argv, int kind);

@@ -558,6 +558,10 @@ void sv_cmd_reset(sv_ctx *c, int argc, sv_str *argv)
     (void)argc;
     (void)argv;
     set_name(c->sess, (sv_str){"", 0});
+    if (c->sess->tx) { /* out of MULTI, nothing watched (fwd.c released other shards' watches) */
+        sv_tx_clear_queue(c->sess->tx);
+        sv_tx_drop_watches(c->sh, c->sess->tx, -1);
+    }
     c->sess->proto = 2;
     c->r.proto = 2;
     sv_add_status(&c->r, "RESET");

@@ -123,7 +123,7 @@ void sv_cmd_slotlane_restore(sv_ctx *c, int argc, sv_str *argv)
         sub[1] = argv[1];
         memcpy(sub + 2, el, sizeof(sv_str) * (size_t)nel);
         sv_buf scratch = {0};
-        sv_ctx inner = {sh, c->sess, {&scratch, 2}, 0, 1, 0};
+        sv_ctx inner = {.sh = sh, .sess = c->sess, .r = {&scratch, 2}, .noroute = 1};
         const sv_cmd *cmd = sv_cmd_lookup(sub[0].p, sub[0].len);
         cmd->fn(&inner, nel + 2, sub);
         free(sub);

@@ -187,6 +187,55 @@ static void test_headers(void **state)
     assert_int_equal(end, strlen(HDR));
 }
 
+/* A transaction's unit: MULTI, records, EXEC. Cut anywhere inside it, the scan ends
+ * where the unit starts (dropped whole); cut after it, the unit is all there. */
+static void test_units(void **state)
+{
+    (void)state;
+    sv_buf b = {0};
+    sv_str set[3] = {{"SET", 3}, {"k", 1}, {"v", 1}};
+    sv_str incr[2] = {{"INCR", 4}, {"n", 1}};
+    sv_str multi[1] = {{"MULTI", 5}}, exec[1] = {{"EXEC", 4}};
+    sv_buf_append(&b, HDR, strlen(HDR));
+    sv_aof_append_command(&b, 3, set);
+    size_t unit = b.len;
+    sv_aof_append_command(&b, 1, multi);
+    sv_aof_append_command(&b, 3, set);
+    sv_aof_append_command(&b, 2, incr);
+    sv_aof_append_command(&b, 1, exec);
+    size_t after = b.len;
+    sv_aof_append_command(&b, 2, incr);
+    for (size_t cut = unit; cut <= b.len; cut++) {
+        rec r = {0};
+        size_t end;
+        char err[256] = "";
+        assert_int_equal(scan(b.data, cut, &r, &end, err), 0);
+        if (cut < after) assert_int_equal(end, unit);
+        else assert_true(end == after || end == b.len);
+    }
+    /* a MULTI inside a unit, an EXEC without one: damage, at the record */
+    sv_buf bad = {0};
+    sv_buf_append(&bad, HDR, strlen(HDR));
+    sv_aof_append_command(&bad, 1, multi);
+    size_t second = bad.len;
+    sv_aof_append_command(&bad, 1, multi);
+    sv_aof_append_command(&bad, 1, exec);
+    rec r = {0};
+    size_t end;
+    char err[256] = "";
+    assert_int_equal(scan(bad.data, bad.len, &r, &end, err), -1);
+    assert_int_equal(end, second);
+    assert_non_null(strstr(err, "MULTI"));
+    bad.len = 0;
+    sv_buf_append(&bad, HDR, strlen(HDR));
+    second = bad.len;
+    sv_aof_append_command(&bad, 1, exec);
+    assert_int_equal(scan(bad.data, bad.len, &r, &end, err), -1);
+    assert_int_equal(end, second);
+    sv_buf_free(&bad);
+    sv_buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -195,6 +244,7 @@ int main(void)
         cmocka_unit_test(test_every_cut_is_a_torn_tail),
         cmocka_unit_test(test_damage_in_the_middle),
         cmocka_unit_test(test_headers),
+        cmocka_unit_test(test_units),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -57,7 +57,7 @@ static const char *run(const char *cmdline)
         argc++;
     }
     out.len = 0;
-    sv_ctx c = {&shard, &sess, {&out, sess.proto}, 0, 0, 0};
+    sv_ctx c = {.sh = &shard, .sess = &sess, .r = {&out, sess.proto}, .noroute = 0};
     sv_execute(&c, argc, argv);
     free(copy);
     sv_buf_append(&out, "", 1);

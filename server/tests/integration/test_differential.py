@@ -6,6 +6,13 @@ Runs: 1 shard (multi-key commands may span slots, as on a standalone Redis) and
 4 shards (every multi-key command's keys under one hash tag, each command sent to
 the shard owning its first key), each in RESP2 and RESP3.
 
+Transactions (6% of the ops, from a generator of their own so the single-command
+stream is unchanged): MULTI with 0-4 exactly-compared commands and EXEC, DISCARD, a
+queuing error (EXECABORT), nested MULTI and WATCH inside MULTI, WATCH broken by a
+write, UNWATCH, EXEC/DISCARD without MULTI; each reply of the sequence compared
+exactly, EXEC's array element by element. A transaction's keys share a hash tag
+(sharded runs) or, when forwarding, live on one shard.
+
 Exceptions, compared by a weaker rule instead of being skipped:
   * SMEMBERS SINTER SUNION SDIFF HKEYS HVALS HGETALL KEYS: the order of an unordered
     collection is an implementation detail (Redis's intset/listpack/dict orders
@@ -44,7 +51,7 @@ import time
 
 import pytest
 
-from resp import Conn, Err, Map, Set, Server, Status, NullArray, key_slot
+from resp import Conn, Err, Map, Set, Server, Status, NullArray, key_slot, shard_of
 
 SEED = int(os.environ.get("SV_DIFF_SEED", "20261129"))
 OPS = int(os.environ.get("SV_DIFF_OPS", "12000"))
@@ -65,8 +72,13 @@ def pick_int(rng, lo=-5, hi=10):
 
 
 class Gen:
-    def __init__(self, rng, sharded, proto=2, spread=False):
+    def __init__(self, rng, sharded, proto=2, spread=False, shards=1, txrng=None):
         self.rng = rng
+        self.shards = shards
+        # transactions draw from their own generator, so the stream of single
+        # commands is the same with or without them
+        self.txrng = txrng
+        self.force_group = None
         self.sharded = sharded
         self.proto = proto
         # spread (forwarding, one port): key names without hash tags, the keys of
@@ -79,12 +91,12 @@ class Gen:
             others = {"zset": ["str", "list", "hash", "set"], "lex": ["str", "list", "hash", "set"]}
             fam = rng.choice(others.get(fam, ["str", "list", "hash", "set", "zset"]))
         if group is None:
-            group = rng.randrange(3)
+            group = self.force_group if self.force_group is not None else rng.randrange(3)
         return key_name(group, fam, rng.randrange(4), self.spread)
 
     def keys(self, fam, n, split=False):
         """Keys for a multi-key command: one group when sharded, any otherwise."""
-        g = self.rng.randrange(3)
+        g = self.force_group if self.force_group is not None else self.rng.randrange(3)
         one = self.sharded and not self.spread
         return [self.key(fam, g if one else None) for _ in range(n)]
 
@@ -377,8 +389,63 @@ class Gen:
         return ["ZREM", k, rng.choice(LEX)], [1], "exact"
 
     def next(self):
+        if self.txrng is not None and self.txrng.random() < 0.06:
+            return self.tx_cmd()
         fam = self.rng.choices(["string", "keys", "list", "hash", "set", "zset"], [5, 3, 3, 3, 3, 4])[0]
         return getattr(self, fam + "_cmd")()
+
+    def tx_body(self, n):
+        """n commands compared exactly, keys of one group (one slot with hash tags)
+        and, when forwarding, all on one shard (else the transaction is CROSSSLOT)."""
+        rng = self.rng
+        for _ in range(50):
+            body = []
+            while len(body) < n:
+                fam = rng.choices(["string", "keys", "list", "hash", "set", "zset"], [5, 3, 3, 3, 3, 4])[0]
+                argv, keyidx, mode = getattr(self, fam + "_cmd")()
+                if mode == "exact" and keyidx and all(isinstance(i, int) and i < len(argv) for i in keyidx):
+                    body.append((argv, keyidx))
+            keys = [a[i] for a, ki in body for i in ki]
+            if not self.spread or len({shard_of(key, self.shards) for key in keys}) <= 1:
+                return body
+        return []  # no such body found: an empty transaction
+
+    def tx_cmd(self):
+        """A transaction as one op: a list of commands sent on one connection, each
+        reply compared exactly (EXEC's array element by element)."""
+        saved, self.rng = self.rng, self.txrng
+        rng = self.rng
+        self.force_group = rng.randrange(3)
+        try:
+            body = self.tx_body(rng.randrange(0, 5))
+            cmds = [a for a, _ in body]
+            keyidx = body[0][1] if body else []
+            first = cmds[0] if cmds else ["GET", self.key("str")]
+            watched = first[keyidx[0]] if body else self.key("str")
+            c = rng.randrange(12)
+            if c == 0:   # DISCARD
+                seq = [["MULTI"], *cmds, ["DISCARD"], ["EXEC"]]
+            elif c == 1:  # a queuing error: EXECABORT
+                bad = rng.choice([["NOSUCHCOMMAND", "x"], ["GET"], ["SET", watched]])
+                seq = [["MULTI"], *cmds[:1], bad, *cmds[1:], ["EXEC"]]
+            elif c == 2:  # nested MULTI, WATCH inside MULTI: errors that keep the transaction
+                seq = [["MULTI"], ["MULTI"], *cmds, ["WATCH", watched], ["EXEC"]]
+            elif c == 3:  # a watch broken by our own write before MULTI
+                seq = [["WATCH", watched], ["SET", watched, "w"], ["MULTI"], *cmds, ["EXEC"]]
+            elif c == 4:  # a watch kept, then UNWATCH, then a write
+                seq = [["WATCH", watched], ["UNWATCH"], ["APPEND", watched, "u"], ["MULTI"], *cmds, ["EXEC"]]
+            elif c == 5:
+                seq = [["WATCH", watched], ["MULTI"], *cmds, ["EXEC"]]
+            elif c == 6:
+                seq = [["EXEC"], ["DISCARD"], ["MULTI"], ["EXEC"]]
+            else:
+                seq = [["MULTI"], *cmds, ["EXEC"]]
+            ki = [1] if not body else keyidx
+            lead = first if body else ["GET", watched]
+            return ("TX", seq, lead), ki, "tx"
+        finally:
+            self.rng = saved
+            self.force_group = None
 
 
 def key_name(group, fam, n, spread=False):
@@ -512,6 +579,14 @@ def compare(pair, argv, keyidx, mode):
         for k in all_keys(pair.spread):
             pair.conn_for(["EXISTS", k], [1]).call("EXISTS", k)
             pair.ref.call("EXISTS", k)
+    if mode == "tx":
+        _, seq, lead = argv
+        c = pair.conn_for(lead, keyidx)
+        for cmd in seq:
+            a, b = c.call(*cmd), pair.ref.call(*cmd)
+            if a != b or type(a) != type(b):
+                return f"in {seq!r}\n at {cmd!r}: ours={a!r}\n ref ={b!r}"
+        return None
     a, b, c = pair.both(argv, keyidx)
     if mode == "expire_rel":
         # GT/LT against a TTL set by an earlier relative EXPIRE: whether the new expiry
@@ -628,7 +703,8 @@ def run_stream(shards, proto, seed, ops, forward=None):
         pair = Pair(ours, ref, proto, one_port=bool(forward))
         pair.spread = bool(forward)
         rng = random.Random(seed)
-        gen = Gen(rng, sharded=shards > 1, proto=proto, spread=forward)
+        gen = Gen(rng, sharded=shards > 1, proto=proto, spread=forward, shards=shards,
+                  txrng=random.Random(seed * 7 + 1))
         history = []
         for i in range(ops):
             argv, keyidx, mode = gen.next()
