@@ -19,6 +19,7 @@
 #define _GNU_SOURCE /* accept4 */
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -190,9 +191,12 @@ static void sha1_hex(const void *data, size_t len, char out[41])
 
 /* ---- the sandbox ---- */
 
+static const char engine_key = 0; /* its address keys the engine in the registry */
+
 static sv_lua *engine_of(lua_State *L)
 {
-    lua_getfield(L, LUA_REGISTRYINDEX, "slotlane.engine");
+    lua_pushlightuserdata(L, (void *)&engine_key);
+    lua_rawget(L, LUA_REGISTRYINDEX);
     sv_lua *e = lua_touserdata(L, -1);
     lua_pop(L, 1);
     return e;
@@ -704,19 +708,36 @@ static int cluster_check(sv_lua *e, const sv_cmd *cmd, int argc, sv_str *argv, c
     return rc;
 }
 
+static const char *const denied_names[] = {
+    "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "script", "function", "multi", "exec",
+    "discard", "watch", "unwatch", "hello", "auth", "quit", "reset", "client", "shutdown", "bgrewriteaof", "config",
+    "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe", "blpop", "brpop",
+    "blmove", "brpoplpush", "bzpopmin", "bzpopmax", "blmpop", "bzmpop", "xread", "xreadgroup", "wait", "monitor",
+    "sync", "psync", "readonly", "readwrite", "asking"};
+
+/* Which commands a script may not run (Redis's noscript flag and the ones that make
+ * no sense inside a script), by table index: computed once, a lookup per call. */
+static uint8_t *denied_map;
+static size_t denied_n;
+static pthread_once_t denied_once = PTHREAD_ONCE_INIT;
+
+static void denied_init(void)
+{
+    const sv_cmd *t = sv_cmd_table(&denied_n);
+    denied_map = sv_calloc(denied_n ? denied_n : 1, 1);
+    for (size_t i = 0; i < denied_n; i++) {
+        if (t[i].flags & SV_CMD_NOSCRIPT) denied_map[i] = 1;
+        for (size_t j = 0; j < sizeof(denied_names) / sizeof(denied_names[0]); j++)
+            if (!strcmp(t[i].name, denied_names[j])) denied_map[i] = 1;
+    }
+}
+
 static int is_denied_in_script(const sv_cmd *cmd)
 {
-    static const char *denied[] = {"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "script",
-                                   "function", "multi", "exec", "discard", "watch", "unwatch", "hello", "auth",
-                                   "quit", "reset", "client", "shutdown", "bgrewriteaof", "config", "subscribe",
-                                   "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe",
-                                   "blpop", "brpop", "blmove", "brpoplpush", "bzpopmin", "bzpopmax", "blmpop",
-                                   "bzmpop", "xread", "xreadgroup", "wait", "monitor", "sync", "psync", "readonly",
-                                   "readwrite", "asking"};
-    if (cmd->flags & SV_CMD_NOSCRIPT) return 1;
-    for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++)
-        if (!strcmp(cmd->name, denied[i])) return 1;
-    return 0;
+    size_t n;
+    const sv_cmd *t = sv_cmd_table(&n);
+    if (cmd < t || cmd >= t + denied_n) return 1; /* not a public command */
+    return denied_map[cmd - t];
 }
 
 static int generic_call(lua_State *L, int raise)
@@ -766,7 +787,10 @@ static int generic_call(lua_State *L, int raise)
     ic.r.proto = e->resp;
     ic.noroute = 1;
     ic.noblock = 1; /* blocking commands do not block in a script */
-    sv_execute(&ic, argc, argv);
+    /* looked up, arity-checked and routed above: straight to the call (stats, the
+     * log, the keys it modified) */
+    e->sess.last_cmd = cmd->name;
+    sv_call(&ic, cmd, argc, argv);
     if (argv != argvs) free(argv);
     if (!resp_to_lua(L, e->reply.data, e->reply.data + e->reply.len, 0)) {
         lua_pushboolean(L, 0);
@@ -919,6 +943,7 @@ static int open_lib(lua_State *L, lua_CFunction f, const char *name)
 static sv_lua *engine_get(sv_shard *sh)
 {
     if (sh->lua) return sh->lua;
+    pthread_once(&denied_once, denied_init);
     sv_lua *e = sv_calloc(1, sizeof(*e));
     e->sh = sh;
     e->resp = 2;
@@ -930,8 +955,9 @@ static sv_lua *engine_get(sv_shard *sh)
         sv_log(SV_LOG_WARNING, "cannot create a Lua state");
         abort();
     }
+    lua_pushlightuserdata(L, (void *)&engine_key);
     lua_pushlightuserdata(L, e);
-    lua_setfield(L, LUA_REGISTRYINDEX, "slotlane.engine");
+    lua_rawset(L, LUA_REGISTRYINDEX);
     /* the libraries Redis 7.0 loads (no io, os, package, debug for scripts) */
     open_lib(L, luaopen_base, "");
     lua_pop(L, 2); /* base pushes _G and coroutine */
