@@ -106,7 +106,9 @@ typedef struct sv_lua {
     int slot;          /* cluster: the slot the script's keys are in (-1 none yet) */
     int64_t start_ms;
     const char *run_name; /* sha or function name, for error messages */
-    const char *run_cmd;  /* "eval", "fcall", ... (FUNCTION STATS) */
+    const char *run_cmd;  /* "eval", "fcall", ... */
+    int run_argc;         /* the running command as sent (FUNCTION STATS while busy) */
+    sv_str *run_argv;
     sv_session *caller;
     /* FUNCTION LOAD in progress: the library being built */
     sv_lib *loading;
@@ -1072,6 +1074,33 @@ static sv_lua *engine_get(sv_shard *sh)
 
 /* ---- running ---- */
 
+/* FUNCTION STATS: the running function (while busy) and the engine's counts. */
+static void function_stats(sv_lua *e, sv_reply *r)
+{
+    sv_add_map(r, 2);
+    sv_add_bulk_cstr(r, "running_script");
+    if (e->running && !e->is_eval) {
+        sv_add_map(r, 3);
+        sv_add_bulk_cstr(r, "name");
+        sv_add_bulk_cstr(r, e->run_name);
+        sv_add_bulk_cstr(r, "command");
+        sv_add_array(r, e->run_argc);
+        for (int i = 0; i < e->run_argc; i++) sv_add_bulk(r, e->run_argv[i].p, e->run_argv[i].len);
+        sv_add_bulk_cstr(r, "duration_ms");
+        sv_add_int(r, sv_mstime() - e->start_ms);
+    } else {
+        sv_add_null(r);
+    }
+    sv_add_bulk_cstr(r, "engines");
+    sv_add_map(r, 1);
+    sv_add_bulk_cstr(r, "LUA");
+    sv_add_map(r, 2);
+    sv_add_bulk_cstr(r, "libraries_count");
+    sv_add_int(r, e->nlibs);
+    sv_add_bulk_cstr(r, "functions_count");
+    sv_add_int(r, (long long)sv_dict_size(&e->funcs));
+}
+
 static int64_t busy_threshold(void) { return sv_cfg.busy_reply_ms; }
 
 static void busy_reply(sv_lua *e, sv_conn *c, sv_reply *r, int argc, sv_str *argv)
@@ -1106,8 +1135,9 @@ static void busy_reply(sv_lua *e, sv_conn *c, sv_reply *r, int argc, sv_str *arg
         sv_add_error(r, "-ERR Errors trying to SHUTDOWN. Check logs.");
         return;
     }
-    if (argc >= 1 && sv_eq(argv[0], "function") && argc >= 2 && sv_eq(argv[1], "stats") && !e->is_eval) {
-        /* allowed while busy, as Redis; answered below by the normal command */
+    if (argc == 2 && sv_eq(argv[0], "function") && sv_eq(argv[1], "stats")) {
+        function_stats(e, r); /* allowed while busy, as in Redis */
+        return;
     }
     sv_add_error(r, e->is_eval ? "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
                                : "-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.");
@@ -1425,6 +1455,8 @@ static void eval_generic(sv_ctx *c, int argc, sv_str *argv, int by_sha, int ro)
     e->slot = declared_slot((int)nk, argv + 3);
     e->run_name = s->sha;
     e->run_cmd = by_sha ? (ro ? "evalsha_ro" : "evalsha") : (ro ? "eval_ro" : "eval");
+    e->run_argc = argc;
+    e->run_argv = argv;
     run(e, c, 0);
 }
 
@@ -2018,17 +2050,7 @@ void sv_cmd_function(sv_ctx *c, int argc, sv_str *argv)
     } else if (sv_eq(sub, "restore") && argc >= 3) {
         function_restore(c, e, argc, argv);
     } else if (sv_eq(sub, "stats") && argc == 2) {
-        sv_add_map(&c->r, 2);
-        sv_add_bulk_cstr(&c->r, "running_script");
-        sv_add_null(&c->r); /* a running function is reported from the busy mode only */
-        sv_add_bulk_cstr(&c->r, "engines");
-        sv_add_map(&c->r, 1);
-        sv_add_bulk_cstr(&c->r, "LUA");
-        sv_add_map(&c->r, 2);
-        sv_add_bulk_cstr(&c->r, "libraries_count");
-        sv_add_int(&c->r, e->nlibs);
-        sv_add_bulk_cstr(&c->r, "functions_count");
-        sv_add_int(&c->r, (long long)sv_dict_size(&e->funcs));
+        function_stats(e, &c->r); /* nothing runs now: the busy mode answers while one does */
     } else if (sv_eq(sub, "kill") && argc == 2) {
         sv_add_error(&c->r, "-NOTBUSY No scripts in execution right now.");
     } else if (sv_eq(sub, "help") && argc == 2) {
@@ -2087,6 +2109,8 @@ static void fcall_generic(sv_ctx *c, int argc, sv_str *argv, int ro)
     e->slot = declared_slot((int)nk, argv + 3);
     e->run_name = f->name;
     e->run_cmd = ro ? "fcall_ro" : "fcall";
+    e->run_argc = argc;
+    e->run_argv = argv;
     run(e, c, 2);
 }
 
