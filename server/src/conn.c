@@ -68,8 +68,10 @@ void sv_conn_drop_over_limit(sv_conn *c)
     sv_conn_close(c);
 }
 
-static void flush(sv_conn *c);
+static void flush_ex(sv_conn *c, int log_first);
+static void flush(sv_conn *c) { flush_ex(c, 1); }
 void sv_conn_flush(sv_conn *c) { flush(c); }
+void sv_conn_flush_unlogged(sv_conn *c) { flush_ex(c, 0); }
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
 static void on_write(uv_write_t *req, int status)
@@ -86,7 +88,7 @@ static void on_write(uv_write_t *req, int status)
     flush(c);
 }
 
-static void flush(sv_conn *c)
+static void flush_ex(sv_conn *c, int log_first)
 {
     if (c->closing) return;
     if (c->writing) return;
@@ -94,7 +96,7 @@ static void flush(sv_conn *c)
         if (c->close_when_flushed && !c->pend_head) sv_conn_close(c);
         return;
     }
-    if (c->sh->aof) sv_aof_before_reply(c->sh); /* the log first: a reply acknowledges a write */
+    if (c->sh->aof && log_first) sv_aof_before_reply(c->sh); /* the log first: a reply acknowledges a write */
     uv_buf_t b;
     b.base = c->out.data;
     b.len = c->out.len; /* size_t on Unix: uv_buf_init would truncate to unsigned */

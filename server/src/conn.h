@@ -63,6 +63,9 @@ void sv_conn_close(sv_conn *c);
 void sv_conn_drop_over_limit(sv_conn *c);
 /* Hands out to the kernel (one write; the rest asynchronously). */
 void sv_conn_flush(sv_conn *c);
+/* The same without writing the shard's log first: only for output that acknowledges
+ * no write (the busy-script mode's replies, while a script's log unit is open). */
+void sv_conn_flush_unlogged(sv_conn *c);
 /* The shard's flush list: connections whose replies wait for the end of the loop
  * turn — for the log's group commit (aof.c) or for forwarded replies that came
  * back (fwd.c). Queued once; sv_conn_flush_queued writes them all (a read batch

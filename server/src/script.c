@@ -1159,6 +1159,10 @@ static void busy_service(sv_lua *e)
     for (sv_conn *c = sh->conns, *next; c; c = next) {
         next = c->next;
         if (&c->sess == e->caller || c->closing || c->close_when_flushed || c->fwd_paused) continue;
+        /* With a log, the running script's unit is open and must not be written
+         * half: only a client with nothing else owed gets its busy replies now
+         * (they acknowledge no write); the others get them, in order, after it. */
+        int direct = !sh->aof || (c->out.len == 0 && !c->writing && !c->pend_head);
         uv_os_fd_t fd = -1;
         if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0 || fd < 0) continue;
         for (;;) {
@@ -1188,7 +1192,10 @@ static void busy_service(sv_lua *e)
             sv_parser_reset(&c->parser);
         }
         if (c->rstart == c->rbuf.len) c->rbuf.len = c->rstart = 0;
-        if (any && !c->pend_head) sv_conn_flush(c);
+        if (any && !c->pend_head) {
+            if (!sh->aof) sv_conn_flush(c);
+            else if (direct) sv_conn_flush_unlogged(c);
+        }
     }
 }
 

@@ -288,3 +288,33 @@ def test_bad_input_never_crashes():
     finally:
         code, err = s.stop()
     assert code == 0, err
+
+
+def test_busy_replies_with_a_log_leave_the_script_unit_whole(d):
+    """With durability on, a script that wrote and then runs past the threshold keeps
+    its log unit open: the busy mode's replies must not write it half (they
+    acknowledge nothing). After the script ends its writes are logged as one unit
+    and a restart has them."""
+    s = durable(d)
+    try:
+        runner, other = Conn(s.port, timeout=120), Conn(s.port)
+        assert runner.call("CONFIG", "SET", "busy-reply-threshold", "20") == "OK"
+        # one write: its unit needs no MULTI frame, which the unit's end removes from
+        # the log buffer (a half-written unit would leave a MULTI without EXEC, and
+        # the replay would drop the SET as a torn unit)
+        runner.send("EVAL", "redis.call('set', KEYS[1], 'v') "
+                    "local n, i = tonumber(ARGV[1]), 0 while i < n do i = i + 1 end return i", "1", "bk", "5000000")
+        busy = wait_busy(other)
+        assert other.call("SCRIPT", "KILL").startswith("UNKILLABLE"), busy
+        assert runner.read() == 5000000
+        assert other.call("GET", "bk") == b"v"
+    finally:
+        assert s.stop()[0] == 0
+    log = open(os.path.join(d, "shard-0-of-1.aof"), "rb").read()
+    assert encode(["set", "bk", "v"]) in log and encode(["MULTI"]) not in log
+    s = durable(d)
+    try:
+        c = Conn(s.port)
+        assert c.call("GET", "bk") == b"v"
+    finally:
+        assert s.stop()[0] == 0
