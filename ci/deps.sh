@@ -6,7 +6,8 @@ set -euo pipefail
 
 APT_PKGS=(build-essential cmake pkg-config libuv1-dev libcmocka-dev swig
           redis-server redis-tools libhiredis-dev clang valgrind python3-venv
-          mono-complete nunit-console libnunit-cil-dev nuget unzip)
+          mono-complete nunit-console libnunit-cil-dev nuget unzip
+          liblua5.1-0-dev lua-cjson-dev lua-bitop-dev)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do

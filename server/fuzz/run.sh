@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SECONDS_EACH=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-"proto command stream"}
+TARGETS=${FUZZ_TARGETS:-"proto command stream eval"}
 JOBS=${JOBS:-2}
 command -v clang >/dev/null || { echo "fuzz: clang is required (apt-get install clang)" >&2; exit 1; }
 

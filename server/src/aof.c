@@ -264,6 +264,11 @@ void sv_aof_feed(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t re
         break;
     case SV_AOF_NONE:
         break;
+    case SV_AOF_FUNCTION:
+        if (argc >= 2 && (sv_eq(argv[1], "load") || sv_eq(argv[1], "delete") || sv_eq(argv[1], "flush") ||
+                          sv_eq(argv[1], "restore")))
+            log_argv(sh, argc, argv);
+        break;
     default:
         log_argv(sh, argc, argv);
         break;

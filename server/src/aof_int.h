@@ -61,7 +61,8 @@ typedef struct sv_aof_writer {
 } sv_aof_writer;
 void sv_aofw_flush(sv_aof_writer *w);
 void sv_aofw_header(sv_aof_writer *w, int index, int shards); /* SLOTLANE.AOF 1 <i> <N> */
-void sv_aofw_key(sv_aof_writer *w, sv_entry *e);             /* commands that recreate the key */
+void sv_aofw_key(sv_aof_writer *w, sv_entry *e);
+void sv_aofw_functions(sv_aof_writer *w, sv_shard *sh); /* FUNCTION LOAD REPLACE per library */             /* commands that recreate the key */
 
 /* aof_rewrite.c */
 int sv_aof_rewrite_start(sv_shard *sh);   /* 0 when the child was started */

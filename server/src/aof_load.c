@@ -3,6 +3,7 @@
  * (a torn last record dropped, damage in the middle refused). */
 #define _GNU_SOURCE
 #include "aof_int.h"
+#include "script.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -296,6 +297,8 @@ static int resplit(int from)
         if (r == 0 && good < size)
             sv_log(SV_LOG_WARNING, "%s: dropped a torn last record (%zu bytes at offset %zu)", path, size - good, good);
         if (r == 0) {
+            /* libraries are per shard: every new shard gets each old shard's */
+            for (int j = 0; j < to; j++) sv_aofw_functions(&w[j], s);
             sv_dict_iter it;
             sv_dict_iter_init(&it, &s->keys);
             for (sv_entry *e; (e = sv_dict_iter_next(&it));) {
@@ -304,6 +307,7 @@ static int resplit(int from)
             }
         }
         sv_db_free(s);
+        sv_script_free_shard(s);
         free(s);
         if (r != 0) goto out;
     }

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "aof_int.h"
 #include "stream.h"
+#include "script.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,6 +62,20 @@ void sv_aofw_header(sv_aof_writer *w, int index, int shards)
     w_cstr(w, "1");
     w_bulk(w, a, sv_ull2str(a, (unsigned)index));
     w_bulk(w, b, sv_ull2str(b, (unsigned)shards));
+}
+
+/* The shard's function libraries, as FUNCTION LOAD REPLACE (script.c). */
+void sv_aofw_functions(sv_aof_writer *w, sv_shard *sh)
+{
+    const char *code;
+    size_t len;
+    for (int i = 0; sv_script_library(sh, i, &code, &len); i++) {
+        w_len(w, '*', 4);
+        w_cstr(w, "FUNCTION");
+        w_cstr(w, "LOAD");
+        w_cstr(w, "REPLACE");
+        w_bulk(w, code, len);
+    }
 }
 
 /* Commands that recreate one key (its value, then its TTL). */
@@ -177,6 +192,7 @@ int sv_aof_rewrite_start(sv_shard *sh)
         close_range((unsigned)fd + 1, ~0U, 0);
         sv_aof_writer w = {fd, a->wbuf, 0, WBUF_SIZE, 0};
         sv_aofw_header(&w, sh->index, sv_cfg.shards);
+        sv_aofw_functions(&w, sh);
         sv_dict_iter it;
         sv_dict_iter_init(&it, &sh->keys);
         for (sv_entry *e; (e = sv_dict_iter_next(&it));) sv_aofw_key(&w, e);

@@ -12,6 +12,7 @@
 #include "aof.h"
 #include "notify.h"
 #include "pubsub.h"
+#include "script.h"
 
 /* The policy fields at the end of sv_cmd are zero (the default policy) in every entry
  * that does not name them: entries written positionally, as C(...) does, leave them
@@ -328,7 +329,21 @@ static const sv_cmd table[] = {
     C(info, -1, L, 0, 0, 0, "@slow @dangerous"),
     C(config, -2, A | L, 0, 0, 0, "@admin @slow @dangerous"),
     C(command, -1, L, 0, 0, 0, "@slow @connection"),
-    C(function, -2, W, 0, 0, 0, "@write @slow @scripting"),
+    /* scripting (script.c). FUNCTION is WRITE so LOAD/DELETE/FLUSH/RESTORE reach the
+     * log (SV_AOF_FUNCTION: only those); it changes no key. The script commands are
+     * not WRITE themselves: the log gets the commands a script ran (its effects, one
+     * unit), never the script. In one-port mode FUNCTION and SCRIPT's state-changing
+     * subcommands run on every shard (SV_FAN_SAME). */
+    CP(function, -2, W | SV_CMD_NOSCRIPT, 0, 0, 0, "@write @slow @scripting", .aof = SV_AOF_FUNCTION,
+       .fan = SV_FAN_SAME, .touch = SV_TOUCH_NONE),
+    CP(script, -2, SV_CMD_NOSCRIPT, 0, 0, 0, "@slow @scripting", .fan = SV_FAN_SAME),
+    {"eval", sv_cmd_eval, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
+    {"evalsha", sv_cmd_evalsha, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
+    {"eval_ro", sv_cmd_eval_ro, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | R | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
+    {"evalsha_ro", sv_cmd_evalsha_ro, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | R | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
+    {"fcall", sv_cmd_fcall, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
+    {"fcall_ro", sv_cmd_fcall_ro, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | R | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
+    C(shutdown, -1, A | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@admin @slow @dangerous"),
     C(bgrewriteaof, 1, A, 0, 0, 0, "@admin @slow @dangerous"),
     C(time, 1, F | L, 0, 0, 0, "@fast"),
     CP(reset, 1, F | L, 0, 0, 0, "@fast @connection", .multi = SV_MULTI_NOW, .pflags = SV_P_TX_RELEASE),

@@ -80,6 +80,7 @@ static void defaults(void)
     sv_cfg.loglevel = SV_LOG_NOTICE;
     sv_cfg.output_limit = 1024LL * 1024 * 1024;
     sv_cfg.forward_queue = 65536;
+    sv_cfg.busy_reply_ms = 5000; /* Redis's busy-reply-threshold */
     sv_cfg.aof_rewrite_pct = 100;
     sv_cfg.aof_rewrite_min = 64LL * 1024 * 1024;
 }

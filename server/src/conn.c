@@ -3,6 +3,7 @@
  * read batch). Replies the client does not read accumulate; past the output limit
  * the client is dropped, as Redis's client-output-buffer-limit does. */
 #include <stdio.h>
+#include <unistd.h>
 
 #include "conn.h"
 #include "aof.h"
@@ -76,8 +77,10 @@ void sv_conn_drop_over_limit(sv_conn *c)
     sv_conn_close(c);
 }
 
-static void flush(sv_conn *c);
+static void flush_ex(sv_conn *c, int log_first);
+static void flush(sv_conn *c) { flush_ex(c, 1); }
 void sv_conn_flush(sv_conn *c) { flush(c); }
+void sv_conn_flush_unlogged(sv_conn *c) { flush_ex(c, 0); }
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
 static void on_write(uv_write_t *req, int status)
@@ -94,7 +97,7 @@ static void on_write(uv_write_t *req, int status)
     flush(c);
 }
 
-static void flush(sv_conn *c)
+static void flush_ex(sv_conn *c, int log_first)
 {
     if (c->closing) return;
     if (c->writing) return;
@@ -102,7 +105,7 @@ static void flush(sv_conn *c)
         if (c->close_when_flushed && !c->pend_head) sv_conn_close(c);
         return;
     }
-    if (c->sh->aof) sv_aof_before_reply(c->sh); /* the log first: a reply acknowledges a write */
+    if (c->sh->aof && log_first) sv_aof_before_reply(c->sh); /* the log first: a reply acknowledges a write */
     uv_buf_t b;
     b.base = c->out.data;
     b.len = c->out.len; /* size_t on Unix: uv_buf_init would truncate to unsigned */
@@ -359,13 +362,16 @@ static void describe_addr(uv_tcp_t *t, int peer, char *out, size_t cap)
     snprintf(out, cap, "%s:%d", ip, port);
 }
 
-void sv_conn_accept(sv_shard *sh)
+/* fd < 0: accept from the listener (libuv); else adopt an accepted socket. */
+static void conn_start(sv_shard *sh, int fd)
 {
     sv_conn *c = sv_calloc(1, sizeof(*c));
     c->sh = sh;
     uv_tcp_init(&sh->loop, &c->tcp);
     c->tcp.data = c;
-    if (uv_accept((uv_stream_t *)&sh->listener, (uv_stream_t *)&c->tcp) != 0) {
+    int rc = fd < 0 ? uv_accept((uv_stream_t *)&sh->listener, (uv_stream_t *)&c->tcp) : uv_tcp_open(&c->tcp, fd);
+    if (rc != 0) {
+        if (fd >= 0) close(fd);
         c->closing = 1;
         uv_close((uv_handle_t *)&c->tcp, on_close);
         return;
@@ -394,6 +400,10 @@ void sv_conn_accept(sv_shard *sh)
     uv_tcp_nodelay(&c->tcp, 1);
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
+
+void sv_conn_accept(sv_shard *sh) { conn_start(sh, -1); }
+
+void sv_conn_adopt(sv_shard *sh, int fd) { conn_start(sh, fd); }
 
 static int conn_fd(sv_conn *c)
 {

@@ -64,11 +64,16 @@ static inline size_t sv_conn_unsent(const sv_conn *c) { return c->out.len + c->i
 
 /* Accepts a pending connection on the shard's listener. */
 void sv_conn_accept(sv_shard *sh);
+/* The same for a socket accepted outside the loop (the busy-script mode). */
+void sv_conn_adopt(sv_shard *sh, int fd);
 void sv_conn_close(sv_conn *c);
 /* Closes a client whose unsent replies passed --output-limit (logged). */
 void sv_conn_drop_over_limit(sv_conn *c);
 /* Hands out to the kernel (one write; the rest asynchronously). */
 void sv_conn_flush(sv_conn *c);
+/* The same without writing the shard's log first: only for output that acknowledges
+ * no write (the busy-script mode's replies, while a script's log unit is open). */
+void sv_conn_flush_unlogged(sv_conn *c);
 /* The shard's flush list: connections whose replies wait for the end of the loop
  * turn — for the log's group commit (aof.c) or for forwarded replies that came
  * back (fwd.c). Queued once; sv_conn_flush_queued writes them all (a read batch

@@ -1,5 +1,6 @@
 /* fwd: see fwd.h. */
 #include "fwd.h"
+#include "script.h"
 #include "aof.h"
 #include "blocking.h"
 #include "pubsub.h"
@@ -8,7 +9,7 @@
 
 #include "fwd_multi.h"
 
-enum { K_PLAIN, K_SUM, K_OK, K_MGET, K_CONCAT, K_COORD, K_SILENT /* the reply is dropped */ };
+enum { K_PLAIN, K_SUM, K_OK, K_MGET, K_CONCAT, K_COORD, K_SILENT /* the reply is dropped */, K_SAME };
 
 typedef struct sv_pend {
     struct sv_pend *next;
@@ -290,6 +291,8 @@ static void merge(sv_conn *c, sv_pend *p)
         }
     if (p->kind == K_OK) {
         sv_add_ok(&r);
+    } else if (p->kind == K_SAME) { /* every shard gave the same answer (a library name, a sha) */
+        sv_buf_append(&p->out, p->parts[0].data, p->parts[0].len);
     } else if (p->kind == K_SUM) {
         long long sum = 0, v;
         for (int i = 0; i < p->nparts; i++)
@@ -771,6 +774,19 @@ static int split_kind(const sv_cmd *cmd)
 }
 
 /* Fan-out to every shard (keyless commands about the whole keyspace). */
+/* Scripting state every shard keeps (script.c): in one-port mode and with
+ * forwarding these reach every shard, so a script or function loaded through the
+ * port runs wherever its keys are. */
+static int fans_scripting(const sv_cmd *cmd, int argc, sv_str *argv)
+{
+    if (argc < 2 || cmd->fan != SV_FAN_SAME) return 0;
+    if (cmd->fn == sv_cmd_function)
+        return sv_eq(argv[1], "load") || sv_eq(argv[1], "delete") || sv_eq(argv[1], "flush") ||
+               sv_eq(argv[1], "restore");
+    if (cmd->fn == sv_cmd_script) return sv_eq(argv[1], "load") || sv_eq(argv[1], "flush");
+    return 0;
+}
+
 static void fan_out(sv_conn *c, int kind, int argc, sv_str *argv)
 {
     int n = sv_cfg.shards, me = c->sh->index;
@@ -857,7 +873,8 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
     if (!cmd->first && !cmd->getkeys) {
         long long slot;
         int unblock = cmd->fn == sv_cmd_client && argc >= 3 && sv_eq(argv[1], "unblock"); /* any shard's client */
-        int fan = cmd->fan == SV_FAN_SUM || cmd->fan == SV_FAN_OK || cmd->fan == SV_FAN_CONCAT || unblock;
+        int fan = cmd->fan == SV_FAN_SUM || cmd->fan == SV_FAN_OK || cmd->fan == SV_FAN_CONCAT || unblock ||
+                  fans_scripting(cmd, argc, argv);
         if (cmd->fan == SV_FAN_SLOT_ARG && argc >= 3 &&
             (sv_eq(argv[1], "countkeysinslot") || sv_eq(argv[1], "getkeysinslot")) &&
             sv_str2ll(argv[2].p, argv[2].len, &slot) && slot >= 0 && slot < SL_SLOTS &&
@@ -882,6 +899,7 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
         else if (cmd->fan == SV_FAN_OK) fan_out(c, K_OK, argc, argv);
         else if (cmd->fan == SV_FAN_CONCAT) fan_out(c, K_CONCAT, argc, argv);
         else if (unblock && unblock_args_ok(argc, argv)) fan_out(c, K_SUM, argc, argv);
+        else if (fan && !unblock) fan_out(c, K_SAME, argc, argv);
         else run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
         return 0;
     }

@@ -94,6 +94,7 @@ int main(int argc, char **argv)
     int sig = 0;
     sigwait(&set, &sig);
     sv_log(SV_LOG_NOTICE, "received %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    atomic_store(&sv_stop_requested, 1);
     for (int i = 0; i < n; i++) sv_shard_stop(&sv_shards[i]);
     for (int i = 0; i < n; i++) sv_shard_wait(&sv_shards[i]);
     sv_fwd_cleanup();

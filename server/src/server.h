@@ -40,6 +40,7 @@ typedef struct sv_config {
     int loglevel;
     long long output_limit; /* bytes of unsent replies before a client is dropped */
     int forward_queue;      /* requests in flight per ordered pair of shards (backpressure) */
+    long long busy_reply_ms; /* busy-reply-threshold (lua-time-limit): a script running longer gets others -BUSY */
 } sv_config;
 
 extern sv_config sv_cfg;
@@ -201,6 +202,7 @@ typedef struct sv_shard {
     struct sv_blk *blk; /* clients parked on keys (blocking.c) */
     struct sv_pubsub_shard *pubsub; /* subscriptions and messages between shards (pubsub.c) */
     struct sv_nq *ntf;  /* keyspace notifications queued by the running command (notify.c) */
+    struct sv_lua *lua; /* scripting (script.c): this shard's Lua state, made at first use */
     /* WATCH (db.c): watched key -> version (u.i) and watchers (aux); the dict is
      * made on first use, nwatched keeps the no-watcher path to one test */
     sv_dict watched;
@@ -210,6 +212,9 @@ typedef struct sv_shard {
 } sv_shard;
 
 extern sv_shard *sv_shards;
+/* Set by the main thread at SIGTERM/SIGINT: a running script is stopped so its
+ * shard's loop can close (script.c). */
+extern atomic_int sv_stop_requested;
 extern atomic_uint_fast64_t sv_next_client_id;
 
 /* ---- command execution ---- */
@@ -278,6 +283,7 @@ enum sv_aof_policy {
     SV_AOF_SET,        /* SET: as SV_AOF_STRING when EX/PX made the TTL relative, else verbatim */
     SV_AOF_SREM_REPLY, /* SPOP: SREM of the members in its reply */
     SV_AOF_NONE,       /* nothing (its effect is logged another way) */
+    SV_AOF_FUNCTION,   /* FUNCTION: verbatim for LOAD DELETE FLUSH RESTORE, nothing for the reads */
 };
 /* Keys on several shards (forwarding): one part per owner shard, replies merged. */
 enum sv_split_policy {
@@ -293,6 +299,9 @@ enum sv_fan_policy {
     SV_FAN_OK,         /* run on every shard, +OK (FLUSHALL FLUSHDB) */
     SV_FAN_CONCAT,     /* run on every shard, arrays concatenated (KEYS) */
     SV_FAN_SLOT_ARG,   /* CLUSTER COUNTKEYSINSLOT/GETKEYSINSLOT <slot>: to the slot's owner */
+    SV_FAN_SAME,       /* FUNCTION LOAD/DELETE/FLUSH/RESTORE, SCRIPT LOAD/FLUSH: run on every shard,
+                        * which all answer the same (the library name, the sha, +OK); other
+                        * subcommands run where they arrive */
 };
 /* Keys on several shards run as a sequence of steps (fwd_multi.c). */
 enum sv_coord_policy {
@@ -415,7 +424,7 @@ void sv_cmd_readonly(sv_ctx *c, int argc, sv_str *argv);
 /* connection/server (t_server.c) */
 SV_DECL(ping); SV_DECL(echo); SV_DECL(quit); SV_DECL(select); SV_DECL(hello); SV_DECL(auth);
 SV_DECL(client); SV_DECL(info); SV_DECL(config); SV_DECL(command); SV_DECL(dbsize);
-SV_DECL(flushall); SV_DECL(function); SV_DECL(time); SV_DECL(reset); SV_DECL(bgrewriteaof);
+SV_DECL(flushall); SV_DECL(time); SV_DECL(reset); SV_DECL(bgrewriteaof);
 /* strings */
 SV_DECL(get); SV_DECL(set); SV_DECL(setnx); SV_DECL(setex); SV_DECL(psetex); SV_DECL(getset);
 SV_DECL(getdel); SV_DECL(getex); SV_DECL(mget); SV_DECL(mset); SV_DECL(msetnx); SV_DECL(append);

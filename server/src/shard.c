@@ -16,8 +16,10 @@
 #include "fwd.h"
 #include "notify.h"
 #include "pubsub.h"
+#include "script.h"
 
 sv_shard *sv_shards;
+atomic_int sv_stop_requested;
 atomic_uint_fast64_t sv_next_client_id = 1;
 
 static void on_connection(uv_stream_t *server, int status)
@@ -144,6 +146,7 @@ static void free_shard(sv_shard *sh)
     sv_notify_free_shard(sh);
     sv_aof_free(sh);
     sv_db_free(sh);
+    sv_script_free_shard(sh);
     if (uv_loop_close(&sh->loop) != 0) sv_log(SV_LOG_WARNING, "shard %d: loop closed with open handles", sh->index);
 }
 

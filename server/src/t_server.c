@@ -372,12 +372,15 @@ static void config_value(const char *name, char *out, size_t cap)
     else if (!strcmp(name, "timeout")) snprintf(out, cap, "0");
     else if (!strcmp(name, "auto-aof-rewrite-percentage")) snprintf(out, cap, "%d", sv_cfg.aof_rewrite_pct);
     else if (!strcmp(name, "auto-aof-rewrite-min-size")) snprintf(out, cap, "%lld", sv_cfg.aof_rewrite_min);
+    else if (!strcmp(name, "busy-reply-threshold") || !strcmp(name, "lua-time-limit"))
+        snprintf(out, cap, "%lld", sv_cfg.busy_reply_ms);
 }
 
 static const char *config_names[] = {"maxclients", "port", "bind", "cluster-announce-ip", "cluster-enabled", "save",
                                      "appendonly", "appendfsync", "dir", "loglevel", "databases", "proto-max-bulk-len",
                                      "client-query-buffer-limit", "client-output-buffer-limit", "maxmemory", "timeout",
-                                     "auto-aof-rewrite-percentage", "auto-aof-rewrite-min-size", "notify-keyspace-events"};
+                                     "auto-aof-rewrite-percentage", "auto-aof-rewrite-min-size", "notify-keyspace-events",
+                                     "busy-reply-threshold", "lua-time-limit"};
 #define NCONFIG (sizeof(config_names) / sizeof(config_names[0]))
 
 /* Redis's memory values: a number with an optional k kb m mb g gb suffix. */
@@ -494,6 +497,14 @@ void sv_cmd_config(sv_ctx *c, int argc, sv_str *argv)
                     sv_add_errorf(&c->r, "CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - %s", why);
                     return;
                 }
+            } else if (sv_eq(k, "busy-reply-threshold") || sv_eq(k, "lua-time-limit")) {
+                long long m;
+                if (!sv_str2ll(v.p, v.len, &m) || m < 0) {
+                    sv_add_errorf(&c->r, "CONFIG SET failed (possibly related to argument '%.*s') - argument couldn't be parsed into an integer",
+                                  (int)k.len, k.p);
+                    return;
+                }
+                sv_cfg.busy_reply_ms = m;
             } else if (sv_eq(k, "save") || sv_eq(k, "appendonly") || sv_eq(k, "timeout")) {
                 /* accepted for client compatibility (test harnesses set them); no effect */
             } else {
@@ -641,19 +652,6 @@ void sv_cmd_command(sv_ctx *c, int argc, sv_str *argv)
     } else {
         unknown_subcommand(c, sub, "COMMAND");
     }
-}
-
-void sv_cmd_function(sv_ctx *c, int argc, sv_str *argv)
-{
-    if (sv_eq(argv[1], "flush")) {
-        if (argc > 3 || (argc == 3 && !sv_eq(argv[2], "async") && !sv_eq(argv[2], "sync"))) {
-            sv_add_error(&c->r, "FUNCTION FLUSH only supports SYNC|ASYNC option");
-            return;
-        }
-        sv_add_ok(&c->r); /* there are no functions to flush */
-        return;
-    }
-    unknown_subcommand(c, argv[1], "FUNCTION");
 }
 
 void sv_cmd_time(sv_ctx *c, int argc, sv_str *argv)

@@ -44,6 +44,11 @@ class Double(str):
         return f"Double({str.__repr__(self)})"
 
 
+class BigNum(str):
+    def __repr__(self):
+        return f"BigNum({str.__repr__(self)})"
+
+
 class Bool(int):
     pass
 
@@ -142,6 +147,8 @@ class Conn:
             return Double(rest.decode())
         if t == b"#":
             return Bool(rest == b"t")
+        if t == b"(":
+            return BigNum(rest.decode())
         if t == b"=":
             return Verbatim(self._exact(int(rest)))
         raise ValueError(f"bad reply type {line!r}")
