@@ -144,7 +144,7 @@ static size_t value(const char *p, size_t n, int proto, int depth)
 static void run(sv_shard *sh, sv_session *sess, int argc, sv_str *argv, sv_buf *out)
 {
     out->len = 0;
-    sv_ctx ctx = {sh, sess, {out, sess->proto}, 0, 1, 0};
+    sv_ctx ctx = {.sh = sh, .sess = sess, .r = {out, sess->proto}, .noroute = 1};
     sv_execute(&ctx, argc, argv);
     CHECK(out->len > 0);
     CHECK(value(out->data, out->len, sess->proto, 0) == out->len);

@@ -86,6 +86,8 @@ static int numkeys2_keys(int argc, sv_str *argv, int *keys, int max)
     if (max > 0) keys[k++] = 1;
     for (int i = 0; i < n && k < max; i++) keys[k++] = 3 + i;
     return k;
+}
+
 /* XREAD/XREADGROUP: the keys are the first half of what follows STREAMS */
 static int xread_keys(int argc, sv_str *argv, int *keys, int max)
 {

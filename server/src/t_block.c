@@ -204,7 +204,7 @@ void sv_cmd_bzmpop(sv_ctx *c, int argc, sv_str *argv)
     }
     sv_entry *e = sv_db_lookup_write(c->sh, argv[3 + k]);
     sv_zset *z = e->val;
-    long long n = count > (long long)z->len ? (long long)z->len : count;
+    long long n = count > (long long)z->zsl.length ? (long long)z->zsl.length : count;
     sv_add_array(&c->r, 2);
     sv_add_bulk(&c->r, argv[3 + k].p, argv[3 + k].len);
     sv_add_array(&c->r, n);
