@@ -1,5 +1,6 @@
 /* t_copy: COPY, and sv_obj_dup (a deep copy of any value) it is built on. */
 #include "server.h"
+#include "stream.h"
 
 sv_obj *sv_obj_dup(const sv_obj *o)
 {
@@ -49,6 +50,8 @@ sv_obj *sv_obj_dup(const sv_obj *o)
         }
         return &n->h;
     }
+    case SV_T_STREAM:
+        return &sv_stream_dup((const sv_stream *)o)->h;
     }
     return NULL;
 }
