@@ -620,13 +620,16 @@ def test_cross_shard_multikey_commands_replay(d):
     assert s.stop()[0] == 0
 
 
-def test_issue24_commands_replay(d):
-    """The data-type commands of issue 24 on 4 shards through forwarding — bitmaps,
-    HyperLogLogs (sparse and dense), geo, the zset operations and STORE forms, ZMPOP,
-    LMPOP, COPY with a TTL, SORT ... STORE, GEOSEARCHSTORE, with keys on several
-    shards (gathered: their write-backs are what each owner logs) — then kill -9
-    (`always`): the restart has the same dataset, HLL bytes included."""
-    srv = start(d, shards=4)
+@pytest.mark.parametrize("shards,rewrite", [(4, False), (1, True)])
+def test_issue24_commands_replay(d, shards, rewrite):
+    """The data-type commands of issue 24 — bitmaps, HyperLogLogs (sparse and dense),
+    geo, the zset operations and STORE forms, ZMPOP, LMPOP, COPY with a TTL, SORT ...
+    STORE, GEOSEARCHSTORE — on 4 shards through forwarding (keys on several shards:
+    gathered, their write-backs are what each owner logs), or on 1 shard followed by
+    BGREWRITEAOF (the rewritten log: skiplists and strings as the rewrite writes
+    them); then kill -9 (`always`): the restart has the same dataset, HLL bytes
+    included."""
+    srv = start(d, shards=shards)
     c = Conn(srv.port)
     cmds = [("SETBIT", "bm", "100", "1"), ("BITFIELD", "bf", "SET", "u8", "0", "200", "INCRBY", "i5", "3", "7"),
             ("SET", "s1", "abc"), ("BITOP", "XOR", "bx", "bm", "s1"),
@@ -642,11 +645,14 @@ def test_issue24_commands_replay(d):
     for cmd in cmds:
         r = c.call(*cmd)
         assert not isinstance(r, Err), (cmd, r)
+    if rewrite:
+        assert c.call("BGREWRITEAOF") == resp.Status("Background append only file rewriting started")
+        wait_rewrites(srv.port, 1)
     before = dump(srv.port)
     assert before[b"hm"][1].startswith(b"HYLL") and before[b"zc"][2] is True  # the copy kept the TTL
     c.close()
     srv.stop(sig=9)
-    srv = start(d, shards=4)
+    srv = start(d, shards=shards)
     try:
         assert dump(srv.port) == before
     finally:
