@@ -22,7 +22,6 @@ void sv_zsl_init(sv_zsl *l)
     l->header = node_new(SV_ZSL_MAXLEVEL, NULL);
     for (int i = 0; i < SV_ZSL_MAXLEVEL; i++) {
         l->header->level[i].forward = NULL;
-        l->header->level[i].fscore = 0;
         l->header->level[i].span = 0;
     }
     l->tail = NULL;
@@ -50,13 +49,11 @@ int sv_zsl_cmp(double s1, const char *m1, size_t l1, double s2, const char *m2, 
     return l1 < l2 ? -1 : l1 > l2;
 }
 
-/* Whether the node a link leads to sorts before entry e (score s): the link's copy
- * of the score decides unless the scores are equal. */
-static int link_before(const struct sv_zsl_level *lk, double s, const sv_entry *e)
+/* Whether node x sorts before entry e (score s). */
+static int node_before(const sv_zsl_node *x, double s, const sv_entry *e)
 {
-    if (lk->fscore != s) return lk->fscore < s;
-    const sv_entry *f = lk->forward->e;
-    return sv_zsl_cmp(s, f->key, f->klen, s, e->key, e->klen) < 0;
+    if (x->score != s) return x->score < s;
+    return sv_zsl_cmp(x->score, x->e->key, x->e->klen, s, e->key, e->klen) < 0;
 }
 
 static int random_level(void)
@@ -77,7 +74,7 @@ sv_zsl_node *sv_zsl_insert(sv_zsl *l, sv_entry *e)
     size_t rank[SV_ZSL_MAXLEVEL];
     for (int i = l->level - 1; i >= 0; i--) {
         rank[i] = i == l->level - 1 ? 0 : rank[i + 1];
-        while (x->level[i].forward && link_before(&x->level[i], e->u.d, e)) {
+        while (x->level[i].forward && node_before(x->level[i].forward, e->u.d, e)) {
             rank[i] += x->level[i].span;
             x = x->level[i].forward;
         }
@@ -95,9 +92,7 @@ sv_zsl_node *sv_zsl_insert(sv_zsl *l, sv_entry *e)
     x = node_new(level, e);
     for (int i = 0; i < level; i++) {
         x->level[i].forward = update[i]->level[i].forward;
-        x->level[i].fscore = update[i]->level[i].fscore;
         update[i]->level[i].forward = x;
-        update[i]->level[i].fscore = x->score;
         x->level[i].span = update[i]->level[i].span - (rank[0] - rank[i]);
         update[i]->level[i].span = (rank[0] - rank[i]) + 1;
     }
@@ -113,7 +108,7 @@ int sv_zsl_delete(sv_zsl *l, sv_entry *e)
 {
     sv_zsl_node *update[SV_ZSL_MAXLEVEL], *x = l->header;
     for (int i = l->level - 1; i >= 0; i--) {
-        while (x->level[i].forward && link_before(&x->level[i], e->u.d, e)) x = x->level[i].forward;
+        while (x->level[i].forward && node_before(x->level[i].forward, e->u.d, e)) x = x->level[i].forward;
         update[i] = x;
     }
     x = x->level[0].forward;
@@ -122,7 +117,6 @@ int sv_zsl_delete(sv_zsl *l, sv_entry *e)
         if (update[i]->level[i].forward == x) {
             update[i]->level[i].span += x->level[i].span - 1;
             update[i]->level[i].forward = x->level[i].forward;
-            update[i]->level[i].fscore = x->level[i].fscore;
         } else {
             update[i]->level[i].span--;
         }
@@ -141,8 +135,7 @@ size_t sv_zsl_rank(const sv_zsl *l, const sv_entry *e)
     sv_zsl_node *x = l->header;
     for (int i = l->level - 1; i >= 0; i--) {
         /* forward while the next node is <= e */
-        while (x->level[i].forward && (link_before(&x->level[i], e->u.d, e) ||
-                                       (x->level[i].fscore == e->u.d && x->level[i].forward->e == e))) {
+        while (x->level[i].forward && (x->level[i].forward->e == e || node_before(x->level[i].forward, e->u.d, e))) {
             rank += x->level[i].span;
             x = x->level[i].forward;
         }

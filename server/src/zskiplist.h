@@ -19,8 +19,7 @@ typedef struct sv_zsl_node {
     struct sv_zsl_node *backward;
     struct sv_zsl_level {
         struct sv_zsl_node *forward;
-        double fscore; /* forward's score: a search decides not to step without reading forward */
-        size_t span;   /* elements skipped by this link (rank distance) */
+        size_t span; /* elements skipped by this link (rank distance) */
     } level[];
 } sv_zsl_node;
 

@@ -618,3 +618,43 @@ def test_cross_shard_multikey_commands_replay(d):
     s = start(d, shards=4)
     assert dump(s.port) == want
     assert s.stop()[0] == 0
+
+
+@pytest.mark.parametrize("shards,rewrite", [(4, False), (1, True)])
+def test_issue24_commands_replay(d, shards, rewrite):
+    """The data-type commands of issue 24 — bitmaps, HyperLogLogs (sparse and dense),
+    geo, the zset operations and STORE forms, ZMPOP, LMPOP, COPY with a TTL, SORT ...
+    STORE, GEOSEARCHSTORE — on 4 shards through forwarding (keys on several shards:
+    gathered, their write-backs are what each owner logs), or on 1 shard followed by
+    BGREWRITEAOF (the rewritten log: skiplists and strings as the rewrite writes
+    them); then kill -9 (`always`): the restart has the same dataset, HLL bytes
+    included."""
+    srv = start(d, shards=shards)
+    c = Conn(srv.port)
+    cmds = [("SETBIT", "bm", "100", "1"), ("BITFIELD", "bf", "SET", "u8", "0", "200", "INCRBY", "i5", "3", "7"),
+            ("SET", "s1", "abc"), ("BITOP", "XOR", "bx", "bm", "s1"),
+            ("PFADD", "hs", "a", "b", "c"), ("PFADD", "hd", *[f"e{i}" for i in range(3000)]), ("PFMERGE", "hm", "hs", "hd"),
+            ("GEOADD", "g", "13.361389", "38.115556", "Palermo", "15.087269", "37.502669", "Catania"),
+            ("GEOSEARCHSTORE", "gs", "g", "FROMLONLAT", "15", "37", "BYRADIUS", "200", "km", "STOREDIST"),
+            ("GEORADIUS", "g", "15", "37", "200", "km", "STORE", "gr"),
+            ("ZADD", "z1", "1", "a", "2", "b"), ("ZADD", "z2", "3", "b", "4", "c"),
+            ("ZUNIONSTORE", "zu", "2", "z1", "z2", "WEIGHTS", "2", "1"), ("ZINTERSTORE", "zi", "2", "z1", "z2"),
+            ("ZDIFFSTORE", "zd", "2", "z2", "z1"), ("ZRANGESTORE", "zr", "z2", "0", "0"),
+            ("ZMPOP", "2", "nokey", "z2", "MAX"), ("RPUSH", "l", "3", "1", "2"), ("LMPOP", "1", "l", "LEFT"),
+            ("SORT", "l", "STORE", "ls"), ("PEXPIRE", "z1", "600000"), ("COPY", "z1", "zc"), ("COPY", "hd", "hc")]
+    for cmd in cmds:
+        r = c.call(*cmd)
+        assert not isinstance(r, Err), (cmd, r)
+    if rewrite:
+        assert c.call("BGREWRITEAOF") == resp.Status("Background append only file rewriting started")
+        wait_rewrites(srv.port, 1)
+    before = dump(srv.port)
+    assert before[b"hm"][1].startswith(b"HYLL") and before[b"zc"][2] is True  # the copy kept the TTL
+    c.close()
+    srv.stop(sig=9)
+    srv = start(d, shards=shards)
+    try:
+        assert dump(srv.port) == before
+    finally:
+        code, err = srv.stop()
+    assert code == 0, err
