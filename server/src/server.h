@@ -264,6 +264,14 @@ typedef struct sv_cmd {
     uint8_t touch;  /* sv_touch_policy: which keys a successful WRITE modified (WATCH) */
     uint8_t multi;  /* sv_multi_policy: what it does while a connection is in MULTI */
     uint16_t pflags; /* SV_P_* bits */
+    /* keyspace notifications (notify.c): the event the command fires on argv[1] when
+     * its reply says it changed something (ev_rule); or ev_fire chooses the events from
+     * the arguments and the reply. ev_class 0: the command fires nothing, or fires what
+     * depends on its work itself (sv_notify inside it). */
+    uint16_t ev_class;  /* SV_N_* (notify.h) */
+    uint8_t ev_rule;    /* SV_EV_ANY: any reply but an error; _POS: a positive integer; _NONNULL: not null or empty */
+    const char *event;
+    void (*ev_fire)(sv_ctx *c, int argc, sv_str *argv, const char *reply, size_t rlen);
 } sv_cmd;
 
 /* The log record of a WRITE command that did not reply an error (aof.c). */
