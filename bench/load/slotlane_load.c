@@ -50,6 +50,7 @@
  * "slotlane.bench.load/1", fields in bench/records/README.md).
  */
 #define _GNU_SOURCE
+#include "msg_modes.h"
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -1413,6 +1414,8 @@ static void on_signal(int sig)
 
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* the message modes (msg_modes.c) have their own arguments */
+        if (!strcmp(argv[i], "--mode") || !strncmp(argv[i], "--mode=", 7)) return sl_load_msg_mode(argc, argv);
     g_argc = argc;
     g_argv = argv;
     cfg.host = "127.0.0.1";

@@ -130,7 +130,8 @@ static size_t reply_len(const char *p, size_t n, int proto, int depth)
         return head + (size_t)v + 2;
     case '*':
     case '%':
-    case '~': {
+    case '~':
+    case '>': {
         if (t != '*' && proto < 3) return 0;
         if (!isnum || v < -1 || (v == -1 && (proto >= 3 || t != '*'))) return 0;
         if (v == -1) return head;
@@ -358,6 +359,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if ((long long)out.len <= FUZZ_OUTPUT_LIMIT) {
             int proto = proto_before > sess.proto ? proto_before : sess.proto;
             size_t k = reply_len(out.data, out.len, proto, 0);
+            /* (UN)SUBSCRIBE answer once per channel: consecutive replies */
+            const sv_cmd *cmd = sv_cmd_lookup(argv[0].p, argv[0].len);
+            if (cmd && (cmd->flags & SV_CMD_PUBSUB) && cmd->arity < 0)
+                for (size_t more; k && k < out.len && (more = reply_len(out.data + k, out.len - k, proto, 0));) k += more;
             if (k == 0 || k != out.len) {
                 fprintf(stderr, "fuzz_command: bad reply to '%.*s' (%zu bytes, parsed %zu): %.*s\n",
                         (int)argv[0].len, argv[0].p, out.len, k, (int)(out.len > 300 ? 300 : out.len), out.data);
@@ -376,6 +381,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_shard(&shards[i]);
         sv_db_flush(&shards[i]);
         shards[i].stats = (sv_stats){0};
+    }
+    if (sess.tx) { /* the session ends: its transaction state and watches on every shard go */
+        for (int i = 0; i < NSHARDS; i++) sv_tx_drop_watches(&shards[i], sess.tx, i);
+        sv_tx_free(&shards[0], &sess);
     }
     free(sess.name);
     free(sess.lib_name);

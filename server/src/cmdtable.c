@@ -10,6 +10,8 @@
 
 #include "server.h"
 #include "aof.h"
+#include "notify.h"
+#include "pubsub.h"
 
 /* The policy fields at the end of sv_cmd are zero (the default policy) in every entry
  * that does not name them: entries written positionally, as C(...) does, leave them
@@ -23,6 +25,8 @@
 #define M SV_CMD_MOVABLE
 #define A SV_CMD_ADMIN
 #define L (SV_CMD_LOADING | SV_CMD_STALE)
+#define B SV_CMD_BLOCKING
+#define P SV_CMD_PUBSUB
 #define NS SV_CMD_NOSCRIPT
 
 static int sintercard_keys(int argc, sv_str *argv, int *keys, int max)
@@ -54,47 +58,51 @@ static int xread_keys(int argc, sv_str *argv, int *keys, int max)
 #define CP(name, arity, flags, first, last, step, acl, ...) \
     {#name, sv_cmd_##name, arity, flags, first, last, step, acl, NULL, __VA_ARGS__}
 #define NOOP0 .touch = SV_TOUCH_NOOP_ZERO
+/* keyspace notifications (notify.h): the fixed event on argv[1], or a function that fires them */
+#define EV(cls, name, rule) .ev_class = cls, .event = name, .ev_rule = rule
+#define EVF(cls, fn, rule) .ev_class = cls, .ev_fire = fn, .ev_rule = rule
 
 static const sv_cmd table[] = {
     /* strings */
     C(get, 2, R | F, 1, 1, 1, "@read @string @fast"),
+    /* SET SETEX PSETEX GETSET MSET MSETNX DEL UNLINK SMOVE fire their events inside (notify.h) */
     CP(set, -3, W | D, 1, 1, 1, "@write @string @slow", .aof = SV_AOF_SET, .touch = SV_TOUCH_SET),
-    CP(setnx, 3, W | D | F, 1, 1, 1, "@write @string @fast", NOOP0),
+    CP(setnx, 3, W | D | F, 1, 1, 1, "@write @string @fast", NOOP0, EV(SV_N_STRING, "set", SV_EV_POS)),
     CP(setex, 4, W | D, 1, 1, 1, "@write @string @slow", .aof = SV_AOF_STRING),
     CP(psetex, 4, W | D, 1, 1, 1, "@write @string @slow", .aof = SV_AOF_STRING),
     C(getset, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
-    CP(getdel, 2, W | F, 1, 1, 1, "@write @string @fast", NOOP0),
-    CP(getex, -2, W | F, 1, 1, 1, "@write @string @fast", .aof = SV_AOF_GETEX, .touch = SV_TOUCH_NOOP_ZERO | SV_TOUCH_OPTIONS),
+    CP(getdel, 2, W | F, 1, 1, 1, "@write @string @fast", NOOP0, EV(SV_N_GENERIC, "del", SV_EV_NONNULL)),
+    CP(getex, -2, W | F, 1, 1, 1, "@write @string @fast", .aof = SV_AOF_GETEX, .touch = SV_TOUCH_NOOP_ZERO | SV_TOUCH_OPTIONS, EVF(SV_N_GENERIC, sv_ev_getex, SV_EV_NONNULL)),
     CP(mget, -2, R | F, 1, -1, 1, "@read @string @fast", .split = SV_SPLIT_MGET),
     CP(mset, -3, W | D, 1, -1, 2, "@write @string @slow", .split = SV_SPLIT_PAIRS_OK),
     CP(msetnx, -3, W | D, 1, -1, 2, "@write @string @slow", .coord = SV_COORD_MSETNX, NOOP0),
-    C(append, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
+    CP(append, 3, W | D | F, 1, 1, 1, "@write @string @fast", EV(SV_N_STRING, "append", SV_EV_ANY)),
     C(strlen, 2, R | F, 1, 1, 1, "@read @string @fast"),
     C(getrange, 4, R, 1, 1, 1, "@read @string @slow"),
-    C(setrange, 4, W | D, 1, 1, 1, "@write @string @slow"),
-    C(incr, 2, W | D | F, 1, 1, 1, "@write @string @fast"),
-    C(decr, 2, W | D | F, 1, 1, 1, "@write @string @fast"),
-    C(incrby, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
-    C(decrby, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
-    C(incrbyfloat, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
+    CP(setrange, 4, W | D, 1, 1, 1, "@write @string @slow", EV(SV_N_STRING, "setrange", SV_EV_ANY)),
+    CP(incr, 2, W | D | F, 1, 1, 1, "@write @string @fast", EV(SV_N_STRING, "incrby", SV_EV_ANY)),
+    CP(decr, 2, W | D | F, 1, 1, 1, "@write @string @fast", EV(SV_N_STRING, "incrby", SV_EV_ANY)),
+    CP(incrby, 3, W | D | F, 1, 1, 1, "@write @string @fast", EV(SV_N_STRING, "incrby", SV_EV_ANY)),
+    CP(decrby, 3, W | D | F, 1, 1, 1, "@write @string @fast", EV(SV_N_STRING, "incrby", SV_EV_ANY)),
+    CP(incrbyfloat, 3, W | D | F, 1, 1, 1, "@write @string @fast", EV(SV_N_STRING, "incrbyfloat", SV_EV_ANY)),
     /* keys */
     CP(del, -2, W, 1, -1, 1, "@keyspace @write @slow", .split = SV_SPLIT_SUM, NOOP0),
     {"unlink", sv_cmd_del, -2, W | F, 1, -1, 1, "@keyspace @write @fast", NULL, .split = SV_SPLIT_SUM, NOOP0},
     CP(exists, -2, R | F, 1, -1, 1, "@keyspace @read @fast", .split = SV_SPLIT_SUM),
     C(type, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
-    CP(rename, 3, W, 1, 2, 1, "@keyspace @write @slow", .coord = SV_COORD_RENAME),
-    CP(renamenx, 3, W | F, 1, 2, 1, "@keyspace @write @fast", .coord = SV_COORD_RENAMENX, NOOP0),
+    CP(rename, 3, W, 1, 2, 1, "@keyspace @write @slow", .coord = SV_COORD_RENAME, EVF(SV_N_GENERIC, sv_ev_rename, SV_EV_ANY)),
+    CP(renamenx, 3, W | F, 1, 2, 1, "@keyspace @write @fast", .coord = SV_COORD_RENAMENX, NOOP0, EVF(SV_N_GENERIC, sv_ev_rename, SV_EV_POS)),
     CP(keys, 2, R, 0, 0, 0, "@keyspace @read @slow @dangerous", .fan = SV_FAN_CONCAT, .pflags = SV_P_KEYSPACE),
     CP(scan, -2, R, 0, 0, 0, "@keyspace @read @slow", .pflags = SV_P_KEYSPACE),
     CP(randomkey, 1, R, 0, 0, 0, "@keyspace @read @slow", .pflags = SV_P_KEYSPACE),
     CP(touch, -2, R | F, 1, -1, 1, "@keyspace @read @fast", .split = SV_SPLIT_SUM),
-    CP(expire, -3, W | F, 1, 1, 1, "@keyspace @write @fast", .aof = SV_AOF_TTL, NOOP0),
-    CP(pexpire, -3, W | F, 1, 1, 1, "@keyspace @write @fast", .aof = SV_AOF_TTL, NOOP0),
-    CP(expireat, -3, W | F, 1, 1, 1, "@keyspace @write @fast", .aof = SV_AOF_TTL, NOOP0),
-    CP(pexpireat, -3, W | F, 1, 1, 1, "@keyspace @write @fast", .aof = SV_AOF_TTL, NOOP0),
+    CP(expire, -3, W | F, 1, 1, 1, "@keyspace @write @fast", .aof = SV_AOF_TTL, NOOP0, EVF(SV_N_GENERIC, sv_ev_expire, SV_EV_POS)),
+    CP(pexpire, -3, W | F, 1, 1, 1, "@keyspace @write @fast", .aof = SV_AOF_TTL, NOOP0, EVF(SV_N_GENERIC, sv_ev_expire, SV_EV_POS)),
+    CP(expireat, -3, W | F, 1, 1, 1, "@keyspace @write @fast", .aof = SV_AOF_TTL, NOOP0, EVF(SV_N_GENERIC, sv_ev_expire, SV_EV_POS)),
+    CP(pexpireat, -3, W | F, 1, 1, 1, "@keyspace @write @fast", .aof = SV_AOF_TTL, NOOP0, EVF(SV_N_GENERIC, sv_ev_expire, SV_EV_POS)),
     C(ttl, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
     C(pttl, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
-    CP(persist, 2, W | F, 1, 1, 1, "@keyspace @write @fast", NOOP0),
+    CP(persist, 2, W | F, 1, 1, 1, "@keyspace @write @fast", NOOP0, EV(SV_N_GENERIC, "persist", SV_EV_POS)),
     C(expiretime, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
     C(pexpiretime, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
     CP(dbsize, 1, R | F, 0, 0, 0, "@keyspace @read @fast", .fan = SV_FAN_SUM, .pflags = SV_P_KEYSPACE),
@@ -102,63 +110,68 @@ static const sv_cmd table[] = {
     {"flushdb", sv_cmd_flushall, -1, W, 0, 0, 0, "@keyspace @write @slow @dangerous", NULL,
      .fan = SV_FAN_OK, .touch = SV_TOUCH_NONE, .pflags = SV_P_KEYSPACE},
     /* lists */
-    C(lpush, -3, W | D | F, 1, 1, 1, "@write @list @fast"),
-    C(rpush, -3, W | D | F, 1, 1, 1, "@write @list @fast"),
-    CP(lpushx, -3, W | D | F, 1, 1, 1, "@write @list @fast", NOOP0),
-    CP(rpushx, -3, W | D | F, 1, 1, 1, "@write @list @fast", NOOP0),
-    CP(lpop, -2, W | F, 1, 1, 1, "@write @list @fast", NOOP0),
-    CP(rpop, -2, W | F, 1, 1, 1, "@write @list @fast", NOOP0),
+    CP(lpush, -3, W | D | F, 1, 1, 1, "@write @list @fast", EV(SV_N_LIST, "lpush", SV_EV_ANY)),
+    CP(rpush, -3, W | D | F, 1, 1, 1, "@write @list @fast", EV(SV_N_LIST, "rpush", SV_EV_ANY)),
+    CP(lpushx, -3, W | D | F, 1, 1, 1, "@write @list @fast", NOOP0, EV(SV_N_LIST, "lpush", SV_EV_POS)),
+    CP(rpushx, -3, W | D | F, 1, 1, 1, "@write @list @fast", NOOP0, EV(SV_N_LIST, "rpush", SV_EV_POS)),
+    CP(lpop, -2, W | F, 1, 1, 1, "@write @list @fast", NOOP0, EV(SV_N_LIST, "lpop", SV_EV_NONNULL)),
+    CP(rpop, -2, W | F, 1, 1, 1, "@write @list @fast", NOOP0, EV(SV_N_LIST, "rpop", SV_EV_NONNULL)),
     C(llen, 2, R | F, 1, 1, 1, "@read @list @fast"),
     C(lrange, 4, R, 1, 1, 1, "@read @list @slow"),
     C(lindex, 3, R, 1, 1, 1, "@read @list @slow"),
-    C(lset, 4, W | D, 1, 1, 1, "@write @list @slow"),
-    CP(linsert, 5, W | D, 1, 1, 1, "@write @list @slow", NOOP0),
-    CP(lrem, 4, W, 1, 1, 1, "@write @list @slow", NOOP0),
-    C(ltrim, 4, W, 1, 1, 1, "@write @list @slow"),
+    CP(lset, 4, W | D, 1, 1, 1, "@write @list @slow", EV(SV_N_LIST, "lset", SV_EV_ANY)),
+    CP(linsert, 5, W | D, 1, 1, 1, "@write @list @slow", NOOP0, EV(SV_N_LIST, "linsert", SV_EV_POS)),
+    CP(lrem, 4, W, 1, 1, 1, "@write @list @slow", NOOP0, EV(SV_N_LIST, "lrem", SV_EV_POS)),
+    CP(ltrim, 4, W, 1, 1, 1, "@write @list @slow", EV(SV_N_LIST, "ltrim", SV_EV_ANY)),
     C(lpos, -3, R, 1, 1, 1, "@read @list @slow"),
-    CP(lmove, 5, W | D, 1, 2, 1, "@write @list @slow", .coord = SV_COORD_LMOVE, NOOP0),
-    CP(rpoplpush, 3, W | D, 1, 2, 1, "@write @list @slow", .coord = SV_COORD_RPOPLPUSH, NOOP0),
+    CP(lmove, 5, W | D, 1, 2, 1, "@write @list @slow", .coord = SV_COORD_LMOVE, NOOP0, EVF(SV_N_LIST, sv_ev_lmove, SV_EV_NONNULL)),
+    CP(rpoplpush, 3, W | D, 1, 2, 1, "@write @list @slow", .coord = SV_COORD_RPOPLPUSH, NOOP0, EVF(SV_N_LIST, sv_ev_lmove, SV_EV_NONNULL)),
+    CP(blpop, -3, W | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @list @slow @blocking", NOOP0, EVF(SV_N_LIST, sv_ev_blpop, SV_EV_NONNULL)),
+    CP(brpop, -3, W | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @list @slow @blocking", NOOP0, EVF(SV_N_LIST, sv_ev_blpop, SV_EV_NONNULL)),
+    CP(brpoplpush, 4, W | D | B | SV_CMD_NOSCRIPT, 1, 2, 1, "@write @list @slow @blocking", NOOP0, EVF(SV_N_LIST, sv_ev_lmove, SV_EV_NONNULL)),
+    CP(blmove, 6, W | D | B | SV_CMD_NOSCRIPT, 1, 2, 1, "@write @list @slow @blocking", NOOP0, EVF(SV_N_LIST, sv_ev_lmove, SV_EV_NONNULL)),
+    {"blmpop", sv_cmd_blmpop, -5, W | B | M, 0, 0, 0, "@write @list @slow @blocking", sv_mpop_keys, NOOP0, EVF(SV_N_LIST, sv_ev_blmpop, SV_EV_NONNULL)},
     /* hashes */
-    C(hset, -4, W | D | F, 1, 1, 1, "@write @hash @fast"),
-    CP(hsetnx, 4, W | D | F, 1, 1, 1, "@write @hash @fast", NOOP0),
+    CP(hset, -4, W | D | F, 1, 1, 1, "@write @hash @fast", EV(SV_N_HASH, "hset", SV_EV_ANY)),
+    CP(hsetnx, 4, W | D | F, 1, 1, 1, "@write @hash @fast", NOOP0, EV(SV_N_HASH, "hset", SV_EV_POS)),
     C(hget, 3, R | F, 1, 1, 1, "@read @hash @fast"),
     C(hmget, -3, R | F, 1, 1, 1, "@read @hash @fast"),
-    C(hmset, -4, W | D | F, 1, 1, 1, "@write @hash @fast"),
-    CP(hdel, -3, W | F, 1, 1, 1, "@write @hash @fast", NOOP0),
+    CP(hmset, -4, W | D | F, 1, 1, 1, "@write @hash @fast", EV(SV_N_HASH, "hset", SV_EV_ANY)),
+    CP(hdel, -3, W | F, 1, 1, 1, "@write @hash @fast", NOOP0, EV(SV_N_HASH, "hdel", SV_EV_POS)),
     C(hlen, 2, R | F, 1, 1, 1, "@read @hash @fast"),
     C(hexists, 3, R | F, 1, 1, 1, "@read @hash @fast"),
     C(hgetall, 2, R, 1, 1, 1, "@read @hash @slow"),
     C(hkeys, 2, R, 1, 1, 1, "@read @hash @slow"),
     C(hvals, 2, R, 1, 1, 1, "@read @hash @slow"),
-    C(hincrby, 4, W | D | F, 1, 1, 1, "@write @hash @fast"),
-    C(hincrbyfloat, 4, W | D | F, 1, 1, 1, "@write @hash @fast"),
+    CP(hincrby, 4, W | D | F, 1, 1, 1, "@write @hash @fast", EV(SV_N_HASH, "hincrby", SV_EV_ANY)),
+    CP(hincrbyfloat, 4, W | D | F, 1, 1, 1, "@write @hash @fast", EV(SV_N_HASH, "hincrbyfloat", SV_EV_ANY)),
     C(hstrlen, 3, R | F, 1, 1, 1, "@read @hash @fast"),
     C(hrandfield, -2, R, 1, 1, 1, "@read @hash @slow"),
     C(hscan, -3, R, 1, 1, 1, "@read @hash @slow"),
     /* sets */
-    CP(sadd, -3, W | D | F, 1, 1, 1, "@write @set @fast", NOOP0),
-    CP(srem, -3, W | F, 1, 1, 1, "@write @set @fast", NOOP0),
+    CP(sadd, -3, W | D | F, 1, 1, 1, "@write @set @fast", NOOP0, EV(SV_N_SET, "sadd", SV_EV_POS)),
+    CP(srem, -3, W | F, 1, 1, 1, "@write @set @fast", NOOP0, EV(SV_N_SET, "srem", SV_EV_POS)),
     C(smembers, 2, R, 1, 1, 1, "@read @set @slow"),
     C(sismember, 3, R | F, 1, 1, 1, "@read @set @fast"),
     C(smismember, -3, R | F, 1, 1, 1, "@read @set @fast"),
     C(scard, 2, R | F, 1, 1, 1, "@read @set @fast"),
-    CP(spop, -2, W | F, 1, 1, 1, "@write @set @fast", .aof = SV_AOF_SREM_REPLY, NOOP0),
+    CP(spop, -2, W | F, 1, 1, 1, "@write @set @fast", .aof = SV_AOF_SREM_REPLY, NOOP0, EV(SV_N_SET, "spop", SV_EV_NONNULL)),
     C(srandmember, -2, R, 1, 1, 1, "@read @set @slow"),
     CP(smove, 4, W | F, 1, 2, 1, "@write @set @fast", .coord = SV_COORD_SMOVE, NOOP0),
     CP(sinter, -2, R, 1, -1, 1, "@read @set @slow", .coord = SV_COORD_SINTER),
     CP(sunion, -2, R, 1, -1, 1, "@read @set @slow", .coord = SV_COORD_SUNION),
     CP(sdiff, -2, R, 1, -1, 1, "@read @set @slow", .coord = SV_COORD_SDIFF),
-    CP(sinterstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SINTERSTORE, .touch = SV_TOUCH_FIRST),
-    CP(sunionstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SUNIONSTORE, .touch = SV_TOUCH_FIRST),
-    CP(sdiffstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SDIFFSTORE, .touch = SV_TOUCH_FIRST),
+    CP(sinterstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SINTERSTORE, .touch = SV_TOUCH_FIRST, EV(SV_N_SET, "sinterstore", SV_EV_POS)),
+    CP(sunionstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SUNIONSTORE, .touch = SV_TOUCH_FIRST, EV(SV_N_SET, "sunionstore", SV_EV_POS)),
+    CP(sdiffstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SDIFFSTORE, .touch = SV_TOUCH_FIRST, EV(SV_N_SET, "sdiffstore", SV_EV_POS)),
     {"sintercard", sv_cmd_sintercard, -3, R | M, 0, 0, 0, "@read @set @slow", sintercard_keys, .coord = SV_COORD_SINTERCARD},
     C(sscan, -3, R, 1, 1, 1, "@read @set @slow"),
     /* sorted sets */
-    C(zadd, -4, W | D | F, 1, 1, 1, "@write @sortedset @fast"),
-    CP(zrem, -3, W | F, 1, 1, 1, "@write @sortedset @fast", NOOP0),
+    CP(zadd, -4, W | D | F, 1, 1, 1, "@write @sortedset @fast", EVF(SV_N_ZSET, sv_ev_zadd, SV_EV_ANY)),
+    CP(zrem, -3, W | F, 1, 1, 1, "@write @sortedset @fast", NOOP0, EV(SV_N_ZSET, "zrem", SV_EV_POS)),
     C(zscore, 3, R | F, 1, 1, 1, "@read @sortedset @fast"),
     C(zmscore, -3, R | F, 1, 1, 1, "@read @sortedset @fast"),
-    C(zincrby, 4, W | D | F, 1, 1, 1, "@write @sortedset @fast"),
+    CP(zincrby, 4, W | D | F, 1, 1, 1, "@write @sortedset @fast", EV(SV_N_ZSET, "zincr", SV_EV_ANY)),
     C(zcard, 2, R | F, 1, 1, 1, "@read @sortedset @fast"),
     C(zcount, 4, R | F, 1, 1, 1, "@read @sortedset @fast"),
     C(zlexcount, 4, R | F, 1, 1, 1, "@read @sortedset @fast"),
@@ -170,11 +183,11 @@ static const sv_cmd table[] = {
     C(zrevrangebyscore, -4, R, 1, 1, 1, "@read @sortedset @slow"),
     C(zrangebylex, -4, R, 1, 1, 1, "@read @sortedset @slow"),
     C(zrevrangebylex, -4, R, 1, 1, 1, "@read @sortedset @slow"),
-    CP(zpopmin, -2, W | F, 1, 1, 1, "@write @sortedset @fast", NOOP0),
-    CP(zpopmax, -2, W | F, 1, 1, 1, "@write @sortedset @fast", NOOP0),
-    CP(zremrangebyrank, 4, W, 1, 1, 1, "@write @sortedset @slow", NOOP0),
-    CP(zremrangebyscore, 4, W, 1, 1, 1, "@write @sortedset @slow", NOOP0),
-    CP(zremrangebylex, 4, W, 1, 1, 1, "@write @sortedset @slow", NOOP0),
+    CP(zpopmin, -2, W | F, 1, 1, 1, "@write @sortedset @fast", NOOP0, EV(SV_N_ZSET, "zpopmin", SV_EV_NONNULL)),
+    CP(zpopmax, -2, W | F, 1, 1, 1, "@write @sortedset @fast", NOOP0, EV(SV_N_ZSET, "zpopmax", SV_EV_NONNULL)),
+    CP(zremrangebyrank, 4, W, 1, 1, 1, "@write @sortedset @slow", NOOP0, EV(SV_N_ZSET, "zremrangebyrank", SV_EV_POS)),
+    CP(zremrangebyscore, 4, W, 1, 1, 1, "@write @sortedset @slow", NOOP0, EV(SV_N_ZSET, "zremrangebyscore", SV_EV_POS)),
+    CP(zremrangebylex, 4, W, 1, 1, 1, "@write @sortedset @slow", NOOP0, EV(SV_N_ZSET, "zremrangebylex", SV_EV_POS)),
     C(zscan, -3, R, 1, 1, 1, "@read @sortedset @slow"),
     /* streams: the writes that log what they did themselves have .aof NONE
      * (t_stream.c); Redis signals (WATCH) only entries added, deleted or trimmed */
@@ -194,6 +207,19 @@ static const sv_cmd table[] = {
     CP(xautoclaim, -6, W | F, 1, 1, 1, "@write @stream @fast", .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE),
     C(xinfo, -2, R, 2, 2, 1, "@read @stream @slow"),
     CP(xsetid, -3, W | D | F, 1, 1, 1, "@write @stream @fast", .touch = SV_TOUCH_NONE),
+    CP(bzpopmin, -3, W | F | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @sortedset @fast @blocking", NOOP0, EVF(SV_N_ZSET, sv_ev_bzpop, SV_EV_NONNULL)),
+    CP(bzpopmax, -3, W | F | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @sortedset @fast @blocking", NOOP0, EVF(SV_N_ZSET, sv_ev_bzpop, SV_EV_NONNULL)),
+    {"bzmpop", sv_cmd_bzmpop, -5, W | B | M, 0, 0, 0, "@write @sortedset @slow @blocking", sv_mpop_keys, NOOP0, EVF(SV_N_ZSET, sv_ev_bzmpop, SV_EV_NONNULL)},
+    /* pub/sub */
+    C(subscribe, -2, P | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@pubsub @slow"),
+    C(psubscribe, -2, P | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@pubsub @slow"),
+    C(unsubscribe, -1, P | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@pubsub @slow"),
+    C(punsubscribe, -1, P | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@pubsub @slow"),
+    C(ssubscribe, -2, P | SV_CMD_NOSCRIPT | L, 1, -1, 1, "@pubsub @slow"),
+    C(sunsubscribe, -1, P | SV_CMD_NOSCRIPT | L, 1, -1, 1, "@pubsub @slow"),
+    C(publish, 3, P | L | F, 0, 0, 0, "@pubsub @fast"),
+    C(spublish, 3, P | L | F, 1, 1, 1, "@pubsub @fast"),
+    C(pubsub, -2, 0, 0, 0, 0, "@slow"),
     /* connection and server */
     C(ping, -1, F, 0, 0, 0, "@fast @connection"),
     C(echo, 2, F, 0, 0, 0, "@fast @connection"),
@@ -393,10 +419,15 @@ void sv_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv)
         return;
     }
     size_t off = c->r.out->len;
+    int ntf = sv_notify_flags != 0; /* keyspace notifications: queued inside, published after (notify.c) */
+    if (ntf) sv_notify_begin(c->sh);
     cmd->fn(c, argc, argv);
-    /* durability: what a write changed goes to the shard's log (aof.c) */
-    if (c->sh->aof) sv_aof_feed(c, cmd, argc, argv, off);
-    signal_written(c, cmd, argc, argv, off);
+    if (!c->blocked) { /* (a parked command changed nothing yet) */
+        /* durability: what a write changed goes to the shard's log (aof.c) */
+        if (c->sh->aof) sv_aof_feed(c, cmd, argc, argv, off);
+        signal_written(c, cmd, argc, argv, off);
+    }
+    if (ntf) sv_notify_end(c, cmd, argc, argv, off);
 }
 
 void sv_execute(sv_ctx *c, int argc, sv_str *argv)
@@ -421,6 +452,21 @@ void sv_execute(sv_ctx *c, int argc, sv_str *argv)
     }
     if (sv_cfg.shards > 1 && !c->noroute && (cmd->first || cmd->getkeys) && !route(c, cmd, argc, argv)) {
         sv_tx_flag_error(c); /* MOVED or CROSSSLOT of a queued command fails the transaction, as in Redis Cluster */
+        return;
+    }
+    if (c->sess->ps && sv_pubsub_resp2_restricted(c->sess) && !sv_pubsub_allowed_cmd(cmd->fn)) {
+        /* named as Redis names it: a container command with its subcommand */
+        static const char *containers[] = {"client", "config", "command", "cluster", "function", "pubsub", "object"};
+        char name[80];
+        snprintf(name, sizeof(name), "%s", cmd->name);
+        for (size_t i = 0; i < sizeof(containers) / sizeof(containers[0]) && argc >= 2; i++)
+            if (!strcmp(cmd->name, containers[i])) {
+                size_t l = strlen(name), sl = argv[1].len > 32 ? 32 : argv[1].len;
+                name[l++] = '|';
+                for (size_t j = 0; j < sl; j++) name[l++] = (char)tolower((unsigned char)argv[1].p[j]);
+                name[l] = 0;
+            }
+        sv_add_errorf(&c->r, "Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", name);
         return;
     }
     if (queue) {

@@ -6,7 +6,9 @@
 
 #include "conn.h"
 #include "aof.h"
+#include "blocking.h"
 #include "fwd.h"
+#include "pubsub.h"
 
 #define READ_CHUNK (16 * 1024)
 #define BUF_KEEP (1024 * 1024) /* larger idle buffers are released */
@@ -48,10 +50,17 @@ void sv_conn_close(sv_conn *c)
     c->closing = 1;
     sv_shard *sh = c->sh;
     sv_fwd_unpause(c);
+    if (c->blk) { /* a parked command of a client that left is forgotten */
+        sv_block_cancel(c->blk);
+        c->blk = NULL;
+    }
+    /* parked at another shard: it sees the flag and drops the waiter */
+    if (c->blk_remote) atomic_store_explicit(&c->dropped, 1, memory_order_relaxed);
     if (c->prev) c->prev->next = c->next;
     else sh->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     sh->nclients--;
+    sv_pubsub_conn_closed(c); /* no message is written to it any more */
     if (c->sess.tx) {
         if (sh->fwd_on) sv_fwd_release_watches(c, 1); /* those kept by other shards */
         sv_tx_free(sh, &c->sess);
@@ -181,7 +190,7 @@ static void protocol_error(sv_conn *c, const char *msg)
 static void process(sv_conn *c)
 {
     sv_shard *sh = c->sh;
-    while (!c->close_when_flushed && !c->closing) {
+    while (!c->close_when_flushed && !c->closing && !c->blk_wait) {
         const char *base = c->rbuf.data + c->rstart;
         size_t avail = c->rbuf.len - c->rstart;
         if (avail == 0) break;
@@ -215,9 +224,12 @@ static void process(sv_conn *c)
                 }
             } else {
                 sv_ctx ctx = {.sh = sh, .sess = &c->sess, .r = {&c->out, c->sess.proto}, .noroute = 0};
+                ctx.can_block = 1;
                 sv_execute(&ctx, argc, c->argv);
                 if (ctx.close_after) c->close_when_flushed = 1;
+                if (ctx.blocked) sv_conn_park(c, ctx.blocked, NULL, argc, c->argv);
             }
+            sv_block_serve(sh); /* what this command pushed serves parked clients now */
             /* a long batch hands its replies to the kernel as it goes, so only what
              * the client has not read counts against the output limit */
             if (c->out.len >= FLUSH_EARLY) flush(c);
@@ -272,6 +284,14 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         c->rbuf.len = c->rstart = 0;
         return;
     }
+    if (c->blk_wait) { /* parked: requests wait in the buffer, within its limit */
+        if ((long long)query_bytes(c, c->rbuf.len - c->rstart) > SV_QUERYBUF_MAX) {
+            sv_log(SV_LOG_WARNING, "closing client %llu that reached max query buffer length",
+                   (unsigned long long)c->sess.id);
+            sv_conn_close(c);
+        }
+        return;
+    }
     c->sh->now_ms = sv_mstime();
     c->last_interaction_ms = c->sh->now_ms;
     process(c);
@@ -282,10 +302,40 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
      * whole pipeline, for nothing. The batch is written when its last slot drains
      * (fwd.c); only the earliest incomplete batch is waited for, so a client that
      * keeps sending still gets each batch's replies as soon as it is complete. */
-    if (c->pend_head && !c->hold) c->hold = c->pend_tail;
+    if (c->pend_head && !c->hold && !c->blk_wait) c->hold = c->pend_tail;
+    /* (a parked command's slot is not held for: the replies before it leave now) */
     if (c->hold && c->out.len < FLUSH_EARLY) return;
     if (c->sh->aof) sv_conn_queue_flush(c); /* with a log: at the end of the turn, after it */
     else flush(c);
+}
+
+/* ---- a parked command's owner (blocking.c) ---- */
+
+static sv_buf *park_reply_buf(void *owner)
+{
+    sv_conn *c = owner;
+    return c->blk_slot ? sv_fwd_later_out(c->blk_slot) : &c->out;
+}
+
+static void park_done(void *owner, int how)
+{
+    sv_conn *c = owner;
+    c->blk = NULL;
+    c->blk_wait = 0;
+    if (c->blk_slot) sv_fwd_later_done(c, c->blk_slot);
+    c->blk_slot = NULL;
+    /* its later requests run, and the reply leaves, after the serve pass */
+    if (how == SV_BLOCK_SERVED) sv_block_resume_later(c->sh, c);
+}
+
+static const sv_block_owner park_ops = {park_reply_buf, park_done, NULL};
+
+void sv_conn_park(sv_conn *c, sv_waiter *w, struct sv_pend *slot, int argc, sv_str *argv)
+{
+    sv_block_attach(w, &park_ops, c, argc, argv, &c->sess);
+    c->blk = w;
+    c->blk_slot = slot;
+    c->blk_wait = 1;
 }
 
 static void describe_addr(uv_tcp_t *t, int peer, char *out, size_t cap)
@@ -323,6 +373,7 @@ void sv_conn_accept(sv_shard *sh)
     sv_parser_init(&c->parser);
     c->sess.id = atomic_fetch_add(&sv_next_client_id, 1);
     c->sess.proto = 2;
+    c->sess.conn = c;
     c->sess.ctime_ms = sv_mstime();
     c->last_interaction_ms = c->sess.ctime_ms;
     describe_addr(&c->tcp, 1, c->sess.addr, sizeof(c->sess.addr));
@@ -353,14 +404,16 @@ static int conn_fd(sv_conn *c)
 
 void sv_conn_describe(sv_conn *c, sv_buf *out, int64_t now_ms)
 {
+    int sub, psub, ssub;
+    sv_pubsub_counts(&c->sess, &sub, &psub, &ssub);
     char line[1024];
     int n = snprintf(line, sizeof(line),
-                     "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=N db=0 sub=0 psub=0 ssub=0 "
+                     "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 sub=%d psub=%d ssub=%d "
                      "multi=%d qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 obl=0 oll=0 omem=%zu tot-mem=%zu "
                      "events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
                      (unsigned long long)c->sess.id, c->sess.addr, c->sess.laddr, conn_fd(c),
                      c->sess.name ? c->sess.name : "", (long long)(now_ms - c->sess.ctime_ms) / 1000,
-                     (long long)(now_ms - c->last_interaction_ms) / 1000,
+                     (long long)(now_ms - c->last_interaction_ms) / 1000, c->blk_wait ? "b" : sub + psub + ssub ? "P" : "N", sub, psub, ssub,
                      c->sess.tx && c->sess.tx->in_multi ? c->sess.tx->nq : -1, c->rbuf.len, c->rbuf.cap - c->rbuf.len,
                      sv_conn_unsent(c), c->rbuf.cap + c->out.cap + c->inflight.cap,
                      c->sess.last_cmd ? c->sess.last_cmd : "NULL", c->sess.proto,

@@ -46,6 +46,14 @@ typedef struct sv_conn {
      * adds, this shard subtracts on delivery) */
     atomic_llong fwd_bytes;
     size_t pend_bytes; /* reply bytes waiting in pend slots behind a forwarded command */
+    /* blocking: a command of this connection is parked (here: blk, its reply going to
+     * blk_slot when earlier replies are still owed, else to out; or at another shard:
+     * blk_remote, the slot its reply comes back to). Meanwhile the connection reads
+     * (so a disconnect is seen) but runs nothing: later requests wait in rbuf. */
+    int blk_wait;
+    struct sv_waiter *blk;
+    struct sv_pend *blk_slot;
+    struct sv_pend *blk_remote;
 } sv_conn;
 
 /* Output held for forwarded replies is written anyway past this size. */
@@ -72,6 +80,9 @@ void sv_conn_free(sv_conn *c);
 /* Backpressure: runs the requests still buffered and reads again (fwd.c calls it
  * when the shard the connection waited for has room). */
 void sv_conn_resume(sv_conn *c);
+/* A command run on the connection parked (ctx.blocked): the connection waits for
+ * its reply (slot: where it goes when earlier replies are still owed, or NULL). */
+void sv_conn_park(sv_conn *c, struct sv_waiter *w, struct sv_pend *slot, int argc, sv_str *argv);
 /* Writes a CLIENT LIST line for the connection. */
 void sv_conn_describe(sv_conn *c, sv_buf *out, int64_t now_ms);
 

@@ -5,6 +5,8 @@
 #include <stdio.h>
 
 #include "server.h"
+#include "blocking.h"
+#include "notify.h"
 #include "aof.h"
 #include "stream.h"
 
@@ -150,6 +152,7 @@ void sv_db_note_expired(sv_shard *sh, sv_entry *e)
 {
     if (sh->aof) sv_aof_log_del(sh, e->key, e->klen);
     sh->stats.expired_keys++;
+    sv_notify(sh, SV_N_EXPIRED, "expired", (sv_str){e->key, e->klen});
 }
 
 void sv_db_expire_entry(sv_shard *sh, sv_entry *e)
@@ -191,11 +194,24 @@ int sv_db_get_typed(sv_ctx *c, sv_str key, int type, sv_entry **out)
     return 1;
 }
 
+/* A new list or sorted set is what a parked BLPOP/BZPOPMIN waits for (an empty one
+ * does not exist), so creating one is the signal, as in Redis's dbAdd. Pushes to an
+ * existing key need none: nobody can be waiting on a non-empty key. */
+static void signal_if_blockable(sv_shard *sh, sv_str key, sv_obj *o)
+{
+    if (o->type == SV_T_LIST || o->type == SV_T_ZSET) sv_signal_key_ready(sh, key);
+}
+
+/* A key created: the "new" event (class n). */
+static void notify_new(sv_shard *sh, sv_str key) { sv_notify(sh, SV_N_NEW, "new", key); }
+
 sv_entry *sv_db_add(sv_shard *sh, sv_str key, sv_obj *o)
 {
     sv_entry *e = sv_dict_add(&sh->keys, key.p, key.len, NULL);
     e->val = o;
     sh->slot_keys[sl__key_slot(key.p, key.len)]++;
+    notify_new(sh, key);
+    signal_if_blockable(sh, key, o);
     return e;
 }
 
@@ -206,10 +222,13 @@ sv_entry *sv_db_set(sv_shard *sh, sv_str key, sv_obj *o, int keepttl)
     if (e) {
         e->val = o;
         sh->slot_keys[sl__key_slot(key.p, key.len)]++;
+        notify_new(sh, key);
+        signal_if_blockable(sh, key, o);
         return e;
     }
     if (ex->val != o) sv_obj_free(ex->val);
     ex->val = o;
+    signal_if_blockable(sh, key, o);
     if (sv_db_expired(sh, ex)) sv_db_note_expired(sh, ex); /* replaced: logged as expired first */
     if (sv_db_expired(sh, ex) || !keepttl) sv_db_persist(sh, ex);
     return ex;
@@ -233,7 +252,9 @@ void sv_db_delete_if_empty(sv_shard *sh, sv_entry *e)
     case SV_T_SET: empty = sv_dict_size(&((sv_set *)o)->d) == 0; break;
     case SV_T_ZSET: empty = ((sv_zset *)o)->len == 0; break;
     }
-    if (empty) sv_db_delete_entry(sh, e);
+    if (!empty) return;
+    sv_notify(sh, SV_N_GENERIC, "del", (sv_str){e->key, e->klen}); /* after the command's own event */
+    sv_db_delete_entry(sh, e);
 }
 
 static void free_key_val(sv_entry *e, void *priv)

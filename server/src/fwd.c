@@ -1,6 +1,8 @@
 /* fwd: see fwd.h. */
 #include "fwd.h"
 #include "aof.h"
+#include "blocking.h"
+#include "pubsub.h"
 
 #include <stdio.h>
 
@@ -379,11 +381,55 @@ static void deliver(sv_shard *sh, sv_fmsg *m)
     m->reply = t;
     msg_free(m);
     if (--p->waiting == 0 && p->kind != K_PLAIN) merge(c, p);
+    if (p == c->blk_remote) { /* a command parked at another shard answered: go on */
+        c->blk_remote = NULL;
+        c->blk_wait = 0;
+        sv_block_resume_later(sh, c);
+    }
     if (p == c->pend_head && p->waiting == 0) {
         drain(c);
         sv_conn_queue_flush(c);
     }
 }
+
+/* The reply of a request run here goes back to its shard. */
+static void reply_back(sv_shard *sh, sv_fmsg *m)
+{
+    /* replies on their way back are unsent replies: past the limit, the client is
+     * dropped (flagged here, closed by its own shard when this reply arrives) */
+    long long held = atomic_fetch_add_explicit(&m->conn->fwd_bytes, (long long)m->reply.len, memory_order_relaxed) +
+                     (long long)m->reply.len;
+    if (held > sv_cfg.output_limit) atomic_store_explicit(&m->conn->dropped, 1, memory_order_relaxed);
+    bump(&sh->fwd_executed);
+    m->is_reply = 1;
+    push(sh, m->src, m);
+}
+
+/* A forwarded request parked here (blocking.c): its reply is the message's. */
+static sv_buf *remote_reply_buf(void *owner) { return &((sv_fmsg *)owner)->reply; }
+
+static void remote_done(void *owner, int how)
+{
+    sv_fmsg *m = owner;
+    sv_shard *sh = &sv_shards[m->dst];
+    if (how == SV_BLOCK_CANCELLED) { /* shutdown: the client gets a null, not silence */
+        sv_reply r = {&m->reply, m->proto};
+        sv_add_null_array(&r);
+    }
+    reply_back(sh, m);
+}
+
+/* The client disconnected (its shard set the flag): the message goes back empty. */
+static int remote_gone(void *owner)
+{
+    sv_fmsg *m = owner;
+    if (!atomic_load_explicit(&m->conn->dropped, memory_order_relaxed)) return 0;
+    m->is_reply = 1;
+    push(&sv_shards[m->dst], m->src, m);
+    return 1;
+}
+
+static const sv_block_owner remote_ops = {remote_reply_buf, remote_done, remote_gone};
 
 /* Runs a forwarded request here (the owner) and queues the reply back. */
 static void execute_request(sv_shard *sh, sv_fmsg *m)
@@ -402,15 +448,15 @@ static void execute_request(sv_shard *sh, sv_fmsg *m)
     s.proto = m->proto;
     /* the sender routed it here (all its keys are ours): no second routing check */
     sv_ctx ctx = {.sh = sh, .sess = &s, .r = {&m->reply, m->proto}, .noroute = 1};
+    ctx.can_block = !m->must_run;
     sv_execute(&ctx, m->argc, m->argv);
-    /* replies on their way back are unsent replies: past the limit, the client is
-     * dropped (flagged here, closed by its own shard when this reply arrives) */
-    long long held = atomic_fetch_add_explicit(&m->conn->fwd_bytes, (long long)m->reply.len, memory_order_relaxed) +
-                     (long long)m->reply.len;
-    if (held > sv_cfg.output_limit) atomic_store_explicit(&m->conn->dropped, 1, memory_order_relaxed);
-    bump(&sh->fwd_executed);
-    m->is_reply = 1;
-    push(sh, m->src, m);
+    if (ctx.blocked) { /* parked here; the reply goes back when it is served */
+        sv_block_attach(ctx.blocked, &remote_ops, m, m->argc, m->argv, NULL);
+        sv_block_serve(sh);
+        return;
+    }
+    reply_back(sh, m);
+    sv_block_serve(sh);
 }
 
 static void on_async(uv_async_t *a)
@@ -455,6 +501,7 @@ static void on_async(uv_async_t *a)
         }
     }
     if (sh->fwd_paused) resume_paused(sh);
+    sv_block_serve(sh); /* connections whose parked command answered from another shard */
     sv_conn_flush_queued(sh);
 }
 
@@ -509,6 +556,25 @@ void sv_fwd_coord_finish(sv_conn *c, sv_pend *p)
     c->coord_changed = 1; /* a connection paused behind it resumes at the end of on_async */
 }
 
+/* ---- a parked command's slot (blocking.c, via conn.c) ---- */
+
+sv_pend *sv_fwd_later_slot(sv_conn *c)
+{
+    sv_pend *p = pend_add(c);
+    p->kind = K_PLAIN;
+    p->waiting = 1;
+    return p;
+}
+
+sv_buf *sv_fwd_later_out(sv_pend *p) { return &p->out; }
+
+void sv_fwd_later_done(sv_conn *c, sv_pend *p)
+{
+    count(c, p, p->out.len);
+    p->waiting = 0;
+    if (p == c->pend_head) drain(c);
+}
+
 /* ---- backpressure ---- */
 
 static int target_full(sv_shard *sh, int t) { return t != sh->index && sh->fwd_inflight[t] >= sv_cfg.forward_queue; }
@@ -561,11 +627,14 @@ static void resume_paused(sv_shard *sh)
 static void run_local(sv_conn *c, sv_buf *out, int argc, sv_str *argv, int noroute)
 {
     sv_ctx ctx = {.sh = c->sh, .sess = &c->sess, .r = {out, c->sess.proto}, .noroute = noroute};
+    ctx.can_block = out == &c->out || (c->pend_tail && out == &c->pend_tail->out); /* not a part */
     size_t before = out->len;
     sv_execute(&ctx, argc, argv);
     /* a reply (or part) written into a slot: the slot is the newest one */
     if (out != &c->out && c->pend_tail) count(c, c->pend_tail, out->len - before);
     if (ctx.close_after) c->close_when_flushed = 1; /* flush closes once no slot is left */
+    if (ctx.blocked) /* parked: behind replies still owed, its own slot keeps its place */
+        sv_conn_park(c, ctx.blocked, c->pend_head ? sv_fwd_later_slot(c) : NULL, argc, argv);
 }
 
 /* The merge of a command split per owner shard (its .split policy), or -1. */
@@ -733,6 +802,14 @@ static int must_wait(sv_conn *c, const sv_cmd *cmd, int argc, sv_str *argv)
     return wait;
 }
 
+/* CLIENT UNBLOCK with arguments each shard accepts (otherwise its error, once). */
+static int unblock_args_ok(int argc, sv_str *argv)
+{
+    long long id;
+    if (argc > 4 || !sv_str2ll(argv[2].p, argv[2].len, &id)) return 0;
+    return argc == 3 || sv_eq(argv[3], "timeout") || sv_eq(argv[3], "error");
+}
+
 int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
 {
     sv_shard *sh = c->sh;
@@ -748,6 +825,10 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
         run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
         return 0;
     }
+    if (c->sess.ps && sv_pubsub_resp2_restricted(&c->sess) && !sv_pubsub_allowed_cmd(cmd->fn)) {
+        run_local(c, sv_fwd_reply_buf(c), argc, argv, 1); /* its error, here: no routing */
+        return 0;
+    }
     sv_tx *tx = c->sess.tx;
     if (tx && tx->in_multi && cmd->multi != SV_MULTI_NOW) {
         /* queued here whatever shard owns its keys: EXEC decides where it runs */
@@ -760,9 +841,23 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
         sv_fwd_release_watches(c, 0);
         return 0;
     }
+    if (cmd->fn == sv_cmd_ssubscribe || cmd->fn == sv_cmd_sunsubscribe) {
+        /* a subscription lives with its connection: here, whichever shard owns the
+         * slot (messages reach every shard); channels of several slots: CROSSSLOT */
+        int same = 1;
+        for (int i = 2; i < argc; i++)
+            if (sl__key_slot(argv[i].p, argv[i].len) != sl__key_slot(argv[1].p, argv[1].len)) same = 0;
+        if (same) run_local(c, sv_fwd_reply_buf(c), argc, argv, 1);
+        else {
+            sv_reply r = {sv_fwd_reply_buf(c), c->sess.proto};
+            sv_add_error(&r, "-CROSSSLOT Keys in request don't hash to the same slot");
+        }
+        return 0;
+    }
     if (!cmd->first && !cmd->getkeys) {
         long long slot;
-        int fan = cmd->fan == SV_FAN_SUM || cmd->fan == SV_FAN_OK || cmd->fan == SV_FAN_CONCAT;
+        int unblock = cmd->fn == sv_cmd_client && argc >= 3 && sv_eq(argv[1], "unblock"); /* any shard's client */
+        int fan = cmd->fan == SV_FAN_SUM || cmd->fan == SV_FAN_OK || cmd->fan == SV_FAN_CONCAT || unblock;
         if (cmd->fan == SV_FAN_SLOT_ARG && argc >= 3 &&
             (sv_eq(argv[1], "countkeysinslot") || sv_eq(argv[1], "getkeysinslot")) &&
             sv_str2ll(argv[2].p, argv[2].len, &slot) && slot >= 0 && slot < SL_SLOTS &&
@@ -786,6 +881,7 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
         if (cmd->fan == SV_FAN_SUM) fan_out(c, K_SUM, argc, argv);
         else if (cmd->fan == SV_FAN_OK) fan_out(c, K_OK, argc, argv);
         else if (cmd->fan == SV_FAN_CONCAT) fan_out(c, K_CONCAT, argc, argv);
+        else if (unblock && unblock_args_ok(argc, argv)) fan_out(c, K_SUM, argc, argv);
         else run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
         return 0;
     }
@@ -823,6 +919,11 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
         sv_pend *p = pend_add(c);
         p->kind = K_PLAIN;
         send_part(c, p, 0, first, argc, argv, NULL);
+        /* it may park there: nothing after it runs until it answers, as in Redis */
+        if (cmd->flags & SV_CMD_BLOCKING) {
+            c->blk_remote = p;
+            c->blk_wait = 1;
+        }
     } else {
         int kind = split_kind(cmd);
         if (cmd->step == 2 && (argc - 1) % 2) {

@@ -60,6 +60,11 @@ struct sv_pend *sv_fwd_coord_slot(sv_conn *c, void *state);
 void sv_fwd_coord_send(sv_conn *c, struct sv_pend *p, int step, int owner, int argc, sv_str *argv);
 sv_buf *sv_fwd_coord_out(struct sv_pend *p);
 void sv_fwd_coord_finish(sv_conn *c, struct sv_pend *p);
+/* A slot for a reply produced later (a parked command behind forwarded ones): its
+ * buffer, and its completion (drains it when it is the first owed). */
+struct sv_pend *sv_fwd_later_slot(sv_conn *c);
+sv_buf *sv_fwd_later_out(struct sv_pend *p);
+void sv_fwd_later_done(sv_conn *c, struct sv_pend *p);
 /* Where a reply produced now must go to stay in order (out, or a new slot). */
 sv_buf *sv_fwd_reply_buf(sv_conn *c);
 void sv_fwd_free_pending(sv_conn *c);

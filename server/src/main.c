@@ -10,6 +10,7 @@
 #include "aof.h"
 #include "config.h"
 #include "fwd.h"
+#include "pubsub.h"
 #include "shard.h"
 
 /* As Redis does at start: maxclients needs that many open files; when even the hard
@@ -54,6 +55,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "slotlane-server: cannot start shard %d: %s\n", i, uv_strerror(r));
             for (int j = 0; j <= i; j++) sv_shard_destroy(&sv_shards[j]);
             sv_fwd_cleanup();
+    sv_pubsub_cleanup();
             free(sv_shards);
             sv_config_free();
             return 1;
@@ -63,6 +65,7 @@ int main(int argc, char **argv)
     if (sv_aof_startup() != 0) {
         for (int j = 0; j < n; j++) sv_shard_destroy(&sv_shards[j]);
         sv_fwd_cleanup();
+    sv_pubsub_cleanup();
         free(sv_shards);
         sv_config_free();
         return 1;
@@ -73,6 +76,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "slotlane-server: cannot listen on %s:%d: %s\n", sv_cfg.bind, sv_shards[i].port ? sv_shards[i].port : sv_cfg.port, uv_strerror(r));
             for (int j = 0; j < n; j++) sv_shard_destroy(&sv_shards[j]);
             sv_fwd_cleanup();
+    sv_pubsub_cleanup();
             free(sv_shards);
             sv_config_free();
             return 1;
@@ -93,6 +97,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++) sv_shard_stop(&sv_shards[i]);
     for (int i = 0; i < n; i++) sv_shard_wait(&sv_shards[i]);
     sv_fwd_cleanup();
+    sv_pubsub_cleanup();
     for (int i = 0; i < n; i++) sv_shard_free(&sv_shards[i]);
     free(sv_shards);
     sv_config_free();

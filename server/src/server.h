@@ -133,6 +133,8 @@ typedef struct sv_session {
     char addr[64], laddr[64];
     int64_t ctime_ms;
     const char *last_cmd;
+    struct sv_psub *ps;    /* subscriptions (pubsub.c), NULL until the first */
+    struct sv_conn *conn;  /* the connection, NULL for forwarded requests and replay */
     sv_tx *tx; /* MULTI/WATCH state, made by the first MULTI or WATCH */
 } sv_session;
 
@@ -193,6 +195,9 @@ typedef struct sv_shard {
 
     struct sv_fwd_pool *fwd_pool;  /* recycled messages and reply slots (fwd.c) */
 
+    struct sv_blk *blk; /* clients parked on keys (blocking.c) */
+    struct sv_pubsub_shard *pubsub; /* subscriptions and messages between shards (pubsub.c) */
+    struct sv_nq *ntf;  /* keyspace notifications queued by the running command (notify.c) */
     /* WATCH (db.c): watched key -> version (u.i) and watchers (aux); the dict is
      * made on first use, nwatched keeps the no-watcher path to one test */
     sv_dict watched;
@@ -213,6 +218,12 @@ typedef struct sv_ctx {
     int noroute;     /* forwarding: run here without the cluster routing check */
     int noblock;     /* EXEC runs its queued commands (and scripts theirs): a blocking
                       * command must behave as its non-blocking form */
+    /* blocking (blocking.c): set by callers that can park a command (a connection, a
+     * forwarded request); the command's waiter, if it parked, for the caller to
+     * attach; the waiter being retried when the command runs from a serve pass */
+    int can_block;
+    struct sv_waiter *blocked;
+    struct sv_waiter *retry;
 } sv_ctx;
 
 typedef void sv_cmd_fn(sv_ctx *c, int argc, sv_str *argv);
@@ -230,6 +241,7 @@ enum {
     SV_CMD_ADMIN = 1 << 9,
     SV_CMD_PUBSUB = 1 << 10,
     SV_CMD_INTERNAL = 1 << 11, /* slotlane.*: used between shards, hidden from COMMAND */
+    SV_CMD_BLOCKING = 1 << 12, /* may park the client (blocking.c): a forwarded one holds its connection */
 };
 
 typedef struct sv_cmd {
@@ -252,6 +264,14 @@ typedef struct sv_cmd {
     uint8_t touch;  /* sv_touch_policy: which keys a successful WRITE modified (WATCH) */
     uint8_t multi;  /* sv_multi_policy: what it does while a connection is in MULTI */
     uint16_t pflags; /* SV_P_* bits */
+    /* keyspace notifications (notify.c): the event the command fires on argv[1] when
+     * its reply says it changed something (ev_rule); or ev_fire chooses the events from
+     * the arguments and the reply. ev_class 0: the command fires nothing, or fires what
+     * depends on its work itself (sv_notify inside it). */
+    uint16_t ev_class;  /* SV_N_* (notify.h) */
+    uint8_t ev_rule;    /* SV_EV_ANY: any reply but an error; _POS: a positive integer; _NONNULL: not null or empty */
+    const char *event;
+    void (*ev_fire)(sv_ctx *c, int argc, sv_str *argv, const char *reply, size_t rlen);
 } sv_cmd;
 
 /* The log record of a WRITE command that did not reply an error (aof.c). */
@@ -430,6 +450,13 @@ SV_DECL(slotlane_xmeta); SV_DECL(slotlane_xpel); SV_DECL(slotlane_xread);
 /* XREAD's option and ID errors, as Redis gives them before looking at any key; 0
  * after replying one. *block: BLOCK was given. (Cross-shard XREAD, fwd_multi.c.) */
 int sv_xread_check(sv_ctx *c, int argc, sv_str *argv, int *sarg, int *nstreams, long long *count, int *block);
+/* blocking lists and sorted sets (t_block.c) */
+SV_DECL(blpop); SV_DECL(brpop); SV_DECL(blmove); SV_DECL(brpoplpush); SV_DECL(blmpop);
+SV_DECL(bzpopmin); SV_DECL(bzpopmax); SV_DECL(bzmpop);
+int sv_mpop_keys(int argc, sv_str *argv, int *keys, int max);
+/* pub/sub (pubsub.c) */
+SV_DECL(subscribe); SV_DECL(psubscribe); SV_DECL(ssubscribe); SV_DECL(unsubscribe); SV_DECL(punsubscribe);
+SV_DECL(sunsubscribe); SV_DECL(publish); SV_DECL(spublish); SV_DECL(pubsub);
 /* internal, between shards (t_transfer.c) */
 SV_DECL(slotlane_take); SV_DECL(slotlane_restore);
 /* transactions (multi.c) */

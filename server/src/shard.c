@@ -11,8 +11,11 @@
 #include <stdio.h>
 
 #include "aof.h"
+#include "blocking.h"
 #include "conn.h"
 #include "fwd.h"
+#include "notify.h"
+#include "pubsub.h"
 
 sv_shard *sv_shards;
 atomic_uint_fast64_t sv_next_client_id = 1;
@@ -33,6 +36,7 @@ static void on_cron(uv_timer_t *t)
     /* active expiry: a small time budget every 100 ms keeps expired keys from piling up */
     sv_expire_cycle(sh, 10000);
     sv_aof_cron(sh);
+    sv_block_cron(sh); /* waiters whose client left while parked at this shard */
 }
 
 static void close_noop(uv_handle_t *h) { (void)h; }
@@ -42,7 +46,9 @@ static void on_stop(uv_async_t *a)
     sv_shard *sh = a->data;
     sh->stopping = 1;
     while (sh->conns) sv_conn_close(sh->conns);
+    sv_block_close_shard(sh); /* before forwarding closes: parked requests answer */
     sv_fwd_close_shard(sh);
+    sv_pubsub_close_shard(sh);
     sv_aof_close_shard(sh);
     if (sh->listening) uv_close((uv_handle_t *)&sh->listener, close_noop);
     uv_timer_stop(&sh->cron);
@@ -72,6 +78,8 @@ int sv_shard_init(sv_shard *sh, int index)
     uv_timer_init(&sh->loop, &sh->cron);
     sh->cron.data = sh;
     if (sv_cfg.misrouted && sv_cfg.shards > 1) sv_fwd_init_shard(sh);
+    sv_block_init_shard(sh);
+    sv_pubsub_init_shard(sh);
     return 0;
 }
 
@@ -133,6 +141,7 @@ void sv_shard_stop(sv_shard *sh) { uv_async_send(&sh->stop); }
 
 static void free_shard(sv_shard *sh)
 {
+    sv_notify_free_shard(sh);
     sv_aof_free(sh);
     sv_db_free(sh);
     if (uv_loop_close(&sh->loop) != 0) sv_log(SV_LOG_WARNING, "shard %d: loop closed with open handles", sh->index);

@@ -2,11 +2,16 @@
 #include <limits.h>
 
 #include "server.h"
+#include "notify.h"
 
 void sv_cmd_del(sv_ctx *c, int argc, sv_str *argv)
 {
     long long n = 0;
-    for (int i = 1; i < argc; i++) n += sv_db_delete(c->sh, argv[i]);
+    for (int i = 1; i < argc; i++)
+        if (sv_db_delete(c->sh, argv[i])) {
+            n++;
+            sv_notify(c->sh, SV_N_GENERIC, "del", argv[i]);
+        }
     sv_add_int(&c->r, n);
 }
 

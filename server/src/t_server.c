@@ -1,6 +1,8 @@
 /* t_server: connection and server commands — PING ECHO QUIT SELECT HELLO AUTH CLIENT
  * INFO CONFIG COMMAND FUNCTION TIME — with Redis 7.0 replies. */
+#include <limits.h>
 #include <stdio.h>
+#include <strings.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -8,6 +10,9 @@
 #include "conn.h"
 #include "server.h"
 #include "aof.h"
+#include "blocking.h"
+#include "notify.h"
+#include "pubsub.h"
 
 static void unknown_subcommand(sv_ctx *c, sv_str sub, const char *cmd)
 {
@@ -18,6 +23,13 @@ void sv_cmd_ping(sv_ctx *c, int argc, sv_str *argv)
 {
     if (argc > 2) {
         sv_add_arity_error(c, "ping");
+        return;
+    }
+    if (c->r.proto == 2 && sv_pubsub_subscribed(c->sess)) { /* a subscribed RESP2 client: a message-shaped pong */
+        sv_add_array(&c->r, 2);
+        sv_add_bulk(&c->r, "pong", 4);
+        if (argc == 1) sv_add_bulk(&c->r, "", 0);
+        else sv_add_bulk(&c->r, argv[1].p, argv[1].len);
         return;
     }
     if (argc == 1) sv_add_status(&c->r, "PONG");
@@ -193,11 +205,23 @@ void sv_cmd_client(sv_ctx *c, int argc, sv_str *argv)
             if (&k->sess == s) sv_conn_describe(k, &b, sv_mstime());
         sv_add_verbatim(&c->r, b.data ? b.data : "", b.len);
         sv_buf_free(&b);
+    } else if (sv_eq(sub, "unblock") && (argc == 3 || argc == 4)) {
+        long long id;
+        if (!sv_get_ll(c, argv[2], &id)) return;
+        int error = 0;
+        if (argc == 4) {
+            if (sv_eq(argv[3], "error")) error = 1;
+            else if (!sv_eq(argv[3], "timeout")) {
+                sv_add_error(&c->r, "CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+                return;
+            }
+        }
+        sv_add_int(&c->r, sv_block_unblock_client(c->sh, (uint64_t)id, error));
     } else if (sv_eq(sub, "help")) {
         sv_add_array(&c->r, 1);
-        sv_add_status(&c->r, "CLIENT SETNAME|GETNAME|ID|SETINFO|LIST|INFO");
+        sv_add_status(&c->r, "CLIENT SETNAME|GETNAME|ID|SETINFO|LIST|INFO|UNBLOCK");
     } else if (sv_eq(sub, "setname") || sv_eq(sub, "getname") || sv_eq(sub, "id") || sv_eq(sub, "setinfo") ||
-               sv_eq(sub, "list") || sv_eq(sub, "info")) {
+               sv_eq(sub, "list") || sv_eq(sub, "info") || sv_eq(sub, "unblock")) {
         char name[64];
         snprintf(name, sizeof(name), "client|%.*s", (int)(sub.len > 32 ? 32 : sub.len), sub.p);
         for (char *p = name; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
@@ -225,6 +249,16 @@ static uint64_t fwd_sum(int which)
     return t;
 }
 
+/* Clients parked on keys, every shard (a forwarded one counts where it is parked). */
+static int blocked_total(void)
+{
+    int n = 0;
+    for (int i = 0; i < sv_cfg.shards; i++) n += sv_block_count(&sv_shards[i]);
+    return n;
+}
+
+#define NO_LIMIT (LLONG_MAX / 4) /* normal class hard limit 0: never dropped */
+
 static void info_section(sv_ctx *c, sv_buf *b, const char *name)
 {
     char tmp[2048];
@@ -246,21 +280,26 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
     } else if (!strcmp(name, "clients")) {
         n = snprintf(tmp, sizeof(tmp),
                      "# Clients\r\nconnected_clients:%d\r\ncluster_connections:0\r\nmaxclients:%d\r\n"
-                     "blocked_clients:0\r\ntracking_clients:0\r\n\r\n",
-                     sh->nclients, sv_cfg.maxclients);
+                     "blocked_clients:%d\r\ntracking_clients:0\r\ntotal_watched_keys:%llu\r\n\r\n",
+                     sh->nclients, sv_cfg.maxclients, blocked_total(), (unsigned long long)sh->nwatched); /* this shard's */
     } else if (!strcmp(name, "stats")) {
+        uint64_t ps_sent, ps_wake, ps_recv;
+        sv_pubsub_stats(&ps_sent, &ps_wake, &ps_recv);
         n = snprintf(tmp, sizeof(tmp),
                      "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
                      "total_net_input_bytes:%llu\r\ntotal_net_output_bytes:%llu\r\nrejected_connections:%llu\r\n"
                      "expired_keys:%llu\r\nevicted_keys:0\r\nkeyspace_hits:%llu\r\nkeyspace_misses:%llu\r\n"
                      "forwarded_commands:%llu\r\nforward_wakeups:%llu\r\nforwarded_executed:%llu\r\n"
-                     "forward_queue_full:%llu\r\n\r\n",
+                     "forward_queue_full:%llu\r\n"
+                     "pubsub_shard_messages_sent:%llu\r\npubsub_shard_wakeups:%llu\r\n"
+                     "pubsub_shard_messages_received:%llu\r\n\r\n",
                      (unsigned long long)sh->stats.connections, (unsigned long long)sh->stats.commands,
                      (unsigned long long)sh->stats.net_in, (unsigned long long)sh->stats.net_out,
                      (unsigned long long)sh->stats.rejected, (unsigned long long)sh->stats.expired_keys,
                      (unsigned long long)sh->stats.keyspace_hits, (unsigned long long)sh->stats.keyspace_misses,
                      (unsigned long long)fwd_sum(0), (unsigned long long)fwd_sum(1), (unsigned long long)fwd_sum(2),
-                     (unsigned long long)fwd_sum(3));
+                     (unsigned long long)fwd_sum(3), (unsigned long long)ps_sent, (unsigned long long)ps_wake,
+                     (unsigned long long)ps_recv);
     } else if (!strcmp(name, "keyspace")) {
         n = snprintf(tmp, sizeof(tmp), "# Keyspace\r\n");
         if (sv_dict_size(&sh->keys))
@@ -324,9 +363,12 @@ static void config_value(const char *name, char *out, size_t cap)
     else if (!strcmp(name, "proto-max-bulk-len")) snprintf(out, cap, "%lld", SV_BULK_MAX);
     else if (!strcmp(name, "client-query-buffer-limit")) snprintf(out, cap, "%lld", SV_QUERYBUF_MAX);
     else if (!strcmp(name, "client-output-buffer-limit"))
-        snprintf(out, cap, "normal %lld %lld 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
-                 sv_cfg.output_limit, sv_cfg.output_limit);
+        snprintf(out, cap, "normal %lld %lld 0 slave 268435456 67108864 60 pubsub %lld %lld %lld",
+                 sv_cfg.output_limit >= NO_LIMIT ? 0 : sv_cfg.output_limit,
+                 sv_cfg.output_limit >= NO_LIMIT ? 0 : sv_cfg.output_limit, (long long)sv_pubsub_limit,
+                 (long long)sv_pubsub_soft_limit, (long long)sv_pubsub_soft_secs);
     else if (!strcmp(name, "maxmemory")) snprintf(out, cap, "0");
+    else if (!strcmp(name, "notify-keyspace-events")) sv_notify_format(sv_notify_flags, out, cap);
     else if (!strcmp(name, "timeout")) snprintf(out, cap, "0");
     else if (!strcmp(name, "auto-aof-rewrite-percentage")) snprintf(out, cap, "%d", sv_cfg.aof_rewrite_pct);
     else if (!strcmp(name, "auto-aof-rewrite-min-size")) snprintf(out, cap, "%lld", sv_cfg.aof_rewrite_min);
@@ -335,8 +377,63 @@ static void config_value(const char *name, char *out, size_t cap)
 static const char *config_names[] = {"maxclients", "port", "bind", "cluster-announce-ip", "cluster-enabled", "save",
                                      "appendonly", "appendfsync", "dir", "loglevel", "databases", "proto-max-bulk-len",
                                      "client-query-buffer-limit", "client-output-buffer-limit", "maxmemory", "timeout",
-                                     "auto-aof-rewrite-percentage", "auto-aof-rewrite-min-size"};
+                                     "auto-aof-rewrite-percentage", "auto-aof-rewrite-min-size", "notify-keyspace-events"};
 #define NCONFIG (sizeof(config_names) / sizeof(config_names[0]))
+
+/* Redis's memory values: a number with an optional k kb m mb g gb suffix. */
+static int parse_memory(const char *s, size_t n, long long *out)
+{
+    static const struct { const char *suf; long long mul; } units[] = {
+        {"kb", 1024}, {"mb", 1024 * 1024}, {"gb", 1024LL * 1024 * 1024}, {"k", 1000}, {"m", 1000000}, {"g", 1000000000}, {"b", 1}};
+    long long mul = 1;
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        size_t l = strlen(units[i].suf);
+        if (n > l && strncasecmp(s + n - l, units[i].suf, l) == 0) {
+            mul = units[i].mul;
+            n -= l;
+            break;
+        }
+    }
+    long long v;
+    if (!sv_str2ll(s, n, &v) || v < 0 || v > LLONG_MAX / mul) return 0;
+    *out = v * mul;
+    return 1;
+}
+
+/* CONFIG SET client-output-buffer-limit "<class> <hard> <soft> <secs> ...": normal
+ * (the limit of every client: --output-limit) and pubsub (subscribers) apply; the
+ * soft limit is kept for CONFIG GET, only the hard one drops a client. */
+static const char *set_output_limits(sv_str v)
+{
+    char buf[1024];
+    if (v.len >= sizeof(buf)) return "Wrong number of arguments in buffer limit configuration.";
+    memcpy(buf, v.p, v.len);
+    buf[v.len] = 0;
+    char *tok[64];
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, " ", &save); t && n < 64; t = strtok_r(NULL, " ", &save)) tok[n++] = t;
+    if (n == 0 || n % 4) return "Wrong number of arguments in buffer limit configuration.";
+    long long vals[16][3];
+    for (int i = 0; i < n; i += 4) {
+        if (strcasecmp(tok[i], "normal") && strcasecmp(tok[i], "slave") && strcasecmp(tok[i], "replica") &&
+            strcasecmp(tok[i], "pubsub"))
+            return "Invalid client class specified in buffer limit configuration.";
+        for (int j = 0; j < 3; j++)
+            if (!parse_memory(tok[i + 1 + j], strlen(tok[i + 1 + j]), &vals[i / 4][j]))
+                return "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
+    }
+    for (int i = 0; i < n; i += 4) {
+        long long *x = vals[i / 4];
+        if (!strcasecmp(tok[i], "normal")) {
+            sv_cfg.output_limit = x[0] ? x[0] : NO_LIMIT;
+        } else if (!strcasecmp(tok[i], "pubsub")) {
+            sv_pubsub_limit = x[0];
+            sv_pubsub_soft_limit = x[1];
+            sv_pubsub_soft_secs = x[2];
+        }
+    }
+    return NULL;
+}
 
 void sv_cmd_config(sv_ctx *c, int argc, sv_str *argv)
 {
@@ -384,6 +481,19 @@ void sv_cmd_config(sv_ctx *c, int argc, sv_str *argv)
                     return;
                 }
                 sv_cfg.loglevel = found;
+            } else if (sv_eq(k, "notify-keyspace-events")) {
+                int f;
+                if (!sv_notify_parse(v, &f)) {
+                    sv_add_error(&c->r, "CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - Invalid event class character. Use 'Ag$lshzxeKEtmdn'.");
+                    return;
+                }
+                sv_notify_flags = f;
+            } else if (sv_eq(k, "client-output-buffer-limit")) {
+                const char *why = set_output_limits(v);
+                if (why) {
+                    sv_add_errorf(&c->r, "CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - %s", why);
+                    return;
+                }
             } else if (sv_eq(k, "save") || sv_eq(k, "appendonly") || sv_eq(k, "timeout")) {
                 /* accepted for client compatibility (test harnesses set them); no effect */
             } else {
@@ -409,7 +519,7 @@ void sv_cmd_config(sv_ctx *c, int argc, sv_str *argv)
 
 static void add_flag_set(sv_ctx *c, int flags)
 {
-    const char *names[12];
+    const char *names[16];
     int n = 0;
     if (flags & SV_CMD_WRITE) names[n++] = "write";
     if (flags & SV_CMD_READONLY) names[n++] = "readonly";
@@ -417,6 +527,7 @@ static void add_flag_set(sv_ctx *c, int flags)
     if (flags & SV_CMD_ADMIN) names[n++] = "admin";
     if (flags & SV_CMD_PUBSUB) names[n++] = "pubsub";
     if (flags & SV_CMD_NOSCRIPT) names[n++] = "noscript";
+    if (flags & SV_CMD_BLOCKING) names[n++] = "blocking";
     if (flags & SV_CMD_LOADING) names[n++] = "loading";
     if (flags & SV_CMD_STALE) names[n++] = "stale";
     if (flags & SV_CMD_FAST) names[n++] = "fast";
@@ -560,6 +671,7 @@ void sv_cmd_reset(sv_ctx *c, int argc, sv_str *argv)
     (void)argc;
     (void)argv;
     set_name(c->sess, (sv_str){"", 0});
+    sv_pubsub_unsubscribe_all(c->sh, c->sess);
     if (c->sess->tx) { /* out of MULTI, nothing watched (fwd.c released other shards' watches) */
         sv_tx_clear_queue(c->sess->tx);
         sv_tx_drop_watches(c->sh, c->sess->tx, -1);

@@ -2,6 +2,7 @@
 #include <limits.h>
 
 #include "server.h"
+#include "notify.h"
 
 static int get_set(sv_ctx *c, sv_str key, sv_entry **e, sv_set **s)
 {
@@ -215,6 +216,7 @@ void sv_cmd_smove(sv_ctx *c, int argc, sv_str *argv)
         sv_add_int(&c->r, 0);
         return;
     }
+    sv_notify(sh, SV_N_SET, "srem", argv[1]);
     sv_db_delete_if_empty(sh, se);
     sv_set *ds;
     if (!de) {
@@ -223,7 +225,7 @@ void sv_cmd_smove(sv_ctx *c, int argc, sv_str *argv)
     } else {
         ds = de->val;
     }
-    sv_dict_add(&ds->d, argv[3].p, argv[3].len, NULL);
+    if (sv_dict_add(&ds->d, argv[3].p, argv[3].len, NULL)) sv_notify(sh, SV_N_SET, "sadd", argv[2]);
     sv_add_int(&c->r, 1);
 }
 

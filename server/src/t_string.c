@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "server.h"
+#include "notify.h"
 
 #define OBJ_NX (1 << 0)
 #define OBJ_XX (1 << 1)
@@ -24,6 +25,7 @@ static sv_entry *store_string(sv_shard *sh, sv_str key, const char *p, size_t n,
     if (e) {
         e->val = sv_string_new(p, n);
         sh->slot_keys[sl__key_slot(key.p, key.len)]++;
+        sv_notify(sh, SV_N_NEW, "new", key);
         return e;
     }
     sv_string *old = ex->val;
@@ -34,7 +36,10 @@ static sv_entry *store_string(sv_shard *sh, sv_str key, const char *p, size_t n,
         sv_obj_free(ex->val);
         ex->val = sv_string_new(p, n);
     }
-    if (sv_db_expired(sh, ex)) sv_db_note_expired(sh, ex); /* replaced: logged as expired first */
+    if (sv_db_expired(sh, ex)) { /* replaced: logged as expired first, then as Redis a new key */
+        sv_db_note_expired(sh, ex);
+        sv_notify(sh, SV_N_NEW, "new", key);
+    }
     if (!keepttl || sv_db_expired(sh, ex)) sv_db_persist(sh, ex);
     return ex;
 }
@@ -135,6 +140,8 @@ static void set_generic(sv_ctx *c, int flags, sv_str key, sv_str val, sv_str *ex
     }
     sv_entry *e = store_string(c->sh, key, val.p, val.len, flags & OBJ_KEEPTTL);
     if (when) sv_db_set_expire(c->sh, e, when);
+    sv_notify(c->sh, SV_N_STRING, "set", key);
+    if (when) sv_notify(c->sh, SV_N_GENERIC, "expire", key);
     if (!(flags & OBJ_GET) && ok_reply) sv_add_ok(&c->r);
 }
 
@@ -144,6 +151,7 @@ void sv_cmd_set(sv_ctx *c, int argc, sv_str *argv)
         /* the hot path: no option parsing, no second lookup */
         store_string(c->sh, argv[1], argv[2].p, argv[2].len, 0);
         sv_add_ok(&c->r);
+        sv_notify(c->sh, SV_N_STRING, "set", argv[1]);
         return;
     }
     int flags;
@@ -241,7 +249,10 @@ static void mset_generic(sv_ctx *c, int argc, sv_str *argv, int nx, const char *
                 return;
             }
     }
-    for (int i = 1; i < argc; i += 2) store_string(c->sh, argv[i], argv[i + 1].p, argv[i + 1].len, 0);
+    for (int i = 1; i < argc; i += 2) {
+        store_string(c->sh, argv[i], argv[i + 1].p, argv[i + 1].len, 0);
+        sv_notify(c->sh, SV_N_STRING, "set", argv[i]);
+    }
     if (nx) sv_add_int(&c->r, 1);
     else sv_add_ok(&c->r);
 }

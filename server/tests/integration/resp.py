@@ -33,6 +33,12 @@ class Set(list):
         return f"Set({list.__repr__(self)})"
 
 
+class Push(list):
+    """A RESP3 push ('>'): pub/sub messages and (un)subscribe confirmations."""
+    def __repr__(self):
+        return "Push(" + list.__repr__(self) + ")"
+
+
 class Double(str):
     def __repr__(self):
         return f"Double({str.__repr__(self)})"
@@ -128,6 +134,8 @@ class Conn:
             return Map((self.read(), self.read()) for _ in range(int(rest)))
         if t == b"~":
             return Set(self.read() for _ in range(int(rest)))
+        if t == b">":
+            return Push(self.read() for _ in range(int(rest)))
         if t == b"_":
             return None
         if t == b",":

@@ -388,10 +388,40 @@ class Gen:
         if c == 5: return ["ZLEXCOUNT", k, lo, hi], [1], "exact"
         return ["ZREM", k, rng.choice(LEX)], [1], "exact"
 
+    def block_cmd(self):
+        """Blocking commands with 1 ms timeouts (served at once, or nil after 1 ms on both),
+        their errors, and the non-blocking paths (a value present)."""
+        rng = self.rng
+        one = self.spread  # forwarding streams: keys of several shards would be CROSSSLOT here
+        t = rng.choice(["0.001"] * 6 + ["0.0001", "-1", "x", "inf", "nan", "-0.5", "1e400"])
+        nk = 1 if one else rng.randrange(1, 4)
+        c = rng.randrange(10)
+        if c in (0, 1):
+            ks = self.keys("list", nk)
+            return [rng.choice(["BLPOP", "BRPOP"])] + ks + [t], list(range(1, nk + 1)), "exact"
+        if c == 2:
+            a, b = self.keys("list", 2) if not one else [self.key("list")] * 2
+            return ["BLMOVE", a, b, rng.choice(["LEFT", "RIGHT", "UP"]), rng.choice(["LEFT", "RIGHT"]), t], [1, 2], "exact"
+        if c == 3:
+            a, b = self.keys("list", 2) if not one else [self.key("list")] * 2
+            return ["BRPOPLPUSH", a, b, t], [1, 2], "exact"
+        if c in (4, 5):
+            ks = self.keys("list", nk)
+            n = rng.choice([str(nk)] * 8 + ["0", "x", str(nk + 5)])
+            opts = rng.choice([[], [], ["COUNT", rng.choice(["1", "2", "10", "0", "-1", "x"])], ["COUNT"], ["COUNT", "1", "COUNT", "1"], ["BAD"]])
+            return ["BLMPOP", t, n] + ks + [rng.choice(["LEFT", "RIGHT", "left", "MIN"])] + opts, list(range(3, 3 + nk)), "exact"
+        if c in (6, 7):
+            ks = self.keys("zset", nk)
+            return [rng.choice(["BZPOPMIN", "BZPOPMAX"])] + ks + [t], list(range(1, nk + 1)), "exact"
+        ks = self.keys("zset", nk)
+        n = rng.choice([str(nk)] * 8 + ["0", "x", str(nk + 5)])
+        opts = rng.choice([[], [], ["COUNT", rng.choice(["1", "2", "10", "0", "-1", "x"])], ["COUNT"], ["BAD"]])
+        return ["BZMPOP", t, n] + ks + [rng.choice(["MIN", "MAX", "max", "LEFT"])] + opts, list(range(3, 3 + nk)), "exact"
+
     def next(self):
         if self.txrng is not None and self.txrng.random() < 0.06:
             return self.tx_cmd()
-        fam = self.rng.choices(["string", "keys", "list", "hash", "set", "zset"], [5, 3, 3, 3, 3, 4])[0]
+        fam = self.rng.choices(["string", "keys", "list", "hash", "set", "zset", "block"], [5, 3, 3, 3, 3, 4, 0.4])[0]
         return getattr(self, fam + "_cmd")()
 
     def tx_body(self, n):
