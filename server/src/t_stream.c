@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "aof.h"
+#include "notify.h"
 #include "server.h"
 #include "stream.h"
 #include "stream_int.h"
@@ -24,15 +25,9 @@ static const char *ERR_BADID = "Invalid stream ID specified as stream command ar
 
 static int64_t now_ms(sv_ctx *c) { return c->sh->now_ms ? c->sh->now_ms : sv_mstime(); }
 
-/* Keyspace events (Redis's notifyKeyspaceEvent with NOTIFY_STREAM) and blocked
- * readers. slotlane-server has no notification or blocking module on this branch
- * yet: this is the one place to wire them. */
-static void stream_event(sv_ctx *c, const char *event, sv_str key)
-{
-    (void)c;
-    (void)event;
-    (void)key;
-}
+/* A keyspace event of the stream class (Redis's notifyKeyspaceEvent with
+ * NOTIFY_STREAM), fired where Redis fires it (notify.c delivers it after the command). */
+static void stream_event(sv_ctx *c, const char *event, sv_str key) { sv_notify(c->sh, SV_N_STREAM, event, key); }
 
 /* ---- reply helpers ---- */
 
