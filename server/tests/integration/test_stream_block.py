@@ -5,13 +5,23 @@ XREADGROUP answered -NOGROUP by XGROUP DESTROY, a BLOCK that times out (nil), BL
 inside MULTI (nil at once), a negative timeout; RESP2 and RESP3, one shard and one-port
 mode with 4 shards (parked on the key's owner, the reply forwarded back). Then the
 pending entry a served XREADGROUP BLOCK made survives kill -9 with `always`. Every
-wait ends by an event (a reply), never by a sleep: the PING on the second connection
-orders the XADD after the park."""
+wait ends by an event (a reply), never by a sleep: the second connection sends the
+XADD once INFO shows the client parked (blocked_clients: in one-port mode the parked
+command may still be on its way to the key's owner)."""
 import shutil
 
 import pytest
 
 from resp import Conn, Server
+
+
+def wait_parked(c, n=1):
+    """Until INFO clients says n clients are parked (every shard counts)."""
+    for _ in range(100000):
+        info = c.call("INFO", "clients")
+        if f"blocked_clients:{n}\r\n".encode() in bytes(info):
+            return
+    raise AssertionError(f"never parked: {info!r}")
 
 
 def script(srv, proto):
@@ -21,17 +31,17 @@ def script(srv, proto):
         b.call("HELLO", "3")
     r = []
     a.send("XREAD", "BLOCK", "0", "STREAMS", "{k}s", "$")
-    b.call("PING")
+    wait_parked(b)
     r.append(b.call("XADD", "{k}s", "1-1", "f", "v"))
     r.append(a.read())
     b.call("XGROUP", "CREATE", "{k}s", "g", "$")
     a.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "COUNT", "5", "STREAMS", "{k}s", ">")
-    b.call("PING")
+    wait_parked(b)
     r.append(b.call("XADD", "{k}s", "2-1", "f", "w"))
     r.append(a.read())
     r.append(b.call("XPENDING", "{k}s", "g"))
     a.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "{k}s", ">")
-    b.call("PING")
+    wait_parked(b)
     r.append(b.call("XGROUP", "DESTROY", "{k}s", "g"))
     r.append(a.read())
     r.append(a.call("XREAD", "BLOCK", "20", "STREAMS", "{k}s", "$"))
@@ -65,7 +75,7 @@ def test_served_block_survives_kill9(tmp_path):
         a, b = Conn(s.port), Conn(s.port)
         b.call("XGROUP", "CREATE", "q", "g", "$", "MKSTREAM")
         a.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "q", ">")
-        b.call("PING")
+        wait_parked(b)
         b.call("XADD", "q", "7-1", "f", "v")
         assert a.read() == [[b"q", [[b"7-1", [b"f", b"v"]]]]]
     finally:
