@@ -132,21 +132,6 @@ out=$("$LOAD" --port "$PLAIN_PORT" --threads 1 --conns 1 --pipeline 1 --multi-in
 [ "$rc" = 1 ] && grep -q "did not answer an integer" <<<"$out" || fail "--multi-incr on a list key: rc $rc, $out"
 echo "  ok: a failed INCR inside EXEC is an error"
 
-echo "slotlane-load --mode blpop|publish (msg_modes.c): every reply and message checked"
-"$LOAD" --mode blpop --port "$PLAIN_PORT" --pairs 2 --test-time 0.5 --json "$TMP/blpop.json" >/dev/null ||
-  fail "--mode blpop failed: $(cat "$TMP/blpop.json" 2>/dev/null)"
-"$LOAD" --mode publish --port "$PLAIN_PORT" --subscribers 3 --publishers 2 --pipeline 8 --test-time 0.5 \
-  --json "$TMP/publish.json" >/dev/null || fail "--mode publish failed: $(cat "$TMP/publish.json" 2>/dev/null)"
-python3 - "$TMP/blpop.json" "$TMP/publish.json" <<'PY' || fail "message mode records wrong"
-import json, sys
-b, p = (json.load(open(f)) for f in sys.argv[1:])
-assert b["errors"] == 0 and b["ops"] > 0, b
-assert p["errors"] == 0 and p["ops"] > 0 and p["deliveries"] == 3 * p["ops"], p
-PY
-rc=0
-out=$("$LOAD" --mode publish --port "$DEAD_PORT" --test-time 0.2 2>&1 >/dev/null) || rc=$?
-[ "$rc" = 1 ] && grep -q "cannot connect" <<<"$out" || fail "--mode on a dead port: rc $rc ($out)"
-echo "  ok: blpop $(python3 -c "import json;print(json.load(open('$TMP/blpop.json'))['ops'])") ops, publish $(python3 -c "import json;print(json.load(open('$TMP/publish.json'))['ops'])") ops to 3 subscribers"
 echo "slotlane-load: --stream-pairs (XREADGROUP COUNT 1, its XACK in the next pipeline)"
 for i in $(seq 1 500); do printf 'XADD pairs:s %d-1 f v\n' "$i"; done | redis-cli -h 127.0.0.1 -p "$PLAIN_PORT" >/dev/null
 cli XGROUP CREATE pairs:s g 0
@@ -162,6 +147,21 @@ pending=$(redis-cli -h 127.0.0.1 -p "$PLAIN_PORT" XPENDING pairs:s g | head -1)
 [ "$pending" -le 16 ] || fail "--stream-pairs: $pending entries left pending, more than the last pipelines"
 [ "$(redis-cli -h 127.0.0.1 -p "$PLAIN_PORT" XINFO GROUPS pairs:s | sed -n 8p)" = "400-1" ] || fail "--stream-pairs: the group did not read 400 entries"
 echo "  ok: 400 pairs, every reply checked, $pending pending (the last pipelines)"
+echo "slotlane-load --mode blpop|publish (msg_modes.c): every reply and message checked"
+"$LOAD" --mode blpop --port "$PLAIN_PORT" --pairs 2 --test-time 0.5 --json "$TMP/blpop.json" >/dev/null ||
+  fail "--mode blpop failed: $(cat "$TMP/blpop.json" 2>/dev/null)"
+"$LOAD" --mode publish --port "$PLAIN_PORT" --subscribers 3 --publishers 2 --pipeline 8 --test-time 0.5 \
+  --json "$TMP/publish.json" >/dev/null || fail "--mode publish failed: $(cat "$TMP/publish.json" 2>/dev/null)"
+python3 - "$TMP/blpop.json" "$TMP/publish.json" <<'PY' || fail "message mode records wrong"
+import json, sys
+b, p = (json.load(open(f)) for f in sys.argv[1:])
+assert b["errors"] == 0 and b["ops"] > 0, b
+assert p["errors"] == 0 and p["ops"] > 0 and p["deliveries"] == 3 * p["ops"], p
+PY
+rc=0
+out=$("$LOAD" --mode publish --port "$DEAD_PORT" --test-time 0.2 2>&1 >/dev/null) || rc=$?
+[ "$rc" = 1 ] && grep -q "cannot connect" <<<"$out" || fail "--mode on a dead port: rc $rc ($out)"
+echo "  ok: blpop $(python3 -c "import json;print(json.load(open('$TMP/blpop.json'))['ops'])") ops, publish $(python3 -c "import json;print(json.load(open('$TMP/publish.json'))['ops'])") ops to 3 subscribers"
 
 echo "slotlane-load: slotlane-server, 2 shards per-shard, --cluster"
 start_server() {

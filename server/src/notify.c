@@ -57,16 +57,7 @@ void sv_notify(sv_shard *sh, int cls, const char *event, sv_str key)
 
 /* ---- what each command fires (see notify.h) ---- */
 
-enum { NR_ANY, NR_POS, NR_NONNULL };
 
-typedef struct sv_nspec {
-    const char *cmd;
-    int cls;
-    const char *event; /* on argv[1] when the reply says it changed something */
-    int rule;
-    /* instead of the event: fires what the arguments and reply say (may be NULL) */
-    void (*fire)(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen);
-} sv_nspec;
 
 /* The first bulk string of an array reply ([key, ...] of BLPOP, BZPOPMIN, BLMPOP). */
 static int reply_first_bulk(const char *r, size_t rlen, sv_str *out)
@@ -89,13 +80,13 @@ static void fire_from_reply_key(sv_ctx *c, const char *event, int cls, const cha
     if (reply_first_bulk(r, rlen, &k)) sv_notify(c->sh, cls, event, k);
 }
 
-static void f_blpop(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
+void sv_ev_blpop(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
 {
     (void)argc;
     fire_from_reply_key(c, (argv[0].p[1] | 32) == 'l' ? "lpop" : "rpop", SV_N_LIST, r, rlen);
 }
 
-static void f_blmpop(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
+void sv_ev_blmpop(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
 {
     long long n = 0;
     sv_str2ll(argv[2].p, argv[2].len, &n);
@@ -103,13 +94,13 @@ static void f_blmpop(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rl
     fire_from_reply_key(c, left ? "lpop" : "rpop", SV_N_LIST, r, rlen);
 }
 
-static void f_bzpop(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
+void sv_ev_bzpop(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
 {
     (void)argc;
     fire_from_reply_key(c, (argv[0].p[5] | 32) == 'i' ? "zpopmin" : "zpopmax", SV_N_ZSET, r, rlen);
 }
 
-static void f_bzmpop(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
+void sv_ev_bzmpop(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
 {
     long long n = 0;
     sv_str2ll(argv[2].p, argv[2].len, &n);
@@ -117,7 +108,7 @@ static void f_bzmpop(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rl
     fire_from_reply_key(c, min ? "zpopmin" : "zpopmax", SV_N_ZSET, r, rlen);
 }
 
-static void f_expire(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
+void sv_ev_expire(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
 {
     (void)argc;
     (void)r;
@@ -126,7 +117,7 @@ static void f_expire(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rl
     sv_notify(c->sh, SV_N_GENERIC, sv_db_lookup_write(c->sh, argv[1]) ? "expire" : "del", argv[1]);
 }
 
-static void f_getex(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
+void sv_ev_getex(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
 {
     (void)r;
     (void)rlen;
@@ -135,7 +126,7 @@ static void f_getex(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rle
     else sv_notify(c->sh, SV_N_GENERIC, sv_db_lookup_write(c->sh, argv[1]) ? "expire" : "del", argv[1]);
 }
 
-static void f_rename(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
+void sv_ev_rename(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
 {
     (void)argc;
     (void)r;
@@ -147,7 +138,7 @@ static void f_rename(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rl
 
 /* LMOVE/BLMOVE src dst FROM TO, RPOPLPUSH/BRPOPLPUSH src dst: the push on dst, then
  * the pop on src (Redis's order) */
-static void f_lmove(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
+void sv_ev_lmove(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
 {
     (void)r;
     (void)rlen;
@@ -160,7 +151,7 @@ static void f_lmove(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rle
     sv_notify(c->sh, SV_N_LIST, from_left ? "lpop" : "rpop", argv[1]);
 }
 
-static void f_zadd(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
+void sv_ev_zadd(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
 {
     (void)rlen;
     int incr = 0;
@@ -171,108 +162,11 @@ static void f_zadd(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen
     else if (!incr && r[0] == ':' && r[1] != '0') sv_notify(c->sh, SV_N_ZSET, "zadd", argv[1]);
 }
 
-static const sv_nspec specs[] = {
-    /* strings: SET SETNX SETEX PSETEX GETSET MSET MSETNX fire inside (t_string.c) */
-    {"setnx", SV_N_STRING, "set", NR_POS, NULL},
-    {"getdel", SV_N_GENERIC, "del", NR_NONNULL, NULL},
-    {"getex", SV_N_GENERIC, NULL, NR_NONNULL, f_getex},
-    {"append", SV_N_STRING, "append", NR_ANY, NULL},
-    {"setrange", SV_N_STRING, "setrange", NR_ANY, NULL},
-    {"incr", SV_N_STRING, "incrby", NR_ANY, NULL},
-    {"decr", SV_N_STRING, "incrby", NR_ANY, NULL},
-    {"incrby", SV_N_STRING, "incrby", NR_ANY, NULL},
-    {"decrby", SV_N_STRING, "incrby", NR_ANY, NULL},
-    {"incrbyfloat", SV_N_STRING, "incrbyfloat", NR_ANY, NULL},
-    /* keys: DEL UNLINK fire one "del" per removed key inside (t_keys.c) */
-    {"rename", SV_N_GENERIC, NULL, NR_ANY, f_rename},
-    {"renamenx", SV_N_GENERIC, NULL, NR_POS, f_rename},
-    {"expire", SV_N_GENERIC, NULL, NR_POS, f_expire},
-    {"pexpire", SV_N_GENERIC, NULL, NR_POS, f_expire},
-    {"expireat", SV_N_GENERIC, NULL, NR_POS, f_expire},
-    {"pexpireat", SV_N_GENERIC, NULL, NR_POS, f_expire},
-    {"persist", SV_N_GENERIC, "persist", NR_POS, NULL},
-    /* lists */
-    {"lpush", SV_N_LIST, "lpush", NR_ANY, NULL},
-    {"rpush", SV_N_LIST, "rpush", NR_ANY, NULL},
-    {"lpushx", SV_N_LIST, "lpush", NR_POS, NULL},
-    {"rpushx", SV_N_LIST, "rpush", NR_POS, NULL},
-    {"lpop", SV_N_LIST, "lpop", NR_NONNULL, NULL},
-    {"rpop", SV_N_LIST, "rpop", NR_NONNULL, NULL},
-    {"linsert", SV_N_LIST, "linsert", NR_POS, NULL},
-    {"lset", SV_N_LIST, "lset", NR_ANY, NULL},
-    {"lrem", SV_N_LIST, "lrem", NR_POS, NULL},
-    {"ltrim", SV_N_LIST, "ltrim", NR_ANY, NULL},
-    {"lmove", SV_N_LIST, NULL, NR_NONNULL, f_lmove},
-    {"rpoplpush", SV_N_LIST, NULL, NR_NONNULL, f_lmove},
-    {"blmove", SV_N_LIST, NULL, NR_NONNULL, f_lmove},
-    {"brpoplpush", SV_N_LIST, NULL, NR_NONNULL, f_lmove},
-    {"blpop", SV_N_LIST, NULL, NR_NONNULL, f_blpop},
-    {"brpop", SV_N_LIST, NULL, NR_NONNULL, f_blpop},
-    {"blmpop", SV_N_LIST, NULL, NR_NONNULL, f_blmpop},
-    /* hashes */
-    {"hset", SV_N_HASH, "hset", NR_ANY, NULL},
-    {"hmset", SV_N_HASH, "hset", NR_ANY, NULL},
-    {"hsetnx", SV_N_HASH, "hset", NR_POS, NULL},
-    {"hdel", SV_N_HASH, "hdel", NR_POS, NULL},
-    {"hincrby", SV_N_HASH, "hincrby", NR_ANY, NULL},
-    {"hincrbyfloat", SV_N_HASH, "hincrbyfloat", NR_ANY, NULL},
-    /* sets */
-    {"sadd", SV_N_SET, "sadd", NR_POS, NULL},
-    {"srem", SV_N_SET, "srem", NR_POS, NULL},
-    {"spop", SV_N_SET, "spop", NR_NONNULL, NULL},
-    /* SMOVE fires inside (t_set.c): srem, the del of an emptied source, then sadd */
-    {"sinterstore", SV_N_SET, "sinterstore", NR_POS, NULL},
-    {"sunionstore", SV_N_SET, "sunionstore", NR_POS, NULL},
-    {"sdiffstore", SV_N_SET, "sdiffstore", NR_POS, NULL},
-    /* sorted sets */
-    {"zadd", SV_N_ZSET, NULL, NR_ANY, f_zadd},
-    {"zincrby", SV_N_ZSET, "zincr", NR_ANY, NULL},
-    {"zrem", SV_N_ZSET, "zrem", NR_POS, NULL},
-    {"zremrangebyscore", SV_N_ZSET, "zremrangebyscore", NR_POS, NULL},
-    {"zremrangebyrank", SV_N_ZSET, "zremrangebyrank", NR_POS, NULL},
-    {"zremrangebylex", SV_N_ZSET, "zremrangebylex", NR_POS, NULL},
-    {"zpopmin", SV_N_ZSET, "zpopmin", NR_NONNULL, NULL},
-    {"zpopmax", SV_N_ZSET, "zpopmax", NR_NONNULL, NULL},
-    {"bzpopmin", SV_N_ZSET, NULL, NR_NONNULL, f_bzpop},
-    {"bzpopmax", SV_N_ZSET, NULL, NR_NONNULL, f_bzpop},
-    {"bzmpop", SV_N_ZSET, NULL, NR_NONNULL, f_bzmpop},
-};
-#define NSPECS (sizeof(specs) / sizeof(specs[0]))
-
-/* command -> its spec, by the command's address (open addressing) */
-#define MAPSIZE 512
-static struct {
-    const sv_cmd *cmd;
-    const sv_nspec *spec;
-} map[MAPSIZE];
-static uv_once_t map_once = UV_ONCE_INIT;
-
-static unsigned slot_of(const sv_cmd *cmd) { return (unsigned)(((uintptr_t)cmd >> 4) * 2654435761u) & (MAPSIZE - 1); }
-
-static void map_init(void)
-{
-    for (size_t i = 0; i < NSPECS; i++) {
-        const sv_cmd *cmd = sv_cmd_lookup(specs[i].cmd, strlen(specs[i].cmd));
-        if (!cmd) continue;
-        unsigned h = slot_of(cmd);
-        while (map[h].cmd) h = (h + 1) & (MAPSIZE - 1);
-        map[h].cmd = cmd;
-        map[h].spec = &specs[i];
-    }
-}
-
-static const sv_nspec *spec_of(const sv_cmd *cmd)
-{
-    uv_once(&map_once, map_init);
-    for (unsigned h = slot_of(cmd); map[h].cmd; h = (h + 1) & (MAPSIZE - 1))
-        if (map[h].cmd == cmd) return map[h].spec;
-    return NULL;
-}
 
 static int reply_says_changed(int rule, const char *r, size_t rlen)
 {
     if (rlen == 0 || r[0] == '-' || r[0] == '!') return 0; /* parked, or an error */
-    if (rule == NR_ANY) return 1;
+    if (rule == SV_EV_ANY) return 1;
     if (r[0] == '_' || (r[0] == '$' && r[1] == '-') || (r[0] == '*' && (r[1] == '-' || r[1] == '0'))) return 0;
     if (r[0] == ':') return r[1] != '0' && r[1] != '-';
     return 1;
@@ -286,12 +180,11 @@ void sv_notify_end(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t 
     sv_nq *nq = sh->ntf;
     size_t queued = nq->q.len;
     /* the command's own event first, then what it queued inside */
-    const sv_nspec *sp = spec_of(cmd);
     const char *r = c->r.out->data + reply_off;
     size_t rlen = c->r.out->len - reply_off;
-    if (sp && argc >= 2 && reply_says_changed(sp->rule, r, rlen)) {
-        if (sp->fire) sp->fire(c, argc, argv, r, rlen);
-        else sv_notify(sh, sp->cls, sp->event, argv[1]);
+    if (cmd->ev_class && argc >= 2 && reply_says_changed(cmd->ev_rule, r, rlen)) {
+        if (cmd->ev_fire) cmd->ev_fire(c, argc, argv, r, rlen);
+        else sv_notify(sh, cmd->ev_class, cmd->event, argv[1]);
     }
     if (--nq->depth > 0) return; /* the outer command publishes */
     /* order, as Redis fires them: what the lookups and key creation fired before the

@@ -3,10 +3,12 @@
  * `__keyevent@0__:<event>` (message: the key) to the subscribers of every shard.
  *
  * How a command declares its events:
- *   - an event that is fixed for the command (SET: "set" on its key, LPUSH: "lpush")
- *     is declared once, in the table of notify.c (command, class, event, and the
- *     reply that means "it changed something": any non-error reply, a positive
- *     integer, or a non-null reply); it fires on argv[1] after the command ran;
+ *   - an event that is fixed for the command (LPUSH: "lpush" on its key) is a policy
+ *     of its entry in cmdtable.c: CP(lpush, ..., EV(SV_N_LIST, "lpush", SV_EV_ANY)) —
+ *     class, event, and the reply that means "it changed something" (any non-error
+ *     reply, a positive integer, a non-null reply); it fires on argv[1] after the
+ *     command ran; EVF(class, sv_ev_x, rule) names a function that fires events chosen
+ *     by the arguments or the reply instead (BLMPOP LEFT/RIGHT, RENAME's two keys);
  *   - an event that depends on what the command did (DEL: one "del" per key it
  *     removed; RENAME: "rename_from" and "rename_to"; LMOVE: a pop and a push) is
  *     fired inside the command with sv_notify();
@@ -38,6 +40,14 @@ enum {
 };
 #define SV_N_ALL (SV_N_GENERIC | SV_N_STRING | SV_N_LIST | SV_N_SET | SV_N_HASH | SV_N_ZSET | SV_N_EXPIRED | \
                   SV_N_EVICTED | SV_N_STREAM | SV_N_MODULE)
+
+/* sv_cmd.ev_rule: the reply that means the command changed something */
+enum { SV_EV_ANY = 0, SV_EV_POS, SV_EV_NONNULL };
+
+/* sv_cmd.ev_fire functions: events chosen by the arguments or the reply */
+#define SV_EV_FIRE(name) void sv_ev_##name(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
+SV_EV_FIRE(blpop); SV_EV_FIRE(blmpop); SV_EV_FIRE(bzpop); SV_EV_FIRE(bzmpop); SV_EV_FIRE(expire);
+SV_EV_FIRE(getex); SV_EV_FIRE(rename); SV_EV_FIRE(lmove); SV_EV_FIRE(zadd);
 
 extern _Atomic int sv_notify_flags;
 

@@ -272,6 +272,14 @@ typedef struct sv_cmd {
     uint8_t touch;  /* sv_touch_policy: which keys a successful WRITE modified (WATCH) */
     uint8_t multi;  /* sv_multi_policy: what it does while a connection is in MULTI */
     uint16_t pflags; /* SV_P_* bits */
+    /* keyspace notifications (notify.c): the event the command fires on argv[1] when
+     * its reply says it changed something (ev_rule); or ev_fire chooses the events from
+     * the arguments and the reply. ev_class 0: the command fires nothing, or fires what
+     * depends on its work itself (sv_notify inside it). */
+    uint16_t ev_class;  /* SV_N_* (notify.h) */
+    uint8_t ev_rule;    /* SV_EV_ANY: any reply but an error; _POS: a positive integer; _NONNULL: not null or empty */
+    const char *event;
+    void (*ev_fire)(sv_ctx *c, int argc, sv_str *argv, const char *reply, size_t rlen);
 } sv_cmd;
 
 /* The log record of a WRITE command that did not reply an error (aof.c). */
@@ -462,13 +470,6 @@ SV_DECL(zcount); SV_DECL(zrank); SV_DECL(zrevrank); SV_DECL(zrange); SV_DECL(zra
 SV_DECL(zrevrangebyscore); SV_DECL(zrangebylex); SV_DECL(zrevrangebylex); SV_DECL(zpopmin); SV_DECL(zpopmax);
 SV_DECL(zremrangebyrank); SV_DECL(zremrangebyscore); SV_DECL(zremrangebylex); SV_DECL(zscan);
 SV_DECL(zrevrange); SV_DECL(zlexcount);
-/* blocking lists and sorted sets (t_block.c) */
-SV_DECL(blpop); SV_DECL(brpop); SV_DECL(blmove); SV_DECL(brpoplpush); SV_DECL(blmpop);
-SV_DECL(bzpopmin); SV_DECL(bzpopmax); SV_DECL(bzmpop);
-int sv_mpop_keys(int argc, sv_str *argv, int *keys, int max);
-/* pub/sub (pubsub.c) */
-SV_DECL(subscribe); SV_DECL(psubscribe); SV_DECL(ssubscribe); SV_DECL(unsubscribe); SV_DECL(punsubscribe);
-SV_DECL(sunsubscribe); SV_DECL(publish); SV_DECL(spublish); SV_DECL(pubsub);
 SV_DECL(zrevrange); SV_DECL(zlexcount); SV_DECL(zrangestore);
 SV_DECL(zrandmember); SV_DECL(zmpop); SV_DECL(zunion); SV_DECL(zinter); SV_DECL(zdiff); SV_DECL(zunionstore);
 SV_DECL(zinterstore); SV_DECL(zdiffstore); SV_DECL(zintercard);
@@ -480,6 +481,13 @@ SV_DECL(slotlane_xmeta); SV_DECL(slotlane_xpel); SV_DECL(slotlane_xread);
 /* XREAD's option and ID errors, as Redis gives them before looking at any key; 0
  * after replying one. *block: BLOCK was given. (Cross-shard XREAD, fwd_multi.c.) */
 int sv_xread_check(sv_ctx *c, int argc, sv_str *argv, int *sarg, int *nstreams, long long *count, int *block);
+/* blocking lists and sorted sets (t_block.c) */
+SV_DECL(blpop); SV_DECL(brpop); SV_DECL(blmove); SV_DECL(brpoplpush); SV_DECL(blmpop);
+SV_DECL(bzpopmin); SV_DECL(bzpopmax); SV_DECL(bzmpop);
+int sv_mpop_keys(int argc, sv_str *argv, int *keys, int max);
+/* pub/sub (pubsub.c) */
+SV_DECL(subscribe); SV_DECL(psubscribe); SV_DECL(ssubscribe); SV_DECL(unsubscribe); SV_DECL(punsubscribe);
+SV_DECL(sunsubscribe); SV_DECL(publish); SV_DECL(spublish); SV_DECL(pubsub);
 /* internal, between shards (t_transfer.c) */
 SV_DECL(slotlane_take); SV_DECL(slotlane_restore); SV_DECL(slotlane_dump);
 /* transactions (multi.c) */

@@ -16,6 +16,8 @@
 #include <stdio.h>
 
 #include "aof.h"
+#include "blocking.h"
+#include "notify.h"
 #include "server.h"
 #include "stream.h"
 #include "stream_int.h"
@@ -24,15 +26,9 @@ static const char *ERR_BADID = "Invalid stream ID specified as stream command ar
 
 static int64_t now_ms(sv_ctx *c) { return c->sh->now_ms ? c->sh->now_ms : sv_mstime(); }
 
-/* Keyspace events (Redis's notifyKeyspaceEvent with NOTIFY_STREAM) and blocked
- * readers. slotlane-server has no notification or blocking module on this branch
- * yet: this is the one place to wire them. */
-static void stream_event(sv_ctx *c, const char *event, sv_str key)
-{
-    (void)c;
-    (void)event;
-    (void)key;
-}
+/* A keyspace event of the stream class (Redis's notifyKeyspaceEvent with
+ * NOTIFY_STREAM), fired where Redis fires it (notify.c delivers it after the command). */
+static void stream_event(sv_ctx *c, const char *event, sv_str key) { sv_notify(c->sh, SV_N_STREAM, event, key); }
 
 /* ---- reply helpers ---- */
 
@@ -452,6 +448,7 @@ void sv_cmd_xadd(sv_ctx *c, int argc, sv_str *argv)
     if (created) sv_db_add(c->sh, argv[1], &s->h);
     add_id(c, &id);
     stream_event(c, "xadd", argv[1]);
+    sv_signal_key_ready(c->sh, argv[1]); /* parked XREAD/XREADGROUP BLOCK on it try again */
     if (a.t.strategy != TRIM_NONE && stream_trim(s, &a.t)) stream_event(c, "xtrim", argv[1]);
     if (logging(c)) {
         logv l;
@@ -719,6 +716,7 @@ static int xread_options(sv_ctx *c, int argc, sv_str *argv, int group_cmd, xread
                 sv_add_error(&c->r, "timeout is negative");
                 return 0;
             }
+
         } else if (sv_eq(o, "count") && more) {
             i++;
             if (!get_ll_msg(c, argv[i], &x->count, NULL)) return 0;
@@ -802,6 +800,27 @@ int sv_xread_check(sv_ctx *c, int argc, sv_str *argv, int *sarg, int *nstreams, 
     return 1;
 }
 
+/* A parked XREAD/XREADGROUP BLOCK keeps the IDs as they were resolved when it parked
+ * (`$`: the stream's last ID then, as Redis); a retry (a write signalled one of its
+ * keys) runs the command again with them. */
+typedef struct xblock {
+    int n;
+    sv_sid ids[];
+} xblock;
+
+static _Thread_local const xblock *retry_ids; /* set while a parked command is tried again */
+
+static void xread(sv_ctx *c, int argc, sv_str *argv, int group_cmd);
+
+static void xblock_try(sv_ctx *c, sv_waiter *w, int argc, sv_str *argv)
+{
+    retry_ids = sv_waiter_priv(w);
+    xread(c, argc, argv, argv[0].len == 10); /* XREADGROUP or XREAD */
+    retry_ids = NULL;
+}
+
+static const sv_block_type xread_block = {xblock_try, NULL, free};
+
 static void xread(sv_ctx *c, int argc, sv_str *argv, int group_cmd)
 {
     xread_args x;
@@ -817,11 +836,15 @@ static void xread(sv_ctx *c, int argc, sv_str *argv, int group_cmd)
         if (get_stream(c, key, &s) < 0) goto done;
         if (have_group) {
             if (!s || !(groups[k] = group_find(s, gname, NULL))) {
-                nogroup_key(c, key, gname, " in XREADGROUP with GROUP option");
+                if (retry_ids) /* XGROUP DESTROY (or the key went) while it waited */
+                    sv_add_error(&c->r, "-NOGROUP the consumer group this client was blocked on no longer exists");
+                else
+                    nogroup_key(c, key, gname, " in XREADGROUP with GROUP option");
                 goto done;
             }
         }
-        if (!xread_id(c, ida, group_cmd, s, &ids[k])) goto done;
+        if (retry_ids && k < retry_ids->n) ids[k] = retry_ids->ids[k];
+        else if (!xread_id(c, ida, group_cmd, s, &ids[k])) goto done;
     }
     size_t top = mark(c);
     long long served = 0;
@@ -880,11 +903,16 @@ static void xread(sv_ctx *c, int argc, sv_str *argv, int group_cmd)
     }
     if (served) {
         set_len_at(c, top, c->r.proto == 2 ? '*' : '%', served); /* RESP2: [key, entries] pairs */
-    } else if (timeout != -1 && !c->noblock) {
-        /* blocking needs the waiter module (srv-block), not merged on this branch;
-         * inside EXEC (noblock) BLOCK is a timeout at once, as in Redis: nil */
-        sv_add_error(&c->r, "BLOCK is not supported yet by slotlane-server (no stream had data to serve)");
+    } else if (timeout != -1 && sv_block_allowed(c)) {
+        /* nothing to serve: park on the keys until an XADD (or XGROUP DESTROY) signals one */
+        xblock *xb = sv_malloc(sizeof(xblock) + sizeof(sv_sid) * (size_t)nstreams);
+        xb->n = nstreams;
+        memcpy(xb->ids, ids, sizeof(sv_sid) * (size_t)nstreams);
+        /* 0 waits for ever; so does a time past the clock's range (Redis 7.0 overflows) */
+        int64_t deadline = timeout && timeout <= LLONG_MAX - now_ms(c) ? now_ms(c) + timeout : 0;
+        sv_block_on_keys(c, nstreams, argv + sarg, deadline, &xread_block, xb);
     } else {
+        /* no BLOCK, or one that may not park (inside EXEC): a timeout at once, as Redis */
         sv_add_null_array(&c->r);
     }
 done:
@@ -1055,6 +1083,7 @@ void sv_cmd_xgroup(sv_ctx *c, int argc, sv_str *argv)
             group_destroy(s, gat);
             sv_add_int(&c->r, 1);
             stream_event(c, "xgroup-destroy", key);
+            sv_signal_key_ready(c->sh, key); /* its parked XREADGROUPs get NOGROUP */
             if (logging(c)) sv_aof_log(c->sh, argc, argv);
         } else {
             sv_add_int(&c->r, 0);
