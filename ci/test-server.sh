@@ -62,7 +62,7 @@ echo "smoke: ok"
 
 # --- the pytest suites: cluster clients, protocol, process, differential, bad input ---
 echo "--- pytest server/tests/integration"
-setsid timeout 280 python3 -m pytest -q -p no:cacheprovider server/tests/integration &
+setsid timeout 900 python3 -m pytest -q -p no:cacheprovider server/tests/integration &
 PYTEST_PID=$!
 PIDS+=("$PYTEST_PID")
 wait "$PYTEST_PID"
