@@ -7,6 +7,8 @@ message rows of issue 17, driven by slotlane-load's message modes (bench/load/ms
   publish-1    PUBLISH to 1 subscriber: 4 publishers x 16 PUBLISHes in flight
   publish-16   PUBLISH to 16 subscribers, the same publishers (one op = one PUBLISH, 16
                deliveries)
+  publish-1-c50, publish-16-c50   the same with 50 publishers x 16 in flight (the connection
+               count and depth of the other server rows)
 
 Method: each server pinned to --server-cpus, slotlane-load to --load-cpus (taskset); a fresh
 server per row and round; rounds round-major (every row once per round); per run the
@@ -34,6 +36,9 @@ ROWS = {
     "blpop": ["--mode", "blpop", "--pairs", "8"],
     "publish-1": ["--mode", "publish", "--subscribers", "1", "--publishers", "4", "--pipeline", "16"],
     "publish-16": ["--mode", "publish", "--subscribers", "16", "--publishers", "4", "--pipeline", "16"],
+    # the project's standard load of the other server rows: 50 connections x pipeline 16
+    "publish-1-c50": ["--mode", "publish", "--subscribers", "1", "--publishers", "50", "--pipeline", "16"],
+    "publish-16-c50": ["--mode", "publish", "--subscribers", "16", "--publishers", "50", "--pipeline", "16"],
 }
 
 

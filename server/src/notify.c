@@ -9,8 +9,10 @@ _Atomic int sv_notify_flags = 0;
 
 /* ---- the queue of a running command ---- */
 
+#define NQ_DEPTH 8
 typedef struct sv_nq {
-    int depth;  /* sv_execute nesting (a command that runs another) */
+    int depth;  /* sv_call nesting (EXEC runs its queued commands inside) */
+    size_t start[NQ_DEPTH]; /* where each running command's events begin in q */
     sv_buf q;   /* [int cls][size_t elen][size_t klen][event][key] ... */
 } sv_nq;
 
@@ -172,7 +174,20 @@ static int reply_says_changed(int rule, const char *r, size_t rlen)
     return 1;
 }
 
-void sv_notify_begin(sv_shard *sh) { queue_of(sh)->depth++; }
+void sv_notify_begin(sv_shard *sh)
+{
+    sv_nq *nq = queue_of(sh);
+    if (nq->depth < NQ_DEPTH) nq->start[nq->depth] = nq->q.len;
+    nq->depth++;
+}
+
+static size_t entry_len(const char *at)
+{
+    size_t elen, klen;
+    memcpy(&elen, at + sizeof(int), sizeof(size_t));
+    memcpy(&klen, at + sizeof(int) + sizeof(size_t), sizeof(size_t));
+    return sizeof(int) + 2 * sizeof(size_t) + elen + klen;
+}
 
 void sv_notify_end(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t reply_off)
 {
@@ -186,33 +201,36 @@ void sv_notify_end(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t 
         if (cmd->ev_fire) cmd->ev_fire(c, argc, argv, r, rlen);
         else sv_notify(sh, cmd->ev_class, cmd->event, argv[1]);
     }
-    if (--nq->depth > 0) return; /* the outer command publishes */
-    /* order, as Redis fires them: what the lookups and key creation fired before the
-     * command changed anything ("expired", "new"), the command's own event (appended
-     * just now), then the rest of what it fired inside (the "del" of an emptied key;
-     * each key's "new" and "set" of MSET in their order) */
-    sv_buf q = nq->q;
-    nq->q = (sv_buf){0};
-    size_t lead = 0;
+    /* order this command's events as Redis fires them: what the lookups and key
+     * creation fired before it changed anything ("expired", "new"), its own event
+     * (appended just now), then the rest of what it fired inside (the "del" of an
+     * emptied key; each key's "new" and "set" of MSET in their order) */
+    size_t start = nq->depth <= NQ_DEPTH ? nq->start[nq->depth - 1] : 0;
+    size_t lead = start;
     while (lead < queued) {
         int cls;
-        size_t elen, klen;
-        memcpy(&cls, q.data + lead, sizeof(int));
+        memcpy(&cls, nq->q.data + lead, sizeof(int));
         if (!(cls & (SV_N_NEW | SV_N_EXPIRED))) break;
-        memcpy(&elen, q.data + lead + sizeof(int), sizeof(size_t));
-        memcpy(&klen, q.data + lead + sizeof(int) + sizeof(size_t), sizeof(size_t));
-        lead += sizeof(int) + 2 * sizeof(size_t) + elen + klen;
+        lead += entry_len(nq->q.data + lead);
     }
-    const size_t from[3] = {0, queued, lead}, to[3] = {lead, q.len, queued};
-    for (int pass = 0; pass < 3; pass++) {
-        for (size_t at = from[pass]; at < to[pass];) {
-            size_t elen, klen;
-            memcpy(&elen, q.data + at + sizeof(int), sizeof(size_t));
-            memcpy(&klen, q.data + at + sizeof(int) + sizeof(size_t), sizeof(size_t));
-            const char *ev = q.data + at + sizeof(int) + 2 * sizeof(size_t);
-            publish_one(sh, ev, elen, (sv_str){ev + elen, klen});
-            at += sizeof(int) + 2 * sizeof(size_t) + elen + klen;
-        }
+    if (queued < nq->q.len && lead < queued) { /* move the own events before the rest */
+        size_t own = nq->q.len - queued, rest = queued - lead;
+        char *tmp = sv_malloc(rest);
+        memcpy(tmp, nq->q.data + lead, rest);
+        memmove(nq->q.data + lead, nq->q.data + queued, own);
+        memcpy(nq->q.data + lead + own, tmp, rest);
+        free(tmp);
+    }
+    if (--nq->depth > 0) return; /* inside EXEC: published after it, in this order */
+    sv_buf q = nq->q;
+    nq->q = (sv_buf){0};
+    for (size_t at = 0; at < q.len;) {
+        size_t elen, klen;
+        memcpy(&elen, q.data + at + sizeof(int), sizeof(size_t));
+        memcpy(&klen, q.data + at + sizeof(int) + sizeof(size_t), sizeof(size_t));
+        const char *ev = q.data + at + sizeof(int) + 2 * sizeof(size_t);
+        publish_one(sh, ev, elen, (sv_str){ev + elen, klen});
+        at += entry_len(q.data + at);
     }
     q.len = 0;
     if (!nq->q.data) nq->q = q; /* keep the buffer */

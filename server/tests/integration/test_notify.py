@@ -31,6 +31,8 @@ CMDS = [
     ["ZREMRANGEBYSCORE", "{k}z", "0", "1"], ["ZREMRANGEBYRANK", "{k}z", "0", "0"], ["BZPOPMAX", "{k}z", "0"],
     ["ZADD", "{k}z", "1", "x", "2", "y"], ["BZMPOP", "0", "1", "{k}z", "MIN", "COUNT", "1"], ["ZPOPMAX", "{k}z", "3"],
     ["ZADD", "{k}lz", "0", "a", "0", "b"], ["ZREMRANGEBYLEX", "{k}lz", "[a", "[b"],
+    ["MULTI"], ["RPUSH", "{k}tx", "a"], ["LPOP", "{k}tx"], ["SET", "{k}txs", "1", "EX", "100"], ["DEL", "{k}txs"],
+    ["EXEC"],
     ["SET", "{k}t", "1", "PX", "1"],
 ]
 
