@@ -171,6 +171,7 @@ static int s_pack(lua_State *L)
 static lua_Number get_int(const char *p, int big, int is_signed, size_t n)
 {
     uint64_t v = 0;
+    if (n == 0) return 0; /* 'i0': no bytes, the value 0 (Redis reads none either) */
     for (size_t i = 0; i < n; i++) v = v << 8 | (unsigned char)p[big ? i : n - 1 - i];
     if (!is_signed) return (lua_Number)v;
     if (n < 8 && (v >> (n * 8 - 1)) & 1) v |= ~(uint64_t)0 << (n * 8); /* sign extension */

@@ -927,6 +927,7 @@ SCRIPT_CASES = [
     ["EVAL", "return struct.unpack('>I4', 'ab')", "0"],
     ["EVAL", "return {struct.unpack('bc0', struct.pack('bc0', 3, 'xyz'))}", "0"],
     ["EVAL", "return struct.size('s')", "0"],
+    ["EVAL", "return {struct.unpack('>I3i0', struct.pack('>I4i4', 533, -7))}", "0"],  # fuzz_eval: i0
     ["EVAL", "return struct.pack('i40', 1)", "0"],
     ["EVAL", "return bit.band(7,3)", "0"],
     ["EVAL", "return bit.tohex(65535)", "0"],
