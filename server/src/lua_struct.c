@@ -232,7 +232,7 @@ static int s_unpack(lua_State *L)
             if (size == 0) { /* the length is the number unpacked just before */
                 if (results == 0 || !lua_isnumber(L, -1)) luaL_error(L, "format 'c0' needs a previous size");
                 lua_Number n = lua_tonumber(L, -1);
-                size = n > 0 ? (size_t)n : 0;
+                size = n > 0 ? (n < 1e18 ? (size_t)n : SIZE_MAX) : 0; /* too large: "too short" below */
                 lua_pop(L, 1);
                 results--;
                 luaL_argcheck(L, size <= len && pos <= len - size, 2, "data string too short");

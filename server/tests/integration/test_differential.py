@@ -864,6 +864,8 @@ SCRIPT_CASES = [
     # Lua -> reply
     ["EVAL", "return 3.7", "0"],
     ["EVAL", "return -5.9", "0"],
+    ["EVAL", "return {1/0, -1/0, 0/0, 2^63, -2^63, 2^62}", "0"],  # fuzz_eval: out-of-range numbers
+    ["EVAL", "return redis.setresp(1/0)", "0"],
     ["EVAL", "return {1,2,nil,3}", "0"],
     ["EVAL", "return true", "0"],
     ["EVAL", "return false", "0"],
