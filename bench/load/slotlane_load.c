@@ -114,6 +114,7 @@ static struct {
     int mixed;             /* --mixed-batches: cluster batches of random keys over every node */
     int eager;             /* --eager-send: a completed batch's successor leaves from its callback */
     int node_batches;      /* cluster + async + not --mixed-batches: one batch per node (see below) */
+    int multi_incr;        /* --multi-incr N: each request is MULTI, N x INCR of one key, EXEC */
 } cfg;
 
 static int g_argc;
@@ -302,7 +303,7 @@ static double h_quantile_ms(const hist *h, double p)
 
 /* ------------------------------------------------------------ workers */
 
-enum { OP_SET = 0, OP_GET = 1 };
+enum { OP_SET = 0, OP_GET = 1, OP_TX = 2 /* --multi-incr */ };
 
 /* Error counters by sl_err_kind (0..7), plus whole-batch failures. */
 #define N_ERR_KINDS 8
@@ -428,7 +429,34 @@ static inline uint8_t *put_cmd(uint8_t *p, int op, uint64_t k)
     return p;
 }
 
-/* Encodes one pipeline of n commands into f->buf; returns its length. */
+/* --multi-incr: one transaction — MULTI, N x INCR of key k, EXEC — at p; returns the end. */
+static uint8_t *put_tx(uint8_t *p, uint64_t k)
+{
+    char knum[24];
+    size_t kn = utoa(k, knum);
+    memcpy(p, "*1\r\n$5\r\nMULTI\r\n", 15);
+    p += 15;
+    for (int i = 0; i < cfg.multi_incr; i++) {
+        memcpy(p, "*2\r\n$4\r\nINCR\r\n$", 15);
+        p += 15;
+        p += utoa(g_plen + kn, (char *)p);
+        *p++ = '\r';
+        *p++ = '\n';
+        memcpy(p, cfg.key_prefix, g_plen);
+        p += g_plen;
+        memcpy(p, knum, kn);
+        p += kn;
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    memcpy(p, "*1\r\n$4\r\nEXEC\r\n", 14);
+    return p + 14;
+}
+
+/* Commands per request: 1, or MULTI + N INCR + EXEC. */
+static int cmds_per_request(void) { return cfg.multi_incr ? cfg.multi_incr + 2 : 1; }
+
+/* Encodes one pipeline of n requests into f->buf; returns its length. */
 static size_t encode_pipeline(worker *w, flight *f, int n)
 {
     /* The keys first, in a loop of their own: a per-node key list is a random read into
@@ -443,6 +471,14 @@ static size_t encode_pipeline(worker *w, flight *f, int n)
         for (int i = 0; i < n; i++) f->keys[i] = list[rng_below(&w->rng, len)];
     }
     uint8_t *p = f->buf;
+    if (cfg.multi_incr) {
+        for (int i = 0; i < n; i++) {
+            f->ops[i] = OP_TX;
+            p = put_tx(p, f->keys[i]);
+        }
+        f->n = n;
+        return (size_t)(p - f->buf);
+    }
     uint64_t period = (uint64_t)cfg.ratio_set + (uint64_t)cfg.ratio_get;
     for (int i = 0; i < n; i++) {
         int op = (w->ratio_pos++ % period) < (uint64_t)cfg.ratio_set ? OP_SET : OP_GET;
@@ -453,10 +489,39 @@ static size_t encode_pipeline(worker *w, flight *f, int n)
     return (size_t)(p - f->buf);
 }
 
-/* Worst-case bytes of one command: header, key and value with their length lines. */
+/* Worst-case bytes of one request: header, key and value with their length lines (a
+ * transaction: its N + 2 commands). */
 static size_t cmd_cap(void)
 {
+    if (cfg.multi_incr) return 64 + (size_t)cfg.multi_incr * (32 + strlen(cfg.key_prefix) + 24);
     return 64 + strlen(cfg.key_prefix) + 24 + (size_t)cfg.data_size + 24;
+}
+
+/* --multi-incr: the N + 2 replies of a transaction from record r — +OK, N x +QUEUED,
+ * an array of N integers that follow each other (the INCRs ran as one unit). Returns
+ * the records used; *why says what was wrong (NULL: right). */
+static size_t check_tx(const sl_reply *rec, size_t nrec, size_t r, const uint8_t *data, size_t dlen, const char **why)
+{
+    size_t n = (size_t)cfg.multi_incr, used = 0;
+    *why = NULL;
+#define TX_STATUS(x, s) ((x)->type == SL_REPLY_STATUS && (x)->len == strlen(s) && data && (x)->offset + (x)->len <= dlen && \
+                         memcmp(data + (x)->offset, s, strlen(s)) == 0)
+    if (r >= nrec || !TX_STATUS(&rec[r], "OK")) *why = "MULTI did not answer +OK";
+    used++;
+    for (size_t i = 0; i < n && !*why; i++, used++)
+        if (r + used >= nrec || !TX_STATUS(&rec[r + used], "QUEUED")) *why = "an INCR was not +QUEUED";
+    if (*why) return used;
+    if (r + used >= nrec || rec[r + used].type != SL_REPLY_ARRAY || rec[r + used].len != n) {
+        *why = "EXEC did not answer an array of the INCRs' replies";
+        return used + 1;
+    }
+    const sl_reply *a = &rec[r + used + 1];
+    for (size_t i = 0; i < n && !*why; i++) {
+        if (r + used + 1 + i >= nrec || a[i].type != SL_REPLY_INTEGER) *why = "an INCR in EXEC did not answer an integer";
+        else if (i && a[i].value.integer != a[i - 1].value.integer + 1) *why = "the INCRs of one EXEC are not consecutive";
+    }
+#undef TX_STATUS
+    return used + 1 + n;
 }
 
 /* Does data[0, len) hold the value of key k? */
@@ -483,11 +548,22 @@ static void account(worker *w, flight *f, int rc, uint64_t rtt_ns)
     uint64_t nset = 0, nget = 0;
     for (int i = 0; i < n; i++) {
         int op = f->ops[i];
-        if (op == OP_SET) nset++; else nget++;
+        if (op == OP_SET) nset++;
+        else if (op == OP_GET) nget++;
         if (!rec || r >= nrec) { /* no record for this command: count it failed */
             w->errors++;
             w->err_kind[SL_ERR_IO]++;
             note_error(w, "%s: no reply record", op == OP_SET ? "SET" : "GET");
+            continue;
+        }
+        if (op == OP_TX) {
+            const char *why;
+            r += check_tx(rec, nrec, r, data, dlen, &why);
+            if (why) {
+                w->errors++;
+                w->wrong_replies++;
+                note_error(w, "transaction on %s%llu: %s", cfg.key_prefix, (unsigned long long)f->keys[i], why);
+            }
             continue;
         }
         const sl_reply *x = &rec[r];
@@ -596,7 +672,7 @@ static void run_sync(worker *w)
         size_t len = encode_pipeline(w, f, n);
         sl_sizes sz;
         uint64_t t0 = now_ns();
-        int rc = sl_batch_run(f->b, f->buf, len, (size_t)n, cfg.timeout_ms, NULL, 0, NULL, 0, &sz);
+        int rc = sl_batch_run(f->b, f->buf, len, (size_t)n * (size_t)cmds_per_request(), cfg.timeout_ms, NULL, 0, NULL, 0, &sz);
         account(w, f, rc, now_ns() - t0);
         if (++hi == w->nh) hi = 0;
     }
@@ -614,7 +690,7 @@ static void launch(flight *f, uint64_t now)
         return;
     }
     size_t len = encode_pipeline(w, f, n);
-    int rc = sl_batch_append(f->b, NULL, f->buf, len, (size_t)n);
+    int rc = sl_batch_append(f->b, NULL, f->buf, len, (size_t)n * (size_t)cmds_per_request());
     if (rc == 0) {
         f->t0 = now;
         w->depth++;
@@ -1068,10 +1144,10 @@ static void write_json(FILE *f, const totals *t, const char *started, const char
     fprintf(f, ", \"requests\": ");
     if (cfg.requests > 0) fprintf(f, "%lld", cfg.requests); else fputs("null", f);
     fprintf(f, ", \"fill\": %s, \"timeout_ms\": %d, \"seed\": %llu, \"pipeline_per_node\": %s, \"batch\": %d,"
-               " \"engine\": \"%s\", \"inflight\": %d, \"verify\": %s, \"batches\": \"%s\"},\n",
+               " \"engine\": \"%s\", \"inflight\": %d, \"verify\": %s, \"batches\": \"%s\", \"multi_incr\": %d},\n",
             cfg.fill ? "true" : "false", cfg.timeout_ms, cfg.seed, cfg.per_node ? "true" : "false", cfg.batch,
             cfg.sync ? "sync" : "async", cfg.sync ? 1 : cfg.inflight, cfg.verify ? "true" : "false",
-            cfg.node_batches ? "per-node" : cfg.cluster ? "mixed" : "plain");
+            cfg.node_batches ? "per-node" : cfg.cluster ? "mixed" : "plain", cfg.multi_incr);
     double w = t->wall_s > 0 ? t->wall_s : NAN;
     fprintf(f, "  \"results\": {\"requests\": %llu, \"sets\": %llu, \"gets\": %llu, \"get_hits\": %llu,"
                " \"get_misses\": %llu, \"pipelines\": %llu,\n",
@@ -1191,6 +1267,8 @@ static void usage(FILE *f)
             "  --key-prefix P       key prefix (default \"key:\")\n"
             "  --ratio S:G          SETs to GETs, in sequence as memtier does (default 1:10; 1:0 = SET\n"
             "                       only, 0:1 = GET only)\n"
+            "  --multi-incr N       each request is a transaction: MULTI, N x INCR of one random key,\n"
+            "                       EXEC (checked: +OK, N x +QUEUED, N consecutive integers); no fill\n"
             "  --test-time SECONDS  run for this long (default 10)\n"
             "  --requests N         or run N requests in total, split over the threads\n"
             "  --no-fill            do not SET every key first (the fill runs when the ratio has GETs)\n"
@@ -1290,6 +1368,8 @@ int main(int argc, char **argv)
                 usage_error("--ratio wants SET:GET with non-negative integers, not both 0 (e.g. 1:10), not '%s'", r);
             cfg.ratio_set = s;
             cfg.ratio_get = g;
+        } else if (!strcmp(a, "--multi-incr")) {
+            cfg.multi_incr = (int)parse_ll(a, VAL(), 1, 1000);
         } else if (!strcmp(a, "--test-time")) {
             cfg.test_time = parse_d(a, VAL(), 0.001, 1e7);
             time_set = 1;
@@ -1379,7 +1459,7 @@ int main(int argc, char **argv)
         free(value);
         return 0;
     }
-    if (cfg.fill && cfg.ratio_get > 0) {
+    if (cfg.fill && cfg.ratio_get > 0 && !cfg.multi_incr) {
         double f0 = now_s();
         fill_keys();
         t.fill_s = now_s() - f0;

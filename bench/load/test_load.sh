@@ -110,6 +110,28 @@ check_json "$TMP/own.json" async
   --key-prefix foreign: --no-verify --quiet >/dev/null || fail "--no-verify rejected a foreign value"
 echo "  ok: --no-verify accepts foreign values"
 
+echo "slotlane-load: --multi-incr (MULTI, 10 x INCR, EXEC per request)"
+"$LOAD" --port "$PLAIN_PORT" --threads 2 --conns 2 --pipeline 3 --multi-incr 10 --key-prefix tx: --key-range 5 \
+  --requests 300 --quiet --json "$TMP/tx.json" >/dev/null || fail "--multi-incr run against redis-server"
+python3 - "$TMP/tx.json" <<'EOF2' || fail "bad --multi-incr result: $(cat "$TMP/tx.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+r = j["results"]
+assert j["ok"] is True and j["config"]["multi_incr"] == 10, j["config"]
+assert r["requests"] == 300 and r["errors"] == 0 and r["sets"] == 0 and r["gets"] == 0, r
+EOF2
+sum=0
+for k in 0 1 2 3 4; do v=$(redis-cli -h 127.0.0.1 -p "$PLAIN_PORT" GET "tx:$k"); sum=$((sum + ${v:-0})); done
+[ "$sum" = 3000 ] || fail "--multi-incr: 300 transactions of 10 INCRs left the keys summing to $sum, not 3000"
+echo "  ok: 300 transactions, every reply checked, the keys sum to 3000"
+# an INCR that fails inside EXEC (a key holding a list) fails the run
+cli RPUSH txbad:0 x
+rc=0
+out=$("$LOAD" --port "$PLAIN_PORT" --threads 1 --conns 1 --pipeline 1 --multi-incr 10 --key-prefix txbad: \
+      --key-range 1 --requests 5 --quiet 2>&1 >/dev/null) || rc=$?
+[ "$rc" = 1 ] && grep -q "did not answer an integer" <<<"$out" || fail "--multi-incr on a list key: rc $rc, $out"
+echo "  ok: a failed INCR inside EXEC is an error"
+
 echo "slotlane-load: slotlane-server, 2 shards per-shard, --cluster"
 start_server() {
   "$SERVER" --shards 2 --port "$SHARD_PORT" --loglevel warning >"$TMP/server.log" 2>&1 &

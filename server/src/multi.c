@@ -249,8 +249,8 @@ void sv_cmd_exec(sv_ctx *c, int argc, sv_str *argv)
         sv_add_null_array(&c->r);
         return;
     }
-    /* the queue leaves the session first: a queued RESET or MULTI-state check must
-     * see a connection no longer in MULTI */
+    /* the queue leaves the session first: its commands run on a connection that is
+     * out of MULTI, as each would have run alone */
     int n = tx->nq;
     sv_txcmd *q = tx->q;
     tx->q = NULL;

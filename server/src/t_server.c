@@ -246,8 +246,8 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
     } else if (!strcmp(name, "clients")) {
         n = snprintf(tmp, sizeof(tmp),
                      "# Clients\r\nconnected_clients:%d\r\ncluster_connections:0\r\nmaxclients:%d\r\n"
-                     "blocked_clients:0\r\ntracking_clients:0\r\n\r\n",
-                     sh->nclients, sv_cfg.maxclients);
+                     "blocked_clients:0\r\ntracking_clients:0\r\ntotal_watched_keys:%llu\r\n\r\n",
+                     sh->nclients, sv_cfg.maxclients, (unsigned long long)sh->nwatched); /* this shard's */
     } else if (!strcmp(name, "stats")) {
         n = snprintf(tmp, sizeof(tmp),
                      "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"

@@ -250,6 +250,91 @@ def test_forwarding_rules(extra):
     assert code == 0, err
 
 
+def test_internal_exec_checks_its_arguments():
+    """slotlane.exec (any client can send it): a malformed unit is an error, nothing runs."""
+    srv = Server(shards=1)
+    try:
+        c = Conn(srv.port)
+        bad = [["slotlane.exec", "x", "0"], ["slotlane.exec", "0", "x"], ["slotlane.exec", "0", "2", "2", "SET", "a", "1"],
+               ["slotlane.exec", "0", "1", "3", "SET", "a"], ["slotlane.exec", "0", "1", "1", "NOSUCH"],
+               ["slotlane.exec", "0", "1", "2", "GET"], ["slotlane.exec", "0", "1", "1", "MULTI"],
+               ["slotlane.exec", "0", "1", "2", "slotlane.exec", "0"], ["slotlane.exec", "5", "k", "1"],
+               ["slotlane.exec", "1", "k", "v", "0"], ["slotlane.exec", "0", "-1"], ["slotlane.exec", "0", "1", "0"],
+               ["slotlane.exec", "0", "1", "99999999999999999999", "SET"]]
+        for argv in bad:
+            r = c.call(*argv)
+            assert isinstance(r, Err), (argv, r)
+        assert c.call("EXISTS", "a") == 0
+        assert c.call("slotlane.exec", "0", "2", "3", "SET", "a", "1", "2", "INCR", "a") == [Status("OK"), 2]
+        assert c.call("slotlane.watch", "a") == [b"0"]
+        assert c.call("slotlane.exec", "1", "a", "0", "1", "2", "GET", "a") == [b"2"]
+        assert c.call("MULTI") == Status("OK")
+        assert c.call("slotlane.exec", "0", "0") == Err("ERR Command not allowed inside a transaction")
+        assert c.call("EXEC").startswith("EXECABORT")
+        c.close()
+    finally:
+        code, err = srv.stop()
+    assert code == 0, err
+
+
+def watched_keys(conn):
+    for line in bytes(conn.call("INFO", "clients")).split(b"\r\n"):
+        if line.startswith(b"total_watched_keys:"):
+            return int(line.split(b":")[1])
+    raise AssertionError("no total_watched_keys in INFO clients")
+
+
+def wait_watched(conn, n, what):
+    """Polls the shard's INFO until it keeps n watched keys (an event, not a sleep)."""
+    for _ in range(2000):
+        if watched_keys(conn) == n:
+            return
+    raise AssertionError(f"{what}: the shard keeps {watched_keys(conn)} watched keys, not {n}")
+
+
+def test_remote_watches_are_released():
+    """--misrouted forward, 4 shards: a client on shard 0 watching shard 2's keys. The
+    watch lives on shard 2 (INFO total_watched_keys there) and goes with UNWATCH,
+    DISCARD, RESET, an EXEC run there, an EXEC refused with CROSSSLOT, and a disconnect."""
+    srv = Server(shards=4, extra=["--misrouted", "forward"])
+    try:
+        c, owner = Conn(srv.port), Conn(srv.port + 2)
+        ks = keys_on(2, 4, "rw", 2)
+        other = keys_on(3, 4, "rx")[0]
+        assert watched_keys(owner) == 0
+        cases = [[["UNWATCH"]], [["MULTI"], ["DISCARD"]], [["RESET"]], [["MULTI"], ["GET", ks[0]], ["EXEC"]],
+                 [["MULTI"], ["GET", other], ["EXEC"]]]
+        for steps in cases:
+            assert c.call("WATCH", *ks) == Status("OK")
+            assert c.call("WATCH", ks[0]) == Status("OK")  # already watched: once
+            wait_watched(owner, 2, f"after WATCH, before {steps}")
+            for argv in steps:
+                c.call(*argv)
+            wait_watched(owner, 0, f"after {steps}")
+        assert c.call("WATCH", ks[0]) == Status("OK")
+        wait_watched(owner, 1, "after WATCH")
+        c.close()
+        wait_watched(owner, 0, "after the watching client disconnected")
+        # a client that closes while its WATCH is still being taken on shard 2 (either
+        # order of the close and the owner's answer): nothing stays behind
+        for _ in range(20):
+            q = Conn(srv.port)
+            q.send("WATCH", *ks)
+            q.close()
+        wait_watched(owner, 0, "after clients closed during their WATCH")
+        # a local watch is released the same way (shard 0's own key)
+        c = Conn(srv.port)
+        mine = keys_on(0, 4, "rl")[0]
+        c.call("WATCH", mine)
+        assert watched_keys(c) == 1
+        c.close()
+        wait_watched(Conn(srv.port), 0, "shard 0 after the disconnect")
+        owner.close()
+    finally:
+        code, err = srv.stop()
+    assert code == 0, err
+
+
 def server_time_ms(conn):
     s, us = conn.call("TIME")
     return int(s) * 1000 + int(us) // 1000
@@ -394,6 +479,43 @@ def test_exec_logged_as_unit():
         c = Conn(srv.port)
         assert c.call("GET", "u") == b"5" and c.call("LRANGE", "ul", "0", "-1") == [b"a", b"b"]
         assert c.call("GET", "single") == b"1"
+        code, err = srv.stop()
+        assert code == 0, err
+    finally:
+        shutil.rmtree(d)
+
+
+def info_field(conn, section, name):
+    for line in bytes(conn.call("INFO", section)).split(b"\r\n"):
+        if line.startswith(name.encode() + b":"):
+            return line.split(b":", 1)[1].decode()
+    raise AssertionError(f"no {name} in INFO {section}")
+
+
+def test_bgrewriteaof_inside_exec_is_scheduled():
+    """As Redis: BGREWRITEAOF inside EXEC is scheduled (the unit is never split between
+    the old log and the rewrite); the rewrite follows, and a restart has everything."""
+    d = tempfile.mkdtemp(prefix="sv-tx-")
+    try:
+        srv = aof_server(d)
+        c = Conn(srv.port)
+        c.call("SET", "before", "1")
+        c.call("MULTI")
+        c.call("SET", "a", "1")
+        c.call("BGREWRITEAOF")
+        c.call("INCR", "a")
+        assert c.call("EXEC") == [Status("OK"), Status("Background append only file rewriting scheduled"), 2]
+        for _ in range(5000):  # the cron starts it, the child finishes: INFO says so
+            if info_field(c, "persistence", "aof_rewrites") == "1" and \
+                    info_field(c, "persistence", "aof_rewrite_in_progress") == "0":
+                break
+        else:
+            raise AssertionError("the scheduled rewrite did not happen")
+        c.call("SET", "after", "1")
+        srv.stop(sig=signal.SIGKILL)
+        srv = aof_server(d)
+        c = Conn(srv.port)
+        assert [c.call("GET", k) for k in ("before", "a", "after")] == [b"1", b"2", b"1"]
         code, err = srv.stop()
         assert code == 0, err
     finally:
