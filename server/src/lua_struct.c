@@ -171,6 +171,7 @@ static int s_pack(lua_State *L)
 static lua_Number get_int(const char *p, int big, int is_signed, size_t n)
 {
     uint64_t v = 0;
+    if (n == 0) return 0; /* 'i0': no bytes, the value 0 (Redis reads none either) */
     for (size_t i = 0; i < n; i++) v = v << 8 | (unsigned char)p[big ? i : n - 1 - i];
     if (!is_signed) return (lua_Number)v;
     if (n < 8 && (v >> (n * 8 - 1)) & 1) v |= ~(uint64_t)0 << (n * 8); /* sign extension */
@@ -231,7 +232,7 @@ static int s_unpack(lua_State *L)
             if (size == 0) { /* the length is the number unpacked just before */
                 if (results == 0 || !lua_isnumber(L, -1)) luaL_error(L, "format 'c0' needs a previous size");
                 lua_Number n = lua_tonumber(L, -1);
-                size = n > 0 ? (size_t)n : 0;
+                size = n > 0 ? (n < 1e18 ? (size_t)n : SIZE_MAX) : 0; /* too large: "too short" below */
                 lua_pop(L, 1);
                 results--;
                 luaL_argcheck(L, size <= len && pos <= len - size, 2, "data string too short");

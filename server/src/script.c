@@ -19,6 +19,7 @@
 #define _GNU_SOURCE /* accept4 */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -471,6 +472,16 @@ static const char *resp_to_lua(lua_State *L, const char *p, const char *end, int
 
 /* ---- Lua -> reply ---- */
 
+/* A Lua number as C integers the way Redis's casts come out on x86-64 (its casts
+ * are undefined for NaN, infinities and out-of-range values; the hardware gives the
+ * minimum): `return 1/0` replies :-9223372036854775808 on both servers. */
+static long long num_to_ll(lua_Number d)
+{
+    return d >= -9.2233720368547758e18 && d < 9.2233720368547758e18 ? (long long)d : LLONG_MIN;
+}
+
+static int num_to_int(lua_Number d) { return d > -2147483649.0 && d < 2147483648.0 ? (int)d : INT_MIN; }
+
 static void add_sanitized(sv_buf *b, const char *s, size_t n)
 {
     size_t at = b->len;
@@ -531,7 +542,7 @@ static int lua_to_reply(sv_lua *e, sv_reply *r, int depth)
         }
         return 0;
     case LUA_TNUMBER:
-        sv_add_int(r, (long long)lua_tonumber(L, -1));
+        sv_add_int(r, num_to_ll(lua_tonumber(L, -1)));
         return 0;
     case LUA_TTABLE:
         break;
@@ -851,7 +862,7 @@ static int l_log(lua_State *L)
     int argc = lua_gettop(L);
     if (argc < 2) return raise_error(L, "redis.log() requires two arguments or more.");
     if (!lua_isnumber(L, 1)) return raise_error(L, "First argument must be a number (log level).");
-    int level = (int)lua_tonumber(L, 1);
+    int level = num_to_int(lua_tonumber(L, 1));
     if (level < SV_LOG_DEBUG || level > SV_LOG_WARNING) return raise_error(L, "Invalid debug level.");
     sv_buf b = {0};
     for (int i = 2; i <= argc; i++) {
@@ -870,7 +881,7 @@ static int l_setresp(lua_State *L)
 {
     sv_lua *e = engine_of(L);
     if (lua_gettop(L) != 1) return raise_error(L, "redis.setresp() requires one argument.");
-    int v = (int)lua_tonumber(L, 1);
+    int v = num_to_int(lua_tonumber(L, 1));
     if (v != 2 && v != 3) return raise_error(L, "RESP version must be 2 or 3.");
     e->resp = v;
     return 0;
@@ -879,7 +890,7 @@ static int l_setresp(lua_State *L)
 static int l_set_repl(lua_State *L)
 {
     if (lua_gettop(L) != 1) return raise_error(L, "redis.set_repl() requires one argument.");
-    int v = (int)lua_tonumber(L, 1);
+    int v = num_to_int(lua_tonumber(L, 1));
     if (v < 0 || v > 3) return raise_error(L, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.");
     return 0; /* accepted: there is no replication, and the AOF logs effects anyway */
 }

@@ -1234,6 +1234,8 @@ SCRIPT_CASES = [
     # Lua -> reply
     ["EVAL", "return 3.7", "0"],
     ["EVAL", "return -5.9", "0"],
+    ["EVAL", "return {1/0, -1/0, 0/0, 2^63, -2^63, 2^62}", "0"],  # fuzz_eval: out-of-range numbers
+    ["EVAL", "return redis.setresp(1/0)", "0"],
     ["EVAL", "return {1,2,nil,3}", "0"],
     ["EVAL", "return true", "0"],
     ["EVAL", "return false", "0"],
@@ -1297,6 +1299,7 @@ SCRIPT_CASES = [
     ["EVAL", "return struct.unpack('>I4', 'ab')", "0"],
     ["EVAL", "return {struct.unpack('bc0', struct.pack('bc0', 3, 'xyz'))}", "0"],
     ["EVAL", "return struct.size('s')", "0"],
+    ["EVAL", "return {struct.unpack('>I3i0', struct.pack('>I4i4', 533, -7))}", "0"],  # fuzz_eval: i0
     ["EVAL", "return struct.pack('i40', 1)", "0"],
     ["EVAL", "return bit.band(7,3)", "0"],
     ["EVAL", "return bit.tohex(65535)", "0"],
