@@ -392,15 +392,24 @@ def test_ten_thousand_connections_leave_no_leak():
         for _ in range(10):
             _batch(ports, 500, remote_keys, rng)
         wait_for(settled, what="clients back to baseline after the warm-up")
-        fds0, rss0 = nfds(pid), proc_status(pid, "VmRSS")
-        conns0 = sum(info_int(w, "total_connections_received") for w in watch)
-        for _ in range(20):
-            _batch(ports, 500, remote_keys, rng)
-        wait_for(settled, what="clients back to baseline")
-        assert sum(info_int(w, "total_connections_received") for w in watch) - conns0 == 10000
-        assert nfds(pid) == fds0
-        growth = proc_status(pid, "VmRSS") - rss0
-        assert growth < 2 * MB, f"RSS grew by {growth / MB:.2f} MB over 10,000 connections"
+        # Up to three rounds of 10,000 connections: a leak grows RSS in every round by
+        # about the same amount (2 MB is 200 bytes a connection), while the allocator's
+        # arenas settle after a round or two, more slowly when a loaded machine keeps
+        # more connections alive at once. The verdict: some round grew by less than 2 MB.
+        growths = []
+        for _ in range(3):
+            fds0, rss0 = nfds(pid), proc_status(pid, "VmRSS")
+            conns0 = sum(info_int(w, "total_connections_received") for w in watch)
+            for _ in range(20):
+                _batch(ports, 500, remote_keys, rng)
+            wait_for(settled, what="clients back to baseline")
+            assert sum(info_int(w, "total_connections_received") for w in watch) - conns0 == 10000
+            assert nfds(pid) == fds0
+            growths.append(proc_status(pid, "VmRSS") - rss0)
+            if growths[-1] < 2 * MB:
+                break
+        assert min(growths) < 2 * MB, \
+            "RSS grew in every round of 10,000 connections: " + ", ".join(f"{g / MB:.2f} MB" for g in growths)
         for w in watch:
             assert w.call("PING") == "PONG"
             w.close()
