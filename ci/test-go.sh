@@ -60,7 +60,7 @@ want="$(cat VERSION) 12182"
 echo "built and ran outside the monorepo: $got"
 
 step "go test -race ./..."
-(cd go && go test -race -count=1 -timeout 280s ./...)
+(cd go && go test -race -count=1 -timeout 600s ./...)
 
 step "cluster-cost tool smoke run (both clients, tiny)"
 SMOKE_PLAIN=$(sl_free_block go 5 23480)   # the tests' blocks stop at 23479
