@@ -14,7 +14,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir build-asan --output-on-failure -j2
 
 # Each component with its own test runner has ci/test-<name>.sh; run them in a fixed order.
-for name in server core-integration conformance python rust go node java csharp; do
+for name in server core-integration spec conformance python rust go node java csharp; do
   script=ci/test-$name.sh
   if [ -f "$script" ]; then
     step "$name"
