@@ -143,7 +143,7 @@ fn main() -> Result<(), slotlane::Error> {
     let mut c = Client::connect(url.as_str())?;
     let mut p = Pipeline::new();
     for i in 0..32 {
-        p.set(format!("scratch:{i}"), i);
+        p.set(format!("scratch:{i}"), i, None); // the typed set of bindings/spec (options: None)
     }
     for i in 0..32 {
         p.get(format!("scratch:{i}"));
