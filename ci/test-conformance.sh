@@ -23,7 +23,7 @@ sl_on_exit "ci/redis-cluster.sh stop '$WORK/cluster'"
 ci/redis-plain.sh start "$WORK/plain" "$PLAIN_PORT"
 ci/redis-cluster.sh start "$WORK/cluster" "$CLUSTER_PORT" 3
 
-CASES=(bindings/conformance/cases/*.json)
+CASES=(bindings/conformance/cases/*.json bindings/conformance/commands/*.json)  # commands/: the spec's cases (README there)
 # The recorded replies are still what these servers answer (nothing drifted, no hand edits).
 echo "--- record.py --check against redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')"
 status=0

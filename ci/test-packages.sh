@@ -237,7 +237,7 @@ fn main() -> Result<(), slotlane::Error> {
     let mut c = Client::connect(url.as_str())?;
     let mut p = Pipeline::new();
     for i in 0..32 {
-        p.set(format!("pkg:rust:{i}"), i);
+        p.set(format!("pkg:rust:{i}"), i, None);
     }
     for i in 0..32 {
         p.get(format!("pkg:rust:{i}"));

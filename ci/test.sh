@@ -18,7 +18,7 @@ cd "$SL_ROOT"
 # packages builds and installs the python, node, java and csharp packages from their
 # folders (python/build, java/target, node/vendor/core, the venv), so it starts only after
 # those four suites ended; everything else shares nothing but build/ (read only).
-suites=(java rust python csharp node go server packages conformance core-integration load load-asan bench)
+suites=(java rust python csharp node go server packages conformance core-integration spec load load-asan bench)
 after_packages=(python node java csharp)
 suite_cmd() {
   case $1 in

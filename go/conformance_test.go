@@ -277,7 +277,7 @@ func runCase(c *Client, cs *confCase, resp int) error {
 	if len(want) != len(cs.Commands) {
 		return fmt.Errorf("no recorded replies for RESP%d", resp)
 	}
-	if err := c.FlushAll(ctx); err != nil {
+	if _, err := c.Flushall(ctx, nil); err != nil {
 		return fmt.Errorf("FLUSHALL: %v", err)
 	}
 	p := c.Pipeline()

@@ -44,8 +44,9 @@ func appendBulkBytes(buf []byte, b []byte) []byte {
 }
 
 // appendArg encodes one argument as a bulk string. Accepted: string, []byte, integer
-// and float types, bool (1/0), encoding.BinaryMarshaler and fmt.Stringer. Anything
-// else is an error: nil, and time.Duration (its unit would be a guess).
+// and float types, encoding.BinaryMarshaler and fmt.Stringer. Anything else is an error:
+// nil, a bool (bindings/spec/README.md: never a key, value or number), and time.Duration
+// (its unit would be a guess).
 func appendArg(buf []byte, arg any) ([]byte, error) {
 	var tmp [32]byte
 	switch a := arg.(type) {
@@ -81,10 +82,8 @@ func appendArg(buf []byte, arg any) ([]byte, error) {
 	case float32:
 		return appendBulkBytes(buf, strconv.AppendFloat(tmp[:0], float64(a), 'f', -1, 32)), nil
 	case bool:
-		if a {
-			return appendBulkString(buf, "1"), nil
-		}
-		return appendBulkString(buf, "0"), nil
+		// the spec's argument rules: a bool is never a key, value or number (flags are options)
+		return buf, fmt.Errorf("a bool argument (a bool is never a key, value or number; flags are options)")
 	case nil:
 		return buf, fmt.Errorf("a nil argument")
 	case time.Duration:
@@ -98,7 +97,7 @@ func appendArg(buf []byte, arg any) ([]byte, error) {
 	case fmt.Stringer:
 		return appendBulkString(buf, a.String()), nil
 	}
-	return buf, fmt.Errorf("an argument of type %T (use string, []byte, a number or bool)", arg)
+	return buf, fmt.Errorf("an argument of type %T (use string, []byte or a number)", arg)
 }
 
 // appendCommand encodes one command; on error buf is returned unchanged.

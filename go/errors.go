@@ -43,6 +43,9 @@ var (
 	ErrCluster error = &sentinel{msg: "slotlane: cluster error"}
 	// ErrInvalid: a bad argument or option, refused before anything was sent.
 	ErrInvalid error = &sentinel{msg: "slotlane: invalid argument"}
+	// ErrResource: the core could not allocate memory, a buffer was too small, or the call
+	// is not valid in the handle's state (errors.json's ResourceError).
+	ErrResource error = &sentinel{msg: "slotlane: resource error"}
 	// ErrUnsupported: a feature this build does not have (rediss:// TLS, for example).
 	ErrUnsupported error = &sentinel{msg: "slotlane: unsupported"}
 	// ErrUnexpectedType: a typed accessor was used on a reply of another type.
@@ -85,28 +88,6 @@ func (e *Error) Unwrap() []error {
 		errs = append(errs, e.cause)
 	}
 	return errs
-}
-
-func sentinelOfCode(code int) error {
-	switch code {
-	case codeInvalid, codeTooSmall, codeState:
-		return ErrInvalid
-	case codeIO:
-		return ErrConnection
-	case codeTimeout:
-		return ErrTimeout
-	case codeProtocol:
-		return ErrProtocol
-	case codeRedirect:
-		return ErrRedirects
-	case codeCancelled:
-		return ErrCancelled
-	case codeCluster:
-		return ErrCluster
-	case codeUnsupported:
-		return ErrUnsupported
-	}
-	return nil
 }
 
 // ErrorKind tells who produced a command's error (the sl_err_kind of slotlane.h).
@@ -178,25 +159,7 @@ func (e *ResponseError) Unwrap() []error {
 	return errs
 }
 
-func sentinelOfKind(k ErrorKind) error {
-	switch k {
-	case ErrKindIO:
-		return ErrConnection
-	case ErrKindTimeout:
-		return ErrTimeout
-	case ErrKindRedirects:
-		return ErrRedirects
-	case ErrKindProtocol:
-		return ErrProtocol
-	case ErrKindCancelled:
-		return ErrCancelled
-	case ErrKindCluster:
-		return ErrCluster
-	case ErrKindArgument:
-		return ErrInvalid
-	}
-	return nil
-}
+// sentinelOfCode and sentinelOfKind: errors_gen.go (the table of bindings/spec/errors.json).
 
 // argError is a bad argument found by the binding before anything was sent.
 func argError(msg string) error {

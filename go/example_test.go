@@ -27,37 +27,36 @@ func Example() {
 	}
 	defer client.Close()
 
-	if err := client.Set(ctx, "example:greeting", "hello", time.Minute); err != nil {
+	if _, err := client.Set(ctx, "example:greeting", "hello", &slotlane.SetOptions{Ex: slotlane.Int(60)}); err != nil {
 		fmt.Println("set:", err)
 		return
 	}
-	greeting, _ := client.Get(ctx, "example:greeting")
-	fmt.Println(greeting)
+	greeting, _ := client.Get(ctx, "example:greeting") // a *string: nil for a missing key
+	fmt.Println(*greeting)
 
-	if _, err := client.Get(ctx, "example:missing"); errors.Is(err, slotlane.ErrNil) {
-		fmt.Println("missing key: ErrNil")
+	if v, err := client.Get(ctx, "example:missing"); err == nil && v == nil {
+		fmt.Println("missing key: nil")
 	}
 
 	p := client.Pipeline()
 	for i := 0; i < 3; i++ {
-		p.Set(fmt.Sprintf("example:%d", i), i*10, time.Minute)
+		p.Set(fmt.Sprintf("example:%d", i), i*10, &slotlane.SetOptions{Ex: slotlane.Int(60)})
 	}
-	p.Do("MGET", "example:0", "example:1", "example:2") // split per slot by the core
-	p.Do("LPUSH", "example:greeting", "x")              // fails alone: WRONGTYPE
-	results, err := p.Exec(ctx)
-	if err != nil {
+	values := p.Mget("example:0", "example:1", "example:2") // split per slot by the core
+	pushed := p.Lpush("example:greeting", "x")              // fails alone: WRONGTYPE
+	if _, err := p.Exec(ctx); err != nil {
 		fmt.Println("exec:", err)
 		return
 	}
-	values, _ := results[3].Strings()
-	fmt.Println(values)
+	vs, _ := values.Result() // []*string
+	fmt.Println(*vs[0], *vs[1], *vs[2])
 	var re *slotlane.ResponseError
-	if errors.As(results[4].Err, &re) {
+	if _, err := pushed.Result(); errors.As(err, &re) {
 		fmt.Println(re.Prefix())
 	}
 	// Output:
 	// hello
-	// missing key: ErrNil
-	// [0 10 20]
+	// missing key: nil
+	// 0 10 20
 	// WRONGTYPE
 }

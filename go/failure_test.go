@@ -69,7 +69,7 @@ func TestRedisClusterPrimaryKilledMidPipeline(t *testing.T) {
 	}
 	p := c.Pipeline()
 	for _, k := range spread {
-		p.Set(k, "v:"+k, 0)
+		p.Set(k, "v:"+k, nil)
 	}
 	if res, err := p.Exec(ctx); err != nil {
 		t.Fatal(err)
@@ -209,7 +209,7 @@ func TestRedisClusterLiveReshard(t *testing.T) {
 	all := append(append([]string{}, moving...), other...)
 	p := c.Pipeline()
 	for _, k := range all {
-		p.Set(k, "0", 0)
+		p.Set(k, "0", nil)
 	}
 	if _, err := p.Exec(ctx); err != nil {
 		t.Fatal(err)

@@ -3,8 +3,6 @@ package slotlane
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"time"
 )
 
 // Pipeline queues commands and runs them with Exec as one execution of the core: one
@@ -18,7 +16,9 @@ type Pipeline struct {
 	n   int          // commands queued, bad ones included
 	bad []badCommand // commands refused while queueing, in order
 
-	cmdStart int // where the command being encoded starts in buf
+	gen     int      // Execs so far: a Reply is of the Exec that ran it
+	lastGen int      // the generation of last
+	last    []Result // the results of the last Exec (what Reply.Result reads)
 }
 
 type badCommand struct {
@@ -39,93 +39,13 @@ func (p *Pipeline) Reset() {
 	p.bad = p.bad[:0]
 }
 
-// Do queues a command: its name and arguments (string, []byte, numbers, bool). A
+// Do queues a command: its name and arguments (string, []byte, numbers). A
 // command with a bad argument is not sent; its Result holds an error matching
 // ErrInvalid.
 func (p *Pipeline) Do(args ...any) {
 	var err error
 	if p.buf, err = appendCommand(p.buf, args); err != nil {
 		p.bad = append(p.bad, badCommand{p.n, err})
-	}
-	p.n++
-}
-
-// Get queues GET key.
-func (p *Pipeline) Get(key string) {
-	p.buf = append(p.buf, "*2\r\n$3\r\nGET\r\n"...)
-	p.buf = appendBulkString(p.buf, key)
-	p.n++
-}
-
-// Set queues SET key value, with PX ttl when ttl > 0. value is a string, []byte, a
-// number or a bool. (Passing a value through an interface can allocate; SetBytes and
-// SetString do not.)
-func (p *Pipeline) Set(key string, value any, ttl time.Duration) {
-	switch v := value.(type) {
-	case string:
-		p.SetString(key, v, ttl)
-		return
-	case []byte:
-		p.SetBytes(key, v, ttl)
-		return
-	}
-	if !p.setHead(key, ttl) {
-		return
-	}
-	var err error
-	if p.buf, err = appendArg(p.buf, value); err != nil {
-		p.buf = p.buf[:p.cmdStart]
-		p.bad = append(p.bad, badCommand{p.n, argError("SET value: " + err.Error())})
-		p.n++
-		return
-	}
-	p.setTail(ttl)
-}
-
-// SetBytes queues SET key value (PX ttl when ttl > 0), without allocating.
-func (p *Pipeline) SetBytes(key string, value []byte, ttl time.Duration) {
-	if value == nil {
-		p.bad = append(p.bad, badCommand{p.n, argError("SET value: a nil []byte argument")})
-		p.n++
-		return
-	}
-	if p.setHead(key, ttl) {
-		p.buf = appendBulkBytes(p.buf, value)
-		p.setTail(ttl)
-	}
-}
-
-// SetString queues SET key value (PX ttl when ttl > 0), without allocating.
-func (p *Pipeline) SetString(key, value string, ttl time.Duration) {
-	if p.setHead(key, ttl) {
-		p.buf = appendBulkString(p.buf, value)
-		p.setTail(ttl)
-	}
-}
-
-// setHead encodes SET's array header and key; false (and the command refused) for a
-// negative ttl.
-func (p *Pipeline) setHead(key string, ttl time.Duration) bool {
-	if ttl < 0 {
-		p.bad = append(p.bad, badCommand{p.n, argError("SET: negative ttl")})
-		p.n++
-		return false
-	}
-	p.cmdStart = len(p.buf)
-	if ttl > 0 {
-		p.buf = append(p.buf, "*5\r\n$3\r\nSET\r\n"...)
-	} else {
-		p.buf = append(p.buf, "*3\r\n$3\r\nSET\r\n"...)
-	}
-	p.buf = appendBulkString(p.buf, key)
-	return true
-}
-
-func (p *Pipeline) setTail(ttl time.Duration) {
-	if ttl > 0 {
-		var tmp [20]byte
-		p.buf = appendBulkString(p.buf, "PX")
-		p.buf = appendBulkBytes(p.buf, strconv.AppendInt(tmp[:0], int64((ttl+time.Millisecond-1)/time.Millisecond), 10))
 	}
 	p.n++
 }
@@ -172,6 +92,8 @@ func (p *Pipeline) Exec(ctx context.Context) ([]Result, error) {
 		results[b.pos] = Result{Err: b.err}
 	}
 	p.Reset()
+	p.last, p.lastGen = results, p.gen
+	p.gen++
 	return results, err
 }
 

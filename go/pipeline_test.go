@@ -44,7 +44,7 @@ func TestPipelineAllSlots(t *testing.T) {
 		for start := 0; start < len(keys); start += depth {
 			end := min(start+depth, len(keys))
 			for _, k := range keys[start:end] {
-				p.Set(k, valueOf(k, depth), 0)
+				p.Set(k, valueOf(k, depth), nil)
 			}
 			if p.Len() != end-start {
 				t.Fatalf("Len = %d, want %d", p.Len(), end-start)
@@ -95,14 +95,14 @@ func TestPipelineErrorsFailAlone(t *testing.T) {
 	servers(t, func(t *testing.T, c *Client) {
 		ctx := testCtx(t)
 		p := c.Pipeline()
-		p.Set("pe:str", "abc", 0)
-		p.Do("INCR", "pe:str")            // error reply
-		p.Do("GET", struct{}{})           // refused by the binding
-		p.Do()                            // refused: no name
-		p.Set("pe:k", nil, 0)             // refused
-		p.Set("pe:k2", "v", -time.Second) // refused
-		p.Set("pe:k3", []byte(nil), 0)    // refused
-		p.Set("pe:k4", 12, time.Minute)
+		p.Set("pe:str", "abc", nil)
+		p.Do("INCR", "pe:str")           // error reply
+		p.Do("GET", struct{}{})          // refused by the binding
+		p.Do()                           // refused: no name
+		p.Set("pe:k", nil, nil)          // refused
+		p.Set("pe:k2", true, nil)        // refused: a bool is never a value
+		p.SetBytes("pe:k3", []byte(nil)) // refused
+		p.Set("pe:k4", 12, &SetOptions{Px: Int(60000)})
 		p.Get("pe:k4")
 		p.Do("LPUSH", "pe:str", "x") // WRONGTYPE
 		p.Get("pe:str")
@@ -170,17 +170,17 @@ func TestPipelineArgumentTypes(t *testing.T) {
 	ctx := testCtx(t)
 	type stringer struct{ time.Month }
 	args := []any{"s", []byte("b"), 1, int8(-2), int16(3), int32(-4), int64(5), uint(6), uint8(7), uint16(8), uint32(9),
-		uint64(10), 1.5, float32(0.25), true, false, time.March, stringer{time.May}}
-	want := []string{"s", "b", "1", "-2", "3", "-4", "5", "6", "7", "8", "9", "10", "1.5", "0.25", "1", "0", "March", "May"}
+		uint64(10), 1.5, float32(0.25), time.March, stringer{time.May}}
+	want := []string{"s", "b", "1", "-2", "3", "-4", "5", "6", "7", "8", "9", "10", "1.5", "0.25", "March", "May"}
 	p := c.Pipeline()
 	for i, a := range args {
 		p.Do("SET", fmt.Sprintf("arg:%d", i), a)
 		p.Do("GET", fmt.Sprintf("arg:%d", i))
 	}
-	p.SetString("arg:ss", "str", time.Minute)
-	p.SetBytes("arg:sb", []byte("byt"), 0)
-	p.SetString("arg:neg", "x", -time.Second) // refused
-	p.SetBytes("arg:nil", nil, 0)             // refused
+	p.Set("arg:ss", "str", &SetOptions{Px: Int(60000)})
+	p.SetBytes("arg:sb", []byte("byt"))
+	p.Set("arg:neg", false, nil) // refused: a bool is never a value (bindings/spec/README.md)
+	p.SetBytes("arg:nil", nil)   // refused
 	p.Get("arg:ss")
 	p.Get("arg:sb")
 	p.Do("PTTL", "arg:ss")
@@ -219,7 +219,7 @@ func TestPipelineLargeValuesAndSplit(t *testing.T) {
 	ctx := testCtx(t)
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
 	p := c.Pipeline()
-	p.Set("big:1", big, 0)
+	p.Set("big:1", big, nil)
 	p.Do("MSET", "sp:a", "1", "sp:b", "2", "sp:c", "3", "sp:d", "4") // split per slot by the core
 	p.Do("MGET", "sp:a", "sp:b", "nokey", "sp:c", "sp:d")
 	p.Get("big:1")

@@ -5,6 +5,10 @@
     python3 bindings/conformance/record.py cases/split.json
     python3 bindings/conformance/record.py --check         # record, compare with the files, write nothing
 
+Case files: cases/*.json (commands written by hand) and commands/*.json (one case or more
+per method of bindings/spec/commands.json: "calls" written by hand, "commands" encoded from
+them by the spec, every reply checked against the method's declared reply type).
+
 By default it starts its own servers with ci/redis-plain.sh and ci/redis-cluster.sh
 (a standalone redis-server and a 3-primary Redis Cluster, ports from --base-port) and
 stops them at the end; --plain HOST:PORT and --cluster HOST:PORT use running ones.
@@ -42,6 +46,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "bindings", "spec"))
+import spec as speclib  # noqa: E402  (the spec's encoding and reply types)
 SPLIT_COMMANDS = {"MGET", "MSET", "DEL", "EXISTS", "UNLINK", "TOUCH"}
 
 
@@ -356,6 +362,35 @@ def resp_list(case):
     return r if isinstance(r, list) else [r]
 
 
+def loosen(reply):
+    """A reply kept only by its type (a "loose" command: a time, an id, server text)."""
+    return {"type": reply["type"]}
+
+
+def spec_commands(case, methods):
+    """A case with "calls" (typed calls of bindings/spec/commands.json methods): its
+    commands are what the spec encodes the calls to."""
+    out = []
+    for c in case["calls"]:
+        m = methods.get(c["method"])
+        if m is None:
+            raise RecordError("%s: no method %r in the spec" % (case["name"], c["method"]))
+        try:
+            out.append(speclib.encode(m, c["args"]))
+        except (KeyError, TypeError) as e:
+            raise RecordError("%s: %s" % (case["name"], e))
+    return out
+
+
+def check_types(case, methods, expected):
+    """Every recorded reply of a spec case must have its method's declared type."""
+    for resp, replies in expected.items():
+        for i, (c, r) in enumerate(zip(case["calls"], replies)):
+            probs = speclib.check_reply(methods[c["method"]]["reply"], r, "%s call %d %s" % (case["name"], i, c["method"]))
+            if probs:
+                raise RecordError("RESP%s: %s (declared %s)" % (resp, "; ".join(probs), methods[c["method"]]["reply"]))
+
+
 def record_case(case, plain, cluster):
     mode = case.get("mode", "any")
     if mode not in ("any", "cluster", "plain"):
@@ -364,6 +399,7 @@ def record_case(case, plain, cluster):
     cmds = [cmd_bytes(c) for c in case["commands"]]
     unordered = set(case.get("unordered", []))
     expected = {}
+    case["_raw"] = raw = {}
     for resp in resp_list(case):
         got = {}
         if mode in ("any", "plain"):
@@ -373,8 +409,11 @@ def record_case(case, plain, cluster):
             got["cluster"] = cluster.run(setup, cmds, resp)
             if case.get("cross_node") and not cluster.spanned_nodes:
                 raise RecordError("%s: marked cross_node but no split command spans two nodes" % case["name"])
+        loose = set(case.get("loose", []))
         for k in got:
             got[k] = [mark_unordered(r) if i in unordered else r for i, r in enumerate(got[k])]
+            raw[str(resp)] = got[k]
+            got[k] = [loosen(r) if i in loose and r["type"] != "error" else r for i, r in enumerate(got[k])]
         if "plain" in got and "cluster" in got and got["plain"] != got["cluster"]:
             for i, (a, b) in enumerate(zip(got["plain"], got["cluster"])):
                 if a != b:
@@ -389,11 +428,11 @@ def record_case(case, plain, cluster):
 def dump_case(case):
     """One case as JSON with one command and one top-level reply per line."""
     lines = ["  {"]
-    keys = [k for k in case if k not in ("commands", "setup", "expected")]
+    keys = [k for k in case if k not in ("calls", "commands", "setup", "expected")]
     body = []
     for k in keys:
         body.append("    %s: %s" % (json.dumps(k), json.dumps(case[k], ensure_ascii=False)))
-    for k in ("setup", "commands"):
+    for k in ("setup", "calls", "commands"):
         if k in case:
             items = ",\n".join("      " + json.dumps(c, ensure_ascii=False) for c in case[k])
             body.append("    %s: [\n%s\n    ]" % (json.dumps(k), items))
@@ -448,8 +487,9 @@ def main():
                     help="first of the 7 ports for the servers this script starts (default 20850)")
     ap.add_argument("--check", action="store_true", help="compare with the files, write nothing")
     args = ap.parse_args()
-    files = args.files or sorted(os.path.join(HERE, "cases", f)
-                                 for f in os.listdir(os.path.join(HERE, "cases")) if f.endswith(".json"))
+    files = args.files or sorted(os.path.join(HERE, d, f) for d in ("cases", "commands")
+                                 for f in os.listdir(os.path.join(HERE, d)) if f.endswith(".json"))
+    methods = {m["method"]: m for m in speclib.load()["methods"]}
     stop = None
     if not (args.plain and args.cluster):
         plain_addr, cluster_addr, stop = start_servers(args.base_port)
@@ -466,7 +506,17 @@ def main():
                 if case["name"] in names:
                     raise RecordError("duplicate case name %r" % case["name"])
                 names.add(case["name"])
+                if "calls" in case:
+                    cmds = spec_commands(case, methods)
+                    if args.check and case.get("commands") != cmds:
+                        print("DIFFERS: %s (%s): commands are not what the spec encodes its calls to"
+                              % (case["name"], os.path.basename(path)))
+                        bad += 1
+                    case["commands"] = cmds
                 exp = record_case(case, plain, cluster)
+                if "calls" in case:
+                    check_types(case, methods, case["_raw"])
+                del case["_raw"]
                 if args.check and case.get("expected") != exp:
                     print("DIFFERS: %s (%s)" % (case["name"], os.path.basename(path)))
                     bad += 1

@@ -384,6 +384,9 @@ static int match(const jval *e, const sl_reply *recs, size_t nrec, const uint8_t
         failf(f, "%s: expected %s, got %s", path, tname, got);
         return -1;
     }
+    /* A "loose" reply (record.py: a time, an id, server text) is kept by its type only. */
+    if (t != SL_REPLY_ERROR && t != SL_REPLY_NIL && !jget(e, "value") && !jget(e, "hex") && !jget(e, "children"))
+        return 0;
     switch (t) {
     case SL_REPLY_STRING: case SL_REPLY_STATUS: case SL_REPLY_BIGNUM: case SL_REPLY_VERB: {
         char *want;

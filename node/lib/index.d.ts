@@ -69,96 +69,12 @@ export interface Stats {
   nodes: number;
 }
 
-/** The command helpers, shared by Client (each returns a Promise) and Pipeline (each queues). */
-interface Commands<R> {
-  append(key: Arg, value: Arg): R;
-  bitcount(key: Arg, ...args: Arg[]): R;
-  blpop(...args: Arg[]): R;
-  brpop(...args: Arg[]): R;
-  copy(source: Arg, destination: Arg, ...args: Arg[]): R;
-  dbsize(): R;
-  decr(key: Arg): R;
-  decrby(key: Arg, decrement: Arg): R;
-  del(...keys: Arg[]): R;
-  echo(message: Arg): R;
-  eval(script: Arg, numkeys: Arg, ...args: Arg[]): R;
-  evalsha(sha1: Arg, numkeys: Arg, ...args: Arg[]): R;
-  exists(...keys: Arg[]): R;
-  expire(key: Arg, seconds: Arg, ...args: Arg[]): R;
-  expireat(key: Arg, timestamp: Arg, ...args: Arg[]): R;
-  flushall(...args: Arg[]): R;
-  flushdb(...args: Arg[]): R;
-  get(key: Arg): R;
-  getdel(key: Arg): R;
-  getex(key: Arg, ...args: Arg[]): R;
-  getrange(key: Arg, start: Arg, end: Arg): R;
-  getset(key: Arg, value: Arg): R;
-  hdel(key: Arg, ...fields: Arg[]): R;
-  hexists(key: Arg, field: Arg): R;
-  hget(key: Arg, field: Arg): R;
-  hgetall(key: Arg): R;
-  hincrby(key: Arg, field: Arg, increment: Arg): R;
-  hkeys(key: Arg): R;
-  hlen(key: Arg): R;
-  hmget(key: Arg, ...fields: Arg[]): R;
-  hset(key: Arg, ...fieldsAndValues: Arg[]): R;
-  hsetnx(key: Arg, field: Arg, value: Arg): R;
-  hvals(key: Arg): R;
-  incr(key: Arg): R;
-  incrby(key: Arg, increment: Arg): R;
-  incrbyfloat(key: Arg, increment: Arg): R;
-  info(...sections: Arg[]): R;
-  keys(pattern: Arg): R;
-  lindex(key: Arg, index: Arg): R;
-  llen(key: Arg): R;
-  lmove(source: Arg, destination: Arg, from: Arg, to: Arg): R;
-  lpop(key: Arg, ...args: Arg[]): R;
-  lpush(key: Arg, ...elements: Arg[]): R;
-  lrange(key: Arg, start: Arg, stop: Arg): R;
-  lrem(key: Arg, count: Arg, element: Arg): R;
-  lset(key: Arg, index: Arg, element: Arg): R;
-  ltrim(key: Arg, start: Arg, stop: Arg): R;
-  mget(...keys: Arg[]): R;
-  mset(...keysAndValues: Arg[]): R;
-  msetnx(...keysAndValues: Arg[]): R;
-  persist(key: Arg): R;
-  pexpire(key: Arg, milliseconds: Arg, ...args: Arg[]): R;
-  ping(...args: Arg[]): R;
-  pttl(key: Arg): R;
-  rename(key: Arg, newkey: Arg): R;
-  rpop(key: Arg, ...args: Arg[]): R;
-  rpush(key: Arg, ...elements: Arg[]): R;
-  sadd(key: Arg, ...members: Arg[]): R;
-  scan(cursor: Arg, ...args: Arg[]): R;
-  scard(key: Arg): R;
-  sdiff(...keys: Arg[]): R;
-  set(key: Arg, value: Arg, ...options: Arg[]): R;
-  setex(key: Arg, seconds: Arg, value: Arg): R;
-  setnx(key: Arg, value: Arg): R;
-  sinter(...keys: Arg[]): R;
-  sismember(key: Arg, member: Arg): R;
-  smembers(key: Arg): R;
-  spop(key: Arg, ...args: Arg[]): R;
-  srem(key: Arg, ...members: Arg[]): R;
-  strlen(key: Arg): R;
-  sunion(...keys: Arg[]): R;
-  time(): R;
-  touch(...keys: Arg[]): R;
-  ttl(key: Arg): R;
-  type(key: Arg): R;
-  unlink(...keys: Arg[]): R;
-  zadd(key: Arg, ...args: Arg[]): R;
-  zcard(key: Arg): R;
-  zincrby(key: Arg, increment: Arg, member: Arg): R;
-  zrange(key: Arg, start: Arg, stop: Arg, ...args: Arg[]): R;
-  zrangebyscore(key: Arg, min: Arg, max: Arg, ...args: Arg[]): R;
-  zrank(key: Arg, member: Arg): R;
-  zrem(key: Arg, ...members: Arg[]): R;
-  zscore(key: Arg, member: Arg): R;
-}
+import type { ClientCommands, PipelineCommands, Key, Value, Int } from './commands';
+export type { ClientCommands, PipelineCommands, Key, Value, Int } from './commands';
 
-export interface Client extends Commands<Promise<Reply>> {}
-export class Client {
+/** Client<string> by default; Client<Buffer> with returnBuffers: true (bulk strings as Buffers). */
+export interface Client<S extends string | Buffer = string> extends ClientCommands<S> {}
+export class Client<S extends string | Buffer = string> {
   constructor(options?: ClientOptions | string);
   /** Resolves with the client once connected (slot map known); rejects with the connect error. */
   connect(): Promise<this>;
@@ -169,32 +85,34 @@ export class Client {
   /** One command; commands of one tick go to the core as one batch. Throws TypeError on bad arguments. */
   sendCommand(args: Arg[], options?: SendOptions): Promise<Reply>;
   /** An explicit pipeline. */
-  pipeline(): Pipeline;
+  pipeline(): Pipeline<S>;
   /** Alias of pipeline() (no MULTI is added). */
-  batch(): Pipeline;
+  batch(): Pipeline<S>;
   /** The core's counters. Throws ConnectionError when not connected or closed. */
   stats(): Stats;
   /** Sends and answers what was issued, refuses later commands, closes the connections. */
   close(): Promise<void>;
   /** Alias of close(). */
   quit(): Promise<void>;
-  /** Closes at once: commands in flight reject with ConnectionError (kind 'cancelled'). */
+  /** Closes at once: commands in flight reject with CancelledError (kind 'cancelled'). */
   disconnect(): Promise<void>;
 }
 
-export interface Pipeline extends Commands<Pipeline> {}
-export class Pipeline {
+export interface Pipeline<S extends string | Buffer = string> extends PipelineCommands<S> {}
+export class Pipeline<S extends string | Buffer = string> {
   private constructor();
   /** Queues one command; returns the pipeline. */
   sendCommand(args: Arg[], options?: SendOptions): this;
   /** Commands queued. */
   readonly length: number;
-  /** Sends the queued commands as one batch; one [error, value] pair per command, in order. */
-  exec(): Promise<Array<[SlotlaneError, null] | [null, Reply]>>;
+  /** Sends the queued commands as one batch; one [error, value] pair per command, in order
+   * (a typed method's value shaped by its reply type, as the client's method resolves it). */
+  exec(): Promise<Array<[SlotlaneError, null] | [null, unknown]>>;
 }
 
 /** Creates a client and starts connecting in the background. */
-export function createClient(options?: ClientOptions | string): Client;
+export function createClient(options: ClientOptions & { returnBuffers: true }): Client<Buffer>;
+export function createClient(options?: (ClientOptions & { returnBuffers?: false }) | string): Client<string>;
 
 /** The cluster slot of a key (CRC16 with {hash tags}, mod 16384). */
 export function keySlot(key: string | Buffer | Uint8Array): number;
@@ -202,8 +120,8 @@ export function keySlot(key: string | Buffer | Uint8Array): number;
 /** libslotlane's version. */
 export const version: string;
 
-/** The names of the command helpers. */
-export const COMMANDS: readonly string[];
+/** The spec's method names (bindings/spec/commands.json) -> the JavaScript method names. */
+export const METHODS: Readonly<Record<string, string>>;
 
 export type ErrorKind =
   | 'server' | 'io' | 'timeout' | 'redirects' | 'protocol' | 'cancelled' | 'cluster' | 'argument'
@@ -224,3 +142,11 @@ export class ConnectionError extends SlotlaneError {}
 export class TimeoutError extends SlotlaneError {}
 /** Discovery failed, no node for the slot, too many redirects, CROSSSLOT refused. */
 export class ClusterError extends SlotlaneError {}
+/** The node sent bytes that are not RESP, or a reply exceeded a limit (or did not fit its type). */
+export class ProtocolError extends ConnectionError {}
+/** The call was cancelled (disconnect() while it ran): the same in every language. */
+export class CancelledError extends SlotlaneError {}
+/** The core refused an argument or option before sending anything. */
+export class ArgumentError extends SlotlaneError {}
+/** Out of memory, a feature this build lacks (TLS), a call invalid in the handle's state. */
+export class ResourceError extends SlotlaneError {}

@@ -9,7 +9,8 @@
 // calls _onReply once per batch; the records are decoded here with a DataView.
 
 const errors = require('./errors');
-const { ReplyError, ConnectionError, SlotlaneError, errorFromRecord, errorFromCode } = errors;
+const { ReplyError, ConnectionError, SlotlaneError, ProtocolError, errorFromRecord, errorFromCode } = errors;
+const commands = require('./commands');
 
 function loadAddon() {
   const tried = [];
@@ -147,6 +148,7 @@ class Client {
     this._count = 0;
     this._res = [];
     this._rej = [];
+    this._shp = [];           // per command: the reply type's shaper (commands.js), or null
     this._segs = null;        // routed segments of this tick, or null
     this._segOff = 0;         // start of the current unrouted run
     this._segCount = 0;
@@ -156,6 +158,7 @@ class Client {
     // batches in flight, by the addon's slot index
     this._slotRes = [];
     this._slotRej = [];
+    this._slotShp = [];
     this._inflight = 0;
     this._closeWaiters = null;
     // output buffers (owned by the addon, reused) and their views
@@ -296,6 +299,15 @@ class Client {
   _cmd(args, route) {
     if (this._state >= CLOSING) return Promise.reject(this._closedError());
     this._enqueue(args, route);
+    this._shp.push(null);
+    return new Promise(this._executor);
+  }
+
+  // A typed method's command (commands.js): the reply is shaped by its type before it resolves.
+  _typed(args, shape) {
+    if (this._state >= CLOSING) return Promise.reject(this._closedError());
+    this._enqueue(args, null);
+    this._shp.push(shape);
     return new Promise(this._executor);
   }
 
@@ -307,12 +319,13 @@ class Client {
     if (segs !== null && this._count - this._segCount > 0) {
       segs.push(this._segOff, this._len - this._segOff, this._count - this._segCount, -1, 0, null);
     }
-    const res = this._res, rej = this._rej;
+    const res = this._res, rej = this._rej, shp = this._shp;
     const idx = native.exec(this._h, this._buf, this._len, this._count, 0, segs === null ? undefined : segs);
     this._len = 0;
     this._count = 0;
     this._res = [];
     this._rej = [];
+    this._shp = [];
     this._segs = null;
     this._segOff = 0;
     this._segCount = 0;
@@ -323,6 +336,7 @@ class Client {
     }
     this._slotRes[idx] = res;
     this._slotRej[idx] = rej;
+    this._slotShp[idx] = shp;
     this._inflight++;
   }
 
@@ -330,9 +344,10 @@ class Client {
 
   // Called by the addon once per finished batch (records and data copied into recs/data).
   _onReply(idx, status, nrecs, ncmds, recs, data) {
-    const res = this._slotRes[idx], rej = this._slotRej[idx];
+    const res = this._slotRes[idx], rej = this._slotRej[idx], shp = this._slotShp[idx];
     this._slotRes[idx] = undefined;
     this._slotRej[idx] = undefined;
+    this._slotShp[idx] = undefined;
     this._inflight--;
     if (recs !== this._recs) {
       this._recs = recs;
@@ -354,7 +369,20 @@ class Client {
           this._pos++;
           rej[i](errorFromRecord(dv.getUint8(o + 1), utf8Slice(data, this._off(o), this._off(o) + dv.getUint32(o + 4, true))));
         } else {
-          res[i](this._value());
+          const v = this._value();
+          const f = shp[i];
+          if (f === null) {
+            res[i](v);
+          } else {
+            let w;
+            try {
+              w = f(v);
+            } catch (e) {
+              rej[i](new ProtocolError(`slotlane: unexpected reply for the command's type: ${e.message}`, 'protocol'));
+              continue;
+            }
+            res[i](w);
+          }
         }
       }
     }
@@ -515,6 +543,7 @@ class Client {
     this._count = 0;
     this._res = [];
     this._rej = [];
+    this._shp = [];
     this._segs = null;
     this._segOff = 0;
     this._segCount = 0;
@@ -538,6 +567,15 @@ class Pipeline {
     this._client = client;
     this._cmds = [];
     this._routes = [];
+    this._shps = [];
+  }
+
+  // A typed method's command (commands.js): queued with its reply type's shaper.
+  _typed(args, shape) {
+    this._cmds.push(args);
+    this._routes.push(null);
+    this._shps.push(shape);
+    return this;
   }
 
   /** Queues a command given as an array of arguments; returns the pipeline. */
@@ -552,6 +590,7 @@ class Pipeline {
     if (!Array.isArray(args)) throw new TypeError(`slotlane: a command must be an array of arguments (got ${typeName(args)})`);
     this._cmds.push(args);
     this._routes.push(route);
+    this._shps.push(null);
     return this;
   }
 
@@ -564,9 +603,10 @@ class Pipeline {
    * command's SlotlaneError. Throws TypeError (nothing sent) when an argument is bad.
    */
   exec() {
-    const cmds = this._cmds, routes = this._routes;
+    const cmds = this._cmds, routes = this._routes, shps = this._shps;
     this._cmds = [];
     this._routes = [];
+    this._shps = [];
     const n = cmds.length;
     if (n === 0) return Promise.resolve([]);
     const client = this._client;
@@ -585,6 +625,7 @@ class Pipeline {
       let left = n;
       for (let i = 0; i < n; i++) {
         client._enqueue(cmds[i], routes[i]);
+        client._shp.push(shps[i]);
         client._res.push((v) => { out[i] = [null, v]; if (--left === 0) resolve(out); });
         client._rej.push((e) => { out[i] = [e, null]; if (--left === 0) resolve(out); });
       }
@@ -592,48 +633,10 @@ class Pipeline {
   }
 }
 
-// Command helpers: client.get(key), client.set(key, value, ...options), ... and the same on
-// pipelines (queue and return the pipeline). Each is sendCommand([NAME, ...args]); the
-// reply is the server's, decoded as described in the README.
-const COMMANDS = [
-  'append', 'bitcount', 'blpop', 'brpop', 'copy', 'dbsize', 'decr', 'decrby', 'del', 'echo',
-  'eval', 'evalsha', 'exists', 'expire', 'expireat', 'flushall', 'flushdb', 'get', 'getdel',
-  'getex', 'getrange', 'getset', 'hdel', 'hexists', 'hget', 'hgetall', 'hincrby', 'hkeys',
-  'hlen', 'hmget', 'hset', 'hsetnx', 'hvals', 'incr', 'incrby', 'incrbyfloat', 'info', 'keys',
-  'lindex', 'llen', 'lmove', 'lpop', 'lpush', 'lrange', 'lrem', 'lset', 'ltrim', 'mget', 'mset',
-  'msetnx', 'persist', 'pexpire', 'ping', 'pttl', 'rename', 'rpop', 'rpush', 'sadd', 'scan',
-  'scard', 'sdiff', 'set', 'setex', 'setnx', 'sinter', 'sismember', 'smembers', 'spop', 'srem',
-  'strlen', 'sunion', 'time', 'touch', 'ttl', 'type', 'unlink', 'zadd', 'zcard', 'zincrby',
-  'zrange', 'zrangebyscore', 'zrank', 'zrem', 'zscore',
-];
-
-for (const name of COMMANDS) {
-  const upper = name.toUpperCase();
-  Object.defineProperty(Client.prototype, name, {
-    value: function (...args) {
-      args.unshift(upper);
-      return this._cmd(args, null);
-    },
-    writable: true, configurable: true,
-  });
-  Object.defineProperty(Pipeline.prototype, name, {
-    value: function (...args) {
-      args.unshift(upper);
-      return this.sendCommand(args);
-    },
-    writable: true, configurable: true,
-  });
-}
-
-// The two commands of every benchmark, without the rest-parameter array.
-Client.prototype.get = function get(key) {
-  if (arguments.length !== 1) return this._cmd(['GET', ...arguments], null);
-  return this._cmd(['GET', key], null);
-};
-Client.prototype.set = function set(key, value) {
-  if (arguments.length !== 2) return this._cmd(['SET', ...arguments], null);
-  return this._cmd(['SET', key, value], null);
-};
+// The typed methods of every command of the spec (bindings/spec/, rendered into commands.js):
+// client.get(key) -> Promise<string | null>, client.set(key, value, { ex: 60 }) -> Promise<boolean>,
+// ... and the same on pipelines (queue and return the pipeline).
+commands.install(Client, Pipeline);
 
 /**
  * Creates a client and starts connecting (in the background: discovery of a cluster runs on
@@ -656,7 +659,9 @@ function keySlot(key) {
 const version = native.version();
 
 module.exports = {
-  createClient, Client, Pipeline, keySlot, version, COMMANDS,
-  SlotlaneError, ReplyError, ConnectionError,
+  createClient, Client, Pipeline, keySlot, version, METHODS: commands.METHODS,
+  SlotlaneError, ReplyError, ConnectionError, ProtocolError,
   TimeoutError: errors.TimeoutError, ClusterError: errors.ClusterError,
+  CancelledError: errors.CancelledError, ArgumentError: errors.ArgumentError,
+  ResourceError: errors.ResourceError,
 };

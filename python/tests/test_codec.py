@@ -91,7 +91,7 @@ def test_decode_every_type():
     assert kinds == [(slotlane.ConnectionError, "io"), (slotlane.TimeoutError, "timeout"),
                      (slotlane.ClusterError, "redirects"), (slotlane.ProtocolError, "protocol"),
                      (slotlane.CancelledError, "cancelled"), (slotlane.ClusterError, "cluster"),
-                     (slotlane.Error, "argument")]
+                     (slotlane.ArgumentError, "argument")]
     assert len(out) == 20
 
 

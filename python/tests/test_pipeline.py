@@ -66,8 +66,8 @@ def test_every_slot(client):
 
 def test_typed_methods_in_pipeline(client):
     with client.pipeline() as p:
-        p.hset("h", mapping={"a": 1}).hgetall("h").sadd("s", "x").smembers("s")
-        p.zadd("z", {"m": 2}).zrange("z", 0, -1, withscores=True).zscore("z", "m")
+        p.hset("h", {"a": 1}).hgetall("h").sadd("s", "x").smembers("s")
+        p.zadd("z", {"m": 2}).zrange_withscores("z", 0, -1).zscore("z", "m")
         p.expire("h", 100).ttl("h").exists("h", "s", "z", "no").mset({"x": 1, "y": 2}).mget("x", "y")
         r = p.execute()
     assert r == [1, {b"a": b"1"}, 1, {b"x"}, 1, [(b"m", 2.0)], 2.0, True, 100, 3, True, [b"1", b"2"]]

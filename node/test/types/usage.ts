@@ -1,8 +1,9 @@
 // Compiled with tsc --strict --noEmit by ci/test-node.sh: the declarations cover the API as
 // the tests use it, and misuse is rejected (the @ts-expect-error lines must be errors).
 import {
-  createClient, Client, Pipeline, keySlot, version, COMMANDS, Reply, Stats,
+  createClient, Client, Pipeline, keySlot, version, METHODS, Reply, Stats,
   SlotlaneError, ReplyError, ConnectionError, TimeoutError, ClusterError,
+  CancelledError, ArgumentError, ProtocolError, ResourceError,
 } from 'slotlane';
 
 async function main(): Promise<void> {
@@ -12,14 +13,30 @@ async function main(): Promise<void> {
   await c.connect();
   const m: 'plain' | 'cluster' | null = c.mode;
   const open: boolean = c.isOpen;
-  const v: Reply = await c.get('k');
-  await c.set('k', 'v', 'EX', 10);
+  // the typed methods' precise return types (rendered from bindings/spec/)
+  const v: string | null = await c.get('k');
+  const done: boolean = await c.set('k', 'v', { ex: 10, nx: true });
+  const old: string | null = await c.setGet('k', 'w');
   await c.set(Buffer.from('k'), 5n);
-  await c.mget('a', 'b');
+  const vals: Array<string | null> = await c.mget('a', 'b');
+  const h: Map<string, string> = await c.hgetall('h');
+  const members: Set<string> = await c.smembers('s');
+  const score: number | null = await c.zscore('z', 'm');
+  const scored: Array<[string, number]> = await c.zrangeWithscores('z', 0, -1, { rev: true });
+  const added: number = await c.zadd('z', [[1, 'a']], { nx: true });
+  const incr: number | null = await c.zaddIncr('z', { m: 2 });
+  const page: [string, string[]] = await c.scan(0, { match: 'k*', count: 100 });
+  const n2: number = await c.hset('h', { f: 'v', g: 1 });
+  const any: Reply = await c.eval('return 1', { keys: ['k'], args: [1] });
+  const pong: string = await c.ping();
+  const b: Client<Buffer> = createClient({ url: 'redis://127.0.0.1:6379', returnBuffers: true });
+  const bv: Buffer | null = await b.get('k');
+  const bp: Pipeline<Buffer> = b.pipeline().get('k');
+  console.log(done, old, vals, h, members, score, scored, added, incr, page, n2, any, pong, bv, bp);
   await c.sendCommand(['DBSIZE'], { route: 'all-primaries' });
   await c.sendCommand(['PING'], { route: { node: '127.0.0.1:7000' } });
   await c.sendCommand(['PING'], { route: { slot: 5 } });
-  const p: Pipeline = c.pipeline().set('a', 1).get('a').incr('n').sendCommand(['PING']);
+  const p: Pipeline = c.pipeline().set('a', 1).get('a').incr('n').sendCommand(['PING']).zrangeWithscores('z', 0, 1);
   const n: number = p.length;
   const r = await p.exec();
   for (const [err, val] of r) {
@@ -29,10 +46,11 @@ async function main(): Promise<void> {
   const s: Stats = c.stats();
   const slot: number = keySlot('foo') + keySlot(Buffer.from('x'));
   const ver: string = version;
-  const names: readonly string[] = COMMANDS;
+  const names: string = METHODS.zrange_withscores;
   try { await c.incr('k'); } catch (x) {
     if (x instanceof ReplyError) { const code: string = x.code; console.log(code); }
     if (x instanceof SlotlaneError || x instanceof ConnectionError || x instanceof TimeoutError || x instanceof ClusterError) console.log(x.kind);
+    if (x instanceof CancelledError || x instanceof ArgumentError || x instanceof ProtocolError || x instanceof ResourceError) console.log(x.kind);
   }
   await c.close();
   await d.quit();
@@ -46,5 +64,13 @@ async function main(): Promise<void> {
   c.sendCommand(['PING'], { route: 'everywhere' });
   // @ts-expect-error objects are not arguments
   c.get({});
+  // @ts-expect-error a bool is never a value (the spec's argument rules)
+  c.set('k', true);
+  // @ts-expect-error int parameters take integers, not strings
+  c.expire('k', '10');
+  // @ts-expect-error unknown options are refused
+  c.set('k', 'v', { nope: 1 });
+  // @ts-expect-error held for sessions: no typed MULTI on the shared client
+  c.multi();
 }
 void main;

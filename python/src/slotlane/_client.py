@@ -1,11 +1,12 @@
 """Client and Pipeline: a pool of core handles, one crossing into C per pipeline."""
 import threading
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, Generic, List, Literal, Optional, Tuple, TypeVar, Union, overload
 
 from . import _errors
 from ._codec import _CRLF, _HDR, Callback, conv, decode_records, encode_into
-from ._commands import _P_GET, _P_SET, Commands
+from ._commands import ClientCommands, PipelineCommands
 from ._native import ffi, lib
+from ._shapes import OK as _OK
 
 __all__ = ["Client", "Pipeline", "ALL_PRIMARIES", "RANDOM"]
 
@@ -16,6 +17,7 @@ RANDOM = "random"
 """``target=RANDOM``: send the command to a random primary."""
 
 Target = Union[None, str, int]
+_S = TypeVar("_S", bytes, str)
 
 _NO_RECORDS_CODES = (lib.SL_EINVAL, lib.SL_ENOMEM, lib.SL_ESTATE)
 _slpy_run = lib.slpy_run
@@ -23,24 +25,10 @@ _buffer = ffi.buffer
 
 
 def _raise_code(rc: int, message: str) -> None:
-    """Raises the exception of a failed call of the core as a whole."""
+    """Raises the exception of a failed call of the core as a whole (the codes table of
+    bindings/spec/errors.json: SL_EINVAL -> ArgumentError, a ValueError too)."""
     msg = message or ffi.string(lib.sl_strerror(rc)).decode("utf-8", "replace")
-    if rc == lib.SL_EINVAL:
-        raise ValueError(msg)
-    if rc == lib.SL_ENOMEM:
-        raise MemoryError(msg)
-    if rc == lib.SL_EUNSUPPORTED:
-        raise NotImplementedError(msg)
-    cls = {
-        lib.SL_EIO: _errors.ConnectionError,
-        lib.SL_ETIMEOUT: _errors.TimeoutError,
-        lib.SL_EPROTO: _errors.ProtocolError,
-        lib.SL_ESERVER: _errors.ResponseError,
-        lib.SL_EREDIRECT: _errors.ClusterError,
-        lib.SL_ECANCELLED: _errors.CancelledError,
-        lib.SL_ECLUSTER: _errors.ClusterError,
-    }.get(rc, _errors.Error)
-    raise cls(msg)
+    raise _errors.CODE_CLASS.get(rc, _errors.Error)(msg)
 
 
 class _Handle:
@@ -114,7 +102,7 @@ def _opt_str(name: str, v: Any) -> Optional[bytes]:
     return b
 
 
-class Client(Commands):
+class Client(ClientCommands[_S]):
     """A Redis-protocol client for one server or a cluster, from a URL or host and port.
 
     ``Client("redis://user:pw@host:6379/0")``, ``Client("host", 6379)``,
@@ -138,6 +126,28 @@ class Client(Commands):
     A Client may be shared by threads; the GIL is released during I/O. ``close()`` or
     ``with Client(...) as c:`` releases every connection.
     """
+
+    @overload
+    def __init__(self: "Client[bytes]", url_or_host: str = "localhost", port: Optional[int] = None, *,
+                 cluster: Optional[bool] = None, username: Optional[str] = None,
+                 password: Optional[str] = None, db: Optional[int] = None, protocol: int = 2,
+                 socket_connect_timeout: Optional[float] = 2.0, socket_timeout: Optional[float] = 5.0,
+                 max_redirects: int = 5, refresh_interval: Optional[float] = None,
+                 reconnect_backoff: Tuple[float, float] = (0.01, 1.0),
+                 decode_responses: Literal[False] = False, encoding: str = "utf-8",
+                 encoding_errors: str = "strict", max_handles: int = 64,
+                 pool_timeout: Optional[float] = None) -> None: ...
+
+    @overload
+    def __init__(self: "Client[str]", url_or_host: str = "localhost", port: Optional[int] = None, *,
+                 cluster: Optional[bool] = None, username: Optional[str] = None,
+                 password: Optional[str] = None, db: Optional[int] = None, protocol: int = 2,
+                 socket_connect_timeout: Optional[float] = 2.0, socket_timeout: Optional[float] = 5.0,
+                 max_redirects: int = 5, refresh_interval: Optional[float] = None,
+                 reconnect_backoff: Tuple[float, float] = (0.01, 1.0),
+                 decode_responses: Literal[True], encoding: str = "utf-8",
+                 encoding_errors: str = "strict", max_handles: int = 64,
+                 pool_timeout: Optional[float] = None) -> None: ...
 
     def __init__(self, url_or_host: str = "localhost", port: Optional[int] = None, *,
                  cluster: Optional[bool] = None, username: Optional[str] = None,
@@ -289,7 +299,7 @@ class Client(Commands):
         return decode_records(_buffer(h.recp[0], sizes.records * 24),
                               _buffer(h.datap[0], nd)[:] if nd else b"", self._text)
 
-    def _cmd(self, args: Tuple[Any, ...], cb: Optional[Callback] = None) -> Any:
+    def _cmd(self, args: Any, cb: Optional[Callback] = None) -> Any:
         parts: List[bytes] = []
         encode_into(parts, args, self.encoding, self.encoding_errors)
         return self._one(b"".join(parts), cb)
@@ -378,22 +388,7 @@ class Client(Commands):
             raise r
         return r
 
-    # Commands that go to every primary (the core merges the replies).
-
-    def flushall(self, asynchronous: bool = False) -> bool:
-        """FLUSHALL on every primary -> True."""
-        args: Tuple[Any, ...] = (b"FLUSHALL", b"ASYNC") if asynchronous else (b"FLUSHALL",)
-        return bool(self._routed(args, ALL_PRIMARIES) == "OK")
-
-    def dbsize(self) -> int:
-        """DBSIZE summed over every primary."""
-        return self._routed((b"DBSIZE",), ALL_PRIMARIES)  # type: ignore[no-any-return]
-
-    def keys(self, pattern: Any = b"*") -> List[Any]:
-        """KEYS pattern on every primary, concatenated (use on small data sets only)."""
-        return self._routed((b"KEYS", pattern), ALL_PRIMARIES)  # type: ignore[no-any-return]
-
-    def pipeline(self) -> "Pipeline":
+    def pipeline(self) -> "Pipeline[_S]":
         """A pipeline: queue commands (the typed methods and execute_command), then
         ``execute()`` sends them all at once — one crossing into C, every node written
         before any is read — and returns their results in order."""
@@ -476,7 +471,7 @@ class Client(Commands):
         for h in idle:
             self._retire(h)
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> "Client[_S]":
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -499,14 +494,14 @@ _STAT_FIELDS = ("commands", "moved", "ask", "tryagain", "refreshes", "connects",
                 "bytes_written", "bytes_read", "nodes")
 
 
-class Pipeline(Commands):
+class Pipeline(PipelineCommands, Generic[_S]):
     """Queued commands sent together by ``execute()``. Every typed method and
     ``execute_command`` returns the pipeline (so calls can be chained). A context manager:
     leaving the block discards what was not executed."""
 
     __slots__ = ("_client", "_parts", "_n", "_cbs", "_oks", "_enc", "_errs")
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: "Client[Any]") -> None:
         self._client = client
         self._parts: List[bytes] = []
         self._n = 0
@@ -515,75 +510,18 @@ class Pipeline(Commands):
         self._enc = client.encoding
         self._errs = client.encoding_errors
 
-    def _cmd(self, args: Tuple[Any, ...], cb: Optional[Callback] = None) -> "Pipeline":
+    def _cmd(self, args: Any, cb: Optional[Callback] = None) -> "Pipeline[_S]":
         encode_into(self._parts, args, self._enc, self._errs)
-        if cb is not None:
+        if cb is _OK:
+            self._oks.append(self._n)
+        elif cb is not None:
             self._cbs.append((self._n, cb))
         self._n += 1
         return self
 
-    def _c1(self, pfx: bytes, a: Any, cb: Optional[Callback] = None) -> "Pipeline":
-        t = type(a)
-        if t is not bytes:
-            a = a.encode(self._enc, self._errs) if t is str else conv(a, self._enc, self._errs, pfx, 1)
-        m = len(a)
-        self._parts += (pfx, _HDR[m] if m < 4096 else b"$%d\r\n" % m, a, _CRLF)
-        if cb is not None:
-            self._cbs.append((self._n, cb))
-        self._n += 1
-        return self
-
-    def _c2(self, pfx: bytes, a: Any, b: Any, cb: Optional[Callback] = None) -> "Pipeline":
-        if type(a) is not bytes:
-            a = conv(a, self._enc, self._errs, pfx, 1)
-        if type(b) is not bytes:
-            b = conv(b, self._enc, self._errs, pfx, 2)
-        m = len(a)
-        n = len(b)
-        self._parts += (pfx, _HDR[m] if m < 4096 else b"$%d\r\n" % m, a, _CRLF,
-                        _HDR[n] if n < 4096 else b"$%d\r\n" % n, b, _CRLF)
-        if cb is not None:
-            self._cbs.append((self._n, cb))
-        self._n += 1
-        return self
-
-    # get and set inline the fast path of _c1/_c2 (the commands pipelines carry most).
-
-    def get(self, name: Any) -> "Pipeline":
-        """GET -> the value (bytes, or str with decode_responses) or None."""
-        t = type(name)
-        if t is not bytes:
-            name = name.encode(self._enc, self._errs) if t is str else conv(name, self._enc, self._errs, _P_GET, 1)
-        m = len(name)
-        self._parts += (_P_GET, _HDR[m] if m < 4096 else b"$%d\r\n" % m, name, _CRLF)
-        self._n += 1
-        return self
-
-    def set(self, name: Any, value: Any, ex: Any = None, px: Any = None, nx: bool = False,
-            xx: bool = False, keepttl: bool = False, get: bool = False, exat: Any = None,
-            pxat: Any = None) -> "Pipeline":
-        """SET with its options -> True when set, None when NX/XX prevented it; with
-        ``get=True`` the old value (or None)."""
-        if (ex is not None or px is not None or nx or xx or keepttl or get or exat is not None
-                or pxat is not None):
-            return Commands.set(self, name, value, ex, px, nx, xx, keepttl, get, exat, pxat)  # type: ignore[no-any-return]
-        t = type(name)
-        if t is not bytes:
-            name = name.encode(self._enc, self._errs) if t is str else conv(name, self._enc, self._errs, _P_SET, 1)
-        t = type(value)
-        if t is not bytes:
-            value = value.encode(self._enc, self._errs) if t is str else conv(value, self._enc, self._errs, _P_SET, 2)
-        m = len(name)
-        n = len(value)
-        self._parts += (_P_SET, _HDR[m] if m < 4096 else b"$%d\r\n" % m, name, _CRLF,
-                        _HDR[n] if n < 4096 else b"$%d\r\n" % n, value, _CRLF)
-        self._oks.append(self._n)
-        self._n += 1
-        return self
-
-    def execute_command(self, *args: Any) -> "Pipeline":
+    def execute_command(self, *args: Any) -> "Pipeline[_S]":
         """Queues one command given as its arguments (routed by its key)."""
-        return self._cmd(args)
+        return self._cmd(list(args))
 
     def __len__(self) -> int:
         return self._n
@@ -618,9 +556,12 @@ class Pipeline(Commands):
             res = client._run(h, payload, n)
         finally:
             client._release(h)
-        for i in oks:
-            if res[i] == "OK":
+        for i in oks:  # ok and ok? replies: +OK -> True, nil -> False (an error stays)
+            r = res[i]
+            if r == "OK":
                 res[i] = True
+            elif r is None:
+                res[i] = False
         for i, cb in cbs:
             r = res[i]
             if not isinstance(r, _errors.Error):
@@ -634,7 +575,7 @@ class Pipeline(Commands):
                     raise r
         return res
 
-    def __enter__(self) -> "Pipeline":
+    def __enter__(self) -> "Pipeline[_S]":
         return self
 
     def __exit__(self, *exc: Any) -> None:

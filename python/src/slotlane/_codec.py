@@ -150,17 +150,8 @@ def encode_into(parts: List[bytes], args: Tuple[Any, ...], encoding: str = "utf-
 
 # ------------------------------------------------------------------ decoding
 
-_KINDS = ("server", "io", "timeout", "redirects", "protocol", "cancelled", "cluster", "argument")
-_KIND_CLASS = {
-    0: _errors.ResponseError,
-    1: _errors.ConnectionError,
-    2: _errors.TimeoutError,
-    3: _errors.ClusterError,
-    4: _errors.ProtocolError,
-    5: _errors.CancelledError,
-    6: _errors.ClusterError,
-    7: _errors.Error,
-}
+_KINDS = _errors.KINDS          # the table of bindings/spec/errors.json
+_KIND_CLASS = _errors.KIND_CLASS
 
 
 def error_from_kind(kind: int, message: str) -> _errors.Error:

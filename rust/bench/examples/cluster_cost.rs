@@ -262,7 +262,7 @@ fn fill(url: &str, mode: Mode, ks: &Keys, set: usize) -> Result<(), String> {
     for chunk in (0..ks.vals.len()).collect::<Vec<_>>().chunks(256) {
         pipe.clear();
         for &k in chunk {
-            pipe.set(&ks.keys[set][k], &ks.vals[k][..]);
+            pipe.set(&ks.keys[set][k], &ks.vals[k][..], None);
         }
         if let Some(e) = pipe.exec(&mut c).into_iter().find_map(|r| r.err()) {
             return Err(format!("fill {url}: {e}"));
@@ -361,7 +361,7 @@ impl SlotlaneRunner<'_> {
             if plan.op == "GET" {
                 pipe.get(&ks.keys[plan.set][k]);
             } else {
-                pipe.set(&ks.keys[plan.set][k], &ks.vals[k][..]);
+                pipe.set(&ks.keys[plan.set][k], &ks.vals[k][..], None);
             }
         }
     }

@@ -1,7 +1,6 @@
 //! [`Client`], its [`ConnectOptions`], [`Route`], [`Stats`] and [`CancelHandle`].
-use crate::cmd::{write_array_header, write_bulk};
 use crate::value::decode;
-use crate::{Cmd, Error, FromValue, Pipeline, ToArg, Value};
+use crate::{Cmd, Error, FromValue, Pipeline, Value};
 use slotlane_sys as sys;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::ptr::{self, NonNull};
@@ -316,9 +315,9 @@ impl std::fmt::Debug for CancelHandle {
 /// use slotlane::Client;
 /// # let url = slotlane_testing::url(); // SLOTLANE_URL, else a slotlane-server of its own
 /// let mut client = Client::connect(url.as_str())?;
-/// client.set("doc:client", "hello")?;
+/// assert!(client.set("doc:client", "hello", None)?);
 /// assert_eq!(client.get("doc:client")?, Some(b"hello".to_vec()));
-/// assert_eq!(client.del(&["doc:client"])?, 1);
+/// assert_eq!(client.delete(&["doc:client"])?, 1);
 /// # Ok::<(), slotlane::Error>(())
 /// ```
 pub struct Client {
@@ -652,161 +651,11 @@ impl Client {
         pipe.exec(self)
     }
 
-    fn typed<T: FromValue>(
-        &mut self,
-        name: &str,
-        args: &[&dyn ToArgDyn],
-        route: Option<Route>,
-    ) -> Result<T, Error> {
-        let mut buf = std::mem::take(&mut self.scratch);
-        buf.clear();
-        write_array_header(&mut buf, args.len() + 1);
-        write_bulk(&mut buf, name.as_bytes());
-        for a in args {
-            a.write_dyn(&mut buf);
-        }
-        let seg = [Segment {
-            start: 0,
-            end: buf.len(),
-            count: 1,
-            route: route.as_ref(),
-        }];
-        let segs = if route.is_some() {
-            Some(&seg[..])
-        } else {
-            None
-        };
-        let r = match self.run(&buf, 1, segs, 0) {
-            Ok((_, recs, data)) => {
-                let mut i = 0;
-                decode(recs, data, &mut i).and_then(T::from_value)
-            }
-            Err(e) => Err(e),
-        };
-        self.scratch = buf;
-        r
-    }
-
-    fn all_primaries(&self) -> Option<Route> {
-        (self.mode() == Mode::Cluster).then_some(Route::AllPrimaries)
-    }
-
-    /// `GET key`: the value, or `None` when the key does not exist.
-    pub fn get<K: ToArg>(&mut self, key: K) -> Result<Option<Vec<u8>>, Error> {
-        self.typed("GET", &[&key], None)
-    }
-    /// `SET key value`.
-    pub fn set<K: ToArg, V: ToArg>(&mut self, key: K, value: V) -> Result<(), Error> {
-        self.typed("SET", &[&key, &value], None)
-    }
-    /// `SET key value EX seconds`.
-    pub fn set_ex<K: ToArg, V: ToArg>(
-        &mut self,
-        key: K,
-        value: V,
-        seconds: u64,
-    ) -> Result<(), Error> {
-        self.typed("SET", &[&key, &value, &"EX", &seconds], None)
-    }
-    /// `DEL key...` (split per slot in a cluster): how many existed.
-    pub fn del<K: ToArg>(&mut self, keys: &[K]) -> Result<i64, Error> {
-        let args: Vec<&dyn ToArgDyn> = keys.iter().map(|k| k as &dyn ToArgDyn).collect();
-        self.typed("DEL", &args, None)
-    }
-    /// `EXISTS key...` (split per slot in a cluster): how many exist.
-    pub fn exists<K: ToArg>(&mut self, keys: &[K]) -> Result<i64, Error> {
-        let args: Vec<&dyn ToArgDyn> = keys.iter().map(|k| k as &dyn ToArgDyn).collect();
-        self.typed("EXISTS", &args, None)
-    }
-    /// `INCR key`.
-    pub fn incr<K: ToArg>(&mut self, key: K) -> Result<i64, Error> {
-        self.typed("INCR", &[&key], None)
-    }
-    /// `INCRBY key by`.
-    pub fn incr_by<K: ToArg>(&mut self, key: K, by: i64) -> Result<i64, Error> {
-        self.typed("INCRBY", &[&key, &by], None)
-    }
-    /// `EXPIRE key seconds`: whether the timeout was set.
-    pub fn expire<K: ToArg>(&mut self, key: K, seconds: i64) -> Result<bool, Error> {
-        self.typed("EXPIRE", &[&key, &seconds], None)
-    }
-    /// `TTL key`: seconds, -1 without expiry, -2 when missing.
-    pub fn ttl<K: ToArg>(&mut self, key: K) -> Result<i64, Error> {
-        self.typed("TTL", &[&key], None)
-    }
-    /// `MGET key...` (split per slot in a cluster, merged in order).
-    pub fn mget<K: ToArg>(&mut self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>, Error> {
-        let args: Vec<&dyn ToArgDyn> = keys.iter().map(|k| k as &dyn ToArgDyn).collect();
-        self.typed("MGET", &args, None)
-    }
-    /// `MSET key value...` (split per slot in a cluster).
-    pub fn mset<K: ToArg, V: ToArg>(&mut self, pairs: &[(K, V)]) -> Result<(), Error> {
-        let mut args: Vec<&dyn ToArgDyn> = Vec::with_capacity(pairs.len() * 2);
-        for (k, v) in pairs {
-            args.push(k);
-            args.push(v);
-        }
-        self.typed("MSET", &args, None)
-    }
-    /// `HSET key field value`: fields added.
-    pub fn hset<K: ToArg, F: ToArg, V: ToArg>(
-        &mut self,
-        key: K,
-        field: F,
-        value: V,
-    ) -> Result<i64, Error> {
-        self.typed("HSET", &[&key, &field, &value], None)
-    }
-    /// `HGET key field`.
-    pub fn hget<K: ToArg, F: ToArg>(&mut self, key: K, field: F) -> Result<Option<Vec<u8>>, Error> {
-        self.typed("HGET", &[&key, &field], None)
-    }
-    /// `HGETALL key`: the pairs (a RESP2 flat array or a RESP3 map).
-    #[allow(clippy::type_complexity)]
-    pub fn hgetall<K: ToArg>(&mut self, key: K) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
-        self.typed("HGETALL", &[&key], None)
-    }
-    /// `LPUSH key value`: the list's length.
-    pub fn lpush<K: ToArg, V: ToArg>(&mut self, key: K, value: V) -> Result<i64, Error> {
-        self.typed("LPUSH", &[&key, &value], None)
-    }
-    /// `RPUSH key value`: the list's length.
-    pub fn rpush<K: ToArg, V: ToArg>(&mut self, key: K, value: V) -> Result<i64, Error> {
-        self.typed("RPUSH", &[&key, &value], None)
-    }
-    /// `LRANGE key start stop`.
-    pub fn lrange<K: ToArg>(
-        &mut self,
-        key: K,
-        start: i64,
-        stop: i64,
-    ) -> Result<Vec<Vec<u8>>, Error> {
-        self.typed("LRANGE", &[&key, &start, &stop], None)
-    }
-    /// `PING` (every primary of a cluster).
-    pub fn ping(&mut self) -> Result<(), Error> {
-        let route = self.all_primaries();
-        self.typed("PING", &[], route)
-    }
-    /// `DBSIZE`, summed over every primary of a cluster.
-    pub fn dbsize(&mut self) -> Result<i64, Error> {
-        let route = self.all_primaries();
-        self.typed("DBSIZE", &[], route)
-    }
-    /// `FLUSHALL` on the server, or on every primary of a cluster.
-    pub fn flushall(&mut self) -> Result<(), Error> {
-        let route = self.all_primaries();
-        self.typed("FLUSHALL", &[], route)
-    }
-}
-
-/// Object-safe form of [`ToArg`] for the typed methods.
-pub(crate) trait ToArgDyn {
-    fn write_dyn(&self, out: &mut Vec<u8>);
-}
-impl<T: ToArg + ?Sized> ToArgDyn for T {
-    fn write_dyn(&self, out: &mut Vec<u8>) {
-        self.write_arg(out)
+    /// Runs a typed method's command and shapes its reply by the spec's reply type
+    /// (`crate::shape`; the generated methods of `commands.rs`).
+    pub(crate) fn shaped<S: crate::shape::Shape>(&mut self, cmd: &Cmd) -> Result<S::Out, Error> {
+        let v = self.command(cmd)?;
+        S::shape(v)
     }
 }
 

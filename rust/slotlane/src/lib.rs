@@ -13,18 +13,19 @@
 //! // A plain server or any node of a cluster: the mode is detected.
 //! let mut client = Client::connect(url.as_str())?;
 //!
-//! client.set("doc:lib:greeting", "hello")?;
+//! // the typed methods are rendered from bindings/spec/ (commands.rs)
+//! assert!(client.set("doc:lib:greeting", "hello", None)?);
 //! let len: i64 = cmd("APPEND").arg("doc:lib:greeting").arg(" world").query(&mut client)?;
 //! assert_eq!(len, 11);
 //!
 //! let mut pipe = Pipeline::new();
 //! for i in 0..10 {
-//!     pipe.set(format!("doc:lib:{i}"), i);
+//!     pipe.set(format!("doc:lib:{i}"), i, None);
 //! }
-//! pipe.get("doc:lib:greeting");
+//! let greeting = pipe.get("doc:lib:greeting"); // Slot<Option<Vec<u8>>>
 //! let replies = pipe.exec(&mut client);
 //! assert!(replies[..10].iter().all(|r| r == &Ok(Value::Status(b"OK"[..].into()))));
-//! assert_eq!(replies[10].as_ref().unwrap().as_str(), Some("hello world"));
+//! assert_eq!(greeting.get(&replies)?, Some(b"hello world".to_vec()));
 //! # Ok::<(), slotlane::Error>(())
 //! ```
 //!
@@ -35,16 +36,20 @@
 
 mod client;
 mod cmd;
+mod commands;
 mod error;
 mod pipeline;
 mod pool;
+pub mod shape;
 mod value;
 
 pub use client::{CancelHandle, Client, ConnectOptions, Mode, Route, Stats};
 pub use cmd::{cmd, Cmd, ToArg};
+pub use commands::*;
 pub use error::Error;
 pub use pipeline::Pipeline;
 pub use pool::{Pool, PooledClient};
+pub use shape::Slot;
 pub use value::{FromValue, Value};
 
 /// The version of the C core (`sl_version()`), e.g. `"0.1.0"`.

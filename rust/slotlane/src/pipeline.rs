@@ -19,9 +19,13 @@ use std::time::Duration;
 /// # let url = slotlane_testing::url(); // SLOTLANE_URL, else a slotlane-server of its own
 /// let mut client = Client::connect(url.as_str())?;
 /// let mut pipe = Pipeline::new();
-/// pipe.set("doc:p:a", "1").incr("doc:p:a").cmd("LPOP").arg("doc:p:a").get("doc:p:a");
+/// pipe.set("doc:p:a", "1", None);
+/// let n = pipe.incr("doc:p:a"); // a typed method: its Slot reads the reply after exec
+/// pipe.cmd("LPOP").arg("doc:p:a");
+/// pipe.get("doc:p:a");
 /// let replies = pipe.exec(&mut client);
 /// assert_eq!(replies.len(), 4);
+/// assert_eq!(n.get(&replies), Ok(2));
 /// assert_eq!(replies[1], Ok(Value::Int(2)));
 /// // A WRONGTYPE error fails its command only:
 /// assert_eq!(replies[2].as_ref().unwrap_err().response_kind(), Some("WRONGTYPE"));
@@ -30,7 +34,7 @@ use std::time::Duration;
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct Pipeline {
-    buf: Vec<u8>,
+    pub(crate) buf: Vec<u8>,
     /// Byte offset where each command starts.
     starts: Vec<usize>,
     /// The open command built by `cmd`/`arg`: its argument count and the header's length.
@@ -165,7 +169,7 @@ impl Pipeline {
 
     /// Starts a command whose header and name are `head` (`*2\r\n$3\r\nGET\r\n`).
     #[inline]
-    fn begin_with(&mut self, head: &[u8]) {
+    pub(crate) fn begin_with(&mut self, head: &[u8]) {
         self.starts.push(self.buf.len());
         self.open_argc = 0;
         self.buf.extend_from_slice(head);
@@ -180,35 +184,10 @@ impl Pipeline {
         self.buf.extend_from_slice(b"\r\n");
     }
 
-    /// Adds `GET key`.
-    #[inline]
-    pub fn get<K: ToArg>(&mut self, key: K) -> &mut Self {
-        self.begin_with(b"*2\r\n$3\r\nGET\r\n");
-        key.write_arg(&mut self.buf);
-        self
-    }
-
-    /// Adds `SET key value`.
-    #[inline]
-    pub fn set<K: ToArg, V: ToArg>(&mut self, key: K, value: V) -> &mut Self {
-        self.begin_with(b"*3\r\n$3\r\nSET\r\n");
-        key.write_arg(&mut self.buf);
-        value.write_arg(&mut self.buf);
-        self
-    }
-
-    /// Adds `DEL key`.
-    pub fn del<K: ToArg>(&mut self, key: K) -> &mut Self {
-        self.begin_with(b"*2\r\n$3\r\nDEL\r\n");
-        key.write_arg(&mut self.buf);
-        self
-    }
-
-    /// Adds `INCR key`.
-    pub fn incr<K: ToArg>(&mut self, key: K) -> &mut Self {
-        self.begin_with(b"*2\r\n$4\r\nINCR\r\n");
-        key.write_arg(&mut self.buf);
-        self
+    /// Queues a typed method's command (`commands.rs`); its index.
+    pub(crate) fn queue(&mut self, cmd: &Cmd) -> usize {
+        self.add(cmd);
+        self.len() - 1
     }
 
     /// Runs every command in one execution; one result per command, in order. The
@@ -273,12 +252,9 @@ mod tests {
     #[test]
     fn builds_the_same_bytes_every_way() {
         let mut a = Pipeline::new();
-        a.cmd("SET")
-            .arg("k")
-            .arg("v")
-            .get("k")
-            .add(cmd("DEL").arg("k"))
-            .add_args(&["INCR", "n"]);
+        a.cmd("SET").arg("k").arg("v");
+        a.get("k");
+        a.add(cmd("DEL").arg("k")).add_args(&["INCR", "n"]);
         let mut want = Vec::new();
         for c in [
             cmd("SET").arg("k").arg("v").clone(),
@@ -291,7 +267,11 @@ mod tests {
         assert_eq!(a.as_resp(), &want[..]);
         assert_eq!(a.len(), 4);
         let mut b = Pipeline::new();
-        b.set("k", "v").get("k").del("k").incr("n");
+        // the typed methods (commands.rs) encode the same bytes
+        b.set("k", "v", None);
+        b.get("k");
+        b.delete(&["k"]);
+        b.incr("n");
         assert_eq!(b.as_resp(), &want[..]);
         b.clear();
         assert!(b.is_empty() && b.as_resp().is_empty());
@@ -322,18 +302,18 @@ mod tests {
     #[test]
     #[should_panic(expected = "no command started")]
     fn arg_after_a_whole_command_panics_clearly() {
-        Pipeline::new().get("k").arg("x");
+        let mut p = Pipeline::new();
+        p.get("k");
+        p.arg("x");
     }
 
     #[test]
     fn routes_attach_to_the_last_command() {
         let mut p = Pipeline::new();
-        p.get("a")
-            .cmd("DBSIZE")
-            .route(Route::AllPrimaries)
-            .get("b")
-            .route(Route::Slot(5))
-            .route(Route::Random);
+        p.get("a");
+        p.cmd("DBSIZE").route(Route::AllPrimaries);
+        p.get("b");
+        p.route(Route::Slot(5)).route(Route::Random);
         assert_eq!(p.routes, vec![(1, Route::AllPrimaries), (2, Route::Random)]);
     }
 }

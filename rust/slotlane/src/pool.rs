@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 ///         let pool = pool.clone();
 ///         std::thread::spawn(move || -> Result<(), slotlane::Error> {
 ///             let mut client = pool.get()?;
-///             client.set(format!("doc:pool:{i}"), i)?;
+///             client.set(format!("doc:pool:{i}"), i, None)?;
 ///             Ok(())
 ///         })
 ///     })

@@ -113,7 +113,7 @@ impl Value<'_> {
         }
     }
 
-    fn type_name(&self) -> &'static str {
+    pub(crate) fn type_name(&self) -> &'static str {
         match self {
             Value::Nil => "nil",
             Value::Bulk(_) => "bulk string",

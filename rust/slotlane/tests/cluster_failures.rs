@@ -64,7 +64,7 @@ fn primary_killed_mid_pipeline() {
     let blocker = keys_on(&ranges, victim, "blk", 1).remove(0);
     let mut fill = Pipeline::new();
     for k in ka.iter().chain(&kv).chain(&kb) {
-        fill.set(k, k);
+        fill.set(k, k, None);
     }
     assert!(fill.exec(&mut c).iter().all(|r| r.is_ok()));
 
@@ -73,11 +73,15 @@ fn primary_killed_mid_pipeline() {
     // BLPOP blocked (an event: by then it has answered the GETs before it).
     let mut pipe = Pipeline::new();
     for i in 0..10 {
-        pipe.get(&ka[i]).get(&kv[i]).get(&kb[i]);
+        pipe.get(&ka[i]);
+        pipe.get(&kv[i]);
+        pipe.get(&kb[i]);
     }
     pipe.cmd("BLPOP").arg(&blocker).arg(10);
     for i in 0..10 {
-        pipe.get(&ka[i]).get(&kv[i]).get(&kb[i]);
+        pipe.get(&ka[i]);
+        pipe.get(&kv[i]);
+        pipe.get(&kb[i]);
     }
     let dir = cl.dir.clone();
     let victim_url = format!("redis://127.0.0.1:{victim}");
@@ -130,7 +134,9 @@ fn primary_killed_mid_pipeline() {
 
     // While the victim is down: its commands fail (fast), the others work.
     let mut again = Pipeline::new();
-    again.get(&ka[0]).get(&kv[0]).get(&kb[0]);
+    again.get(&ka[0]);
+    again.get(&kv[0]);
+    again.get(&kb[0]);
     let r = again.exec(&mut c);
     assert_eq!(r[0], Ok(bulk(&ka[0])));
     assert!(
@@ -182,7 +188,7 @@ fn moved_and_ask_during_a_live_reshard() {
     let other = keys_on(&ranges, cl.ports[2], "still", 20);
     let mut fill = Pipeline::new();
     for k in moving.iter().chain(&other) {
-        fill.set(k, k);
+        fill.set(k, k, None);
     }
     assert!(fill.exec(&mut c).iter().all(|r| r.is_ok()));
     let s0 = c.stats();
@@ -212,7 +218,7 @@ fn moved_and_ask_during_a_live_reshard() {
         for k in moving.iter().step_by(3).chain(&other) {
             pipe.get(k);
         }
-        pipe.set(&moving[rounds % 300], &moving[rounds % 300]);
+        pipe.set(&moving[rounds % 300], &moving[rounds % 300], None);
         let r = pipe.exec(&mut c);
         for (k, got) in moving.iter().step_by(3).chain(&other).zip(&r) {
             assert_eq!(

@@ -408,7 +408,7 @@ fn conformance_cases() {
                     }
                     let label = format!("{target} {fname} {name} resp{resp}");
                     *ran.entry(target.to_string()).or_default() += 1;
-                    c.flushall()
+                    c.flushall(None)
                         .unwrap_or_else(|e| panic!("{label}: FLUSHALL: {e}"));
                     if let Some(setup) = case.get("setup") {
                         let r = pipeline_of(setup).exec(c);

@@ -3,7 +3,9 @@
 mod common;
 
 use common::*;
-use slotlane::{cmd, Client, ConnectOptions, Error, Mode, Pipeline, Pool, Route, Value};
+use slotlane::{
+    cmd, Client, ConnectOptions, Error, Mode, Pipeline, Pool, Route, SetOptions, Value,
+};
 use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,8 +43,19 @@ fn typed_commands_everywhere() {
             let p = format!("{}:{name}:{resp}", prefix("typed"));
             let mut c = Client::connect(ConnectOptions::new(&url).resp_version(resp)).unwrap();
             let k = |s: &str| format!("{p}:{s}");
-            c.ping().unwrap();
-            c.set(k("s"), "v1").unwrap();
+            // the typed methods rendered from bindings/spec (spec_conformance.rs calls each)
+            assert_eq!(c.ping().unwrap(), "PONG");
+            assert!(c.set(k("s"), "v1", None).unwrap());
+            assert!(!c
+                .set(
+                    k("s"),
+                    "v2",
+                    Some(&SetOptions {
+                        nx: true,
+                        ..Default::default()
+                    })
+                )
+                .unwrap());
             assert_eq!(
                 c.get(k("s")).unwrap(),
                 Some(b"v1".to_vec()),
@@ -50,12 +63,21 @@ fn typed_commands_everywhere() {
             );
             assert_eq!(c.get(k("missing")).unwrap(), None);
             assert_eq!(c.incr(k("n")).unwrap(), 1);
-            assert_eq!(c.incr_by(k("n"), 41).unwrap(), 42);
-            c.set_ex(k("t"), b"x", 100).unwrap();
+            assert_eq!(c.incrby(k("n"), 41).unwrap(), 42);
+            assert!(c
+                .set(
+                    k("t"),
+                    b"x",
+                    Some(&SetOptions {
+                        ex: Some(100),
+                        ..Default::default()
+                    })
+                )
+                .unwrap());
             let ttl = c.ttl(k("t")).unwrap();
             assert!((1..=100).contains(&ttl), "ttl {ttl}");
-            assert!(c.expire(k("s"), 100).unwrap());
-            assert!(!c.expire(k("nope"), 100).unwrap());
+            assert!(c.expire(k("s"), 100, None).unwrap());
+            assert!(!c.expire(k("nope"), 100, None).unwrap());
             // Multi-key commands over many slots: the core splits them.
             let keys: Vec<String> = (0..20).map(|i| k(&format!("m{i}"))).collect();
             let pairs: Vec<(String, String)> = keys
@@ -72,22 +94,17 @@ fn typed_commands_everywhere() {
             }
             assert_eq!(got[20], None);
             assert_eq!(c.exists(&keys).unwrap(), 20);
-            assert_eq!(c.del(&keys).unwrap(), 20);
+            assert_eq!(c.delete(&keys).unwrap(), 20);
             assert_eq!(c.exists(&keys).unwrap(), 0);
-            assert_eq!(c.hset(k("h"), "f1", "a").unwrap(), 1);
-            c.hset(k("h"), "f2", 2).unwrap();
+            assert_eq!(c.hset(k("h"), &[("f1", "a")]).unwrap(), 1);
+            c.hset(k("h"), &[("f2", "2")]).unwrap();
             assert_eq!(c.hget(k("h"), "f2").unwrap(), Some(b"2".to_vec()));
-            let mut all = c.hgetall(k("h")).unwrap();
-            all.sort();
-            assert_eq!(
-                all,
-                vec![
-                    (b"f1".to_vec(), b"a".to_vec()),
-                    (b"f2".to_vec(), b"2".to_vec())
-                ]
-            );
-            assert_eq!(c.rpush(k("l"), "b").unwrap(), 1);
-            assert_eq!(c.lpush(k("l"), "a").unwrap(), 2);
+            let all = c.hgetall(k("h")).unwrap(); // a HashMap in RESP2 and RESP3
+            assert_eq!(all.len(), 2);
+            assert_eq!(all[&b"f1".to_vec()], b"a".to_vec());
+            assert_eq!(all[&b"f2".to_vec()], b"2".to_vec());
+            assert_eq!(c.rpush(k("l"), &["b"]).unwrap(), 1);
+            assert_eq!(c.lpush(k("l"), &["a"]).unwrap(), 2);
             assert_eq!(
                 c.lrange(k("l"), 0, -1).unwrap(),
                 vec![b"a".to_vec(), b"b".to_vec()]
@@ -98,7 +115,10 @@ fn typed_commands_everywhere() {
             assert_eq!(len, 2);
             let wrong: Result<i64, Error> = cmd("GET").arg(k("s")).query(&mut c);
             assert!(matches!(wrong, Err(Error::UnexpectedReply(_))), "{wrong:?}");
-            assert_eq!(c.del(&[k("s"), k("n"), k("t"), k("h"), k("l")]).unwrap(), 5);
+            assert_eq!(
+                c.delete(&[k("s"), k("n"), k("t"), k("h"), k("l")]).unwrap(),
+                5
+            );
         }
     }
 }
@@ -110,7 +130,7 @@ fn pipelines_keep_order_and_fail_per_command() {
         let mut c = Client::connect(url.as_str()).unwrap();
         let mut pipe = Pipeline::new();
         for i in 0..200 {
-            pipe.set(format!("{p}:{i}"), format!("v{i}"));
+            pipe.set(format!("{p}:{i}"), format!("v{i}"), None);
         }
         pipe.cmd("LPUSH").arg(format!("{p}:0")).arg("x"); // WRONGTYPE
         for i in 0..200 {
@@ -149,7 +169,7 @@ fn pipelines_keep_order_and_fail_per_command() {
         assert!(Pipeline::new().exec(&mut c).is_empty());
         let mut del = Pipeline::new();
         for i in 0..200 {
-            del.del(format!("{p}:{i}"));
+            del.delete(&[format!("{p}:{i}")]);
         }
         assert!(del.exec(&mut c).iter().all(|r| r == &Ok(Value::Int(1))));
     }
@@ -160,7 +180,7 @@ fn resp3_types() {
     for (name, url) in targets() {
         let p = format!("{}:{name}", prefix("resp3"));
         let mut c = Client::connect(ConnectOptions::new(&url).resp3()).unwrap();
-        c.hset(format!("{p}:h"), "f", "v").unwrap();
+        c.hset(format!("{p}:h"), &[("f", "v")]).unwrap();
         let mut pipe = Pipeline::new();
         pipe.cmd("HGETALL").arg(format!("{p}:h"));
         pipe.cmd("SADD").arg(format!("{p}:s")).arg("m");
@@ -177,7 +197,7 @@ fn resp3_types() {
         assert_eq!(r[2], Ok(Value::Set(vec![bulk(b"m")])));
         assert_eq!(r[4], Ok(Value::Double(1.5)));
         assert_eq!(r[5], Ok(Value::Nil));
-        c.del(&[format!("{p}:h"), format!("{p}:s"), format!("{p}:z")])
+        c.delete(&[format!("{p}:h"), format!("{p}:s"), format!("{p}:z")])
             .unwrap();
     }
     // Verbatim and booleans (a plain server answers these to every client).
@@ -231,20 +251,19 @@ fn routing_overrides() {
     c.command(cmd("PING").route(Route::Random)).unwrap();
     // Mixed in one pipeline with commands routed by key.
     let mut pipe = Pipeline::new();
-    pipe.set("{rt}a", "1")
-        .cmd("DBSIZE")
-        .route(Route::AllPrimaries)
-        .get("{rt}a")
-        .cmd("PING")
-        .route(Route::Node(format!("127.0.0.1:{}", ports[1])))
-        .get("{rt}a");
+    pipe.set("{rt}a", "1", None);
+    pipe.cmd("DBSIZE").route(Route::AllPrimaries);
+    pipe.get("{rt}a");
+    pipe.cmd("PING")
+        .route(Route::Node(format!("127.0.0.1:{}", ports[1])));
+    pipe.get("{rt}a");
     let r = pipe.exec(&mut c);
     assert_eq!(r[0], Ok(ok()));
     assert!(matches!(r[1], Ok(Value::Int(n)) if n >= 1), "{:?}", r[1]);
     assert_eq!(r[2], Ok(bulk(b"1")));
     assert_eq!(r[3], Ok(Value::Status(Cow::Borrowed(b"PONG"))));
     assert_eq!(r[4], Ok(bulk(b"1")));
-    c.del(&["{rt}a"]).unwrap();
+    c.delete(&["{rt}a"]).unwrap();
 }
 
 #[test]
@@ -313,11 +332,11 @@ fn bad_arguments_get_clear_errors() {
     ));
     // A transaction over two slots is refused with CROSSSLOT, the rest of the pipeline runs.
     let mut pipe = Pipeline::new();
-    pipe.cmd("MULTI")
-        .set("{a}x", "1")
-        .set("{b}y", "2")
-        .cmd("EXEC")
-        .get("{a}x");
+    pipe.cmd("MULTI");
+    pipe.set("{a}x", "1", None);
+    pipe.set("{b}y", "2", None);
+    pipe.cmd("EXEC");
+    pipe.get("{a}x");
     let r = pipe.exec(&mut c);
     assert!(r[3].is_err(), "EXEC over two slots: {:?}", r[3]);
     // The client still works afterwards.
@@ -338,7 +357,7 @@ fn timeouts_and_cancel() {
     // a timeout error, not BLPOP's nil after 5 s: the deadline ended it
     assert!(matches!(r[0], Err(Error::Timeout(_))), "{:?}", r[0]);
     // The client recovers (a new connection).
-    c.set(format!("{p}:k"), 1).unwrap();
+    c.set(format!("{p}:k"), 1, None).unwrap();
     // Cancel from another thread (a command timeout beyond the test: only the cancel ends it).
     let mut c = Client::connect(
         ConnectOptions::new(&plain_url()).command_timeout(Duration::from_secs(600)),
@@ -361,7 +380,7 @@ fn timeouts_and_cancel() {
     // cancelled, not BLPOP's nil after 30 s nor the 5 s command timeout
     assert!(matches!(r, Err(Error::Cancelled(_))), "{r:?}");
     let h = c.cancel_handle();
-    c.del(&[format!("{p}:k")]).unwrap();
+    c.delete(&[format!("{p}:k")]).unwrap();
     drop(c);
     h.cancel(); // after drop: nothing to cancel, no crash
 }
@@ -414,7 +433,9 @@ fn drop_closes_and_pool_shares() {
                         let mut c = pool.get().unwrap();
                         let key = format!("{p}:{t}:{i}");
                         let mut pipe = Pipeline::new();
-                        pipe.set(&key, i).get(&key).del(&key);
+                        pipe.set(&key, i, None);
+                        pipe.get(&key);
+                        pipe.delete(&[&key]);
                         let r = pipe.exec(&mut c);
                         assert_eq!(r[1], Ok(bulk(i.to_string().as_bytes())));
                     }

@@ -202,7 +202,7 @@ func (w *slWorker) run(ctx context.Context, p int) error {
 		if pl.op == "GET" {
 			w.p.Get(pl.keys[k])
 		} else {
-			w.p.SetBytes(pl.keys[k], pl.vals[k], 0)
+			w.p.SetBytes(pl.keys[k], pl.vals[k])
 		}
 	}
 	res, err := w.p.Exec(ctx)
@@ -361,7 +361,7 @@ func fill(ctx context.Context, url string, mode slotlane.Mode, keys []string, va
 	p := c.Pipeline()
 	for i := 0; i < len(keys); i += 256 {
 		for k := i; k < len(keys) && k < i+256; k++ {
-			p.Set(keys[k], vals[k], 0)
+			p.Set(keys[k], vals[k], nil)
 		}
 		res, err := p.Exec(ctx)
 		if err != nil {
