@@ -972,6 +972,8 @@ static void close_handle(handle *h)
         free(h->f[i].buf);
         free(h->f[i].ops);
         free(h->f[i].keys);
+        free(h->f[i].ids);   /* --stream-pairs */
+        free(h->f[i].idlen);
     }
     free(h->f);
     sl_client_free(h->c);

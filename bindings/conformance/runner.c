@@ -395,7 +395,7 @@ static int match(const jval *e, const sl_reply *recs, size_t nrec, const uint8_t
             failf(f, "%s: the expected %s has no value/hex", path, tname);
             return -1;
         }
-        int ok = wlen == r->len && memcmp(want, data + r->offset, wlen) == 0;
+        int ok = wlen == r->len && (wlen == 0 || memcmp(want, data + r->offset, wlen) == 0); /* data may be NULL when empty */
         free(want);
         if (!ok) {
             failf(f, "%s: expected %s \"%.60s%s\", got %s", path, tname, jstr(e, "value") ? jstr(e, "value") : jstr(e, "hex"),
