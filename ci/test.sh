@@ -91,6 +91,7 @@ wait
 echo
 echo "suite times (s): $(sort -k2 -n -r "$LOGS/times" | tr '\n' ' ')"
 echo "make test's tests took $(( $(date +%s) - T0 )) s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
-failed=$(cd "$LOGS" && ls -- *.failed 2>/dev/null | sed 's/\.failed$//' | tr '\n' ' ')
+failed=""
+for f in "$LOGS"/*.failed; do [ -e "$f" ] && failed+="$(basename "$f" .failed) "; done
 [ -z "$failed" ] || die "FAILED: $failed(their logs are above)"
 echo "all tests passed"
