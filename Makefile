@@ -1,7 +1,7 @@
 # slotlane: the two commands of the README.
 #   make test   installs what is missing, builds everything, runs every test
 #   make bench  installs what is missing, builds, starts the server, runs every language's cluster-cost benchmark
-#   make fuzz   the server's libFuzzer targets, FUZZ_SECONDS (60) each (not part of make test)
+#   make fuzz   the server's and the core's libFuzzer targets, FUZZ_SECONDS (60) each (not part of make test)
 .PHONY: all build build-asan test bench fuzz deps clean
 JOBS ?= $(shell nproc)
 
@@ -28,10 +28,12 @@ BENCH_ARGS ?=
 bench: build
 	@SL_BENCH_INVOCATION="make bench$(if $(BENCH_ARGS), BENCH_ARGS=\"$(BENCH_ARGS)\")" python3 bench/run.py $(BENCH_ARGS)
 
-# Not in make test: clang + libFuzzer, bounded by FUZZ_SECONDS per target (server/fuzz/README.md).
+# Not in make test: clang + libFuzzer, bounded by FUZZ_SECONDS per target (server/fuzz/README.md,
+# core/fuzz/README.md).
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) bash server/fuzz/run.sh
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) bash core/fuzz/run.sh
 
 clean:
 	rm -rf build build-asan build-fuzz
