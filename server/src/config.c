@@ -1,5 +1,6 @@
 /* config: see config.h. */
 #include "config.h"
+#include "params.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -224,9 +225,19 @@ const char *sv_config_set(const char *rawname, const char *v, char *err, size_t 
     } else if (!strcmp(name, "forward-queue")) {
         if (!parse_int(v, 1, 1 << 20, &n)) goto badint;
         sv_cfg.forward_queue = (int)n;
+    } else if (!strcmp(name, "enable-debug-command")) {
+        if (!strcmp(v, "no")) sv_cfg.enable_debug = 0;
+        else if (!strcmp(v, "yes")) sv_cfg.enable_debug = 1;
+        else if (!strcmp(v, "local")) sv_cfg.enable_debug = 2;
+        else goto badenum;
     } else {
-        snprintf(err, cap, "unknown setting '%s'", rawname);
-        return err;
+        /* one of Redis's CONFIG parameters (params.c): stored, applied where it means something */
+        int r = sv_params_set_startup(rawname, v, err, cap);
+        if (r < 0) return err;
+        if (r == 0) {
+            snprintf(err, cap, "unknown setting '%s'", rawname);
+            return err;
+        }
     }
     return NULL;
 badint:
@@ -348,6 +359,13 @@ static void load_file(const char *path)
     fclose(f);
 }
 
+/* CONFIG REWRITE writes to the file the server was started with. */
+static void set_config_file(const char *path)
+{
+    free(sv_cfg.config_file);
+    sv_cfg.config_file = sv_memdup(path, strlen(path));
+}
+
 void sv_config_load(int argc, char **argv)
 {
     char err[512];
@@ -357,8 +375,10 @@ void sv_config_load(int argc, char **argv)
         if (!strcmp(argv[i], "--config")) {
             if (i + 1 >= argc) die("--config needs a FILE");
             load_file(argv[++i]);
+            set_config_file(argv[i]);
         } else if (!strncmp(argv[i], "--config=", 9)) {
             load_file(argv[i] + 9);
+            set_config_file(argv[i] + 9);
         }
     }
     for (int i = 1; i < argc; i++) {
@@ -414,5 +434,8 @@ void sv_config_free(void)
 {
     free(sv_cfg.cpus);
     sv_cfg.cpus = NULL;
+    free(sv_cfg.config_file);
+    sv_cfg.config_file = NULL;
+    sv_params_free();
     sv_cfg.ncpus = 0;
 }

@@ -253,6 +253,12 @@ int64_t sv_ustime(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 int64_t sv_mstime(void) { return sv_ustime() / 1000; }
+int64_t sv_monotonic_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
 static _Thread_local uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 void sv_rand_seed(uint64_t seed) { rng_state = seed ? seed : 0x9E3779B97F4A7C15ull; }

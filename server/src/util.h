@@ -61,6 +61,7 @@ int sv_eq(sv_str a, const char *lit);
 int sv_glob(const char *pat, size_t plen, const char *s, size_t slen, int nocase);
 
 int64_t sv_mstime(void);
+int64_t sv_monotonic_us(void); /* for durations (commandstats, SLOWLOG) */
 int64_t sv_ustime(void);
 
 /* Per-thread xorshift generator for sampling (expiry, RANDOMKEY, SPOP). */
