@@ -123,9 +123,13 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--baseline", help="another slotlane-server binary (e.g. an older commit's) run in the same "
                     "rounds: before/after under the same conditions")
+    ap.add_argument("--server", help="the slotlane-server binary under test (default: build/server/slotlane-server)")
     ap.add_argument("--baseline-desc", default="", help="what the baseline binary is (recorded)")
     args = ap.parse_args()
     kinds = ("slotlane", "redis") + (("baseline",) if args.baseline else ())
+    if args.server:
+        global SERVER
+        SERVER = os.path.abspath(args.server)
     host = socket.gethostname()
     started = datetime.datetime.now(datetime.timezone.utc)
     redis_version = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout.strip()
