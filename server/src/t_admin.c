@@ -101,6 +101,7 @@ void sv_meminfo_read(sv_meminfo *m)
         fclose(f);
     }
     m->rss = resident * page;
+    if (m->used == 0) m->used = m->active = m->rss; /* an allocator mallinfo2 does not see (ASan's): the RSS */
     m->total_system = (long long)sysconf(_SC_PHYS_PAGES) * page;
     long long p = atomic_load(&mem_peak);
     while (m->used > p && !atomic_compare_exchange_weak(&mem_peak, &p, m->used)) {}

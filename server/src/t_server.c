@@ -153,6 +153,92 @@ void sv_cmd_hello(sv_ctx *c, int argc, sv_str *argv)
     sv_add_empty_array(&c->r);
 }
 
+/* CLIENT TYPE names: 0 normal, 1 master, 2 replica (slave), 3 pubsub; -1 unknown. */
+static int client_type(sv_str t)
+{
+    if (sv_eq(t, "normal")) return 0;
+    if (sv_eq(t, "master")) return 1;
+    if (sv_eq(t, "replica") || sv_eq(t, "slave")) return 2;
+    if (sv_eq(t, "pubsub")) return 3;
+    return -1;
+}
+
+static int str_is(sv_str a, const char *s) { return a.len == strlen(s) && !memcmp(a.p, s, a.len); }
+
+/* CLIENT KILL addr (old form: OK or "No such client") or by filters (the count), among
+ * the connections of this shard. The caller itself is closed after its reply. */
+static void client_kill(sv_ctx *c, int argc, sv_str *argv)
+{
+    sv_str addr = {0}, laddr = {0};
+    long long id = 0;
+    int type = -1, skipme = 1, has_addr = 0, has_laddr = 0, old = argc == 3;
+    if (old) {
+        addr = argv[2];
+        has_addr = 1;
+        skipme = 0;
+    } else {
+        if (argc % 2 == 1) {
+            sv_add_error(&c->r, SV_ERR_SYNTAX);
+            return;
+        }
+        for (int j = 2; j + 1 < argc; j += 2) {
+            sv_str o = argv[j], v = argv[j + 1];
+            if (sv_eq(o, "id")) {
+                if (!sv_str2ll(v.p, v.len, &id) || id <= 0) {
+                    sv_add_error(&c->r, "client-id should be greater than 0");
+                    return;
+                }
+            } else if (sv_eq(o, "type")) {
+                if ((type = client_type(v)) < 0) {
+                    sv_add_errorf(&c->r, "Unknown client type '%.*s'", (int)(v.len > 128 ? 128 : v.len), v.p);
+                    return;
+                }
+            } else if (sv_eq(o, "addr")) {
+                addr = v;
+                has_addr = 1;
+            } else if (sv_eq(o, "laddr")) {
+                laddr = v;
+                has_laddr = 1;
+            } else if (sv_eq(o, "user")) {
+                if (!str_is(v, "default")) {
+                    sv_add_errorf(&c->r, "No such user '%.*s'", (int)(v.len > 128 ? 128 : v.len), v.p);
+                    return;
+                }
+            } else if (sv_eq(o, "skipme")) {
+                if (sv_eq(v, "yes")) skipme = 1;
+                else if (sv_eq(v, "no")) skipme = 0;
+                else {
+                    sv_add_error(&c->r, SV_ERR_SYNTAX);
+                    return;
+                }
+            } else {
+                sv_add_error(&c->r, SV_ERR_SYNTAX);
+                return;
+            }
+        }
+    }
+    long long killed = 0;
+    sv_conn *next;
+    for (sv_conn *k = c->sh->conns; k; k = next) {
+        next = k->next;
+        if (k->closing || (id && k->sess.id != (uint64_t)id) || (type >= 0 && type != 0)) continue;
+        if ((has_addr && !str_is(addr, k->sess.addr)) || (has_laddr && !str_is(laddr, k->sess.laddr))) continue;
+        if (&k->sess == c->sess) {
+            if (skipme) continue;
+            c->close_after = 1;
+        } else {
+            sv_conn_close(k);
+        }
+        killed++;
+    }
+    if (old) {
+        if (killed) sv_add_ok(&c->r);
+        else sv_add_error(&c->r, "No such client");
+    } else {
+        sv_add_int(&c->r, killed);
+    }
+}
+
 /* CLIENT LIST is about the connections of the shard that runs it. */
 void sv_cmd_client(sv_ctx *c, int argc, sv_str *argv)
 {
@@ -185,10 +271,33 @@ void sv_cmd_client(sv_ctx *c, int argc, sv_str *argv)
         free(*slot);
         *slot = argv[3].len ? sv_memdup(argv[3].p, argv[3].len) : NULL;
         sv_add_ok(&c->r);
-    } else if (sv_eq(sub, "list") && (argc == 2 || (argc == 4 && sv_eq(argv[2], "type")))) {
+    } else if (sv_eq(sub, "list") && (argc == 2 || (argc == 4 && sv_eq(argv[2], "type")) ||
+                                      (argc >= 4 && sv_eq(argv[2], "id")))) {
+        if (argc == 4 && sv_eq(argv[2], "type") && client_type(argv[3]) < 0) {
+            sv_add_errorf(&c->r, "Unknown client type '%.*s'", (int)(argv[3].len > 128 ? 128 : argv[3].len), argv[3].p);
+            return;
+        }
+        int want_id = argc >= 4 && sv_eq(argv[2], "id");
+        for (int j = 3; want_id && j < argc; j++) {
+            long long id;
+            if (!sv_str2ll(argv[j].p, argv[j].len, &id) || id < 1) {
+                sv_add_error(&c->r, "Invalid client ID");
+                return;
+            }
+        }
+        /* every client here is of type normal */
+        int none = argc == 4 && sv_eq(argv[2], "type") && client_type(argv[3]) != 0;
         sv_buf b = {0};
         int64_t now = sv_mstime();
-        for (sv_conn *k = c->sh->conns; k; k = k->next) sv_conn_describe(k, &b, now);
+        for (sv_conn *k = c->sh->conns; k && !none; k = k->next) {
+            int match = !want_id;
+            for (int j = 3; want_id && j < argc && !match; j++) {
+                long long id = 0;
+                sv_str2ll(argv[j].p, argv[j].len, &id);
+                match = (uint64_t)id == k->sess.id;
+            }
+            if (match) sv_conn_describe(k, &b, now);
+        }
         sv_add_verbatim(&c->r, b.data ? b.data : "", b.len);
         sv_buf_free(&b);
     } else if (sv_eq(sub, "info") && argc == 2) {
@@ -197,9 +306,78 @@ void sv_cmd_client(sv_ctx *c, int argc, sv_str *argv)
             if (&k->sess == s) sv_conn_describe(k, &b, sv_mstime());
         sv_add_verbatim(&c->r, b.data ? b.data : "", b.len);
         sv_buf_free(&b);
-    } else if (sv_eq(sub, "help")) {
-        sv_add_array(&c->r, 1);
-        sv_add_status(&c->r, "CLIENT SETNAME|GETNAME|ID|SETINFO|LIST|INFO");
+    } else if (sv_eq(sub, "kill") && argc >= 3) {
+        client_kill(c, argc, argv);
+    } else if (sv_eq(sub, "no-evict") && argc == 3) {
+        if (sv_eq(argv[2], "on") || sv_eq(argv[2], "off")) sv_add_ok(&c->r); /* nothing is evicted here */
+        else sv_add_error(&c->r, SV_ERR_SYNTAX);
+    } else if (sv_eq(sub, "getredir") && argc == 2) {
+        sv_add_int(&c->r, -1); /* no tracking */
+    } else if (sv_eq(sub, "unblock") && (argc == 3 || argc == 4)) {
+        long long id;
+        if (!sv_get_ll(c, argv[2], &id)) return;
+        if (argc == 4 && !sv_eq(argv[3], "timeout") && !sv_eq(argv[3], "error")) {
+            sv_add_error(&c->r, "CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+            return;
+        }
+        sv_add_int(&c->r, 0); /* no client is ever blocked here */
+    } else if (sv_eq(sub, "help") && argc == 2) {
+        static const char *const help[] = {
+            "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "CACHING (YES|NO)",
+            "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+            "GETREDIR",
+            "    Return the client ID we are redirecting to when tracking is enabled.",
+            "GETNAME",
+            "    Return the name of the current connection.",
+            "ID",
+            "    Return the ID of the current connection.",
+            "INFO",
+            "    Return information about the current client connection.",
+            "KILL <ip:port>",
+            "    Kill connection made from <ip:port>.",
+            "KILL <option> <value> [<option> <value> [...]]",
+            "    Kill connections. Options are:",
+            "    * ADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made from the specified address",
+            "    * LADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made to specified local address",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Kill connections by type.",
+            "    * USER <username>",
+            "      Kill connections authenticated by <username>.",
+            "    * SKIPME (YES|NO)",
+            "      Skip killing current connection (default: yes).",
+            "LIST [options ...]",
+            "    Return information about client connections. Options:",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Return clients of specified type.",
+            "UNPAUSE",
+            "    Stop the current client pause, resuming traffic.",
+            "PAUSE <timeout> [WRITE|ALL]",
+            "    Suspend all, or just write, clients for <timeout> milliseconds.",
+            "REPLY (ON|OFF|SKIP)",
+            "    Control the replies sent to the current connection.",
+            "SETNAME <name>",
+            "    Assign the name <name> to the current connection.",
+            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+            "    Unblock the specified blocked client.",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+            "         [OPTIN] [OPTOUT] [NOLOOP]",
+            "    Control server assisted client side caching.",
+            "TRACKINGINFO",
+            "    Report tracking status for the current connection.",
+            "NO-EVICT (ON|OFF)",
+            "    Protect current client connection from eviction.",
+            "HELP",
+            "    Prints this help."};
+        sv_add_array(&c->r, (long long)(sizeof(help) / sizeof(help[0])));
+        for (size_t i = 0; i < sizeof(help) / sizeof(help[0]); i++) sv_add_status(&c->r, help[i]);
+    } else if (sv_eq(sub, "kill") || sv_eq(sub, "no-evict") || sv_eq(sub, "getredir") || sv_eq(sub, "unblock")) {
+        char name[64];
+        snprintf(name, sizeof(name), "client|%.*s", (int)(sub.len > 32 ? 32 : sub.len), sub.p);
+        for (char *p = name; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+        sv_add_arity_error(c, name);
     } else if (sv_eq(sub, "setname") || sv_eq(sub, "getname") || sv_eq(sub, "id") || sv_eq(sub, "setinfo") ||
                sv_eq(sub, "list") || sv_eq(sub, "info")) {
         char name[64];

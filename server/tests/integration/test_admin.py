@@ -241,7 +241,7 @@ def test_info_sections_and_fields(pair):
     s = info_fields(pair.conn().call("INFO", "everything"))
     assert s["Replication"]["role"] == "master" and s["Replication"]["connected_slaves"] == "0"
     assert float(s["CPU"]["used_cpu_user"]) >= 0 and float(s["CPU"]["used_cpu_sys"]) >= 0
-    assert int(s["Memory"]["used_memory_rss"]) > int(s["Memory"]["used_memory"]) > 0
+    assert int(s["Memory"]["used_memory_rss"]) >= int(s["Memory"]["used_memory"]) > 0
     assert s["Cluster"]["cluster_enabled"] == "1"
 
 
@@ -484,3 +484,42 @@ def test_tool_startup_with_redis_py():
             r.close()
     finally:
         assert s.stop()[0] == 0
+
+
+# ---- CLIENT ----
+
+def test_client_subcommands(pair):
+    for argv in (["CLIENT", "KILL", "1.2.3.4:5"], ["CLIENT", "KILL", "ID", "999999"], ["CLIENT", "KILL", "ID", "x"],
+                 ["CLIENT", "KILL", "ID", "0"], ["CLIENT", "KILL", "TYPE", "foo"], ["CLIENT", "KILL", "TYPE", "pubsub"],
+                 ["CLIENT", "KILL", "USER", "bob"], ["CLIENT", "KILL", "SKIPME", "maybe"], ["CLIENT", "KILL", "ID"],
+                 ["CLIENT", "KILL", "ADDR", "1.1.1.1:1"], ["CLIENT", "KILL", "LADDR", "1.1.1.1:1"], ["CLIENT", "KILL"],
+                 ["CLIENT", "KILL", "FOO", "bar"], ["CLIENT", "NO-EVICT", "on"], ["CLIENT", "NO-EVICT", "off"],
+                 ["CLIENT", "NO-EVICT", "x"], ["CLIENT", "NO-EVICT"], ["CLIENT", "GETREDIR"],
+                 ["CLIENT", "UNBLOCK", "5"], ["CLIENT", "UNBLOCK", "x"], ["CLIENT", "UNBLOCK", "5", "foo"],
+                 ["CLIENT", "UNBLOCK", "5", "error"], ["CLIENT", "LIST", "ID", "x"], ["CLIENT", "LIST", "TYPE", "foo"],
+                 ["CLIENT", "LIST", "TYPE", "pubsub"], ["CLIENT", "LIST", "ID", "999999"], ["CLIENT", "HELP"],
+                 ["CLIENT", "FOO"]):
+        pair.same(*argv)
+    o, r = pair.both("CLIENT", "LIST", "TYPE", "normal")
+    assert norm(o).count(b"\n") >= 1 and norm(r).count(b"\n") >= 1
+
+
+def test_client_kill_closes_connections():
+    for server in (Server(shards=1), Server(redis=True)):
+        try:
+            me, other, third = Conn(server.port), Conn(server.port), Conn(server.port)
+            oid = other.call("CLIENT", "ID")
+            assert me.call("CLIENT", "LIST", "ID", str(oid)).count(b"\n") == 1
+            assert me.call("CLIENT", "KILL", "ID", str(oid)) == 1
+            with pytest.raises((ConnectionError, OSError)):
+                other.call("PING")
+            addr = [l for l in bytes(third.call("CLIENT", "INFO")).decode().split(" ") if l.startswith("addr=")][0][5:]
+            assert me.call("CLIENT", "KILL", addr) == Status("OK")
+            with pytest.raises((ConnectionError, OSError)):
+                third.call("PING")
+            assert me.call("CLIENT", "KILL", "TYPE", "normal") == 0  # SKIPME yes by default
+            assert me.call("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "no") == 1  # itself, after the reply
+            with pytest.raises((ConnectionError, OSError)):
+                me.call("PING")
+        finally:
+            server.stop()
