@@ -43,6 +43,14 @@ static int object_keys(int argc, sv_str *argv, int *keys, int max)
     return 1;
 }
 
+/* MEMORY USAGE <key> [SAMPLES n] */
+static int memory_keys(int argc, sv_str *argv, int *keys, int max)
+{
+    if (argc < 3 || max < 1 || !sv_eq(argv[1], "usage")) return 0;
+    keys[0] = 2;
+    return 1;
+}
+
 /* DEBUG OBJECT <key>: routed to the key's shard (the other subcommands have none) */
 static int debug_keys(int argc, sv_str *argv, int *keys, int max)
 {
@@ -200,6 +208,8 @@ static const sv_cmd table[] = {
     C(role, 1, NS | L | F, 0, 0, 0, "@admin @fast @dangerous"),
     C(wait, 3, NS, 0, 0, 0, "@slow @connection"),
     C(lastsave, 1, L | F, 0, 0, 0, "@admin @fast @dangerous"),
+    {"memory", sv_cmd_memory, -2, R, 2, 2, 1, "@slow", memory_keys},
+    C(shutdown, -1, A | NS | L, 0, 0, 0, "@admin @slow @dangerous"),
     CP(reset, 1, F | L, 0, 0, 0, "@fast @connection", .multi = SV_MULTI_NOW, .pflags = SV_P_TX_RELEASE),
     CP(cluster, -2, 0, 0, 0, 0, "@slow", .fan = SV_FAN_SLOT_ARG, .pflags = SV_P_KEYSPACE),
     C(readonly, 1, F | L, 0, 0, 0, "@fast @connection"),

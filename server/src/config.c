@@ -67,6 +67,10 @@ static const char *usage =
     "                          (1..1048576, default 65536); at the limit the sending shard\n"
     "                          stops reading the clients whose next command needs that\n"
     "                          shard until replies come back (INFO forward_queue_full)\n"
+    "  --enable-debug-command no|yes|local  allow DEBUG (local: from loopback clients only;\n"
+    "                          default no, as Redis 7.0)\n"
+    "  --<redis-parameter> V   any CONFIG parameter of Redis 7.0 (e.g. --hash-max-listpack-entries 64;\n"
+    "                          in the file with '_' for '-'); see server/README.md, CONFIG\n"
     "  --help                  this text\n"
     "  --version               print the version\n";
 

@@ -472,7 +472,7 @@ SV_DECL(client); SV_DECL(info); SV_DECL(config); SV_DECL(command); SV_DECL(dbsiz
 SV_DECL(flushall); SV_DECL(function); SV_DECL(time); SV_DECL(reset); SV_DECL(bgrewriteaof);
 /* introspection (t_admin.c) */
 SV_DECL(object); SV_DECL(debug); SV_DECL(slowlog); SV_DECL(latency); SV_DECL(role); SV_DECL(wait);
-SV_DECL(lastsave);
+SV_DECL(lastsave); SV_DECL(memory); SV_DECL(shutdown);
 /* strings */
 SV_DECL(get); SV_DECL(set); SV_DECL(setnx); SV_DECL(setex); SV_DECL(psetex); SV_DECL(getset);
 SV_DECL(getdel); SV_DECL(getex); SV_DECL(mget); SV_DECL(mset); SV_DECL(msetnx); SV_DECL(append);

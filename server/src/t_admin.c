@@ -3,6 +3,7 @@
  * DEBUG (behind enable-debug-command), ROLE, WAIT, LASTSAVE. */
 #include <malloc.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <strings.h>
 #include <unistd.h>
@@ -585,4 +586,121 @@ void sv_cmd_lastsave(sv_ctx *c, int argc, sv_str *argv)
     (void)argc;
     (void)argv;
     sv_add_int(&c->r, c->sh->start_ms / 1000); /* nothing was ever saved: the start, as Redis */
+}
+
+/* ---- MEMORY (USAGE DOCTOR MALLOC-STATS PURGE HELP) and SHUTDOWN ---- */
+
+/* Bytes of the key's entry and value: what this server allocated for them (headers,
+ * element arrays and dict entries; allocator overhead not counted). */
+static size_t memory_usage(sv_entry *e)
+{
+    size_t n = sizeof(sv_entry) + e->klen;
+    sv_obj *o = e->val;
+    sv_dict_iter it;
+    sv_entry *x;
+    switch (o->type) {
+    case SV_T_STRING:
+        n += sizeof(sv_string) + ((sv_string *)o)->cap;
+        break;
+    case SV_T_LIST: {
+        sv_list *l = (sv_list *)o;
+        n += sizeof(*l) + l->cap * sizeof(sv_blob *);
+        for (size_t i = 0; i < l->len; i++) n += sizeof(sv_blob) + l->a[(l->head + i) % l->cap]->len;
+        break;
+    }
+    case SV_T_HASH:
+    case SV_T_SET:
+    case SV_T_ZSET: {
+        sv_dict *d = o->type == SV_T_HASH ? &((sv_hashobj *)o)->d : o->type == SV_T_SET ? &((sv_set *)o)->d
+                                                                                       : &((sv_zset *)o)->d;
+        n += o->type == SV_T_HASH ? sizeof(sv_hashobj) : o->type == SV_T_SET ? sizeof(sv_set) : sizeof(sv_zset);
+        if (o->type == SV_T_ZSET) n += ((sv_zset *)o)->cap * sizeof(sv_entry *);
+        sv_dict_iter_init(&it, d);
+        while ((x = sv_dict_iter_next(&it))) {
+            n += sizeof(sv_entry) + x->klen + sizeof(sv_entry *);
+            if (o->type == SV_T_HASH) n += sizeof(sv_blob) + ((sv_blob *)x->val)->len;
+        }
+        break;
+    }
+    }
+    return n;
+}
+
+void sv_cmd_memory(sv_ctx *c, int argc, sv_str *argv)
+{
+    sv_str sub = argv[1];
+    if (sv_eq(sub, "usage") && argc >= 3) {
+        for (int j = 3; j < argc; j++) {
+            long long n;
+            if (sv_eq(argv[j], "samples") && j + 1 < argc) {
+                if (!sv_get_ll(c, argv[++j], &n)) return;
+            } else {
+                sv_add_error(&c->r, SV_ERR_SYNTAX);
+                return;
+            }
+        }
+        sv_entry *e = sv_db_lookup_notouch(c->sh, argv[2]);
+        if (!e) sv_add_null(&c->r);
+        else sv_add_int(&c->r, (long long)memory_usage(e));
+    } else if (sv_eq(sub, "doctor") && argc == 2) {
+        const char *msg = sv_dict_size(&c->sh->keys) == 0
+            ? "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n"
+            : "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n";
+        sv_add_verbatim(&c->r, msg, strlen(msg));
+    } else if (sv_eq(sub, "malloc-stats") && argc == 2) {
+        const char *msg = "Stats not supported for the current allocator";
+        sv_add_verbatim(&c->r, msg, strlen(msg));
+    } else if (sv_eq(sub, "purge") && argc == 2) {
+        malloc_trim(0);
+        sv_add_ok(&c->r);
+    } else if (sv_eq(sub, "help") && argc == 2) {
+        static const char *const help[] = {
+            "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "DOCTOR",
+            "    Return memory problems reports.",
+            "MALLOC-STATS",
+            "    Return internal statistics report from the memory allocator.",
+            "PURGE",
+            "    Attempt to purge dirty pages for reclamation by the allocator.",
+            "STATS",
+            "    Return information about the memory usage of the server.",
+            "USAGE <key> [SAMPLES <count>]",
+            "    Return memory in bytes used by <key> and its value. Nested values are",
+            "    sampled up to <count> times (default: 5, 0 means sample all).",
+            "HELP",
+            "    Prints this help."};
+        add_help(c, help, sizeof(help) / sizeof(help[0]));
+    } else if (sv_eq(sub, "usage") || sv_eq(sub, "doctor") || sv_eq(sub, "malloc-stats") || sv_eq(sub, "purge") ||
+               sv_eq(sub, "help")) {
+        subcommand_arity(c, "memory", sub);
+    } else {
+        unknown_subcommand(c, sub, "MEMORY");
+    }
+}
+
+/* SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] | ABORT: the same clean shutdown as SIGTERM
+ * (connections closed, the log flushed); as Redis, no reply on success. */
+void sv_cmd_shutdown(sv_ctx *c, int argc, sv_str *argv)
+{
+    int abort_ = 0, other = 0;
+    for (int j = 1; j < argc; j++) {
+        if (sv_eq(argv[j], "abort")) abort_ = 1;
+        else if (sv_eq(argv[j], "nosave") || sv_eq(argv[j], "save") || sv_eq(argv[j], "now") || sv_eq(argv[j], "force"))
+            other = 1;
+        else {
+            sv_add_error(&c->r, SV_ERR_SYNTAX);
+            return;
+        }
+    }
+    if (abort_ && other) {
+        sv_add_error(&c->r, SV_ERR_SYNTAX);
+        return;
+    }
+    if (abort_) {
+        sv_add_error(&c->r, "No shutdown in progress.");
+        return;
+    }
+    sv_log(SV_LOG_NOTICE, "SHUTDOWN from a client: shutting down");
+    c->close_after = 1;
+    kill(getpid(), SIGTERM); /* the main thread takes it (shard threads block signals) */
 }

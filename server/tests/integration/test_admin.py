@@ -523,3 +523,32 @@ def test_client_kill_closes_connections():
                 me.call("PING")
         finally:
             server.stop()
+
+
+# ---- MEMORY and SHUTDOWN ----
+
+def test_memory(pair):
+    pair.same("SET", "mk", "v" * 100, key="mk")
+    pair.same("RPUSH", "ml", "a", "b", key="ml")
+    for argv, key in ((["MEMORY", "USAGE", "missing"], "missing"), (["MEMORY", "USAGE", "mk", "SAMPLES", "x"], "mk"),
+                      (["MEMORY", "USAGE", "mk", "foo"], "mk"), (["MEMORY", "HELP"], None), (["MEMORY", "FOO"], None),
+                      (["MEMORY", "PURGE"], None), (["MEMORY"], None), (["MEMORY", "DOCTOR", "x"], None)):
+        pair.same(*argv, key=key)
+    for k in ("mk", "ml"):
+        o, r = pair.both("MEMORY", "USAGE", k, "SAMPLES", "0", key=k)
+        assert isinstance(o, int) and isinstance(r, int) and o > 100 * (k == "mk")
+    o, r = pair.both("MEMORY", "DOCTOR")
+    assert type(o) == type(r)
+
+
+def test_shutdown():
+    s = Server(shards=2)
+    c = Conn(s.port)
+    assert c.call("SHUTDOWN", "ABORT") == Err("ERR No shutdown in progress.")
+    assert c.call("SHUTDOWN", "FOO") == Err("ERR syntax error")
+    c.send("SHUTDOWN", "NOSAVE")
+    with pytest.raises((ConnectionError, OSError)):
+        c.read()
+    s.proc.wait(timeout=20)
+    code, err = s.stop()
+    assert code == 0, err
