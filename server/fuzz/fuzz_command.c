@@ -319,7 +319,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         unsigned op = byte(&r);
         int argc = 0;
         if (op < 232) {
-            argv[argc++] = lit(table[op % ncmds].name);
+            const char *n = table[op % ncmds].name;
+            argv[argc++] = lit(strcmp(n, "shutdown") ? n : "ping"); /* SHUTDOWN would signal the fuzzer itself */
         } else if (op < 240) {
             argv[argc++] = raw(&r, 16); /* a raw name: unknown commands, odd case */
         } else if (op < 244) { /* the clock moves: lazy expiry on the next access */
@@ -338,6 +339,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             continue;
         } else { /* mixed case: the lookup is case-insensitive */
             const char *n = table[byte(&r) % ncmds].name;
+            if (!strcmp(n, "shutdown")) n = "ping"; /* SHUTDOWN would signal the fuzzer itself */
             char up[40];
             size_t l = strlen(n);
             for (size_t i = 0; i < l; i++) up[i] = (char)((i + op) % 2 ? n[i] - 32 * (n[i] >= 'a' && n[i] <= 'z') : n[i]);
@@ -373,6 +375,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sv_db_flush(&shards[i]);
         shards[i].stats = (sv_stats){0};
     }
+    /* MULTI/WATCH state of this input's connection (its watches on the other shards
+     * stay counted there, as after a forwarded connection's close) */
+    for (int i = 0; i < NSHARDS && sess.tx; i++) {
+        sv_tx *tx = sess.tx;
+        for (int k = 0; k < tx->nw; k++)
+            if (tx->w[k].shard == i && i != cur && !tx->w[k].released) {
+                sv_watch_release(&shards[i], (sv_str){tx->w[k].key, tx->w[k].len});
+                tx->w[k].released = 1;
+            }
+    }
+    sv_tx_free(&shards[cur], &sess);
     free(sess.name);
     free(sess.lib_name);
     free(sess.lib_ver);

@@ -133,11 +133,15 @@ void sv_params_free(void)
     inited = 0;
 }
 
-void sv_params_value(const char *name, char *out, size_t cap)
+void sv_params_value(const char *rawname, char *out, size_t cap)
 {
+    char name[64];
+    size_t l;
+    for (l = 0; rawname[l] && l < sizeof(name) - 1; l++) name[l] = rawname[l] == '_' ? '-' : rawname[l];
+    name[l] = 0;
     pthread_mutex_lock(&lock);
     ensure_init();
-    int i = find(name, strlen(name));
+    int i = find(name, l);
     snprintf(out, cap, "%s", i >= 0 ? val[canon[i]] : "");
     pthread_mutex_unlock(&lock);
 }

@@ -32,7 +32,7 @@ enum sv_param_id {
 void sv_params_init(void);
 void sv_params_free(void);
 long long sv_param_ll(enum sv_param_id id);
-/* The current value of a parameter as CONFIG GET shows it ("" when unknown). */
+/* The current value of a parameter as CONFIG GET shows it ("" when unknown; '_' or '-'). */
 void sv_params_value(const char *name, char *out, size_t cap);
 
 /* CONFIG GET: a map of every parameter matching one of the patterns. port is the
