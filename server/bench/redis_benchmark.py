@@ -123,10 +123,14 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--baseline", help="another slotlane-server binary (e.g. an older commit's) run in the same "
                     "rounds: before/after under the same conditions")
+    ap.add_argument("--tests", default=",".join(TESTS), help="comma-separated subset of " + ",".join(TESTS))
+    ap.add_argument("--pipelines", default="16,1", help="comma-separated pipeline depths (default 16,1)")
     ap.add_argument("--server", help="the slotlane-server binary under test (default: build/server/slotlane-server)")
     ap.add_argument("--baseline-desc", default="", help="what the baseline binary is (recorded)")
     args = ap.parse_args()
     kinds = ("slotlane", "redis") + (("baseline",) if args.baseline else ())
+    tests = [t for t in args.tests.split(",") if t in TESTS]
+    pipelines = [int(p) for p in args.pipelines.split(",")]
     if args.server:
         global SERVER
         SERVER = os.path.abspath(args.server)
@@ -135,13 +139,13 @@ def main():
     redis_version = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout.strip()
     rounds = []
     for rnd in range(args.rounds):
-        for pipeline in (16, 1):
+        for pipeline in pipelines:
             n = args.requests_p16 if pipeline == 16 else args.requests_p1
             for kind in kinds:
                 port = free_port()
                 proc, server_cmd = start(kind, port, args.server_cpu, args.baseline)
                 try:
-                    for test in TESTS:
+                    for test in tests:
                         before = cpu_ns(proc.pid)
                         rps, bench_cmd = bench_one(port, pipeline, test, n, args.load_cpu)
                         after = cpu_ns(proc.pid)
@@ -159,8 +163,8 @@ def main():
                     proc.terminate()
                     proc.wait(timeout=30)
     summary = []
-    for pipeline in (16, 1):
-        for test in TESTS:
+    for pipeline in pipelines:
+        for test in tests:
             med = {}
             for kind in kinds:
                 rs = [r for r in rounds if r["server"] == kind and r["pipeline"] == pipeline and r["test"] == test.upper()]
