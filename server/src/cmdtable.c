@@ -387,12 +387,12 @@ static void signal_written(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv,
 }
 
 /* The call's accounting (INFO commandstats/errorstats/latencystats, SLOWLOG): two
- * clock reads and a few adds into the command's own counters. */
-static void account(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, int64_t t0, size_t off)
+ * reads of the TSC (sv_ticks) and a few adds into the command's own counters. */
+static void account(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, uint64_t t0, size_t off)
 {
     sv_shard *sh = c->sh;
     if (!sh->cmdstats) return; /* a scratch shard (re-split at startup, unit tests) keeps none */
-    int64_t us = sv_monotonic_us() - t0;
+    int64_t us = sv_ticks_us(sv_ticks() - t0);
     if (us < 0) us = 0;
     sv_cmdstat *st = &sh->cmdstats[sv_cmd_index(cmd)];
     st->calls++;
@@ -410,7 +410,7 @@ void sv_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv)
 {
     c->sh->stats.commands++;
     size_t off = c->r.out->len;
-    int64_t t0 = sv_monotonic_us();
+    uint64_t t0 = sv_ticks();
     cmd->fn(c, argc, argv);
     if (cmd->flags & SV_CMD_WRITE) {
         /* durability: what a write changed goes to the shard's log (aof.c) */
