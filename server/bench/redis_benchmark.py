@@ -49,9 +49,9 @@ def cpu_ns(pid):
     return utime * 1_000_000_000 // CLK_TCK, stime * 1_000_000_000 // CLK_TCK
 
 
-def start(kind, port, server_cpu):
-    if kind == "slotlane":
-        cmd = ["taskset", "-c", server_cpu, SERVER, "--shards", "1", "--port", str(port), "--cpus", server_cpu,
+def start(kind, port, server_cpu, baseline=None):
+    if kind in ("slotlane", "baseline"):
+        cmd = ["taskset", "-c", server_cpu, baseline if kind == "baseline" else SERVER, "--shards", "1", "--port", str(port), "--cpus", server_cpu,
                "--loglevel", "warning"]
     else:
         cmd = ["taskset", "-c", server_cpu, "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
@@ -121,19 +121,31 @@ def main():
     ap.add_argument("--requests-p16", type=int, default=2_000_000)
     ap.add_argument("--requests-p1", type=int, default=300_000)
     ap.add_argument("--out")
+    ap.add_argument("--baseline", help="another slotlane-server binary (e.g. an older commit's) run in the same "
+                    "rounds: before/after under the same conditions")
+    ap.add_argument("--tests", default=",".join(TESTS), help="comma-separated subset of " + ",".join(TESTS))
+    ap.add_argument("--pipelines", default="16,1", help="comma-separated pipeline depths (default 16,1)")
+    ap.add_argument("--server", help="the slotlane-server binary under test (default: build/server/slotlane-server)")
+    ap.add_argument("--baseline-desc", default="", help="what the baseline binary is (recorded)")
     args = ap.parse_args()
+    kinds = ("slotlane", "redis") + (("baseline",) if args.baseline else ())
+    tests = [t for t in args.tests.split(",") if t in TESTS]
+    pipelines = [int(p) for p in args.pipelines.split(",")]
+    if args.server:
+        global SERVER
+        SERVER = os.path.abspath(args.server)
     host = socket.gethostname()
     started = datetime.datetime.now(datetime.timezone.utc)
     redis_version = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout.strip()
     rounds = []
     for rnd in range(args.rounds):
-        for pipeline in (16, 1):
+        for pipeline in pipelines:
             n = args.requests_p16 if pipeline == 16 else args.requests_p1
-            for kind in ("slotlane", "redis"):
+            for kind in kinds:
                 port = free_port()
-                proc, server_cmd = start(kind, port, args.server_cpu)
+                proc, server_cmd = start(kind, port, args.server_cpu, args.baseline)
                 try:
-                    for test in TESTS:
+                    for test in tests:
                         before = cpu_ns(proc.pid)
                         rps, bench_cmd = bench_one(port, pipeline, test, n, args.load_cpu)
                         after = cpu_ns(proc.pid)
@@ -151,10 +163,10 @@ def main():
                     proc.terminate()
                     proc.wait(timeout=30)
     summary = []
-    for pipeline in (16, 1):
-        for test in TESTS:
+    for pipeline in pipelines:
+        for test in tests:
             med = {}
-            for kind in ("slotlane", "redis"):
+            for kind in kinds:
                 rs = [r for r in rounds if r["server"] == kind and r["pipeline"] == pipeline and r["test"] == test.upper()]
                 med[kind] = {"cpu_ns_per_req": statistics.median(r["server_cpu_ns_per_req"] for r in rs),
                              "user_ns_per_req": statistics.median(r["server_user_ns_per_req"] for r in rs),
@@ -168,6 +180,12 @@ def main():
                             "user_ratio": med["slotlane"]["user_ns_per_req"] / med["redis"]["user_ns_per_req"],
                             "slotlane_rps": med["slotlane"]["rps"], "redis_rps": med["redis"]["rps"],
                             "rps_ratio": med["slotlane"]["rps"] / med["redis"]["rps"]})
+            if args.baseline:
+                summary[-1].update({"baseline_cpu_ns_per_req": med["baseline"]["cpu_ns_per_req"],
+                                    "baseline_user_ns_per_req": med["baseline"]["user_ns_per_req"],
+                                    "baseline_rps": med["baseline"]["rps"],
+                                    "after_before_cpu_ratio": med["slotlane"]["cpu_ns_per_req"] /
+                                    med["baseline"]["cpu_ns_per_req"]})
     finished = datetime.datetime.now(datetime.timezone.utc)
     record = {
         "schema": "slotlane.bench.server-redis-benchmark/1",
@@ -187,6 +205,7 @@ def main():
                   "of %d rounds" % (args.server_cpu, args.load_cpu, args.rounds),
         "load_note": "the machine is shared: other jobs ran during the measurement (see loadavg); CPU time per "
                      "request is robust to that, requests per second is not",
+        "baseline": {"binary": args.baseline, "desc": args.baseline_desc} if args.baseline else None,
         "rounds": rounds,
         "medians": summary,
     }
@@ -197,6 +216,12 @@ def main():
         print(f"| {s['test']} | {s['pipeline']} | {s['slotlane_cpu_ns_per_req']:.0f} | {s['redis_cpu_ns_per_req']:.0f} | "
               f"{s['cpu_ratio']:.2f} | {s['user_ratio']:.2f} | {s['slotlane_rps']:.0f} | {s['redis_rps']:.0f} | "
               f"{s['rps_ratio']:.2f} |")
+    if args.baseline:
+        print("\n| op | pipeline | baseline CPU ns/req | slotlane CPU ns/req | after / before |")
+        print("|---|---|---|---|---|")
+        for s in summary:
+            print(f"| {s['test']} | {s['pipeline']} | {s['baseline_cpu_ns_per_req']:.0f} | "
+                  f"{s['slotlane_cpu_ns_per_req']:.0f} | {s['after_before_cpu_ratio']:.2f} |")
     print(f"\nrecord: {out}")
 
 

@@ -103,6 +103,31 @@ static int xread_keys(int argc, sv_str *argv, int *keys, int max)
     return -1;
 }
 
+/* OBJECT <sub> <key>: a key only in that form (wrong arity is answered before routing, as Redis) */
+static int object_keys(int argc, sv_str *argv, int *keys, int max)
+{
+    (void)argv;
+    if (argc != 3 || max < 1) return 0;
+    keys[0] = 2;
+    return 1;
+}
+
+/* MEMORY USAGE <key> [SAMPLES n] */
+static int memory_keys(int argc, sv_str *argv, int *keys, int max)
+{
+    if (argc < 3 || max < 1 || !sv_eq(argv[1], "usage")) return 0;
+    keys[0] = 2;
+    return 1;
+}
+
+/* DEBUG OBJECT <key>: routed to the key's shard (the other subcommands have none) */
+static int debug_keys(int argc, sv_str *argv, int *keys, int max)
+{
+    if (argc != 3 || max < 1 || !sv_eq(argv[1], "object")) return 0;
+    keys[0] = 2;
+    return 1;
+}
+
 #define C(name, arity, flags, first, last, step, acl) {#name, sv_cmd_##name, arity, flags, first, last, step, acl, NULL}
 /* The same with a policy other than the default: designated fields of sv_cmd after
  * the positional ones, e.g. CP(expire, ..., .aof = SV_AOF_TTL, .touch = SV_TOUCH_NOOP_ZERO). */
@@ -353,6 +378,14 @@ static const sv_cmd table[] = {
     C(shutdown, -1, A | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@admin @slow @dangerous"),
     C(bgrewriteaof, 1, A, 0, 0, 0, "@admin @slow @dangerous"),
     C(time, 1, F | L, 0, 0, 0, "@fast"),
+    {"object", sv_cmd_object, -2, R, 2, 2, 1, "@keyspace @read @slow", object_keys},
+    {"debug", sv_cmd_debug, -2, A | NS | L, 0, 0, 0, "@admin @slow @dangerous", debug_keys},
+    C(slowlog, -2, A | L, 0, 0, 0, "@admin @slow @dangerous"),
+    C(latency, -2, A | NS | L, 0, 0, 0, "@admin @slow @dangerous"),
+    C(role, 1, NS | L | F, 0, 0, 0, "@admin @fast @dangerous"),
+    C(wait, 3, NS, 0, 0, 0, "@slow @connection"),
+    C(lastsave, 1, L | F, 0, 0, 0, "@admin @fast @dangerous"),
+    {"memory", sv_cmd_memory, -2, R, 2, 2, 1, "@slow", memory_keys},
     CP(reset, 1, F | L, 0, 0, 0, "@fast @connection", .multi = SV_MULTI_NOW, .pflags = SV_P_TX_RELEASE),
     CP(cluster, -2, 0, 0, 0, 0, "@slow", .fan = SV_FAN_SLOT_ARG, .pflags = SV_P_KEYSPACE),
     C(readonly, 1, F | L, 0, 0, 0, "@fast @connection"),
@@ -412,6 +445,10 @@ void sv_cmdtable_init(void)
         lookup_table[h] = &table[i];
     }
 }
+
+size_t sv_cmd_index(const sv_cmd *cmd) { return (size_t)(cmd - table); }
+size_t sv_cmd_count(void) { return NCMDS; }
+const sv_cmd *sv_cmd_at(size_t i) { return &table[i]; }
 
 const sv_cmd *sv_cmd_table(size_t *n)
 {
@@ -536,14 +573,36 @@ static void signal_written(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv,
     if (kp != keys) free(kp);
 }
 
+/* The call's accounting (INFO commandstats/errorstats/latencystats, SLOWLOG): two
+ * reads of the TSC (sv_ticks) and a few adds into the command's own counters. */
+static void account(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, uint64_t t0, size_t off)
+{
+    sv_shard *sh = c->sh;
+    if (!sh->cmdstats) return; /* a scratch shard (re-split at startup, unit tests) keeps none */
+    int64_t us = sv_ticks_us(sv_ticks() - t0);
+    if (us < 0) us = 0;
+    sv_cmdstat *st = &sh->cmdstats[sv_cmd_index(cmd)];
+    st->calls++;
+    st->usec += (uint64_t)us;
+    int b = us ? 64 - __builtin_clzll((unsigned long long)us) : 0; /* < 2^b µs */
+    st->hist[b < SV_LAT_BUCKETS ? b : SV_LAT_BUCKETS - 1]++;
+    if (c->r.out->len > off && c->r.out->data[off] == '-') {
+        st->failed++;
+        sv_stats_error(sh, c->r.out->data + off, c->r.out->len - off);
+    }
+    sv_slowlog_push(c, argc, argv, us);
+}
+
 void sv_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv)
 {
     c->sh->stats.commands++;
+    size_t off = c->r.out->len;
+    uint64_t t0 = sv_ticks();
     if (!(cmd->flags & SV_CMD_WRITE)) {
         cmd->fn(c, argc, argv);
+        account(c, cmd, argc, argv, t0, off);
         return;
     }
-    size_t off = c->r.out->len;
     int ntf = sv_notify_flags != 0; /* keyspace notifications: queued inside, published after (notify.c) */
     if (ntf) sv_notify_begin(c->sh);
     cmd->fn(c, argc, argv);
@@ -553,29 +612,43 @@ void sv_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv)
         signal_written(c, cmd, argc, argv, off);
     }
     if (ntf) sv_notify_end(c, cmd, argc, argv, off);
+    account(c, cmd, argc, argv, t0, off);
+}
+
+/* A command refused before it ran (arity, MOVED, CROSSSLOT, not allowed in MULTI). */
+static void rejected(sv_ctx *c, const sv_cmd *cmd, size_t off)
+{
+    if (!c->sh->cmdstats) return;
+    if (cmd) c->sh->cmdstats[sv_cmd_index(cmd)].rejected++;
+    if (c->r.out->len > off) sv_stats_error(c->sh, c->r.out->data + off, c->r.out->len - off);
 }
 
 void sv_execute(sv_ctx *c, int argc, sv_str *argv)
 {
     const sv_cmd *cmd = sv_cmd_lookup(argv[0].p, argv[0].len);
+    size_t off = c->r.out->len;
     if (!cmd) {
         unknown_command(c, argc, argv);
+        rejected(c, NULL, off);
         sv_tx_flag_error(c);
         return;
     }
     c->sess->last_cmd = cmd->name;
     if ((cmd->arity > 0 && argc != cmd->arity) || argc < -cmd->arity) {
         sv_add_arity_error(c, cmd->name);
+        rejected(c, cmd, off);
         sv_tx_flag_error(c);
         return;
     }
     int queue = c->sess->tx && c->sess->tx->in_multi && cmd->multi != SV_MULTI_NOW;
     if (queue && cmd->multi == SV_MULTI_DENY) {
         sv_add_error(&c->r, "Command not allowed inside a transaction");
+        rejected(c, cmd, off);
         sv_tx_flag_error(c);
         return;
     }
     if (sv_cfg.shards > 1 && !c->noroute && (cmd->first || cmd->getkeys) && !route(c, cmd, argc, argv)) {
+        rejected(c, cmd, off);
         sv_tx_flag_error(c); /* MOVED or CROSSSLOT of a queued command fails the transaction, as in Redis Cluster */
         return;
     }

@@ -1,5 +1,6 @@
 /* config: see config.h. */
 #include "config.h"
+#include "params.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -66,6 +67,10 @@ static const char *usage =
     "                          (1..1048576, default 65536); at the limit the sending shard\n"
     "                          stops reading the clients whose next command needs that\n"
     "                          shard until replies come back (INFO forward_queue_full)\n"
+    "  --enable-debug-command no|yes|local  allow DEBUG (local: from loopback clients only;\n"
+    "                          default no, as Redis 7.0)\n"
+    "  --<redis-parameter> V   any CONFIG parameter of Redis 7.0 (e.g. --hash-max-listpack-entries 64;\n"
+    "                          in the file with '_' for '-'); see server/README.md, CONFIG\n"
     "  --help                  this text\n"
     "  --version               print the version\n";
 
@@ -225,9 +230,19 @@ const char *sv_config_set(const char *rawname, const char *v, char *err, size_t 
     } else if (!strcmp(name, "forward-queue")) {
         if (!parse_int(v, 1, 1 << 20, &n)) goto badint;
         sv_cfg.forward_queue = (int)n;
+    } else if (!strcmp(name, "enable-debug-command")) {
+        if (!strcmp(v, "no")) sv_cfg.enable_debug = 0;
+        else if (!strcmp(v, "yes")) sv_cfg.enable_debug = 1;
+        else if (!strcmp(v, "local")) sv_cfg.enable_debug = 2;
+        else goto badenum;
     } else {
-        snprintf(err, cap, "unknown setting '%s'", rawname);
-        return err;
+        /* one of Redis's CONFIG parameters (params.c): stored, applied where it means something */
+        int r = sv_params_set_startup(rawname, v, err, cap);
+        if (r < 0) return err;
+        if (r == 0) {
+            snprintf(err, cap, "unknown setting '%s'", rawname);
+            return err;
+        }
     }
     return NULL;
 badint:
@@ -349,6 +364,13 @@ static void load_file(const char *path)
     fclose(f);
 }
 
+/* CONFIG REWRITE writes to the file the server was started with. */
+static void set_config_file(const char *path)
+{
+    free(sv_cfg.config_file);
+    sv_cfg.config_file = sv_memdup(path, strlen(path));
+}
+
 void sv_config_load(int argc, char **argv)
 {
     char err[512];
@@ -358,8 +380,10 @@ void sv_config_load(int argc, char **argv)
         if (!strcmp(argv[i], "--config")) {
             if (i + 1 >= argc) die("--config needs a FILE");
             load_file(argv[++i]);
+            set_config_file(argv[i]);
         } else if (!strncmp(argv[i], "--config=", 9)) {
             load_file(argv[i] + 9);
+            set_config_file(argv[i] + 9);
         }
     }
     for (int i = 1; i < argc; i++) {
@@ -415,5 +439,8 @@ void sv_config_free(void)
 {
     free(sv_cfg.cpus);
     sv_cfg.cpus = NULL;
+    free(sv_cfg.config_file);
+    sv_cfg.config_file = NULL;
+    sv_params_free();
     sv_cfg.ncpus = 0;
 }

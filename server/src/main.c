@@ -9,6 +9,7 @@
 
 #include "aof.h"
 #include "config.h"
+#include "params.h"
 #include "fwd.h"
 #include "pubsub.h"
 #include "shard.h"
@@ -36,6 +37,8 @@ int main(int argc, char **argv)
 {
     sv_config_load(argc, argv);
     adjust_fd_limit();
+    sv_params_init(); /* after the limit: CONFIG GET maxclients says what is in force */
+    sv_clock_init();
     sv_hash_seed((uint64_t)sv_ustime() ^ ((uint64_t)getpid() << 32));
     sv_cmdtable_init();
     signal(SIGPIPE, SIG_IGN);

@@ -2135,19 +2135,6 @@ static void fcall_generic(sv_ctx *c, int argc, sv_str *argv, int ro)
 void sv_cmd_fcall(sv_ctx *c, int argc, sv_str *argv) { fcall_generic(c, argc, argv, 0); }
 void sv_cmd_fcall_ro(sv_ctx *c, int argc, sv_str *argv) { fcall_generic(c, argc, argv, 1); }
 
-void sv_cmd_shutdown(sv_ctx *c, int argc, sv_str *argv)
-{
-    for (int i = 1; i < argc; i++)
-        if (!sv_eq(argv[i], "nosave") && !sv_eq(argv[i], "save") && !sv_eq(argv[i], "now") && !sv_eq(argv[i], "force")) {
-            sv_add_error(&c->r, SV_ERR_SYNTAX);
-            return;
-        }
-    /* the main thread takes SIGTERM and stops every shard cleanly */
-    sv_log(SV_LOG_WARNING, "User requested shutdown...");
-    kill(getpid(), SIGTERM);
-    c->close_after = 1;
-}
-
 int sv_script_library(sv_shard *sh, int i, const char **code, size_t *len)
 {
     sv_lua *e = sh->lua;

@@ -8,7 +8,7 @@
 #include "server.h"
 
 SV_DECL(eval); SV_DECL(evalsha); SV_DECL(eval_ro); SV_DECL(evalsha_ro);
-SV_DECL(fcall); SV_DECL(fcall_ro); SV_DECL(script); SV_DECL(shutdown);
+SV_DECL(fcall); SV_DECL(fcall_ro); SV_DECL(script);
 /* FUNCTION: replaces the FLUSH-only version t_server.c had */
 SV_DECL(function);
 

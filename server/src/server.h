@@ -41,6 +41,8 @@ typedef struct sv_config {
     long long output_limit; /* bytes of unsent replies before a client is dropped */
     int forward_queue;      /* requests in flight per ordered pair of shards (backpressure) */
     long long busy_reply_ms; /* busy-reply-threshold (lua-time-limit): a script running longer gets others -BUSY */
+    int enable_debug;       /* DEBUG: 0 no, 1 yes, 2 local (loopback clients only), as Redis's enable-debug-command */
+    char *config_file;      /* --config FILE (absolute after sv_params_init): CONFIG REWRITE's target */
 } sv_config;
 
 extern sv_config sv_cfg;
@@ -52,7 +54,13 @@ enum { SV_T_STRING = 0, SV_T_LIST, SV_T_HASH, SV_T_SET, SV_T_ZSET, SV_T_STREAM }
 
 typedef struct sv_obj {
     uint8_t type;
+    uint8_t lfu;     /* OBJECT FREQ: Redis's logarithmic access counter (kept with an LFU maxmemory-policy) */
+    uint8_t oflags;  /* SV_OBJ_* */
+    uint32_t atime;  /* last access, unix seconds (OBJECT IDLETIME); fills the padding before the next field */
 } sv_obj;
+enum {
+    SV_OBJ_BIG = 1 << 0, /* grew past its type's compact-encoding thresholds: stays "hashtable"/"skiplist" as in Redis */
+};
 
 /* A string value: one allocation holding its bytes; cap lets SET/APPEND reuse it. */
 typedef struct sv_string {
@@ -92,6 +100,13 @@ typedef struct sv_zset {
     sv_dict d;
     sv_zsl zsl;
 } sv_zset;
+
+/* A value just stored under a key: accessed now, Redis's initial LFU counter. */
+static inline void sv_obj_stored(int64_t now_ms, sv_obj *o)
+{
+    o->atime = (uint32_t)(now_ms / 1000);
+    o->lfu = 5;
+}
 
 sv_blob *sv_blob_new(const void *p, size_t n);
 sv_string *sv_string_new(const void *p, size_t n);
@@ -142,6 +157,27 @@ typedef struct sv_session {
     sv_tx *tx; /* MULTI/WATCH state, made by the first MULTI or WATCH */
 } sv_session;
 
+/* Per command and shard (INFO commandstats, latencystats, LATENCY HISTOGRAM): written
+ * by the shard's thread only. hist[i] counts calls that took < 2^i µs (the last: more). */
+#define SV_LAT_BUCKETS 24
+typedef struct sv_cmdstat {
+    uint64_t calls, usec, rejected, failed;
+    uint64_t hist[SV_LAT_BUCKETS];
+} sv_cmdstat;
+#define SV_MAX_ERRSTATS 128 /* as Redis: more distinct error prefixes are counted as one */
+typedef struct sv_errstat {
+    char name[32];
+    uint64_t count;
+} sv_errstat;
+typedef struct sv_slowentry {
+    uint64_t id;
+    int64_t time_s, usec;
+    int argc;
+    sv_str *argv; /* one allocation with the (truncated) bytes */
+    char addr[64];
+    char *name;
+} sv_slowentry;
+
 typedef struct sv_stats {
     uint64_t commands;
     uint64_t connections;
@@ -149,6 +185,8 @@ typedef struct sv_stats {
     uint64_t expired_keys;
     uint64_t keyspace_hits, keyspace_misses;
     uint64_t net_in, net_out;
+    uint64_t error_replies;   /* total_error_replies */
+    uint64_t errstats_overflow;
 } sv_stats;
 
 struct sv_conn;
@@ -175,6 +213,17 @@ typedef struct sv_shard {
     int nclients;
     sv_stats stats;
     int64_t start_ms;
+    sv_cmdstat *cmdstats;  /* one per entry of the command table (sv_cmd_index) */
+    sv_errstat errstats[SV_MAX_ERRSTATS];
+    int nerrstats;
+    sv_slowentry *slowlog; /* ring of sv_param(slowlog-max-len) entries, newest at slow_head-1 */
+    size_t slow_cap, slow_len, slow_head;
+    uint64_t slow_next_id;
+    /* instantaneous_*: the last 16 cron samples of commands, input and output bytes per second */
+    double inst[3][16];
+    int inst_idx;
+    int64_t inst_last_ms;
+    uint64_t inst_last[3];
 
     /* forwarding (fwd.c), only with --misrouted forward and several shards */
     int fwd_on;
@@ -343,6 +392,9 @@ enum {
 };
 
 const sv_cmd *sv_cmd_lookup(const char *name, size_t len);
+size_t sv_cmd_index(const sv_cmd *cmd);  /* its position in the table (sv_shard.cmdstats) */
+size_t sv_cmd_count(void);               /* entries in the table, internal ones included */
+const sv_cmd *sv_cmd_at(size_t i);
 /* The same, NULL for internal commands (what COMMAND INFO/DOCS/GETKEYS see). */
 const sv_cmd *sv_cmd_lookup_public(const char *name, size_t len);
 void sv_cmdtable_init(void);
@@ -356,9 +408,35 @@ void sv_execute(sv_ctx *c, int argc, sv_str *argv);
  * it modified (.touch). */
 void sv_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv);
 
+/* ---- statistics (t_admin.c) ---- */
+void sv_stats_init(sv_shard *sh);
+void sv_stats_free(sv_shard *sh);
+/* CONFIG RESETSTAT: counters, commandstats, errorstats of the shard. */
+void sv_stats_reset(sv_shard *sh);
+/* An error reply (its first word is the errorstats key). */
+void sv_stats_error(sv_shard *sh, const char *reply, size_t len);
+/* A call that ran usec µs: SLOWLOG when over slowlog-log-slower-than. */
+void sv_slowlog_push(sv_ctx *c, int argc, sv_str *argv, int64_t usec);
+/* INFO memory: the allocator's figures (glibc mallinfo2) and the RSS, process-wide. */
+typedef struct sv_meminfo {
+    long long used, active, rss, peak, startup, total_system;
+} sv_meminfo;
+void sv_meminfo_read(sv_meminfo *m);
+/* The cron's samples (every 100 ms, 16 kept, as Redis): ops/s, input and output kbps. */
+void sv_stats_sample(sv_shard *sh);
+void sv_stats_instantaneous(sv_shard *sh, double *ops, double *in_kbps, double *out_kbps);
+/* DEBUG SET-ACTIVE-EXPIRE: 0 stops the active expiry cycle (every shard). */
+extern atomic_int sv_active_expire;
+/* An LFU maxmemory-policy is set: accesses keep OBJECT FREQ's counter (db.c). */
+extern atomic_int sv_lfu_on;
+extern _Atomic long long sv_lfu_log_factor;
+void sv_lfu_incr(sv_obj *o);
+
 /* ---- keyspace (db.c) ---- */
 sv_entry *sv_db_lookup(sv_shard *sh, sv_str key);        /* NULL if missing/expired */
 sv_entry *sv_db_lookup_write(sv_shard *sh, sv_str key);  /* same, for writes */
+/* The same without counting a hit or touching its access time (OBJECT, DEBUG OBJECT). */
+sv_entry *sv_db_lookup_notouch(sv_shard *sh, sv_str key);
 /* Looks the key up and checks its type: returns -1 after replying WRONGTYPE,
  * 0 when missing, 1 when found (*e set). */
 int sv_db_get_typed(sv_ctx *c, sv_str key, int type, sv_entry **e);
@@ -433,6 +511,11 @@ void sv_cmd_readonly(sv_ctx *c, int argc, sv_str *argv);
 SV_DECL(ping); SV_DECL(echo); SV_DECL(quit); SV_DECL(select); SV_DECL(hello); SV_DECL(auth);
 SV_DECL(client); SV_DECL(info); SV_DECL(config); SV_DECL(command); SV_DECL(dbsize);
 SV_DECL(flushall); SV_DECL(time); SV_DECL(reset); SV_DECL(bgrewriteaof);
+/* client-output-buffer-limit's canonical value applied (t_server.c); NULL or Redis's message */
+const char *sv_set_output_limits(sv_str v);
+/* introspection (t_admin.c) */
+SV_DECL(object); SV_DECL(debug); SV_DECL(slowlog); SV_DECL(latency); SV_DECL(role); SV_DECL(wait);
+SV_DECL(lastsave); SV_DECL(memory); SV_DECL(shutdown);
 /* strings */
 SV_DECL(get); SV_DECL(set); SV_DECL(setnx); SV_DECL(setex); SV_DECL(psetex); SV_DECL(getset);
 SV_DECL(getdel); SV_DECL(getex); SV_DECL(mget); SV_DECL(mset); SV_DECL(msetnx); SV_DECL(append);

@@ -36,7 +36,8 @@ static void on_cron(uv_timer_t *t)
 {
     sv_shard *sh = t->data;
     /* active expiry: a small time budget every 100 ms keeps expired keys from piling up */
-    sv_expire_cycle(sh, 10000);
+    if (atomic_load_explicit(&sv_active_expire, memory_order_relaxed)) sv_expire_cycle(sh, 10000);
+    sv_stats_sample(sh);
     sv_aof_cron(sh);
     sv_block_cron(sh); /* waiters whose client left while parked at this shard */
 }
@@ -68,6 +69,7 @@ void sv_shard_init_data(sv_shard *sh, int index)
     sv_dict_init(&sh->keys);
     sh->slot_keys = sv_calloc(SL_SLOTS, sizeof(uint32_t));
     sv_cluster_init_shard(sh);
+    sv_stats_init(sh);
 }
 
 int sv_shard_init(sv_shard *sh, int index)
@@ -147,6 +149,7 @@ static void free_shard(sv_shard *sh)
     sv_aof_free(sh);
     sv_db_free(sh);
     sv_script_free_shard(sh);
+    sv_stats_free(sh);
     if (uv_loop_close(&sh->loop) != 0) sv_log(SV_LOG_WARNING, "shard %d: loop closed with open handles", sh->index);
 }
 

@@ -24,6 +24,7 @@ static sv_entry *store_string(sv_shard *sh, sv_str key, const char *p, size_t n,
     sv_entry *e = sv_dict_add(&sh->keys, key.p, key.len, &ex);
     if (e) {
         e->val = sv_string_new(p, n);
+        sv_obj_stored(sh->now_ms, e->val);
         sh->slot_keys[sl__key_slot(key.p, key.len)]++;
         sv_notify(sh, SV_N_NEW, "new", key);
         return e;
@@ -36,6 +37,7 @@ static sv_entry *store_string(sv_shard *sh, sv_str key, const char *p, size_t n,
         sv_obj_free(ex->val);
         ex->val = sv_string_new(p, n);
     }
+    sv_obj_stored(sh->now_ms, ex->val);
     if (sv_db_expired(sh, ex)) { /* replaced: logged as expired first, then as Redis a new key */
         sv_db_note_expired(sh, ex);
         sv_notify(sh, SV_N_NEW, "new", key);

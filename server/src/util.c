@@ -1,5 +1,8 @@
 /* util: see util.h. */
 #define _GNU_SOURCE
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include "util.h"
 
 #include <ctype.h>
@@ -253,6 +256,36 @@ int64_t sv_ustime(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 int64_t sv_mstime(void) { return sv_ustime() / 1000; }
+int sv_use_tsc;
+static double tsc_per_us;
+
+/* Calibrates the TSC against CLOCK_MONOTONIC over 20 ms; used only when the CPU says it
+ * is invariant (constant rate, not stopped in idle states: CPUID 0x80000007 EDX bit 8). */
+void sv_clock_init(void)
+{
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0x80000007, &a, &b, &c, &d) || !(d & (1u << 8))) return;
+    int64_t t0 = sv_monotonic_us();
+    uint64_t c0 = __rdtsc();
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    while (nanosleep(&ts, &ts) != 0) {}
+    int64_t t1 = sv_monotonic_us();
+    uint64_t c1 = __rdtsc();
+    if (t1 <= t0 || c1 <= c0) return;
+    tsc_per_us = (double)(c1 - c0) / (double)(t1 - t0);
+    sv_use_tsc = tsc_per_us > 1;
+#endif
+}
+
+int64_t sv_ticks_us(uint64_t ticks) { return sv_use_tsc ? (int64_t)((double)ticks / tsc_per_us) : (int64_t)ticks; }
+
+int64_t sv_monotonic_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
 static _Thread_local uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 void sv_rand_seed(uint64_t seed) { rng_state = seed ? seed : 0x9E3779B97F4A7C15ull; }

@@ -211,7 +211,7 @@ class Server:
             if all(port_free(base + i) for i in range(nports)):
                 if redis:
                     cmd = ["redis-server", "--port", str(base), "--bind", "127.0.0.1", "--save", "",
-                           "--appendonly", "no", "--daemonize", "no", "--logfile", "/dev/null"]
+                           "--appendonly", "no", "--daemonize", "no", "--logfile", "/dev/null", *extra]
                 else:
                     cmd = [SERVER, "--shards", str(shards), "--port", str(base), "--loglevel", "warning", *extra]
                 proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
