@@ -23,7 +23,7 @@ after_packages=(python node java csharp)
 suite_cmd() {
   case $1 in
     load) echo "bash bench/load/test_load.sh" ;;
-    load-asan) echo "env SL_BUILD_DIR=build-asan bash bench/load/test_load.sh" ;;
+    load-asan) echo "env SL_BUILD_DIR=build-asan SL_LOAD_PORT_BASE=26350 bash bench/load/test_load.sh" ;;
     bench) echo "python3 bench/test_run.py" ;;
     *) echo "bash ci/test-$1.sh" ;;
   esac

@@ -14,7 +14,7 @@
 #      range too large for per-node key lists exits 1 naming --mixed-batches.
 # Each run's JSON must have ops > 0, zero errors, and GET hits (every GET found the value the
 # tool wrote) when the ratio has GETs. Every server started here is stopped by PID on exit,
-# failure or Ctrl-C. Ports 26300-26309.
+# failure or Ctrl-C. Ports 26300-26309 (or SL_LOAD_PORT_BASE and the nine after it).
 #
 #   bench/load/test_load.sh            (SL_BUILD_DIR: the build to test, default build/)
 set -euo pipefail
@@ -22,9 +22,12 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${SL_BUILD_DIR:-$ROOT/build}
 LOAD=$BUILD/bench/slotlane-load
 SERVER=$BUILD/server/slotlane-server
-PLAIN_PORT=26300
-SHARD_PORT=26302          # and 26303
-DEAD_PORT=26309           # nothing listens there
+# SL_LOAD_PORT_BASE: ci/test.sh runs the release and the ASan build's runs at once, on
+# 26300-26309 and 26350-26359
+BASE=${SL_LOAD_PORT_BASE:-26300}
+PLAIN_PORT=$BASE
+SHARD_PORT=$((BASE + 2))  # and BASE + 3
+DEAD_PORT=$((BASE + 9))   # nothing listens there
 
 fail() { echo "test_load.sh: FAIL: $*" >&2; exit 1; }
 [ -x "$LOAD" ] || fail "$LOAD is missing (make build)"

@@ -208,7 +208,9 @@ int sl__resp_parse(sl__resp_parser *p, const sl__alloc *a, const uint8_t *buf, s
         } else if (t == '+') {
             size_t i = 1;
             while (i < len && i < 32 && buf[i] != '\r' && buf[i] != '\n') i++;
-            if (i + 1 < len && buf[i] == '\r' && buf[i + 1] == '\n') {
+            /* within max_bulk_len, as the general parser checks (found by fuzz_reply: a
+             * short status line over a small limit passed or failed by how bytes arrived) */
+            if (i + 1 < len && buf[i] == '\r' && buf[i + 1] == '\n' && i - 1 <= p->limits.max_bulk_len) {
                 if (sl__records_reserve(a, recs, 1)) return SL_ENOMEM;
                 uint64_t off = data->len;
                 if (sl__bytes_append(a, data, buf + 1, i - 1)) return SL_ENOMEM;

@@ -166,7 +166,8 @@ int sl__topo_apply_slots(sl_client *c, uint16_t asked, const sl_reply *r, size_t
         if (rec_int(&ent[5], &port)) return SL_ECLUSTER;
         if (lo < 0 || hi >= SL_SLOTS || lo > hi) return SL_ECLUSTER;
         uint16_t idx;
-        int rc = endpoint_node(c, asked, host->type == SL_REPLY_NIL ? NULL : data + host->offset,
+        /* no pointer arithmetic on data for an empty host: data is NULL while it holds no bytes */
+        int rc = endpoint_node(c, asked, host->type == SL_REPLY_NIL || host->len == 0 ? NULL : data + host->offset,
                                host->type == SL_REPLY_NIL ? 0 : host->len, port, &idx);
         if (rc) return rc;
         for (int64_t s = lo; s <= hi; s++) table[s] = idx;
@@ -176,6 +177,12 @@ int sl__topo_apply_slots(sl_client *c, uint16_t asked, const sl_reply *r, size_t
     if (ranges == 0) return SL_ECLUSTER;
     map_commit(c, table);
     return 0;
+}
+
+/* A record whose data bytes are text (the only ones whose len counts bytes to read). */
+static int is_text(const sl_reply *r)
+{
+    return r->type == SL_REPLY_STRING || r->type == SL_REPLY_STATUS || r->type == SL_REPLY_VERB;
 }
 
 /* Looks up a key in a map given as a RESP3 map or a RESP2 flat array of pairs; returns the
@@ -221,11 +228,14 @@ int sl__topo_apply_shards(sl_client *c, uint16_t asked, const sl_reply *r, size_
             size_t ip = map_get(nd, ns, data, "ip");
             size_t ep = map_get(nd, ns, data, "endpoint");
             size_t port = map_get(nd, ns, data, "port");
-            if (role && port && nd[port].type == SL_REPLY_INTEGER &&
+            if (role && port && nd[port].type == SL_REPLY_INTEGER && is_text(&nd[role]) &&
                 ((nd[role].len == 6 && memcmp(data + nd[role].offset, "master", 6) == 0) ||
                  (nd[role].len == 7 && memcmp(data + nd[role].offset, "primary", 7) == 0))) {
                 size_t h = ep ? ep : ip;
-                const uint8_t *hp = h && nd[h].type != SL_REPLY_NIL ? data + nd[h].offset : NULL;
+                /* a host that is neither text nor nil (an aggregate's len counts children,
+                 * not bytes) is a bad reply, not bytes to read */
+                if (h && nd[h].type != SL_REPLY_NIL && !is_text(&nd[h])) return SL_ECLUSTER;
+                const uint8_t *hp = h && is_text(&nd[h]) && nd[h].len ? data + nd[h].offset : NULL;
                 size_t hl = hp ? nd[h].len : 0;
                 int rc = endpoint_node(c, asked, hp, hl, nd[port].value.integer, &idx);
                 if (rc) return rc;
@@ -363,7 +373,7 @@ static int ask_node(sl_client *c, uint16_t idx)
         }
         if (f == 0) rc = sl__topo_apply_slots(c, idx, r, nrec, data);
         else if (f == 1) rc = sl__topo_apply_shards(c, idx, r, nrec, data);
-        else rc = (r[0].type == SL_REPLY_STRING || r[0].type == SL_REPLY_VERB)
+        else rc = (r[0].type == SL_REPLY_STRING || r[0].type == SL_REPLY_VERB) && r[0].len > 0
                       ? sl__topo_apply_nodes_text(c, idx, data + r[0].offset, r[0].len)
                       : SL_ECLUSTER;
         if (rc == 0) return 0;
