@@ -22,7 +22,7 @@ namespace Slotlane.Tests
         // too, and must fail with "unknown command" (so this list is noticed when the server grows them).
         private static readonly string[] BundledLacks =
         {
-            "verbatim", // the server's scripts have transactions, Lua and its conversions now; not this reply type
+            // none: the bundled server answers every case now (transactions, Lua, INFO's verbatim string)
         };
 
         private List<Dictionary<string, object>> _cases;
