@@ -18,8 +18,8 @@ namespace Slotlane.Tests
     [TestFixture]
     public class ConformanceTests
     {
-        // The bundled slotlane-server has no EVAL and no MULTI/EXEC yet: these cases are run against it
-        // too, and must fail with "unknown command" (so this list is noticed when the server grows them).
+        // Cases the bundled slotlane-server cannot answer yet: run against it too, they must fail (so
+        // this list is noticed when the server grows them).
         private static readonly string[] BundledLacks =
         {
             // none: the bundled server answers every case now (transactions, Lua, INFO's verbatim string)
