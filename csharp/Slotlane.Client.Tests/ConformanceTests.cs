@@ -92,7 +92,7 @@ namespace Slotlane.Tests
             }
             finally { CoreHandle.KeepTypes = false; }
             Assert.That(ran, Is.GreaterThanOrEqualTo(60), "cases run");
-            if (lacking != null) Assert.That(lackingSeen, Is.GreaterThan(0));
+            if (lacking != null && lacking.Length > 0) Assert.That(lackingSeen, Is.GreaterThan(0)); // a listed case must exist
             Assert.That(failures, Is.Empty, string.Join("\n", failures));
         }
 
