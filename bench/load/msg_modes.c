@@ -315,7 +315,7 @@ static void on_readable(mconn *c)
     }
     size_t off = 0;
     while (off < c->inlen && !g_failed) {
-        elem el[4];
+        elem el[4] = {{0}};
         int n = 0;
         size_t k = parse_reply(c->in + off, c->inlen - off, el, &n);
         if (!k) break;

@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "client.h"
+#include "conn.h"
+#include "topology.h"
 
 #define CHECK(cond)                                                            \
     do {                                                                       \

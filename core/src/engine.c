@@ -9,7 +9,11 @@
  * The drivers: sl__engine_run_sync (sync.c: a poll loop, the blocking API) and async.c
  * (libuv). Both call the same step functions here: sl__engine_write, sl__engine_read,
  * sl__engine_node_failed, sl__engine_abandon and sl__engine_advance. */
-#include "internal.h"
+#include "batch.h"
+#include "client.h"
+#include "conn.h"
+#include "engine.h"
+#include "topology.h"
 #include "redirect.h"
 
 #include <errno.h>

@@ -2,7 +2,7 @@
 #ifndef SL_REDIRECT_H
 #define SL_REDIRECT_H
 
-#include "internal.h"
+#include "batch.h"
 
 /* Looks at command ci's error reply r (in b's data): a redirect updates the slot table
  * (MOVED), flags the command for a resend in the next round (SL__F_RESEND, and

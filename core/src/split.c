@@ -12,7 +12,10 @@
  * A command routed to all primaries is sent once per primary; see slotlane.h for the
  * merge rules (DBSIZE sum, KEYS concatenation, FLUSH* and PING agreement, else an array
  * of per-node replies in node order). */
-#include "internal.h"
+#include "batch.h"
+#include "client.h"
+#include "split.h"
+#include "topology.h"
 
 #include <stdio.h>
 #include <stdlib.h>

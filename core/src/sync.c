@@ -3,7 +3,9 @@
  * before reading any, read whichever socket is ready, wait out TRYAGAIN backoff, end at
  * the deadline or on sl_client_cancel(). The steps themselves are the engine's
  * (engine.c); this file only decides when to call them. */
-#include "internal.h"
+#include "client.h"
+#include "conn.h"
+#include "engine.h"
 
 #include <errno.h>
 #include <poll.h>

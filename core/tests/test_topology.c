@@ -9,7 +9,8 @@
 
 #include <cmocka.h>
 
-#include "internal.h"
+#include "client.h"
+#include "topology.h"
 
 typedef struct fixture {
     sl_client c;

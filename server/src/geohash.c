@@ -53,7 +53,7 @@ static uint64_t align52(sv_geohash h) { return h.bits << (52 - h.step * 2); }
 
 uint64_t sv_geohash_score(double lon, double lat)
 {
-    sv_geohash h;
+    sv_geohash h = {0}; /* encode leaves it untouched for out-of-range input: score 0 then */
     sv_geohash_encode(lon, lat, SV_GEO_LAT_MIN, SV_GEO_LAT_MAX, SV_GEO_STEP_MAX, &h);
     return align52(h);
 }

@@ -7,7 +7,11 @@
  * stays polled for UV_READABLE while idle (unref'd), so the next batch costs no epoll_ctl
  * and a server-side close is noticed at once. Uses only the libuv 1.44 API, so that Node's
  * bundled libuv (1.46) serves as well. */
-#include "internal.h"
+#include "batch.h"
+#include "client.h"
+#include "conn.h"
+#include "engine.h"
+#include "topology.h"
 
 #include <errno.h>
 #include <pthread.h>

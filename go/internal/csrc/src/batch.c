@@ -4,7 +4,12 @@
  * ASK, TRYAGAIN and CLUSTERDOWN resend only the affected commands, again written per node
  * before reading; at the end the records are put in the caller's order (or, when one
  * node answered everything in order, handed out as they are). */
-#include "internal.h"
+#include "batch.h"
+#include "client.h"
+#include "conn.h"
+#include "engine.h"
+#include "split.h"
+#include "topology.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -1,6 +1,9 @@
 /* client: the public handle, its options (versioned and sized), creation with mode
  * detection, counters, the last error message, cancellation and the one-command helper. */
-#include "internal.h"
+#include "batch.h"
+#include "client.h"
+#include "conn.h"
+#include "topology.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,9 @@
 /* conn: non-blocking TCP connections to nodes (TCP_NODELAY, connect deadline), the
  * connection handshake (HELLO 3, AUTH, SELECT) and reconnect backoff with jitter.
  * The batch engine drives the sockets; this module only opens, checks and closes them. */
-#include "internal.h"
+#include "client.h"
+#include "conn.h"
+#include "engine.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,10 @@
  * RESP3 shapes) with CLUSTER SHARDS and CLUSTER NODES as fallbacks, and the refresh policy:
  * a MOVED patches the table at once (batch.c) and asks for a refresh, which runs at the
  * start of the next execution, at most once a second. */
-#include "internal.h"
+#include "batch.h"
+#include "client.h"
+#include "conn.h"
+#include "topology.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,0 +1,41 @@
+/* client.h: the client object (client.c) and its small shared helpers. Nothing here is part of the ABI. */
+#ifndef SL_CLIENT_H
+#define SL_CLIENT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include "alloc.h"
+#include "conn.h"
+#include "slotlane.h"
+#include "topology.h"
+#include "url.h"
+
+struct sl_client {
+    sl__alloc alloc;
+    sl_client_options opts;      /* strings below are the client's copies */
+    sl__url url;
+    int mode;                    /* SL_MODE_PLAIN or SL_MODE_CLUSTER */
+    sl__topology topo;
+    sl_stats stats;
+    uint64_t rng;                /* xorshift state for jitter and random routes */
+    atomic_int cancel;           /* set by sl_client_cancel while an execution runs */
+    atomic_int running;          /* executions running (blocking: 0 or 1; async: in flight) */
+    int cancel_pipe[2];          /* wakes poll() on cancel */
+    sl_batch *internal;          /* the one-command helper's batch */
+    sl_batch *disco;             /* discovery's batch (may run inside another execution) */
+    const sl__async_hooks *async_hooks; /* set while an event-loop driver owns the client */
+    void *async;                 /* async.c's per-client state */
+    atomic_int nbatches;         /* live batches (may change on another thread: slotlane_uv.h) */
+    char errmsg[SL__ERRMSG_MAX];
+};
+
+/* client.c */
+uint64_t sl__now_ms(void);
+void sl__set_err(sl_client *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+uint64_t sl__rand(sl_client *c);
+
+#endif
