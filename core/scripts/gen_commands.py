@@ -28,6 +28,16 @@ VECTORS = os.path.join(HERE, "..", "tests", "data", "getkeys_vectors.inc")
 
 MAX_ARGS = 16  # the vectors' fixed argv array size
 
+# Keyless commands a cluster client sends to every primary by default (SL_ROUTE_KEY):
+# one node's answer would be wrong or incomplete (slotlane.h, "all-primaries replies").
+DEFAULT_FANOUT = {"DBSIZE", "KEYS", "FLUSHALL", "FLUSHDB", "SCRIPT|FLUSH", "SCRIPT|LOAD",
+                  "SCRIPT|EXISTS", "FUNCTION|LOAD", "FUNCTION|DELETE", "FUNCTION|FLUSH",
+                  "FUNCTION|RESTORE"}
+
+# Redis's response_policy tips the core merges (others give an array of per-node replies).
+RESPONSE_POLICY = {"agg_sum": "SL__RESP_SUM", "all_succeeded": "SL__RESP_ALL_SUCCEEDED",
+                   "agg_logical_and": "SL__RESP_AND", "agg_logical_or": "SL__RESP_OR"}
+
 
 def pairs(lst):
     return dict(zip(lst[::2], lst[1::2]))
@@ -69,6 +79,7 @@ class Cmd:
         self.name = raw[0].decode().upper()
         self.arity = raw[1]
         self.rflags = [f.decode() for f in raw[2]]
+        self.tips = [t.decode() for t in raw[7]]
         self.specs = [Spec(s) for s in raw[8]]
         self.subs = sorted((Cmd(s) for s in raw[9]), key=lambda c: c.name.encode())
 
@@ -88,7 +99,22 @@ class Cmd:
             f.append("SL__CMD_CONTAINER")
         if any(s.incomplete() for s in self.specs):
             f.append("SL__CMD_INCOMPLETE")
+        if self.name in DEFAULT_FANOUT:
+            f.append("SL__CMD_FANOUT")
         return " | ".join(f) or "0"
+
+    def merge(self):
+        """How the replies of a fan-out to every primary are merged: Redis's
+        response_policy tip (COMMAND DOCS "tips"), for commands whose request_policy sends
+        them to every shard or node. KEYS has no response tip; its replies concatenate."""
+        if self.name == "KEYS":
+            return "SL__RESP_CONCAT"
+        if not any(t in ("request_policy:all_shards", "request_policy:all_nodes") for t in self.tips):
+            return "SL__RESP_NONE"
+        for t in self.tips:
+            if t.startswith("response_policy:"):
+                return RESPONSE_POLICY.get(t.split(":", 1)[1], "SL__RESP_NONE")
+        return "SL__RESP_NONE"
 
     def ident(self):
         return "".join(c if c.isalnum() else "_" for c in self.name.lower())
@@ -119,9 +145,9 @@ def write_table(cmds, version):
 
     def entry(c, subs_ident):
         ks = specs_of(c)
-        return ("    { %s, %d, %s, %d, %s, %d, %s },"
+        return ("    { %s, %d, %s, %d, %s, %d, %s, %s },"
                 % (c_string(c.name), c.arity, c.flags(), len(c.specs), ks,
-                   len(c.subs), subs_ident))
+                   len(c.subs), subs_ident, c.merge()))
 
     top = []
     for c in cmds:

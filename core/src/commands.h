@@ -34,6 +34,18 @@ typedef struct sl__keyspec {
 #define SL__CMD_INCOMPLETE 0x40u   /* a key spec is unknown or incomplete, so Redis finds the
                                       keys with a procedure (SORT ... STORE, MIGRATE ... KEYS);
                                       sl__cmd_keys does the same for those */
+#define SL__CMD_FANOUT     0x80u   /* keyless, sent to every primary by default in a cluster */
+
+/* How the replies of a fan-out to every primary merge (sl__cmdinfo.merge), from Redis's
+ * response_policy tips; split.c applies them. */
+enum {
+    SL__RESP_NONE = 0,          /* an array of the per-node replies, in node order */
+    SL__RESP_SUM = 1,           /* agg_sum: the sum of the integers */
+    SL__RESP_ALL_SUCCEEDED = 2, /* the first node's reply when no node answered an error */
+    SL__RESP_AND = 3,           /* agg_logical_and: per element of the arrays (SCRIPT EXISTS) */
+    SL__RESP_OR = 4,            /* agg_logical_or: likewise */
+    SL__RESP_CONCAT = 5         /* KEYS: one array, the concatenation */
+};
 
 typedef struct sl__cmdinfo {
     const char *name;          /* upper case; for subcommands "CONTAINER|SUB" as Redis names them */
@@ -43,6 +55,7 @@ typedef struct sl__cmdinfo {
     const sl__keyspec *specs;
     uint16_t nsub;
     const struct sl__cmdinfo *subs; /* sorted by name */
+    uint8_t merge;             /* SL__RESP_*: how a fan-out's replies merge */
 } sl__cmdinfo;
 
 /* Finds a command by name (any case). For a container, argv[1] selects the subcommand

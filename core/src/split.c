@@ -9,9 +9,10 @@
  * When a part fails, the command's reply is that part's error, its message followed by
  * " (<CMD> part for slot N)", with the part's error kind.
  *
- * A command routed to all primaries is sent once per primary; see slotlane.h for the
- * merge rules (DBSIZE sum, KEYS concatenation, FLUSH* and PING agreement, else an array
- * of per-node replies in node order). */
+ * A command routed to all primaries is sent once per primary and merged as the command
+ * table's response policy says (Redis's tips; slotlane.h lists them: sums, the first reply
+ * when all succeeded, AND/OR per element, KEYS concatenated, else an array of per-node
+ * replies in node order). */
 #include "batch.h"
 #include "client.h"
 #include "split.h"
@@ -160,33 +161,25 @@ int sl__split_plan(sl_batch *b, uint32_t ci, const sl__cmdinfo *info)
     return 0;
 }
 
+/* The merge of a fan-out: the command table's response policy (Redis's tips). */
+static uint16_t fanout_merge(const sl__cmdinfo *info)
+{
+    switch (info ? info->merge : SL__RESP_NONE) {
+    case SL__RESP_SUM: return SL__MERGE_SUM;
+    case SL__RESP_ALL_SUCCEEDED: return SL__MERGE_FIRST;
+    case SL__RESP_AND: return SL__MERGE_AND;
+    case SL__RESP_OR: return SL__MERGE_OR;
+    case SL__RESP_CONCAT: return SL__MERGE_CONCAT;
+    default: return SL__MERGE_ARRAY;
+    }
+}
+
 int sl__split_fanout(sl_batch *b, uint32_t ci)
 {
     sl_client *c = b->client;
     sl__cmd *cmd = &b->cmds[ci];
-    const uint8_t *bytes = sl__cmd_bytes(b, cmd);
-    const sl__arg *args = b->args + cmd->arg0;
-    uint16_t merge = SL__MERGE_ARRAY;
-    const sl__arg *n0 = &args[0];
-    char name[32] = {0}, sub[32] = {0};
-    for (size_t i = 0; i < n0->len && i < sizeof name - 1; i++) {
-        char ch = (char)bytes[n0->off + i];
-        name[i] = (ch >= 'a' && ch <= 'z') ? (char)(ch - 32) : ch;
-    }
-    if (cmd->argc > 1) {
-        const sl__arg *n1 = &args[1];
-        for (size_t i = 0; i < n1->len && i < sizeof sub - 1; i++) {
-            char ch = (char)bytes[n1->off + i];
-            sub[i] = (ch >= 'a' && ch <= 'z') ? (char)(ch - 32) : ch;
-        }
-    }
-    if (!strcmp(name, "DBSIZE")) merge = SL__MERGE_SUM;
-    else if (!strcmp(name, "KEYS")) merge = SL__MERGE_CONCAT;
-    else if (!strcmp(name, "FLUSHALL") || !strcmp(name, "FLUSHDB") ||
-             ((!strcmp(name, "SCRIPT") || !strcmp(name, "FUNCTION")) && !strcmp(sub, "FLUSH")))
-        merge = SL__MERGE_ALLOK;
-    else if (!strcmp(name, "PING") && cmd->argc == 1)
-        merge = SL__MERGE_PONG;
+    const sl__cmdinfo *info = sl__cmd_lookup(sl__cmd_bytes(b, cmd), b->args + cmd->arg0, cmd->argc);
+    uint16_t merge = fanout_merge(info);
     uint32_t first = (uint32_t)b->ncmds, nparts = 0;
     for (size_t k = 0; k < c->topo.nnodes; k++) {
         if (!c->topo.nodes[k]->primary) continue;
@@ -288,10 +281,45 @@ int sl__split_merge(sl_batch *b, uint32_t ci)
         break;
     }
     case SL__MERGE_MSET:
-    case SL__MERGE_ALLOK:
-    case SL__MERGE_PONG:
-        if (push_status(b, merge == SL__MERGE_PONG ? "PONG" : "OK")) return SL_ENOMEM;
+        if (push_status(b, "OK")) return SL_ENOMEM;
         break;
+    case SL__MERGE_FIRST: { /* every node succeeded: the first node's reply stands for all */
+        const sl__cmd *part = &b->cmds[first];
+        for (uint32_t i = 0; i < part->rec_count; i++) {
+            sl_reply copy = part_records(b, part)[i];
+            if (push_rec(b, &copy)) return SL_ENOMEM;
+        }
+        break;
+    }
+    case SL__MERGE_AND:
+    case SL__MERGE_OR: {
+        /* SCRIPT EXISTS: arrays of 0/1 of one length; element i is the AND (OR) of the
+         * nodes' element i. */
+        const sl_reply *r0 = part_records(b, &b->cmds[first]);
+        for (uint32_t p = 0; p < nparts; p++) {
+            const sl__cmd *part = &b->cmds[first + p];
+            const sl_reply *r = part_records(b, part);
+            if (r->type != SL_REPLY_ARRAY || r->len != r0->len || part->rec_count != 1 + r->len)
+                return sl__batch_add_error(b, ci, SL_ERR_PROTOCOL, "the nodes answered arrays of different shapes");
+            for (uint32_t i = 1; i <= r->len; i++)
+                if (r[i].type != SL_REPLY_INTEGER && r[i].type != SL_REPLY_BOOL)
+                    return sl__batch_add_error(b, ci, SL_ERR_PROTOCOL, "a node answered a non-integer element");
+        }
+        head.type = SL_REPLY_ARRAY;
+        head.len = r0->len;
+        if (push_rec(b, &head)) return SL_ENOMEM;
+        for (uint32_t i = 1; i <= r0->len; i++) {
+            int v = merge == SL__MERGE_AND;
+            for (uint32_t p = 0; p < nparts; p++) {
+                int e = part_records(b, &b->cmds[first + p])[i].value.integer != 0;
+                v = merge == SL__MERGE_AND ? (v && e) : (v || e);
+            }
+            sl_reply el = r0[i];
+            el.value.integer = v;
+            if (push_rec(b, &el)) return SL_ENOMEM;
+        }
+        break;
+    }
     case SL__MERGE_MGET: {
         size_t nkeys = b->cmds[ci].argc - 1;
         head.type = SL_REPLY_ARRAY;

@@ -1,6 +1,8 @@
 /* Routing overrides and default fan-out against a fake 3-node cluster: all primaries
  * (merged DBSIZE, FLUSHALL, PING; an array of per-node replies otherwise), a given node, a
- * slot, a random primary; DBSIZE and FLUSHALL fan out by default; bad routes. */
+ * slot, a random primary; DBSIZE, FLUSHALL and the SCRIPT/FUNCTION commands that change or
+ * ask every node's scripts fan out by default (SCRIPT EXISTS merged as an AND per script,
+ * LOAD as the one SHA or library name); bad routes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -133,6 +135,65 @@ static void test_route_node_slot_random(void **state)
     for (int n = 0; n < 3; n++) assert_true(fs_count(f->cl.nodes[n], "PING", NULL) >= 1);
 }
 
+static void test_script_commands_fan_out(void **state)
+{
+    fx *f = *state;
+    const uint8_t *d;
+    const char *sha = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db";
+    char load_reply[64];
+    snprintf(load_reply, sizeof load_reply, "$40\r\n%s\r\n", sha);
+    for (int n = 0; n < 3; n++) {
+        fs_add_reply(f->cl.nodes[n], "SCRIPT LOAD", NULL, 0, load_reply);
+        /* script 1 is everywhere, script 2 is missing on node 1 */
+        fs_add_reply(f->cl.nodes[n], "SCRIPT EXISTS", NULL, 0, n == 1 ? "*2\r\n:1\r\n:0\r\n" : "*2\r\n:1\r\n:1\r\n");
+        fs_add_reply(f->cl.nodes[n], "FUNCTION LOAD", NULL, 0, "$3\r\nlib\r\n");
+        fs_add_reply(f->cl.nodes[n], "FUNCTION DELETE", NULL, 0, "+OK\r\n");
+    }
+    const char *load[] = {"script", "load", "return 1"};
+    const sl_reply *r = run(f, NULL, 3, load, &d);
+    assert_int_equal(r->type, SL_REPLY_STRING);
+    assert_int_equal(r->len, 40);
+    assert_memory_equal(d + r->offset, sha, 40);
+    const char *exists[] = {"SCRIPT", "EXISTS", sha, "0000000000000000000000000000000000000000"};
+    r = run(f, NULL, 4, exists, &d);
+    assert_int_equal(r->type, SL_REPLY_ARRAY);
+    assert_int_equal(r->len, 2);
+    assert_int_equal(r[1].type, SL_REPLY_INTEGER);
+    assert_int_equal(r[1].value.integer, 1);
+    assert_int_equal(r[2].value.integer, 0);
+    const char *fload[] = {"FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function('f', function() return 1 end)"};
+    r = run(f, NULL, 3, fload, &d);
+    assert_int_equal(r->type, SL_REPLY_STRING);
+    assert_memory_equal(d + r->offset, "lib", 3);
+    const char *fdel[] = {"FUNCTION", "DELETE", "lib"};
+    r = run(f, NULL, 3, fdel, &d);
+    assert_int_equal(r->type, SL_REPLY_STATUS);
+    for (int n = 0; n < 3; n++) {
+        assert_int_equal(fs_count(f->cl.nodes[n], "SCRIPT LOAD", NULL), 1);
+        assert_int_equal(fs_count(f->cl.nodes[n], "SCRIPT EXISTS", NULL), 1);
+        assert_int_equal(fs_count(f->cl.nodes[n], "FUNCTION LOAD", NULL), 1);
+        assert_int_equal(fs_count(f->cl.nodes[n], "FUNCTION DELETE", NULL), 1);
+    }
+    /* One node's error is the command's reply, naming the node. */
+    fs_add_reply(f->cl.nodes[2], "FUNCTION RESTORE", NULL, 0, "-ERR payload version or checksum are wrong\r\n");
+    fs_add_reply(f->cl.nodes[0], "FUNCTION RESTORE", NULL, 0, "+OK\r\n");
+    fs_add_reply(f->cl.nodes[1], "FUNCTION RESTORE", NULL, 0, "+OK\r\n");
+    const char *restore[] = {"FUNCTION", "RESTORE", "xx"};
+    r = run(f, NULL, 3, restore, &d);
+    assert_int_equal(r->type, SL_REPLY_ERROR);
+    char want[96];
+    snprintf(want, sizeof want, "(on node 127.0.0.1:%d)", fs_port(f->cl.nodes[2]));
+    assert_non_null(strstr((const char *)d + r->offset, "payload version"));
+    assert_true(r->len >= strlen(want));
+    assert_memory_equal(d + r->offset + r->len - strlen(want), want, strlen(want));
+    /* Arrays of different lengths cannot be ANDed: a protocol error, not a guess. */
+    fs_clear_rules(f->cl.nodes[0]);
+    fs_add_reply(f->cl.nodes[0], "SCRIPT EXISTS", NULL, 0, "*1\r\n:1\r\n");
+    assert_int_equal(sl_client_command(f->c, NULL, 4, exists, NULL, &r, &d), SL_EPROTO);
+    assert_int_equal(r->type, SL_REPLY_ERROR);
+    assert_int_equal(r->flags, SL_ERR_PROTOCOL);
+}
+
 static void test_bad_routes(void **state)
 {
     fx *f = *state;
@@ -158,6 +219,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_flushall_fans_out_by_default, setup, teardown),
         cmocka_unit_test_setup_teardown(test_all_primaries_ping_and_array, setup, teardown),
         cmocka_unit_test_setup_teardown(test_route_node_slot_random, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_script_commands_fan_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_routes, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -182,9 +182,10 @@ SL_EXTERN int sl_client_stats(const sl_client *client, sl_stats *stats);
 
 typedef enum sl_route_kind {
     SL_ROUTE_KEY = 0,           /* by the command's key; in cluster mode DBSIZE, KEYS, FLUSHALL,
-                                   FLUSHDB, SCRIPT FLUSH and FUNCTION FLUSH go to every primary
-                                   (merged as below); other keyless commands: the default node
-                                   (the seed that answered discovery) */
+                                   FLUSHDB, SCRIPT LOAD/EXISTS/FLUSH and FUNCTION
+                                   LOAD/DELETE/FLUSH/RESTORE go to every primary (merged as
+                                   below); other keyless commands: the default node (the seed
+                                   that answered discovery) */
     SL_ROUTE_ALL_PRIMARIES = 1, /* to every primary; see "all-primaries replies" below */
     SL_ROUTE_NODE = 2,          /* to the node "host:port" named by route.node */
     SL_ROUTE_SLOT = 3,          /* to the owner of route.slot */
@@ -192,11 +193,15 @@ typedef enum sl_route_kind {
 } sl_route_kind;
 
 /* A routing override for the commands of one sl_batch_append*() call.
- * All-primaries replies: the reply is an array with one element per primary, in the
- * client's node order (the order it learned them), except for these commands whose replies are merged:
- * DBSIZE -> the sum; KEYS -> one array, the concatenation; FLUSHALL, FLUSHDB,
- * SCRIPT FLUSH, FUNCTION FLUSH -> +OK when every node answered OK; PING -> +PONG when
- * every node did. Any node's error reply (or I/O error) becomes the command's reply. */
+ * All-primaries replies are merged as Redis's response_policy tip of the command says
+ * (COMMAND DOCS; the core's command table holds them): DBSIZE, SLOWLOG LEN -> the sum;
+ * all_succeeded (FLUSHALL, FLUSHDB, SCRIPT LOAD/FLUSH, FUNCTION LOAD/DELETE/FLUSH/RESTORE,
+ * PING, CONFIG SET...) -> the first primary's reply (the one SHA of SCRIPT LOAD, the library
+ * name of FUNCTION LOAD, +OK) when no node answered an error; SCRIPT EXISTS -> per script
+ * the AND of the nodes' answers (1 only when every primary has it); KEYS -> one array, the
+ * concatenation; every other command -> an array with one element per primary, in the
+ * client's node order (the order it learned them). Any node's error reply (or I/O error)
+ * becomes the command's reply, " (on node host:port)" appended. Replicas are not asked. */
 typedef struct sl_route {
     sl_route_kind kind;
     int slot;                   /* SL_ROUTE_SLOT: 0..16383 */

@@ -379,13 +379,11 @@ static int route_to_slot(sl_batch *b, uint32_t ci, int slot)
 }
 
 /* Keyless commands whose answer from one node would be wrong in a cluster go to every
- * primary by default and are merged (slotlane.h, "All-primaries replies"). */
+ * primary by default and are merged (slotlane.h, "All-primaries replies"); the command
+ * table marks them (core/scripts/gen_commands.py, DEFAULT_FANOUT). */
 static int fans_out(const sl__cmdinfo *info)
 {
-    static const char *const names[] = {"DBSIZE", "KEYS", "FLUSHALL", "FLUSHDB", "SCRIPT|FLUSH", "FUNCTION|FLUSH"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (strcmp(info->name, names[i]) == 0) return 1;
-    return 0;
+    return (info->flags & SL__CMD_FANOUT) != 0;
 }
 
 /* Commands may be executed again (a batch reused after a failed exec): start clean. */

@@ -17,7 +17,8 @@ int sl__split_merge(sl_batch *b, uint32_t ci);
 #define SL__MERGE_MSET 3
 #define SL__MERGE_ARRAY 4  /* fan-out: an array of per-node replies */
 #define SL__MERGE_CONCAT 5 /* fan-out KEYS */
-#define SL__MERGE_ALLOK 6  /* fan-out FLUSHALL...: OK when all OK */
-#define SL__MERGE_PONG 7   /* fan-out PING */
+#define SL__MERGE_FIRST 6  /* fan-out, all_succeeded: the first reply (FLUSHALL's OK, LOAD's SHA) */
+#define SL__MERGE_AND 7    /* fan-out SCRIPT EXISTS: per element, the AND */
+#define SL__MERGE_OR 8     /* per element, the OR */
 
 #endif
