@@ -82,6 +82,8 @@ SL_ADDRESS(sl_client **)
 SL_ADDRESS(sl_batch *)
 SL_ADDRESS(const sl_batch *)
 SL_ADDRESS(sl_batch **)
+SL_ADDRESS(sl_scan *)
+SL_ADDRESS(sl_scan **)
 /* structs the binding lays out in its own memory (layouts checked above) */
 SL_ADDRESS(sl_sizes *)
 SL_ADDRESS(sl_stats *)
@@ -94,6 +96,12 @@ SL_ADDRESS(const char *const *argv)
 SL_ADDRESS(const size_t *)
 SL_ADDRESS(size_t *)
 SL_ADDRESS(const uint8_t **)
+/* the node list (read from its memory by the binding) and the scan's options and flag */
+SL_ADDRESS(sl_node_info *)
+SL_ADDRESS(sl_node_info **)
+SL_ADDRESS(const sl_scan_options *)
+SL_ADDRESS(int *done)
+SL_ADDRESS(char *out)
 
 /* The address of a direct ByteBuffer (JNI GetDirectBufferAddress; 0 for a heap buffer).
  * A binding reads it once per buffer and caches it: the buffers are reused across calls. */
@@ -159,6 +167,8 @@ SWIGEXPORT jlong JNICALL Java_io_slotlane_internal_slotlaneJNI_sl_1java_1buffer_
 %ignore sl_sizes;
 %ignore sl_stats;
 %ignore sl_route;
+%ignore sl_node_info;
+%ignore sl_scan_options;
 
 #ifdef SWIGJAVA
 /* sizeof() is not a Java expression: these four are read through JNI once. */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Integration tests of the core against real Redis: starts a 3-primary Redis Cluster and a
 # standalone redis-server with ci/redis-cluster.sh / ci/redis-plain.sh and runs
-# core/itests' programs (itest_cluster random-plain, random-cluster, migrate, kill) from the release (build/)
+# core/itests' programs (itest_cluster random-plain, random-cluster, scan, scripts, migrate, kill) from the release (build/)
 # and the ASan+UBSan (build-asan/) builds. The cluster is started afresh for each build,
 # since the kill test restarts a node and a failed migration may leave a slot half-moved.
 # Ports: 7 free consecutive ones from $SL_ITEST_PORT (default: the first free block of
@@ -35,7 +35,7 @@ for build in ${SL_BUILDS:-build build-asan}; do
   fi
   ci/redis-cluster.sh stop "$SL_ITEST_CLUSTER_DIR" >/dev/null
   ci/redis-cluster.sh start "$SL_ITEST_CLUSTER_DIR" "$SL_ITEST_CLUSTER_PORT" 3
-  for t in random-plain random-cluster migrate kill; do
+  for t in random-plain random-cluster scan scripts migrate kill; do
     echo "--- $build: itest_cluster $t"
     if ! timeout 120 "$bin" "$t"; then
       echo "test-core-integration.sh: FAILED: $build itest_cluster $t" >&2

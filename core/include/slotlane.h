@@ -208,6 +208,31 @@ typedef struct sl_route {
     const char *node;           /* SL_ROUTE_NODE: "host:port" (only read during the call) */
 } sl_route;
 
+/* ------------------------------------------------------------- the node list */
+
+/* One node of the client's current topology. */
+typedef struct sl_node_info {
+    const char *addr;           /* "host:port" ("[v6]:port"), NUL-terminated: an SL_ROUTE_NODE target */
+    int is_primary;             /* 1: a primary (serves slots); 0: a replica */
+    int primary;                /* a replica's primary: its index in this list; -1 for a primary
+                                   (or when the primary is not in the map) */
+    size_t nranges;             /* slot ranges the node serves (0 for a replica) */
+    const uint16_t *ranges;     /* nranges pairs {first, last} (inclusive), ascending */
+} sl_node_info;
+
+/* Copies the current topology out: *nodes (count entries) lists the primaries in the
+ * client's node order (the order of the all-primaries replies), then the replicas the slot
+ * map names (from CLUSTER SLOTS or SHARDS; none when only CLUSTER NODES answered). In plain
+ * mode: the one node, a primary serving 0-16383. Nothing is asked of the servers (call
+ * sl_client_refresh() first for a fresh map). The list is one allocation owned by the
+ * caller, independent of the client's later changes: free it with sl_client_nodes_free()
+ * (with the same client, before sl_client_free). *nodes is NULL when count is 0.
+ * Returns 0, SL_EINVAL or SL_ENOMEM. Same thread rule as every client call. */
+SL_EXTERN int sl_client_nodes(sl_client *client, sl_node_info **nodes, size_t *count);
+
+/* Frees a list of sl_client_nodes(). NULL is a no-op. */
+SL_EXTERN void sl_client_nodes_free(sl_client *client, sl_node_info *nodes);
+
 /* --------------------------------------------------------------- the batch */
 
 /* Reply record types. */
@@ -331,6 +356,66 @@ SL_EXTERN int sl_batch_run(sl_batch *batch, const void *cmds, size_t len, size_t
 SL_EXTERN int sl_client_command(sl_client *client, const sl_route *route, int argc,
                                 const char *const *argv, const size_t *argvlen,
                                 const sl_reply **reply, const uint8_t **data);
+
+/* ------------------------------------------------------- cluster-wide SCAN */
+
+#define SL_SCAN_OPTIONS_VERSION 1
+
+/* What a scan returns. Initialise with SL_SCAN_OPTIONS_INIT; strings are copied by
+ * sl_scan_new. Fields are only appended (version and size as in sl_client_options). */
+typedef struct sl_scan_options {
+    unsigned int version;       /* SL_SCAN_OPTIONS_VERSION */
+    unsigned int size;          /* sizeof(sl_scan_options) as the caller compiled it */
+    const char *match;          /* MATCH pattern; NULL: every key */
+    size_t match_len;           /* bytes of match; 0: strlen(match) */
+    const char *type;           /* TYPE filter ("string", "hash"...); NULL: any type */
+    int count;                  /* COUNT hint of each SCAN call; 0: the server's default (10) */
+} sl_scan_options;
+
+#define SL_SCAN_OPTIONS_INIT { SL_SCAN_OPTIONS_VERSION, (unsigned int)sizeof(sl_scan_options), \
+        NULL, 0, NULL, 0 }
+
+typedef struct sl_scan sl_scan;
+
+/* Creates an iterator over every key of the client's cluster (every primary; in plain
+ * mode the one node). opts may be NULL (every key). It tracks slots, not node cursors: a
+ * node's slots count as scanned only when its SCAN reached its end and the node still
+ * serves them (CLUSTER NODES) and is not migrating them away; a slot that moved during
+ * its node's pass (reshard, failover) is scanned again where it lives now. So a key that
+ * existed for the whole iteration is returned at least once, a key may be returned twice
+ * (moved slots), and keys added or removed meanwhile may or may not appear — SCAN's own
+ * guarantee, kept across topology changes. Free with sl_scan_free() before the client.
+ * Returns 0, SL_EINVAL (bad options) or SL_ENOMEM. */
+SL_EXTERN int sl_scan_new(sl_client *client, const sl_scan_options *opts, sl_scan **out);
+
+/* Fetches the next page into batch (the scan's client's; its queue is reset): one reply, an
+ * array of keys (bulk strings), read with sl_batch_replies / sl_batch_copy_out and valid
+ * like any reply. A page may be empty before the end. *done becomes 1 with the last
+ * (empty) page, when every slot has been scanned; later calls return empty pages.
+ * A negative code (SL_EIO, SL_ETIMEOUT, SL_ESERVER, SL_EPROTO, SL_ECLUSTER...: the node
+ * failed or no node serves a slot; message in sl_client_errmsg) leaves the iterator
+ * usable: the slot map is refreshed and the next call takes the unfinished slots up again,
+ * from their current owners. Each call is one to three round trips to one node. */
+SL_EXTERN int sl_scan_next(sl_scan *scan, sl_batch *batch, int *done);
+
+/* Frees the iterator. NULL is a no-op. */
+SL_EXTERN void sl_scan_free(sl_scan *scan);
+
+/* ----------------------------------------------------------------- scripts */
+
+/* The SHA1 of a script body as 40 lowercase hex digits and a NUL into out (41 bytes): the name
+ * SCRIPT LOAD answers and EVALSHA takes. */
+SL_EXTERN void sl_script_sha1(const void *body, size_t len, char *out);
+
+/* sl_batch_run for one EVALSHA or EVALSHA_RO command (cmd: its RESP bytes, routed by its
+ * keys as usual) that survives a node without the script: when the reply is a NOSCRIPT
+ * error, body (the script, only read during the call) is loaded with SCRIPT LOAD on the
+ * node that answered, and the command is sent once more; the second reply is the answer
+ * (or the failed SCRIPT LOAD's error reply). Results, buffers and codes as sl_batch_run. */
+SL_EXTERN int sl_batch_run_script(sl_batch *batch, const void *body, size_t body_len,
+                                  const void *cmd, size_t len, int timeout_ms,
+                                  void *records, size_t records_cap, void *data, size_t data_cap,
+                                  sl_sizes *sizes);
 
 /* ----------------------------------------------------------- helpers */
 

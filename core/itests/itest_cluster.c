@@ -10,6 +10,12 @@
  *   itest_cluster migrate   a live slot migration (ci/redis-cluster.sh migrate, in a
  *                           background process) under a pipelined INCR load
  *   itest_cluster kill      a primary killed mid-load, then restarted
+ *   itest_cluster scan      the node list; sl_scan over an empty cluster, over 100 000 keys
+ *                           (every key once), MATCH and TYPE, and during a live reshard of
+ *                           slots (every key at least once; duplicates counted)
+ *   itest_cluster scripts   SCRIPT LOAD/EXISTS/FLUSH and FUNCTION LOAD/DELETE on every
+ *                           primary; EVALSHA with keys on every shard; a script flushed on
+ *                           one node is loaded there again, once; FCALL on every shard
  *
  * Environment: SL_ITEST_CLUSTER_PORT (a node of the cluster), SL_ITEST_CLUSTER_DIR (the
  * harness directory of that cluster, for migrate/kill/restart), SL_ITEST_PLAIN_PORT,
@@ -701,6 +707,326 @@ static void kill_test(int port, const char *dir)
     sl_client_free(c);
 }
 
+/* ------------------------------------------------------------ the node list, SCAN */
+
+#define SCAN_KEYS 100000
+#define SCAN_HASHES 1000
+
+/* Scans the whole cluster; counts every key into seen[] (strings "scan:<i>" at i, hashes
+ * "scanh:<i>" at SCAN_KEYS + i; any other key fails). Returns the keys returned. Between
+ * pages, poll() (may be NULL) runs. */
+static size_t scan_count(sl_client *c, sl_batch *b, const sl_scan_options *o, uint8_t *seen, void (*poll)(void))
+{
+    sl_scan *s;
+    CHECK(sl_scan_new(c, o, &s) == 0, "sl_scan_new: %s", sl_client_errmsg(c));
+    int done = 0;
+    size_t total = 0, pages = 0;
+    while (!done) {
+        int rc = sl_scan_next(s, b, &done);
+        CHECK(rc == 0, "sl_scan_next (page %zu): %s (%s)", pages, sl_strerror(rc), sl_client_errmsg(c));
+        size_t n;
+        const uint8_t *d;
+        const sl_reply *r = sl_batch_replies(b, &n, &d, NULL);
+        CHECK(n >= 1 && r[0].type == SL_REPLY_ARRAY && n == 1 + (size_t)r[0].len, "page %zu: not an array of keys", pages);
+        for (size_t i = 1; i < n; i++) {
+            char k[48];
+            CHECK(r[i].type == SL_REPLY_STRING && r[i].len < sizeof k, "page %zu: a key that is not a string", pages);
+            memcpy(k, d + r[i].offset, r[i].len);
+            k[r[i].len] = '\0';
+            long idx = -1;
+            if (!strncmp(k, "scan:", 5)) idx = strtol(k + 5, NULL, 10);
+            else if (!strncmp(k, "scanh:", 6)) idx = SCAN_KEYS + strtol(k + 6, NULL, 10);
+            CHECK(idx >= 0 && idx < SCAN_KEYS + SCAN_HASHES, "unexpected key %s", k);
+            if (seen[idx] < 255) seen[idx]++;
+            total++;
+        }
+        pages++;
+        if (poll) poll();
+    }
+    sl_scan_free(s);
+    return total;
+}
+
+static pid_t g_reshard = -1;
+static int g_reshard_status = -1;
+
+static void reshard_poll(void)
+{
+    int st;
+    if (g_reshard > 0 && g_reshard_status < 0 && waitpid(g_reshard, &st, WNOHANG) == g_reshard) {
+        g_reshard_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        g_child = -1;
+    }
+    usleep(200); /* leave the CPU to the migration now and then (2 shared cores) */
+}
+
+static void scan_test(int port, const char *dir)
+{
+    g_phase = "scan";
+    sl_client *c = client_new(port, 2);
+    CHECK(sl_client_mode(c) == SL_MODE_CLUSTER, "the client is not in cluster mode");
+    flushall(c);
+    sl_batch *b;
+    CHECK(sl_batch_new(c, &b) == 0, "sl_batch_new");
+    uint8_t *seen = calloc(SCAN_KEYS + SCAN_HASHES, 1);
+
+    /* the node list: 3 primaries covering every slot once, their replicas */
+    sl_node_info *nodes;
+    size_t nn;
+    CHECK(sl_client_nodes(c, &nodes, &nn) == 0, "sl_client_nodes");
+    int primaries = 0, replicas = 0, covered = 0;
+    for (size_t i = 0; i < nn; i++) {
+        if (nodes[i].is_primary) {
+            primaries++;
+            for (size_t r = 0; r < nodes[i].nranges; r++) covered += nodes[i].ranges[2 * r + 1] - nodes[i].ranges[2 * r] + 1;
+        } else {
+            replicas++;
+            CHECK(nodes[i].primary >= 0 && nodes[nodes[i].primary].is_primary, "replica %s has no primary", nodes[i].addr);
+        }
+    }
+    CHECK(primaries == 3 && covered == 16384, "%d primaries covering %d slots", primaries, covered);
+    /* a per-node command is one loop over the list */
+    for (size_t i = 0; i < nn; i++) {
+        sl_route to = {SL_ROUTE_NODE, 0, nodes[i].addr};
+        const char *argv[] = {"PING"};
+        const sl_reply *r;
+        const uint8_t *d;
+        CHECK(sl_client_command(c, &to, 1, argv, NULL, &r, &d) == 0 && rec_is(r, d, SL_REPLY_STATUS, "PONG"),
+              "PING %s", nodes[i].addr);
+    }
+
+    /* an empty cluster: no keys, done */
+    CHECK(scan_count(c, b, NULL, seen, NULL) == 0, "keys in an empty cluster");
+
+    /* 100 000 strings and 1000 hashes */
+    for (int i = 0; i < SCAN_KEYS + SCAN_HASHES; i++) {
+        char k[32];
+        if (i < SCAN_KEYS) {
+            snprintf(k, sizeof k, "scan:%d", i);
+            const char *argv[] = {"SET", k, "v"};
+            appendv(b, 3, argv);
+        } else {
+            snprintf(k, sizeof k, "scanh:%d", i - SCAN_KEYS);
+            const char *argv[] = {"HSET", k, "f", "v"};
+            appendv(b, 4, argv);
+        }
+        if (sl_batch_count(b) == 1000 || i == SCAN_KEYS + SCAN_HASHES - 1) {
+            sl_sizes sz;
+            CHECK(sl_batch_exec(b, 0, &sz) == 0 && sz.errors == 0, "filling: %s", sl_client_errmsg(c));
+        }
+    }
+    sl_scan_options o = SL_SCAN_OPTIONS_INIT;
+    o.count = 1000;
+    double t0 = now_s();
+    size_t got = scan_count(c, b, &o, seen, NULL);
+    double secs = now_s() - t0;
+    for (int i = 0; i < SCAN_KEYS + SCAN_HASHES; i++) CHECK(seen[i] == 1, "key %d returned %d times", i, seen[i]);
+    CHECK(got == SCAN_KEYS + SCAN_HASHES, "%zu keys", got);
+    printf("ok   scan: %d primaries, %d replicas; %zu keys, each once, in %.2f s\n", primaries, replicas, got, secs);
+
+    /* MATCH and TYPE */
+    memset(seen, 0, SCAN_KEYS + SCAN_HASHES);
+    o.match = "scan:1*";
+    got = scan_count(c, b, &o, seen, NULL);
+    size_t want = 0;
+    for (int i = 0; i < SCAN_KEYS; i++) {
+        char k[32];
+        snprintf(k, sizeof k, "scan:%d", i);
+        int m = k[5] == '1';
+        want += m;
+        CHECK(seen[i] == m, "MATCH scan:1*: %s returned %d times", k, seen[i]);
+    }
+    CHECK(got == want, "MATCH: %zu keys, want %zu", got, want);
+    memset(seen, 0, SCAN_KEYS + SCAN_HASHES);
+    o.match = NULL;
+    o.type = "hash";
+    got = scan_count(c, b, &o, seen, NULL);
+    for (int i = 0; i < SCAN_KEYS + SCAN_HASHES; i++) CHECK(seen[i] == (i >= SCAN_KEYS), "TYPE hash: key %d returned %d times", i, seen[i]);
+    printf("ok   scan: MATCH scan:1* %zu keys, TYPE hash %zu keys\n", want, got);
+    o.type = NULL;
+
+    /* a live reshard: slots of one primary move to another and back while scans run */
+    static int owner[16384];
+    slot_owners(c, owner);
+    int from = owner[0], to = 0, slots[6], ns = 0;
+    for (int sl = 0; sl < 16384; sl++) if (owner[sl] != from) { to = owner[sl]; break; }
+    for (int sl = 0; sl < 16384 && ns < 6; sl += 997) if (owner[sl] == from) slots[ns++] = sl;
+    CHECK(ns == 6 && to, "slots to move");
+    char script[2048];
+    int len = snprintf(script, sizeof script, "export SL_MIGRATE_COUNT=2 SL_MIGRATE_DELAY=0.002; h='%s/ci/redis-cluster.sh'; ", SL_SOURCE_DIR);
+    for (int i = 0; i < ns; i++)
+        len += snprintf(script + len, sizeof script - (size_t)len, "\"$h\" migrate '%s' %d %d %d >/dev/null || exit 1; ", dir, slots[i], from, to);
+    for (int i = 0; i < ns; i++)
+        len += snprintf(script + len, sizeof script - (size_t)len, "\"$h\" migrate '%s' %d %d %d >/dev/null || exit 1; ", dir, slots[i], to, from);
+    CHECK(len < (int)sizeof script, "script too long");
+    sl_stats st0;
+    stats(c, &st0);
+    g_reshard = spawn_sh(script);
+    g_child = g_reshard;
+    g_reshard_status = -1;
+    o.count = 200;
+    int scans = 0;
+    size_t dups = 0;
+    while (g_reshard_status < 0) {
+        memset(seen, 0, SCAN_KEYS + SCAN_HASHES);
+        got = scan_count(c, b, &o, seen, reshard_poll);
+        for (int i = 0; i < SCAN_KEYS + SCAN_HASHES; i++) {
+            CHECK(seen[i] >= 1, "during the reshard (scan %d), key %d was missed", scans, i);
+            dups += seen[i] - 1u;
+        }
+        scans++;
+        CHECK(scans < 200, "the reshard did not end within 200 scans");
+    }
+    CHECK(g_reshard_status == 0, "the reshard failed (exit %d): see the harness output", g_reshard_status);
+    sl_stats st1;
+    stats(c, &st1);
+    printf("ok   scan: %d scans of %d keys during a reshard of %d slots (%d -> %d -> %d): none missed, "
+           "%zu duplicates, %llu refreshes\n", scans, SCAN_KEYS + SCAN_HASHES, ns, from, to, from, dups,
+           (unsigned long long)(st1.refreshes - st0.refreshes));
+    sl_client_nodes_free(c, nodes);
+    free(seen);
+    flushall(c);
+    sl_batch_free(b);
+    sl_client_free(c);
+}
+
+/* ------------------------------------------------------------ scripts and functions */
+
+/* calls= of "cmdstat_<name>" in the node's INFO commandstats. */
+static long long cmdstat_calls(sl_client *c, const char *addr, const char *name)
+{
+    sl_route to = {SL_ROUTE_NODE, 0, addr};
+    const char *argv[] = {"INFO", "commandstats"};
+    const sl_reply *r;
+    const uint8_t *d;
+    CHECK(sl_client_command(c, &to, 2, argv, NULL, &r, &d) == 0, "INFO commandstats on %s", addr);
+    char key[64];
+    snprintf(key, sizeof key, "cmdstat_%s:calls=", name);
+    const char *t = (const char *)d + r->offset;
+    for (size_t i = 0; i + strlen(key) <= r->len; i++)
+        if (!memcmp(t + i, key, strlen(key))) return strtoll(t + i + strlen(key), NULL, 10);
+    return 0;
+}
+
+static const sl_reply *cmd(sl_client *c, const sl_route *route, int argc, const char *const *argv, const uint8_t **d)
+{
+    const sl_reply *r;
+    int rc = sl_client_command(c, route, argc, argv, NULL, &r, d);
+    CHECK(rc == 0, "%s %s: %s (%s)", argv[0], argc > 1 ? argv[1] : "", sl_strerror(rc), sl_client_errmsg(c));
+    return r;
+}
+
+/* EVALSHA sha 1 key through sl_batch_run_script; returns the integer reply. */
+static long long run_script(sl_batch *b, const char *body, const char *sha, const char *key)
+{
+    char req[256];
+    int len = snprintf(req, sizeof req, "*4\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n1\r\n$%zu\r\n%s\r\n", sha, strlen(key), key);
+    sl_sizes sz;
+    int rc = sl_batch_run_script(b, body, strlen(body), req, (size_t)len, 0, NULL, 0, NULL, 0, &sz);
+    size_t n;
+    const uint8_t *d;
+    const sl_reply *r = sl_batch_replies(b, &n, &d, NULL);
+    CHECK(rc == 0 && n == 1 && r[0].type == SL_REPLY_INTEGER, "EVALSHA on %s: %s", key, n ? rec_text(&r[0], d) : sl_strerror(rc));
+    return r[0].value.integer;
+}
+
+static void scripts_test(int port)
+{
+    g_phase = "scripts";
+    sl_client *c = client_new(port, 2);
+    flushall(c);
+    sl_batch *b;
+    CHECK(sl_batch_new(c, &b) == 0, "sl_batch_new");
+    const uint8_t *d;
+    const sl_reply *r;
+    const char *flush[] = {"SCRIPT", "FLUSH"};
+    r = cmd(c, NULL, 2, flush, &d);
+    CHECK(rec_is(r, d, SL_REPLY_STATUS, "OK"), "SCRIPT FLUSH: %s", rec_text(r, d));
+    const char *body = "return redis.call('INCR', KEYS[1])";
+    char sha[41];
+    sl_script_sha1(body, strlen(body), sha);
+    const char *load[] = {"SCRIPT", "LOAD", body};
+    r = cmd(c, NULL, 3, load, &d);
+    CHECK(rec_is(r, d, SL_REPLY_STRING, sha), "SCRIPT LOAD: %s, want %s", rec_text(r, d), sha);
+    const char *exists[] = {"SCRIPT", "EXISTS", sha};
+    r = cmd(c, NULL, 3, exists, &d);
+    CHECK(r[0].type == SL_REPLY_ARRAY && r[0].len == 1 && r[1].value.integer == 1, "SCRIPT EXISTS after LOAD");
+
+    /* one key per primary: EVALSHA runs everywhere without a reload */
+    sl_node_info *nodes;
+    size_t nn;
+    CHECK(sl_client_nodes(c, &nodes, &nn) == 0, "sl_client_nodes");
+    char keys[8][32];
+    int np = 0;
+    for (size_t i = 0; i < nn && np < 8; i++) {
+        if (!nodes[i].is_primary) continue;
+        for (int k = 0;; k++) {
+            snprintf(keys[np], sizeof keys[np], "sk:%d", k);
+            int sl = sl_key_slot(keys[np], strlen(keys[np]));
+            if (sl >= nodes[i].ranges[0] && sl <= nodes[i].ranges[1]) break;
+        }
+        np++;
+    }
+    CHECK(np == 3, "%d primaries", np);
+    long long loads0[8];
+    int pi = 0;
+    for (size_t i = 0; i < nn; i++)
+        if (nodes[i].is_primary) loads0[pi++] = cmdstat_calls(c, nodes[i].addr, "script|load");
+    for (int k = 0; k < np; k++) CHECK(run_script(b, body, sha, keys[k]) == 1, "first run on %s", keys[k]);
+
+    /* flushed on one node: the run there loads it once, then runs */
+    const char *victim = NULL;
+    int vi = -1;
+    pi = 0;
+    for (size_t i = 0; i < nn; i++)
+        if (nodes[i].is_primary && pi++ == 1) { victim = nodes[i].addr; vi = 1; }
+    sl_route to = {SL_ROUTE_NODE, 0, victim};
+    cmd(c, &to, 2, flush, &d);
+    r = cmd(c, NULL, 3, exists, &d);
+    CHECK(r[0].type == SL_REPLY_ARRAY && r[1].value.integer == 0, "SCRIPT EXISTS after a flush on %s is not 0", victim);
+    CHECK(run_script(b, body, sha, keys[vi]) == 2, "run after the flush");
+    CHECK(run_script(b, body, sha, keys[vi]) == 3, "second run after the flush");
+    long long reloads = cmdstat_calls(c, victim, "script|load") - loads0[vi];
+    CHECK(reloads == 1, "%lld SCRIPT LOADs on %s after its flush, want 1", reloads, victim);
+    pi = 0;
+    for (size_t i = 0; i < nn; i++)
+        if (nodes[i].is_primary && pi++ != vi)
+            CHECK(cmdstat_calls(c, nodes[i].addr, "script|load") == loads0[pi - 1], "a reload on %s", nodes[i].addr);
+    r = cmd(c, NULL, 3, exists, &d);
+    CHECK(r[0].type == SL_REPLY_ARRAY && r[1].value.integer == 1, "SCRIPT EXISTS after the reload");
+    printf("ok   scripts: SCRIPT LOAD on every primary (%s); EVALSHA on %d shards; flushed on %s: reloaded %lld time\n",
+           sha, np, victim, reloads);
+
+    /* functions */
+    const char *fflush[] = {"FUNCTION", "FLUSH"};
+    cmd(c, NULL, 2, fflush, &d);
+    const char *lib = "#!lua name=sllib\nredis.register_function('slf', function(keys, args) return redis.call('INCR', keys[1]) end)";
+    const char *fload[] = {"FUNCTION", "LOAD", lib};
+    r = cmd(c, NULL, 3, fload, &d);
+    CHECK(rec_is(r, d, SL_REPLY_STRING, "sllib"), "FUNCTION LOAD: %s", rec_text(r, d));
+    for (int k = 0; k < np; k++) {
+        const char *fc[] = {"FCALL", "slf", "1", keys[k]};
+        r = cmd(c, NULL, 4, fc, &d);
+        CHECK(r->type == SL_REPLY_INTEGER && r->value.integer == (k == vi ? 4 : 2), "FCALL on %s: %s", keys[k], rec_text(r, d));
+        const char *fro[] = {"FCALL_RO", "slf", "1", keys[k]};
+        int rc = sl_client_command(c, NULL, 4, fro, NULL, &r, &d);
+        CHECK(rc == SL_ESERVER && r->type == SL_REPLY_ERROR, "FCALL_RO of a writing function on %s is not refused", keys[k]);
+    }
+    const char *fdel[] = {"FUNCTION", "DELETE", "sllib"};
+    r = cmd(c, NULL, 3, fdel, &d);
+    CHECK(rec_is(r, d, SL_REPLY_STATUS, "OK"), "FUNCTION DELETE: %s", rec_text(r, d));
+    for (int k = 0; k < np; k++) {
+        const char *fc[] = {"FCALL", "slf", "1", keys[k]};
+        int rc = sl_client_command(c, NULL, 4, fc, NULL, &r, &d);
+        CHECK(rc == SL_ESERVER, "FCALL after FUNCTION DELETE on %s: %s", keys[k], rec_text(r, d));
+    }
+    printf("ok   scripts: FUNCTION LOAD/DELETE on every primary, FCALL on %d shards\n", np);
+    sl_client_nodes_free(c, nodes);
+    flushall(c);
+    sl_batch_free(b);
+    sl_client_free(c);
+}
+
 /* ------------------------------------------------------------ main */
 
 int main(int argc, char **argv)
@@ -732,8 +1058,16 @@ int main(int argc, char **argv)
         known = 1;
         kill_test(atoi(env_req("SL_ITEST_CLUSTER_PORT")), env_req("SL_ITEST_CLUSTER_DIR"));
     }
+    if (all || !strcmp(what, "scan")) {
+        known = 1;
+        scan_test(atoi(env_req("SL_ITEST_CLUSTER_PORT")), env_req("SL_ITEST_CLUSTER_DIR"));
+    }
+    if (all || !strcmp(what, "scripts")) {
+        known = 1;
+        scripts_test(atoi(env_req("SL_ITEST_CLUSTER_PORT")));
+    }
     if (!known) {
-        fprintf(stderr, "usage: itest_cluster [random|random-plain|random-cluster|migrate|kill|all]\n");
+        fprintf(stderr, "usage: itest_cluster [random|random-plain|random-cluster|migrate|kill|scan|scripts|all]\n");
         return 2;
     }
     return 0;

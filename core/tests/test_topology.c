@@ -150,6 +150,66 @@ static void test_nodes_text(void **state)
     assert_string_equal(node_of(f, 0), "127.0.0.1:30001");
 }
 
+/* The node list: primaries in node order with their ranges, then the replicas with their
+ * primary's position; replicas of a primary repeated per range are listed once. */
+static void test_node_list(void **state)
+{
+    fixture *f = *state;
+    parse(f, "*3\r\n"
+             "*4\r\n:0\r\n:99\r\n*3\r\n$9\r\n127.0.0.1\r\n:7001\r\n$3\r\nid1\r\n*3\r\n$0\r\n\r\n:7004\r\n$3\r\nrep\r\n"
+             "*3\r\n:100\r\n:16000\r\n*3\r\n$9\r\n127.0.0.1\r\n:7002\r\n$3\r\nid2\r\n"
+             "*4\r\n:16001\r\n:16383\r\n*3\r\n$9\r\n127.0.0.1\r\n:7001\r\n$3\r\nid1\r\n*3\r\n$0\r\n\r\n:7004\r\n$3\r\nrep\r\n");
+    assert_int_equal(sl__topo_apply_slots(&f->c, 0, f->recs.ptr, f->recs.len, f->data.ptr), 0);
+    sl_node_info *nodes;
+    size_t n;
+    assert_int_equal(sl_client_nodes(&f->c, &nodes, &n), 0);
+    assert_int_equal(n, 3);
+    /* node order: 10.0.0.1:7000 (asked, serves nothing: not listed), 7001, 7002 */
+    assert_string_equal(nodes[0].addr, "127.0.0.1:7001");
+    assert_int_equal(nodes[0].is_primary, 1);
+    assert_int_equal(nodes[0].primary, -1);
+    assert_int_equal(nodes[0].nranges, 2);
+    assert_int_equal(nodes[0].ranges[0], 0);
+    assert_int_equal(nodes[0].ranges[1], 99);
+    assert_int_equal(nodes[0].ranges[2], 16001);
+    assert_int_equal(nodes[0].ranges[3], 16383);
+    assert_string_equal(nodes[1].addr, "127.0.0.1:7002");
+    assert_int_equal(nodes[1].nranges, 1);
+    assert_int_equal(nodes[1].ranges[0], 100);
+    assert_int_equal(nodes[1].ranges[1], 16000);
+    assert_string_equal(nodes[2].addr, "10.0.0.1:7004"); /* empty host: the node asked */
+    assert_int_equal(nodes[2].is_primary, 0);
+    assert_int_equal(nodes[2].primary, 0);
+    assert_int_equal(nodes[2].nranges, 0);
+    sl_client_nodes_free(&f->c, nodes);
+    /* A replica named by CLUSTER SHARDS; a map from CLUSTER NODES names none. */
+    parse(f, "*1\r\n*4\r\n$5\r\nslots\r\n*2\r\n:0\r\n:16383\r\n$5\r\nnodes\r\n*2\r\n"
+             "*8\r\n$2\r\nid\r\n$1\r\na\r\n$4\r\nport\r\n:7005\r\n$2\r\nip\r\n$9\r\n127.0.0.5\r\n$4\r\nrole\r\n$7\r\nreplica\r\n"
+             "*8\r\n$2\r\nid\r\n$1\r\nb\r\n$4\r\nport\r\n:7006\r\n$2\r\nip\r\n$9\r\n127.0.0.6\r\n$4\r\nrole\r\n$6\r\nmaster\r\n");
+    assert_int_equal(sl__topo_apply_shards(&f->c, 0, f->recs.ptr, f->recs.len, f->data.ptr), 0);
+    assert_int_equal(sl_client_nodes(&f->c, &nodes, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(nodes[0].addr, "127.0.0.6:7006");
+    assert_string_equal(nodes[1].addr, "127.0.0.5:7005");
+    assert_int_equal(nodes[1].primary, 0);
+    sl_client_nodes_free(&f->c, nodes);
+    const char *text = "b 127.0.0.6:7006@17006 myself,master - 0 0 1 connected 0-16383\n"
+                       "a 127.0.0.5:7005@17005 slave b 0 0 1 connected\n";
+    assert_int_equal(sl__topo_apply_nodes_text(&f->c, 0, (const uint8_t *)text, strlen(text)), 0);
+    assert_int_equal(sl_client_nodes(&f->c, &nodes, &n), 0);
+    assert_int_equal(n, 1);
+    sl_client_nodes_free(&f->c, nodes);
+    /* Plain mode: the one node, serving every slot. */
+    f->c.mode = SL_MODE_PLAIN;
+    f->c.topo.default_node = 0;
+    assert_int_equal(sl_client_nodes(&f->c, &nodes, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(nodes[0].addr, "10.0.0.1:7000");
+    assert_int_equal(nodes[0].ranges[1], 16383);
+    sl_client_nodes_free(&f->c, nodes);
+    assert_int_equal(sl_client_nodes(NULL, &nodes, &n), SL_EINVAL);
+}
+
 static void test_node_addresses(void **state)
 {
     fixture *f = *state;
@@ -173,6 +233,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_slots_malformed_keeps_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shards_resp2_and_resp3, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nodes_text, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_node_list, setup, teardown),
         cmocka_unit_test_setup_teardown(test_node_addresses, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -217,6 +217,13 @@ namespace Slotlane
             "sl_client_attach_loop",  // the caller's-loop engine is for runtimes with a libuv loop (Node)
             "sl_batch_exec_async",
             "sl_client_detach_loop",
+            "sl_client_nodes",        // the node list, cluster SCAN and scripts: not bound in C# yet
+            "sl_client_nodes_free",
+            "sl_scan_new",
+            "sl_scan_next",
+            "sl_scan_free",
+            "sl_script_sha1",
+            "sl_batch_run_script",
         };
 
         internal static string PtrToUtf8(IntPtr p)

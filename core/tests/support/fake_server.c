@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -301,6 +302,27 @@ static int store_del(fs_node *n, const char *k, size_t kl)
     *e = n->store[--n->nstore];
     return 1;
 }
+
+/* SCAN's cursor order: a 31-bit FNV-1a hash of the key, never 0 (0 starts and ends a
+ * scan). Keys keep their position when others come and go, as Redis's reverse-binary
+ * cursor does, so a key present throughout a scan is returned. */
+static long long scan_hash(const char *k, size_t kl)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < kl; i++) h = (h ^ (uint8_t)k[i]) * 16777619u;
+    return (long long)(h & 0x7fffffffu) + 1;
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* SCAN cursor [MATCH pattern] [COUNT n] [TYPE t]: keys whose hash >= cursor, in hash order,
+ * at least COUNT of them (all keys of the last hash taken), then the next hash or 0. */
+struct args;
+static void cmd_scan(fs_node *n, const struct args *a, buf *o);
 
 static void store_clear(fs_node *n)
 {
@@ -803,8 +825,70 @@ static void default_answer(fs_node *n, conn *c, const char *name, const args *a,
         r_simple(o, "OK");
         return;
     }
+    if (!strcmp(name, "SCAN")) {
+        cmd_scan(n, a, o);
+        return;
+    }
     buf_printf(o, "-ERR unknown command '%.*s', with args beginning with: \r\n",
                (int)(a->l[0] > 64 ? 64 : a->l[0]), a->v[0]);
+}
+
+static void cmd_scan(fs_node *n, const args *a, buf *o)
+{
+    long long cursor, count = 10;
+    char mbuf[256], tbuf[32];
+    const char *match = NULL, *type = NULL;
+    if (a->argc < 2 || parse_ll(a->v[1], a->l[1], &cursor) != 0 || cursor < 0) {
+        r_err(o, "ERR invalid cursor");
+        return;
+    }
+    for (int i = 2; i + 1 < a->argc; i += 2) {
+        if (argeq(a, i, "MATCH") && a->l[i + 1] < sizeof mbuf) {
+            memcpy(mbuf, a->v[i + 1], a->l[i + 1]);
+            mbuf[a->l[i + 1]] = '\0';
+            match = mbuf;
+        } else if (argeq(a, i, "TYPE") && a->l[i + 1] < sizeof tbuf) {
+            memcpy(tbuf, a->v[i + 1], a->l[i + 1]);
+            tbuf[a->l[i + 1]] = '\0';
+            type = tbuf;
+        } else if (!argeq(a, i, "COUNT") || parse_ll(a->v[i + 1], a->l[i + 1], &count) != 0 || count < 1) {
+            r_err(o, "ERR syntax error");
+            return;
+        }
+    }
+    if ((a->argc - 2) % 2) {
+        r_err(o, "ERR syntax error");
+        return;
+    }
+    /* (hash, store index) pairs of the keys at or after the cursor, in hash order */
+    long long *hs = xmalloc((n->nstore + 1) * 2 * sizeof *hs);
+    size_t m = 0;
+    for (size_t i = 0; i < n->nstore; i++) {
+        long long h = scan_hash(n->store[i].key, n->store[i].klen);
+        if (h < cursor) continue;
+        hs[2 * m] = h;
+        hs[2 * m + 1] = (long long)i;
+        m++;
+    }
+    qsort(hs, m, 2 * sizeof *hs, cmp_ll);
+    size_t take = m < (size_t)count ? m : (size_t)count;
+    while (take > 0 && take < m && hs[2 * take] == hs[2 * (take - 1)]) take++;
+    char next[24];
+    snprintf(next, sizeof next, "%lld", take < m ? hs[2 * take] : 0LL);
+    size_t nout = 0;
+    int *sel = xmalloc((take + 1) * sizeof *sel);
+    for (size_t j = 0; j < take; j++) {
+        const kv *e = &n->store[hs[2 * j + 1]];
+        if (match && fnmatch(match, e->key, 0) != 0) continue;
+        if (type && strcmp(type, "string") != 0) continue; /* the store holds strings only */
+        sel[nout++] = (int)hs[2 * j + 1];
+    }
+    r_arr(o, 2);
+    r_str(o, next);
+    r_arr(o, (long long)nout);
+    for (size_t j = 0; j < nout; j++) r_bulk(o, n->store[sel[j]].key, n->store[sel[j]].klen);
+    free(sel);
+    free(hs);
 }
 
 /* ------------------------------------------------------------------ parsing */
@@ -1408,6 +1492,13 @@ void fs_flush(fs_node *n)
 {
     pthread_mutex_lock(&n->mu);
     store_clear(n);
+    pthread_mutex_unlock(&n->mu);
+}
+
+void fs_store_del(fs_node *n, const char *key)
+{
+    pthread_mutex_lock(&n->mu);
+    store_del(n, key, strlen(key));
     pthread_mutex_unlock(&n->mu);
 }
 

@@ -3,7 +3,7 @@
  * Each node runs one thread (poll-based) that listens on 127.0.0.1 with an ephemeral
  * port, accepts any number of connections and parses RESP requests with its own small
  * parser (it shares no code with core/src). By default it behaves like a tiny Redis:
- * an in-memory key/value store for GET SET INCR DEL MGET MSET EXISTS, plus PING ECHO
+ * an in-memory key/value store for GET SET INCR DEL MGET MSET EXISTS SCAN, plus PING ECHO
  * HELLO AUTH SELECT ASKING READONLY READWRITE CLIENT COMMAND INFO DBSIZE FLUSHALL and
  * CLUSTER SLOTS/SHARDS/NODES/MYID/INFO/KEYSLOT answering a configurable slot map.
  *
@@ -137,6 +137,9 @@ void fs_flush(fs_node *n);
 
 /* Sets a key directly in the node's store (bypassing the protocol and the counters). */
 void fs_store_set(fs_node *n, const char *key, const char *value);
+
+/* Removes a key from the node's store (as fs_store_set, bypassing the protocol). */
+void fs_store_del(fs_node *n, const char *key);
 
 /* Waits until fs_count(n, cmd, key) >= atleast; 0, or -1 after timeout_ms. */
 int fs_wait_count(fs_node *n, const char *cmd, const char *key, uint64_t atleast, int timeout_ms);

@@ -126,6 +126,38 @@ pub struct sl_route {
     pub node: *const c_char,
 }
 
+// ---------------------------------------------------------------- the node list
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sl_node_info {
+    pub addr: *const c_char,
+    pub is_primary: c_int,
+    pub primary: c_int,
+    pub nranges: usize,
+    pub ranges: *const u16,
+}
+
+// ---------------------------------------------------------------- cluster-wide SCAN
+pub const SL_SCAN_OPTIONS_VERSION: c_uint = 1;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sl_scan_options {
+    pub version: c_uint,
+    pub size: c_uint,
+    pub match_: *const c_char,
+    pub match_len: usize,
+    pub type_: *const c_char,
+    pub count: c_int,
+}
+
+/// Opaque: `sl_scan`.
+#[repr(C)]
+pub struct sl_scan {
+    _private: [u8; 0],
+    _not_send_sync: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
 // ---------------------------------------------------------------- the batch
 /// `sl_reply_type` (an `int`-sized C enum; stored as `u8` in `sl_reply::type_`).
 pub type sl_reply_type = c_int;
@@ -254,6 +286,36 @@ extern "C" {
         argvlen: *const usize,
         reply: *mut *const sl_reply,
         data: *mut *const u8,
+    ) -> c_int;
+
+    pub fn sl_client_nodes(
+        client: *mut sl_client,
+        nodes: *mut *mut sl_node_info,
+        count: *mut usize,
+    ) -> c_int;
+    pub fn sl_client_nodes_free(client: *mut sl_client, nodes: *mut sl_node_info);
+
+    pub fn sl_scan_new(
+        client: *mut sl_client,
+        opts: *const sl_scan_options,
+        out: *mut *mut sl_scan,
+    ) -> c_int;
+    pub fn sl_scan_next(scan: *mut sl_scan, batch: *mut sl_batch, done: *mut c_int) -> c_int;
+    pub fn sl_scan_free(scan: *mut sl_scan);
+
+    pub fn sl_script_sha1(body: *const c_void, len: usize, out: *mut c_char);
+    pub fn sl_batch_run_script(
+        batch: *mut sl_batch,
+        body: *const c_void,
+        body_len: usize,
+        cmd: *const c_void,
+        len: usize,
+        timeout_ms: c_int,
+        records: *mut c_void,
+        records_cap: usize,
+        data: *mut c_void,
+        data_cap: usize,
+        sizes: *mut sl_sizes,
     ) -> c_int;
 
     pub fn sl_key_slot(key: *const c_void, len: usize) -> c_int;

@@ -158,6 +158,8 @@ fn layouts() -> Vec<Layout> {
         layout!(sl_route { kind => "kind", slot => "slot", node => "node" }),
         layout!(sl_reply { type_ => "type", flags => "flags", reserved => "reserved", len => "len", value => "value", offset => "offset" }),
         layout!(sl_sizes { records => "records", data => "data", commands => "commands", errors => "errors" }),
+        layout!(sl_node_info { addr => "addr", is_primary => "is_primary", primary => "primary", nranges => "nranges", ranges => "ranges" }),
+        layout!(sl_scan_options { version => "version", size => "size", match_ => "match", match_len => "match_len", type_ => "type", count => "count" }),
     ]
 }
 
@@ -234,8 +236,8 @@ fn declarations_match_the_header() {
             rust_fields(l.name),
             l.fields
                 .iter()
-                .map(|f| if f.0 == "type" {
-                    "type_".to_string()
+                .map(|f| if f.0 == "type" || f.0 == "match" {
+                    format!("{}_", f.0)
                 } else {
                     f.0.to_string()
                 })

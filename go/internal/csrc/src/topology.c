@@ -34,6 +34,10 @@ void sl__topo_free(sl_client *c)
     sl__free(&c->alloc, t->nodes);
     t->nodes = NULL;
     t->nnodes = t->cap = 0;
+    sl__free(&c->alloc, t->replicas);
+    sl__free(&c->alloc, t->staged);
+    t->replicas = t->staged = NULL;
+    t->nreplicas = t->nstaged = t->replicas_cap = t->staged_cap = 0;
 }
 
 int sl__topo_node(sl_client *c, const char *host, int port, uint16_t *index)
@@ -139,9 +143,46 @@ static int endpoint_node(sl_client *c, uint16_t asked, const uint8_t *host, size
     return sl__topo_node(c, h, (int)port, idx);
 }
 
+/* Stages a replica of primary node `primary` for the map being applied (once per address;
+ * CLUSTER SLOTS repeats a shard's replicas for each of its ranges). An empty or "?" host is
+ * the node asked. */
+static int stage_replica(sl_client *c, uint16_t asked, const uint8_t *host, size_t hl, int64_t port,
+                         uint16_t primary)
+{
+    sl__topology *t = &c->topo;
+    char h[SL__HOST_MAX];
+    if (hl == 0 || (hl == 1 && host[0] == '?')) {
+        if (asked == SL__NO_NODE) return 0;
+        snprintf(h, sizeof h, "%s", t->nodes[asked]->host);
+    } else {
+        if (hl >= sizeof h) return 0;
+        memcpy(h, host, hl);
+        h[hl] = '\0';
+    }
+    if (port <= 0 || port > 65535) return 0; /* not a usable address: leave it out */
+    sl__replica r;
+    r.primary = primary;
+    snprintf(r.addr, sizeof r.addr, strchr(h, ':') ? "[%s]:%d" : "%s:%d", h, (int)port);
+    for (size_t i = 0; i < t->nstaged; i++)
+        if (strcmp(t->staged[i].addr, r.addr) == 0) return 0;
+    void *p = t->staged;
+    if (sl__grow(&c->alloc, &p, &t->staged_cap, t->nstaged + 1, sizeof r)) return SL_ENOMEM;
+    t->staged = p;
+    t->staged[t->nstaged++] = r;
+    return 0;
+}
+
 static void map_commit(sl_client *c, const uint16_t *table)
 {
     sl__topology *t = &c->topo;
+    sl__replica *rp = t->replicas;
+    size_t rc = t->replicas_cap;
+    t->replicas = t->staged;
+    t->replicas_cap = t->staged_cap;
+    t->nreplicas = t->nstaged;
+    t->staged = rp;
+    t->staged_cap = rc;
+    t->nstaged = 0;
     memcpy(t->slot_node, table, sizeof t->slot_node);
     for (size_t i = 0; i < t->nnodes; i++) t->nodes[i]->primary = 0;
     for (size_t s = 0; s < SL_SLOTS; s++)
@@ -153,6 +194,7 @@ int sl__topo_apply_slots(sl_client *c, uint16_t asked, const sl_reply *r, size_t
     if (n == 0 || r[0].type != SL_REPLY_ARRAY) return SL_ECLUSTER;
     uint16_t table[SL_SLOTS];
     for (size_t s = 0; s < SL_SLOTS; s++) table[s] = SL__NO_NODE;
+    c->topo.nstaged = 0;
     size_t i = 1, ranges = 0;
     for (uint32_t e = 0; e < r[0].len; e++) {
         if (i >= n) return SL_ECLUSTER;
@@ -175,6 +217,18 @@ int sl__topo_apply_slots(sl_client *c, uint16_t asked, const sl_reply *r, size_t
         if (rc) return rc;
         for (int64_t s = lo; s <= hi; s++) table[s] = idx;
         ranges++;
+        /* The replicas follow the primary: [host, port, id, ...] each. */
+        size_t pos = 3 + subtree(primary, span - 3);
+        for (uint32_t k = 3; k < ent->len && pos < span; k++) {
+            const sl_reply *rep = &ent[pos];
+            size_t rs = subtree(rep, span - pos);
+            if (rep->type == SL_REPLY_ARRAY && rep->len >= 2 && rs >= 3 &&
+                (rep[1].type == SL_REPLY_STRING || rep[1].type == SL_REPLY_STATUS) && rep[2].type == SL_REPLY_INTEGER &&
+                (rc = stage_replica(c, asked, rep[1].len ? data + rep[1].offset : NULL, rep[1].len,
+                                    rep[2].value.integer, idx)) != 0)
+                return rc;
+            pos += rs;
+        }
         i += span;
     }
     if (ranges == 0) return SL_ECLUSTER;
@@ -213,6 +267,7 @@ int sl__topo_apply_shards(sl_client *c, uint16_t asked, const sl_reply *r, size_
     if (n == 0 || r[0].type != SL_REPLY_ARRAY) return SL_ECLUSTER;
     uint16_t table[SL_SLOTS];
     for (size_t s = 0; s < SL_SLOTS; s++) table[s] = SL__NO_NODE;
+    c->topo.nstaged = 0;
     size_t i = 1, ranges = 0;
     for (uint32_t e = 0; e < r[0].len; e++) {
         if (i >= n) return SL_ECLUSTER;
@@ -250,6 +305,24 @@ int sl__topo_apply_shards(sl_client *c, uint16_t asked, const sl_reply *r, size_
             i += span;
             continue;
         }
+        /* The shard's replicas. */
+        j = ni + 1;
+        for (uint32_t k = 0; k < sh[ni].len && j < span; k++) {
+            const sl_reply *nd = &sh[j];
+            size_t ns = subtree(nd, span - j);
+            size_t role = map_get(nd, ns, data, "role");
+            size_t ip = map_get(nd, ns, data, "ip");
+            size_t ep = map_get(nd, ns, data, "endpoint");
+            size_t port = map_get(nd, ns, data, "port");
+            size_t h = ep ? ep : ip;
+            if (role && port && nd[port].type == SL_REPLY_INTEGER && is_text(&nd[role]) &&
+                nd[role].len == 7 && memcmp(data + nd[role].offset, "replica", 7) == 0 && h && is_text(&nd[h])) {
+                int rc = stage_replica(c, asked, nd[h].len ? data + nd[h].offset : NULL, nd[h].len,
+                                       nd[port].value.integer, idx);
+                if (rc) return rc;
+            }
+            j += ns;
+        }
         for (uint32_t k = 0; k + 1 < sh[si].len; k += 2) {
             int64_t lo, hi;
             if (rec_int(&sh[si + 1 + k], &lo) || rec_int(&sh[si + 2 + k], &hi)) return SL_ECLUSTER;
@@ -268,6 +341,7 @@ int sl__topo_apply_nodes_text(sl_client *c, uint16_t asked, const uint8_t *text,
 {
     uint16_t table[SL_SLOTS];
     for (size_t s = 0; s < SL_SLOTS; s++) table[s] = SL__NO_NODE;
+    c->topo.nstaged = 0; /* replicas are not read from CLUSTER NODES */
     size_t pos = 0, ranges = 0;
     while (pos < len) {
         size_t end = pos;
@@ -429,4 +503,96 @@ void sl__topo_maybe_refresh(sl_client *c)
     memcpy(saved, c->errmsg, sizeof saved);
     (void)sl__topo_discover(c, NULL); /* best effort: the old map stays on failure */
     memcpy(c->errmsg, saved, sizeof saved);
+}
+
+/* ------------------------------------------------------------ the node list */
+
+int sl_client_nodes(sl_client *c, sl_node_info **out, size_t *count)
+{
+    if (!c || !out || !count) return SL_EINVAL;
+    *out = NULL;
+    *count = 0;
+    sl__topology *t = &c->topo;
+    int plain = c->mode != SL_MODE_CLUSTER;
+    /* The primaries (nodes serving slots; in plain mode the one node, serving every slot),
+     * then the replicas; one block holds the entries, the ranges and the addresses. */
+    size_t nprim = 0, nranges = 0, strbytes = 0;
+    uint16_t *pos = NULL; /* node index -> list position */
+    if (t->nnodes) {
+        pos = sl__malloc(&c->alloc, t->nnodes * sizeof *pos);
+        if (!pos) return SL_ENOMEM;
+    }
+    for (size_t k = 0; k < t->nnodes; k++) {
+        pos[k] = SL__NO_NODE;
+        if (plain ? k == (t->default_node == SL__NO_NODE ? 0 : t->default_node) : t->nodes[k]->primary) {
+            pos[k] = (uint16_t)nprim++;
+            strbytes += strlen(t->nodes[k]->addr) + 1;
+        }
+    }
+    if (plain) nranges = nprim;
+    else
+        for (size_t s = 0; s < SL_SLOTS; s++)
+            if (t->slot_node[s] != SL__NO_NODE && (s == 0 || t->slot_node[s - 1] != t->slot_node[s])) nranges++;
+    size_t nrep = plain ? 0 : t->nreplicas;
+    for (size_t i = 0; i < nrep; i++) strbytes += strlen(t->replicas[i].addr) + 1;
+    size_t n = nprim + nrep;
+    size_t bytes = n * sizeof(sl_node_info) + nranges * 2 * sizeof(uint16_t) + strbytes;
+    uint8_t *blk = n ? sl__malloc(&c->alloc, bytes) : NULL;
+    if (n && !blk) {
+        sl__free(&c->alloc, pos);
+        return SL_ENOMEM;
+    }
+    sl_node_info *nodes = (sl_node_info *)blk;
+    uint16_t *rng = (uint16_t *)(blk + n * sizeof(sl_node_info));
+    char *str = (char *)(rng + nranges * 2);
+    for (size_t k = 0; k < t->nnodes; k++) {
+        if (pos[k] == SL__NO_NODE) continue;
+        sl_node_info *ni = &nodes[pos[k]];
+        size_t al = strlen(t->nodes[k]->addr) + 1;
+        memcpy(str, t->nodes[k]->addr, al);
+        ni->addr = str;
+        str += al;
+        ni->is_primary = 1;
+        ni->primary = -1;
+        ni->ranges = rng;
+        ni->nranges = 0;
+        if (plain) {
+            rng[0] = 0;
+            rng[1] = SL_SLOTS - 1;
+            rng += 2;
+            ni->nranges = 1;
+            continue;
+        }
+        for (size_t s = 0; s < SL_SLOTS; s++) {
+            if (t->slot_node[s] != k) continue;
+            size_t e = s;
+            while (e + 1 < SL_SLOTS && t->slot_node[e + 1] == k) e++;
+            rng[0] = (uint16_t)s;
+            rng[1] = (uint16_t)e;
+            rng += 2;
+            ni->nranges++;
+            s = e;
+        }
+    }
+    for (size_t i = 0; i < nrep; i++) {
+        sl_node_info *ni = &nodes[nprim + i];
+        size_t al = strlen(t->replicas[i].addr) + 1;
+        memcpy(str, t->replicas[i].addr, al);
+        ni->addr = str;
+        str += al;
+        ni->is_primary = 0;
+        uint16_t p = t->replicas[i].primary;
+        ni->primary = p < t->nnodes && pos[p] != SL__NO_NODE ? (int)pos[p] : -1;
+        ni->ranges = NULL;
+        ni->nranges = 0;
+    }
+    sl__free(&c->alloc, pos);
+    *out = nodes;
+    *count = n;
+    return 0;
+}
+
+void sl_client_nodes_free(sl_client *c, sl_node_info *nodes)
+{
+    if (c && nodes) sl__free(&c->alloc, nodes);
 }

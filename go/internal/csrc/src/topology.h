@@ -11,6 +11,12 @@
 /* sl__topo_discover: the node answered that it is not a cluster (positive: not an error). */
 #define SL__NOT_CLUSTER 1
 
+/* A replica as the slot map names it (no connection: commands go to primaries). */
+typedef struct sl__replica {
+    uint16_t primary;            /* node index of its primary */
+    char addr[SL__HOST_MAX + 8]; /* "host:port" */
+} sl__replica;
+
 typedef struct sl__topology {
     sl__node **nodes;            /* stable pointers */
     size_t nnodes, cap;
@@ -18,6 +24,10 @@ typedef struct sl__topology {
     uint16_t default_node;       /* keyless commands; the seed that answered */
     uint64_t last_refresh_ms;
     int refresh_wanted;          /* a MOVED or a lost node asks for a refresh */
+    sl__replica *replicas;       /* of the current map (CLUSTER SLOTS / SHARDS; none from NODES) */
+    size_t nreplicas, replicas_cap;
+    sl__replica *staged;         /* the map being applied; swapped in when it is committed */
+    size_t nstaged, staged_cap;
 } sl__topology;
 
 void sl__topo_init(sl__topology *t);
