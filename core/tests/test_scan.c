@@ -2,7 +2,7 @@
  * fake cluster: every key once on a steady cluster; MATCH/TYPE/COUNT; plain mode; a slot
  * moved in the middle of its node's pass (its keys come again from the new owner, no other
  * key twice); a node that dies mid-pass, its slots taken over by a new node (every key,
- * the dead node's keys at most twice); an uncovered slot; bad arguments; EVALSHA reloading
+ * the dead node's keys at most twice, no error: the pass is retried from the new map); an uncovered slot; bad arguments; EVALSHA reloading
  * a script on the node that answered NOSCRIPT. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -253,9 +253,8 @@ static void test_node_fails_mid_pass(void **state)
     int done = 0, pages = 0, failures = 0;
     while (!done) {
         int rc = sl_scan_next(s, f->b, &done);
-        if (rc != 0) {
-            /* the dead node's pass fails once; the iterator goes on */
-            assert_int_equal(rc, SL_EIO);
+        if (rc != 0) { /* the map names the new node at once: no failure reaches the caller */
+            fprintf(stderr, "sl_scan_next: %d %s\n", rc, sl_client_errmsg(f->c));
             failures++;
             assert_true(failures <= 1);
             continue;
@@ -264,7 +263,9 @@ static void test_node_fails_mid_pass(void **state)
         if (++pages == 1) kill_node0_and_promote(f);
     }
     sl_scan_free(s);
-    assert_int_equal(failures, 1);
+    assert_int_equal(failures, 0);
+    /* the dead node's pass was retried within the call, from the new node */
+    assert_true(fs_count(f->cl.nodes[0], "SCAN", NULL) >= 1);
     for (int i = 0; i < NKEYS; i++) {
         int slot = fs_key_slot(f->keys[i], strlen(f->keys[i]));
         if (f->seen[i] < 1) fail_msg("key %s missed", f->keys[i]);

@@ -392,10 +392,11 @@ SL_EXTERN int sl_scan_new(sl_client *client, const sl_scan_options *opts, sl_sca
  * array of keys (bulk strings), read with sl_batch_replies / sl_batch_copy_out and valid
  * like any reply. A page may be empty before the end. *done becomes 1 with the last
  * (empty) page, when every slot has been scanned; later calls return empty pages.
- * A negative code (SL_EIO, SL_ETIMEOUT, SL_ESERVER, SL_EPROTO, SL_ECLUSTER...: the node
- * failed or no node serves a slot; message in sl_client_errmsg) leaves the iterator
- * usable: the slot map is refreshed and the next call takes the unfinished slots up again,
- * from their current owners. Each call is one to three round trips to one node. */
+ * When a node fails during a call, the slot map is refreshed and its unfinished slots are
+ * taken up again from their current owners within the call, once. A negative code (SL_EIO,
+ * SL_ETIMEOUT, SL_ESERVER, SL_EPROTO, SL_ECLUSTER...: the node failed again or no node
+ * serves a slot; message in sl_client_errmsg) leaves the iterator usable: the next call
+ * tries again. Each call is one to three round trips to one node (more after a failure). */
 SL_EXTERN int sl_scan_next(sl_scan *scan, sl_batch *batch, int *done);
 
 /* Frees the iterator. NULL is a no-op. */

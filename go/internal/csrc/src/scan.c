@@ -8,7 +8,7 @@
  * is scanned again where it lives now, so a key that existed throughout the iteration is
  * returned at least once, and a key of a moved slot may be returned twice. A pass whose
  * node fails (I/O, an error reply, a malformed reply) finishes nothing; the map is
- * refreshed and its slots are taken up again. When a pass claims only some of N's slots
+ * refreshed and its slots are taken up again (at once, once, within the same call). When a pass claims only some of N's slots
  * (the others were finished by an earlier pass), its keys are filtered to the claimed slots,
  * so the rescan of a moved slot does not repeat the keys of the rest of N.
  *
@@ -405,16 +405,22 @@ int sl_scan_next(sl_scan *s, sl_batch *b, int *done)
         sl__set_err(s->client, "sl_scan_next: the batch belongs to another client");
         return SL_EINVAL;
     }
-    /* A pass ends, another starts, a page comes; a failure is the caller's answer (the
-     * iterator stays usable: the next call takes the failed slots up again). */
-    int rc;
-    if (s->active && s->ending && (rc = end_pass(s, b)) != 0) return rc;
-    if (!s->active) {
-        if (s->left == 0) {
-            *done = 1;
-            return empty_page(b);
+    /* A pass ends, another starts, a page comes. A failed pass (its node died, or the map
+     * was behind) is taken up once more at once, from the refreshed map — a failover that
+     * the cluster has finished costs the caller nothing; a second failure is the caller's
+     * answer (the iterator stays usable: the next call takes the slots up again). */
+    int rc = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (s->active && s->ending && (rc = end_pass(s, b)) != 0) continue;
+        if (!s->active) {
+            if (s->left == 0) {
+                *done = 1;
+                return empty_page(b);
+            }
+            if ((rc = start_pass(s, b)) != 0) continue;
         }
-        if ((rc = start_pass(s, b)) != 0) return rc;
+        if ((rc = scan_page(s, b)) == 0) return 0;
+        if (rc == SL_ENOMEM || rc == SL_ECANCELLED) return rc;
     }
-    return scan_page(s, b);
+    return rc;
 }
