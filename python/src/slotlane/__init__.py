@@ -14,6 +14,7 @@ per node in one crossing, follows MOVED/ASK redirects and splits multi-key comma
 from ._native import ffi as _ffi, lib as _lib
 from ._codec import Verbatim
 from ._client import ALL_PRIMARIES, RANDOM, Client, Pipeline
+from ._cluster import Node, Script
 from ._errors import (ArgumentError, CancelledError, ClusterError, ConnectionError, Error,
                       ProtocolError, ResourceError, ResponseError, TimeoutError)
 
@@ -31,4 +32,4 @@ def key_slot(key: "bytes | str") -> int:
 
 __all__ = ["Client", "Pipeline", "Error", "ResponseError", "ConnectionError", "TimeoutError",
            "ClusterError", "ProtocolError", "CancelledError", "ArgumentError", "ResourceError", "Verbatim", "ALL_PRIMARIES",
-           "RANDOM", "key_slot", "__version__"]
+           "RANDOM", "Node", "Script", "key_slot", "__version__"]

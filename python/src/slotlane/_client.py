@@ -1,8 +1,8 @@
 """Client and Pipeline: a pool of core handles, one crossing into C per pipeline."""
 import threading
-from typing import Any, Dict, Generic, List, Literal, Optional, Tuple, TypeVar, Union, overload
+from typing import Any, Dict, Generic, Iterator, List, Literal, Optional, Tuple, TypeVar, Union, overload
 
-from . import _errors
+from . import _cluster, _errors
 from ._codec import _CRLF, _HDR, Callback, conv, decode_records, encode_into
 from ._commands import ClientCommands, PipelineCommands
 from ._native import ffi, lib
@@ -387,6 +387,31 @@ class Client(ClientCommands[_S]):
         if isinstance(r, _errors.Error):
             raise r
         return r
+
+    # ------------------------------------------------------------ cluster-wide
+
+    def nodes(self) -> List[_cluster.Node]:
+        """The current topology: every primary (in the order of ``ALL_PRIMARIES`` replies)
+        with its slot ranges, then the replicas the slot map names. Nothing is sent; call
+        ``refresh()`` first for a fresh map. Each ``addr`` is a ``target=`` for
+        execute_command, so a per-node command is one loop."""
+        return _cluster.nodes(self)
+
+    def scan_iter(self, match: Optional[Any] = None, count: Optional[int] = None,
+                  _type: Optional[Any] = None) -> Iterator[_S]:
+        """Every key of the cluster (every primary; the one node in plain mode), as
+        redis-py's ``scan_iter``: ``match`` a glob pattern, ``count`` the per-call hint,
+        ``_type`` a type name. The core tracks slots, not node cursors: across a reshard or a
+        failover every key that existed throughout is returned at least once — a key of a
+        moved slot may come twice. One connection handle is held until the iterator ends
+        or is closed."""
+        return _cluster.scan_iter(self, match, count, _type)
+
+    def register_script(self, script: Any) -> _cluster.Script:
+        """A callable for a Lua script, as redis-py's: ``s = c.register_script(lua)``, then
+        ``s(keys=[...], args=[...])`` runs EVALSHA (``readonly=True``: EVALSHA_RO); a node
+        without the script gets it loaded and the command once more."""
+        return _cluster.Script(self, script)
 
     def pipeline(self) -> "Pipeline[_S]":
         """A pipeline: queue commands (the typed methods and execute_command), then
