@@ -71,6 +71,35 @@ static int slgo_new(sl_client **out, const char *url, int mode, const char *user
 	return sl_client_new(out, &o, errmsg, cap);
 }
 
+// The scan's next page and where it is (one crossing per page).
+static int slgo_scan_next(sl_client *cl, sl_scan *s, sl_batch *b, int *done, slgo_out *out)
+{
+	int rc = sl_scan_next(s, b, done);
+	out->recs = sl_batch_replies(b, &out->nrecs, &out->data, &out->dlen);
+	out->errmsg = rc ? sl_client_errmsg(cl) : "";
+	return rc;
+}
+
+static int slgo_scan_new(sl_client *cl, const char *match, size_t match_len, const char *type, int count, sl_scan **out)
+{
+	sl_scan_options o = SL_SCAN_OPTIONS_INIT;
+	o.match = match;
+	o.match_len = match_len;
+	o.type = type;
+	o.count = count;
+	return sl_scan_new(cl, &o, out);
+}
+
+// One EVALSHA through sl_batch_run_script, like slgo_run.
+static int slgo_run_script(sl_client *cl, sl_batch *b, const void *body, size_t body_len, const void *cmd,
+                           size_t len, int timeout_ms, slgo_out *out)
+{
+	int rc = sl_batch_run_script(b, body, body_len, cmd, len, timeout_ms, NULL, 0, NULL, 0, &out->sizes);
+	out->recs = sl_batch_replies(b, &out->nrecs, &out->data, &out->dlen);
+	out->errmsg = rc ? sl_client_errmsg(cl) : "";
+	return rc;
+}
+
 static int slgo_stats(const sl_client *cl, sl_stats *st)
 {
 	memset(st, 0, sizeof *st);
@@ -303,6 +332,111 @@ func (d *decoder) value() Value {
 		v.b = d.data[off : off+n : off+n]
 	}
 	return v
+}
+
+// nodes copies the core's node list out.
+func (h *handle) nodes() ([]Node, error) {
+	var list *C.sl_node_info
+	var n C.size_t
+	if rc := C.sl_client_nodes(h.cl, &list, &n); rc != 0 {
+		return nil, newError(int(rc), C.GoString(C.sl_client_errmsg(h.cl)), nil)
+	}
+	defer C.sl_client_nodes_free(h.cl, list)
+	raw := unsafe.Slice(list, int(n))
+	out := make([]Node, len(raw))
+	for i := range raw {
+		r := &raw[i]
+		out[i] = Node{Addr: C.GoString(r.addr), Primary: r.is_primary != 0}
+		ranges := unsafe.Slice(r.ranges, 2*int(r.nranges))
+		for k := 0; k < int(r.nranges); k++ {
+			out[i].Slots = append(out[i].Slots, [2]int{int(ranges[2*k]), int(ranges[2*k+1])})
+		}
+	}
+	for i := range raw {
+		if p := int(raw[i].primary); p >= 0 && p < len(out) {
+			out[i].PrimaryAddr = out[p].Addr
+		}
+	}
+	return out, nil
+}
+
+// scanNew starts a core scan iterator on the handle's client (freed with scanFree).
+func (h *handle) scanNew(o *scanFilterT) (*C.sl_scan, error) {
+	var match, typ *C.char
+	if o.match != "" {
+		match = C.CString(o.match)
+		defer C.free(unsafe.Pointer(match))
+	}
+	if o.typ != "" {
+		typ = C.CString(o.typ)
+		defer C.free(unsafe.Pointer(typ))
+	}
+	var s *C.sl_scan
+	if rc := C.slgo_scan_new(h.cl, match, C.size_t(len(o.match)), typ, C.int(o.count), &s); rc != 0 {
+		return nil, newError(int(rc), C.GoString(C.sl_client_errmsg(h.cl)), nil)
+	}
+	return s, nil
+}
+
+func (h *handle) scanFree(s *C.sl_scan) { C.sl_scan_free(s) }
+
+// scanNext fetches the next page: its keys (one copy of the page's bytes, the keys share
+// it) and whether the scan is over.
+func (h *handle) scanNext(s *C.sl_scan) ([]string, bool, error) {
+	var done C.int
+	if rc := C.slgo_scan_next(h.cl, s, h.b, &done, h.out); rc != 0 {
+		return nil, false, newError(int(rc), C.GoString(h.out.errmsg), nil)
+	}
+	out := h.out
+	if out.nrecs == 0 || out.recs == nil {
+		return nil, done != 0, nil
+	}
+	recs := unsafe.Slice(out.recs, int(out.nrecs))
+	var data []byte
+	if out.dlen > 0 {
+		data = make([]byte, int(out.dlen))
+		copy(data, unsafe.Slice((*byte)(unsafe.Pointer(out.data)), int(out.dlen)))
+	}
+	keys := make([]string, 0, len(recs)-1)
+	for i := 1; i < len(recs); i++ {
+		off, n := int(recs[i].offset), int(recs[i].len)
+		if n == 0 {
+			keys = append(keys, "")
+			continue
+		}
+		keys = append(keys, unsafe.String(&data[off], n))
+	}
+	return keys, done != 0, nil
+}
+
+// runScript runs one encoded EVALSHA with the script's body for a NOSCRIPT reload and
+// decodes its reply into dst[0].
+func (h *handle) runScript(body string, cmd []byte, timeoutMs int, dst []Result) execution {
+	b := []byte(body)
+	var bp unsafe.Pointer
+	if len(b) > 0 {
+		bp = unsafe.Pointer(&b[0])
+	}
+	rc := C.slgo_run_script(h.cl, h.b, bp, C.size_t(len(b)), unsafe.Pointer(unsafe.SliceData(cmd)),
+		C.size_t(len(cmd)), C.int(timeoutMs), h.out)
+	ex := execution{rc: int(rc)}
+	if rc != 0 {
+		ex.errmsg = C.GoString(h.out.errmsg)
+	}
+	ex.decoded = h.decode(1, dst)
+	return ex
+}
+
+// scriptSHA1 is the core's SHA1 of a script body, as EVALSHA names it.
+func scriptSHA1(body string) string {
+	b := []byte(body)
+	var bp unsafe.Pointer
+	if len(b) > 0 {
+		bp = unsafe.Pointer(&b[0])
+	}
+	var out [41]C.char
+	C.sl_script_sha1(bp, C.size_t(len(b)), &out[0])
+	return C.GoString(&out[0])
 }
 
 // Version returns the version of the libslotlane core compiled into this package.
