@@ -23,13 +23,15 @@ pub enum Mode {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
     /// By the command's key (the default). In cluster mode the core sends `DBSIZE`,
-    /// `KEYS`, `FLUSHALL`, `FLUSHDB`, `SCRIPT FLUSH` and `FUNCTION FLUSH` to every primary
-    /// (merged as for [`Route::AllPrimaries`]); other keyless commands go to the default
-    /// node (the seed that answered discovery).
+    /// `KEYS`, `FLUSHALL`, `FLUSHDB`, `SCRIPT LOAD/EXISTS/FLUSH` and `FUNCTION
+    /// LOAD/DELETE/FLUSH/RESTORE` to every primary (merged as for
+    /// [`Route::AllPrimaries`]); other keyless commands go to the default node (the seed
+    /// that answered discovery).
     Key,
-    /// To every primary. `DBSIZE` replies are summed, `KEYS` concatenated, `FLUSHALL`,
-    /// `FLUSHDB`, `PING`... answer once when every node did; other commands get an array
-    /// with one reply per primary.
+    /// To every primary, merged as Redis's response-policy tip says (slotlane.h): `DBSIZE`
+    /// summed, `KEYS` concatenated, `SCRIPT EXISTS` an AND per script, `FLUSHALL`,
+    /// `SCRIPT LOAD`, `FUNCTION LOAD`, `PING`... the first reply when every node succeeded;
+    /// other commands get an array with one reply per primary.
     AllPrimaries,
     /// To the node `"host:port"`.
     Node(String),
@@ -321,9 +323,9 @@ impl std::fmt::Debug for CancelHandle {
 /// # Ok::<(), slotlane::Error>(())
 /// ```
 pub struct Client {
-    raw: NonNull<sys::sl_client>,
-    batch: NonNull<sys::sl_batch>,
-    scratch: Vec<u8>,
+    pub(crate) raw: NonNull<sys::sl_client>,
+    pub(crate) batch: NonNull<sys::sl_batch>,
+    pub(crate) scratch: Vec<u8>,
     cancel: Option<Arc<CancelShared>>,
 }
 
@@ -491,7 +493,7 @@ impl Client {
         unsafe { sys::sl_key_slot(key.as_ptr().cast(), key.len()) as u16 }
     }
 
-    fn errmsg(&self) -> String {
+    pub(crate) fn errmsg(&self) -> String {
         // SAFETY: raw is live; the message is NUL-terminated and never NULL.
         unsafe { CStr::from_ptr(sys::sl_client_errmsg(self.raw.as_ptr())) }
             .to_string_lossy()

@@ -35,6 +35,7 @@
 #![warn(missing_docs)]
 
 mod client;
+mod cluster;
 mod cmd;
 mod commands;
 mod error;
@@ -44,6 +45,7 @@ pub mod shape;
 mod value;
 
 pub use client::{CancelHandle, Client, ConnectOptions, Mode, Route, Stats};
+pub use cluster::{ClusterNode, ScanIter, Script};
 pub use cmd::{cmd, Cmd, ToArg};
 pub use commands::*;
 pub use error::Error;
