@@ -38,6 +38,7 @@ sl_ports() {
     node)             echo "25000 25299" ;;  # node/ tests
     packages)         echo "26000 26099" ;;  # ci/test-packages.sh
     load)             echo "26300 26399" ;;  # bench/load/test_load.sh
+    bench-scan)       echo "26500 26599" ;;  # bench/scan/run.py (its Redis Cluster)
     *) die "sl_ports: no port range for '$1' (add it to ci/lib.sh)" ;;
   esac
 }
