@@ -113,6 +113,22 @@ SWIGEXPORT jlong JNICALL Java_io_slotlane_internal_slotlaneJNI_sl_1java_1buffer_
 %}
 %native(sl_java_buffer_address) jlong sl_java_buffer_address(jobject buffer);
 
+/* Fields of entry i of an sl_client_nodes() list (Java reads no C memory by itself):
+ * the address as a String, is_primary / primary / nranges (field 0, 1, 2), and
+ * ranges[k]. */
+%inline %{
+static const char *sl_java_node_addr(const void *nodes, int i) {
+  return ((const sl_node_info *)nodes)[i].addr;
+}
+static long long sl_java_node_field(const void *nodes, int i, int field) {
+  const sl_node_info *n = &((const sl_node_info *)nodes)[i];
+  return field == 0 ? n->is_primary : field == 1 ? n->primary : (long long)n->nranges;
+}
+static int sl_java_node_range(const void *nodes, int i, int k) {
+  return ((const sl_node_info *)nodes)[i].ranges[k];
+}
+%}
+
 /* 64-bit counters and limits as Java long (not BigInteger). */
 %apply long long { uint64_t };
 

@@ -17,7 +17,7 @@ import java.nio.charset.StandardCharsets;
 final class CoreHandle {
     // scratch layout (bytes)
     private static final int OUT_PTR = 0, SIZES = 8, STATS = 64, ROUTE = 160, ERRMSG = 192, ERRMSG_CAP = 512,
-            NODE = 704, NODE_CAP = 256, SCRATCH = 960;
+            NODE = 704, NODE_CAP = 256, SCAN_OPTS = 960, DONE = 1000, SHA = 1008, OUT_COUNT = 1056, SCRATCH = 1064;
     static {
         // the layouts this class writes and reads, checked against the compiled header
         if (slotlaneConstants.SL_REPLY_RECORD_SIZE != ReplyDecoder.RECORD || slotlaneConstants.SL_SIZES_SIZE != 32
@@ -141,6 +141,78 @@ final class CoreHandle {
             throw failure(rc, slotlane.sl_client_errmsg(client), null);
         }
         dec.reset(rec, data, (int) scratch.getLong(SIZES));
+    }
+
+    // ------------------------------------------------------------ scan, scripts, nodes
+
+    /** sl_scan_new with MATCH/TYPE (NUL-terminated in opts, a direct buffer kept by the caller) and COUNT. */
+    long scanNew(ByteBuffer strings, int matchLen, int typeOff, int count) {
+        long sa = scratchAddr;
+        long str = strings == null ? 0 : slotlane.sl_java_buffer_address(strings);
+        scratch.putInt(SCAN_OPTS, slotlaneConstants.SL_SCAN_OPTIONS_VERSION);
+        scratch.putInt(SCAN_OPTS + 4, 40);
+        scratch.putLong(SCAN_OPTS + 8, matchLen > 0 ? str : 0);
+        scratch.putLong(SCAN_OPTS + 16, matchLen);
+        scratch.putLong(SCAN_OPTS + 24, typeOff >= 0 ? str + typeOff : 0);
+        scratch.putInt(SCAN_OPTS + 32, count);
+        scratch.putLong(OUT_PTR, 0);
+        int rc = slotlane.sl_scan_new(client, sa + SCAN_OPTS, sa + OUT_PTR);
+        if (rc != 0) throw failure(rc, slotlane.sl_client_errmsg(client), null);
+        return scratch.getLong(OUT_PTR);
+    }
+
+    /** The scan's next page into the decoder (one reply: an array of keys); true when it was the last. */
+    boolean scanNext(long scan) {
+        scratch.putInt(DONE, 0);
+        int rc = slotlane.sl_scan_next(scan, batch, scratchAddr + DONE);
+        if (rc != 0) throw failure(rc, slotlane.sl_client_errmsg(client), null);
+        int crc = copyOutGrowing();
+        finish(crc, 1);
+        return scratch.getInt(DONE) != 0;
+    }
+
+    void scanFree(long scan) {
+        slotlane.sl_scan_free(scan);
+    }
+
+    /** One EVALSHA (the buffer's one command) with the script's body for a NOSCRIPT reload. */
+    void runScript(CommandBuffer b, long bodyAddr, int bodyLen, int timeoutMs) {
+        b.flush();
+        int rc = slotlane.sl_batch_run_script(batch, bodyAddr, bodyLen, b.addr, b.pos, timeoutMs, recAddr,
+                rec.capacity(), dataAddr, data.capacity(), scratchAddr + SIZES);
+        if (rc == sl_error_code.SL_ETOOSMALL) rc = copyOutGrowing();
+        finish(rc, b.count);
+    }
+
+    /** The SHA1 of a script body in native memory. */
+    String sha1(long bodyAddr, int bodyLen) {
+        slotlane.sl_script_sha1(bodyAddr, bodyLen, scratchAddr + SHA);
+        return cString(scratch, SHA, 41);
+    }
+
+    /** The node list (sl_client_nodes), copied into Java objects and freed. */
+    java.util.List<ClusterNode> nodes() {
+        int rc = slotlane.sl_client_nodes(client, scratchAddr + OUT_PTR, scratchAddr + OUT_COUNT);
+        if (rc != 0) throw failure(rc, slotlane.sl_client_errmsg(client), null);
+        long list = scratch.getLong(OUT_PTR);
+        int n = (int) scratch.getLong(OUT_COUNT);
+        try {
+            String[] addr = new String[n];
+            for (int i = 0; i < n; i++) addr[i] = slotlane.sl_java_node_addr(list, i);
+            java.util.List<ClusterNode> out = new java.util.ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                int nr = (int) slotlane.sl_java_node_field(list, i, 2);
+                int[][] ranges = new int[nr][];
+                for (int k = 0; k < nr; k++)
+                    ranges[k] = new int[] {slotlane.sl_java_node_range(list, i, 2 * k), slotlane.sl_java_node_range(list, i, 2 * k + 1)};
+                int p = (int) slotlane.sl_java_node_field(list, i, 1);
+                out.add(new ClusterNode(addr[i], slotlane.sl_java_node_field(list, i, 0) != 0,
+                        p >= 0 && p < n ? addr[p] : null, ranges));
+            }
+            return out;
+        } finally {
+            slotlane.sl_client_nodes_free(client, list);
+        }
     }
 
     /** Reads sl_stats into out[0..9] (added). */
