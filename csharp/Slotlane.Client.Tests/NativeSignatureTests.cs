@@ -85,6 +85,12 @@ namespace Slotlane.Tests
             { "sl_route*", new[] { "Slotlane.SlRoute*" } },
             { "sl_reply*", new[] { "Slotlane.SlReply*" } },
             { "sl_exec_cb", new[] { "System.IntPtr" } },
+            { "sl_node_info*", new[] { "System.IntPtr" } },
+            { "sl_node_info**", new[] { "System.IntPtr*" } },
+            { "sl_scan*", new[] { "System.IntPtr" } },
+            { "sl_scan**", new[] { "System.IntPtr*" } },
+            { "sl_scan_options*", new[] { "Slotlane.SlScanOptions*" } },
+            { "int*", new[] { "System.Int32*" } },
         };
 
         private static IEnumerable<MethodInfo> Imports()
@@ -154,6 +160,7 @@ namespace Slotlane.Tests
                 Tuple.Create(typeof(SlReply), "sl_reply"), Tuple.Create(typeof(SlSizes), "sl_sizes"),
                 Tuple.Create(typeof(SlStats), "sl_stats"), Tuple.Create(typeof(SlRoute), "sl_route"),
                 Tuple.Create(typeof(SlClientOptions), "sl_client_options"),
+                Tuple.Create(typeof(SlNodeInfo), "sl_node_info"), Tuple.Create(typeof(SlScanOptions), "sl_scan_options"),
             };
             var c = new StringBuilder("#include <stdio.h>\n#include <stddef.h>\n#include \"slotlane.h\"\nint main(void){\n");
             var expect = new List<string>();

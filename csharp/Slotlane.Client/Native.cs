@@ -25,6 +25,29 @@ namespace Slotlane
     }
 
     /// <summary>Mirror of <c>sl_sizes</c>.</summary>
+    /// <summary>Mirror of <c>sl_node_info</c>.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct SlNodeInfo
+    {
+        public IntPtr addr;
+        public int is_primary;
+        public int primary;
+        public UIntPtr nranges;
+        public IntPtr ranges;
+    }
+
+    /// <summary>Mirror of <c>sl_scan_options</c>.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct SlScanOptions
+    {
+        public uint version;
+        public uint size;
+        public IntPtr match;
+        public UIntPtr match_len;
+        public IntPtr type;
+        public int count;
+    }
+
     [StructLayout(LayoutKind.Sequential)]
     internal struct SlSizes
     {
@@ -195,6 +218,29 @@ namespace Slotlane
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int sl_key_slot(void* key, UIntPtr len);
 
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_client_nodes(IntPtr client, IntPtr* nodes, UIntPtr* count);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sl_client_nodes_free(IntPtr client, IntPtr nodes);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_scan_new(IntPtr client, SlScanOptions* opts, IntPtr* @out);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_scan_next(IntPtr scan, IntPtr batch, int* done);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sl_scan_free(IntPtr scan);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sl_script_sha1(void* body, UIntPtr len, byte* @out);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_batch_run_script(IntPtr batch, void* body, UIntPtr body_len, void* cmd, UIntPtr len,
+                                                       int timeout_ms, void* records, UIntPtr records_cap, void* data,
+                                                       UIntPtr data_cap, SlSizes* sizes);
+
         // ------------------------------------------------ slotlane_uv.h: the core's loop thread
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -210,6 +256,8 @@ namespace Slotlane
         internal static extern void sl_loop_free(IntPtr loop);
 
         /// <summary>Functions of the headers deliberately not bound, with the reason (checked by the tests).</summary>
+        internal const uint SL_SCAN_OPTIONS_VERSION = 1;
+
         internal static readonly string[] NotBound =
         {
             "sl_batch_append_argv",   // the binding encodes RESP itself (one crossing per pipeline)
@@ -217,13 +265,6 @@ namespace Slotlane
             "sl_client_attach_loop",  // the caller's-loop engine is for runtimes with a libuv loop (Node)
             "sl_batch_exec_async",
             "sl_client_detach_loop",
-            "sl_client_nodes",        // the node list, cluster SCAN and scripts: not bound in C# yet
-            "sl_client_nodes_free",
-            "sl_scan_new",
-            "sl_scan_next",
-            "sl_scan_free",
-            "sl_script_sha1",
-            "sl_batch_run_script",
         };
 
         internal static string PtrToUtf8(IntPtr p)

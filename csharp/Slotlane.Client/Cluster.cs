@@ -1,0 +1,266 @@
+// The node list, cluster-wide SCAN and scripts: thin over the core's sl_client_nodes,
+// sl_scan_* and sl_batch_run_script, which hold the logic.
+using System;
+using System.Collections;
+using System.Collections.Generic;
+using System.Runtime.InteropServices;
+using System.Text;
+
+namespace Slotlane
+{
+    /// <summary>One node of a client's current topology (<see cref="List"/>).</summary>
+    public sealed class ClusterNode
+    {
+        /// <summary>"host:port": a <see cref="Route"/> node target, so a per-node command is one loop.</summary>
+        public string Address { get; }
+        /// <summary>A primary (it serves slots), else a replica.</summary>
+        public bool IsPrimary { get; }
+        /// <summary>A replica's primary ("host:port"); null for a primary.</summary>
+        public string PrimaryAddress { get; }
+        /// <summary>The slot ranges served, first and last inclusive (empty for a replica).</summary>
+        public IReadOnlyList<int[]> Slots { get; }
+
+        internal ClusterNode(string address, bool primary, string primaryAddress, List<int[]> slots)
+        {
+            Address = address;
+            IsPrimary = primary;
+            PrimaryAddress = primaryAddress;
+            Slots = slots;
+        }
+
+        /// <summary>The current topology: every primary (in the order of all-primaries replies) with its
+        /// slot ranges, then the replicas the slot map names. Nothing is sent.</summary>
+        /// <param name="client">The client.</param>
+        /// <returns>The nodes.</returns>
+        public static unsafe IReadOnlyList<ClusterNode> List(SlotlaneClient client)
+        {
+            CoreHandle h = client.Rent();
+            try
+            {
+                IntPtr list;
+                UIntPtr n;
+                int rc = Native.sl_client_nodes(h.Client, &list, &n);
+                if (rc != 0) throw SlotlaneException.FromCode(rc, h.ErrMsg());
+                try
+                {
+                    var raw = (SlNodeInfo*)list;
+                    int count = (int)n;
+                    var addr = new string[count];
+                    for (int i = 0; i < count; i++) addr[i] = Native.PtrToUtf8(raw[i].addr);
+                    var result = new List<ClusterNode>(count);
+                    for (int i = 0; i < count; i++)
+                    {
+                        var slots = new List<int[]>();
+                        var r = (ushort*)raw[i].ranges;
+                        for (long k = 0; k < (long)raw[i].nranges; k++) slots.Add(new int[] { r[2 * k], r[2 * k + 1] });
+                        int p = raw[i].primary;
+                        result.Add(new ClusterNode(addr[i], raw[i].is_primary != 0, p >= 0 && p < count ? addr[p] : null, slots));
+                    }
+                    return result;
+                }
+                finally { Native.sl_client_nodes_free(h.Client, list); }
+            }
+            finally { client.Return(h); }
+        }
+
+        /// <summary>"primary host:port" or "replica host:port".</summary>
+        public override string ToString() { return (IsPrimary ? "primary " : "replica ") + Address; }
+    }
+
+    /// <summary>Every key of a cluster (every primary; the one node in plain mode), as an
+    /// <c>IEnumerable&lt;byte[]&gt;</c>: <c>foreach (var key in ClusterScan.Keys(client, "user:*"))</c>. The
+    /// core tracks slots, not node cursors: across a reshard or a failover every key that existed
+    /// throughout is returned at least once, and a key of a moved slot may come twice. An
+    /// enumeration holds one core handle of the client until it ends or is disposed.</summary>
+    public static class ClusterScan
+    {
+        /// <summary>The keys, filtered.</summary>
+        /// <param name="client">The client.</param>
+        /// <param name="match">A glob pattern (MATCH), or null for every key.</param>
+        /// <param name="count">The per-call hint (COUNT), 0 for the server's default.</param>
+        /// <param name="type">A type name (TYPE: "string", "hash"...), or null for any.</param>
+        /// <returns>The keys.</returns>
+        public static IEnumerable<byte[]> Keys(SlotlaneClient client, string match = null, int count = 0, string type = null)
+        {
+            if (client == null) throw new ArgumentNullException(nameof(client));
+            if (count < 0) throw new ArgumentException("count must not be negative", nameof(count));
+            if (match != null && match.Length == 0) throw new ArgumentException("an empty MATCH pattern", nameof(match));
+            return new Enumerable(client, match, count, type);
+        }
+
+        private sealed class Enumerable : IEnumerable<byte[]>
+        {
+            private readonly SlotlaneClient _client;
+            private readonly string _match, _type;
+            private readonly int _count;
+            internal Enumerable(SlotlaneClient c, string match, int count, string type) { _client = c; _match = match; _count = count; _type = type; }
+            public IEnumerator<byte[]> GetEnumerator() { return new Enumerator(_client, _match, _count, _type); }
+            IEnumerator IEnumerable.GetEnumerator() { return GetEnumerator(); }
+        }
+
+        private sealed unsafe class Enumerator : IEnumerator<byte[]>
+        {
+            private readonly SlotlaneClient _client;
+            private CoreHandle _h;
+            private IntPtr _scan;
+            private readonly Queue<byte[]> _page = new Queue<byte[]>();
+            private bool _done;
+            private byte[] _current;
+
+            internal Enumerator(SlotlaneClient c, string match, int count, string type)
+            {
+                _client = c;
+                byte[] m = match == null ? null : Encoding.UTF8.GetBytes(match);
+                byte[] t = type == null ? null : Encoding.UTF8.GetBytes(type + "\0");
+                _h = c.Rent();
+                try
+                {
+                    fixed (byte* mp = m)
+                    fixed (byte* tp = t)
+                    {
+                        SlScanOptions o;
+                        o.version = Native.SL_SCAN_OPTIONS_VERSION;
+                        o.size = (uint)sizeof(SlScanOptions);
+                        o.match = (IntPtr)mp;
+                        o.match_len = (UIntPtr)(m == null ? 0 : m.Length);
+                        o.type = (IntPtr)tp;
+                        o.count = count;
+                        IntPtr s;
+                        int rc = Native.sl_scan_new(_h.Client, &o, &s);
+                        if (rc != 0) throw SlotlaneException.FromCode(rc, _h.ErrMsg());
+                        _scan = s;
+                    }
+                }
+                catch
+                {
+                    c.Return(_h);
+                    _h = null;
+                    throw;
+                }
+            }
+
+            public byte[] Current { get { return _current; } }
+            object IEnumerator.Current { get { return _current; } }
+
+            public bool MoveNext()
+            {
+                while (_page.Count == 0 && !_done) Fetch();
+                if (_page.Count == 0) return false;
+                _current = _page.Dequeue();
+                return true;
+            }
+
+            private void Fetch()
+            {
+                try
+                {
+                    int done;
+                    int rc = Native.sl_scan_next(_scan, _h.Batch, &done);
+                    if (rc != 0) throw SlotlaneException.FromCode(rc, _h.ErrMsg());
+                    _done = done != 0;
+                    UIntPtr n, dlen;
+                    byte* data;
+                    SlReply* recs = Native.sl_batch_replies(_h.Batch, &n, &data, &dlen);
+                    for (long i = 1; i < (long)n; i++)
+                    {
+                        var k = new byte[recs[i].len];
+                        if (k.Length > 0) Marshal.Copy((IntPtr)(data + (long)recs[i].offset), k, 0, k.Length);
+                        _page.Enqueue(k);
+                    }
+                    if (_done) Dispose();
+                }
+                catch
+                {
+                    Dispose();
+                    throw;
+                }
+            }
+
+            public void Reset() { throw new NotSupportedException("a scan cannot be restarted: enumerate again"); }
+
+            public void Dispose()
+            {
+                _done = true;
+                if (_h != null)
+                {
+                    Native.sl_scan_free(_scan);
+                    _scan = IntPtr.Zero;
+                    _client.Return(_h);
+                    _h = null;
+                }
+            }
+        }
+    }
+
+    /// <summary>A Lua script run by its SHA1 (<c>Script.Create(client, src).Run(keys, args)</c>): EVALSHA, and a
+    /// node that answers NOSCRIPT gets the script loaded and the command once more — in the core.</summary>
+    public sealed class Script
+    {
+        private readonly SlotlaneClient _client;
+        private readonly byte[] _body;
+
+        /// <summary>The SHA1 (40 lowercase hex digits).</summary>
+        public string Sha { get; }
+
+        private unsafe Script(SlotlaneClient client, byte[] body)
+        {
+            _client = client;
+            _body = body;
+            byte* sha = stackalloc byte[41];
+            fixed (byte* b = body) Native.sl_script_sha1(b, (UIntPtr)body.Length, sha);
+            Sha = Native.PtrToUtf8((IntPtr)sha);
+        }
+
+        /// <summary>Binds a script to a client.</summary>
+        /// <param name="client">The client.</param>
+        /// <param name="src">The script's body.</param>
+        /// <returns>The script.</returns>
+        public static Script Create(SlotlaneClient client, string src)
+        {
+            if (client == null) throw new ArgumentNullException(nameof(client));
+            if (src == null) throw new ArgumentNullException(nameof(src));
+            return new Script(client, Encoding.UTF8.GetBytes(src));
+        }
+
+        /// <summary>Runs the script (EVALSHA).</summary>
+        /// <param name="keys">KEYS.</param>
+        /// <param name="args">ARGV.</param>
+        /// <returns>The reply, as <see cref="SlotlaneClient.Execute(object[])"/> returns it.</returns>
+        public object Run(object[] keys, params object[] args) { return Call("EVALSHA", keys, args); }
+
+        /// <summary>Runs the script as a read-only one (EVALSHA_RO).</summary>
+        /// <param name="keys">KEYS.</param>
+        /// <param name="args">ARGV.</param>
+        /// <returns>The reply.</returns>
+        public object RunReadOnly(object[] keys, params object[] args) { return Call("EVALSHA_RO", keys, args); }
+
+        private unsafe object Call(string name, object[] keys, object[] args)
+        {
+            keys = keys ?? new object[0];
+            args = args ?? new object[0];
+            var argv = new object[3 + keys.Length + args.Length];
+            argv[0] = name;
+            argv[1] = Sha;
+            argv[2] = (long)keys.Length;
+            Array.Copy(keys, 0, argv, 3, keys.Length);
+            Array.Copy(args, 0, argv, 3 + keys.Length, args.Length);
+            CoreHandle h = _client.Rent();
+            object r;
+            try
+            {
+                h.Cmd.Clear();
+                h.Cmd.Append(argv);
+                SlSizes sz;
+                int rc;
+                fixed (byte* b = _body)
+                    rc = Native.sl_batch_run_script(h.Batch, b, (UIntPtr)_body.Length, h.Cmd.Ptr, (UIntPtr)h.Cmd.Length,
+                                                    _client.TimeoutMs, h.Recs.Ptr, (UIntPtr)h.Recs.Capacity, h.Data.Ptr,
+                                                    (UIntPtr)h.Data.Capacity, &sz);
+                if (rc == (int)SlCode.SL_ETOOSMALL) rc = h.CopyOutGrown(ref sz);
+                r = h.Finish(rc, ref sz, 1)[0];
+            }
+            finally { _client.Return(h); }
+            return SlotlaneClient.ThrowIfError(r);
+        }
+    }
+}
