@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.sdist import sdist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,4 +33,8 @@ def version():
     return build_ffi.load_description(build_ffi.core_dir()).version()
 
 
-setup(version=version(), cffi_modules=["build_ffi.py:ffi"], cmdclass={"sdist": sdist_with_core})
+# slotlane._pages: a scan page's keys built in C (src/slotlane/_pages.c; the CPython C API,
+# where making the objects in C pays — a Python loop per key costs more than the SCAN).
+PAGES = Extension("slotlane._pages", ["src/slotlane/_pages.c"], extra_compile_args=["-O2"])
+
+setup(version=version(), cffi_modules=["build_ffi.py:ffi"], ext_modules=[PAGES], cmdclass={"sdist": sdist_with_core})

@@ -186,3 +186,19 @@ def test_function_load_fcall_every_shard(client):
     assert client.execute_command("FUNCTION", "DELETE", "sllib") in (b"OK", "OK")
     with pytest.raises(slotlane.ResponseError):
         client.execute_command("FCALL", "slf", 1, "fk:0")
+
+
+def test_page_keys_builds_keys_and_refuses_bad_records():
+    """The C helper that turns a scan page into keys: bytes, text, and a record that points
+    past the data is a ValueError, not a read out of bounds."""
+    import struct
+    from slotlane import _cluster
+    recs = struct.pack("<BBHIqQ", 6, 0, 0, 2, 0, 0) + struct.pack("<BBHIqQ", 1, 0, 0, 3, 0, 0) + \
+        struct.pack("<BBHIqQ", 1, 0, 0, 2, 0, 3)
+    assert _cluster._page_keys(recs, b"abcde", None) == [b"abc", b"de"]
+    assert _cluster._page_keys(recs, b"abc\xc3\xa9", ("utf-8", "strict")) == ["abc", "\xe9"]
+    assert _cluster._page_keys(recs[:24], b"", None) == []
+    with pytest.raises(ValueError):
+        _cluster._page_keys(recs, b"abcd", None)
+    with pytest.raises(ValueError):
+        _cluster._page_keys(recs[:30], b"abcde", None)

@@ -6,6 +6,11 @@ from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple, T
 from ._codec import conv, decode_records, encode_into
 from ._native import ffi, lib
 
+try:
+    from . import _pages
+except ImportError:  # pragma: no cover - an interpreter without the C helper
+    _pages = None  # type: ignore[assignment]
+
 if TYPE_CHECKING:  # pragma: no cover
     from ._client import Client
 
@@ -53,11 +58,14 @@ def nodes(client: "Client[Any]") -> List[Node]:
 _LITTLE = sys.byteorder == "little"
 
 
-def _page_keys(recs: Any, data: bytes, text: Optional[Tuple[str, str]]) -> List[Any]:
+def _page_keys(recs: Any, data: Any, text: Optional[Tuple[str, str]]) -> List[Any]:
     """A scan page (an array record, then one bulk-string record per key: the core checks
-    the shape) as a list of keys. The lengths and offsets are read as strided memoryview
-    slices — one C-level pass each — instead of unpacking every record in Python: the
-    per-key cost is then one slice of data."""
+    the shape) as a list of keys: built in C by slotlane._pages from the batch's own memory;
+    without it (an interpreter that cannot load it), the lengths and offsets are read as
+    strided memoryview slices and each key sliced in Python."""
+    if _pages is not None and _LITTLE:
+        return _pages.page_keys(recs, data, *(text or ()))
+    data = bytes(data)
     if not _LITTLE:
         return list(decode_records(recs, data, text)[0])
     mv = memoryview(recs)
@@ -110,7 +118,7 @@ def scan_iter(client: "Client[Any]", match: Any = None, count: Optional[int] = N
                 _raise_code(rc, h.errmsg())
             recs = lib.sl_batch_replies(h.batch, nrec, h.datap, ndata)
             nd = ndata[0]
-            yield from _page_keys(ffi.buffer(recs, nrec[0] * 24), ffi.buffer(h.datap[0], nd)[:] if nd else b"", text)
+            yield from _page_keys(ffi.buffer(recs, nrec[0] * 24), ffi.buffer(h.datap[0], nd) if nd else b"", text)
     finally:
         if scan[0] != ffi.NULL:
             lib.sl_scan_free(scan[0])
