@@ -262,6 +262,23 @@ static size_t map_get(const sl_reply *m, size_t n, const uint8_t *data, const ch
     return 0;
 }
 
+/* A node entry of CLUSTER SHARDS: its host record (endpoint, else ip; 0 when absent) and
+ * port record. Returns 1 for a primary, 2 for a replica, 0 when the role or an integer port
+ * is missing. */
+static int shard_node(const sl_reply *nd, size_t ns, const uint8_t *data, size_t *host, size_t *port)
+{
+    size_t role = map_get(nd, ns, data, "role");
+    size_t ep = map_get(nd, ns, data, "endpoint");
+    *host = ep ? ep : map_get(nd, ns, data, "ip");
+    *port = map_get(nd, ns, data, "port");
+    if (!role || !*port || nd[*port].type != SL_REPLY_INTEGER || !is_text(&nd[role])) return 0;
+    const uint8_t *t = data + nd[role].offset;
+    size_t l = nd[role].len;
+    if ((l == 6 && memcmp(t, "master", 6) == 0) || (l == 7 && memcmp(t, "primary", 7) == 0)) return 1;
+    if (l == 7 && memcmp(t, "replica", 7) == 0) return 2;
+    return 0;
+}
+
 int sl__topo_apply_shards(sl_client *c, uint16_t asked, const sl_reply *r, size_t n, const uint8_t *data)
 {
     if (n == 0 || r[0].type != SL_REPLY_ARRAY) return SL_ECLUSTER;
@@ -281,15 +298,8 @@ int sl__topo_apply_shards(sl_client *c, uint16_t asked, const sl_reply *r, size_
         size_t j = ni + 1;
         for (uint32_t k = 0; k < sh[ni].len && j < span; k++) {
             const sl_reply *nd = &sh[j];
-            size_t ns = subtree(nd, span - j);
-            size_t role = map_get(nd, ns, data, "role");
-            size_t ip = map_get(nd, ns, data, "ip");
-            size_t ep = map_get(nd, ns, data, "endpoint");
-            size_t port = map_get(nd, ns, data, "port");
-            if (role && port && nd[port].type == SL_REPLY_INTEGER && is_text(&nd[role]) &&
-                ((nd[role].len == 6 && memcmp(data + nd[role].offset, "master", 6) == 0) ||
-                 (nd[role].len == 7 && memcmp(data + nd[role].offset, "primary", 7) == 0))) {
-                size_t h = ep ? ep : ip;
+            size_t ns = subtree(nd, span - j), h, port;
+            if (shard_node(nd, ns, data, &h, &port) == 1) {
                 /* a host that is neither text nor nil (an aggregate's len counts children,
                  * not bytes) is a bad reply, not bytes to read */
                 if (h && nd[h].type != SL_REPLY_NIL && !is_text(&nd[h])) return SL_ECLUSTER;
@@ -309,14 +319,8 @@ int sl__topo_apply_shards(sl_client *c, uint16_t asked, const sl_reply *r, size_
         j = ni + 1;
         for (uint32_t k = 0; k < sh[ni].len && j < span; k++) {
             const sl_reply *nd = &sh[j];
-            size_t ns = subtree(nd, span - j);
-            size_t role = map_get(nd, ns, data, "role");
-            size_t ip = map_get(nd, ns, data, "ip");
-            size_t ep = map_get(nd, ns, data, "endpoint");
-            size_t port = map_get(nd, ns, data, "port");
-            size_t h = ep ? ep : ip;
-            if (role && port && nd[port].type == SL_REPLY_INTEGER && is_text(&nd[role]) &&
-                nd[role].len == 7 && memcmp(data + nd[role].offset, "replica", 7) == 0 && h && is_text(&nd[h])) {
+            size_t ns = subtree(nd, span - j), h, port;
+            if (shard_node(nd, ns, data, &h, &port) == 2 && h && is_text(&nd[h])) {
                 int rc = stage_replica(c, asked, nd[h].len ? data + nd[h].offset : NULL, nd[h].len,
                                        nd[port].value.integer, idx);
                 if (rc) return rc;
