@@ -22,7 +22,6 @@ import datetime
 import json
 import os
 import resource
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,7 +30,7 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "python", "bench"))
-from cluster_cost import git_info, machine  # noqa: E402  (the records' shared fields)
+from cluster_cost import git_info, machine, write_record  # noqa: E402  (the records' shared helpers)
 
 import slotlane  # noqa: E402
 
@@ -106,25 +105,6 @@ def per_key(r):
     k = max(r["keys"], 1)
     return {"user_ns_per_key": r["user_ns"] / k, "sys_ns_per_key": r["sys_ns"] / k,
             "cpu_ns_per_key": (r["user_ns"] + r["sys_ns"]) / k, "keys_per_s": r["keys"] / r["wall_s"]}
-
-
-def write_record(rec, dest):
-    os.makedirs(dest, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".tmp", dir=dest)
-    with os.fdopen(fd, "w") as f:
-        json.dump(rec, f, indent=1)
-        f.write("\n")
-    try:
-        while True:
-            now = datetime.datetime.now(datetime.timezone.utc)
-            name = os.path.join(dest, "%s-%s-scan.json" % (socket.gethostname(), now.strftime("%Y-%m-%d-%H%M%S")))
-            try:
-                os.link(tmp, name)
-                return name
-            except FileExistsError:
-                time.sleep(1.0 - now.microsecond / 1e6 + 0.01)
-    finally:
-        os.unlink(tmp)
 
 
 def main():
@@ -206,7 +186,7 @@ def main():
                        "client_cpu": args.client_cpu, "order": "interleaved, reversed every other round"},
             "rows": out_rows, "targets": targets,
         }
-        path = write_record(rec, args.out)
+        path = write_record(rec, args.out, "scan")
         for t in targets:
             print("%s: %.3f (per round %s) %s" % (t["name"], t["value"], ", ".join("%.3f" % x for x in t["per_round"]),
                                                  "met" if t["met"] else "NOT met"))
