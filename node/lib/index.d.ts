@@ -56,6 +56,18 @@ export interface SendOptions {
 }
 
 /** The core's counters (sl_stats). */
+/** One node of the client's current topology (Client.nodes()). */
+export interface ClusterNode {
+  /** "host:port": a `route` target. */
+  addr: string;
+  /** A primary (serves slots), else a replica. */
+  primary: boolean;
+  /** A replica's primary; null for a primary. */
+  primaryAddr: string | null;
+  /** The slot ranges served, [first, last] inclusive ([] for a replica). */
+  slots: Array<[number, number]>;
+}
+
 export interface Stats {
   commands: number;
   moved: number;
@@ -90,6 +102,8 @@ export class Client<S extends string | Buffer = string> {
   batch(): Pipeline<S>;
   /** The core's counters. Throws ConnectionError when not connected or closed. */
   stats(): Stats;
+  /** The current topology (nothing is sent): primaries with their slot ranges, then replicas. */
+  nodes(): ClusterNode[];
   /** Sends and answers what was issued, refuses later commands, closes the connections. */
   close(): Promise<void>;
   /** Alias of close(). */

@@ -495,6 +495,23 @@ class Client {
   }
 
   /**
+   * The current topology (nothing is sent): every primary, in the order of all-primaries
+   * replies, with its slot ranges, then the replicas the slot map names. Each `addr` is a
+   * `route: { node: addr }` target, so a per-node command is one loop.
+   */
+  nodes() {
+    if (this._h === null || this._state >= CLOSED) {
+      throw new ConnectionError('slotlane: nodes() needs an open client', 'closed');
+    }
+    const raw = native.nodes(this._h);
+    return raw.map(([addr, primary, pi, r]) => {
+      const slots = [];
+      for (let k = 0; k < r.length; k += 2) slots.push([r[k], r[k + 1]]);
+      return { addr, primary, primaryAddr: pi >= 0 && pi < raw.length ? raw[pi][0] : null, slots };
+    });
+  }
+
+  /**
    * Closes the client: commands already issued are sent and answered first, later ones
    * reject with a ConnectionError. Resolves when the connections are closed.
    */

@@ -582,6 +582,51 @@ static napi_value js_stats(napi_env env, napi_callback_info info)
     return arr;
 }
 
+/* The node list (sl_client_nodes): an array of [addr, isPrimary, primaryIndex, [first, last, ...]].
+ * No I/O: the topology as the client knows it. */
+static napi_value js_nodes(napi_env env, napi_callback_info info)
+{
+    size_t argc = 1;
+    napi_value argv[1], arr;
+    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    nclient *nc = get_client(env, argv[0]);
+    if (!nc) return NULL;
+    if (!nc->c) {
+        napi_throw_error(env, NULL, "client is closed");
+        return NULL;
+    }
+    sl_node_info *nodes;
+    size_t n;
+    if (sl_client_nodes(nc->c, &nodes, &n) != 0) {
+        napi_throw_error(env, NULL, sl_client_errmsg(nc->c));
+        return NULL;
+    }
+    napi_status st = napi_create_array_with_length(env, n, &arr);
+    for (size_t i = 0; st == napi_ok && i < n; i++) {
+        napi_value e, v, ranges;
+        st = napi_create_array_with_length(env, 4, &e);
+        if (st == napi_ok) st = napi_create_string_utf8(env, nodes[i].addr, NAPI_AUTO_LENGTH, &v);
+        if (st == napi_ok) st = napi_set_element(env, e, 0, v);
+        if (st == napi_ok) st = napi_get_boolean(env, nodes[i].is_primary != 0, &v);
+        if (st == napi_ok) st = napi_set_element(env, e, 1, v);
+        if (st == napi_ok) st = napi_create_int32(env, nodes[i].primary, &v);
+        if (st == napi_ok) st = napi_set_element(env, e, 2, v);
+        if (st == napi_ok) st = napi_create_array_with_length(env, 2 * nodes[i].nranges, &ranges);
+        for (size_t k = 0; st == napi_ok && k < 2 * nodes[i].nranges; k++) {
+            if ((st = napi_create_uint32(env, nodes[i].ranges[k], &v)) == napi_ok)
+                st = napi_set_element(env, ranges, (uint32_t)k, v);
+        }
+        if (st == napi_ok) st = napi_set_element(env, e, 3, ranges);
+        if (st == napi_ok) st = napi_set_element(env, arr, (uint32_t)i, e);
+    }
+    sl_client_nodes_free(nc->c, nodes);
+    if (st != napi_ok) {
+        napi_throw_error(env, NULL, "slotlane: building the node list failed");
+        return NULL;
+    }
+    return arr;
+}
+
 static napi_value js_key_slot(napi_env env, napi_callback_info info)
 {
     size_t argc = 1;
@@ -633,6 +678,7 @@ static napi_value init(napi_env env, napi_value exports)
         {"close", NULL, js_close, NULL, NULL, NULL, napi_default, NULL},
         {"errmsg", NULL, js_errmsg, NULL, NULL, NULL, napi_default, NULL},
         {"stats", NULL, js_stats, NULL, NULL, NULL, napi_default, NULL},
+        {"nodes", NULL, js_nodes, NULL, NULL, NULL, napi_default, NULL},
         {"keySlot", NULL, js_key_slot, NULL, NULL, NULL, napi_default, NULL},
         {"version", NULL, js_version, NULL, NULL, NULL, napi_default, NULL},
         {"strerror", NULL, js_strerror, NULL, NULL, NULL, napi_default, NULL},

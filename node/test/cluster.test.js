@@ -11,6 +11,22 @@ let cluster;
 test.before(() => { cluster = startRedisCluster(25200, 3); });
 test.after(() => { cluster && cluster.stop(); });
 
+test('nodes(): every primary with its slot ranges; a per-node command is one loop', async () => {
+  const c = sl.createClient({ url: cluster.url });
+  try {
+    await c.connect();
+    const nodes = c.nodes();
+    const primaries = nodes.filter((n) => n.primary);
+    assert.equal(primaries.length, 3);
+    assert.equal(primaries.reduce((s, n) => s + n.slots.reduce((t, [a, b]) => t + b - a + 1, 0), 0), 16384);
+    for (const n of nodes) if (!n.primary) assert.ok(primaries.some((p) => p.addr === n.primaryAddr));
+    for (const n of primaries) assert.equal(await c.sendCommand(['PING'], { route: { node: n.addr } }), 'PONG');
+  } finally {
+    await c.close();
+  }
+  assert.throws(() => c.nodes(), sl.ConnectionError);
+});
+
 test('MOVED and ASK during a live reshard: every reply right, redirects followed', async () => {
   const c = sl.createClient({ url: cluster.url });
   try {
