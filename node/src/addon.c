@@ -555,17 +555,29 @@ static napi_value js_errmsg(napi_env env, napi_callback_info info)
     return r;
 }
 
-static napi_value js_stats(napi_env env, napi_callback_info info)
+/* The open client of a call's one argument; NULL (an exception pending) when the argument is
+ * not a client or the client is closed. */
+static nclient *open_client_arg(napi_env env, napi_callback_info info)
 {
     size_t argc = 1;
-    napi_value argv[1], arr;
-    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    napi_value argv[1];
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) {
+        throw_last(env, "napi_get_cb_info");
+        return NULL;
+    }
     nclient *nc = get_client(env, argv[0]);
-    if (!nc) return NULL;
-    if (!nc->c) {
+    if (nc && !nc->c) {
         napi_throw_error(env, NULL, "client is closed");
         return NULL;
     }
+    return nc;
+}
+
+static napi_value js_stats(napi_env env, napi_callback_info info)
+{
+    napi_value arr;
+    nclient *nc = open_client_arg(env, info);
+    if (!nc) return NULL;
     sl_stats st;
     memset(&st, 0, sizeof st);
     st.version = SL_STATS_VERSION;
@@ -586,15 +598,9 @@ static napi_value js_stats(napi_env env, napi_callback_info info)
  * No I/O: the topology as the client knows it. */
 static napi_value js_nodes(napi_env env, napi_callback_info info)
 {
-    size_t argc = 1;
-    napi_value argv[1], arr;
-    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-    nclient *nc = get_client(env, argv[0]);
+    napi_value arr;
+    nclient *nc = open_client_arg(env, info);
     if (!nc) return NULL;
-    if (!nc->c) {
-        napi_throw_error(env, NULL, "client is closed");
-        return NULL;
-    }
     sl_node_info *nodes;
     size_t n;
     if (sl_client_nodes(nc->c, &nodes, &n) != 0) {
