@@ -20,7 +20,6 @@ table for server/README.md.
 """
 import argparse
 import datetime
-import json
 import os
 import platform
 import socket
@@ -29,7 +28,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-import redis_benchmark as rb  # noqa: E402  (free_port, cpu_ns, start, git_state)
+import benchlib as rb  # noqa: E402
 
 SCRIPT = ("redis.call('set', KEYS[1], ARGV[1]) "
           "local v = redis.call('get', KEYS[1]) "
@@ -57,11 +56,7 @@ def call(port, *args):
 
 
 def run(port, pipeline, argv, n, load_cpu):
-    cmd = ["taskset", "-c", load_cpu, "redis-benchmark", "-p", str(port), "-P", str(pipeline), "-c", "50",
-           "-r", "100000", "-n", str(n), "--csv", *argv]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=True)
-    rows = [l for l in out.stdout.splitlines() if l.startswith('"') and not l.startswith('"test"')]
-    return float(rows[0].split(",")[1].strip('"')), cmd
+    return rb.redis_benchmark(port, load_cpu, ["-P", str(pipeline), "-c", "50", "-r", "100000", "-n", str(n), *argv])
 
 
 def main():
@@ -102,7 +97,7 @@ def main():
                                "rps": rps, "keys_after": keys, "server_cpu_ns": user + system,
                                "server_cpu_ns_per_req": (user + system) / n, "server_user_ns_per_req": user / n,
                                "server_sys_ns_per_req": system / n,
-                               "load1": float(open("/proc/loadavg").read().split()[0]),
+                               "load1": rb.load1(),
                                "server_command": " ".join(server_cmd), "bench_command": " ".join(bench_cmd)}
                         rows.append(row)
                         print(f"round {rnd + 1} {kind:8} {op:7} P={pipeline:<2} {rps:>9.0f} rps "
@@ -148,21 +143,7 @@ def main():
         "medians": medians,
         "target": "server CPU per request <= 0.9x Redis's",
     }
-    records = os.path.join(os.path.dirname(rb.SERVER), "..", "..", "bench", "records")
-    records = os.path.join(rb.ROOT, "bench", "records")
-    tmp = os.path.join(records, f".{host}-{os.getpid()}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(record, f, indent=2)
-        f.write("\n")
-    t = finished
-    for _ in range(120):
-        name = os.path.join(records, f"{host}-{t.strftime('%Y-%m-%d-%H%M%S')}-server-scripting.json")
-        try:
-            os.link(tmp, name)
-            break
-        except FileExistsError:
-            t += datetime.timedelta(seconds=1)
-    os.unlink(tmp)
+    name = rb.write_record(record, "server-scripting", host, finished)
     print("\n| op | pipeline | slotlane CPU ns/req (user/sys) | redis CPU ns/req (user/sys) | ratio | user ratio | "
           "slotlane rps | redis rps |")
     print("|---|---|---|---|---|---|---|---|")
