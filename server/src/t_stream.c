@@ -84,6 +84,19 @@ static int parse_id_or_reply(sv_ctx *c, sv_str a, sv_sid *id, uint64_t missing, 
     return 0;
 }
 
+/* The IDs argv[from..argc-1] (XDEL, XACK): a new array, or NULL after replying the
+ * first bad one's error. */
+static sv_sid *parse_id_list(sv_ctx *c, int argc, sv_str *argv, int from)
+{
+    sv_sid *ids = sv_malloc(sizeof(sv_sid) * (size_t)(argc - from));
+    for (int j = from; j < argc; j++)
+        if (!parse_id_or_reply(c, argv[j], &ids[j - from], 0, 1)) {
+            free(ids);
+            return NULL;
+        }
+    return ids;
+}
+
 /* Range bound with the "(" exclusive prefix (Redis's streamParseIntervalIDOrReply). */
 static int parse_interval(sv_ctx *c, sv_str a, sv_sid *id, int *excl, uint64_t missing)
 {
@@ -549,12 +562,8 @@ void sv_cmd_xdel(sv_ctx *c, int argc, sv_str *argv)
         sv_add_int(&c->r, 0);
         return;
     }
-    sv_sid *ids = sv_malloc(sizeof(sv_sid) * (size_t)(argc - 2));
-    for (int j = 2; j < argc; j++)
-        if (!parse_id_or_reply(c, argv[j], &ids[j - 2], 0, 1)) {
-            free(ids);
-            return;
-        }
+    sv_sid *ids = parse_id_list(c, argc, argv, 2);
+    if (!ids) return;
     long long deleted = 0;
     int first = 0;
     for (int j = 0; j < argc - 2; j++) {
@@ -1171,12 +1180,8 @@ void sv_cmd_xack(sv_ctx *c, int argc, sv_str *argv)
         sv_add_int(&c->r, 0);
         return;
     }
-    sv_sid *ids = sv_malloc(sizeof(sv_sid) * (size_t)(argc - 3));
-    for (int j = 3; j < argc; j++)
-        if (!parse_id_or_reply(c, argv[j], &ids[j - 3], 0, 1)) {
-            free(ids);
-            return;
-        }
+    sv_sid *ids = parse_id_list(c, argc, argv, 3);
+    if (!ids) return;
     long long acked = 0;
     for (int j = 0; j < argc - 3; j++) {
         size_t at;
