@@ -34,6 +34,7 @@ typedef struct sv_fmsg {
     int proto;
     int is_reply;
     int must_run;  /* a coordinated step: runs even for a dropped client (a RENAME's restore) */
+    int part_role; /* a coordinated XREAD's part that may park: 1 primary, 2 secondary (blocking.h) */
     uint64_t client_id;
     int argc;
     sv_str *argv;
@@ -455,6 +456,7 @@ static void execute_request(sv_shard *sh, sv_fmsg *m)
     sv_execute(&ctx, m->argc, m->argv);
     if (ctx.blocked) { /* parked here; the reply goes back when it is served */
         sv_block_attach(ctx.blocked, &remote_ops, m, m->argc, m->argv, NULL);
+        if (m->part_role) sv_waiter_set_part(ctx.blocked, m->part_role == 2);
         sv_block_serve(sh);
         return;
     }
@@ -548,6 +550,39 @@ void sv_fwd_coord_send(sv_conn *c, sv_pend *p, int step, int owner, int argc, sv
     c->sh->fwd_inflight[owner]++;
     bump(&c->sh->fwd_commands);
     push(c->sh, owner, m);
+}
+
+void sv_fwd_coord_park(sv_conn *c, sv_pend *p, int step, int owner, int argc, sv_str *argv, int secondary)
+{
+    sv_fmsg *m = msg_new(c, argc, argv, NULL);
+    m->part_role = secondary ? 2 : 1; /* may park there (must_run 0: can_block) */
+    m->pend = p;
+    m->part = step;
+    m->dst = owner;
+    c->fwd_outstanding++;
+    c->sh->fwd_inflight[owner]++;
+    bump(&c->sh->fwd_commands);
+    push(c->sh, owner, m);
+}
+
+void sv_fwd_coord_settle(sv_conn *c, sv_pend *p)
+{
+    if (c->closing || p != c->pend_head || p->waiting) return;
+    drain(c);
+    sv_conn_queue_flush(c);
+}
+
+void sv_fwd_coord_hold(sv_conn *c, void *state)
+{
+    c->blk_wait = 1;
+    c->blk_coord = state;
+}
+
+void sv_fwd_coord_unhold(sv_conn *c)
+{
+    c->blk_wait = 0;
+    c->blk_coord = NULL;
+    if (!c->closing) sv_block_resume_later(c->sh, c); /* its later requests run now */
 }
 
 sv_buf *sv_fwd_coord_out(sv_pend *p) { return &p->out; }
