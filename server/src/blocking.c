@@ -50,6 +50,8 @@ static const sv_block_type default_type = {NULL, NULL, NULL};
 
 void *sv_waiter_priv(sv_waiter *w) { return w->priv; }
 uint64_t sv_waiter_client_id(sv_waiter *w) { return w->sessp->id; }
+int sv_block_parts_count(sv_shard *sh) { return sh->blk ? atomic_load_explicit(&sh->blk->nparts, memory_order_relaxed) : 0; }
+
 int sv_block_count(sv_shard *sh)
 {
     if (!sh->blk) return 0;
@@ -158,6 +160,9 @@ static void waiter_free(sv_waiter *w)
                           memory_order_relaxed);
     if (w->part == 2)
         atomic_store_explicit(&b->nsecondary, atomic_load_explicit(&b->nsecondary, memory_order_relaxed) - 1,
+                              memory_order_relaxed);
+    if (w->part)
+        atomic_store_explicit(&b->nparts, atomic_load_explicit(&b->nparts, memory_order_relaxed) - 1,
                               memory_order_relaxed);
     if (w->type->free_priv && w->priv) w->type->free_priv(w->priv);
     free(w->nodes);
@@ -417,8 +422,9 @@ void sv_waiter_set_part(sv_waiter *w, int secondary)
 {
     if (w->part) return; /* a retry: already set */
     w->part = secondary ? 2 : 1;
+    sv_blk *b = w->sh->blk;
+    atomic_store_explicit(&b->nparts, atomic_load_explicit(&b->nparts, memory_order_relaxed) + 1, memory_order_relaxed);
     if (secondary) {
-        sv_blk *b = w->sh->blk;
         atomic_store_explicit(&b->nsecondary, atomic_load_explicit(&b->nsecondary, memory_order_relaxed) + 1,
                               memory_order_relaxed);
     }
@@ -452,6 +458,7 @@ void sv_block_init_shard(sv_shard *sh)
     sv_dict_init(&b->keys);
     atomic_init(&b->nwaiters, 0);
     atomic_init(&b->nsecondary, 0);
+    atomic_init(&b->nparts, 0);
     uv_timer_init(&sh->loop, &b->timer);
     b->timer.data = sh;
     sh->blk = b;

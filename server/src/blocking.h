@@ -41,6 +41,7 @@ typedef struct sv_blk {
     sv_str serving_key;      /* the key whose waiters are being tried (sv_block_ready_key) */
     atomic_int nwaiters;     /* every waiter */
     atomic_int nsecondary;   /* of which secondary parts (INFO blocked_clients counts the others) */
+    atomic_int nparts;       /* of which parts, primary or secondary (INFO blocked_parts) */
 } sv_blk;
 
 /* Tries the blocked command again (in c: reply, shard, session of the waiter).
@@ -126,6 +127,9 @@ int sv_block_release_part(sv_shard *sh, uint64_t client_id);
 
 /* Parked clients on the shard (INFO blocked_clients), readable from any thread. */
 int sv_block_count(sv_shard *sh);
+/* Coordinated parts parked on the shard (INFO blocked_parts), from any thread: a
+ * cross-shard XREAD BLOCK is parked everywhere once it counts one per owner shard. */
+int sv_block_parts_count(sv_shard *sh);
 
 void sv_block_init_shard(sv_shard *sh);
 /* At shutdown (in the loop, before forwarding closes): every waiter is cancelled. */

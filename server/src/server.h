@@ -234,7 +234,7 @@ typedef struct sv_shard {
     int *fwd_dirty;                /* targets with a batch this turn */
     int nfwd_dirty;
     struct sv_conn *flush_list;    /* connections that got forwarded replies this turn */
-    atomic_uint_fast64_t fwd_commands, fwd_wakeups, fwd_executed;
+    atomic_uint_fast64_t fwd_commands, fwd_wakeups, fwd_executed, fwd_busy_replies;
     /* backpressure: requests sent to each shard whose replies have not come back
      * (this thread only), the connections paused because a target was at
      * --forward-queue, and how often that happened */

@@ -25,11 +25,17 @@ def blocked(c):
     return int(info.split(b"blocked_clients:")[1].split(b"\r\n")[0])
 
 
-def wait_blocked(c, n):
+def wait_blocked(c, n, parts=None):
+    """Until INFO says n clients are parked and, when parts is given, slotlane's
+    blocked_parts says every part of the coordinated reads has parked on its shard
+    (redis-server has no such field: one node, no parts)."""
     for _ in range(100000):
-        if blocked(c) == n:
+        info = bytes(c.call("INFO", "clients"))
+        got = int(info.split(b"blocked_clients:")[1].split(b"\r\n")[0])
+        have = int(info.split(b"blocked_parts:")[1].split(b"\r\n")[0]) if b"blocked_parts:" in info else None
+        if got == n and (parts is None or have is None or have == parts):
             return
-    raise AssertionError(f"blocked_clients never reached {n}: {blocked(c)}")
+    raise AssertionError(f"blocked_clients never reached {n} (parts {parts}): {info!r}")
 
 
 def names(shards):
@@ -47,7 +53,11 @@ def names(shards):
     return out
 
 
-def script(srv, proto, s1, s2, s3):
+def parts(shards, *keys):
+    return len({resp.shard_of(k, shards) for k in keys})
+
+
+def script(srv, proto, shards, s1, s2, s3):
     a, b = Conn(srv.port), Conn(srv.port)
     if proto == 3:
         a.call("HELLO", "3")
@@ -55,12 +65,12 @@ def script(srv, proto, s1, s2, s3):
     r = []
     # parked on two shards, served by the second key's shard: only that stream
     a.send("XREAD", "BLOCK", "0", "STREAMS", s1, s2, "$", "$")
-    wait_blocked(b, 1)
+    wait_blocked(b, 1, parts(shards, s1, s2))
     r.append(b.call("XADD", s2, "1-1", "f", "a"))
     r.append(a.read())
     # ... and by the first key's shard
     a.send("XREAD", "BLOCK", "0", "STREAMS", s2, s1, "$", "$")
-    wait_blocked(b, 1)
+    wait_blocked(b, 1, parts(shards, s2, s1))
     r.append(b.call("XADD", s1, "2-1", "f", "b"))
     r.append(a.read())
     # data on two shards at once: served at once, in key order
@@ -74,7 +84,7 @@ def script(srv, proto, s1, s2, s3):
     r.append(b.call("XGROUP", "CREATE", s1, "g", "$"))
     r.append(b.call("XGROUP", "CREATE", s2, "g", "$"))
     a.send("XREADGROUP", "GROUP", "g", "c1", "BLOCK", "0", "STREAMS", s1, s2, ">", ">")
-    wait_blocked(b, 1)
+    wait_blocked(b, 1, parts(shards, s1, s2))
     r.append(b.call("XADD", s2, "4-1", "f", "d"))
     r.append(a.read())
     r.append(b.call("XPENDING", s1, "g"))
@@ -95,25 +105,25 @@ def script(srv, proto, s1, s2, s3):
     # XGROUP DESTROY while parked
     r.append(a.call("XREADGROUP", "GROUP", "g", "c1", "STREAMS", s1, s2, ">", ">"))  # drain 6-1
     a.send("XREADGROUP", "GROUP", "g", "c2", "BLOCK", "0", "STREAMS", s1, s2, ">", ">")
-    wait_blocked(b, 1)
+    wait_blocked(b, 1, parts(shards, s1, s2))
     r.append(b.call("XGROUP", "DESTROY", s2, "g"))
     r.append(a.read())
     # CLIENT UNBLOCK: once, for the client (not once per part)
     aid = a.call("CLIENT", "ID")
     a.send("XREAD", "BLOCK", "0", "STREAMS", s1, s2, s3, "$", "$", "$")
-    wait_blocked(b, 1)
+    wait_blocked(b, 1, parts(shards, s1, s2, s3))
     r.append(b.call("CLIENT", "UNBLOCK", str(aid)))
     r.append(a.read())
     a.send("XREADGROUP", "GROUP", "g", "c1", "BLOCK", "0", "STREAMS", s3, s1, "0", ">")
     r.append(a.read())  # s3 has no group: NOGROUP at once
     a.send("XREAD", "BLOCK", "0", "STREAMS", s2, s1, "$", "$")
-    wait_blocked(b, 1)
+    wait_blocked(b, 1, parts(shards, s2, s1))
     r.append(b.call("CLIENT", "UNBLOCK", str(aid), "ERROR"))
     r.append(a.read())
     r.append(b.call("CLIENT", "UNBLOCK", str(aid)))
     # many entries at once (one EXEC) to a parked read without COUNT: 1000 of them
     a.send("XREAD", "BLOCK", "0", "STREAMS", s2, s1, "$", "$")
-    wait_blocked(b, 1)
+    wait_blocked(b, 1, parts(shards, s2, s1))
     b.call("MULTI")
     for i in range(1500):
         b.call("XADD", s1, f"100-{i + 1}", "f", "v")
@@ -125,7 +135,7 @@ def script(srv, proto, s1, s2, s3):
     # the commands after a parked one wait for it, and leave in order
     a.send("XREAD", "BLOCK", "0", "STREAMS", s1, s2, "$", "$")
     a.send("PING")
-    wait_blocked(b, 1)
+    wait_blocked(b, 1, parts(shards, s1, s2))
     r.append(b.call("XADD", s2, "200-1", "f", "g"))
     r.append(a.read())
     r.append(a.read())
@@ -142,8 +152,8 @@ def test_xread_across_shards_as_redis(shards, proto):
     ours = Server(shards=shards, extra=["--port-mode", "one-port"])
     ref = Server(redis=True)
     try:
-        got, want = script(ours, proto, *keys), script(ref, proto, *keys)
-        assert blocked(Conn(ours.port)) == 0
+        got, want = script(ours, proto, shards, *keys), script(ref, proto, shards, *keys)
+        wait_blocked(Conn(ours.port), 0, 0)
     finally:
         code, err = ours.stop()
         ref.stop()
@@ -201,7 +211,7 @@ def test_blocked_clients_counts_the_client_once(oneport):
     b.call("XADD", s1, "*", "f", "v")
     assert a.read()[0][0] == s1.encode()
     assert c.read()[0][0] == s1.encode()
-    wait_blocked(b, 0)
+    wait_blocked(b, 0, 0)
     b.call("DEL", s1, s2, s3)
 
 
@@ -215,7 +225,7 @@ def test_disconnect_releases_every_part(oneport):
         a.send("XREADGROUP", "GROUP", "dg", "gone", "BLOCK", "0", "STREAMS", s1, s2, ">", ">")
         wait_blocked(b, 1)
         a.close()
-        wait_blocked(b, 0)
+        wait_blocked(b, 0, 0)
     # nothing parked any more: these entries are for nobody, and stay unread
     b.call("XADD", s1, "*", "f", "v")
     b.call("XADD", s2, "*", "f", "v")
@@ -267,7 +277,7 @@ def test_every_entry_once_with_consumers_parked_on_two_shards(oneport):
     assert b.call("XPENDING", s1, "eg")[0] + b.call("XPENDING", s2, "eg")[0] == total
     for c in consumers:
         c.close()
-    wait_blocked(b, 0)
+    wait_blocked(b, 0, 0)
     b.call("DEL", s1, s2)
 
 
