@@ -9,7 +9,8 @@
 
 #include "fwd_multi.h"
 
-enum { K_PLAIN, K_SUM, K_OK, K_MGET, K_CONCAT, K_COORD, K_SILENT /* the reply is dropped */, K_SAME };
+enum { K_PLAIN, K_SUM, K_OK, K_MGET, K_CONCAT, K_COORD, K_SILENT /* the reply is dropped */, K_SAME,
+       K_KILL /* SCRIPT/FUNCTION KILL: the busy shard's answer */ };
 
 typedef struct sv_pend {
     struct sv_pend *next;
@@ -56,6 +57,7 @@ typedef struct sv_fwd_pool {
     sv_fmsg *msgs;
     sv_pend *pends;
     int nmsgs, npends;
+    sv_fmsg *def_head, *def_tail; /* taken while a script was busy, run after it (sv_fwd_busy_service) */
 } sv_fwd_pool;
 
 /* The per-source queue heads of a shard sit a cache line apart: producers on
@@ -285,6 +287,16 @@ static size_t elem_len(const char *p, size_t n)
 static void merge(sv_conn *c, sv_pend *p)
 {
     sv_reply r = {&p->out, c->sess.proto};
+    if (p->kind == K_KILL) { /* the shard running a script answers; the others are not busy */
+        int k = 0;
+        for (int i = 0; i < p->nparts; i++)
+            if (p->parts[i].len && !(p->parts[i].len >= 8 && memcmp(p->parts[i].data, "-NOTBUSY", 8) == 0)) {
+                k = i;
+                break;
+            }
+        sv_buf_append(&p->out, p->parts[k].data, p->parts[k].len);
+        return;
+    }
     for (int i = 0; i < p->nparts; i++) /* an error in a part is the reply */
         if (p->parts[i].len && p->parts[i].data[0] == '-') {
             sv_buf_append(&p->out, p->parts[i].data, p->parts[i].len);
@@ -474,6 +486,14 @@ static void on_async(uv_async_t *a)
      * of everything run here would pile up unpublished (they leave in on_check, at
      * the end of the turn). Stopping is safe: each exchange leaves the queue empty,
      * so the next batch published after it wakes this loop again. */
+    sv_fwd_pool *pool = sh->fwd_pool;
+    while (pool->def_head) { /* what a busy script's service took and could not answer */
+        sv_fmsg *m = pool->def_head;
+        pool->def_head = m->next;
+        if (!pool->def_head) pool->def_tail = NULL;
+        if (m->is_reply) deliver(sh, m);
+        else execute_request(sh, m);
+    }
     int busy = 1;
     for (int pass = 0; busy && pass < 4; pass++) {
         busy = 0;
@@ -508,6 +528,57 @@ static void on_async(uv_async_t *a)
     if (sh->fwd_paused) resume_paused(sh);
     sv_block_serve(sh); /* connections whose parked command answered from another shard */
     sv_conn_flush_queued(sh);
+}
+
+/* ---- a busy script (script.c) ---- */
+
+void sv_fwd_busy_service(sv_shard *sh, sv_fwd_busy_fn *answer, void *ud)
+{
+    if (!sh->fwd_on) return;
+    sv_fwd_pool *pool = sh->fwd_pool;
+    int deferred = 0;
+    for (int s = 0; s < sv_cfg.shards; s++) {
+        sv_fmsg *l = atomic_exchange_explicit(&sh->fwd_in[(size_t)s * QSTRIDE], NULL, memory_order_acquire);
+        sv_fmsg *fifo = NULL;
+        while (l) {
+            sv_fmsg *n = l->next;
+            l->next = fifo;
+            fifo = l;
+            l = n;
+        }
+        while (fifo) {
+            sv_fmsg *m = fifo;
+            fifo = m->next;
+            sv_reply r = {&m->reply, m->proto};
+            if (m->is_reply || m->must_run || !answer(ud, m->client_id, &r, m->argc, m->argv)) {
+                /* replies run coordinators and drain connections (not from inside a
+                 * script); a coordinated step must run (a RENAME's restore); the
+                 * script's own client's next requests follow it: all of them wait */
+                m->next = NULL;
+                if (pool->def_tail) pool->def_tail->next = m;
+                else pool->def_head = m;
+                pool->def_tail = m;
+                deferred = 1;
+                continue;
+            }
+            /* a client's request: answered as the shard's own clients are (-BUSY, or
+             * the KILL it asks for), and sent back at once, alone: the batch of this
+             * turn may hold replies whose writes the log has not written yet */
+            bump(&sh->fwd_executed);
+            bump(&sh->fwd_busy_replies);
+            m->is_reply = 1;
+            sv_fmsg *_Atomic *head = &sv_shards[m->src].fwd_in[(size_t)sh->index * QSTRIDE];
+            sv_fmsg *old = atomic_load_explicit(head, memory_order_relaxed);
+            do {
+                m->next = old;
+            } while (!atomic_compare_exchange_weak_explicit(head, &old, m, memory_order_release, memory_order_relaxed));
+            if (!old) {
+                bump(&sh->fwd_wakeups);
+                uv_async_send(&sv_shards[m->src].fwd_async);
+            }
+        }
+    }
+    if (deferred) uv_async_send(&sh->fwd_async); /* runs them once the script is over */
 }
 
 /* ---- dispatch ---- */
@@ -908,8 +979,10 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
     if (!cmd->first && !cmd->getkeys) {
         long long slot;
         int unblock = cmd->fn == sv_cmd_client && argc >= 3 && sv_eq(argv[1], "unblock"); /* any shard's client */
+        /* SCRIPT/FUNCTION KILL: the script runs on one shard, whichever port got it */
+        int kill = (cmd->fn == sv_cmd_script || cmd->fn == sv_cmd_function) && argc == 2 && sv_eq(argv[1], "kill");
         int fan = cmd->fan == SV_FAN_SUM || cmd->fan == SV_FAN_OK || cmd->fan == SV_FAN_CONCAT || unblock ||
-                  fans_scripting(cmd, argc, argv);
+                  fans_scripting(cmd, argc, argv) || kill;
         if (cmd->fan == SV_FAN_SLOT_ARG && argc >= 3 &&
             (sv_eq(argv[1], "countkeysinslot") || sv_eq(argv[1], "getkeysinslot")) &&
             sv_str2ll(argv[2].p, argv[2].len, &slot) && slot >= 0 && slot < SL_SLOTS &&
@@ -934,6 +1007,7 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
         else if (cmd->fan == SV_FAN_OK) fan_out(c, K_OK, argc, argv);
         else if (cmd->fan == SV_FAN_CONCAT) fan_out(c, K_CONCAT, argc, argv);
         else if (unblock && unblock_args_ok(argc, argv)) fan_out(c, K_SUM, argc, argv);
+        else if (kill) fan_out(c, K_KILL, argc, argv);
         else if (fan && !unblock) fan_out(c, K_SAME, argc, argv);
         else run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
         return 0;

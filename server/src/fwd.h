@@ -80,4 +80,12 @@ void sv_fwd_later_done(sv_conn *c, struct sv_pend *p);
 sv_buf *sv_fwd_reply_buf(sv_conn *c);
 void sv_fwd_free_pending(sv_conn *c);
 
+/* A script past busy-reply-threshold on this shard (script.c's busy mode): the
+ * requests other shards forwarded here are answered now by answer (-BUSY, or the
+ * SCRIPT/FUNCTION KILL they carry) and sent back at once, as the shard's own clients
+ * are; replies arriving for this shard's connections and coordinated steps (which
+ * must run) wait until the script is over. */
+typedef int sv_fwd_busy_fn(void *ud, uint64_t client_id, sv_reply *r, int argc, sv_str *argv); /* 0: wait too */
+void sv_fwd_busy_service(sv_shard *sh, sv_fwd_busy_fn *answer, void *ud);
+
 #endif

@@ -1114,7 +1114,7 @@ static void function_stats(sv_lua *e, sv_reply *r)
 
 static int64_t busy_threshold(void) { return sv_cfg.busy_reply_ms; }
 
-static void busy_reply(sv_lua *e, sv_conn *c, sv_reply *r, int argc, sv_str *argv)
+static void busy_reply(sv_lua *e, uint64_t client_id, sv_reply *r, int argc, sv_str *argv)
 {
     if (argc >= 2 && (sv_eq(argv[0], "script") || sv_eq(argv[0], "function")) && sv_eq(argv[1], "kill")) {
         int is_eval = sv_eq(argv[0], "script");
@@ -1140,7 +1140,7 @@ static void busy_reply(sv_lua *e, sv_conn *c, sv_reply *r, int argc, sv_str *arg
             /* as Redis: the script cannot be stopped, so the process ends here without
              * returning to it (nothing of its partial effects is acknowledged) */
             sv_log(SV_LOG_WARNING, "SHUTDOWN NOSAVE while a script runs (client %llu): exiting now",
-                   (unsigned long long)c->sess.id);
+                   (unsigned long long)client_id);
             _exit(0);
         }
         sv_add_error(r, "-ERR Errors trying to SHUTDOWN. Check logs.");
@@ -1154,8 +1154,17 @@ static void busy_reply(sv_lua *e, sv_conn *c, sv_reply *r, int argc, sv_str *arg
                                : "-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.");
 }
 
+static int busy_reply_forwarded(void *ud, uint64_t client_id, sv_reply *r, int argc, sv_str *argv)
+{
+    sv_lua *e = ud;
+    if (e->caller && e->caller->id == client_id) return 0; /* the script's own client: after it, in order */
+    busy_reply(e, client_id, r, argc, argv);
+    return 1;
+}
+
 /* Serves the shard's other connections while a script is busy: reads what they
- * sent, answers each complete request in the restricted mode, writes the replies. */
+ * sent, answers each complete request in the restricted mode, writes the replies;
+ * and the requests other shards forwarded here (one-port mode) the same way. */
 static void busy_service(sv_lua *e)
 {
     sv_shard *sh = e->sh;
@@ -1167,6 +1176,7 @@ static void busy_service(sv_lua *e)
             if (fd < 0) break;
             sv_conn_adopt(sh, fd);
         }
+    sv_fwd_busy_service(sh, busy_reply_forwarded, e);
     for (sv_conn *c = sh->conns, *next; c; c = next) {
         next = c->next;
         if (&c->sess == e->caller || c->closing || c->close_when_flushed || c->fwd_paused) continue;
@@ -1196,7 +1206,7 @@ static void busy_service(sv_lua *e)
                 }
                 sv_parser_args(&c->parser, base, c->argv);
                 sv_reply rep = {sv_fwd_reply_buf(c), c->sess.proto};
-                busy_reply(e, c, &rep, argc, c->argv);
+                busy_reply(e, c->sess.id, &rep, argc, c->argv);
                 any = 1;
             }
             c->rstart += c->parser.pos;
@@ -1233,7 +1243,7 @@ static void count_hook(lua_State *L, lua_Debug *ar)
         raise_error(L, "Script killed by user with SCRIPT KILL...");
         return;
     }
-    if (!e->sh->conns) return; /* replay, fuzzing: nobody to answer */
+    if (!e->sh->conns && !e->sh->fwd_on) return; /* replay, fuzzing: nobody to answer */
     int64_t now = sv_mstime();
     if (!e->busy && now - e->start_ms >= busy_threshold()) {
         e->busy = 1;
