@@ -144,6 +144,34 @@ static void push(sv_shard *sh, int t, sv_fmsg *m)
     sh->fwd_first[t] = m;
 }
 
+/* Puts first..last (newest first) on shard t's queue from sh with one CAS. */
+static void publish_to(sv_shard *sh, int t, sv_fmsg *first, sv_fmsg *last)
+{
+    sv_fmsg *_Atomic *head = &sv_shards[t].fwd_in[(size_t)sh->index * QSTRIDE];
+    sv_fmsg *old = atomic_load_explicit(head, memory_order_relaxed);
+    do {
+        last->next = old;
+    } while (!atomic_compare_exchange_weak_explicit(head, &old, first, memory_order_release, memory_order_relaxed));
+    if (!old) { /* the target has taken everything we sent before: wake it */
+        bump(&sh->fwd_wakeups);
+        uv_async_send(&sv_shards[t].fwd_async);
+    }
+}
+
+/* Takes everything shard s queued for sh, oldest first. */
+static sv_fmsg *take_from(sv_shard *sh, int s)
+{
+    sv_fmsg *l = atomic_exchange_explicit(&sh->fwd_in[(size_t)s * QSTRIDE], NULL, memory_order_acquire);
+    sv_fmsg *fifo = NULL; /* the list is newest first: reverse it */
+    while (l) {
+        sv_fmsg *n = l->next;
+        l->next = fifo;
+        fifo = l;
+        l = n;
+    }
+    return fifo;
+}
+
 static void publish(sv_shard *sh)
 {
     if (sh->aof) sv_aof_before_reply(sh); /* replies of forwarded writes acknowledge them */
@@ -151,15 +179,7 @@ static void publish(sv_shard *sh)
         int t = sh->fwd_dirty[k];
         sv_fmsg *first = sh->fwd_first[t], *last = sh->fwd_last[t];
         sh->fwd_first[t] = sh->fwd_last[t] = NULL;
-        sv_fmsg *_Atomic *head = &sv_shards[t].fwd_in[(size_t)sh->index * QSTRIDE];
-        sv_fmsg *old = atomic_load_explicit(head, memory_order_relaxed);
-        do {
-            last->next = old;
-        } while (!atomic_compare_exchange_weak_explicit(head, &old, first, memory_order_release, memory_order_relaxed));
-        if (!old) { /* the target has taken everything we sent before: wake it */
-            bump(&sh->fwd_wakeups);
-            uv_async_send(&sv_shards[t].fwd_async);
-        }
+        publish_to(sh, t, first, last);
     }
     sh->nfwd_dirty = 0;
 }
@@ -498,16 +518,9 @@ static void on_async(uv_async_t *a)
     for (int pass = 0; busy && pass < 4; pass++) {
         busy = 0;
         for (int s = 0; s < sv_cfg.shards; s++) {
-            sv_fmsg *l = atomic_exchange_explicit(&sh->fwd_in[(size_t)s * QSTRIDE], NULL, memory_order_acquire);
-            if (!l) continue;
+            sv_fmsg *fifo = take_from(sh, s);
+            if (!fifo) continue;
             busy = 1;
-            sv_fmsg *fifo = NULL; /* the list is newest first: reverse it */
-            while (l) {
-                sv_fmsg *n = l->next;
-                l->next = fifo;
-                fifo = l;
-                l = n;
-            }
             int run = 0;
             while (fifo) {
                 sv_fmsg *m = fifo;
@@ -538,14 +551,7 @@ void sv_fwd_busy_service(sv_shard *sh, sv_fwd_busy_fn *answer, void *ud)
     sv_fwd_pool *pool = sh->fwd_pool;
     int deferred = 0;
     for (int s = 0; s < sv_cfg.shards; s++) {
-        sv_fmsg *l = atomic_exchange_explicit(&sh->fwd_in[(size_t)s * QSTRIDE], NULL, memory_order_acquire);
-        sv_fmsg *fifo = NULL;
-        while (l) {
-            sv_fmsg *n = l->next;
-            l->next = fifo;
-            fifo = l;
-            l = n;
-        }
+        sv_fmsg *fifo = take_from(sh, s);
         while (fifo) {
             sv_fmsg *m = fifo;
             fifo = m->next;
@@ -567,15 +573,7 @@ void sv_fwd_busy_service(sv_shard *sh, sv_fwd_busy_fn *answer, void *ud)
             bump(&sh->fwd_executed);
             bump(&sh->fwd_busy_replies);
             m->is_reply = 1;
-            sv_fmsg *_Atomic *head = &sv_shards[m->src].fwd_in[(size_t)sh->index * QSTRIDE];
-            sv_fmsg *old = atomic_load_explicit(head, memory_order_relaxed);
-            do {
-                m->next = old;
-            } while (!atomic_compare_exchange_weak_explicit(head, &old, m, memory_order_release, memory_order_relaxed));
-            if (!old) {
-                bump(&sh->fwd_wakeups);
-                uv_async_send(&sv_shards[m->src].fwd_async);
-            }
+            publish_to(sh, m->src, m, m);
         }
     }
     if (deferred) uv_async_send(&sh->fwd_async); /* runs them once the script is over */
@@ -609,11 +607,10 @@ sv_pend *sv_fwd_coord_slot(sv_conn *c, void *state)
     return p;
 }
 
-void sv_fwd_coord_send(sv_conn *c, sv_pend *p, int step, int owner, int argc, sv_str *argv)
+/* A coordinator's request (its reply comes back to sv_fwdm_reply with step). */
+static sv_fmsg *coord_msg(sv_conn *c, sv_pend *p, int step, int owner, int argc, sv_str *argv)
 {
     sv_fmsg *m = msg_new(c, argc, argv, NULL);
-    m->proto = 2; /* the coordinator parses RESP2 */
-    m->must_run = 1;
     m->pend = p;
     m->part = step;
     m->dst = owner;
@@ -621,19 +618,20 @@ void sv_fwd_coord_send(sv_conn *c, sv_pend *p, int step, int owner, int argc, sv
     c->sh->fwd_inflight[owner]++;
     bump(&c->sh->fwd_commands);
     push(c->sh, owner, m);
+    return m;
+}
+
+void sv_fwd_coord_send(sv_conn *c, sv_pend *p, int step, int owner, int argc, sv_str *argv)
+{
+    sv_fmsg *m = coord_msg(c, p, step, owner, argc, argv);
+    m->proto = 2; /* the coordinator parses RESP2 */
+    m->must_run = 1;
 }
 
 void sv_fwd_coord_park(sv_conn *c, sv_pend *p, int step, int owner, int argc, sv_str *argv, int secondary)
 {
-    sv_fmsg *m = msg_new(c, argc, argv, NULL);
-    m->part_role = secondary ? 2 : 1; /* may park there (must_run 0: can_block) */
-    m->pend = p;
-    m->part = step;
-    m->dst = owner;
-    c->fwd_outstanding++;
-    c->sh->fwd_inflight[owner]++;
-    bump(&c->sh->fwd_commands);
-    push(c->sh, owner, m);
+    /* may park there (must_run 0: can_block); replies in the client's protocol */
+    coord_msg(c, p, step, owner, argc, argv)->part_role = secondary ? 2 : 1;
 }
 
 void sv_fwd_coord_settle(sv_conn *c, sv_pend *p)
