@@ -485,6 +485,7 @@ static void execute_request(sv_shard *sh, sv_fmsg *m)
     /* the sender routed it here (all its keys are ours): no second routing check */
     sv_ctx ctx = {.sh = sh, .sess = &s, .r = {&m->reply, m->proto}, .noroute = 1};
     ctx.can_block = !m->must_run;
+    ctx.coord_part = m->part_role != 0;
     sv_execute(&ctx, m->argc, m->argv);
     if (ctx.blocked) { /* parked here; the reply goes back when it is served */
         sv_block_attach(ctx.blocked, &remote_ops, m, m->argc, m->argv, NULL);

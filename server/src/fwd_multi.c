@@ -706,6 +706,7 @@ static void xread_send(coord *co)
             s.proto = co->proto;
             sv_ctx lc = {.sh = sh, .sess = &s, .r = {&co->rep[i], co->proto}, .noroute = 1};
             lc.can_block = 1;
+            lc.coord_part = 1;
             sv_execute(&lc, argc, a);
             if (lc.blocked) { /* parked here: answered through local_part_ops */
                 co->outstanding++;

@@ -281,6 +281,7 @@ typedef struct sv_ctx {
     int can_block;
     struct sv_waiter *blocked;
     struct sv_waiter *retry;
+    int coord_part; /* a part of a coordinated XREAD (fwd_multi.c): its keys were checked before */
 } sv_ctx;
 
 typedef void sv_cmd_fn(sv_ctx *c, int argc, sv_str *argv);

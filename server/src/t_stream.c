@@ -850,7 +850,9 @@ static void xread(sv_ctx *c, int argc, sv_str *argv, int group_cmd)
         if (get_stream(c, key, &s) < 0) goto done;
         if (have_group) {
             if (!s || !(groups[k] = group_find(s, gname, NULL))) {
-                if (retry_ids) /* XGROUP DESTROY (or the key went) while it waited */
+                /* XGROUP DESTROY (or the key went) while it waited; a coordinated
+                 * BLOCK's part (its group was there at the check) counts as waiting */
+                if (retry_ids || (c->coord_part && x.timeout != -1))
                     sv_add_error(&c->r, "-NOGROUP the consumer group this client was blocked on no longer exists");
                 else
                     nogroup_key(c, key, gname, " in XREADGROUP with GROUP option");
