@@ -26,7 +26,6 @@ Usage: server/bench/datatypes.py [--rounds 3] [--requests 400000] [--quick]
 """
 import argparse
 import datetime
-import json
 import os
 import platform
 import socket
@@ -39,31 +38,9 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "server", "tests", "integration"))
 from resp import Conn, encode  # noqa: E402
 
-SERVER = os.environ.get("SV_SERVER_BIN", os.path.join(ROOT, "build", "server", "slotlane-server"))
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def load1():
-    return float(open("/proc/loadavg").read().split()[0])
-
-
-def free_port():
-    for p in range(21200, 21999):
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", p))
-            return p
-        except OSError:
-            continue
-        finally:
-            s.close()
-    raise RuntimeError("no free port")
-
-
-def cpu_ns(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) * 1_000_000_000 // CLK_TCK, int(fields[12]) * 1_000_000_000 // CLK_TCK
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import SERVER, cpu_ns, git_state, load1, stop  # noqa: E402
+import benchlib  # noqa: E402
 
 
 def rss_kb(pid):
@@ -75,30 +52,9 @@ def rss_kb(pid):
 
 
 def start(kind, cpu):
-    port = free_port()
-    if kind == "slotlane":
-        cmd = ["taskset", "-c", cpu, SERVER, "--shards", "1", "--port", str(port), "--cpus", cpu, "--loglevel", "warning"]
-    else:
-        cmd = ["taskset", "-c", cpu, "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-               "--appendonly", "no", "--logfile", "/dev/null"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(250):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc, port, cmd
-        except OSError:
-            time.sleep(0.02)
-    proc.kill()
-    raise RuntimeError(f"{kind} did not start")
-
-
-def stop(proc):
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    port = benchlib.free_port(21200)
+    proc, cmd = benchlib.start(kind, port, cpu)
+    return proc, port, cmd
 
 
 def fill_zset(port, key, n, batch=1000):
@@ -125,11 +81,7 @@ def fill_zset(port, key, n, batch=1000):
 
 
 def redis_benchmark(port, cpu, n, args, r):
-    cmd = ["taskset", "-c", cpu, "redis-benchmark", "-p", str(port), "-P", "16", "-c", "50", "-n", str(n), "-r", str(r),
-           "--csv"] + args
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=True)
-    rows = [l for l in out.stdout.splitlines() if l.startswith('"') and not l.startswith('"test"')]
-    return float(rows[0].split(",")[1].strip('"')), cmd
+    return benchlib.redis_benchmark(port, cpu, ["-P", "16", "-c", "50", "-n", str(n), "-r", str(r), *args])
 
 
 ROWS = [
@@ -182,31 +134,7 @@ def memory(kind, cpu):
 
 
 def write_record(record, host):
-    records = os.path.join(ROOT, "bench", "records")
-    os.makedirs(records, exist_ok=True)
-    tmp = os.path.join(records, f".{host}-{os.getpid()}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(record, f, indent=2)
-        f.write("\n")
-    t = datetime.datetime.now(datetime.timezone.utc)
-    try:
-        for _ in range(120):
-            name = os.path.join(records, f"{host}-{t.strftime('%Y-%m-%d-%H%M%S')}-server-datatypes.json")
-            try:
-                os.link(tmp, name)
-                return name
-            except FileExistsError:
-                t += datetime.timedelta(seconds=1)
-        raise RuntimeError("no free record name")
-    finally:
-        os.unlink(tmp)
-
-
-def git_state():
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = bool(subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "server"], capture_output=True,
-                                text=True).stdout.strip())
-    return {"commit": commit if len(commit) == 40 else "unknown", "dirty": dirty}
+    return benchlib.write_record(record, "server-datatypes", host, datetime.datetime.now(datetime.timezone.utc))
 
 
 def main():

@@ -13,104 +13,30 @@ Usage: server/bench/redis_benchmark.py [--rounds 3] [--out bench/records/NAME.js
 """
 import argparse
 import datetime
-import json
 import os
 import platform
 import socket
 import statistics
 import subprocess
 import sys
-import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SERVER = os.path.join(ROOT, "build", "server", "slotlane-server")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+from benchlib import CLK_TCK, ROOT, SERVER, cpu_ns, free_port, git_state, start  # noqa: E402,F401  (durability.py, streams.py)
+
 TESTS = ["set", "get", "incr", "lpush", "lpop"]
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def free_port():
-    for p in range(21100, 21999):
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", p))
-            return p
-        except OSError:
-            continue
-        finally:
-            s.close()
-    raise RuntimeError("no free port")
-
-
-def cpu_ns(pid):
-    """(user, system) CPU nanoseconds of the process so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    utime, stime = int(fields[11]), int(fields[12])
-    return utime * 1_000_000_000 // CLK_TCK, stime * 1_000_000_000 // CLK_TCK
-
-
-def start(kind, port, server_cpu, baseline=None):
-    if kind in ("slotlane", "baseline"):
-        cmd = ["taskset", "-c", server_cpu, baseline if kind == "baseline" else SERVER, "--shards", "1", "--port", str(port), "--cpus", server_cpu,
-               "--loglevel", "warning"]
-    else:
-        cmd = ["taskset", "-c", server_cpu, "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-               "--appendonly", "no", "--logfile", "/dev/null"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc, cmd
-        except OSError:
-            time.sleep(0.02)
-    proc.kill()
-    raise RuntimeError(f"{kind} did not start")
 
 
 def bench_one(port, pipeline, test, requests, load_cpu):
-    cmd = ["taskset", "-c", load_cpu, "redis-benchmark", "-p", str(port), "-P", str(pipeline), "-c", "50", "-d", "32",
-           "-r", "100000", "-t", test, "-n", str(requests), "--csv"]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True)
-    rows = [l for l in out.stdout.splitlines() if l.startswith('"') and not l.startswith('"test"')]
-    return float(rows[0].split(",")[1].strip('"')), cmd
-
-
-def git_state():
-    try:
-        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-        dirty = bool(subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "server"], capture_output=True,
-                                    text=True).stdout.strip())
-        return {"commit": commit if len(commit) == 40 else "unknown", "dirty": dirty}
-    except OSError:
-        return {"commit": "unknown", "dirty": None}
+    return benchlib.redis_benchmark(port, load_cpu, ["-P", str(pipeline), "-c", "50", "-d", "32", "-r", "100000",
+                                                     "-t", test, "-n", str(requests)], timeout=600)
 
 
 def write_record(record, out, host, finished):
-    """Writes the record without ever replacing one: the name the issue asks for,
-    <host>-<date>-server-redis-benchmark.json, or when that exists the records
-    convention with the time, <host>-<date>-<HHMMSS>-server-redis-benchmark.json;
-    through a finished temporary file and a hard link, so no reader sees half a file."""
-    records = os.path.join(ROOT, "bench", "records")
-    os.makedirs(records, exist_ok=True)
-    tmp = os.path.join(records, f".{host}-{os.getpid()}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(record, f, indent=2)
-        f.write("\n")
-    candidates = [out] if out else [os.path.join(records, f"{host}-{finished.date().isoformat()}-server-redis-benchmark.json")]
-    t = finished
-    for _ in range(120):
-        candidates.append(os.path.join(records, f"{host}-{t.strftime('%Y-%m-%d-%H%M%S')}-server-redis-benchmark.json"))
-        t += datetime.timedelta(seconds=1)
-    try:
-        for name in candidates:
-            try:
-                os.link(tmp, name)
-                return name
-            except FileExistsError:
-                continue
-        raise RuntimeError("no free record name")
-    finally:
-        os.unlink(tmp)
+    """The name the issue asks for, <host>-<date>-server-redis-benchmark.json, or when
+    that exists the records convention with the time (benchlib.write_record)."""
+    first = out or os.path.join(ROOT, "bench", "records", f"{host}-{finished.date().isoformat()}-server-redis-benchmark.json")
+    return benchlib.write_record(record, "server-redis-benchmark", host, finished, first=first)
 
 
 def main():
@@ -132,8 +58,7 @@ def main():
     tests = [t for t in args.tests.split(",") if t in TESTS]
     pipelines = [int(p) for p in args.pipelines.split(",")]
     if args.server:
-        global SERVER
-        SERVER = os.path.abspath(args.server)
+        benchlib.SERVER = os.path.abspath(args.server)
     host = socket.gethostname()
     started = datetime.datetime.now(datetime.timezone.utc)
     redis_version = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout.strip()
@@ -199,7 +124,7 @@ def main():
                     "loadavg_at_end": open("/proc/loadavg").read().split()[:3]},
         "date": finished.date().isoformat(),
         "versions": {"redis_server": redis_version,
-                     "slotlane_server": subprocess.run([SERVER, "--version"], capture_output=True, text=True).stdout.strip()},
+                     "slotlane_server": subprocess.run([benchlib.SERVER, "--version"], capture_output=True, text=True).stdout.strip()},
         "method": "server pinned to CPU %s, redis-benchmark to CPU %s; one test per redis-benchmark run; CPU time "
                   "(utime+stime) of the server from /proc/<pid>/stat around each run; fresh server per round; medians "
                   "of %d rounds" % (args.server_cpu, args.load_cpu, args.rounds),

@@ -20,7 +20,6 @@ table for server/README.md.
 """
 import argparse
 import datetime
-import json
 import os
 import platform
 import socket
@@ -29,7 +28,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-import redis_benchmark as rb  # noqa: E402  (free_port, cpu_ns, start, git_state)
+import benchlib as rb  # noqa: E402
 
 SCRIPT = ("redis.call('set', KEYS[1], ARGV[1]) "
           "local v = redis.call('get', KEYS[1]) "
@@ -57,11 +56,7 @@ def call(port, *args):
 
 
 def run(port, pipeline, argv, n, load_cpu):
-    cmd = ["taskset", "-c", load_cpu, "redis-benchmark", "-p", str(port), "-P", str(pipeline), "-c", "50",
-           "-r", "100000", "-n", str(n), "--csv", *argv]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=True)
-    rows = [l for l in out.stdout.splitlines() if l.startswith('"') and not l.startswith('"test"')]
-    return float(rows[0].split(",")[1].strip('"')), cmd
+    return rb.redis_benchmark(port, load_cpu, ["-P", str(pipeline), "-c", "50", "-r", "100000", "-n", str(n), *argv])
 
 
 def main():
@@ -71,21 +66,28 @@ def main():
     ap.add_argument("--load-cpu", default="1")
     ap.add_argument("--requests-p16", type=int, default=300_000)
     ap.add_argument("--requests-p1", type=int, default=60_000)
+    ap.add_argument("--ops", default="EVALSHA,FCALL", help="comma-separated: EVALSHA, FCALL")
+    ap.add_argument("--pipelines", default="16,1", help="comma-separated pipeline depths")
     args = ap.parse_args()
+    ops = [o for o in args.ops.upper().split(",") if o in ("EVALSHA", "FCALL")]
+    pipelines = [int(p) for p in args.pipelines.split(",")]
+    loadavg_at_start = open("/proc/loadavg").read().split()[:3]
     host = socket.gethostname()
     started = datetime.datetime.now(datetime.timezone.utc)
     redis_version = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout.strip()
     rows = []
     for rnd in range(args.rounds):
-        for pipeline in (16, 1):
+        for pipeline in pipelines:
             n = args.requests_p16 if pipeline == 16 else args.requests_p1
-            for kind in ("slotlane", "redis"):
+            # the servers alternate which runs first, round by round (the machine's load drifts)
+            for kind in (("slotlane", "redis") if rnd % 2 == 0 else ("redis", "slotlane")):
                 port = rb.free_port()
                 proc, server_cmd = rb.start(kind, port, args.server_cpu)
                 try:
                     sha = call(port, "SCRIPT", "LOAD", SCRIPT).decode()
                     assert call(port, "FUNCTION", "LOAD", LIBRARY) == b"benchlib"
-                    for op, argv in (("EVALSHA", ["EVALSHA", sha, "3", *KEYS]), ("FCALL", ["FCALL", "bench5", "3", *KEYS])):
+                    cmds = {"EVALSHA": ["EVALSHA", sha, "3", *KEYS], "FCALL": ["FCALL", "bench5", "3", *KEYS]}
+                    for op, argv in ((o, cmds[o]) for o in ops):
                         probe = [a.replace("__rand_int__", "probe") for a in argv]
                         got = call(port, *probe)
                         if got != b"v" * 32:
@@ -102,7 +104,7 @@ def main():
                                "rps": rps, "keys_after": keys, "server_cpu_ns": user + system,
                                "server_cpu_ns_per_req": (user + system) / n, "server_user_ns_per_req": user / n,
                                "server_sys_ns_per_req": system / n,
-                               "load1": float(open("/proc/loadavg").read().split()[0]),
+                               "load1": rb.load1(),
                                "server_command": " ".join(server_cmd), "bench_command": " ".join(bench_cmd)}
                         rows.append(row)
                         print(f"round {rnd + 1} {kind:8} {op:7} P={pipeline:<2} {rps:>9.0f} rps "
@@ -112,14 +114,23 @@ def main():
                     proc.terminate()
                     proc.wait(timeout=30)
     medians = []
-    for pipeline in (16, 1):
-        for op in ("EVALSHA", "FCALL"):
+    for pipeline in pipelines:
+        for op in ops:
             m = {}
             for kind in ("slotlane", "redis"):
                 rs = [r for r in rows if r["server"] == kind and r["op"] == op and r["pipeline"] == pipeline]
                 m[kind] = {k: statistics.median(r[k] for r in rs) for k in
                            ("server_cpu_ns_per_req", "server_user_ns_per_req", "server_sys_ns_per_req", "rps")}
+            per_round = []
+            for rnd in range(args.rounds):
+                a = [r for r in rows if r["server"] == "slotlane" and r["op"] == op and r["pipeline"] == pipeline
+                     and r["round"] == rnd + 1]
+                b = [r for r in rows if r["server"] == "redis" and r["op"] == op and r["pipeline"] == pipeline
+                     and r["round"] == rnd + 1]
+                if a and b:
+                    per_round.append(a[0]["server_cpu_ns_per_req"] / b[0]["server_cpu_ns_per_req"])
             medians.append({"op": op, "pipeline": pipeline, "slotlane": m["slotlane"], "redis": m["redis"],
+                            "round_ratios": per_round, "median_round_ratio": statistics.median(per_round),
                             "cpu_ratio": m["slotlane"]["server_cpu_ns_per_req"] / m["redis"]["server_cpu_ns_per_req"],
                             "user_ratio": m["slotlane"]["server_user_ns_per_req"] / m["redis"]["server_user_ns_per_req"],
                             "rps_ratio": m["slotlane"]["rps"] / m["redis"]["rps"]})
@@ -133,6 +144,7 @@ def main():
         "finished_at": finished.isoformat(timespec="seconds"),
         "git": rb.git_state(),
         "machine": {"hostname": host, "cpus": os.cpu_count(), "platform": platform.platform(),
+                    "loadavg_at_start": loadavg_at_start,
                     "loadavg_at_end": open("/proc/loadavg").read().split()[:3]},
         "versions": {"redis_server": redis_version,
                      "slotlane_server": subprocess.run([rb.SERVER, "--version"], capture_output=True,
@@ -141,37 +153,23 @@ def main():
         "library": LIBRARY,
         "method": "both servers pinned to CPU %s (one at a time), redis-benchmark -c 50 -r 100000 to CPU %s; server "
                   "CPU (utime+stime, /proc/<pid>/stat) around each run; one request = one script of 5 commands; "
-                  "fresh server per round and pipeline; medians of %d rounds" % (args.server_cpu, args.load_cpu,
-                                                                               args.rounds),
+                  "fresh server per round and pipeline; the servers alternate which runs first round by round; "
+                  "medians of %d rounds and of the per-round ratios" % (args.server_cpu, args.load_cpu, args.rounds),
         "load_note": "shared machine: see load1 per row; CPU per request is robust to it, requests per second is not",
         "rows": rows,
         "medians": medians,
         "target": "server CPU per request <= 0.9x Redis's",
     }
-    records = os.path.join(os.path.dirname(rb.SERVER), "..", "..", "bench", "records")
-    records = os.path.join(rb.ROOT, "bench", "records")
-    tmp = os.path.join(records, f".{host}-{os.getpid()}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(record, f, indent=2)
-        f.write("\n")
-    t = finished
-    for _ in range(120):
-        name = os.path.join(records, f"{host}-{t.strftime('%Y-%m-%d-%H%M%S')}-server-scripting.json")
-        try:
-            os.link(tmp, name)
-            break
-        except FileExistsError:
-            t += datetime.timedelta(seconds=1)
-    os.unlink(tmp)
+    name = rb.write_record(record, "server-scripting", host, finished)
     print("\n| op | pipeline | slotlane CPU ns/req (user/sys) | redis CPU ns/req (user/sys) | ratio | user ratio | "
-          "slotlane rps | redis rps |")
-    print("|---|---|---|---|---|---|---|---|")
+          "slotlane rps | redis rps | per-round ratios (median) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for s in medians:
         a, b = s["slotlane"], s["redis"]
         print(f"| {s['op']} | {s['pipeline']} | {a['server_cpu_ns_per_req']:.0f} ({a['server_user_ns_per_req']:.0f}/"
               f"{a['server_sys_ns_per_req']:.0f}) | {b['server_cpu_ns_per_req']:.0f} ({b['server_user_ns_per_req']:.0f}/"
               f"{b['server_sys_ns_per_req']:.0f}) | {s['cpu_ratio']:.2f} | {s['user_ratio']:.2f} | {a['rps']:.0f} | "
-              f"{b['rps']:.0f} |")
+              f"{b['rps']:.0f} | {' '.join(f'{x:.2f}' for x in s['round_ratios'])} ({s['median_round_ratio']:.2f}) |")
     print(f"\nrecord: {name}")
 
 

@@ -43,13 +43,21 @@ struct sv_waiter {
     void *priv;
     const sv_block_owner *ops;
     void *owner;
+    int part;                 /* a coordinated part: 1 primary, 2 secondary (sv_waiter_set_part) */
 };
 
 static const sv_block_type default_type = {NULL, NULL, NULL};
 
 void *sv_waiter_priv(sv_waiter *w) { return w->priv; }
 uint64_t sv_waiter_client_id(sv_waiter *w) { return w->sessp->id; }
-int sv_block_count(sv_shard *sh) { return sh->blk ? atomic_load_explicit(&sh->blk->nwaiters, memory_order_relaxed) : 0; }
+int sv_block_parts_count(sv_shard *sh) { return sh->blk ? atomic_load_explicit(&sh->blk->nparts, memory_order_relaxed) : 0; }
+
+int sv_block_count(sv_shard *sh)
+{
+    if (!sh->blk) return 0;
+    return atomic_load_explicit(&sh->blk->nwaiters, memory_order_relaxed) -
+           atomic_load_explicit(&sh->blk->nsecondary, memory_order_relaxed);
+}
 
 /* ---- timeouts ---- */
 
@@ -150,6 +158,12 @@ static void waiter_free(sv_waiter *w)
     if (w->deadline) tlist_remove(b, w);
     atomic_store_explicit(&b->nwaiters, atomic_load_explicit(&b->nwaiters, memory_order_relaxed) - 1,
                           memory_order_relaxed);
+    if (w->part == 2)
+        atomic_store_explicit(&b->nsecondary, atomic_load_explicit(&b->nsecondary, memory_order_relaxed) - 1,
+                              memory_order_relaxed);
+    if (w->part)
+        atomic_store_explicit(&b->nparts, atomic_load_explicit(&b->nparts, memory_order_relaxed) - 1,
+                              memory_order_relaxed);
     if (w->type->free_priv && w->priv) w->type->free_priv(w->priv);
     free(w->nodes);
     sv_buf_free(&w->mem);
@@ -333,12 +347,14 @@ static void serve_key(sv_blk *b, sv_shard *sh, sv_str key)
      * wait for the next signal, as in Redis: walk only those present now */
     sv_wnode *last = bk->tail;
     sv_wnode *n = bk->head;
+    b->serving_key = key;
     while (n) {
         sv_wnode *next = n == last ? NULL : n->next;
         try_serve(n->w);
         if (!sv_dict_find(&sh->keys, key.p, key.len)) break; /* nothing left to serve */
         n = next;
     }
+    b->serving_key = (sv_str){NULL, 0};
     bk->ready = 0;
     if (!bk->head) free_bkey_entry(b, bk);
 }
@@ -384,7 +400,9 @@ int sv_block_unblock_client(sv_shard *sh, uint64_t client_id, int error)
     sv_blk *b = sh->blk;
     if (!b) return 0;
     for (sv_waiter *w = b->all; w; w = w->next) {
-        if (w->sessp->id != client_id || !w->ops) continue;
+        /* a coordinated command answers through its primary part alone (its
+         * coordinator then releases the others): CLIENT UNBLOCK counts it once */
+        if (w->sessp->id != client_id || !w->ops || w->part == 2) continue;
         if (error) {
             sv_reply r = {&b->scratch, w->sessp->proto};
             b->scratch.len = 0;
@@ -395,6 +413,32 @@ int sv_block_unblock_client(sv_shard *sh, uint64_t client_id, int error)
         }
         return 1;
     }
+    return 0;
+}
+
+sv_str sv_block_ready_key(sv_shard *sh) { return sh->blk ? sh->blk->serving_key : (sv_str){NULL, 0}; }
+
+void sv_waiter_set_part(sv_waiter *w, int secondary)
+{
+    if (w->part) return; /* a retry: already set */
+    w->part = secondary ? 2 : 1;
+    sv_blk *b = w->sh->blk;
+    atomic_store_explicit(&b->nparts, atomic_load_explicit(&b->nparts, memory_order_relaxed) + 1, memory_order_relaxed);
+    if (secondary) {
+        atomic_store_explicit(&b->nsecondary, atomic_load_explicit(&b->nsecondary, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    }
+}
+
+int sv_block_release_part(sv_shard *sh, uint64_t client_id)
+{
+    sv_blk *b = sh->blk;
+    if (!b) return 0;
+    for (sv_waiter *w = b->all; w; w = w->next)
+        if (w->part && w->ops && w->sessp->id == client_id) {
+            answer_timeout(w);
+            return 1;
+        }
     return 0;
 }
 
@@ -413,6 +457,8 @@ void sv_block_init_shard(sv_shard *sh)
     sv_blk *b = sv_calloc(1, sizeof(*b));
     sv_dict_init(&b->keys);
     atomic_init(&b->nwaiters, 0);
+    atomic_init(&b->nsecondary, 0);
+    atomic_init(&b->nparts, 0);
     uv_timer_init(&sh->loop, &b->timer);
     b->timer.data = sh;
     sh->blk = b;

@@ -38,7 +38,10 @@ typedef struct sv_blk {
     struct sv_conn **resume; /* connections to resume after the serve pass */
     int nresume, capresume;
     sv_buf scratch;          /* a try's reply before it is known to be served */
-    atomic_int nwaiters;     /* INFO blocked_clients */
+    sv_str serving_key;      /* the key whose waiters are being tried (sv_block_ready_key) */
+    atomic_int nwaiters;     /* every waiter */
+    atomic_int nsecondary;   /* of which secondary parts (INFO blocked_clients counts the others) */
+    atomic_int nparts;       /* of which parts, primary or secondary (INFO blocked_parts) */
 } sv_blk;
 
 /* Tries the blocked command again (in c: reply, shard, session of the waiter).
@@ -109,8 +112,24 @@ uint64_t sv_waiter_client_id(sv_waiter *w);
  * once the current serve pass is over. conn is a struct sv_conn. */
 void sv_block_resume_later(sv_shard *sh, struct sv_conn *conn);
 
+/* The signalled key whose waiters are being tried (a try serves that key, as Redis
+ * 7.0 serves a parked XREAD from the key that got data); p NULL outside such a try. */
+sv_str sv_block_ready_key(sv_shard *sh);
+
+/* Parts of a command coordinated across shards (fwd_multi.c: XREAD/XREADGROUP BLOCK
+ * with keys on several shards), one waiter per owner shard. The primary is counted
+ * in blocked_clients and answers CLIENT UNBLOCK; a secondary is neither (the client
+ * is one blocked client). Call once, after the waiter parked. */
+void sv_waiter_set_part(sv_waiter *w, int secondary);
+/* The coordinator has its answer: the part of client_id parked on this shard (if it
+ * still is) answers as on timeout. Returns 1 when there was one. */
+int sv_block_release_part(sv_shard *sh, uint64_t client_id);
+
 /* Parked clients on the shard (INFO blocked_clients), readable from any thread. */
 int sv_block_count(sv_shard *sh);
+/* Coordinated parts parked on the shard (INFO blocked_parts), from any thread: a
+ * cross-shard XREAD BLOCK is parked everywhere once it counts one per owner shard. */
+int sv_block_parts_count(sv_shard *sh);
 
 void sv_block_init_shard(sv_shard *sh);
 /* At shutdown (in the loop, before forwarding closes): every waiter is cancelled. */

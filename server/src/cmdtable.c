@@ -327,9 +327,9 @@ static const sv_cmd table[] = {
     C(xrevrange, -4, R, 1, 1, 1, "@read @stream @slow"),
     CP(xdel, -3, W | F, 1, 1, 1, "@write @stream @fast", NOOP0),
     CP(xtrim, -4, W, 1, 1, 1, "@write @stream @slow", .aof = SV_AOF_NONE, NOOP0),
-    {"xread", sv_cmd_xread, -4, R | M, 0, 0, 0, "@read @stream @slow @blocking", xread_keys, .coord = SV_COORD_XREAD},
-    {"xreadgroup", sv_cmd_xreadgroup, -7, W | M, 0, 0, 0, "@write @stream @slow @blocking", xread_keys,
-     .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE},
+    {"xread", sv_cmd_xread, -4, R | B | M, 0, 0, 0, "@read @stream @slow @blocking", xread_keys, .coord = SV_COORD_XREAD},
+    {"xreadgroup", sv_cmd_xreadgroup, -7, W | B | M, 0, 0, 0, "@write @stream @slow @blocking", xread_keys,
+     .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE, .coord = SV_COORD_XREAD},
     CP(xgroup, -2, W, 2, 2, 1, "@write @stream @slow", .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE),
     CP(xack, -4, W | F, 1, 1, 1, "@write @stream @fast", .touch = SV_TOUCH_NONE),
     C(xpending, -3, R, 1, 1, 1, "@read @stream @slow"),
@@ -415,8 +415,10 @@ static const sv_cmd table[] = {
     /* a rewritten log recreates streams exactly with these (t_stream.c) */
     {"slotlane.xmeta", sv_cmd_slotlane_xmeta, -5, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@stream @write", NULL},
     {"slotlane.xpel", sv_cmd_slotlane_xpel, -5, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@stream @write", NULL},
-    /* one key's part of a cross-shard XREAD (fwd_multi.c) */
-    {"slotlane.xread", sv_cmd_slotlane_xread, 4, R | SV_CMD_INTERNAL, 1, 1, 1, "@stream @read", NULL},
+    /* a cross-shard XREAD/XREADGROUP's checks and `$` IDs, and its parked parts'
+     * release (fwd_multi.c) */
+    {"slotlane.xprep", sv_cmd_slotlane_xprep, -4, R | SV_CMD_INTERNAL, 3, -1, 1, "@stream @read", NULL},
+    {"slotlane.xcancel", sv_cmd_slotlane_xcancel, 2, R | SV_CMD_INTERNAL, 0, 0, 0, "@stream @read", NULL},
 };
 
 #define NCMDS (sizeof(table) / sizeof(table[0]))

@@ -9,6 +9,7 @@
 #include "aof.h"
 #include "blocking.h"
 #include "fwd.h"
+#include "fwd_multi.h"
 #include "pubsub.h"
 
 #define READ_CHUNK (16 * 1024)
@@ -57,6 +58,7 @@ void sv_conn_close(sv_conn *c)
     }
     /* parked at another shard: it sees the flag and drops the waiter */
     if (c->blk_remote) atomic_store_explicit(&c->dropped, 1, memory_order_relaxed);
+    if (c->blk_coord) sv_fwdm_closing(c->blk_coord); /* its parts on every shard are released */
     if (c->prev) c->prev->next = c->next;
     else sh->conns = c->next;
     if (c->next) c->next->prev = c->prev;

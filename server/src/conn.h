@@ -54,6 +54,7 @@ typedef struct sv_conn {
     struct sv_waiter *blk;
     struct sv_pend *blk_slot;
     struct sv_pend *blk_remote;
+    void *blk_coord; /* a coordinated XREAD BLOCK with parts on several shards (fwd_multi.c) */
 } sv_conn;
 
 /* Output held for forwarded replies is written anyway past this size. */

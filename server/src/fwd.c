@@ -9,7 +9,8 @@
 
 #include "fwd_multi.h"
 
-enum { K_PLAIN, K_SUM, K_OK, K_MGET, K_CONCAT, K_COORD, K_SILENT /* the reply is dropped */, K_SAME };
+enum { K_PLAIN, K_SUM, K_OK, K_MGET, K_CONCAT, K_COORD, K_SILENT /* the reply is dropped */, K_SAME,
+       K_KILL /* SCRIPT/FUNCTION KILL: the busy shard's answer */ };
 
 typedef struct sv_pend {
     struct sv_pend *next;
@@ -34,6 +35,7 @@ typedef struct sv_fmsg {
     int proto;
     int is_reply;
     int must_run;  /* a coordinated step: runs even for a dropped client (a RENAME's restore) */
+    int part_role; /* a coordinated XREAD's part that may park: 1 primary, 2 secondary (blocking.h) */
     uint64_t client_id;
     int argc;
     sv_str *argv;
@@ -55,6 +57,7 @@ typedef struct sv_fwd_pool {
     sv_fmsg *msgs;
     sv_pend *pends;
     int nmsgs, npends;
+    sv_fmsg *def_head, *def_tail; /* taken while a script was busy, run after it (sv_fwd_busy_service) */
 } sv_fwd_pool;
 
 /* The per-source queue heads of a shard sit a cache line apart: producers on
@@ -141,6 +144,34 @@ static void push(sv_shard *sh, int t, sv_fmsg *m)
     sh->fwd_first[t] = m;
 }
 
+/* Puts first..last (newest first) on shard t's queue from sh with one CAS. */
+static void publish_to(sv_shard *sh, int t, sv_fmsg *first, sv_fmsg *last)
+{
+    sv_fmsg *_Atomic *head = &sv_shards[t].fwd_in[(size_t)sh->index * QSTRIDE];
+    sv_fmsg *old = atomic_load_explicit(head, memory_order_relaxed);
+    do {
+        last->next = old;
+    } while (!atomic_compare_exchange_weak_explicit(head, &old, first, memory_order_release, memory_order_relaxed));
+    if (!old) { /* the target has taken everything we sent before: wake it */
+        bump(&sh->fwd_wakeups);
+        uv_async_send(&sv_shards[t].fwd_async);
+    }
+}
+
+/* Takes everything shard s queued for sh, oldest first. */
+static sv_fmsg *take_from(sv_shard *sh, int s)
+{
+    sv_fmsg *l = atomic_exchange_explicit(&sh->fwd_in[(size_t)s * QSTRIDE], NULL, memory_order_acquire);
+    sv_fmsg *fifo = NULL; /* the list is newest first: reverse it */
+    while (l) {
+        sv_fmsg *n = l->next;
+        l->next = fifo;
+        fifo = l;
+        l = n;
+    }
+    return fifo;
+}
+
 static void publish(sv_shard *sh)
 {
     if (sh->aof) sv_aof_before_reply(sh); /* replies of forwarded writes acknowledge them */
@@ -148,15 +179,7 @@ static void publish(sv_shard *sh)
         int t = sh->fwd_dirty[k];
         sv_fmsg *first = sh->fwd_first[t], *last = sh->fwd_last[t];
         sh->fwd_first[t] = sh->fwd_last[t] = NULL;
-        sv_fmsg *_Atomic *head = &sv_shards[t].fwd_in[(size_t)sh->index * QSTRIDE];
-        sv_fmsg *old = atomic_load_explicit(head, memory_order_relaxed);
-        do {
-            last->next = old;
-        } while (!atomic_compare_exchange_weak_explicit(head, &old, first, memory_order_release, memory_order_relaxed));
-        if (!old) { /* the target has taken everything we sent before: wake it */
-            bump(&sh->fwd_wakeups);
-            uv_async_send(&sv_shards[t].fwd_async);
-        }
+        publish_to(sh, t, first, last);
     }
     sh->nfwd_dirty = 0;
 }
@@ -284,6 +307,16 @@ static size_t elem_len(const char *p, size_t n)
 static void merge(sv_conn *c, sv_pend *p)
 {
     sv_reply r = {&p->out, c->sess.proto};
+    if (p->kind == K_KILL) { /* the shard running a script answers; the others are not busy */
+        int k = 0;
+        for (int i = 0; i < p->nparts; i++)
+            if (p->parts[i].len && !(p->parts[i].len >= 8 && memcmp(p->parts[i].data, "-NOTBUSY", 8) == 0)) {
+                k = i;
+                break;
+            }
+        sv_buf_append(&p->out, p->parts[k].data, p->parts[k].len);
+        return;
+    }
     for (int i = 0; i < p->nparts; i++) /* an error in a part is the reply */
         if (p->parts[i].len && p->parts[i].data[0] == '-') {
             sv_buf_append(&p->out, p->parts[i].data, p->parts[i].len);
@@ -452,9 +485,11 @@ static void execute_request(sv_shard *sh, sv_fmsg *m)
     /* the sender routed it here (all its keys are ours): no second routing check */
     sv_ctx ctx = {.sh = sh, .sess = &s, .r = {&m->reply, m->proto}, .noroute = 1};
     ctx.can_block = !m->must_run;
+    ctx.coord_part = m->part_role != 0;
     sv_execute(&ctx, m->argc, m->argv);
     if (ctx.blocked) { /* parked here; the reply goes back when it is served */
         sv_block_attach(ctx.blocked, &remote_ops, m, m->argc, m->argv, NULL);
+        if (m->part_role) sv_waiter_set_part(ctx.blocked, m->part_role == 2);
         sv_block_serve(sh);
         return;
     }
@@ -472,20 +507,21 @@ static void on_async(uv_async_t *a)
      * of everything run here would pile up unpublished (they leave in on_check, at
      * the end of the turn). Stopping is safe: each exchange leaves the queue empty,
      * so the next batch published after it wakes this loop again. */
+    sv_fwd_pool *pool = sh->fwd_pool;
+    while (pool->def_head) { /* what a busy script's service took and could not answer */
+        sv_fmsg *m = pool->def_head;
+        pool->def_head = m->next;
+        if (!pool->def_head) pool->def_tail = NULL;
+        if (m->is_reply) deliver(sh, m);
+        else execute_request(sh, m);
+    }
     int busy = 1;
     for (int pass = 0; busy && pass < 4; pass++) {
         busy = 0;
         for (int s = 0; s < sv_cfg.shards; s++) {
-            sv_fmsg *l = atomic_exchange_explicit(&sh->fwd_in[(size_t)s * QSTRIDE], NULL, memory_order_acquire);
-            if (!l) continue;
+            sv_fmsg *fifo = take_from(sh, s);
+            if (!fifo) continue;
             busy = 1;
-            sv_fmsg *fifo = NULL; /* the list is newest first: reverse it */
-            while (l) {
-                sv_fmsg *n = l->next;
-                l->next = fifo;
-                fifo = l;
-                l = n;
-            }
             int run = 0;
             while (fifo) {
                 sv_fmsg *m = fifo;
@@ -506,6 +542,42 @@ static void on_async(uv_async_t *a)
     if (sh->fwd_paused) resume_paused(sh);
     sv_block_serve(sh); /* connections whose parked command answered from another shard */
     sv_conn_flush_queued(sh);
+}
+
+/* ---- a busy script (script.c) ---- */
+
+void sv_fwd_busy_service(sv_shard *sh, sv_fwd_busy_fn *answer, void *ud)
+{
+    if (!sh->fwd_on) return;
+    sv_fwd_pool *pool = sh->fwd_pool;
+    int deferred = 0;
+    for (int s = 0; s < sv_cfg.shards; s++) {
+        sv_fmsg *fifo = take_from(sh, s);
+        while (fifo) {
+            sv_fmsg *m = fifo;
+            fifo = m->next;
+            sv_reply r = {&m->reply, m->proto};
+            if (m->is_reply || m->must_run || !answer(ud, m->client_id, &r, m->argc, m->argv)) {
+                /* replies run coordinators and drain connections (not from inside a
+                 * script); a coordinated step must run (a RENAME's restore); the
+                 * script's own client's next requests follow it: all of them wait */
+                m->next = NULL;
+                if (pool->def_tail) pool->def_tail->next = m;
+                else pool->def_head = m;
+                pool->def_tail = m;
+                deferred = 1;
+                continue;
+            }
+            /* a client's request: answered as the shard's own clients are (-BUSY, or
+             * the KILL it asks for), and sent back at once, alone: the batch of this
+             * turn may hold replies whose writes the log has not written yet */
+            bump(&sh->fwd_executed);
+            bump(&sh->fwd_busy_replies);
+            m->is_reply = 1;
+            publish_to(sh, m->src, m, m);
+        }
+    }
+    if (deferred) uv_async_send(&sh->fwd_async); /* runs them once the script is over */
 }
 
 /* ---- dispatch ---- */
@@ -536,11 +608,10 @@ sv_pend *sv_fwd_coord_slot(sv_conn *c, void *state)
     return p;
 }
 
-void sv_fwd_coord_send(sv_conn *c, sv_pend *p, int step, int owner, int argc, sv_str *argv)
+/* A coordinator's request (its reply comes back to sv_fwdm_reply with step). */
+static sv_fmsg *coord_msg(sv_conn *c, sv_pend *p, int step, int owner, int argc, sv_str *argv)
 {
     sv_fmsg *m = msg_new(c, argc, argv, NULL);
-    m->proto = 2; /* the coordinator parses RESP2 */
-    m->must_run = 1;
     m->pend = p;
     m->part = step;
     m->dst = owner;
@@ -548,6 +619,40 @@ void sv_fwd_coord_send(sv_conn *c, sv_pend *p, int step, int owner, int argc, sv
     c->sh->fwd_inflight[owner]++;
     bump(&c->sh->fwd_commands);
     push(c->sh, owner, m);
+    return m;
+}
+
+void sv_fwd_coord_send(sv_conn *c, sv_pend *p, int step, int owner, int argc, sv_str *argv)
+{
+    sv_fmsg *m = coord_msg(c, p, step, owner, argc, argv);
+    m->proto = 2; /* the coordinator parses RESP2 */
+    m->must_run = 1;
+}
+
+void sv_fwd_coord_park(sv_conn *c, sv_pend *p, int step, int owner, int argc, sv_str *argv, int secondary)
+{
+    /* may park there (must_run 0: can_block); replies in the client's protocol */
+    coord_msg(c, p, step, owner, argc, argv)->part_role = secondary ? 2 : 1;
+}
+
+void sv_fwd_coord_settle(sv_conn *c, sv_pend *p)
+{
+    if (c->closing || p != c->pend_head || p->waiting) return;
+    drain(c);
+    sv_conn_queue_flush(c);
+}
+
+void sv_fwd_coord_hold(sv_conn *c, void *state)
+{
+    c->blk_wait = 1;
+    c->blk_coord = state;
+}
+
+void sv_fwd_coord_unhold(sv_conn *c)
+{
+    c->blk_wait = 0;
+    c->blk_coord = NULL;
+    if (!c->closing) sv_block_resume_later(c->sh, c); /* its later requests run now */
 }
 
 sv_buf *sv_fwd_coord_out(sv_pend *p) { return &p->out; }
@@ -873,8 +978,10 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
     if (!cmd->first && !cmd->getkeys) {
         long long slot;
         int unblock = cmd->fn == sv_cmd_client && argc >= 3 && sv_eq(argv[1], "unblock"); /* any shard's client */
+        /* SCRIPT/FUNCTION KILL: the script runs on one shard, whichever port got it */
+        int kill = (cmd->fn == sv_cmd_script || cmd->fn == sv_cmd_function) && argc == 2 && sv_eq(argv[1], "kill");
         int fan = cmd->fan == SV_FAN_SUM || cmd->fan == SV_FAN_OK || cmd->fan == SV_FAN_CONCAT || unblock ||
-                  fans_scripting(cmd, argc, argv);
+                  fans_scripting(cmd, argc, argv) || kill;
         if (cmd->fan == SV_FAN_SLOT_ARG && argc >= 3 &&
             (sv_eq(argv[1], "countkeysinslot") || sv_eq(argv[1], "getkeysinslot")) &&
             sv_str2ll(argv[2].p, argv[2].len, &slot) && slot >= 0 && slot < SL_SLOTS &&
@@ -899,6 +1006,7 @@ int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
         else if (cmd->fan == SV_FAN_OK) fan_out(c, K_OK, argc, argv);
         else if (cmd->fan == SV_FAN_CONCAT) fan_out(c, K_CONCAT, argc, argv);
         else if (unblock && unblock_args_ok(argc, argv)) fan_out(c, K_SUM, argc, argv);
+        else if (kill) fan_out(c, K_KILL, argc, argv);
         else if (fan && !unblock) fan_out(c, K_SAME, argc, argv);
         else run_local(c, sv_fwd_reply_buf(c), argc, argv, 0);
         return 0;

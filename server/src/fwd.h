@@ -58,6 +58,17 @@ void sv_fwd_unpause(sv_conn *c);
  * a command must not overtake them); the others run, their replies in order. */
 struct sv_pend *sv_fwd_coord_slot(sv_conn *c, void *state);
 void sv_fwd_coord_send(sv_conn *c, struct sv_pend *p, int step, int owner, int argc, sv_str *argv);
+/* A step that may park at the owner (a part of a cross-shard XREAD BLOCK; blocking.h's
+ * primary or secondary part), answered in the client's protocol; skipped (an empty
+ * reply) for a client dropped at its output limit. */
+void sv_fwd_coord_park(sv_conn *c, struct sv_pend *p, int step, int owner, int argc, sv_str *argv, int secondary);
+/* A blocking coordinated command: the connection runs nothing else until unhold (as
+ * a parked command holds it); state is what sv_fwdm_closing gets if it closes first. */
+void sv_fwd_coord_hold(sv_conn *c, void *state);
+void sv_fwd_coord_unhold(sv_conn *c);
+/* After a coordinator finished outside a step reply (a part parked on this shard
+ * answered): its reply leaves when it is the first owed. */
+void sv_fwd_coord_settle(sv_conn *c, struct sv_pend *p);
 sv_buf *sv_fwd_coord_out(struct sv_pend *p);
 void sv_fwd_coord_finish(sv_conn *c, struct sv_pend *p);
 /* A slot for a reply produced later (a parked command behind forwarded ones): its
@@ -68,5 +79,13 @@ void sv_fwd_later_done(sv_conn *c, struct sv_pend *p);
 /* Where a reply produced now must go to stay in order (out, or a new slot). */
 sv_buf *sv_fwd_reply_buf(sv_conn *c);
 void sv_fwd_free_pending(sv_conn *c);
+
+/* A script past busy-reply-threshold on this shard (script.c's busy mode): the
+ * requests other shards forwarded here are answered now by answer (-BUSY, or the
+ * SCRIPT/FUNCTION KILL they carry) and sent back at once, as the shard's own clients
+ * are; replies arriving for this shard's connections and coordinated steps (which
+ * must run) wait until the script is over. */
+typedef int sv_fwd_busy_fn(void *ud, uint64_t client_id, sv_reply *r, int argc, sv_str *argv); /* 0: wait too */
+void sv_fwd_busy_service(sv_shard *sh, sv_fwd_busy_fn *answer, void *ud);
 
 #endif

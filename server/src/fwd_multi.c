@@ -6,6 +6,7 @@
 
 #include <limits.h>
 
+#include "blocking.h"
 #include "fwd.h"
 
 enum { OP_MSETNX, OP_RENAME, OP_RENAMENX, OP_LMOVE, OP_SMOVE, OP_WATCH, OP_SINTER, OP_SUNION, OP_SDIFF, OP_SINTERCARD,
@@ -35,8 +36,19 @@ typedef struct coord {
     const sv_cmd *cmd;      /* OP_GATHER: the command run on the copies */
     int *uk;                /* OP_GATHER: argv index of each distinct key */
     int nuk;
-    int sarg, nstreams;     /* XREAD: keys argv[sarg ..], IDs after them */
-    long long count;        /* XREAD COUNT (0: all) */
+    /* XREAD / XREADGROUP: keys argv[sarg ..], IDs after them; one part per owner shard */
+    int sarg, nstreams;
+    int group_cmd, block;
+    sv_str group;           /* XREADGROUP's group (in argv) */
+    int *pk;                /* the part of each stream */
+    int npart;
+    int powner[SV_MAX_SHARDS];
+    char answered[SV_MAX_SHARDS];
+    sv_str *ids;            /* the ID of each stream sent to its part (`$` resolved) */
+    char (*idbuf)[48];
+    sv_waiter *local_w;     /* the part parked on this shard, while it is */
+    int local_step;
+    int cancelling;         /* the first part answered: the others are being released */
 } coord;
 
 /* ---- a RESP2 reply, as the steps produce them ---- */
@@ -123,8 +135,13 @@ static int owner_of(sv_str key) { return sv_slot_owner(sl__key_slot(key.p, key.l
 
 static sv_str lit(const char *s) { return (sv_str){s, strlen(s)}; }
 
+static void req_to(coord *co, int owner, int argc, sv_str *argv);
+
 /* Issues one request of the current round to the owner of its key (argv[1]). */
-static void req(coord *co, int argc, sv_str *argv)
+static void req(coord *co, int argc, sv_str *argv) { req_to(co, owner_of(argv[1]), argc, argv); }
+
+/* ... or to a given shard. */
+static void req_to(coord *co, int owner, int argc, sv_str *argv)
 {
     if (co->nreq == co->cap) { /* cannot happen: rounds are sized at the start */
         co->cap *= 2;
@@ -134,7 +151,6 @@ static void req(coord *co, int argc, sv_str *argv)
     int i = co->nreq++;
     co->rep[i].len = 0;
     sv_shard *sh = co->c->sh;
-    int owner = owner_of(argv[1]);
     if (owner == sh->index) {
         sv_session s;
         memset(&s, 0, sizeof(s));
@@ -154,6 +170,7 @@ static void finish(coord *co)
 {
     co->done = 1;
     sv_fwd_coord_finish(co->c, co->p);
+    if (co->c->blk_coord == co) sv_fwd_coord_unhold(co->c); /* a blocking XREAD: the connection goes on */
 }
 
 static sv_reply out(coord *co) { return (sv_reply){sv_fwd_coord_out(co->p), co->proto}; }
@@ -549,44 +566,317 @@ static void step_gather(coord *co)
     co->stage = 2;
 }
 
-/* XREAD: slotlane.xread of each key on its owner (one round), then the streams that
- * had entries, in key order, as XREAD replies them; the first error in key order
- * (WRONGTYPE) is the reply. */
-static void step_xread(coord *co)
+/* XREAD / XREADGROUP with keys on several shards, BLOCK or not.
+ * Stage 0: slotlane.xprep of each owner's keys (one round): the per-key errors Redis
+ * gives before serving anything (WRONGTYPE, NOGROUP), and each stream's last ID.
+ * Stage 1: in key order, the first key error or ID error is the reply; otherwise one
+ * part per owner shard — the command itself with that shard's keys and their IDs
+ * (`$` as the last ID of round 0, so an entry added meanwhile is not missed). With
+ * BLOCK a part with nothing to serve parks on its shard (the one on this shard too);
+ * the first part to answer (served, timed out, unblocked) makes the others be released
+ * (slotlane.xcancel: they answer nil unless they were served meanwhile). Stage 2,
+ * every part in: the streams served, merged in key order (a part served meanwhile is
+ * in the reply too, so no entry leaves a stream or enters a PEL without reaching the
+ * client); else XREAD's first error, XREADGROUP's first error if nothing was
+ * served; else nil. */
+
+/* The end of one RESP element at p (NULL when it is not whole). */
+static const char *skip_elem(const char *p, const char *end, int depth)
 {
-    if (co->stage == 0) {
-        char cnt[24];
-        sv_str n = {cnt, sv_ll2str(cnt, co->count)};
-        round_begin(co);
+    if (p >= end || depth > 64) return NULL;
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl || nl - p < 2) return NULL;
+    long long n;
+    char t = p[0];
+    if (t != '$' && t != '=' && t != '!' && t != '*' && t != '~' && t != '>' && t != '%' && t != '|') return nl + 1;
+    if (!sv_str2ll(p + 1, (size_t)(nl - 1 - (p + 1)), &n)) return NULL;
+    if (n < 0) return nl + 1;
+    const char *q = nl + 1;
+    if (t == '$' || t == '=' || t == '!') return end - q < n + 2 ? NULL : q + n + 2;
+    if (t == '%' || t == '|') n *= 2;
+    for (long long i = 0; i < n && q; i++) q = skip_elem(q, end, depth + 1);
+    return q;
+}
+
+static void xread_free_parts(coord *co)
+{
+    free(co->pk);
+    free(co->ids);
+    free(co->idbuf);
+}
+
+/* The part of each stream (in order of the owners' first keys), and per part its
+ * request: the options as given, then its keys and their IDs. */
+static sv_str *xread_part_argv(coord *co, int i, int *argc)
+{
+    int n = 0;
+    for (int k = 0; k < co->nstreams; k++) n += co->pk[k] == i;
+    sv_str *a = sv_malloc(sizeof(sv_str) * (size_t)(co->sarg + 2 * n));
+    memcpy(a, co->argv, sizeof(sv_str) * (size_t)co->sarg);
+    int m = co->sarg;
+    for (int k = 0; k < co->nstreams; k++)
+        if (co->pk[k] == i) a[m++] = co->argv[co->sarg + k];
+    for (int k = 0; k < co->nstreams; k++)
+        if (co->pk[k] == i) a[m++] = co->ids[k];
+    *argc = m;
+    return a;
+}
+
+static void xread_prep(coord *co)
+{
+    co->pk = sv_malloc(sizeof(int) * (size_t)co->nstreams);
+    co->ids = sv_malloc(sizeof(sv_str) * (size_t)co->nstreams);
+    co->idbuf = sv_malloc(48 * (size_t)co->nstreams);
+    co->npart = 0;
+    for (int k = 0; k < co->nstreams; k++) {
+        int t = owner_of(co->argv[co->sarg + k]), i = 0;
+        while (i < co->npart && co->powner[i] != t) i++;
+        if (i == co->npart) co->powner[co->npart++] = t;
+        co->pk[k] = i;
+        co->ids[k] = co->argv[co->sarg + co->nstreams + k];
+    }
+    round_begin(co);
+    sv_str *a = sv_malloc(sizeof(sv_str) * (size_t)(co->nstreams + 3));
+    for (int i = 0; i < co->npart; i++) {
+        int m = 0;
+        a[m++] = lit("slotlane.xprep");
+        a[m++] = lit(co->group_cmd ? "1" : "0");
+        a[m++] = co->group;
         for (int k = 0; k < co->nstreams; k++)
-            req(co, 4, (sv_str[]){lit("slotlane.xread"), co->argv[co->sarg + k], co->argv[co->sarg + co->nstreams + k], n});
-        co->stage = 1;
+            if (co->pk[k] == i) a[m++] = co->argv[co->sarg + k];
+        req_to(co, co->powner[i], m, a);
+    }
+    free(a);
+    co->stage = 1;
+}
+
+static const sv_block_owner local_part_ops;
+static void xread_release(coord *co);
+
+/* Stage 1 -> 2: the checks in key order, then the parts. */
+static void xread_send(coord *co)
+{
+    rv *pr = sv_calloc((size_t)co->npart, sizeof(rv));
+    int *at = sv_calloc((size_t)co->npart, sizeof(int));
+    int ok = 1;
+    for (int i = 0; i < co->npart && ok; i++) {
+        int n = 0;
+        for (int k = 0; k < co->nstreams; k++) n += co->pk[k] == i;
+        ok = parse(&co->rep[i], &pr[i]) && pr[i].t == '*' && pr[i].na == n;
+    }
+    sv_session *sess = &co->c->sess;
+    sv_reply r = out(co);
+    sv_ctx ctx = {.sh = co->c->sh, .sess = sess, .r = r, .noroute = 1};
+    int failed = !ok;
+    for (int k = 0; k < co->nstreams && ok && !failed; k++) {
+        sv_str st = pr[co->pk[k]].a[at[co->pk[k]]++];
+        sv_str ida = co->argv[co->sarg + co->nstreams + k];
+        if (st.len && st.p[0] == '-') { /* the key's own error comes first */
+            sv_buf_append(r.out, st.p, st.len);
+            failed = 1;
+        } else if (!sv_xread_check_id(&ctx, ida, co->group_cmd)) {
+            failed = 1;
+        } else if (ida.len == 1 && ida.p[0] == '$' && st.len < 48) {
+            memcpy(co->idbuf[k], st.p, st.len);
+            co->ids[k] = (sv_str){co->idbuf[k], st.len};
+        }
+    }
+    for (int i = 0; i < co->npart; i++) free(pr[i].a);
+    free(pr);
+    free(at);
+    if (!ok) { internal_error(co); return; }
+    if (failed || co->c->closing) { finish(co); return; }
+    /* the parts: rep[i] is part i's reply (the client's protocol) */
+    round_begin(co);
+    co->nreq = co->npart;
+    co->stage = 2;
+    sv_shard *sh = co->c->sh;
+    for (int i = 0; i < co->npart; i++) {
+        int argc;
+        sv_str *a = xread_part_argv(co, i, &argc);
+        co->rep[i].len = 0;
+        co->answered[i] = 0;
+        if (co->powner[i] != sh->index) {
+            co->outstanding++;
+            sv_fwd_coord_park(co->c, co->p, i, co->powner[i], argc, a, i > 0);
+        } else {
+            sv_session s;
+            memset(&s, 0, sizeof(s));
+            s.id = sess->id;
+            s.proto = co->proto;
+            sv_ctx lc = {.sh = sh, .sess = &s, .r = {&co->rep[i], co->proto}, .noroute = 1};
+            lc.can_block = 1;
+            lc.coord_part = 1;
+            sv_execute(&lc, argc, a);
+            if (lc.blocked) { /* parked here: answered through local_part_ops */
+                co->outstanding++;
+                co->local_w = lc.blocked;
+                co->local_step = i;
+                sv_block_attach(lc.blocked, &local_part_ops, co, argc, a, NULL);
+                sv_waiter_set_part(lc.blocked, i > 0);
+            } else {
+                co->answered[i] = 1;
+            }
+        }
+        free(a);
+    }
+    if (co->block) /* one answered at once (here): the rest is released */
+        for (int i = 0; i < co->npart; i++)
+            if (co->answered[i]) {
+                xread_release(co);
+                break;
+            }
+}
+
+/* Releases the parts still parked (the one here at once, the others by message). */
+static void xread_release(coord *co)
+{
+    if (co->cancelling || co->stage != 2) return;
+    co->cancelling = 1;
+    char id[24];
+    sv_str ids = {id, sv_ll2str(id, (long long)co->c->sess.id)};
+    for (int i = 0; i < co->npart; i++) {
+        if (co->answered[i]) continue;
+        if (co->powner[i] == co->c->sh->index) {
+            if (co->local_w) { /* parked here: dropped, nothing was served */
+                sv_block_cancel(co->local_w);
+                co->local_w = NULL;
+                co->answered[i] = 1;
+                co->outstanding--;
+            }
+        } else {
+            co->outstanding++;
+            sv_fwd_coord_send(co->c, co->p, co->npart + i, co->powner[i], 2, (sv_str[]){lit("slotlane.xcancel"), ids});
+        }
+    }
+}
+
+/* A part answered (a step reply, or the part parked here). */
+static void xread_answered(coord *co, int step)
+{
+    if (co->stage != 2 || step >= co->npart) return; /* xprep, or a release's :0/:1 */
+    co->answered[step] = 1;
+    if (co->block) xread_release(co);
+}
+
+typedef struct xitem {
+    int k;
+    const char *key, *ents;
+    size_t klen, elen;
+} xitem;
+
+static void xread_merge(coord *co)
+{
+    xitem *it = sv_malloc(sizeof(xitem) * (size_t)(co->nstreams + 1));
+    int nit = 0;
+    const sv_buf *err = NULL;
+    for (int i = 0; i < co->npart; i++) {
+        const sv_buf *b = &co->rep[i];
+        if (!b->len) continue; /* released without a reply (dropped client, shutdown) */
+        const char *p = b->data, *end = b->data + b->len;
+        if (p[0] == '-') {
+            if (!err) err = b;
+            continue;
+        }
+        long long n;
+        const char *nl = memchr(p, '\n', b->len);
+        if (p[0] == '_' || (nl && p[0] == '*' && p[1] == '-')) continue; /* nil */
+        if (!nl || (p[0] != '*' && p[0] != '%') || !sv_str2ll(p + 1, (size_t)(nl - 1 - (p + 1)), &n) || n < 0) {
+            free(it);
+            internal_error(co);
+            return;
+        }
+        p = nl + 1;
+        int k = 0;
+        for (long long j = 0; j < n; j++) {
+            if (co->proto == 2) p = p && end - p >= 4 && memcmp(p, "*2\r\n", 4) == 0 ? p + 4 : NULL;
+            sv_str key;
+            const char *kp = p, *q = p;
+            if (!q || !read_bulk(&q, end, &key) || !key.p) { p = NULL; break; }
+            const char *e = skip_elem(q, end, 0);
+            /* the stream of this name among the part's keys, after the previous one */
+            while (k < co->nstreams && (co->pk[k] != i || !(co->argv[co->sarg + k].len == key.len && memcmp(co->argv[co->sarg + k].p, key.p, key.len) == 0))) k++;
+            if (!e || k == co->nstreams || nit == co->nstreams) { p = NULL; break; }
+            it[nit++] = (xitem){k, kp, q, (size_t)(q - kp), (size_t)(e - q)};
+            k++;
+            p = e;
+        }
+        if (!p) {
+            free(it);
+            internal_error(co);
+            return;
+        }
+    }
+    if (err && (!co->group_cmd || !nit)) { /* XREADGROUP: what was served is the reply */
+        free(it);
+        reply_raw(co, (sv_str){err->data, err->len});
         return;
     }
-    long long served = 0;
-    for (int k = 0; k < co->nreq; k++) {
-        const sv_buf *b = &co->rep[k];
-        if (b->len < 3 || (b->data[0] != '*' && b->data[0] != '-')) { internal_error(co); return; }
-        if (b->data[0] == '-') { reply_raw(co, (sv_str){b->data, b->len}); return; }
-        if (b->data[1] != '-') served++;
-    }
     sv_reply r = out(co);
-    if (!served) {
+    if (!nit) {
+        free(it);
         sv_add_null_array(&r);
         finish(co);
         return;
     }
-    if (co->proto == 2) sv_add_array(&r, served);
-    else sv_add_map(&r, served);
-    for (int k = 0; k < co->nreq; k++) {
-        const sv_buf *b = &co->rep[k];
-        if (b->data[1] == '-') continue; /* nil: nothing to serve from that stream */
-        sv_str key = co->argv[co->sarg + k];
+    for (int a = 1; a < nit; a++) /* key order (a few items) */
+        for (int b = a; b > 0 && it[b - 1].k > it[b].k; b--) {
+            xitem t = it[b];
+            it[b] = it[b - 1];
+            it[b - 1] = t;
+        }
+    if (co->proto == 2) sv_add_array(&r, nit);
+    else sv_add_map(&r, nit);
+    for (int a = 0; a < nit; a++) {
         if (co->proto == 2) sv_add_array(&r, 2);
-        sv_add_bulk(&r, key.p, key.len);
-        sv_add_raw(&r, b->data, b->len); /* arrays of bulk strings: the same in RESP3 */
+        sv_add_raw(&r, it[a].key, it[a].klen);
+        sv_add_raw(&r, it[a].ents, it[a].elen);
     }
+    free(it);
     finish(co);
+}
+
+static void step_xread(coord *co)
+{
+    switch (co->stage) {
+    case 0: xread_prep(co); return;
+    case 1: xread_send(co); return;
+    default: xread_merge(co); return;
+    }
+}
+
+/* The part parked on this shard answered (served, timed out, CLIENT UNBLOCK); at
+ * shutdown (CANCELLED) it only leaves. */
+static sv_buf *local_part_buf(void *owner)
+{
+    coord *co = owner;
+    return &co->rep[co->local_step];
+}
+
+static void run(coord *co);
+
+static void local_part_done(void *owner, int how)
+{
+    coord *co = owner;
+    sv_conn *c = co->c;
+    struct sv_pend *p = co->p;
+    co->local_w = NULL;
+    co->outstanding--;
+    co->answered[co->local_step] = 1;
+    if (how == SV_BLOCK_CANCELLED) return;
+    if (co->block) xread_release(co);
+    run(co);
+    sv_fwd_coord_settle(c, p);
+}
+
+static const sv_block_owner local_part_ops = {local_part_buf, local_part_done, NULL};
+
+void sv_fwdm_closing(void *state)
+{
+    coord *co = state;
+    if (co->op != OP_XREAD || co->done) return;
+    xread_release(co); /* stage 1 sends no part: it sees the connection closing */
+    run(co);
 }
 
 /* WATCH: stage 0 sends slotlane.watch to each owner of keys not watched yet (this
@@ -754,12 +1044,13 @@ static int check_args(sv_conn *c, coord *co, const sv_cmd *cmd)
         co->src0 = 2;
         co->nsrc = (int)numkeys;
     } else if (co->op == OP_XREAD) {
-        int block;
-        if (!sv_xread_check(&ctx, co->argc, argv, &co->sarg, &co->nstreams, &co->count, &block)) return 0;
-        if (block) { /* a wait on streams of several shards needs the waiter module */
-            sv_add_error(&ctx.r, "-CROSSSLOT Keys in request don't hash to the same slot");
-            return 0;
-        }
+        sv_xread_opts o;
+        co->group_cmd = cmd->fn == sv_cmd_xreadgroup;
+        if (!sv_xread_check(&ctx, co->argc, argv, co->group_cmd, &o)) return 0;
+        co->sarg = o.sarg;
+        co->nstreams = o.nstreams;
+        co->block = o.block;
+        co->group = o.group;
     } else if (co->op >= OP_SINTER && co->op != OP_GATHER) {
         co->src0 = co->store ? 2 : 1;
         co->nsrc = co->argc - co->src0;
@@ -776,6 +1067,8 @@ void sv_fwdm_free(void *state)
     sv_buf_free(&co->err);
     free(co->kp);
     free(co->uk);
+    if (co->local_w) sv_block_cancel(co->local_w);
+    xread_free_parts(co);
     free(co->argv);
     free(co);
 }
@@ -805,6 +1098,7 @@ void sv_fwdm_start(sv_conn *c, const sv_cmd *cmd, int argc, sv_str *argv)
         return;
     }
     co->cap = argc + 1;
+    if (co->op == OP_XREAD && co->cap < 2 * sv_cfg.shards + 1) co->cap = 2 * sv_cfg.shards + 1; /* parts, releases */
     co->rep = sv_calloc((size_t)co->cap, sizeof(sv_buf));
     co->kp = sv_malloc(sizeof(int) * (size_t)argc);
     co->nk = sv_cmd_keypos(cmd, argc, co->argv, co->kp, argc);
@@ -824,6 +1118,7 @@ void sv_fwdm_start(sv_conn *c, const sv_cmd *cmd, int argc, sv_str *argv)
     co->readonly = !(cmd->flags & SV_CMD_WRITE) && co->op != OP_WATCH; /* a later WATCH of its keys waits */
     co->p = sv_fwd_coord_slot(c, co);
     c->sh->stats.commands++;
+    if (co->op == OP_XREAD && co->block) sv_fwd_coord_hold(c, co); /* blocked: as a parked command */
     run(co);
 }
 
@@ -847,5 +1142,6 @@ void sv_fwdm_reply(sv_conn *c, void *state, int step, sv_buf *reply)
     co->rep[step] = *reply;
     *reply = t;
     co->outstanding--;
+    if (co->op == OP_XREAD) xread_answered(co, step);
     run(co);
 }

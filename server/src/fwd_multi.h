@@ -17,7 +17,9 @@
  *   SMOVE             TYPE dst -> SREM src -> SADD dst (the same)
  *   SINTER SUNION SDIFF SINTERCARD [*STORE]
  *                     SMEMBERS of each key -> computed here -> slotlane.restore dst
- *   XREAD (no BLOCK)  slotlane.xread of each key -> the streams with entries, in key order
+ *   XREAD XREADGROUP  slotlane.xprep of each owner's keys (errors, `$` IDs) -> the
+ *                     command per owner shard, parked there with BLOCK, the others
+ *                     released once one answers -> the streams served, in key order
  *
  * Guarantees: each step is atomic on its shard; the whole is not atomic against
  * other clients writing the same keys meanwhile (MSETNX may set keys another client
@@ -39,5 +41,8 @@ void sv_fwdm_free(void *state);
 /* Whether a later command must wait for the running one: it uses one of the keys
  * argv[kp[0..nk-1]], and one of the two writes (readonly: the later one does not). */
 int sv_fwdm_conflicts(void *state, sv_str *argv, const int *kp, int nk, int readonly);
+/* The connection of a blocking coordinated command (sv_fwd_coord_hold) closes: its
+ * parts still parked are released (the coordinator ends when they have answered). */
+void sv_fwdm_closing(void *state);
 
 #endif

@@ -81,6 +81,20 @@ struct sv_lib {
     int nfuncs;
 };
 
+#define LUA_POOL_MAX 256                   /* blocks up to this size are pooled */
+#define LUA_POOL_CLASSES (LUA_POOL_MAX / 16)
+#define LUA_POOL_KEEP 4096                 /* free blocks kept per class */
+#if defined(__SANITIZE_ADDRESS__)
+#define LUA_POOL_ON 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+#define LUA_POOL_ON 0
+#endif
+#endif
+#ifndef LUA_POOL_ON
+#define LUA_POOL_ON 1
+#endif
+
 typedef struct sv_lua {
     lua_State *L;
     sv_shard *sh;
@@ -116,23 +130,80 @@ typedef struct sv_lua {
     int ncalls;
     size_t mem;       /* bytes the Lua state holds (INFO used_memory_lua) */
     long long hooks;  /* count-hook calls of the running script (the fuzz budget) */
+    /* small blocks Lua freed, per 16-byte size class, kept for its next allocations */
+    void *freed[LUA_POOL_CLASSES];
+    int nfreed[LUA_POOL_CLASSES];
 } sv_lua;
 
 size_t sv_script_mem_limit;
 long long sv_script_hook_budget;
+
+/* Small blocks come from per-engine free lists of 16-byte size classes: every call
+ * of a script makes and drops a dozen small strings and tables (its KEYS and ARGV,
+ * each redis.call's arguments and reply), and malloc/free of those was the largest
+ * cost around the interpreter in a callgrind profile of FCALL. Lua always passes a
+ * block's size (osize), so a block of at most LUA_POOL_MAX bytes is always one of a
+ * class's size, whoever freed it. Not under a sanitizer: ASan must see every free. */
+static size_t pool_class(size_t n) { return (n + 15) / 16 - 1; }
+
+static void *pool_get(sv_lua *e, size_t n)
+{
+    size_t k = pool_class(n);
+    void *b = e->freed[k];
+    if (!b) return malloc((k + 1) * 16);
+    e->freed[k] = *(void **)b;
+    e->nfreed[k]--;
+    return b;
+}
+
+static void pool_put(sv_lua *e, void *b, size_t n)
+{
+    size_t k = pool_class(n);
+    if (e->nfreed[k] >= LUA_POOL_KEEP) {
+        free(b);
+        return;
+    }
+    *(void **)b = e->freed[k];
+    e->freed[k] = b;
+    e->nfreed[k]++;
+}
+
+static void pool_free_all(sv_lua *e)
+{
+    for (int k = 0; k < LUA_POOL_CLASSES; k++)
+        while (e->freed[k]) {
+            void *b = e->freed[k];
+            e->freed[k] = *(void **)b;
+            free(b);
+        }
+}
 
 /* Lua's allocator: counts what the state holds, and with a limit set (the fuzz
  * target) refuses beyond it, which Lua turns into a "not enough memory" error. */
 static void *lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
     sv_lua *e = ud;
+    int small_o = LUA_POOL_ON && ptr && osize <= LUA_POOL_MAX, small_n = LUA_POOL_ON && nsize <= LUA_POOL_MAX;
     if (nsize == 0) {
-        free(ptr);
+        if (small_o) pool_put(e, ptr, osize);
+        else free(ptr);
         e->mem -= osize;
         return NULL;
     }
     if (sv_script_mem_limit && nsize > osize && e->mem + (nsize - osize) > sv_script_mem_limit) return NULL;
-    void *q = realloc(ptr, nsize);
+    void *q;
+    if (!small_o && !small_n) {
+        q = realloc(ptr, nsize);
+    } else if (small_o && small_n && pool_class(osize) == pool_class(nsize)) {
+        q = ptr; /* the block has room already */
+    } else {
+        q = small_n ? pool_get(e, nsize) : malloc(nsize);
+        if (q && ptr) {
+            memcpy(q, ptr, osize < nsize ? osize : nsize);
+            if (small_o) pool_put(e, ptr, osize);
+            else free(ptr);
+        }
+    }
     if (q) e->mem = e->mem - osize + nsize;
     return q;
 }
@@ -1114,7 +1185,7 @@ static void function_stats(sv_lua *e, sv_reply *r)
 
 static int64_t busy_threshold(void) { return sv_cfg.busy_reply_ms; }
 
-static void busy_reply(sv_lua *e, sv_conn *c, sv_reply *r, int argc, sv_str *argv)
+static void busy_reply(sv_lua *e, uint64_t client_id, sv_reply *r, int argc, sv_str *argv)
 {
     if (argc >= 2 && (sv_eq(argv[0], "script") || sv_eq(argv[0], "function")) && sv_eq(argv[1], "kill")) {
         int is_eval = sv_eq(argv[0], "script");
@@ -1140,7 +1211,7 @@ static void busy_reply(sv_lua *e, sv_conn *c, sv_reply *r, int argc, sv_str *arg
             /* as Redis: the script cannot be stopped, so the process ends here without
              * returning to it (nothing of its partial effects is acknowledged) */
             sv_log(SV_LOG_WARNING, "SHUTDOWN NOSAVE while a script runs (client %llu): exiting now",
-                   (unsigned long long)c->sess.id);
+                   (unsigned long long)client_id);
             _exit(0);
         }
         sv_add_error(r, "-ERR Errors trying to SHUTDOWN. Check logs.");
@@ -1154,8 +1225,17 @@ static void busy_reply(sv_lua *e, sv_conn *c, sv_reply *r, int argc, sv_str *arg
                                : "-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.");
 }
 
+static int busy_reply_forwarded(void *ud, uint64_t client_id, sv_reply *r, int argc, sv_str *argv)
+{
+    sv_lua *e = ud;
+    if (e->caller && e->caller->id == client_id) return 0; /* the script's own client: after it, in order */
+    busy_reply(e, client_id, r, argc, argv);
+    return 1;
+}
+
 /* Serves the shard's other connections while a script is busy: reads what they
- * sent, answers each complete request in the restricted mode, writes the replies. */
+ * sent, answers each complete request in the restricted mode, writes the replies;
+ * and the requests other shards forwarded here (one-port mode) the same way. */
 static void busy_service(sv_lua *e)
 {
     sv_shard *sh = e->sh;
@@ -1167,6 +1247,7 @@ static void busy_service(sv_lua *e)
             if (fd < 0) break;
             sv_conn_adopt(sh, fd);
         }
+    sv_fwd_busy_service(sh, busy_reply_forwarded, e);
     for (sv_conn *c = sh->conns, *next; c; c = next) {
         next = c->next;
         if (&c->sess == e->caller || c->closing || c->close_when_flushed || c->fwd_paused) continue;
@@ -1196,7 +1277,7 @@ static void busy_service(sv_lua *e)
                 }
                 sv_parser_args(&c->parser, base, c->argv);
                 sv_reply rep = {sv_fwd_reply_buf(c), c->sess.proto};
-                busy_reply(e, c, &rep, argc, c->argv);
+                busy_reply(e, c->sess.id, &rep, argc, c->argv);
                 any = 1;
             }
             c->rstart += c->parser.pos;
@@ -1233,7 +1314,7 @@ static void count_hook(lua_State *L, lua_Debug *ar)
         raise_error(L, "Script killed by user with SCRIPT KILL...");
         return;
     }
-    if (!e->sh->conns) return; /* replay, fuzzing: nobody to answer */
+    if (!e->sh->conns && !e->sh->fwd_on) return; /* replay, fuzzing: nobody to answer */
     int64_t now = sv_mstime();
     if (!e->busy && now - e->start_ms >= busy_threshold()) {
         e->busy = 1;
@@ -2157,6 +2238,7 @@ void sv_script_free_shard(sv_shard *sh)
     free(e->libs);
     sv_dict_clear(&e->funcs, NULL, NULL);
     lua_close(e->L);
+    pool_free_all(e);
     sv_buf_free(&e->reply);
     free(e);
     sh->lua = NULL;

@@ -234,7 +234,7 @@ typedef struct sv_shard {
     int *fwd_dirty;                /* targets with a batch this turn */
     int nfwd_dirty;
     struct sv_conn *flush_list;    /* connections that got forwarded replies this turn */
-    atomic_uint_fast64_t fwd_commands, fwd_wakeups, fwd_executed;
+    atomic_uint_fast64_t fwd_commands, fwd_wakeups, fwd_executed, fwd_busy_replies;
     /* backpressure: requests sent to each shard whose replies have not come back
      * (this thread only), the connections paused because a target was at
      * --forward-queue, and how often that happened */
@@ -281,6 +281,7 @@ typedef struct sv_ctx {
     int can_block;
     struct sv_waiter *blocked;
     struct sv_waiter *retry;
+    int coord_part; /* a part of a coordinated XREAD (fwd_multi.c): its keys were checked before */
 } sv_ctx;
 
 typedef void sv_cmd_fn(sv_ctx *c, int argc, sv_str *argv);
@@ -366,7 +367,7 @@ enum sv_coord_policy {
     SV_COORD_RPOPLPUSH, SV_COORD_SMOVE, SV_COORD_SINTER, SV_COORD_SUNION, SV_COORD_SDIFF,
     SV_COORD_SINTERSTORE, SV_COORD_SUNIONSTORE, SV_COORD_SDIFFSTORE, SV_COORD_SINTERCARD,
     SV_COORD_GATHER, /* the copies of every key, the command itself here, changed keys written back */
-    SV_COORD_XREAD,
+    SV_COORD_XREAD, /* XREAD and XREADGROUP, BLOCK or not */
     SV_COORD_WATCH, /* WATCH of another shard's keys: slotlane.watch there, versions kept here */
 };
 /* Which keys a WRITE command that replied no error modified: sv_signal_modified_key
@@ -560,10 +561,18 @@ SV_DECL(zinterstore); SV_DECL(zdiffstore); SV_DECL(zintercard);
 SV_DECL(xadd); SV_DECL(xlen); SV_DECL(xrange); SV_DECL(xrevrange); SV_DECL(xdel); SV_DECL(xtrim);
 SV_DECL(xread); SV_DECL(xreadgroup); SV_DECL(xgroup); SV_DECL(xack); SV_DECL(xpending);
 SV_DECL(xclaim); SV_DECL(xautoclaim); SV_DECL(xinfo); SV_DECL(xsetid);
-SV_DECL(slotlane_xmeta); SV_DECL(slotlane_xpel); SV_DECL(slotlane_xread);
-/* XREAD's option and ID errors, as Redis gives them before looking at any key; 0
- * after replying one. *block: BLOCK was given. (Cross-shard XREAD, fwd_multi.c.) */
-int sv_xread_check(sv_ctx *c, int argc, sv_str *argv, int *sarg, int *nstreams, long long *count, int *block);
+SV_DECL(slotlane_xmeta); SV_DECL(slotlane_xpel); SV_DECL(slotlane_xprep); SV_DECL(slotlane_xcancel);
+/* For the cross-shard XREAD/XREADGROUP (fwd_multi.c): the option errors, as Redis
+ * gives them before looking at any key (0 after replying one), and what the options
+ * say; then each key's ID error (after the key's own checks, as Redis orders them). */
+typedef struct sv_xread_opts {
+    int sarg, nstreams; /* keys argv[sarg ..], their IDs after them */
+    long long count;    /* COUNT (0: none) */
+    int block;          /* BLOCK was given */
+    sv_str group;       /* XREADGROUP's group */
+} sv_xread_opts;
+int sv_xread_check(sv_ctx *c, int argc, sv_str *argv, int group_cmd, sv_xread_opts *o);
+int sv_xread_check_id(sv_ctx *c, sv_str ida, int group_cmd);
 /* blocking lists and sorted sets (t_block.c) */
 SV_DECL(blpop); SV_DECL(brpop); SV_DECL(blmove); SV_DECL(brpoplpush); SV_DECL(blmpop);
 SV_DECL(bzpopmin); SV_DECL(bzpopmax); SV_DECL(bzmpop);

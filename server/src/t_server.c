@@ -408,7 +408,8 @@ void sv_cmd_client(sv_ctx *c, int argc, sv_str *argv)
 
 /* Forwarding counters, totals over every shard: 0 commands sent to another shard,
  * 1 cross-thread wakeups (uv_async_send), 2 forwarded commands executed, 3 commands
- * that found a target's forward queue full (their connection paused). */
+ * that found a target's forward queue full (their connection paused), 4 forwarded
+ * commands answered by a busy script's shard (-BUSY, or the KILL they carried). */
 static uint64_t fwd_sum(int which)
 {
     uint64_t t = 0;
@@ -417,7 +418,8 @@ static uint64_t fwd_sum(int which)
         atomic_uint_fast64_t *v = which == 0   ? &s->fwd_commands
                                   : which == 1 ? &s->fwd_wakeups
                                   : which == 2 ? &s->fwd_executed
-                                               : &s->fwd_queue_full;
+                                  : which == 3 ? &s->fwd_queue_full
+                                               : &s->fwd_busy_replies;
         t += atomic_load_explicit(v, memory_order_relaxed);
     }
     return t;
@@ -431,6 +433,15 @@ static int blocked_total(void)
     return n;
 }
 
+
+/* Parts of cross-shard XREAD BLOCKs parked, every shard (fwd_multi.c: one per owner
+ * shard of a coordinated read, the client counted once in blocked_clients). */
+static int blocked_parts_total(void)
+{
+    int n = 0;
+    for (int i = 0; i < sv_cfg.shards; i++) n += sv_block_parts_count(&sv_shards[i]);
+    return n;
+}
 
 /* Redis's bytesToHuman. */
 static void human(char *out, size_t cap, double n)
@@ -515,9 +526,11 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
         bprintf(b,
                 "# Clients\r\nconnected_clients:%d\r\ncluster_connections:0\r\nmaxclients:%d\r\n"
                 "client_recent_max_input_buffer:%zu\r\nclient_recent_max_output_buffer:%zu\r\nblocked_clients:%d\r\n"
-                "tracking_clients:0\r\nclients_in_timeout_table:0\r\ntotal_watched_keys:%llu\r\n\r\n",
+                "tracking_clients:0\r\nclients_in_timeout_table:0\r\ntotal_watched_keys:%llu\r\n"
+                "blocked_parts:%d\r\n\r\n",
                 sh->nclients, sv_cfg.maxclients, in, out, blocked_total(),
-                (unsigned long long)sh->nwatched); /* this shard's */
+                (unsigned long long)sh->nwatched, /* this shard's */
+                blocked_parts_total());
     } else if (!strcmp(name, "memory")) {
         sv_meminfo m;
         sv_meminfo_read(&m);
@@ -600,10 +613,11 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
                 "total_writes_processed:0\r\nio_threaded_reads_processed:0\r\nio_threaded_writes_processed:0\r\n"
                 "reply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\n"
                 "forwarded_commands:%llu\r\nforward_wakeups:%llu\r\nforwarded_executed:%llu\r\n"
-                "forward_queue_full:%llu\r\npubsub_shard_messages_sent:%llu\r\npubsub_shard_wakeups:%llu\r\n"
-                "pubsub_shard_messages_received:%llu\r\n\r\n",
+                "forward_queue_full:%llu\r\nforwarded_busy_replies:%llu\r\npubsub_shard_messages_sent:%llu\r\n"
+                "pubsub_shard_wakeups:%llu\r\npubsub_shard_messages_received:%llu\r\n\r\n",
                 (unsigned long long)sh->stats.error_replies, (unsigned long long)fwd_sum(0),
                 (unsigned long long)fwd_sum(1), (unsigned long long)fwd_sum(2), (unsigned long long)fwd_sum(3),
+                (unsigned long long)fwd_sum(4),
                 (unsigned long long)ps_sent, (unsigned long long)ps_wake, (unsigned long long)ps_recv);
     } else if (!strcmp(name, "replication")) {
         bprintf(b,

@@ -84,6 +84,19 @@ static int parse_id_or_reply(sv_ctx *c, sv_str a, sv_sid *id, uint64_t missing, 
     return 0;
 }
 
+/* The IDs argv[from..argc-1] (XDEL, XACK): a new array, or NULL after replying the
+ * first bad one's error. */
+static sv_sid *parse_id_list(sv_ctx *c, int argc, sv_str *argv, int from)
+{
+    sv_sid *ids = sv_malloc(sizeof(sv_sid) * (size_t)(argc - from));
+    for (int j = from; j < argc; j++)
+        if (!parse_id_or_reply(c, argv[j], &ids[j - from], 0, 1)) {
+            free(ids);
+            return NULL;
+        }
+    return ids;
+}
+
 /* Range bound with the "(" exclusive prefix (Redis's streamParseIntervalIDOrReply). */
 static int parse_interval(sv_ctx *c, sv_str a, sv_sid *id, int *excl, uint64_t missing)
 {
@@ -549,12 +562,8 @@ void sv_cmd_xdel(sv_ctx *c, int argc, sv_str *argv)
         sv_add_int(&c->r, 0);
         return;
     }
-    sv_sid *ids = sv_malloc(sizeof(sv_sid) * (size_t)(argc - 2));
-    for (int j = 2; j < argc; j++)
-        if (!parse_id_or_reply(c, argv[j], &ids[j - 2], 0, 1)) {
-            free(ids);
-            return;
-        }
+    sv_sid *ids = parse_id_list(c, argc, argv, 2);
+    if (!ids) return;
     long long deleted = 0;
     int first = 0;
     for (int j = 0; j < argc - 2; j++) {
@@ -785,19 +794,22 @@ static int xread_id(sv_ctx *c, sv_str ida, int group_cmd, const sv_stream *s, sv
     return 1;
 }
 
-int sv_xread_check(sv_ctx *c, int argc, sv_str *argv, int *sarg, int *nstreams, long long *count, int *block)
+int sv_xread_check(sv_ctx *c, int argc, sv_str *argv, int group_cmd, sv_xread_opts *o)
 {
     xread_args x;
-    if (!xread_options(c, argc, argv, 0, &x)) return 0;
-    for (int k = 0; k < x.nstreams; k++) {
-        sv_sid id;
-        if (!xread_id(c, argv[x.sarg + x.nstreams + k], 0, NULL, &id)) return 0;
-    }
-    *sarg = x.sarg;
-    *nstreams = x.nstreams;
-    *count = x.count;
-    *block = x.timeout != -1;
+    if (!xread_options(c, argc, argv, group_cmd, &x)) return 0;
+    o->sarg = x.sarg;
+    o->nstreams = x.nstreams;
+    o->count = x.count;
+    o->block = x.timeout != -1;
+    o->group = x.gname;
     return 1;
+}
+
+int sv_xread_check_id(sv_ctx *c, sv_str ida, int group_cmd)
+{
+    sv_sid id;
+    return xread_id(c, ida, group_cmd, NULL, &id);
 }
 
 /* A parked XREAD/XREADGROUP BLOCK keeps the IDs as they were resolved when it parked
@@ -807,6 +819,8 @@ typedef struct xblock {
     int n;
     sv_sid ids[];
 } xblock;
+
+#define XREAD_BLOCKED_COUNT 1000
 
 static _Thread_local const xblock *retry_ids; /* set while a parked command is tried again */
 
@@ -836,7 +850,9 @@ static void xread(sv_ctx *c, int argc, sv_str *argv, int group_cmd)
         if (get_stream(c, key, &s) < 0) goto done;
         if (have_group) {
             if (!s || !(groups[k] = group_find(s, gname, NULL))) {
-                if (retry_ids) /* XGROUP DESTROY (or the key went) while it waited */
+                /* XGROUP DESTROY (or the key went) while it waited; a coordinated
+                 * BLOCK's part (its group was there at the check) counts as waiting */
+                if (retry_ids || (c->coord_part && x.timeout != -1))
                     sv_add_error(&c->r, "-NOGROUP the consumer group this client was blocked on no longer exists");
                 else
                     nogroup_key(c, key, gname, " in XREADGROUP with GROUP option");
@@ -846,11 +862,17 @@ static void xread(sv_ctx *c, int argc, sv_str *argv, int group_cmd)
         if (retry_ids && k < retry_ids->n) ids[k] = retry_ids->ids[k];
         else if (!xread_id(c, ida, group_cmd, s, &ids[k])) goto done;
     }
+    /* A parked command served because a key got data serves that key alone, at most
+     * 1000 entries without COUNT (Redis 7.0's serveClientsBlockedOnStreamKey and
+     * XREAD_BLOCKED_DEFAULT_COUNT) */
+    sv_str only = retry_ids ? sv_block_ready_key(c->sh) : (sv_str){NULL, 0};
+    if (retry_ids && !count) count = XREAD_BLOCKED_COUNT;
     size_t top = mark(c);
     long long served = 0;
     int64_t now = now_ms(c);
     for (int k = 0; k < nstreams; k++) {
         sv_str key = argv[sarg + k];
+        if (only.p && (served || key.len != only.len || memcmp(key.p, only.p, key.len) != 0)) continue;
         sv_entry *e = sv_db_lookup(c->sh, key);
         if (!e) continue;
         sv_stream *s = e->val;
@@ -923,22 +945,43 @@ done:
 void sv_cmd_xread(sv_ctx *c, int argc, sv_str *argv) { xread(c, argc, argv, 0); }
 void sv_cmd_xreadgroup(sv_ctx *c, int argc, sv_str *argv) { xread(c, argc, argv, 1); }
 
-/* slotlane.xread KEY ID COUNT: one key's part of an XREAD whose keys are on several
- * shards (fwd_multi.c): its entries after ID as an array (RESP2), nil when it has none
- * to serve, or WRONGTYPE. */
-void sv_cmd_slotlane_xread(sv_ctx *c, int argc, sv_str *argv)
+/* slotlane.xprep HASGROUP GROUP KEY...: the per-key checks of a cross-shard XREAD or
+ * XREADGROUP (fwd_multi.c), before anything is served: for each key its error line
+ * (WRONGTYPE; NOGROUP when HASGROUP is 1 and the group is missing) or its stream's
+ * last ID (0-0 when there is no stream), which the coordinator puts for `$`. */
+void sv_cmd_slotlane_xprep(sv_ctx *c, int argc, sv_str *argv)
+{
+    int group = sv_eq(argv[1], "1");
+    sv_buf line = {0};
+    sv_add_array(&c->r, argc - 3);
+    for (int k = 3; k < argc; k++) {
+        line.len = 0;
+        sv_ctx one = *c;
+        one.r.out = &line;
+        sv_stream *s;
+        if (get_stream(&one, argv[k], &s) >= 0 && group && (!s || !group_find(s, argv[2], NULL)))
+            nogroup_key(&one, argv[k], argv[2], " in XREADGROUP with GROUP option");
+        if (line.len) {
+            sv_add_bulk(&c->r, line.data, line.len);
+        } else {
+            sv_sid last = s ? s->last_id : (sv_sid){0, 0};
+            add_id(c, &last);
+        }
+    }
+    sv_buf_free(&line);
+}
+
+/* slotlane.xcancel CLIENT-ID: the coordinator of that client's cross-shard XREAD BLOCK
+ * has its answer; the part parked here (if it still is) answers nil. */
+void sv_cmd_slotlane_xcancel(sv_ctx *c, int argc, sv_str *argv)
 {
     (void)argc;
-    sv_str sub[6] = {{"XREAD", 5}, {"COUNT", 5}, argv[3], {"STREAMS", 7}, argv[1], argv[2]};
-    size_t at = mark(c);
-    xread(c, 6, sub, 0);
-    sv_buf *o = c->r.out;
-    if (o->data[at] != '*' || o->data[at + 1] == '-') return; /* an error or nil */
-    /* *1 *2 $len key <entries>: keep <entries> */
-    char h[64];
-    size_t hl = (size_t)snprintf(h, sizeof(h), "*1\r\n*2\r\n$%zu\r\n", argv[1].len) + argv[1].len + 2;
-    memmove(o->data + at, o->data + at + hl, o->len - at - hl);
-    o->len -= hl;
+    long long id;
+    if (!sv_str2ll(argv[1].p, argv[1].len, &id)) {
+        sv_add_error(&c->r, SV_ERR_NOTINT);
+        return;
+    }
+    sv_add_int(&c->r, sv_block_release_part(c->sh, (uint64_t)id));
 }
 
 /* ---- XGROUP ---- */
@@ -1171,12 +1214,8 @@ void sv_cmd_xack(sv_ctx *c, int argc, sv_str *argv)
         sv_add_int(&c->r, 0);
         return;
     }
-    sv_sid *ids = sv_malloc(sizeof(sv_sid) * (size_t)(argc - 3));
-    for (int j = 3; j < argc; j++)
-        if (!parse_id_or_reply(c, argv[j], &ids[j - 3], 0, 1)) {
-            free(ids);
-            return;
-        }
+    sv_sid *ids = parse_id_list(c, argc, argv, 3);
+    if (!ids) return;
     long long acked = 0;
     for (int j = 0; j < argc - 3; j++) {
         size_t at;

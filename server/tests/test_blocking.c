@@ -225,6 +225,83 @@ static void test_deadline_fires_on_the_loop(void **state)
     sv_buf_free(&b.reply);
 }
 
+/* Parks "BLPOP key 0" for client id with owner r and returns its waiter. */
+static sv_waiter *park(const char *key, rec *r, uint64_t id)
+{
+    sv_str k = {key, strlen(key)};
+    sv_session s = {0};
+    s.proto = 2;
+    s.id = id;
+    sv_buf o = {0};
+    sv_ctx ctx = {.sh = &shard, .sess = &s, .r = {&o, 2}, .can_block = 1};
+    sv_block_on_keys(&ctx, 1, &k, 0, NULL, NULL);
+    sv_str argv[3] = {{"blpop", 5}, k, {"0", 1}};
+    sv_block_attach(ctx.blocked, &rec_ops, r, 3, argv, NULL);
+    sv_buf_free(&o);
+    return ctx.blocked;
+}
+
+/* A try records the key it was signalled for. */
+static char ready_seen[16];
+static void try_ready(sv_ctx *c, sv_waiter *w, int argc, sv_str *argv)
+{
+    (void)w;
+    (void)argc;
+    (void)argv;
+    sv_str k = sv_block_ready_key(c->sh);
+    snprintf(ready_seen, sizeof ready_seen, "%.*s", (int)k.len, k.p ? k.p : "");
+    sv_add_status(&c->r, "SEEN");
+}
+static const sv_block_type ready_type = {try_ready, NULL, NULL};
+
+/* Coordinated parts (a cross-shard XREAD BLOCK): a secondary part is not a blocked
+ * client and CLIENT UNBLOCK passes it by; the coordinator's release answers either
+ * as on timeout; a try sees the key that was signalled, and none outside a try. */
+static void test_parts_and_ready_key(void **state)
+{
+    (void)state;
+    rec p1 = {0}, p2 = {0}, q = {0};
+    sv_waiter *w1 = park("pa", &p1, 41), *w2 = park("pb", &p2, 41);
+    sv_waiter_set_part(w1, 0);
+    sv_waiter_set_part(w2, 1);
+    sv_waiter_set_part(w2, 1); /* a retry sets it again: counted once */
+    assert_int_equal(sv_block_count(&shard), 1);
+    /* CLIENT UNBLOCK reaches the primary alone */
+    assert_int_equal(sv_block_unblock_client(&shard, 41, 0), 1);
+    assert_string_equal(got(&p1), "*-1\r\n");
+    assert_int_equal(sv_block_unblock_client(&shard, 41, 0), 0);
+    assert_int_equal(p2.done, 0);
+    /* the release answers the secondary as on timeout, once */
+    assert_int_equal(sv_block_release_part(&shard, 41), 1);
+    assert_int_equal(p2.done, 1);
+    assert_string_equal(got(&p2), "*-1\r\n");
+    assert_int_equal(sv_block_release_part(&shard, 41), 0);
+    assert_int_equal(sv_block_count(&shard), 0);
+    /* a plain waiter is not a part: the release passes it by */
+    sv_waiter *w3 = park("pc", &q, 43);
+    assert_int_equal(sv_block_release_part(&shard, 43), 0);
+    sv_block_cancel(w3);
+    /* the signalled key during a try */
+    rec r = {0};
+    sv_str k = {"rk", 2};
+    sv_session s = {0};
+    s.proto = 2;
+    sv_buf o = {0};
+    sv_ctx ctx = {.sh = &shard, .sess = &s, .r = {&o, 2}, .can_block = 1};
+    sv_block_on_keys(&ctx, 1, &k, 0, &ready_type, NULL);
+    sv_str argv[2] = {{"x", 1}, k};
+    sv_block_attach(ctx.blocked, &rec_ops, &r, 2, argv, NULL);
+    assert_null(sv_block_ready_key(&shard).p);
+    run("RPUSH rk v", NULL, 9);
+    assert_int_equal(r.done, 1);
+    assert_string_equal(ready_seen, "rk");
+    assert_null(sv_block_ready_key(&shard).p);
+    sv_buf_free(&o);
+    sv_buf_free(&r.reply);
+    sv_buf_free(&p1.reply);
+    sv_buf_free(&p2.reply);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -232,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_unblock_cancel_and_gone),
         cmocka_unit_test(test_custom_try_callback),
         cmocka_unit_test(test_deadline_fires_on_the_loop),
+        cmocka_unit_test(test_parts_and_ready_key),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

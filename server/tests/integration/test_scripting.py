@@ -318,3 +318,96 @@ def test_busy_replies_with_a_log_leave_the_script_unit_whole(d):
         assert c.call("GET", "bk") == b"v"
     finally:
         assert s.stop()[0] == 0
+
+
+def conns_per_shard(port, shards):
+    """One connection on each shard of a one-port server (the kernel spreads them)."""
+    import re
+    got = {}
+    for _ in range(400):
+        c = Conn(port)
+        i = int(re.search(rb"shard_index:(\d+)", bytes(c.call("INFO", "server"))).group(1))
+        if i in got:
+            c.close()
+        else:
+            got[i] = c
+        if len(got) == shards:
+            return [got[i] for i in range(shards)]
+    raise AssertionError(f"connections landed on shards {sorted(got)} only")
+
+
+def forwarded_busy(conn):
+    """INFO forwarded_busy_replies (every shard's), asked on a shard that is not busy."""
+    info = bytes(conn.call("INFO", "stats"))
+    return int(info.split(b"forwarded_busy_replies:")[1].split(b"\r\n")[0])
+
+
+@pytest.mark.parametrize("fcall", [False, True], ids=["eval", "fcall"])
+@pytest.mark.parametrize("shards", [2, 4])
+def test_one_port_busy_shard_answers_forwarded_requests_and_any_port_kills(shards, fcall):
+    """One-port mode: a looping script on shard 1 (its key's owner). A request for a
+    key of that shard from a connection on shard 0 is forwarded there and gets -BUSY
+    as a direct client does (INFO forwarded_busy_replies counts it), a keyless one
+    stays on shard 0 and runs; the wrong KILL gets the busy shard's BUSY and the right
+    one, sent through a connection on shard 0, stops the script there."""
+    s = Server(shards=shards, extra=["--port-mode", "one-port"])
+    try:
+        conns = conns_per_shard(s.port, shards)
+        here, there = conns[0], conns[1]
+        k1 = next(k for k in keys_per_shard("bz", 1, shards) if shard_of(k, shards) == 1)
+        k0 = next(k for k in keys_per_shard("bz", 1, shards) if shard_of(k, shards) == 0)
+        assert here.call("SET", k1, "v") == "OK"
+        assert here.call("CONFIG", "SET", "busy-reply-threshold", "50") == "OK"
+        runner = Conn(s.port)
+        if fcall:
+            assert runner.call("FUNCTION", "LOAD", LIB) == b"spin"
+            runner.send("FCALL", "spin", "1", k1)
+            right, wrong = "FUNCTION", "SCRIPT"
+        else:
+            runner.send("EVAL", LOOP, "1", k1)
+            right, wrong = "SCRIPT", "FUNCTION"
+        wait_busy(there)  # shard 1's own client: -BUSY once the threshold passed
+        before = forwarded_busy(here)
+        busy = here.call("GET", k1)  # forwarded from shard 0 to the busy shard
+        assert busy == Err(f"BUSY Redis is busy running a script. You can only call {right} KILL or SHUTDOWN NOSAVE."), busy
+        assert forwarded_busy(here) == before + 1
+        assert here.call("SET", k0, "x") == "OK"  # shard 0 is not busy
+        assert here.call(wrong, "KILL") == Err(
+            f"BUSY Redis is busy running a script. You can only call {right} KILL or SHUTDOWN NOSAVE.")
+        assert here.call(right, "KILL") == "OK"
+        killed = runner.read()
+        assert isinstance(killed, Err) and "Script killed by user with SCRIPT KILL..." in killed, killed
+        assert here.call("GET", k1) == b"v"
+        assert here.call(right, "KILL") == Err("NOTBUSY No scripts in execution right now.")
+    finally:
+        code, err = s.stop()
+    assert code == 0, err
+
+
+def test_one_port_busy_shard_defers_steps_and_its_own_clients_requests():
+    """While shard 1 is busy: a cross-shard RENAME whose destination is there waits
+    for the script instead of failing halfway (its steps must run), and the script's
+    own client's next request (pipelined behind the EVAL) runs after it, in order."""
+    s = Server(shards=2, extra=["--port-mode", "one-port"])
+    try:
+        conns = conns_per_shard(s.port, 2)
+        here = conns[0]
+        k1 = next(k for k in keys_per_shard("bd", 1, 2) if shard_of(k, 2) == 1)
+        k0 = next(k for k in keys_per_shard("bd", 1, 2) if shard_of(k, 2) == 0)
+        assert here.call("SET", k0, "moved") == "OK"
+        assert here.call("CONFIG", "SET", "busy-reply-threshold", "50") == "OK"
+        other = conns_per_shard(s.port, 2)[0]  # a second connection on shard 0
+        runner = conns[0]
+        runner.send("EVAL", LOOP, "1", k1)
+        runner.send("GET", k1)
+        wait_busy(conns[1])
+        other.send("RENAME", k0, k1)  # take on shard 0, restore on the busy shard 1
+        assert conns[1].call("SCRIPT", "KILL") == "OK"
+        assert "Script killed" in runner.read()
+        assert runner.read() is None  # the GET after the script, not -BUSY
+        assert other.read() == "OK"
+        assert other.call("GET", k1) == b"moved"
+        assert other.call("EXISTS", k0) == 0
+    finally:
+        code, err = s.stop()
+    assert code == 0, err
