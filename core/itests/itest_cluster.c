@@ -147,7 +147,7 @@ static void flushall(sl_client *c)
     const char *argv[] = {"FLUSHALL"};
     const sl_reply *r;
     const uint8_t *d;
-    sl_route route = {SL_ROUTE_ALL_PRIMARIES, 0, NULL};
+    sl_route route = {SL_ROUTE_VERSION, (unsigned)sizeof(sl_route), SL_ROUTE_ALL_PRIMARIES, 0, NULL};
     int rc = sl_client_command(c, sl_client_mode(c) == SL_MODE_CLUSTER ? &route : NULL, 1, argv, NULL, &r, &d);
     CHECK(rc == 0, "FLUSHALL: %s (%s)", sl_strerror(rc), sl_client_errmsg(c));
 }
