@@ -57,7 +57,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "server", "tests", "integration"))
+import cluster_cost_schema  # noqa: E402  (the one check of every runner's record)
 import report  # noqa: E402  (bench/report.py: table and charts from a record)
+import resp  # noqa: E402  (the repository's one RESP test client)
 
 HOST = "127.0.0.1"
 ALL_LANGS = ["c", "python", "rust", "go", "node", "java", "csharp"]
@@ -140,10 +143,12 @@ class Procs:
 
 def ping(port, timeout=0.5):
     try:
-        with socket.create_connection((HOST, port), timeout=timeout) as s:
-            s.sendall(b"*1\r\n$4\r\nPING\r\n")
-            return s.recv(64).startswith(b"+PONG")
-    except OSError:
+        c = resp.Conn(port, host=HOST, timeout=timeout)
+        try:
+            return c.call("PING") == "PONG"
+        finally:
+            c.close()
+    except (OSError, ConnectionError):
         return False
 
 
@@ -418,6 +423,11 @@ def versions_of(lang, rec):
     return {k: v[k] for k in sorted(v)}
 
 
+# The medians a combined row carries: total CPU (user + system, the headline), user, system.
+MEDIAN_FIELDS = ("cpu_ns_per_req", "user_ns_per_req", "sys_ns_per_req", "bytes_per_req",
+                 "server_input_bytes_per_req", "req_per_s")
+
+
 def normalize(lang, rec, run_error):
     """The runner's rows as rows of the combined record (every round kept)."""
     L = LANGS[lang]
@@ -434,9 +444,7 @@ def normalize(lang, rec, run_error):
             "row": r.get("row"), "op": r.get("op"), "depth": r.get("depth"),
             "ok": ok, "error": r.get("error") if not ok else None,
             "bytes_source": r.get("bytes_source"),
-            "median": {k: (med.get(k) if ok else None) for k in
-                       ("user_ns_per_req", "sys_ns_per_req", "bytes_per_req", "server_input_bytes_per_req",
-                        "req_per_s")},
+            "median": {k: (med.get(k) if ok else None) for k in MEDIAN_FIELDS},
             "rounds": r.get("rounds") or [],
         })
     return rows
@@ -459,9 +467,7 @@ def check_rows(lang, rows, args):
                                     "slotlane" if client == L.slotlane else "comparison", "row": row, "op": op,
                                     "depth": depth, "ok": False,
                                     "error": "the runner's record has no such row", "bytes_source": None,
-                                    "median": {k: None for k in ("user_ns_per_req", "sys_ns_per_req",
-                                                                 "bytes_per_req", "server_input_bytes_per_req",
-                                                                 "req_per_s")},
+                                    "median": {k: None for k in MEDIAN_FIELDS},
                                     "rounds": []})
     return out
 
@@ -672,6 +678,12 @@ def main(argv=None):
                             run["record"] = json.load(f)
                         except ValueError as e:
                             err = err or "its record is not JSON: %s" % e
+                    if "record" in run:
+                        problems = cluster_cost_schema.validate(run["record"])
+                        if problems:  # its figures are not trusted: every row fails
+                            run["schema_problems"] = problems
+                            err = (err + "; " if err else "") + "its record breaks the cluster-cost schema (%d problems): %s" % (
+                                len(problems), "; ".join(problems[:3]))
                     if lang == "c" and "record" in run:
                         c_record = recs[-1]
                 elif err is None:
@@ -684,7 +696,7 @@ def main(argv=None):
             # A runner exits non-zero when a row failed its checks: its other rows stand. A failure
             # its record does not explain (a crash, a timeout, a record where every row is ok)
             # leaves none of its figures trusted.
-            explained = rc_explained(run, mine)
+            explained = rc_explained(run, mine) and not run.get("schema_problems")
             for r in mine:
                 if not r["ok"] and not r["error"]:
                     r["error"] = err or "failed"

@@ -11,7 +11,8 @@
 2. A failing runner: a stand-in for sl-cluster-cost that writes a record with one good row
    and one row that failed its reply check (and leaves the rest out). Every row but the
    good one must be FAILED with its error in the table and the record, with no figure and
-   no bar; the exit status must be 1.
+   no bar; the exit status must be 1. The same record with the good row's total CPU left
+   out breaks the one record schema (bench/cluster_cost_schema.py): every row fails.
 3. Ctrl-C: SIGINT to bench/run.py while the C tool runs (started with SIGINT ignored, as
    `cmd &` in a script does); it must exit 130 within seconds,
    with the server and the runner it started gone (by their pids) and no record written.
@@ -36,6 +37,7 @@ ROOT = os.path.dirname(HERE)
 BUILD = os.path.abspath(os.environ.get("SL_BUILD_DIR", os.path.join(ROOT, "build")))
 RUN = [sys.executable, os.path.join(HERE, "run.py")]
 sys.path.insert(0, HERE)
+import cluster_cost_schema  # noqa: E402
 import report  # noqa: E402
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -123,6 +125,9 @@ def test_real_run(tmp):
     runs = [r for r in rec["runs"] if r["lang"] == "c"]
     check(len(runs) == 1 and runs[0]["ok"] and runs[0]["record"]["schema"] == "slotlane.bench.cluster-cost/1",
           "the C tool's record is embedded")
+    check(runs and "record" in runs[0] and cluster_cost_schema.validate(runs[0]["record"]) == [],
+          "the C tool's record passes bench/cluster_cost_schema.py: %s" % (
+              cluster_cost_schema.validate(runs[0]["record"]) if runs and "record" in runs[0] else "no record"))
     if not runs or "record" not in runs[0]:
         return
     src = {(r["client"], r["row"], r["op"], r["depth"]): r for r in runs[0]["record"]["rows"]}
@@ -141,6 +146,9 @@ def test_real_run(tmp):
         check(u is not None and u >= 0 and s is not None and u == s["median"]["user_ns_per_req"],
               "row %s median = the tool's median" % (k,))
         check(r["median"]["bytes_per_req"] and r["median"]["bytes_per_req"] > 0, "row %s bytes/req" % (k,))
+        c = r["median"]["cpu_ns_per_req"]
+        check(c is not None and s is not None and c == s["median"]["cpu_ns_per_req"] and c >= u,
+              "row %s total CPU median = the tool's, at least its user CPU" % (k,))
         check(r["role"] == ("slotlane" if r["client"] == "slotlane" else "comparison"), "row %s role" % (k,))
     for (client, row, op, depth), r in by.items():
         pu = by[(client, "plain", op, depth)]["median"]["user_ns_per_req"]
@@ -174,21 +182,28 @@ def test_real_run(tmp):
 
 FAKE_TOOL = r'''#!/usr/bin/env python3
 # a stand-in for sl-cluster-cost. FAKE_MODE=badrow: one good row, one row that failed its reply
-# check, the rest missing, exit 1 (as the tool does). FAKE_MODE=crash: a record whose rows are
+# check, the rest missing, exit 1 (as the tool does). FAKE_MODE=badschema: the same, the good row's
+# median without its total CPU (the record breaks bench/cluster_cost_schema.py, so no row stands).
+# FAKE_MODE=crash: a record whose rows are
 # all ok, then a crash (exit 134): nothing it wrote may be trusted.
 import json, os, sys
 a = sys.argv
 out = a[a.index("--json") + 1]
+fig = {"cpu_ns_per_req": 132.0, "user_ns_per_req": 123.0, "sys_ns_per_req": 9.0, "bytes_per_req": 26.7,
+       "req_per_s": 5.0}
 good = {"client": "slotlane", "api": "resp", "row": "plain", "op": "GET", "depth": 16, "ok": True,
-        "rounds": [{"requests": 1000, "user_ns_per_req": 123.0}],
-        "median": {"user_ns_per_req": 123.0, "sys_ns_per_req": 9.0, "bytes_per_req": 26.7, "req_per_s": 5.0}}
+        "rounds": [dict(fig, requests=1000, wall_s=200.0, user_ns=123000, sys_ns=9000, load1=1.5)],
+        "median": dict(fig)}
+if os.environ.get("FAKE_MODE") == "badschema":  # no total CPU: the record breaks the schema
+    del good["median"]["cpu_ns_per_req"]
 bad = {"client": "slotlane", "api": "resp", "row": "cluster", "op": "GET", "depth": 16, "ok": False,
        "error": "GET key:7 returned a wrong value", "rounds": [{"requests": 1000, "user_ns_per_req": 77.0}],
        "median": {"user_ns_per_req": 77.0}}
 crash = os.environ.get("FAKE_MODE") == "crash"
 rows = [good] if crash else [good, bad]
-json.dump({"schema": "slotlane.bench.cluster-cost/1", "ok": crash, "versions": {"slotlane": "x"},
-           "rows": rows}, open(out, "w"))
+json.dump({"schema": "slotlane.bench.cluster-cost/1", "benchmark": "cluster-cost", "tool": "fake", "ok": crash,
+           "started_at": "x", "finished_at": "x", "machine": {}, "versions": {"slotlane": "x"}, "git": {},
+           "command": a, "config": {"rounds": 1}, "rows": rows}, open(out, "w"))
 print("fake tool: " + ("crashed" if crash else "one row failed"))
 sys.exit(134 if crash else 1)
 '''
@@ -245,6 +260,12 @@ def test_failed_rows(tmp):
         bars, crosses = svg_bars(svg)
         check([t for t, _ in bars] == ["C, slotlane plain: 123 user ns / request"], "one bar, the good row's: %s" % bars)
         check(any("wrong value" in c for c in crosses), "the chart marks the failed row")
+    rec, body, svg = run_fake(tmp, "badschema")
+    if rec:
+        problems = rec["runs"][0].get("schema_problems") or []
+        check(problems and "median.cpu_ns_per_req" in problems[0], "badschema: the problem is named: %s" % problems)
+        check(not any(r["ok"] for r in rec["rows"]), "badschema: a record that breaks the schema fails every row")
+        check("breaks the cluster-cost schema" in (rec["runs"][0]["error"] or ""), "badschema: the run's error")
     rec, body, svg = run_fake(tmp, "crash")
     if rec:
         check(not any(r["ok"] for r in rec["rows"]), "crash: no row of a crashed runner is ok")

@@ -41,8 +41,9 @@ _Static_assert(offsetof(sl_reply, type) == 0 && offsetof(sl_reply, flags) == 1 &
 _Static_assert(sizeof(sl_sizes) == 32 && offsetof(sl_sizes, records) == 0 &&
                offsetof(sl_sizes, data) == 8 && offsetof(sl_sizes, commands) == 16 &&
                offsetof(sl_sizes, errors) == 24, "sl_sizes layout");
-_Static_assert(offsetof(sl_route, kind) == 0 && offsetof(sl_route, slot) == 4 &&
-               offsetof(sl_route, node) == 8 && sizeof(sl_route) == 8 + sizeof(void *),
+_Static_assert(offsetof(sl_route, version) == 0 && offsetof(sl_route, size) == 4 &&
+               offsetof(sl_route, kind) == 8 && offsetof(sl_route, slot) == 12 &&
+               offsetof(sl_route, node) == 16 && sizeof(sl_route) == 16 + sizeof(void *),
                "sl_route layout");
 _Static_assert(sizeof(sl_stats) == 88 && offsetof(sl_stats, version) == 0 &&
                offsetof(sl_stats, size) == 4 && offsetof(sl_stats, commands) == 8 &&

@@ -29,11 +29,11 @@ sl_ports() {
     conformance)      echo "20300 20399" ;;  # ci/test-conformance.sh
     core-integration) echo "20400 20499" ;;  # ci/test-core-integration.sh (core/itests)
     server)           echo "21000 21999" ;;  # ci/test-server.sh, server/tests/integration
-    python)           echo "22000 22099" ;;  # python/tests (conftest.py)
+    python)           echo "22000 22499" ;;  # python/tests (conftest.py: blocks of 100, ports.py)
     rust)             echo "22500 22999" ;;  # ci/test-rust.sh, rust/ tests (slotlane-testing)
     go)               echo "23000 23499" ;;  # go/ tests (servers_test.go), ci/test-go.sh smoke
-    java)             echo "23700 23799" ;;  # java/ tests (-Dslotlane.test.port)
-    csharp)           echo "24500 24599" ;;  # csharp/ tests
+    java)             echo "23500 23799" ;;  # java/ tests (TestServers: blocks of 100, PortBlocks)
+    csharp)           echo "24500 24599" ;;  # csharp/ tests (Servers.cs: blocks of 50, PortBlocks.cs)
     bench)            echo "24700 24799" ;;  # bench/run.py; bench/test_run.py uses 24760-24799
     node)             echo "25000 25299" ;;  # node/ tests
     packages)         echo "26000 26099" ;;  # ci/test-packages.sh

@@ -5,7 +5,8 @@
 #
 # csharp/mono-build.sh test: libslotlane.so from core/src (gcc -O2), Slotlane.Client.dll, the tests
 # (NUnit 2.6, -define:NUNIT2) and the benchmark with mcs -langversion:7.2, then nunit-console.
-# The tests start their own servers on ports 24500-24599 (bundled slotlane-server, a standalone
+# The tests start their own servers on a free block of 50 ports in 24500-24599 (Servers.cs,
+# PortBlocks.cs; SL_CSHARP_TEST_PORT pins it: bundled slotlane-server, a standalone
 # redis-server, two 3-primary Redis Clusters) and stop them by PID; whatever an interrupted run
 # left behind is stopped here on exit. Needs build/server/slotlane-server (built here if missing).
 SL_SUITE=csharp

@@ -3,14 +3,14 @@
 # and gcc through java/build-native.sh, then JUnit 5 under Surefire). The tests start and stop
 # their own servers: the bundled slotlane-server (built here if missing), Debian's
 # redis-server standalone and as Redis Clusters (ci/redis-plain.sh, ci/redis-cluster.sh), on
-# loopback ports from $SL_JAVA_TEST_PORT (default: the start of the java range in ci/lib.sh,
-# 23700; the run uses BASE..BASE+55). A bare `mvn test` in java/ works too.
+# loopback ports BASE..BASE+99, BASE from $SL_JAVA_TEST_PORT or else chosen by the tests (the
+# first free block of the java range in ci/lib.sh, held with a lock file: TestServers,
+# PortBlocks). A bare `mvn test` in java/ works too.
 # Servers are stopped by PID when the JVM exits, and here again after Maven, also on failure.
 SL_SUITE=java
 . "$(dirname "$0")/lib.sh"
 cd "$SL_ROOT"
 ROOT=$SL_ROOT
-BASE=${SL_JAVA_TEST_PORT:-$(sl_ports java | cut -d' ' -f1)}
 
 need() { command -v "$1" >/dev/null || die "$1 is missing (ci/deps.sh installs $2)"; }
 need mvn maven; need javac default-jdk; need swig swig; need gcc build-essential; need redis-server redis-server
@@ -24,7 +24,7 @@ sl_on_exit 'for d in "$WORK"/cluster-*; do [ -d "$d" ] && bash ci/redis-cluster.
 
 cd java
 # -q -B: quiet and batch; Maven resolves from Maven Central once and then from ~/.m2
-mvn -q -B -Dstyle.color=never install -Dslotlane.test.port="$BASE" "$@"
+mvn -q -B -Dstyle.color=never install ${SL_JAVA_TEST_PORT:+-Dslotlane.test.port="$SL_JAVA_TEST_PORT"} "$@"
 # the closing line CI reads: the Surefire totals
 python3 - <<'PY'
 import glob, re

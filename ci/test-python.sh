@@ -8,7 +8,7 @@
 # 2. pip install ./python into the venv (compiles the core into the CFFI extension).
 #    The sdist and the wheel are installed into fresh venvs and used outside the checkout
 #    by ci/test-packages.sh python.
-# 3. mypy --strict on the package; pytest python/tests: they start and stop their own servers (ports 22000-22099).
+# 3. mypy --strict on the package; pytest python/tests: they start and stop their own servers (a free block of 100 ports in 22000-22499, tests/ports.py).
 # Servers left by an interrupted run are stopped on exit.
 SL_SUITE=python
 . "$(dirname "$0")/lib.sh"

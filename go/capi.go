@@ -35,7 +35,7 @@ static int slgo_run(sl_client *cl, sl_batch *b, int route_kind, int slot, const 
 	if (route_kind < 0) {
 		rc = sl_batch_run(b, cmds, len, count, timeout_ms, NULL, 0, NULL, 0, &out->sizes);
 	} else {
-		sl_route r;
+		sl_route r = SL_ROUTE_INIT;
 		r.kind = (sl_route_kind)route_kind;
 		r.slot = slot;
 		r.node = node;

@@ -291,7 +291,7 @@ typedef struct row {
     int failed;
     char err[ERRLEN];
     /* medians */
-    double m_user, m_sys, m_bytes, m_payload, m_server, m_rps, m_extra;
+    double m_user, m_sys, m_cpu, m_bytes, m_payload, m_server, m_rps, m_extra;
     int have_server;
 } row;
 
@@ -1258,7 +1258,9 @@ static void write_record(FILE *f, row *rows, int nrows, int all_ok)
             if (x->others_share >= 0) jnum(f, x->others_share); else fputs("null", f);
             fprintf(f, ", \"steal_share\": ");
             if (x->steal_share >= 0) jnum(f, x->steal_share); else fputs("null", f);
-            fprintf(f, ",\n        \"user_ns_per_req\": ");
+            fprintf(f, ",\n        \"cpu_ns_per_req\": ");
+            jnum(f, (x->user_ns + x->sys_ns) / q);
+            fprintf(f, ", \"user_ns_per_req\": ");
             jnum(f, x->user_ns / q);
             fprintf(f, ", \"sys_ns_per_req\": ");
             jnum(f, x->sys_ns / q);
@@ -1274,10 +1276,13 @@ static void write_record(FILE *f, row *rows, int nrows, int all_ok)
         }
         fprintf(f, "]");
         if (!r->failed) {
+            /* user first: csharp/Slotlane.Client.Benchmarks reads the C tool's medians by that order */
             fprintf(f, ",\n     \"median\": {\"user_ns_per_req\": ");
             jnum(f, r->m_user);
             fprintf(f, ", \"sys_ns_per_req\": ");
             jnum(f, r->m_sys);
+            fprintf(f, ", \"cpu_ns_per_req\": ");
+            jnum(f, r->m_cpu);
             fprintf(f, ", \"bytes_per_req\": ");
             jnum(f, r->m_bytes);
             fprintf(f, ", \"payload_bytes_per_req\": ");
@@ -1576,13 +1581,14 @@ int main(int argc, char **argv)
             all_ok = 0;
             continue;
         }
-        double u[MAX_ROUNDS], s[MAX_ROUNDS], b[MAX_ROUNDS], p[MAX_ROUNDS], sv[MAX_ROUNDS], q[MAX_ROUNDS], e[MAX_ROUNDS];
+        double u[MAX_ROUNDS], s[MAX_ROUNDS], c[MAX_ROUNDS], b[MAX_ROUNDS], p[MAX_ROUNDS], sv[MAX_ROUNDS], q[MAX_ROUNDS], e[MAX_ROUNDS];
         int nsv = 0;
         for (int k = 0; k < r->nrounds; k++) {
             round_result *x = &r->r[k];
             double n = (double)x->requests;
             u[k] = x->user_ns / n;
             s[k] = x->sys_ns / n;
+            c[k] = (x->user_ns + x->sys_ns) / n;
             b[k] = (double)x->bytes_written / n;
             p[k] = (double)x->payload_bytes / n;
             e[k] = ((double)x->bytes_written - (double)x->payload_bytes) / n;
@@ -1591,6 +1597,7 @@ int main(int argc, char **argv)
         }
         r->m_user = median(u, r->nrounds);
         r->m_sys = median(s, r->nrounds);
+        r->m_cpu = median(c, r->nrounds);
         r->m_bytes = median(b, r->nrounds);
         r->m_payload = median(p, r->nrounds);
         r->m_extra = median(e, r->nrounds);

@@ -42,7 +42,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import sys
 import tempfile
 import time
@@ -60,26 +59,12 @@ def say(msg):
 
 
 def info_stats(port):
-    """INFO stats of the server as a dict (reads the whole bulk reply)."""
-    with socket.create_connection((sb.HOST, port), timeout=5) as s:
-        s.sendall(b"*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n")
-        data = b""
-        while b"\r\n" not in data:
-            chunk = s.recv(65536)
-            if not chunk:
-                raise sb.Failure(f"INFO on {port}: connection closed")
-            data += chunk
-        head, rest = data.split(b"\r\n", 1)
-        if not head.startswith(b"$"):
-            raise sb.Failure(f"INFO on {port}: {head.decode(errors='replace')}")
-        n = int(head[1:])
-        while len(rest) < n + 2:
-            chunk = s.recv(65536)
-            if not chunk:
-                raise sb.Failure(f"INFO on {port}: truncated reply")
-            rest += chunk
+    """INFO stats of the server as a dict."""
+    r = sb.resp_cmd(port, "INFO", "stats", timeout=5)
+    if not isinstance(r, bytes):
+        raise sb.Failure(f"INFO on {port}: {r!r}")
     out = {}
-    for line in rest[:n].decode().splitlines():
+    for line in r.decode().splitlines():
         if ":" in line:
             k, v = line.split(":", 1)
             out[k] = int(v) if re.fullmatch(r"-?[0-9]+", v) else v

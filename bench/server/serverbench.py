@@ -53,6 +53,9 @@ import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "server", "tests", "integration"))
+import resp  # noqa: E402  (the repository's one RESP test client)
+
 HOST = "127.0.0.1"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PROG = "serverbench"
@@ -91,17 +94,13 @@ def run_cmd(cmd, timeout, check=True, env=None):
 
 
 def resp_cmd(port, *args, timeout=2.0):
-    """Sends one command, returns the first reply line (enough for PING / +OK / errors)."""
-    msg = f"*{len(args)}\r\n" + "".join(f"${len(a.encode())}\r\n{a}\r\n" for a in args)
-    with socket.create_connection((HOST, port), timeout=timeout) as s:
-        s.sendall(msg.encode())
-        data = b""
-        while b"\r\n" not in data:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            data += chunk
-    return data.split(b"\r\n", 1)[0].decode(errors="replace")
+    """One command on a fresh connection (the repository's RESP test client), its reply:
+    a status or error as text, a bulk as bytes, an integer as int."""
+    c = resp.Conn(port, host=HOST, timeout=timeout)
+    try:
+        return c.call(*args)
+    finally:
+        c.close()
 
 
 def wait_ping(port, proc=None, secs=20):
@@ -110,9 +109,9 @@ def wait_ping(port, proc=None, secs=20):
         if proc is not None and proc.poll() is not None:
             raise Failure(f"server on port {port} exited during startup (status {proc.returncode})")
         try:
-            if resp_cmd(port, "PING", timeout=0.5) == "+PONG":
+            if resp_cmd(port, "PING", timeout=0.5) == "PONG":
                 return
-        except OSError:
+        except (OSError, ConnectionError):
             pass
         time.sleep(0.05)
     raise Failure(f"port {port} did not answer PING within {secs} s")
@@ -260,7 +259,7 @@ class Server:
     def flushall(self):
         for p in self.ports if self.cluster or self.kind == "redis" else self.ports[:1]:
             r = resp_cmd(p, "FLUSHALL", timeout=10)
-            if r != "+OK":
+            if r != "OK":
                 raise Failure(f"FLUSHALL on {p}: {r}")
 
     def stop(self):

@@ -15,8 +15,8 @@ stops them at the end; --plain HOST:PORT and --cluster HOST:PORT use running one
 
 Every case is run against the standalone server (unless its mode is "cluster") and
 against the cluster (unless its mode is "plain"), once per RESP version it lists,
-over raw sockets with a RESP2/RESP3 parser of its own, so every reply keeps its exact
-wire type. The expected replies are therefore the servers' own, never slotlane's.
+over raw sockets with the repository's RESP test client (server/tests/integration/resp.py),
+so every reply keeps its exact wire type. The expected replies are therefore the servers' own, never slotlane's.
 For a case run in both deployments the two recordings must be identical, or the
 recorder fails: a cluster client must be transparent.
 
@@ -47,6 +47,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bindings", "spec"))
+sys.path.insert(0, os.path.join(ROOT, "server", "tests", "integration"))
+import resp as resp_client  # noqa: E402  (the repository's one RESP test client)
 import spec as speclib  # noqa: E402  (the spec's encoding and reply types)
 SPLIT_COMMANDS = {"MGET", "MSET", "DEL", "EXISTS", "UNLINK", "TOUCH"}
 
@@ -56,12 +58,11 @@ class RecordError(Exception):
 
 
 # ------------------------------------------------------------------ RESP
+# The repository's one RESP test client (server/tests/integration/resp.py) reads the
+# replies with their wire types; here they become the cases' record form.
 
-def encode(args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
+encode = resp_client.encode
+key_slot = resp_client.key_slot
 
 
 def text_or_hex(b):
@@ -85,108 +86,55 @@ def error_prefix(msg):
     return msg[:cut].rstrip()
 
 
+def as_record(v):
+    """A reply of resp_client.Conn.read() in the record form of the case files."""
+    if isinstance(v, resp_client.Status):
+        return dict(type="status", **text_or_hex(v.encode("utf-8")))
+    if isinstance(v, resp_client.Err):
+        return {"type": "error", "kind": "server", "prefix": error_prefix(v)}
+    if isinstance(v, resp_client.Bool):
+        return {"type": "bool", "value": bool(v)}
+    if isinstance(v, int):
+        return {"type": "integer", "value": int(v)}
+    if v is None or isinstance(v, resp_client.NullArray):
+        return {"type": "nil"}
+    if isinstance(v, resp_client.Verbatim):
+        return dict(type="verb", format=v[:3].decode(), **text_or_hex(bytes(v[4:])))
+    if isinstance(v, bytes):
+        return dict(type="string", **text_or_hex(v))
+    if isinstance(v, resp_client.Map):
+        return {"type": "map", "children": [as_record(x) for pair in v for x in pair]}
+    for cls, kind in ((resp_client.Set, "set"), (resp_client.Push, "push"), (list, "array")):
+        if isinstance(v, cls):
+            return {"type": kind, "children": [as_record(x) for x in v]}
+    if isinstance(v, resp_client.Double):
+        return {"type": "double", "value": str(v)}
+    if isinstance(v, resp_client.BigNum):
+        return {"type": "bignum", "value": str(v)}
+    raise RecordError("unexpected reply %r" % (v,))
+
+
 class Conn:
-    def __init__(self, host, port, resp):
-        self.sock = socket.create_connection((host, port), timeout=10)
-        self.buf = b""
+    def __init__(self, host, port, protocol):
         self.addr = "%s:%d" % (host, port)
-        if resp == 3:
+        self.conn = resp_client.Conn(port, host=host, timeout=10)
+        if protocol == 3:
             r = self.call([b"HELLO", b"3"])
             if r.get("type") != "map":
                 raise RecordError("HELLO 3 failed on %s: %r" % (self.addr, r))
 
     def close(self):
-        self.sock.close()
-
-    def _fill(self):
-        chunk = self.sock.recv(1 << 16)
-        if not chunk:
-            raise RecordError("connection to %s closed" % self.addr)
-        self.buf += chunk
-
-    def _line(self):
-        while True:
-            i = self.buf.find(b"\r\n")
-            if i != -1:
-                line, self.buf = self.buf[:i], self.buf[i + 2:]
-                return line
-            self._fill()
-
-    def _bytes(self, n):
-        while len(self.buf) < n + 2:
-            self._fill()
-        data, self.buf = self.buf[:n], self.buf[n + 2:]
-        return data
-
-    def read(self):
-        line = self._line()
-        t, rest = line[:1], line[1:]
-        if t == b"+":
-            return dict(type="status", **text_or_hex(rest))
-        if t == b"-":
-            return {"type": "error", "kind": "server", "prefix": error_prefix(rest.decode("utf-8", "replace"))}
-        if t == b":":
-            return {"type": "integer", "value": int(rest)}
-        if t == b"$":
-            n = int(rest)
-            if n < 0:
-                return {"type": "nil"}
-            return dict(type="string", **text_or_hex(self._bytes(n)))
-        if t == b"!":
-            msg = self._bytes(int(rest)).decode("utf-8", "replace")
-            return {"type": "error", "kind": "server", "prefix": error_prefix(msg)}
-        if t in (b"*", b"~", b">", b"%"):
-            n = int(rest)
-            if n < 0:
-                return {"type": "nil"}
-            kind = {b"*": "array", b"~": "set", b">": "push", b"%": "map"}[t]
-            count = 2 * n if t == b"%" else n
-            return {"type": kind, "children": [self.read() for _ in range(count)]}
-        if t == b"_":
-            return {"type": "nil"}
-        if t == b",":
-            return {"type": "double", "value": rest.decode()}
-        if t == b"#":
-            return {"type": "bool", "value": rest == b"t"}
-        if t == b"(":
-            return {"type": "bignum", "value": rest.decode()}
-        if t == b"=":
-            body = self._bytes(int(rest))
-            return dict(type="verb", format=body[:3].decode(), **text_or_hex(body[4:]))
-        if t == b"|":  # attribute: dropped, as the core drops it
-            n = int(rest)
-            for _ in range(2 * n):
-                self.read()
-            return self.read()
-        raise RecordError("unexpected RESP type byte %r from %s" % (t, self.addr))
+        self.conn.close()
 
     def pipeline(self, cmds):
-        self.sock.sendall(b"".join(encode(c) for c in cmds))
-        return [self.read() for _ in cmds]
+        self.conn.send_raw(b"".join(encode(c) for c in cmds))
+        try:
+            return [as_record(self.conn.read()) for _ in cmds]
+        except (ConnectionError, ValueError) as e:
+            raise RecordError("%s: %s" % (self.addr, e))
 
     def call(self, cmd):
         return self.pipeline([cmd])[0]
-
-
-# ------------------------------------------------------------------ slots
-
-def crc16(data):
-    crc = 0
-    for b in data:
-        crc ^= b << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else (crc << 1)
-            crc &= 0xFFFF
-    return crc
-
-
-def key_slot(key):
-    s = key.find(b"{")
-    if s != -1:
-        e = key.find(b"}", s + 1)
-        if e != -1 and e != s + 1:
-            key = key[s + 1:e]
-    return crc16(key) % 16384
 
 
 # ------------------------------------------------------------------ cases

@@ -583,7 +583,7 @@ static int flush_all(sl_client *cl, char *err, size_t errcap)
     const char *argv[] = {"FLUSHALL"};
     const sl_reply *r;
     const uint8_t *d;
-    sl_route route = {SL_ROUTE_ALL_PRIMARIES, 0, NULL};
+    sl_route route = {SL_ROUTE_VERSION, (unsigned)sizeof(sl_route), SL_ROUTE_ALL_PRIMARIES, 0, NULL};
     int rc = sl_client_command(cl, sl_client_mode(cl) == SL_MODE_CLUSTER ? &route : NULL, 1, argv, NULL, &r, &d);
     if (rc) {
         snprintf(err, errcap, "FLUSHALL failed: %s (%s)", sl_strerror(rc), sl_client_errmsg(cl));

@@ -154,7 +154,7 @@ static void flushall(sl_client *c)
     const char *argv[] = {"FLUSHALL"};
     const sl_reply *r;
     const uint8_t *d;
-    sl_route route = {SL_ROUTE_ALL_PRIMARIES, 0, NULL};
+    sl_route route = {SL_ROUTE_VERSION, (unsigned)sizeof(sl_route), SL_ROUTE_ALL_PRIMARIES, 0, NULL};
     int rc = sl_client_command(c, sl_client_mode(c) == SL_MODE_CLUSTER ? &route : NULL, 1, argv, NULL, &r, &d);
     CHECK(rc == 0, "FLUSHALL: %s (%s)", sl_strerror(rc), sl_client_errmsg(c));
 }
@@ -788,7 +788,9 @@ static void scan_test(int port, const char *dir)
     CHECK(primaries == 3 && covered == 16384, "%d primaries covering %d slots", primaries, covered);
     /* a per-node command is one loop over the list */
     for (size_t i = 0; i < nn; i++) {
-        sl_route to = {SL_ROUTE_NODE, 0, nodes[i].addr};
+        sl_route to = SL_ROUTE_INIT;
+        to.kind = SL_ROUTE_NODE;
+        to.node = nodes[i].addr;
         const char *argv[] = {"PING"};
         const sl_reply *r;
         const uint8_t *d;
@@ -942,7 +944,9 @@ static void scan_test(int port, const char *dir)
 /* calls= of "cmdstat_<name>" in the node's INFO commandstats. */
 static long long cmdstat_calls(sl_client *c, const char *addr, const char *name)
 {
-    sl_route to = {SL_ROUTE_NODE, 0, addr};
+    sl_route to = SL_ROUTE_INIT;
+    to.kind = SL_ROUTE_NODE;
+    to.node = addr;
     const char *argv[] = {"INFO", "commandstats"};
     const sl_reply *r;
     const uint8_t *d;
@@ -1027,7 +1031,9 @@ static void scripts_test(int port)
     pi = 0;
     for (size_t i = 0; i < nn; i++)
         if (nodes[i].is_primary && pi++ == 1) { victim = nodes[i].addr; vi = 1; }
-    sl_route to = {SL_ROUTE_NODE, 0, victim};
+    sl_route to = SL_ROUTE_INIT;
+    to.kind = SL_ROUTE_NODE;
+    to.node = victim;
     cmd(c, &to, 2, flush, &d);
     r = cmd(c, NULL, 3, exists, &d);
     CHECK(r[0].type == SL_REPLY_ARRAY && r[1].value.integer == 0, "SCRIPT EXISTS after a flush on %s is not 0", victim);

@@ -1,12 +1,16 @@
 """Shared helpers of the core's recording scripts: a throwaway redis-server on a free
-loopback port and a minimal RESP2 client (raw sockets, so no client library's reply
-post-processing can change what is recorded)."""
+loopback port and a RESP2 client (the repository's one RESP test client over raw sockets,
+so no client library's reply post-processing can change what is recorded)."""
 import os
 import shutil
 import socket
 import subprocess
 import tempfile
+import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "server", "tests", "integration"))
+import resp  # noqa: E402  (the repository's one RESP test client)
 
 
 def free_port(lo=20900, hi=20999):
@@ -70,55 +74,29 @@ class ReplyError(Exception):
     pass
 
 
-class Client:
+def _plain(v):
+    """A reply of the repository's RESP test client in this module's form: a status as
+    bytes, an error as ReplyError, a null array as None, arrays as lists."""
+    if isinstance(v, resp.Err):
+        return ReplyError(str(v))
+    if isinstance(v, resp.Status):
+        return str(v).encode()
+    if isinstance(v, resp.NullArray):
+        return None
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return v
+
+
+class Client(resp.Conn):
+    """RESP2 over a raw socket: the repository's one RESP test client
+    (server/tests/integration/resp.py), its replies converted by _plain."""
+
     def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.buf = b""
-
-    def _fill(self):
-        chunk = self.sock.recv(1 << 16)
-        if not chunk:
-            raise OSError("connection closed")
-        self.buf += chunk
-
-    def _line(self):
-        while b"\r\n" not in self.buf:
-            self._fill()
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        return line
-
-    def _read(self):
-        line = self._line()
-        t, rest = line[:1], line[1:]
-        if t == b"+":
-            return rest
-        if t == b"-":
-            return ReplyError(rest.decode())
-        if t == b":":
-            return int(rest)
-        if t == b"$":
-            n = int(rest)
-            if n < 0:
-                return None
-            while len(self.buf) < n + 2:
-                self._fill()
-            data, self.buf = self.buf[:n], self.buf[n + 2:]
-            return data
-        if t == b"*":
-            n = int(rest)
-            return None if n < 0 else [self._read() for _ in range(n)]
-        raise RuntimeError("unexpected reply type %r" % t)
+        super().__init__(port, timeout=10)
 
     def call(self, *args, raise_errors=True):
-        out = [b"*%d\r\n" % len(args)]
-        for a in args:
-            if isinstance(a, str):
-                a = a.encode()
-            elif isinstance(a, int):
-                a = str(a).encode()
-            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-        self.sock.sendall(b"".join(out))
-        r = self._read()
+        r = _plain(super().call(*args))
         if isinstance(r, ReplyError) and raise_errors:
             raise r
         return r

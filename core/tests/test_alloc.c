@@ -86,7 +86,7 @@ static void check_replies(sl_batch *b, size_t ncmds)
 static void run_steady_state(const char *url, sl_mode mode)
 {
     counting k = {0, 0, 0};
-    sl_allocator al = {c_malloc, c_realloc, c_free, &k};
+    sl_allocator al = {SL_ALLOCATOR_VERSION, (unsigned)sizeof(sl_allocator), c_malloc, c_realloc, c_free, &k};
     sl_client *c = connect_counting(&k, url, mode, &al);
     sl_batch *b;
     assert_int_equal(sl_batch_new(c, &b), 0);
@@ -159,7 +159,7 @@ static void test_failing_allocator(void **state)
      * failure must surface as SL_ENOMEM (or a clean error), never a crash or a leak. */
     for (long i = 1; i < 200; i++) {
         counting k = {0, 0, i};
-        sl_allocator al = {c_malloc, c_realloc, c_free, &k};
+        sl_allocator al = {SL_ALLOCATOR_VERSION, (unsigned)sizeof(sl_allocator), c_malloc, c_realloc, c_free, &k};
         sl_client_options o = SL_CLIENT_OPTIONS_INIT;
         o.url = url;
         o.mode = SL_MODE_PLAIN;

@@ -122,6 +122,24 @@ static void test_options_rejected(void **state)
     assert_int_equal(sl_client_new(NULL, &o, NULL, 0), SL_EINVAL);
 }
 
+/* An allocator is checked like the options: version and size before its functions. */
+static void test_allocator_rejected(void **state)
+{
+    (void)state;
+    sl_client_options o = SL_CLIENT_OPTIONS_INIT;
+    sl_allocator al = SL_ALLOCATOR_INIT;
+    o.allocator = &al;
+    expect_new_fails(&o, SL_EINVAL, "malloc_fn"); /* the right version, no functions */
+    al.version = 0; /* a caller of the layout without version and size */
+    expect_new_fails(&o, SL_EINVAL, "allocator version 0");
+    al = (sl_allocator)SL_ALLOCATOR_INIT;
+    al.version = SL_ALLOCATOR_VERSION + 1;
+    expect_new_fails(&o, SL_EINVAL, "allocator version 2");
+    al = (sl_allocator)SL_ALLOCATOR_INIT;
+    al.size = (unsigned)offsetof(sl_allocator, ctx); /* ends before ctx */
+    expect_new_fails(&o, SL_EINVAL, "SL_ALLOCATOR_INIT");
+}
+
 static void test_null_handles(void **state)
 {
     (void)state;
@@ -172,6 +190,7 @@ int main(void)
         cmocka_unit_test(test_reply_record_layout),
         cmocka_unit_test(test_options_init),
         cmocka_unit_test(test_options_rejected),
+        cmocka_unit_test(test_allocator_rejected),
         cmocka_unit_test(test_null_handles),
         cmocka_unit_test(test_key_slot),
     };

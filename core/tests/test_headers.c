@@ -1,5 +1,5 @@
 /* test_headers: every public header compiles alone, as C11 -pedantic and as C++, with
- * -Wall -Wextra -Werror, and its options initialiser is usable: slotlane.h and
+ * -Wall -Wextra -Werror, and its initialisers (options, route, allocator) are usable: slotlane.h and
  * slotlane_uv.h. (core/CMakeLists.txt builds header_c/header_cxx for slotlane.h at
  * configure time; this covers both headers with the compilers a user would run.)
  * slotlane_uv.h includes <uv.h>, which itself needs POSIX types (pthread_rwlock_t) that
@@ -19,8 +19,8 @@
 #error "SL_SOURCE_DIR (the checkout) is defined by core/CMakeLists.txt for every test"
 #endif
 
-/* Writes a file that includes header and uses SL_CLIENT_OPTIONS_INIT, compiles it with
- * compiler and flags, and returns the compiler's exit status (its messages go to stderr). */
+/* Writes a file that includes header and uses SL_CLIENT_OPTIONS_INIT, SL_ROUTE_INIT and
+ * SL_ALLOCATOR_INIT, compiles it with compiler and flags, and returns the compiler's exit status (its messages go to stderr). */
 static int compile(const char *header, const char *compiler, const char *ext, const char *flags)
 {
     char dir[] = "/tmp/sl-header-test.XXXXXX";
@@ -30,7 +30,12 @@ static int compile(const char *header, const char *compiler, const char *ext, co
     FILE *f = fopen(src, "w");
     assert_non_null(f);
     fprintf(f, "#include \"%s\"\n"
-               "int main(void) { sl_client_options o = SL_CLIENT_OPTIONS_INIT; return (int)o.version - 1; }\n",
+               "int main(void) {\n"
+               "    sl_client_options o = SL_CLIENT_OPTIONS_INIT;\n"
+               "    sl_route r = SL_ROUTE_INIT;\n"
+               "    sl_allocator a = SL_ALLOCATOR_INIT;\n"
+               "    return (int)(o.version + r.version + a.version) - 3 + (int)(r.size + a.size != sizeof r + sizeof a);\n"
+               "}\n",
             header);
     fclose(f);
     snprintf(cmd, sizeof cmd, "%s %s -Wall -Wextra -Werror -fsyntax-only -I'%s/core/include' '%s'", compiler, flags,

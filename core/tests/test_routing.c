@@ -91,7 +91,7 @@ static void test_all_primaries_ping_and_array(void **state)
 {
     fx *f = *state;
     const uint8_t *d;
-    sl_route all = {SL_ROUTE_ALL_PRIMARIES, 0, NULL};
+    sl_route all = {SL_ROUTE_VERSION, (unsigned)sizeof(sl_route), SL_ROUTE_ALL_PRIMARIES, 0, NULL};
     const char *ping[] = {"PING"};
     const sl_reply *r = run(f, &all, 1, ping, &d);
     assert_int_equal(r->type, SL_REPLY_STATUS);
@@ -119,14 +119,14 @@ static void test_route_node_slot_random(void **state)
     const uint8_t *d;
     char node[64];
     snprintf(node, sizeof node, "127.0.0.1:%d", fs_port(f->cl.nodes[2]));
-    sl_route to_node = {SL_ROUTE_NODE, 0, node};
+    sl_route to_node = {SL_ROUTE_VERSION, (unsigned)sizeof(sl_route), SL_ROUTE_NODE, 0, node};
     const char *ping[] = {"PING"};
     run(f, &to_node, 1, ping, &d);
     assert_int_equal(fs_count(f->cl.nodes[2], "PING", NULL), 1);
-    sl_route to_slot = {SL_ROUTE_SLOT, 6000, NULL}; /* node 1's range */
+    sl_route to_slot = {SL_ROUTE_VERSION, (unsigned)sizeof(sl_route), SL_ROUTE_SLOT, 6000, NULL}; /* node 1's range */
     run(f, &to_slot, 1, ping, &d);
     assert_int_equal(fs_count(f->cl.nodes[1], "PING", NULL), 1);
-    sl_route random = {SL_ROUTE_RANDOM, 0, NULL};
+    sl_route random = {SL_ROUTE_VERSION, (unsigned)sizeof(sl_route), SL_ROUTE_RANDOM, 0, NULL};
     for (int i = 0; i < 30; i++) run(f, &random, 1, ping, &d);
     uint64_t total = 0;
     for (int n = 0; n < 3; n++) total += fs_count(f->cl.nodes[n], "PING", NULL);
@@ -200,15 +200,33 @@ static void test_bad_routes(void **state)
     sl_batch *b;
     assert_int_equal(sl_batch_new(f->c, &b), 0);
     const char *ping[] = {"PING"};
-    sl_route bad_slot = {SL_ROUTE_SLOT, 16384, NULL};
+    sl_route bad_slot = {SL_ROUTE_VERSION, (unsigned)sizeof(sl_route), SL_ROUTE_SLOT, 16384, NULL};
     assert_int_equal(sl_batch_append_argv(b, &bad_slot, 1, ping, NULL), SL_EINVAL);
-    sl_route no_node = {SL_ROUTE_NODE, 0, NULL};
+    sl_route no_node = {SL_ROUTE_VERSION, (unsigned)sizeof(sl_route), SL_ROUTE_NODE, 0, NULL};
     assert_int_equal(sl_batch_append_argv(b, &no_node, 1, ping, NULL), SL_EINVAL);
-    sl_route bad_node = {SL_ROUTE_NODE, 0, "not an address"};
+    sl_route bad_node = {SL_ROUTE_VERSION, (unsigned)sizeof(sl_route), SL_ROUTE_NODE, 0, "not an address"};
     assert_int_equal(sl_batch_append_argv(b, &bad_node, 1, ping, NULL), SL_EINVAL);
-    sl_route bad_kind = {(sl_route_kind)42, 0, NULL};
+    sl_route bad_kind = {SL_ROUTE_VERSION, (unsigned)sizeof(sl_route), (sl_route_kind)42, 0, NULL};
     assert_int_equal(sl_batch_append_argv(b, &bad_kind, 1, ping, NULL), SL_EINVAL);
+    /* Version and size are checked before anything else of the route is read. */
+    sl_route old = {0, 0, SL_ROUTE_RANDOM, 0, NULL}; /* zeroed, as a caller of the layout without them */
+    assert_int_equal(sl_batch_append_argv(b, &old, 1, ping, NULL), SL_EINVAL);
+    assert_non_null(strstr(sl_client_errmsg(f->c), "route version 0 size 0 not supported"));
+    sl_route newer = SL_ROUTE_INIT;
+    newer.version = SL_ROUTE_VERSION + 1;
+    assert_int_equal(sl_batch_append_argv(b, &newer, 1, ping, NULL), SL_EINVAL);
+    assert_non_null(strstr(sl_client_errmsg(f->c), "SL_ROUTE_INIT"));
+    sl_route small = SL_ROUTE_INIT;
+    small.size = (unsigned)offsetof(sl_route, node);
+    assert_int_equal(sl_batch_append(b, &small, "*1\r\n$4\r\nPING\r\n", 14, 1), SL_EINVAL);
+    const sl_reply *r = NULL;
+    const uint8_t *d;
+    assert_int_equal(sl_client_command(f->c, &small, 1, ping, NULL, &r, &d), SL_EINVAL);
     assert_int_equal(sl_batch_count(b), 0);
+    /* SL_ROUTE_INIT itself routes by key. */
+    sl_route by_key = SL_ROUTE_INIT;
+    assert_int_equal(sl_batch_append_argv(b, &by_key, 1, ping, NULL), 0);
+    assert_int_equal(sl_batch_count(b), 1);
     sl_batch_free(b);
 }
 

@@ -53,7 +53,7 @@ namespace Slotlane.Benchmarks
     internal sealed class Round
     {
         public long Requests, Pipelines, UserNs, SysNs, BytesWritten, Payload, Moved, Ask, TryAgain, Refreshes, Connects, Reconnects;
-        public double Wall;
+        public double Wall, Load1; // Load1: the 1-minute load average at the start (the machine is shared)
     }
 
     internal sealed class Row
@@ -248,6 +248,7 @@ namespace Slotlane.Benchmarks
                         sh.Start.SignalAndWait();          // workers finished warming up and wait here
                         // every worker is idle: counters and CPU are taken with no pipeline running
                         ClientStats s0 = client.GetStats();
+                        double load1 = LoadAvg1();
                         long u0, y0;
                         LibC.Cpu(out u0, out y0);
                         var clock = Stopwatch.StartNew();
@@ -261,7 +262,7 @@ namespace Slotlane.Benchmarks
                         ClientStats s1 = client.GetStats();
                         foreach (var t in threads) t.Join();
                         if (sh.Fail != null) { row.Ok = false; row.Error = sh.Fail; break; }
-                        var rd = new Round { Wall = wall, UserNs = u1 - u0, SysNs = y1 - y0 };
+                        var rd = new Round { Wall = wall, UserNs = u1 - u0, SysNs = y1 - y0, Load1 = load1 };
                         for (int w = 0; w < workers; w++) { rd.Requests += counts[w, 0]; rd.Pipelines += counts[w, 1]; rd.Payload += counts[w, 2]; }
                         rd.BytesWritten = s1.BytesWritten - s0.BytesWritten;
                         rd.Moved = s1.Moved - s0.Moved; rd.Ask = s1.Ask - s0.Ask; rd.TryAgain = s1.TryAgain - s0.TryAgain;
@@ -279,11 +280,25 @@ namespace Slotlane.Benchmarks
                 return xs.Length % 2 == 1 ? xs[xs.Length / 2] : (xs[xs.Length / 2 - 1] + xs[xs.Length / 2]) / 2;
             };
             row.Median["user_ns_per_req"] = med(r => (double)r.UserNs / r.Requests);
+            row.Median["cpu_ns_per_req"] = med(r => (double)(r.UserNs + r.SysNs) / r.Requests);
             row.Median["sys_ns_per_req"] = med(r => (double)r.SysNs / r.Requests);
             row.Median["bytes_per_req"] = med(r => (double)r.BytesWritten / r.Requests);
             row.Median["payload_bytes_per_req"] = med(r => (double)r.Payload / r.Requests);
             row.Median["extra_bytes_per_req"] = med(r => (double)(r.BytesWritten - r.Payload) / r.Requests);
             row.Median["req_per_s"] = med(r => r.Requests / r.Wall);
+        }
+
+        /// <summary>The 1-minute load average (/proc/loadavg), -1 when unreadable.</summary>
+        static double LoadAvg1()
+        {
+            try
+            {
+                return double.Parse(File.ReadAllText("/proc/loadavg").Split(' ')[0], CultureInfo.InvariantCulture);
+            }
+            catch (Exception)
+            {
+                return -1;
+            }
         }
 
         static void Worker(SlotlaneClient client, Row row, int keyset, int wid, Shared sh, long[,] counts, Func<bool> warming)
@@ -484,6 +499,7 @@ namespace Slotlane.Benchmarks
                     "{\"requests\": " + x.Requests + ", \"pipelines\": " + x.Pipelines + ", \"wall_s\": " + N(x.Wall) + ", \"user_ns\": " + x.UserNs + ", \"sys_ns\": " + x.SysNs +
                     ", \"bytes_written\": " + x.BytesWritten + ", \"payload_bytes\": " + x.Payload + ", \"server_input_bytes\": null, \"moved\": " + x.Moved + ", \"ask\": " + x.Ask +
                     ", \"tryagain\": " + x.TryAgain + ", \"refreshes\": " + x.Refreshes + ", \"connects\": " + x.Connects + ", \"reconnects\": " + x.Reconnects +
+                    ", \"load1\": " + N(x.Load1) + ", \"cpu_ns_per_req\": " + N((double)(x.UserNs + x.SysNs) / x.Requests) +
                     ", \"user_ns_per_req\": " + N((double)x.UserNs / x.Requests) + ", \"sys_ns_per_req\": " + N((double)x.SysNs / x.Requests) +
                     ", \"bytes_per_req\": " + N((double)x.BytesWritten / x.Requests) + ", \"req_per_s\": " + N(x.Requests / x.Wall) + "}")));
                 sb.Append("],\n     \"median\": {" + string.Join(", ", r.Median.Select(kv => J(kv.Key) + ": " + N(kv.Value))) + (r.Median.Count > 0 ? ", " : "") + "\"server_input_bytes_per_req\": null}" +

@@ -61,9 +61,9 @@ namespace Slotlane.Tests
         public void UrlsTheCoreRejectsAreArgumentExceptions()
         {
             // parsed by the core (url.c): its message is passed on
-            Assert.Catch<ArgumentException>(() => SlotlaneClient.Connect("http://127.0.0.1:24500"));
+            Assert.Catch<ArgumentException>(() => SlotlaneClient.Connect("http://127.0.0.1:" + Servers.UnusedPort));
             Assert.Catch<ArgumentException>(() => SlotlaneClient.Connect("redis://127.0.0.1:notaport"));
-            Assert.Catch<NotSupportedException>(() => SlotlaneClient.Connect("rediss://127.0.0.1:24500"));
+            Assert.Catch<NotSupportedException>(() => SlotlaneClient.Connect("rediss://127.0.0.1:" + Servers.UnusedPort));
         }
 
         [Test]

@@ -57,7 +57,7 @@ namespace Slotlane.Tests
         public void ConnectRefusedIsAConnectionException()
         {
             Assert.Throws<SlotlaneConnectionException>(() =>
-                SlotlaneClient.Connect(new ClientOptions { Url = "redis://127.0.0.1:24599", ConnectTimeout = TimeSpan.FromMilliseconds(300) }));
+                SlotlaneClient.Connect(new ClientOptions { Url = "redis://127.0.0.1:" + Servers.UnusedPort, ConnectTimeout = TimeSpan.FromMilliseconds(300) }));
         }
 
         [Test]

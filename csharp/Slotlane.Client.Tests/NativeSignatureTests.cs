@@ -206,6 +206,7 @@ namespace Slotlane.Tests
                 Assert.That(norm(((RouteKind)kv.Value).ToString()).Replace("bykey", "key"), Is.EqualTo(norm(kv.Key.Substring(9))), kv.Key);
             Assert.That(Regex.Match(h, @"#define SL_CLIENT_OPTIONS_VERSION (\d+)").Groups[1].Value, Is.EqualTo(Native.SL_CLIENT_OPTIONS_VERSION.ToString()));
             Assert.That(Regex.Match(h, @"#define SL_STATS_VERSION (\d+)").Groups[1].Value, Is.EqualTo(Native.SL_STATS_VERSION.ToString()));
+            Assert.That(Regex.Match(h, @"#define SL_ROUTE_VERSION (\d+)").Groups[1].Value, Is.EqualTo(Native.SL_ROUTE_VERSION.ToString()));
         }
 
         [Test]

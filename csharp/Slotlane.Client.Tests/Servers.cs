@@ -7,14 +7,29 @@ using System.Threading;
 namespace Slotlane.Tests
 {
     /// <summary>The servers the tests use, started on first use and stopped by PID at process exit
-    /// (and by ci/test-csharp.sh's trap if the runner dies). Ports 24500-24599.</summary>
+    /// (and by ci/test-csharp.sh's trap if the runner dies). Ports Base..Base+49: Base is
+    /// SL_CSHARP_TEST_PORT, or else the first free block of 50 in the csharp range of ci/lib.sh's
+    /// port map, held with a lock file for the run (PortBlocks).</summary>
     internal static class Servers
     {
         internal const string Host = "127.0.0.1";
-        internal const int BundledPort = 24500;       // slotlane-server, 4 shards, per-shard: 24500-24503
-        internal const int PlainRedisPort = 24520;    // ci/redis-plain.sh
-        internal const int ClusterRedisPort = 24530;  // ci/redis-cluster.sh, 3 primaries: 24530-24535
-        internal const int ChaosRedisPort = 24540;    // ci/redis-cluster.sh for kill/migrate: 24540-24545
+        internal const int BlockSize = 50;
+        private static PortBlocks.Block s_block; // held until the process exits
+        internal static readonly int Base = ChooseBase();
+        internal static readonly int BundledPort = Base;            // slotlane-server, 4 shards, per-shard: +0..+3
+        internal static readonly int PlainRedisPort = Base + 20;    // ci/redis-plain.sh
+        internal static readonly int ClusterRedisPort = Base + 30;  // ci/redis-cluster.sh, 3 primaries: +30..+35
+        internal static readonly int ChaosRedisPort = Base + 40;    // ci/redis-cluster.sh for kill/migrate: +40..+45
+        internal static readonly int UnusedPort = Base + BlockSize - 1; // in the block, never listened on
+
+        private static int ChooseBase()
+        {
+            string fixedBase = Environment.GetEnvironmentVariable("SL_CSHARP_TEST_PORT");
+            if (!string.IsNullOrEmpty(fixedBase)) return int.Parse(fixedBase);
+            int[] r = PortBlocks.SuiteRange(Root, "csharp");
+            s_block = PortBlocks.Choose(r[0], r[1], BlockSize, "csharp", Path.GetTempPath());
+            return s_block.Base;
+        }
 
         private static readonly object s_lock = new object();
         private static Process s_bundled;

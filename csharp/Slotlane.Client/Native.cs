@@ -75,10 +75,12 @@ namespace Slotlane
         public ulong nodes;
     }
 
-    /// <summary>Mirror of <c>sl_route</c>.</summary>
+    /// <summary>Mirror of <c>sl_route</c> (version 1): <see cref="Native.NewRoute"/> sets version and size.</summary>
     [StructLayout(LayoutKind.Sequential)]
     internal struct SlRoute
     {
+        public uint version;
+        public uint size;
         public int kind;
         public int slot;
         public IntPtr node;
@@ -154,6 +156,16 @@ namespace Slotlane
 
         internal const uint SL_CLIENT_OPTIONS_VERSION = 1;
         internal const uint SL_STATS_VERSION = 1;
+        internal const uint SL_ROUTE_VERSION = 1;
+
+        /// <summary><c>SL_ROUTE_INIT</c>: a route by key, its version and size set.</summary>
+        internal static SlRoute NewRoute()
+        {
+            var r = new SlRoute();
+            r.version = SL_ROUTE_VERSION;
+            r.size = (uint)sizeof(SlRoute);
+            return r;
+        }
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern IntPtr sl_version();

@@ -255,7 +255,7 @@ namespace Slotlane
             {
                 h.Cmd.Clear();
                 h.Cmd.Append(args);
-                SlRoute sr;
+                SlRoute sr = Native.NewRoute();
                 sr.kind = (int)route.Kind;
                 sr.slot = route.SlotNumber;
                 node = ClientOptions.Utf8Z(route.NodeAddress);

@@ -197,6 +197,7 @@ async function child(spec) {
       const inBefore = await serverInputBytes(nodeUrls);
       const bytesBefore = drivers.map((d) => d.bytes());
       const cBefore = drivers[0].counters();
+      const load1 = os.loadavg()[0]; // the machine is shared: say how busy it was
       const cpu0 = process.cpuUsage();
       const t0 = process.hrtime.bigint();
       await runFor(seconds);
@@ -215,6 +216,8 @@ async function child(spec) {
           user_ns: cpu.user * 1000, sys_ns: cpu.system * 1000,
           bytes_written: bytes,
           server_input_bytes: inAfter - inBefore,
+          load1,
+          cpu_ns_per_req: (cpu.user + cpu.system) * 1000 / requests,
           user_ns_per_req: cpu.user * 1000 / requests,
           sys_ns_per_req: cpu.system * 1000 / requests,
           bytes_per_req: bytes === null ? null : bytes / requests,
@@ -407,6 +410,7 @@ async function main() {
       bytes_source: client === 'slotlane' ? 'sl_stats.bytes_written deltas' : null,
       rounds: rs.map(({ client: _c, row: _r, op: _o, depth: _d, api: _a, ok: _k, error: _e, ...f }) => f),
       median: {
+        cpu_ns_per_req: fig('cpu_ns_per_req'),
         user_ns_per_req: fig('user_ns_per_req'), sys_ns_per_req: fig('sys_ns_per_req'),
         bytes_per_req: fig('bytes_per_req'), server_input_bytes_per_req: fig('server_input_bytes_per_req'),
         req_per_s: fig('req_per_s'),
@@ -435,8 +439,8 @@ async function main() {
   }
   const sl = require(NODE_DIR);
   const record = {
-    schema: 'slotlane.bench.node-cluster-cost/1',
-    benchmark: 'node-cluster-cost',
+    schema: 'slotlane.bench.cluster-cost/1', // the one schema of every runner (bench/cluster_cost_schema.py)
+    benchmark: 'cluster-cost',
     tool: 'node/bench/cluster-cost.js',
     ok: rows.every((x) => x.ok),
     started_at: started,

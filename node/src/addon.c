@@ -512,7 +512,10 @@ static napi_value js_exec(napi_env env, napi_callback_info info)
                 rc = SL_EINVAL;
                 break;
             }
-            sl_route route = {(sl_route_kind)kind, slot, node};
+            sl_route route = SL_ROUTE_INIT;
+            route.kind = (sl_route_kind)kind;
+            route.slot = slot;
+            route.node = node;
             rc = sl_batch_append(s->b, kind < 0 ? NULL : &route, (const char *)buf + off, (size_t)slen,
                                  (size_t)scount);
         }

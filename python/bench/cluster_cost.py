@@ -57,30 +57,21 @@ def value_of(i: int) -> bytes:
     return b"%032d" % i
 
 
-def raw_command(host: str, port: int, *args: bytes, timeout: float = 5.0) -> bytes:
-    """One command over a fresh socket, the raw reply (for INFO and CLUSTER SLOTS)."""
-    with socket.create_connection((host, port), timeout=timeout) as s:
-        out = b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
-        s.sendall(out)
-        buf = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-            if buf.startswith(b"$"):
-                n = int(buf[1:buf.index(b"\r\n")])
-                if n < 0 or len(buf) >= buf.index(b"\r\n") + 2 + n + 2:
-                    break
-            elif buf.endswith(b"\r\n") and not buf.startswith(b"*"):
-                break
-        return buf
+def node_command(host: str, port: int, *args: str, timeout: float = 5.0) -> Any:
+    """One command to one node with the package's own plain client (as a user would; the
+    runner speaks no RESP of its own). A node that cannot be reached raises OSError."""
+    try:
+        with slotlane.Client(host, port, cluster=False, socket_connect_timeout=timeout) as c:
+            return c.execute_command(*args)
+    except (slotlane.ConnectionError, slotlane.TimeoutError) as e:
+        raise OSError(str(e)) from e
 
 
 def info(host: str, port: int) -> Dict[str, str]:
-    raw = raw_command(host, port, b"INFO")
+    raw = node_command(host, port, "INFO")
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
     out = {}
-    for line in raw.decode("utf-8", "replace").splitlines():
+    for line in text.splitlines():
         if ":" in line and not line.startswith("#"):
             k, v = line.split(":", 1)
             out[k] = v.strip()
@@ -375,7 +366,7 @@ class OwnSlotlaneServer:
         for i in range(4):
             while True:
                 try:
-                    if raw_command("127.0.0.1", self.base + i, b"PING", timeout=0.5).startswith(b"+PONG"):
+                    if node_command("127.0.0.1", self.base + i, "PING", timeout=0.5) in (True, b"PONG", "PONG"):
                         break
                 except OSError:
                     pass
@@ -591,6 +582,7 @@ def cluster_cost(args: argparse.Namespace) -> int:
                             sib0 = server_input_bytes(nodes_of[row])
                             st0 = rn.stats()
                             u0, s0 = rusage()
+                            load_1m = os.getloadavg()[0]  # the machine is shared: say how busy it was
                             t0 = time.perf_counter()
                             reqs, pipes, err = rn.loop(op, depth, seconds)
                             t1 = time.perf_counter()
@@ -610,6 +602,8 @@ def cluster_cost(args: argparse.Namespace) -> int:
                             }
                             for k in ("moved", "ask", "tryagain", "refreshes", "connects", "reconnects"):
                                 rr[k] = (st1[k] - st0[k]) if st0 else None
+                            rr["load1"] = load_1m
+                            rr["cpu_ns_per_req"] = (rr["user_ns"] + rr["sys_ns"]) / reqs
                             rr["user_ns_per_req"] = rr["user_ns"] / reqs
                             rr["sys_ns_per_req"] = rr["sys_ns"] / reqs
                             rr["bytes_per_req"] = rr["bytes_written"] / reqs if rr["bytes_written"] is not None else None
@@ -629,7 +623,8 @@ def cluster_cost(args: argparse.Namespace) -> int:
             rs = [r for r in res["rounds"] if "user_ns_per_req" in r]
             if res["ok"]:
                 res["median"] = {k: median([r[k] for r in rs]) for k in
-                                 ("user_ns_per_req", "sys_ns_per_req", "bytes_per_req", "server_input_bytes_per_req", "req_per_s")}
+                                 ("cpu_ns_per_req", "user_ns_per_req", "sys_ns_per_req", "bytes_per_req",
+                                  "server_input_bytes_per_req", "req_per_s")}
             else:
                 res["median"] = None
             rows_out.append(res)

@@ -1,13 +1,15 @@
 """Servers for the tests, started and stopped here (by PID, also on failure).
 
 Deployments (the ``client`` fixture runs a test once per deployment):
-  redis-plain         Debian's redis-server, standalone (ci/redis-plain.sh), port 22000
-  redis-cluster       a 3-primary Redis Cluster (ci/redis-cluster.sh), ports 22010-22015
-  slotlane-per-shard  build/server/slotlane-server --shards 4, per-shard ports 22040-22043
-  slotlane-one-port   build/server/slotlane-server --shards 4 one-port mode, port 22050
+  redis-plain         Debian's redis-server, standalone (ci/redis-plain.sh), port BASE
+  redis-cluster       a 3-primary Redis Cluster (ci/redis-cluster.sh), ports BASE+10..+15
+  slotlane-per-shard  build/server/slotlane-server --shards 4, per-shard ports BASE+40..+43
+  slotlane-one-port   build/server/slotlane-server --shards 4 one-port mode, port BASE+50
+BASE is the first free block of 100 ports in the python range of ci/lib.sh's port map
+(ports.py), held with a lock file for the session.
 slotlane-server is built (ci/server-bin.sh, cmake) when it is missing, so a bare
 ``pytest`` in python/ needs nothing started or built by hand. The failure tests use their own cluster (``chaos_cluster``,
-ports 22020-22025), rebuilt for every test that breaks it.
+ports BASE+20..+25), rebuilt for every test that breaks it.
 
 Environment: SL_ROOT (the repository; default: two levels up), SL_TEST_DIR (where server
 files go; default build/python-test), SL_SLOTLANE_SERVER (the server binary).
@@ -15,25 +17,36 @@ files go; default build/python-test), SL_SLOTLANE_SERVER (the server binary).
 import os
 import shutil
 import signal
-import socket
 import subprocess
+import sys
 import time
 from typing import Dict, Iterator, List, Optional
 
 import pytest
 
+import ports
 import slotlane
 
 ROOT = os.environ.get("SL_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "server", "tests", "integration"))
+import resp  # noqa: E402  (the repository's one RESP test client)
+
 TEST_DIR = os.environ.get("SL_TEST_DIR") or os.path.join(ROOT, "build", "python-test")
 SERVER_BIN = os.environ.get("SL_SLOTLANE_SERVER") or os.path.join(ROOT, "build", "server", "slotlane-server")
 HOST = "127.0.0.1"
 
-PLAIN_PORT = 22000
-CLUSTER_PORT = 22010      # 3 primaries: 22010-22012, buses 22013-22015
-CHAOS_PORT = 22020        # 3 primaries: 22020-22022, buses 22023-22025
-SL_PERSHARD_PORT = 22040  # 4 shards: 22040-22043
-SL_ONEPORT_PORT = 22050
+# One block of the python range (ports.py): two checkouts' runs at once never collide.
+# SL_PYTHON_TEST_PORT pins the base instead (it must be free).
+if os.environ.get("SL_PYTHON_TEST_PORT"):
+    BASE, _BLOCK_LOCK = int(os.environ["SL_PYTHON_TEST_PORT"]), None
+else:
+    BASE, _BLOCK_LOCK = ports.choose_block(*ports.suite_range(ROOT, "python"), ports.BLOCK_SIZE, "python")
+PLAIN_PORT = BASE
+CLUSTER_PORT = BASE + 10      # 3 primaries: +10..+12, buses +13..+15
+CHAOS_PORT = BASE + 20        # 3 primaries: +20..+22, buses +23..+25
+SL_PERSHARD_PORT = BASE + 40  # 4 shards: +40..+43
+SL_ONEPORT_PORT = BASE + 50
+UNUSED_PORT = BASE + ports.BLOCK_SIZE - 1  # in the block, never listened on
 
 DEPLOYMENTS = ["redis-plain", "redis-cluster", "slotlane-per-shard", "slotlane-one-port"]
 
@@ -48,24 +61,21 @@ def script(name: str, *args: str, timeout: float = 90) -> str:
 
 def ping(port: int, timeout: float = 0.5) -> bool:
     try:
-        with socket.create_connection((HOST, port), timeout=timeout) as s:
-            s.sendall(b"*1\r\n$4\r\nPING\r\n")
-            return s.recv(64).startswith(b"+PONG")
-    except OSError:
+        c = resp.Conn(port, host=HOST, timeout=timeout)
+        try:
+            return bool(c.call("PING") == "PONG")
+        finally:
+            c.close()
+    except (OSError, ConnectionError):
         return False
 
 
 def _client_list(port: int) -> str:
-    with socket.create_connection((HOST, port), timeout=5) as s:
-        s.sendall(b"*2\r\n$6\r\nCLIENT\r\n$4\r\nLIST\r\n")
-        data = b""
-        while b"\r\n" not in data:
-            data += s.recv(65536)
-        head, _, rest = data.partition(b"\r\n")
-        n = int(head[1:])
-        while len(rest) < n + 2:
-            rest += s.recv(65536)
-        return rest[:n].decode()
+    c = resp.Conn(port, host=HOST, timeout=5)
+    try:
+        return str(c.call("CLIENT", "LIST").decode())
+    finally:
+        c.close()
 
 
 def wait_blocked(url: str, cmd: str, limit: float = 30) -> None:

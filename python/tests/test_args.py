@@ -1,5 +1,6 @@
 """Wrong argument types and values: TypeError / ValueError with a clear message, nothing sent."""
 import pytest
+from conftest import UNUSED_PORT
 
 import slotlane
 
@@ -100,7 +101,7 @@ def test_host_port_form(plain_url):
 
 def test_connection_refused():
     with pytest.raises(slotlane.ConnectionError) as ei:
-        slotlane.Client("redis://127.0.0.1:22499", socket_connect_timeout=1)
+        slotlane.Client("redis://127.0.0.1:%d" % UNUSED_PORT, socket_connect_timeout=1)
     assert ei.value.kind == "io" and str(ei.value)
 
 

@@ -32,7 +32,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
 import redis_benchmark as rb  # noqa: E402  (free_port, cpu_ns, bench_one, git_state)
+from resp import Conn, encode  # noqa: E402  (the repository's one RESP test client)
 
 SERVER = rb.SERVER
 MODES = ["memory", "everysec", "always"]
@@ -61,33 +63,6 @@ def start(kind, mode, port, cpu, d):
     raise RuntimeError(f"{kind} did not start")
 
 
-def resp(args):
-    return b"".join([b"*%d\r\n" % len(args)] + [b"$%d\r\n%s\r\n" % (len(a), a) for a in args])
-
-
-class Conn:
-    def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port))
-        self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.f = self.s.makefile("rb")
-
-    def call(self, *args):
-        self.s.sendall(resp([a if isinstance(a, bytes) else str(a).encode() for a in args]))
-        return self.read()
-
-    def read(self):
-        line = self.f.readline()[:-2]
-        t = line[:1]
-        if t == b"$":
-            n = int(line[1:])
-            return None if n < 0 else self.f.read(n + 2)[:-2]
-        if t == b"*":
-            return [self.read() for _ in range(int(line[1:]))]
-        if t == b":":
-            return int(line[1:])
-        return line[1:].decode()
-
-
 def info(c):
     raw = c.call("INFO", "persistence").decode()
     return dict(l.split(":", 1) for l in raw.splitlines() if ":" in l)
@@ -97,7 +72,7 @@ def stall_round(port, keys):
     c = Conn(port)
     batch = 5000
     for b in range(0, keys, batch):
-        c.s.sendall(b"".join(resp([b"SET", b"key:%d" % i, b"x" * 32]) for i in range(b, min(keys, b + batch))))
+        c.send_raw(b"".join(encode([b"SET", b"key:%d" % i, b"x" * 32]) for i in range(b, min(keys, b + batch))))
         for _ in range(min(keys, b + batch) - b):
             c.read()
     lat, stop = [], threading.Event()

@@ -28,7 +28,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
 import benchlib as rb  # noqa: E402
+from resp import Conn  # noqa: E402  (the repository's one RESP test client)
 
 SCRIPT = ("redis.call('set', KEYS[1], ARGV[1]) "
           "local v = redis.call('get', KEYS[1]) "
@@ -40,19 +42,13 @@ LIBRARY = ("#!lua name=benchlib\n"
 KEYS = ["k:__rand_int__", "c:__rand_int__", "h:__rand_int__", "v" * 32]
 
 
-def resp(args):
-    return b"".join([b"*%d\r\n" % len(args)] + [b"$%d\r\n%s\r\n" % (len(a), a) for a in args])
-
-
 def call(port, *args):
-    with socket.create_connection(("127.0.0.1", port)) as s:
-        s.sendall(resp([a.encode() if isinstance(a, str) else a for a in args]))
-        f = s.makefile("rb")
-        line = f.readline()
-        if line[:1] == b"$":
-            n = int(line[1:])
-            return f.read(n + 2)[:-2] if n >= 0 else None
-        return line.rstrip(b"\r\n")
+    """One command on a fresh connection: a bulk reply as bytes, a status or error as text."""
+    c = Conn(port)
+    try:
+        return c.call(*args)
+    finally:
+        c.close()
 
 
 def run(port, pipeline, argv, n, load_cpu):
@@ -96,7 +92,7 @@ def main():
                         before = rb.cpu_ns(proc.pid)
                         rps, bench_cmd = run(port, pipeline, argv, n, args.load_cpu)
                         after = rb.cpu_ns(proc.pid)
-                        keys = int(call(port, "DBSIZE")[1:])
+                        keys = call(port, "DBSIZE")
                         if keys < 1000:
                             raise SystemExit(f"{kind} {op}: only {keys} keys after the run (errors?)")
                         user, system = after[0] - before[0], after[1] - before[1]

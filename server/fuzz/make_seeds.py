@@ -10,6 +10,9 @@ import hashlib
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+import resp  # noqa: E402
+
 # Sequences of commands that build state and then read, change and drop it.
 SEQUENCES = [
     [["SET", "a", "hello"], ["GET", "a"], ["APPEND", "a", "!"], ["GETRANGE", "a", "0", "-2"],
@@ -70,12 +73,7 @@ PROTO_EXTRA = [
 ]
 
 
-def encode(cmd):
-    out = [b"*%d\r\n" % len(cmd)]
-    for a in cmd:
-        a = a.encode() if isinstance(a, str) else a
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
+encode = resp.encode  # the repository's one RESP encoder (server/tests/integration/resp.py)
 
 
 def inline(cmd):

@@ -343,6 +343,8 @@ class Client(ClientCommands[_S]):
 
     def _routed(self, args: Tuple[Any, ...], target: Target) -> Any:
         route = ffi.new("sl_route *")
+        route.version = lib.SL_ROUTE_VERSION
+        route.size = ffi.sizeof("sl_route")
         keep = None
         if isinstance(target, bool):
             raise TypeError("target must be ALL_PRIMARIES, RANDOM, \"host:port\" or a slot number")

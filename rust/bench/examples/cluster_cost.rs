@@ -286,6 +286,15 @@ struct RoundResult {
     server_input_bytes: Option<i64>,
     moved: u64,
     ask: u64,
+    load1: f64, // the 1-minute load average when the timed loop started (the machine is shared)
+}
+
+/// The 1-minute load average (/proc/loadavg), NaN when unreadable.
+fn load1() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok()))
+        .unwrap_or(f64::NAN)
 }
 
 struct Shared {
@@ -627,6 +636,7 @@ fn measure(
     sh.phase.store(1, Ordering::Relaxed);
     sh.bar.wait(); // B1
     let in0 = server_input(&url, cluster);
+    let load_1m = load1();
     let (u0, s0) = cpu_ns();
     let t0 = Instant::now();
     sh.bar.wait(); // B2
@@ -646,6 +656,7 @@ fn measure(
         wall_s: wall,
         user_ns: u1 - u0,
         sys_ns: s1 - s0,
+        load1: load_1m,
         ..Default::default()
     };
     if let Some(e) = outs.iter().find_map(|o| o.err.clone()) {
@@ -755,6 +766,7 @@ fn measure_c(cfg: &Cfg, tool: &Path, row: &str, op: &str, depth: usize) -> Round
         server_input_bytes: rd["server_input_bytes"].as_i64(),
         moved: rd["moved"].as_u64().unwrap_or(0),
         ask: rd["ask"].as_u64().unwrap_or(0),
+        load1: f("load1"),
     }
 }
 
@@ -1026,6 +1038,7 @@ fn main() {
         all_ok &= ok;
         let m_user = med(rs, &|r| r.user_ns / r.requests as f64);
         let m_sys = med(rs, &|r| r.sys_ns / r.requests as f64);
+        let m_cpu = med(rs, &|r| (r.user_ns + r.sys_ns) / r.requests as f64);
         let m_bytes = med(rs, &|r| per_req(r.bytes_written.map(|b| b as f64), r));
         let m_payload = med(rs, &|r| per_req(r.payload_bytes.map(|b| b as f64), r));
         let m_server = med(rs, &|r| per_req(r.server_input_bytes.map(|b| b as f64), r));
@@ -1053,12 +1066,14 @@ fn main() {
                 "user_ns": num(r.user_ns), "sys_ns": num(r.sys_ns),
                 "bytes_written": r.bytes_written, "payload_bytes": r.payload_bytes,
                 "server_input_bytes": r.server_input_bytes, "moved": r.moved, "ask": r.ask,
+                "load1": num(r.load1),
+                "cpu_ns_per_req": num((r.user_ns + r.sys_ns) / r.requests as f64),
                 "user_ns_per_req": num(r.user_ns / r.requests as f64), "sys_ns_per_req": num(r.sys_ns / r.requests as f64),
                 "bytes_per_req": num(per_req(r.bytes_written.map(|b| b as f64), r)),
                 "req_per_s": num(r.requests as f64 / r.wall_s),
             })).collect::<Vec<_>>(),
             "median": {
-                "user_ns_per_req": num(m_user), "sys_ns_per_req": num(m_sys), "bytes_per_req": num(m_bytes),
+                "cpu_ns_per_req": num(m_cpu), "user_ns_per_req": num(m_user), "sys_ns_per_req": num(m_sys), "bytes_per_req": num(m_bytes),
                 "payload_bytes_per_req": num(m_payload), "extra_bytes_per_req": num(m_bytes - m_payload),
                 "server_input_bytes_per_req": num(m_server), "req_per_s": num(m_rps),
             },

@@ -33,9 +33,15 @@ pub const SL_EUNSUPPORTED: sl_error_code = -11;
 pub const SL_ESTATE: sl_error_code = -12;
 
 // ---------------------------------------------------------------- allocator
+pub const SL_ALLOCATOR_VERSION: c_uint = 1;
+
+/// Set `version` to `SL_ALLOCATOR_VERSION` and `size` to `size_of::<sl_allocator>()`
+/// (the core refuses anything else with `SL_EINVAL`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct sl_allocator {
+    pub version: c_uint,
+    pub size: c_uint,
     pub malloc_fn: Option<unsafe extern "C" fn(size: usize, ctx: *mut c_void) -> *mut c_void>,
     pub realloc_fn: Option<
         unsafe extern "C" fn(ptr: *mut c_void, size: usize, ctx: *mut c_void) -> *mut c_void,
@@ -118,9 +124,15 @@ pub const SL_ROUTE_NODE: sl_route_kind = 2;
 pub const SL_ROUTE_SLOT: sl_route_kind = 3;
 pub const SL_ROUTE_RANDOM: sl_route_kind = 4;
 
+pub const SL_ROUTE_VERSION: c_uint = 1;
+
+/// Set `version` to `SL_ROUTE_VERSION` and `size` to `size_of::<sl_route>()` (as
+/// `SL_ROUTE_INIT` does; the core refuses anything else with `SL_EINVAL`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct sl_route {
+    pub version: c_uint,
+    pub size: c_uint,
     pub kind: sl_route_kind,
     pub slot: c_int,
     pub node: *const c_char,

@@ -139,7 +139,7 @@ macro_rules! layout {
 
 fn layouts() -> Vec<Layout> {
     vec![
-        layout!(sl_allocator { malloc_fn => "malloc_fn", realloc_fn => "realloc_fn", free_fn => "free_fn", ctx => "ctx" }),
+        layout!(sl_allocator { version => "version", size => "size", malloc_fn => "malloc_fn", realloc_fn => "realloc_fn", free_fn => "free_fn", ctx => "ctx" }),
         layout!(sl_client_options {
             version => "version", size => "size", url => "url", mode => "mode", username => "username",
             password => "password", db => "db", resp_version => "resp_version",
@@ -155,7 +155,7 @@ fn layouts() -> Vec<Layout> {
             reconnects => "reconnects", bytes_written => "bytes_written", bytes_read => "bytes_read",
             nodes => "nodes",
         }),
-        layout!(sl_route { kind => "kind", slot => "slot", node => "node" }),
+        layout!(sl_route { version => "version", size => "size", kind => "kind", slot => "slot", node => "node" }),
         layout!(sl_reply { type_ => "type", flags => "flags", reserved => "reserved", len => "len", value => "value", offset => "offset" }),
         layout!(sl_sizes { records => "records", data => "data", commands => "commands", errors => "errors" }),
         layout!(sl_node_info { addr => "addr", is_primary => "is_primary", primary => "primary", nranges => "nranges", ranges => "ranges" }),

@@ -2,7 +2,7 @@
 use crate::value::decode;
 use crate::{Cmd, Error, FromValue, Pipeline, Value};
 use slotlane_sys as sys;
-use std::ffi::{c_char, c_int, CStr, CString};
+use std::ffi::{c_char, c_int, c_uint, CStr, CString};
 use std::ptr::{self, NonNull};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -68,6 +68,8 @@ pub(crate) fn with_route<R>(
         }
     };
     let raw = sys::sl_route {
+        version: sys::SL_ROUTE_VERSION,
+        size: std::mem::size_of::<sys::sl_route>() as c_uint,
         kind,
         slot,
         node: node.as_ref().map_or(ptr::null(), |n| n.as_ptr()),

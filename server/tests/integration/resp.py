@@ -1,4 +1,7 @@
-"""A minimal RESP2/RESP3 client for the server's integration tests.
+"""The one RESP2/RESP3 test client of the repository: the server's integration tests, the
+server and bench scripts, bindings/conformance/record.py and the Python binding's test
+harness import it (by path: sys.path gets server/tests/integration). Nothing else speaks
+RESP over a socket by hand.
 
 Replies are decoded into plain Python values that keep the wire type, so two
 servers can be compared exactly: Status and Err for simple strings and errors,
@@ -151,6 +154,12 @@ class Conn:
             return BigNum(rest.decode())
         if t == b"=":
             return Verbatim(self._exact(int(rest)))
+        if t == b"!":  # RESP3 blob error
+            return Err(self._exact(int(rest)).decode("utf-8", "replace"))
+        if t == b"|":  # RESP3 attribute: dropped, as the core drops it; the reply follows
+            for _ in range(2 * int(rest)):
+                self.read()
+            return self.read()
         raise ValueError(f"bad reply type {line!r}")
 
 

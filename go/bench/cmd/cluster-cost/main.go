@@ -75,6 +75,8 @@ type round struct {
 	Refreshes         *int64   `json:"refreshes,omitempty"`
 	Connects          *int64   `json:"connects,omitempty"`
 	Reconnects        *int64   `json:"reconnects,omitempty"`
+	Load1             float64  `json:"load1"`          // 1-minute load average at the start (the machine is shared)
+	CPUNsPerReq       float64  `json:"cpu_ns_per_req"` // user + system: the headline
 	UserNsPerReq      float64  `json:"user_ns_per_req"`
 	SysNsPerReq       float64  `json:"sys_ns_per_req"`
 	BytesPerReq       *float64 `json:"bytes_per_req"`
@@ -488,6 +490,7 @@ func runRound(ctx context.Context, sp spec, srv *servers, keys []string, vals []
 	runtime.GC()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
+	load1 := loadAvg1()
 	u0, s0 := cpuNow()
 	t0 := time.Now()
 	phase.Store(1)
@@ -519,7 +522,8 @@ func runRound(ctx context.Context, sp spec, srv *servers, keys []string, vals []
 	}
 	req := pipes * int64(sp.depth)
 	rd = round{Requests: req, Pipelines: pipes, WallS: wall.Seconds(), UserNs: u1 - u0, SysNs: s1 - s0,
-		PayloadBytes: &pay, GCCycles: ms1.NumGC - ms0.NumGC}
+		PayloadBytes: &pay, GCCycles: ms1.NumGC - ms0.NumGC, Load1: load1}
+	rd.CPUNsPerReq = float64(rd.UserNs+rd.SysNs) / float64(req)
 	rd.UserNsPerReq = float64(rd.UserNs) / float64(req)
 	rd.SysNsPerReq = float64(rd.SysNs) / float64(req)
 	rd.ReqPerS = float64(req) / wall.Seconds()
@@ -542,6 +546,20 @@ func runRound(ctx context.Context, sp spec, srv *servers, keys []string, vals []
 		rd.BytesPerReq = rd.ServerInputPerReq
 	}
 	return rd, nil
+}
+
+// loadAvg1 is the 1-minute load average from /proc/loadavg (0 when unreadable).
+func loadAvg1() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }
 
 func median(xs []float64) float64 {
@@ -569,6 +587,7 @@ func medians(rs []round) map[string]float64 {
 			m[name] = median(xs)
 		}
 	}
+	get("cpu_ns_per_req", func(r round) (float64, bool) { return r.CPUNsPerReq, true })
 	get("user_ns_per_req", func(r round) (float64, bool) { return r.UserNsPerReq, true })
 	get("sys_ns_per_req", func(r round) (float64, bool) { return r.SysNsPerReq, true })
 	get("bytes_per_req", func(r round) (float64, bool) {

@@ -68,14 +68,23 @@ SL_EXTERN const char *sl_strerror(int code);
 
 /* --------------------------------------------------------------- allocator */
 
+#define SL_ALLOCATOR_VERSION 1
+
 /* Allocator hooks: every allocation of a client and its batches goes through them.
- * realloc(NULL, n) must behave as malloc; free(NULL) must be a no-op. */
+ * realloc(NULL, n) must behave as malloc; free(NULL) must be a no-op.
+ * Initialise with SL_ALLOCATOR_INIT and set the three functions (and ctx).
+ * sl_client_new() checks version and size before reading the rest (SL_EINVAL otherwise)
+ * and copies the struct; ctx is kept and passed to every call. */
 typedef struct sl_allocator {
+    unsigned int version;       /* SL_ALLOCATOR_VERSION */
+    unsigned int size;          /* sizeof(sl_allocator) as the caller compiled it */
     void *(*malloc_fn)(size_t size, void *ctx);
     void *(*realloc_fn)(void *ptr, size_t size, void *ctx);
     void (*free_fn)(void *ptr, void *ctx);
     void *ctx;
 } sl_allocator;
+
+#define SL_ALLOCATOR_INIT { SL_ALLOCATOR_VERSION, (unsigned int)sizeof(sl_allocator), NULL, NULL, NULL, NULL }
 
 /* ------------------------------------------------------------------ options */
 
@@ -202,11 +211,19 @@ typedef enum sl_route_kind {
  * concatenation; every other command -> an array with one element per primary, in the
  * client's node order (the order it learned them). Any node's error reply (or I/O error)
  * becomes the command's reply, " (on node host:port)" appended. Replicas are not asked. */
+#define SL_ROUTE_VERSION 1
+
+/* Initialise with SL_ROUTE_INIT (by key) and set kind and its field. Every call taking a
+ * route checks version and size before reading the rest: an unknown version or a size
+ * smaller than version 1's is SL_EINVAL (nothing queued; the message says both sizes). */
 typedef struct sl_route {
+    unsigned int version;       /* SL_ROUTE_VERSION */
+    unsigned int size;          /* sizeof(sl_route) as the caller compiled it */
     sl_route_kind kind;
     int slot;                   /* SL_ROUTE_SLOT: 0..16383 */
     const char *node;           /* SL_ROUTE_NODE: "host:port" (only read during the call) */
 } sl_route;
+#define SL_ROUTE_INIT { SL_ROUTE_VERSION, (unsigned int)sizeof(sl_route), SL_ROUTE_KEY, 0, NULL }
 
 /* ------------------------------------------------------------- the node list */
 

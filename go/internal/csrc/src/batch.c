@@ -143,6 +143,13 @@ static int set_route(sl_batch *b, sl__cmd *cmd, const sl_route *route)
         cmd->route = SL_ROUTE_KEY;
         return 0;
     }
+    /* Version and size first: nothing past them is read from a struct they do not vouch for. */
+    if (route->version == 0 || route->version > SL_ROUTE_VERSION ||
+        route->size < offsetof(sl_route, node) + sizeof route->node) {
+        sl__set_err(b->client, "route version %u size %u not supported (this library: version %u, size %zu);"
+                    " initialise it with SL_ROUTE_INIT", route->version, route->size, SL_ROUTE_VERSION, sizeof(sl_route));
+        return SL_EINVAL;
+    }
     cmd->route = (uint8_t)route->kind;
     switch (route->kind) {
     case SL_ROUTE_KEY:

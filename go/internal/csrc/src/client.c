@@ -96,6 +96,11 @@ static int check_options(const sl_client_options *o, char *why, size_t cap)
     if (o->db < -1 || o->db > 1000000) BAD("db out of range");
     if (o->max_depth < 1 || o->max_depth > SL__RESP_MAX_DEPTH) BAD("max_depth must be 1..%d", SL__RESP_MAX_DEPTH);
     if (o->max_bulk_len == 0 || o->max_aggregate_len == 0) BAD("reply limits must be positive");
+    if (o->allocator && (o->allocator->version == 0 || o->allocator->version > SL_ALLOCATOR_VERSION ||
+                         o->allocator->size < offsetof(sl_allocator, ctx) + sizeof o->allocator->ctx))
+        BAD("allocator version %u size %u not supported (this library: version %u, size %zu);"
+            " initialise it with SL_ALLOCATOR_INIT", o->allocator->version, o->allocator->size,
+            SL_ALLOCATOR_VERSION, sizeof(sl_allocator));
     if (o->allocator && (!o->allocator->malloc_fn || !o->allocator->realloc_fn || !o->allocator->free_fn))
         BAD("the allocator needs malloc_fn, realloc_fn and free_fn");
     return 0;

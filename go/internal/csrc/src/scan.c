@@ -96,7 +96,9 @@ void sl_scan_free(sl_scan *s)
 static const sl_reply *run_on_node(sl_scan *s, sl_batch *b, int argc, const char *const *argv,
                                    const size_t *lens, int *rc)
 {
-    sl_route route = {SL_ROUTE_NODE, 0, s->addr};
+    sl_route route = SL_ROUTE_INIT;
+    route.kind = SL_ROUTE_NODE;
+    route.node = s->addr;
     sl_batch_reset(b);
     *rc = sl_batch_append_argv(b, &route, argc, argv, lens);
     if (*rc) return NULL;

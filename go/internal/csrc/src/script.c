@@ -93,7 +93,9 @@ int sl_batch_run_script(sl_batch *b, const void *body, size_t body_len, const vo
     if (node >= c->topo.nnodes) goto out;
     char addr[sizeof c->topo.nodes[0]->addr];
     memcpy(addr, c->topo.nodes[node]->addr, sizeof addr);
-    sl_route route = {SL_ROUTE_NODE, 0, addr};
+    sl_route route = SL_ROUTE_INIT;
+    route.kind = SL_ROUTE_NODE;
+    route.node = addr;
     const char *argv[3] = {"SCRIPT", "LOAD", body ? (const char *)body : ""};
     size_t argvlen[3] = {6, 4, body_len};
     sl_batch_reset(b);

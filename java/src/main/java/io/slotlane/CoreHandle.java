@@ -21,7 +21,7 @@ final class CoreHandle {
     static {
         // the layouts this class writes and reads, checked against the compiled header
         if (slotlaneConstants.SL_REPLY_RECORD_SIZE != ReplyDecoder.RECORD || slotlaneConstants.SL_SIZES_SIZE != 32
-                || slotlaneConstants.SL_STATS_SIZE != 88 || slotlaneConstants.SL_ROUTE_SIZE != 16)
+                || slotlaneConstants.SL_STATS_SIZE != 88 || slotlaneConstants.SL_ROUTE_SIZE != 24)
             throw new LinkageError("slotlane: the native struct layouts differ from the binding's");
     }
 
@@ -103,8 +103,10 @@ final class CoreHandle {
 
     /** The same with a routing override: reset, append(route), exec, copy out (a few crossings). */
     void execute(CommandBuffer b, Route route, int timeoutMs) {
-        scratch.putInt(ROUTE, route.kind);
-        scratch.putInt(ROUTE + 4, route.slot);
+        scratch.putInt(ROUTE, slotlaneConstants.SL_ROUTE_VERSION); // sl_route: version, size, kind, slot, node
+        scratch.putInt(ROUTE + 4, slotlaneConstants.SL_ROUTE_SIZE);
+        scratch.putInt(ROUTE + 8, route.kind);
+        scratch.putInt(ROUTE + 12, route.slot);
         long node = 0;
         if (route.node != null) {
             byte[] nb = route.node.getBytes(StandardCharsets.UTF_8);
@@ -113,7 +115,7 @@ final class CoreHandle {
             scratch.put(NODE + nb.length, (byte) 0);
             node = scratchAddr + NODE;
         }
-        scratch.putLong(ROUTE + 8, node);
+        scratch.putLong(ROUTE + 16, node);
         b.flush();
         slotlane.sl_batch_reset(batch);
         int rc = slotlane.sl_batch_append(batch, scratchAddr + ROUTE, b.addr, b.pos, b.count);

@@ -34,7 +34,7 @@ class NativeTest {
         assertEquals(24, slotlaneConstants.SL_REPLY_RECORD_SIZE);
         assertEquals(32, slotlaneConstants.SL_SIZES_SIZE);
         assertEquals(88, slotlaneConstants.SL_STATS_SIZE);
-        assertEquals(16, slotlaneConstants.SL_ROUTE_SIZE);
+        assertEquals(24, slotlaneConstants.SL_ROUTE_SIZE);
     }
 
     /** Runs build-native.sh against a copy of the tree whose header was changed. */

@@ -2,8 +2,6 @@ package io.slotlane;
 
 import java.io.File;
 import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -16,12 +14,16 @@ import java.util.concurrent.TimeUnit;
  * exits (also after a failure): the bundled slotlane-server (per-shard mode, 4 shards, and
  * one shard for plain mode), Debian's redis-server standalone and as a 3-primary Redis
  * Cluster (through ci/redis-plain.sh and ci/redis-cluster.sh). Loopback ports from
- * {@code slotlane.test.port} (default 23700): +0..3 bundled cluster, +10 bundled plain,
+ * {@code slotlane.test.port} (default: the first free block of 100 in the java range of ci/lib.sh's
+ * port map, held with a lock file; {@link PortBlocks}): +0..3 bundled cluster, +10 bundled plain,
  * +20 Redis plain, +30..35 Redis Cluster, +40.. per-test clusters.
  */
 final class TestServers {
     static final Path ROOT = Paths.get(System.getProperty("slotlane.root", "..")).toAbsolutePath().normalize();
-    static final int BASE = Integer.getInteger("slotlane.test.port", 23700);
+    /** Ports per run: the layout below uses BASE+0..+59; +99 is never listened on. */
+    static final int BLOCK_SIZE = 100;
+    private static PortBlocks.Block block; // held until the JVM exits
+    static final int BASE = chooseBase();
     static final Path WORK = ROOT.resolve("java/target/test-servers");
     private static final List<Runnable> STOPS = new ArrayList<>();
     private static String bundledCluster, bundledPlain, redisPlain, redisCluster;
@@ -31,6 +33,15 @@ final class TestServers {
     }
 
     private TestServers() {}
+
+    /** -Dslotlane.test.port when set (it must be free), else the first free block of the java range. */
+    private static int chooseBase() {
+        String fixed = System.getProperty("slotlane.test.port", "");
+        if (!fixed.isEmpty()) return Integer.parseInt(fixed);
+        int[] r = PortBlocks.suiteRange(ROOT, "java");
+        block = PortBlocks.choose(r[0], r[1], BLOCK_SIZE, "java", Paths.get(System.getProperty("java.io.tmpdir")));
+        return block.base;
+    }
 
     static synchronized void stopAll() {
         for (int i = STOPS.size() - 1; i >= 0; i--) {
@@ -185,18 +196,13 @@ final class TestServers {
     }
 
     static boolean portOpen(int port) {
-        try (Socket s = new Socket()) {
-            s.connect(new InetSocketAddress("127.0.0.1", port), 200);
-            return true;
-        } catch (IOException e) {
-            return false;
-        }
+        return PortBlocks.portOpen(port);
     }
 
     private static void checkFree(int from, int to) {
         for (int p = from; p <= to; p++)
             if (portOpen(p))
-                throw new IllegalStateException("port " + p + " is in use: set -Dslotlane.test.port to a free base (23500-23999)");
+                throw new IllegalStateException("port " + p + " is in use: leave -Dslotlane.test.port unset to get a free block");
     }
 
     private static void waitForPort(int port, Process p) {

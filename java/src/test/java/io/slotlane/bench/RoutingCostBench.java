@@ -68,7 +68,7 @@ import redis.clients.jedis.Response;
  * headline, as in DESIGN.md), system CPU ns per request of the process, bytes written per
  * request (slotlane: sl_stats.bytes_written; both: the servers' total_net_input_bytes),
  * requests per second; also the worker threads' user + system CPU (getCurrentThreadCpuTime, ns
- * precision, where the user-only figures have the kernel's 10 ms tick). One JSON record per run (schema "slotlane.bench.java-routing-cost/1",
+ * precision, where the user-only figures have the kernel's 10 ms tick). One JSON record per run (schema "slotlane.bench.cluster-cost/1", the one schema of every runner,
  * java/README.md) written to --json DIR/ under a name that never collides.
  *
  * <pre>
@@ -81,7 +81,7 @@ import redis.clients.jedis.Response;
 public final class RoutingCostBench {
     static final int KEYS = 4096;
     static final int VALUE_LEN = 32;
-    static final String SCHEMA = "slotlane.bench.java-routing-cost/1";
+    static final String SCHEMA = "slotlane.bench.cluster-cost/1"; // the one schema of every runner
 
     // configuration
     String plainUrl, clusterUrl, jsonDir, serverDesc = "", invocation;
@@ -175,6 +175,12 @@ public final class RoutingCostBench {
     }
 
     String loadStart;
+
+    /** The 1-minute load average (/proc/loadavg), -1 when unreadable. */
+    static double load1() {
+        String l = loadavg();
+        return l == null ? -1 : Double.parseDouble(l.split("\\s+")[0]);
+    }
 
     static String loadavg() {
         try {
@@ -471,6 +477,7 @@ public final class RoutingCostBench {
         long in0 = serverInput(sl);
         for (Worker w : ws) w.phase = 1;
         start.await();
+        double load1 = load1(); // the machine is shared: say how busy it was
         long[] cpu0 = processCpu();
         long t0 = System.nanoTime();
         Thread.sleep((long) (seconds * 1000));
@@ -505,6 +512,8 @@ public final class RoutingCostBench {
         else o.add("bytes_written", JsonNull.INSTANCE);
         if (in0 >= 0 && in1 >= 0) o.addProperty("server_input_bytes", in1 - in0);
         else o.add("server_input_bytes", JsonNull.INSTANCE);
+        o.addProperty("load1", load1);
+        o.addProperty("cpu_ns_per_req", round1((cpu1[0] - cpu0[0] + cpu1[1] - cpu0[1]) / (double) req));
         o.addProperty("user_ns_per_req", round1((cpu1[0] - cpu0[0]) / (double) req));
         o.addProperty("sys_ns_per_req", round1((cpu1[1] - cpu0[1]) / (double) req));
         o.addProperty("workers_user_ns_per_req", round1(wuser / (double) req));
@@ -564,7 +573,7 @@ public final class RoutingCostBench {
     JsonObject record(List<Row> all, String started, boolean ok) throws Exception {
         JsonObject rec = new JsonObject();
         rec.addProperty("schema", SCHEMA);
-        rec.addProperty("benchmark", "java-routing-cost");
+        rec.addProperty("benchmark", "cluster-cost");
         rec.addProperty("tool", "RoutingCostBench (java/src/test/java/io/slotlane/bench/RoutingCostBench.java)");
         rec.addProperty("ok", ok);
         rec.addProperty("started_at", started);
@@ -635,7 +644,7 @@ public final class RoutingCostBench {
             o.add("rounds", rs);
             if (r.error == null) {
                 JsonObject md = new JsonObject();
-                for (String f : List.of("user_ns_per_req", "workers_user_ns_per_req", "workers_cpu_ns_per_req", "sys_ns_per_req", "bytes_per_req",
+                for (String f : List.of("cpu_ns_per_req", "user_ns_per_req", "workers_user_ns_per_req", "workers_cpu_ns_per_req", "sys_ns_per_req", "bytes_per_req",
                         "server_input_bytes_per_req", "req_per_s")) {
                     List<Double> vals = new ArrayList<>();
                     for (JsonObject x : r.rounds) if (!x.get(f).isJsonNull()) vals.add(x.get(f).getAsDouble());
