@@ -237,7 +237,7 @@ static void step_rename(coord *co)
             req(co, 2, (sv_str[]){lit("exists"), dst});
             co->stage = 1;
         } else {
-            req(co, 2, (sv_str[]){lit("slotlane.take"), src});
+            req(co, 2, (sv_str[]){lit("slotlane.rename_from"), src});
             co->stage = 2;
         }
         return;
@@ -246,7 +246,7 @@ static void step_rename(coord *co)
         if (v.i == 0) { reply_error(co, SV_ERR_NOSUCHKEY); return; }
         if (w.i > 0) { reply_int(co, 0); return; }
         round_begin(co);
-        req(co, 2, (sv_str[]){lit("slotlane.take"), src});
+        req(co, 2, (sv_str[]){lit("slotlane.rename_from"), src});
         co->stage = 2;
         return;
     case 2: {
@@ -258,9 +258,9 @@ static void step_rename(coord *co)
             free(v.a);
             { internal_error(co); return; }
         }
-        /* [type, pxat, elements...] -> slotlane.restore dst type pxat elements... */
+        /* [type, pxat, elements...] -> slotlane.rename_to dst type pxat elements... */
         sv_str *sub = sv_malloc(sizeof(sv_str) * (size_t)(v.na + 2));
-        sub[0] = lit("slotlane.restore");
+        sub[0] = lit("slotlane.rename_to");
         sub[1] = dst;
         memcpy(sub + 2, v.a, sizeof(sv_str) * (size_t)v.na);
         round_begin(co);

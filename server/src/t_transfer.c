@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "server.h"
+#include "notify.h"
 
 static const char *type_names[] = {"string", "list", "hash", "set", "zset"};
 
@@ -104,6 +105,17 @@ void sv_cmd_slotlane_dump(sv_ctx *c, int argc, sv_str *argv)
     sv_entry *e = sv_db_lookup(c->sh, argv[1]);
     if (!e) sv_add_null(&c->r);
     else add_value(c, e);
+}
+
+void sv_cmd_slotlane_rename_from(sv_ctx *c, int argc, sv_str *argv) { sv_cmd_slotlane_take(c, argc, argv); }
+
+/* As Redis's RENAME on the destination: the value restored, "new" if it was created,
+ * then "rename_to" (the table's event); not the events of the command that built it */
+void sv_cmd_slotlane_rename_to(sv_ctx *c, int argc, sv_str *argv)
+{
+    size_t mark = sv_notify_mark(c->sh);
+    sv_cmd_slotlane_restore(c, argc, argv);
+    sv_notify_drop_since(c->sh, mark, SV_N_NEW);
 }
 
 void sv_cmd_slotlane_restore(sv_ctx *c, int argc, sv_str *argv)
