@@ -623,6 +623,16 @@ int sv_pubsub_allowed_cmd(sv_cmd_fn *fn)
            fn == sv_cmd_ping || fn == sv_cmd_quit || fn == sv_cmd_reset;
 }
 
+void sv_pubsub_info_counts(long long *channels, long long *patterns, long long *shard_channels)
+{
+    sv_pubsub_init();
+    rd_lock();
+    *channels = (long long)sv_dict_size(&reg[K_CH]);
+    *patterns = (long long)sv_dict_size(&reg[K_PAT]);
+    *shard_channels = (long long)sv_dict_size(&reg[K_SCH]);
+    rd_unlock();
+}
+
 void sv_pubsub_stats(uint64_t *sent, uint64_t *wakeups, uint64_t *received)
 {
     *sent = *wakeups = *received = 0;
