@@ -336,7 +336,7 @@ void sv_cmd_client(sv_ctx *c, int argc, sv_str *argv)
                 return;
             }
         }
-        sv_add_int(&c->r, sv_block_unblock_client(c->sh, (uint64_t)id, error));
+        sv_block_unblock_any(c, (uint64_t)id, error);
     } else if (sv_eq(sub, "help") && argc == 2) {
         static const char *const help[] = {
             "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
