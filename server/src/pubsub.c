@@ -44,6 +44,9 @@ typedef struct sv_pubsub_shard {
     int ndirty_t;
     uv_async_t async;
     uv_check_t check;
+    uv_idle_t idle;          /* active while a flush is held: the next poll does not block */
+    int held;                /* the subscribers' flush was held over one turn (see on_check) */
+    size_t turn_bytes;       /* bytes given to subscribers since their last flush */
     sv_psub *dirty;          /* subscribers with output this turn */
     atomic_uint_fast64_t sent, wakeups, received; /* INFO: messages to other shards, wakeups, messages taken */
 } sv_pubsub_shard;
@@ -196,6 +199,11 @@ static const char *unsub_names[NKINDS] = {"unsubscribe", "punsubscribe", "sunsub
 
 static void flush_dirty(sv_pubsub_shard *p)
 {
+    if (p->held) {
+        p->held = 0;
+        uv_idle_stop(&p->idle);
+    }
+    p->turn_bytes = 0;
     while (p->dirty) {
         sv_psub *ps = p->dirty;
         p->dirty = ps->dirty_next;
@@ -223,6 +231,7 @@ static void write_msg(sv_pubsub_shard *p, sv_conn *c, int kind, const sv_entry *
     }
     sv_add_bulk(&r, ch.p, ch.len);
     sv_add_bulk(&r, msg.p, msg.len);
+    p->turn_bytes += ch.len + msg.len + 32;
     long long limit = atomic_load_explicit(&sv_pubsub_limit, memory_order_relaxed);
     if (limit > 0 && (long long)sv_conn_unsent(c) > limit) ps->drop = 1; /* a slow subscriber */
     if (!ps->dirty) {
@@ -302,6 +311,8 @@ long long sv_pubsub_publish(sv_shard *sh, sv_str channel, sv_str msg) { return p
 
 /* ---- between shards ---- */
 
+static void on_idle(uv_idle_t *h) { (void)h; /* only keeps the next poll from blocking */ }
+
 static void on_check(uv_check_t *h)
 {
     sv_shard *sh = h->data;
@@ -322,7 +333,18 @@ static void on_check(uv_check_t *h)
         }
     }
     p->ndirty_t = 0;
-    if (p->dirty) flush_dirty(p);
+    if (!p->dirty) return;
+    /* A turn that handed subscribers messages is often followed by one with more (the
+     * publishers' next pipelines): the subscribers' write is held over one turn, whose
+     * poll does not block (the idle handle), so a busy loop writes each subscriber every
+     * other turn — the same bytes in half the writes, each message late by at most one
+     * non-blocking turn. Never held twice, nor past 64 KB, nor for a dropped one. */
+    if (!p->held && p->turn_bytes < 65536) {
+        p->held = 1;
+        uv_idle_start(&p->idle, on_idle);
+        return;
+    }
+    flush_dirty(p);
 }
 
 static void on_async(uv_async_t *a)
@@ -366,6 +388,9 @@ void sv_pubsub_init_shard(sv_shard *sh)
     p->check.data = sh;
     uv_check_start(&p->check, on_check);
     uv_unref((uv_handle_t *)&p->check);
+    uv_idle_init(&sh->loop, &p->idle);
+    p->idle.data = sh;
+    uv_unref((uv_handle_t *)&p->idle);
     sh->pubsub = p;
 }
 
@@ -378,6 +403,9 @@ void sv_pubsub_close_shard(sv_shard *sh)
     uv_close((uv_handle_t *)&p->async, close_noop);
     uv_check_stop(&p->check);
     uv_close((uv_handle_t *)&p->check, close_noop);
+    uv_idle_stop(&p->idle);
+    uv_close((uv_handle_t *)&p->idle, close_noop);
+    if (p->dirty) flush_dirty(p); /* a held flush: written before the connections close */
 }
 
 static void free_subs(sv_entry *e, void *priv)
