@@ -406,7 +406,7 @@ static const sv_cmd table[] = {
      * cross-shard RENAME moves the value with them. WRITE, so a log of write
      * commands replays them; their argv carries everything (no pointers). */
     {"slotlane.take", sv_cmd_slotlane_take, 2, W | F | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @write", NULL, EVNONE},
-    {"slotlane.restore", sv_cmd_slotlane_restore, -4, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @write", NULL, EVIN(SV_N_GENERIC)},
+    {"slotlane.restore", sv_cmd_slotlane_restore, -4, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @write", NULL, EVNONE},
     /* a transaction received by another shard (multi.c): watches kept here, the
      * unit run here; not WRITE themselves (the commands they run log themselves) */
     {"slotlane.watch", sv_cmd_slotlane_watch, -2, F | SV_CMD_INTERNAL, 1, -1, 1, "@transaction", NULL,

@@ -7,6 +7,7 @@
 #include <limits.h>
 
 #include "fwd.h"
+#include "notify.h"
 
 enum { OP_MSETNX, OP_RENAME, OP_RENAMENX, OP_LMOVE, OP_SMOVE, OP_WATCH, OP_SINTER, OP_SUNION, OP_SDIFF, OP_SINTERCARD,
        OP_GATHER, OP_XREAD };
@@ -437,6 +438,9 @@ static void step_setop(coord *co)
         for (sv_entry *e; (e = sv_dict_iter_next(&it));)
             if (e->u.i == want) sub[m++] = (sv_str){e->key, e->klen};
         co->stored = count;
+        /* the command's event, fired here: the restore step fires none (an empty result
+         * deletes the destination without Redis's "del": whether it existed is not known here) */
+        if (count) sv_notify(co->c->sh, SV_N_SET, co->cmd->name, co->argv[1]);
         round_begin(co);
         req(co, m, sub); /* copied into the message (or run here at once) */
         free(sub);
@@ -516,7 +520,14 @@ static void step_gather(coord *co)
         s.proto = co->proto;
         sv_buf_free(&co->hold);
         sv_ctx ctx = {.sh = sc, .sess = &s, .r = {&co->hold, co->proto}, .noroute = 1};
+        /* its keyspace events, as sv_call would fire them, published from this shard
+         * (the steps on the owners fire none of their own: slotlane.dump, .restore) */
+        int reads = sv_notify_reads, ntf = sv_notify_flags != 0;
+        sv_notify_reads = !(co->cmd->flags & SV_CMD_WRITE) || (co->cmd->pflags & SV_P_KEYMISS);
+        if (ntf) sv_notify_begin(sc);
         co->cmd->fn(&ctx, co->argc, co->argv);
+        if (ntf) sv_notify_end_on(&ctx, co->cmd, co->argc, co->argv, 0, co->c->sh);
+        sv_notify_reads = reads;
         round_begin(co);
         if (co->cmd->flags & SV_CMD_WRITE)
             for (int i = 0; i < co->nuk; i++) {
@@ -543,6 +554,7 @@ static void step_gather(coord *co)
     free(before);
     sv_buf_free(&scratch);
     sv_db_free(sc);
+    sv_notify_free_shard(sc);
     free(sc);
     if (!ok) { internal_error(co); return; }
     if (co->nreq == 0) { reply_raw(co, (sv_str){co->hold.data, co->hold.len}); return; }
@@ -808,8 +820,8 @@ void sv_fwdm_start(sv_conn *c, const sv_cmd *cmd, int argc, sv_str *argv)
     co->rep = sv_calloc((size_t)co->cap, sizeof(sv_buf));
     co->kp = sv_malloc(sizeof(int) * (size_t)argc);
     co->nk = sv_cmd_keypos(cmd, argc, co->argv, co->kp, argc);
+    co->cmd = cmd;
     if (co->op == OP_GATHER) {
-        co->cmd = cmd;
         co->uk = sv_malloc(sizeof(int) * (size_t)(co->nk > 0 ? co->nk : 1));
         for (int i = 0; i < co->nk; i++) {
             sv_str a = co->argv[co->kp[i]];

@@ -241,6 +241,11 @@ static size_t entry_len(const char *at)
 
 void sv_notify_end(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t reply_off)
 {
+    sv_notify_end_on(c, cmd, argc, argv, reply_off, c->sh);
+}
+
+void sv_notify_end_on(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t reply_off, sv_shard *pub)
+{
     sv_shard *sh = c->sh;
     sv_nq *nq = sh->ntf;
     size_t queued = nq->q.len;
@@ -279,7 +284,7 @@ void sv_notify_end(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t 
         memcpy(&elen, q.data + at + sizeof(int), sizeof(size_t));
         memcpy(&klen, q.data + at + sizeof(int) + sizeof(size_t), sizeof(size_t));
         const char *ev = q.data + at + sizeof(int) + 2 * sizeof(size_t);
-        publish_one(sh, ev, elen, (sv_str){ev + elen, klen});
+        publish_one(pub, ev, elen, (sv_str){ev + elen, klen});
         at += entry_len(q.data + at);
     }
     q.len = 0;

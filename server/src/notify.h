@@ -72,6 +72,9 @@ static inline int sv_notify_wanted(int cls)
  * queue). */
 void sv_notify_begin(sv_shard *sh);
 void sv_notify_end(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t reply_off);
+/* The same for a command run on a scratch keyspace (a gathered cross-shard command,
+ * fwd_multi.c): its events are published from the shard pub. */
+void sv_notify_end_on(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t reply_off, sv_shard *pub);
 
 /* CONFIG: parses "KEA..." (0 on an invalid character), and formats flags as Redis. */
 int sv_notify_parse(sv_str s, int *flags);

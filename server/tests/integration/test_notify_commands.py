@@ -181,16 +181,24 @@ def test_cross_shard_steps_fire_what_redis_fires():
     """One-port mode, keys on different shards: RENAME (rename_from on the source's
     shard, rename_to on the destination's), RENAMENX, LMOVE, RPOPLPUSH, SMOVE, MSET;
     each step's messages compared with Redis's as a multiset (two shards publish
-    them), with a sentinel on every shard. Without "m": the steps' probes of the
+    them), with a sentinel on every shard; and the gathered ones (ZUNIONSTORE
+    ZINTERSTORE SUNIONSTORE LMPOP COPY BITOP PFMERGE with keys on several shards). Without "m": the steps' probes of the
     other shard (EXISTS, TYPE) fire "keymiss" where Redis's single command does not
     (a known difference, server/README.md)."""
     a, b, c, _ = keys_per_shard("x", 1, 4)  # on shards 0, 1, 2
+    g0, g1, g2, g3 = keys_per_shard("g", 1, 4)  # the gathered commands' keys, one per shard
     ends = keys_per_shard("~end", 1, 4)
     steps = [
         ["SET", a, "v", "PX", "100000"], ["RENAME", a, b], ["RENAME", b, b], ["RENAME", a, c],
         ["SET", c, "old"], ["RENAME", b, c], ["RENAMENX", c, a], ["RENAMENX", a, a + "x"],
         ["RPUSH", a, "1", "2"], ["LMOVE", a, b, "LEFT", "RIGHT"], ["RPOPLPUSH", a, c],
         ["SADD", b + "s", "m"], ["SMOVE", b + "s", c + "s", "m"], ["MSET", a, "1", b, "2"], ["DEL", a, b, c],
+        # gathered (the command runs on copies at the receiving shard, which fires its events)
+        ["ZADD", g0, "1", "x"], ["ZADD", g1, "2", "y"], ["ZUNIONSTORE", g2, "2", g0, g1],
+        ["ZINTERSTORE", g2, "2", g0, g1], ["SADD", g0 + "s", "m"], ["SUNIONSTORE", g3, g0 + "s"],
+        ["SINTERSTORE", g3, g0 + "s", g1], ["LMPOP", "2", g0 + "l", g1, "LEFT"], ["RPUSH", g2 + "l", "a"],
+        ["LMPOP", "2", g3, g2 + "l", "RIGHT"], ["COPY", g0, g3, "REPLACE"], ["SET", g1 + "b", "ab"],
+        ["BITOP", "OR", g2 + "b", g0 + "q", g1 + "b"], ["PFADD", g0 + "h", "a"], ["PFMERGE", g3 + "h", g0 + "h"],
     ]
     theirs = redis_events(steps, ends, "KEA")
     s = Server(shards=4, extra=("--port-mode", "one-port"))
