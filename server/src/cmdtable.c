@@ -427,6 +427,10 @@ static const sv_cmd table[] = {
      EVF(SV_N_GENERIC, sv_ev_rename_step, SV_EV_ANY)},
     /* one key's part of a cross-shard XREAD (fwd_multi.c) */
     {"slotlane.xread", sv_cmd_slotlane_xread, 4, R | SV_CMD_INTERNAL, 1, 1, 1, "@stream @read", NULL},
+    /* the probes of the coordinated MSETNX RENAMENX LMOVE SMOVE: EXISTS and TYPE that,
+     * as every internal read, fire no "keymiss" (the command Redis runs reads nothing) */
+    {"slotlane.exists", sv_cmd_exists, -2, R | F | SV_CMD_INTERNAL, 1, -1, 1, "@keyspace @read", NULL},
+    {"slotlane.type", sv_cmd_type, 2, R | F | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @read", NULL},
 };
 
 #define NCMDS (sizeof(table) / sizeof(table[0]))
@@ -610,7 +614,7 @@ void sv_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv)
     uint64_t t0 = sv_ticks();
     int reads = sv_notify_reads; /* (EXEC and scripts call commands inside theirs) */
     if (!(cmd->flags & SV_CMD_WRITE)) {
-        sv_notify_reads = 1;
+        sv_notify_reads = !(cmd->flags & SV_CMD_INTERNAL); /* (a step: its command's lookups decide) */
         cmd->fn(c, argc, argv);
         sv_notify_reads = reads;
         account(c, cmd, argc, argv, t0, off);

@@ -219,7 +219,7 @@ static void step_msetnx(coord *co)
             if (owner_of(co->argv[k]) == t)
                 for (int s = 0; s < per; s++) sub[m++] = co->argv[k + s];
         if (m == 1) continue;
-        sub[0] = lit(co->stage == 0 ? "exists" : "mset");
+        sub[0] = lit(co->stage == 0 ? "slotlane.exists" : "mset");
         req(co, m, sub);
     }
     free(sub);
@@ -234,8 +234,8 @@ static void step_rename(coord *co)
     case 0:
         round_begin(co);
         if (co->op == OP_RENAMENX) {
-            req(co, 2, (sv_str[]){lit("exists"), src});
-            req(co, 2, (sv_str[]){lit("exists"), dst});
+            req(co, 2, (sv_str[]){lit("slotlane.exists"), src});
+            req(co, 2, (sv_str[]){lit("slotlane.exists"), dst});
             co->stage = 1;
         } else {
             req(co, 2, (sv_str[]){lit("slotlane.rename_from"), src});
@@ -295,14 +295,14 @@ static void step_move(coord *co)
     switch (co->stage) {
     case 0:
         round_begin(co);
-        req(co, 2, (sv_str[]){lit("type"), dst});
+        req(co, 2, (sv_str[]){lit("slotlane.type"), dst});
         co->stage = 1;
         return;
     case 1:
         if (!parse(&co->rep[0], &w) || w.t != '+') { internal_error(co); return; }
         round_begin(co);
         if (!sv_eq(w.s, "none") && !sv_eq(w.s, tname)) {
-            req(co, 2, (sv_str[]){lit("type"), src});
+            req(co, 2, (sv_str[]){lit("slotlane.type"), src});
             co->stage = 5;
             return;
         }

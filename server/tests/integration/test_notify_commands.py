@@ -182,9 +182,9 @@ def test_cross_shard_steps_fire_what_redis_fires():
     shard, rename_to on the destination's), RENAMENX, LMOVE, RPOPLPUSH, SMOVE, MSET;
     each step's messages compared with Redis's as a multiset (two shards publish
     them), with a sentinel on every shard; and the gathered ones (ZUNIONSTORE
-    ZINTERSTORE SUNIONSTORE LMPOP COPY BITOP PFMERGE with keys on several shards). Without "m": the steps' probes of the
-    other shard (EXISTS, TYPE) fire "keymiss" where Redis's single command does not
-    (a known difference, server/README.md)."""
+    ZINTERSTORE SUNIONSTORE LMPOP COPY BITOP PFMERGE with keys on several shards).
+    Under KEAm: the probes of the coordinated ones (slotlane.exists, slotlane.type)
+    fire no "keymiss", as Redis's single command reads nothing."""
     a, b, c, _ = keys_per_shard("x", 1, 4)  # on shards 0, 1, 2
     g0, g1, g2, g3 = keys_per_shard("g", 1, 4)  # the gathered commands' keys, one per shard
     ends = keys_per_shard("~end", 1, 4)
@@ -200,10 +200,10 @@ def test_cross_shard_steps_fire_what_redis_fires():
         ["LMPOP", "2", g3, g2 + "l", "RIGHT"], ["COPY", g0, g3, "REPLACE"], ["SET", g1 + "b", "ab"],
         ["BITOP", "OR", g2 + "b", g0 + "q", g1 + "b"], ["PFADD", g0 + "h", "a"], ["PFMERGE", g3 + "h", g0 + "h"],
     ]
-    theirs = redis_events(steps, ends, "KEA")
+    theirs = redis_events(steps, ends)
     s = Server(shards=4, extra=("--port-mode", "one-port"))
     try:
-        ours = run(s.port, s.port, steps, ends, "KEA")
+        ours = run(s.port, s.port, steps, ends)
         bad = diff(steps, ours, theirs, ordered=False)
         assert not bad, f"{len(bad)} steps differ:\n" + "\n".join(bad)
         assert any(e[1] == b"rename_to" for step in ours for e in step)
