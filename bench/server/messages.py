@@ -20,6 +20,11 @@ record. Holds the lock of ci/bench.sh ($SL_BENCH_LOCK). Writes
 bench/records/<host>-<date>-<time>-server-messages.json.
 
     make build && python3 bench/server/messages.py --rounds 3 --seconds 5
+
+--baseline-build DIR runs DIR/server/slotlane-server (another commit's build) in the same
+rounds as a third server ("baseline"); the order of the servers rotates from round to
+round, and the record keeps each round's slotlane/redis and slotlane/baseline ratios and
+their medians beside the ratio of the medians.
 """
 import argparse
 import fcntl
@@ -56,7 +61,7 @@ def cpu_ns(pid):
 
 
 def start_server(kind, port, cpus, build):
-    if kind == "slotlane":
+    if kind in ("slotlane", "baseline"):
         cmd = [os.path.join(build, "server", "slotlane-server"), "--shards", "1", "--port", str(port),
                "--loglevel", "warning"]
     else:
@@ -78,7 +83,7 @@ def stop(proc):
 
 
 def run_one(kind, row, a, port):
-    proc = start_server(kind, port, a.server_cpus, a.build)
+    proc = start_server(kind, port, a.server_cpus, a.baseline_build if kind == "baseline" else a.build)
     try:
         out = os.path.join(a.tmpdir, f"{kind}-{row}.json")
         load = ["taskset", "-c", a.load_cpus, os.path.join(a.build, "bench", "slotlane-load"), "--port", str(port),
@@ -116,17 +121,20 @@ def main():
     ap.add_argument("--load-cpus", default="0")
     ap.add_argument("--build", default=os.path.join(sb.ROOT, "build"))
     ap.add_argument("--out", default=os.path.join(sb.ROOT, "bench", "records"))
+    ap.add_argument("--baseline-build", help="another build directory run in the same rounds (before/after)")
+    ap.add_argument("--baseline-desc", default="")
     a = ap.parse_args()
     a.tmpdir = sb.tempfile.mkdtemp(prefix="sl-messages-")
     rows = a.rows.split(",")
     lock = open(os.environ.get("SL_BENCH_LOCK", "/tmp/slotlane-bench.lock"), "w")
     fcntl.flock(lock, fcntl.LOCK_EX)
     started = sb.dt.datetime.now(sb.dt.timezone.utc).isoformat()
-    results = {(k, r): [] for k in ("slotlane", "redis") for r in rows}
+    kinds = ["slotlane", "redis"] + (["baseline"] if a.baseline_build else [])
+    results = {(k, r): [] for k in kinds for r in rows}
     port = 26600
     for rnd in range(a.rounds):
         for row in rows:
-            for kind in ("slotlane", "redis"):
+            for kind in kinds[rnd % len(kinds):] + kinds[:rnd % len(kinds)]:  # who runs first rotates
                 while not sb.port_free(port):
                     port += 1
                 res = run_one(kind, row, a, port)
@@ -137,21 +145,32 @@ def main():
     out_rows = []
     for row in rows:
         med = {}
-        for kind in ("slotlane", "redis"):
+        for kind in kinds:
             rs = results[(kind, row)]
             med[kind] = {f: sb.median([x[f] for x in rs]) for f in
                          ("server_cpu_ns_per_op", "server_user_ns_per_op", "server_sys_ns_per_op", "ops_per_sec")}
         ratio = med["slotlane"]["server_cpu_ns_per_op"] / med["redis"]["server_cpu_ns_per_op"]
         target = 1.0 if row == "blpop" else 0.9
-        out_rows.append({"row": row, "load_args": ROWS[row], "slotlane": {"rounds": results[("slotlane", row)],
-                         "median": med["slotlane"]}, "redis": {"rounds": results[("redis", row)], "median": med["redis"]},
-                         "cpu_ratio": ratio, "target": target, "target_met": ratio <= target})
+        per_round = [s["server_cpu_ns_per_op"] / d["server_cpu_ns_per_op"]
+                     for s, d in zip(results[("slotlane", row)], results[("redis", row)])]
+        out = {"row": row, "load_args": ROWS[row], "slotlane": {"rounds": results[("slotlane", row)],
+               "median": med["slotlane"]}, "redis": {"rounds": results[("redis", row)], "median": med["redis"]},
+               "cpu_ratio": ratio, "round_ratios": per_round, "round_ratio_median": sb.median(per_round),
+               "target": target, "target_met": ratio <= target}
+        if a.baseline_build:
+            after_before = [s["server_cpu_ns_per_op"] / b["server_cpu_ns_per_op"]
+                            for s, b in zip(results[("slotlane", row)], results[("baseline", row)])]
+            out["baseline"] = {"rounds": results[("baseline", row)], "median": med["baseline"]}
+            out["after_over_baseline_round_ratios"] = after_before
+            out["after_over_baseline_median"] = sb.median(after_before)
+            out["baseline_over_redis_ratio"] = med["baseline"]["server_cpu_ns_per_op"] / med["redis"]["server_cpu_ns_per_op"]
+        out_rows.append(out)
     rec = {"schema": "slotlane.bench.server-messages/1", "benchmark": "server-messages", "tool": "bench/server/messages.py",
            "started_at": started, "finished_at": sb.dt.datetime.now(sb.dt.timezone.utc).isoformat(),
            "machine": sb.machine(), "git": sb.git_info(), "command": sys.argv,
            "versions": {"redis": sb.first_line(["redis-server", "--version"])},
            "config": {"rounds": a.rounds, "seconds": a.seconds, "server_cpus": a.server_cpus, "load_cpus": a.load_cpus,
-                      "slotlane_shards": 1},
+                      "slotlane_shards": 1, "baseline_build": a.baseline_build, "baseline_desc": a.baseline_desc},
            "rows": out_rows}
     path = sb.save_record(a.out, "server-messages", rec)
     print(f"\n| row | slotlane CPU ns/op (user / sys) | redis CPU ns/op (user / sys) | ratio | target | slotlane ops/s | redis ops/s |")
@@ -161,6 +180,10 @@ def main():
         print(f"| {r['row']} | {s['server_cpu_ns_per_op']:.0f} ({s['server_user_ns_per_op']:.0f} / {s['server_sys_ns_per_op']:.0f}) "
               f"| {d['server_cpu_ns_per_op']:.0f} ({d['server_user_ns_per_op']:.0f} / {d['server_sys_ns_per_op']:.0f}) "
               f"| {r['cpu_ratio']:.2f} | <= {r['target']} | {s['ops_per_sec']:.0f} | {d['ops_per_sec']:.0f} |")
+        print(f"  {r['row']}: round ratios {' '.join(f'{x:.2f}' for x in r['round_ratios'])}"
+              + (f"; after/baseline {' '.join(f'{x:.2f}' for x in r['after_over_baseline_round_ratios'])}"
+                 f" (median {r['after_over_baseline_median']:.2f}), baseline/redis {r['baseline_over_redis_ratio']:.2f}"
+                 if a.baseline_build else ""))
     print(f"record: {path}")
 
 

@@ -47,6 +47,9 @@ struct sv_waiter {
 };
 
 static const sv_block_type default_type = {NULL, NULL, NULL};
+/* the wait of a CLIENT UNBLOCK asked of the other shards (below): not a blocked command
+ * (INFO blocked_clients does not count it, CLIENT UNBLOCK does not answer it) */
+static const sv_block_type ub_type;
 
 void *sv_waiter_priv(sv_waiter *w) { return w->priv; }
 uint64_t sv_waiter_client_id(sv_waiter *w) { return w->sessp->id; }
@@ -156,8 +159,9 @@ static void waiter_free(sv_waiter *w)
     else b->all = w->next;
     if (w->next) w->next->prev = w->prev;
     if (w->deadline) tlist_remove(b, w);
-    atomic_store_explicit(&b->nwaiters, atomic_load_explicit(&b->nwaiters, memory_order_relaxed) - 1,
-                          memory_order_relaxed);
+    if (w->type != &ub_type)
+        atomic_store_explicit(&b->nwaiters, atomic_load_explicit(&b->nwaiters, memory_order_relaxed) - 1,
+                              memory_order_relaxed);
     if (w->part == 2)
         atomic_store_explicit(&b->nsecondary, atomic_load_explicit(&b->nsecondary, memory_order_relaxed) - 1,
                               memory_order_relaxed);
@@ -223,8 +227,9 @@ void sv_block_on_keys(sv_ctx *c, int nkeys, const sv_str *keys, int64_t deadline
         tlist_insert(b, w);
         arm_timer(b);
     }
-    atomic_store_explicit(&b->nwaiters, atomic_load_explicit(&b->nwaiters, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    if (type != &ub_type)
+        atomic_store_explicit(&b->nwaiters, atomic_load_explicit(&b->nwaiters, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
     c->blocked = w;
 }
 
@@ -401,8 +406,9 @@ int sv_block_unblock_client(sv_shard *sh, uint64_t client_id, int error)
     if (!b) return 0;
     for (sv_waiter *w = b->all; w; w = w->next) {
         /* a coordinated command answers through its primary part alone (its
-         * coordinator then releases the others): CLIENT UNBLOCK counts it once */
-        if (w->sessp->id != client_id || !w->ops || w->part == 2) continue;
+         * coordinator then releases the others): CLIENT UNBLOCK counts it once; a
+         * cross-shard CLIENT UNBLOCK's own waiter is never a target */
+        if (w->sessp->id != client_id || !w->ops || w->part == 2 || w->type == &ub_type) continue;
         if (error) {
             sv_reply r = {&b->scratch, w->sessp->proto};
             b->scratch.len = 0;
@@ -442,6 +448,141 @@ int sv_block_release_part(sv_shard *sh, uint64_t client_id)
     return 0;
 }
 
+/* Across shards (per-shard mode): a request per other shard on its channel (an MPSC
+ * inbox and an async handle each; static, so a late send never touches freed memory),
+ * answered on the asker's channel; the asker waits as a keyless waiter that counts
+ * nowhere, so a client that leaves meanwhile is dropped like any parked one. */
+typedef struct ub_req {
+    sv_waiter *w; /* the asker's waiter; NULL once it left */
+    uint64_t id;
+    int error, origin, left, found;
+} ub_req;
+
+typedef struct ub_msg {
+    struct ub_msg *next;
+    ub_req *req; /* read-only at the target */
+    int answered, result;
+} ub_msg;
+
+typedef struct ub_chan {
+    ub_msg *_Atomic inbox;
+    atomic_int open;
+    uv_async_t async;
+} ub_chan;
+
+static ub_chan ub_chans[SV_MAX_SHARDS];
+
+static void ub_waiter_gone(void *priv) { ((ub_req *)priv)->w = NULL; }
+static const sv_block_type ub_type = {NULL, NULL, ub_waiter_gone};
+
+/* 0 when the target's loop has stopped (shutdown): nothing sent */
+static int ub_send(int t, ub_msg *m)
+{
+    ub_chan *ch = &ub_chans[t];
+    if (!atomic_load_explicit(&ch->open, memory_order_acquire)) return 0;
+    ub_msg *old = atomic_load_explicit(&ch->inbox, memory_order_relaxed);
+    do {
+        m->next = old;
+    } while (!atomic_compare_exchange_weak_explicit(&ch->inbox, &old, m, memory_order_release, memory_order_relaxed));
+    uv_async_send(&ch->async);
+    return 1;
+}
+
+static void ub_answer(sv_shard *sh, ub_req *q, int result)
+{
+    q->found |= result;
+    if (--q->left > 0) return;
+    if (q->w) {
+        sv_blk *b = sh->blk;
+        sv_reply r = {&b->scratch, q->w->sessp->proto};
+        b->scratch.len = 0;
+        sv_add_int(&r, q->found);
+        deliver(q->w, &b->scratch); /* frees the waiter (q->w = NULL) */
+    }
+    free(q);
+}
+
+static void ub_on_async(uv_async_t *a)
+{
+    sv_shard *sh = a->data;
+    ub_msg *l = atomic_exchange_explicit(&ub_chans[sh->index].inbox, NULL, memory_order_acquire);
+    while (l) {
+        ub_msg *m = l;
+        l = m->next;
+        if (m->answered) {
+            ub_answer(sh, m->req, m->result);
+            free(m);
+            continue;
+        }
+        m->result = sv_block_unblock_client(sh, m->req->id, m->req->error);
+        m->answered = 1;
+        if (!ub_send(m->req->origin, m)) free(m); /* the asker's shard has stopped */
+    }
+    sv_block_serve(sh); /* the clients unblocked here go on */
+}
+
+void sv_block_unblock_any(sv_ctx *c, uint64_t client_id, int error)
+{
+    sv_shard *sh = c->sh;
+    if (sv_block_unblock_client(sh, client_id, error)) {
+        sv_add_int(&c->r, 1);
+        return;
+    }
+    if (sv_cfg.shards == 1 || sh->fwd_on || !sv_block_allowed(c) || !c->sess->conn ||
+        !atomic_load_explicit(&ub_chans[sh->index].open, memory_order_acquire)) {
+        /* one shard; forwarding fans CLIENT UNBLOCK out itself (fwd.c); in MULTI or a
+         * script: this shard's answer */
+        sv_add_int(&c->r, 0);
+        return;
+    }
+    ub_req *q = sv_calloc(1, sizeof(*q));
+    q->id = client_id;
+    q->error = error;
+    q->origin = sh->index;
+    q->left = 1; /* until every request is out: an answer cannot finish it early */
+    sv_block_on_keys(c, 0, NULL, 0, &ub_type, q);
+    q->w = c->blocked;
+    for (int t = 0; t < sv_cfg.shards; t++) {
+        if (t == sh->index) continue;
+        ub_msg *m = sv_calloc(1, sizeof(*m));
+        m->req = q;
+        q->left++;
+        if (!ub_send(t, m)) { /* that shard has stopped: it has nobody blocked */
+            free(m);
+            q->left--;
+        }
+    }
+    /* the asker is parked (c->blocked) before the last answer can arrive: answers are
+     * taken in this loop's async callback, after this command */
+    if (--q->left == 0) { /* nobody to ask */
+        sv_waiter *w = c->blocked;
+        c->blocked = NULL;
+        sv_block_cancel(w);
+        free(q);
+        sv_add_int(&c->r, 0);
+    }
+}
+
+static void ub_open(sv_shard *sh)
+{
+    ub_chan *ch = &ub_chans[sh->index];
+    atomic_init(&ch->inbox, NULL);
+    uv_async_init(&sh->loop, &ch->async, ub_on_async);
+    ch->async.data = sh;
+    atomic_store_explicit(&ch->open, 1, memory_order_release);
+}
+
+/* After the shard's waiters are cancelled: what is still in the inbox is answered
+ * (requests: nobody is blocked here any more) or finished (answers to its askers). */
+static void ub_close(sv_shard *sh)
+{
+    ub_chan *ch = &ub_chans[sh->index];
+    if (!atomic_load_explicit(&ch->open, memory_order_acquire)) return;
+    atomic_store_explicit(&ch->open, 0, memory_order_release);
+    ub_on_async(&ch->async);
+    uv_close((uv_handle_t *)&ch->async, NULL);
+}
+
 void sv_block_cron(sv_shard *sh)
 {
     sv_blk *b = sh->blk;
@@ -462,6 +603,7 @@ void sv_block_init_shard(sv_shard *sh)
     uv_timer_init(&sh->loop, &b->timer);
     b->timer.data = sh;
     sh->blk = b;
+    ub_open(sh);
 }
 
 static void free_bkey(sv_entry *e, void *priv)
@@ -495,6 +637,7 @@ void sv_block_close_shard(sv_shard *sh)
         if (ops) ops->done(owner, SV_BLOCK_CANCELLED);
     }
     b->nresume = 0;
+    ub_close(sh);
     uv_timer_stop(&b->timer);
     uv_close((uv_handle_t *)&b->timer, free_blk);
 }

@@ -103,6 +103,11 @@ static inline void sv_block_serve(sv_shard *sh)
 /* CLIENT UNBLOCK: the shard's waiter of that client, answered with its timeout reply
  * or with -UNBLOCKED. Returns 1 when there was one. */
 int sv_block_unblock_client(sv_shard *sh, uint64_t client_id, int error);
+/* CLIENT UNBLOCK from a client: this shard's waiter of that client; else, in per-shard
+ * mode with several shards, the request goes to every other shard (client ids are
+ * unique in the server) and the asking client waits, as a parked command does, for
+ * their answers: the reply is :1 when one of them unblocked it. Replies into c. */
+void sv_block_unblock_any(sv_ctx *c, uint64_t client_id, int error);
 
 /* What a waiter carries (for a type's try callback). */
 void *sv_waiter_priv(sv_waiter *w);

@@ -137,21 +137,24 @@ static int debug_keys(int argc, sv_str *argv, int *keys, int max)
 /* keyspace notifications (notify.h): the fixed event on argv[1], or a function that fires them */
 #define EV(cls, name, rule) .ev_class = cls, .event = name, .ev_rule = rule
 #define EVF(cls, fn, rule) .ev_class = cls, .ev_fire = fn, .ev_rule = rule
+/* ... or the reason it fires none from here: inside the command (sv_notify), or none at all, as Redis */
+#define EVIN(cls) .ev_class = cls, .ev_rule = SV_EV_INSIDE
+#define EVNONE .ev_rule = SV_EV_NONE
 
 static const sv_cmd table[] = {
     /* strings */
     C(get, 2, R | F, 1, 1, 1, "@read @string @fast"),
     /* SET SETEX PSETEX GETSET MSET MSETNX DEL UNLINK SMOVE fire their events inside (notify.h) */
-    CP(set, -3, W | D, 1, 1, 1, "@write @string @slow", .aof = SV_AOF_SET, .touch = SV_TOUCH_SET),
+    CP(set, -3, W | D, 1, 1, 1, "@write @string @slow", .aof = SV_AOF_SET, .touch = SV_TOUCH_SET, EVIN(SV_N_STRING)),
     CP(setnx, 3, W | D | F, 1, 1, 1, "@write @string @fast", NOOP0, EV(SV_N_STRING, "set", SV_EV_POS)),
-    CP(setex, 4, W | D, 1, 1, 1, "@write @string @slow", .aof = SV_AOF_STRING),
-    CP(psetex, 4, W | D, 1, 1, 1, "@write @string @slow", .aof = SV_AOF_STRING),
-    C(getset, 3, W | D | F, 1, 1, 1, "@write @string @fast"),
+    CP(setex, 4, W | D, 1, 1, 1, "@write @string @slow", .aof = SV_AOF_STRING, EVIN(SV_N_STRING)),
+    CP(psetex, 4, W | D, 1, 1, 1, "@write @string @slow", .aof = SV_AOF_STRING, EVIN(SV_N_STRING)),
+    CP(getset, 3, W | D | F, 1, 1, 1, "@write @string @fast", EVIN(SV_N_STRING)),
     CP(getdel, 2, W | F, 1, 1, 1, "@write @string @fast", NOOP0, EV(SV_N_GENERIC, "del", SV_EV_NONNULL)),
     CP(getex, -2, W | F, 1, 1, 1, "@write @string @fast", .aof = SV_AOF_GETEX, .touch = SV_TOUCH_NOOP_ZERO | SV_TOUCH_OPTIONS, EVF(SV_N_GENERIC, sv_ev_getex, SV_EV_NONNULL)),
     CP(mget, -2, R | F, 1, -1, 1, "@read @string @fast", .split = SV_SPLIT_MGET),
-    CP(mset, -3, W | D, 1, -1, 2, "@write @string @slow", .split = SV_SPLIT_PAIRS_OK),
-    CP(msetnx, -3, W | D, 1, -1, 2, "@write @string @slow", .coord = SV_COORD_MSETNX, NOOP0),
+    CP(mset, -3, W | D, 1, -1, 2, "@write @string @slow", .split = SV_SPLIT_PAIRS_OK, EVIN(SV_N_STRING)),
+    CP(msetnx, -3, W | D, 1, -1, 2, "@write @string @slow", .coord = SV_COORD_MSETNX, NOOP0, EVIN(SV_N_STRING)),
     CP(append, 3, W | D | F, 1, 1, 1, "@write @string @fast", EV(SV_N_STRING, "append", SV_EV_ANY)),
     C(strlen, 2, R | F, 1, 1, 1, "@read @string @fast"),
     C(getrange, 4, R, 1, 1, 1, "@read @string @slow"),
@@ -164,35 +167,35 @@ static const sv_cmd table[] = {
     CP(lcs, -3, R, 1, 2, 1, "@read @string @slow", .coord = SV_COORD_GATHER),
     {"substr", sv_cmd_getrange, 4, R, 1, 1, 1, "@read @string @slow", NULL},
     /* bitmaps */
-    C(setbit, 4, W | D, 1, 1, 1, "@write @bitmap @slow"),
+    CP(setbit, 4, W | D, 1, 1, 1, "@write @bitmap @slow", EV(SV_N_STRING, "setbit", SV_EV_ANY)),
     C(getbit, 3, R | F, 1, 1, 1, "@read @bitmap @fast"),
     C(bitcount, -2, R, 1, 1, 1, "@read @bitmap @slow"),
     C(bitpos, -3, R, 1, 1, 1, "@read @bitmap @slow"),
-    CP(bitop, -4, W | D, 2, -1, 1, "@write @bitmap @slow", .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST),
-    C(bitfield, -2, W | D, 1, 1, 1, "@write @bitmap @slow"),
+    CP(bitop, -4, W | D, 2, -1, 1, "@write @bitmap @slow", .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST, .pflags = SV_P_KEYMISS, EVF(SV_N_STRING, sv_ev_bitop, SV_EV_POS)),
+    CP(bitfield, -2, W | D, 1, 1, 1, "@write @bitmap @slow", EVIN(SV_N_STRING) /* "setbit" when an op wrote */),
     C(bitfield_ro, -2, R | F, 1, 1, 1, "@read @bitmap @fast"),
     /* geo */
-    C(geoadd, -5, W | D, 1, 1, 1, "@write @geo @slow"),
+    CP(geoadd, -5, W | D, 1, 1, 1, "@write @geo @slow", EVIN(SV_N_ZSET) /* ZADD's events: it runs ZADD */),
     C(geopos, -2, R, 1, 1, 1, "@read @geo @slow"),
     C(geodist, -4, R, 1, 1, 1, "@read @geo @slow"),
     C(geohash, -2, R, 1, 1, 1, "@read @geo @slow"),
     {"georadius", sv_cmd_georadius, -6, W | D | M, 1, 1, 1, "@write @geo @slow", georadius_keys6,
-     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */},
+     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */, .pflags = SV_P_KEYMISS, EVF(SV_N_ZSET, sv_ev_georadius, SV_EV_POS)},
     {"georadiusbymember", sv_cmd_georadiusbymember, -5, W | D | M, 1, 1, 1, "@write @geo @slow", georadius_keys5,
-     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */},
+     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */, .pflags = SV_P_KEYMISS, EVF(SV_N_ZSET, sv_ev_georadius, SV_EV_POS)},
     C(georadius_ro, -6, R, 1, 1, 1, "@read @geo @slow"),
     C(georadiusbymember_ro, -5, R, 1, 1, 1, "@read @geo @slow"),
     C(geosearch, -7, R, 1, 1, 1, "@read @geo @slow"),
-    CP(geosearchstore, -8, W | D, 1, 2, 1, "@write @geo @slow", .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST),
+    CP(geosearchstore, -8, W | D, 1, 2, 1, "@write @geo @slow", .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST, .pflags = SV_P_KEYMISS, EV(SV_N_ZSET, "geosearchstore", SV_EV_POS)),
     /* HyperLogLog */
-    CP(pfadd, -2, W | D | F, 1, 1, 1, "@write @hyperloglog @fast", NOOP0),
+    CP(pfadd, -2, W | D | F, 1, 1, 1, "@write @hyperloglog @fast", NOOP0, EV(SV_N_STRING, "pfadd", SV_EV_POS)),
     CP(pfcount, -2, R, 1, -1, 1, "@read @hyperloglog @slow", .coord = SV_COORD_GATHER),
-    CP(pfmerge, -2, W | D, 1, -1, 1, "@write @hyperloglog @slow", .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST),
-    C(pfdebug, 3, W | A, 2, 2, 1, "@write @hyperloglog @admin @slow @dangerous"),
+    CP(pfmerge, -2, W | D, 1, -1, 1, "@write @hyperloglog @slow", .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST, .pflags = SV_P_KEYMISS, EV(SV_N_STRING, "pfadd", SV_EV_ANY)),
+    CP(pfdebug, 3, W | A, 2, 2, 1, "@write @hyperloglog @admin @slow @dangerous", EVNONE),
     C(pfselftest, 1, A, 0, 0, 0, "@hyperloglog @admin @slow @dangerous"),
     /* keys */
-    CP(del, -2, W, 1, -1, 1, "@keyspace @write @slow", .split = SV_SPLIT_SUM, NOOP0),
-    {"unlink", sv_cmd_del, -2, W | F, 1, -1, 1, "@keyspace @write @fast", NULL, .split = SV_SPLIT_SUM, NOOP0},
+    CP(del, -2, W, 1, -1, 1, "@keyspace @write @slow", .split = SV_SPLIT_SUM, NOOP0, EVIN(SV_N_GENERIC)),
+    {"unlink", sv_cmd_del, -2, W | F, 1, -1, 1, "@keyspace @write @fast", NULL, .split = SV_SPLIT_SUM, NOOP0, EVIN(SV_N_GENERIC)},
     CP(exists, -2, R | F, 1, -1, 1, "@keyspace @read @fast", .split = SV_SPLIT_SUM),
     C(type, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
     CP(rename, 3, W, 1, 2, 1, "@keyspace @write @slow", .coord = SV_COORD_RENAME, EVF(SV_N_GENERIC, sv_ev_rename, SV_EV_ANY)),
@@ -210,15 +213,16 @@ static const sv_cmd table[] = {
     CP(persist, 2, W | F, 1, 1, 1, "@keyspace @write @fast", NOOP0, EV(SV_N_GENERIC, "persist", SV_EV_POS)),
     C(expiretime, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
     C(pexpiretime, 2, R | F, 1, 1, 1, "@keyspace @read @fast"),
-    CP(copy, -3, W | D, 1, 2, 1, "@keyspace @write @slow", .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */),
-    C(move, 3, W | F, 1, 1, 1, "@keyspace @write @fast"),
+    CP(copy, -3, W | D, 1, 2, 1, "@keyspace @write @slow", .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */,
+       EVF(SV_N_GENERIC, sv_ev_copy, SV_EV_POS)),
+    CP(move, 3, W | F, 1, 1, 1, "@keyspace @write @fast", EVNONE /* refused as a cluster node: nothing moves */),
     {"sort", sv_cmd_sort, -2, W | D | M, 1, 1, 1, "@write @set @sortedset @list @slow @dangerous", sort_keys,
-     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */},
+     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */, .pflags = SV_P_KEYMISS, EVF(SV_N_LIST, sv_ev_sort, SV_EV_POS)},
     C(sort_ro, -2, R, 1, 1, 1, "@read @set @sortedset @list @slow @dangerous"),
     CP(dbsize, 1, R | F, 0, 0, 0, "@keyspace @read @fast", .fan = SV_FAN_SUM, .pflags = SV_P_KEYSPACE),
-    CP(flushall, -1, W, 0, 0, 0, "@keyspace @write @slow @dangerous", .fan = SV_FAN_OK, .touch = SV_TOUCH_NONE, .pflags = SV_P_KEYSPACE),
+    CP(flushall, -1, W, 0, 0, 0, "@keyspace @write @slow @dangerous", .fan = SV_FAN_OK, .touch = SV_TOUCH_NONE, .pflags = SV_P_KEYSPACE, EVNONE),
     {"flushdb", sv_cmd_flushall, -1, W, 0, 0, 0, "@keyspace @write @slow @dangerous", NULL,
-     .fan = SV_FAN_OK, .touch = SV_TOUCH_NONE, .pflags = SV_P_KEYSPACE},
+     .fan = SV_FAN_OK, .touch = SV_TOUCH_NONE, .pflags = SV_P_KEYSPACE, EVNONE},
     /* lists */
     CP(lpush, -3, W | D | F, 1, 1, 1, "@write @list @fast", EV(SV_N_LIST, "lpush", SV_EV_ANY)),
     CP(rpush, -3, W | D | F, 1, 1, 1, "@write @list @fast", EV(SV_N_LIST, "rpush", SV_EV_ANY)),
@@ -242,7 +246,7 @@ static const sv_cmd table[] = {
     CP(blmove, 6, W | D | B | SV_CMD_NOSCRIPT, 1, 2, 1, "@write @list @slow @blocking", NOOP0, EVF(SV_N_LIST, sv_ev_lmove, SV_EV_NONNULL)),
     {"blmpop", sv_cmd_blmpop, -5, W | B | M, 0, 0, 0, "@write @list @slow @blocking", sv_mpop_keys, NOOP0, EVF(SV_N_LIST, sv_ev_blmpop, SV_EV_NONNULL)},
     {"lmpop", sv_cmd_lmpop, -4, W | M, 0, 0, 0, "@write @list @slow", numkeys1_keys,
-     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */},
+     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */, EVF(SV_N_LIST, sv_ev_lmpop, SV_EV_NONNULL)},
     /* hashes */
     CP(hset, -4, W | D | F, 1, 1, 1, "@write @hash @fast", EV(SV_N_HASH, "hset", SV_EV_ANY)),
     CP(hsetnx, 4, W | D | F, 1, 1, 1, "@write @hash @fast", NOOP0, EV(SV_N_HASH, "hset", SV_EV_POS)),
@@ -269,17 +273,17 @@ static const sv_cmd table[] = {
     C(scard, 2, R | F, 1, 1, 1, "@read @set @fast"),
     CP(spop, -2, W | F, 1, 1, 1, "@write @set @fast", .aof = SV_AOF_SREM_REPLY, NOOP0, EV(SV_N_SET, "spop", SV_EV_NONNULL)),
     C(srandmember, -2, R, 1, 1, 1, "@read @set @slow"),
-    CP(smove, 4, W | F, 1, 2, 1, "@write @set @fast", .coord = SV_COORD_SMOVE, NOOP0),
+    CP(smove, 4, W | F, 1, 2, 1, "@write @set @fast", .coord = SV_COORD_SMOVE, NOOP0, EVIN(SV_N_SET)),
     CP(sinter, -2, R, 1, -1, 1, "@read @set @slow", .coord = SV_COORD_SINTER),
     CP(sunion, -2, R, 1, -1, 1, "@read @set @slow", .coord = SV_COORD_SUNION),
     CP(sdiff, -2, R, 1, -1, 1, "@read @set @slow", .coord = SV_COORD_SDIFF),
-    CP(sinterstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SINTERSTORE, .touch = SV_TOUCH_FIRST, EV(SV_N_SET, "sinterstore", SV_EV_POS)),
-    CP(sunionstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SUNIONSTORE, .touch = SV_TOUCH_FIRST, EV(SV_N_SET, "sunionstore", SV_EV_POS)),
-    CP(sdiffstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SDIFFSTORE, .touch = SV_TOUCH_FIRST, EV(SV_N_SET, "sdiffstore", SV_EV_POS)),
+    CP(sinterstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SINTERSTORE, .touch = SV_TOUCH_FIRST, .pflags = SV_P_KEYMISS, EV(SV_N_SET, "sinterstore", SV_EV_POS)),
+    CP(sunionstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SUNIONSTORE, .touch = SV_TOUCH_FIRST, .pflags = SV_P_KEYMISS, EV(SV_N_SET, "sunionstore", SV_EV_POS)),
+    CP(sdiffstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SDIFFSTORE, .touch = SV_TOUCH_FIRST, .pflags = SV_P_KEYMISS, EV(SV_N_SET, "sdiffstore", SV_EV_POS)),
     {"sintercard", sv_cmd_sintercard, -3, R | M, 0, 0, 0, "@read @set @slow", sintercard_keys, .coord = SV_COORD_SINTERCARD},
     C(sscan, -3, R, 1, 1, 1, "@read @set @slow"),
     /* sorted sets */
-    CP(zadd, -4, W | D | F, 1, 1, 1, "@write @sortedset @fast", EVF(SV_N_ZSET, sv_ev_zadd, SV_EV_ANY)),
+    CP(zadd, -4, W | D | F, 1, 1, 1, "@write @sortedset @fast", EVIN(SV_N_ZSET) /* "zadd"/"zincr" when a member was added or updated */),
     CP(zrem, -3, W | F, 1, 1, 1, "@write @sortedset @fast", NOOP0, EV(SV_N_ZSET, "zrem", SV_EV_POS)),
     C(zscore, 3, R | F, 1, 1, 1, "@read @sortedset @fast"),
     C(zmscore, -3, R | F, 1, 1, 1, "@read @sortedset @fast"),
@@ -291,7 +295,7 @@ static const sv_cmd table[] = {
     C(zrevrank, 3, R | F, 1, 1, 1, "@read @sortedset @fast"),
     C(zrange, -4, R, 1, 1, 1, "@read @sortedset @slow"),
     C(zrevrange, -4, R, 1, 1, 1, "@read @sortedset @slow"),
-    CP(zrangestore, -5, W | D, 1, 2, 1, "@write @sortedset @slow", .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST),
+    CP(zrangestore, -5, W | D, 1, 2, 1, "@write @sortedset @slow", .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST, .pflags = SV_P_KEYMISS, EV(SV_N_ZSET, "zrangestore", SV_EV_POS)),
     C(zrangebyscore, -4, R, 1, 1, 1, "@read @sortedset @slow"),
     C(zrevrangebyscore, -4, R, 1, 1, 1, "@read @sortedset @slow"),
     C(zrangebylex, -4, R, 1, 1, 1, "@read @sortedset @slow"),
@@ -304,7 +308,7 @@ static const sv_cmd table[] = {
     C(zscan, -3, R, 1, 1, 1, "@read @sortedset @slow"),
     C(zrandmember, -2, R, 1, 1, 1, "@read @sortedset @slow"),
     {"zmpop", sv_cmd_zmpop, -4, W | M, 0, 0, 0, "@write @sortedset @slow", numkeys1_keys,
-     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */},
+     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */, EVF(SV_N_ZSET, sv_ev_zmpop, SV_EV_NONNULL)},
     {"zunion", sv_cmd_zunion, -3, R | M, 0, 0, 0, "@read @sortedset @slow", numkeys1_keys,
      .coord = SV_COORD_GATHER},
     {"zinter", sv_cmd_zinter, -3, R | M, 0, 0, 0, "@read @sortedset @slow", numkeys1_keys,
@@ -314,29 +318,29 @@ static const sv_cmd table[] = {
     {"zintercard", sv_cmd_zintercard, -3, R | M, 0, 0, 0, "@read @sortedset @slow", numkeys1_keys,
      .coord = SV_COORD_GATHER},
     {"zunionstore", sv_cmd_zunionstore, -4, W | D | M, 1, 1, 1, "@write @sortedset @slow", numkeys2_keys,
-     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST},
+     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST, .pflags = SV_P_KEYMISS, EV(SV_N_ZSET, "zunionstore", SV_EV_POS)},
     {"zinterstore", sv_cmd_zinterstore, -4, W | D | M, 1, 1, 1, "@write @sortedset @slow", numkeys2_keys,
-     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST},
+     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST, .pflags = SV_P_KEYMISS, EV(SV_N_ZSET, "zinterstore", SV_EV_POS)},
     {"zdiffstore", sv_cmd_zdiffstore, -4, W | D | M, 1, 1, 1, "@write @sortedset @slow", numkeys2_keys,
-     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST},
+     .coord = SV_COORD_GATHER, .touch = SV_TOUCH_FIRST, .pflags = SV_P_KEYMISS, EV(SV_N_ZSET, "zdiffstore", SV_EV_POS)},
     /* streams: the writes that log what they did themselves have .aof NONE
      * (t_stream.c); Redis signals (WATCH) only entries added, deleted or trimmed */
-    CP(xadd, -5, W | D | F, 1, 1, 1, "@write @stream @fast", .aof = SV_AOF_NONE, NOOP0),
+    CP(xadd, -5, W | D | F, 1, 1, 1, "@write @stream @fast", .aof = SV_AOF_NONE, NOOP0, EVIN(SV_N_STREAM)),
     C(xlen, 2, R | F, 1, 1, 1, "@read @stream @fast"),
     C(xrange, -4, R, 1, 1, 1, "@read @stream @slow"),
     C(xrevrange, -4, R, 1, 1, 1, "@read @stream @slow"),
-    CP(xdel, -3, W | F, 1, 1, 1, "@write @stream @fast", NOOP0),
-    CP(xtrim, -4, W, 1, 1, 1, "@write @stream @slow", .aof = SV_AOF_NONE, NOOP0),
+    CP(xdel, -3, W | F, 1, 1, 1, "@write @stream @fast", NOOP0, EVIN(SV_N_STREAM)),
+    CP(xtrim, -4, W, 1, 1, 1, "@write @stream @slow", .aof = SV_AOF_NONE, NOOP0, EVIN(SV_N_STREAM)),
     {"xread", sv_cmd_xread, -4, R | B | M, 0, 0, 0, "@read @stream @slow @blocking", xread_keys, .coord = SV_COORD_XREAD},
     {"xreadgroup", sv_cmd_xreadgroup, -7, W | B | M, 0, 0, 0, "@write @stream @slow @blocking", xread_keys,
-     .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE, .coord = SV_COORD_XREAD},
-    CP(xgroup, -2, W, 2, 2, 1, "@write @stream @slow", .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE),
-    CP(xack, -4, W | F, 1, 1, 1, "@write @stream @fast", .touch = SV_TOUCH_NONE),
+     .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE, .coord = SV_COORD_XREAD, EVIN(SV_N_STREAM)},
+    CP(xgroup, -2, W, 2, 2, 1, "@write @stream @slow", .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE, EVIN(SV_N_STREAM)),
+    CP(xack, -4, W | F, 1, 1, 1, "@write @stream @fast", .touch = SV_TOUCH_NONE, EVNONE),
     C(xpending, -3, R, 1, 1, 1, "@read @stream @slow"),
-    CP(xclaim, -6, W | F, 1, 1, 1, "@write @stream @fast", .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE),
-    CP(xautoclaim, -6, W | F, 1, 1, 1, "@write @stream @fast", .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE),
+    CP(xclaim, -6, W | F, 1, 1, 1, "@write @stream @fast", .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE, EVIN(SV_N_STREAM)),
+    CP(xautoclaim, -6, W | F, 1, 1, 1, "@write @stream @fast", .aof = SV_AOF_NONE, .touch = SV_TOUCH_NONE, EVIN(SV_N_STREAM)),
     C(xinfo, -2, R, 2, 2, 1, "@read @stream @slow"),
-    CP(xsetid, -3, W | D | F, 1, 1, 1, "@write @stream @fast", .touch = SV_TOUCH_NONE),
+    CP(xsetid, -3, W | D | F, 1, 1, 1, "@write @stream @fast", .touch = SV_TOUCH_NONE, EVIN(SV_N_STREAM)),
     CP(bzpopmin, -3, W | F | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @sortedset @fast @blocking", NOOP0, EVF(SV_N_ZSET, sv_ev_bzpop, SV_EV_NONNULL)),
     CP(bzpopmax, -3, W | F | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @sortedset @fast @blocking", NOOP0, EVF(SV_N_ZSET, sv_ev_bzpop, SV_EV_NONNULL)),
     {"bzmpop", sv_cmd_bzmpop, -5, W | B | M, 0, 0, 0, "@write @sortedset @slow @blocking", sv_mpop_keys, NOOP0, EVF(SV_N_ZSET, sv_ev_bzmpop, SV_EV_NONNULL)},
@@ -367,7 +371,7 @@ static const sv_cmd table[] = {
      * unit), never the script. In one-port mode FUNCTION and SCRIPT's state-changing
      * subcommands run on every shard (SV_FAN_SAME). */
     CP(function, -2, W | SV_CMD_NOSCRIPT, 0, 0, 0, "@write @slow @scripting", .aof = SV_AOF_FUNCTION,
-       .fan = SV_FAN_SAME, .touch = SV_TOUCH_NONE),
+       .fan = SV_FAN_SAME, .touch = SV_TOUCH_NONE, EVNONE),
     CP(script, -2, SV_CMD_NOSCRIPT, 0, 0, 0, "@slow @scripting", .fan = SV_FAN_SAME),
     {"eval", sv_cmd_eval, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
     {"evalsha", sv_cmd_evalsha, -3, SV_CMD_NOSCRIPT | SV_CMD_STALE | M, 0, 0, 0, "@slow @scripting", sv_script_getkeys},
@@ -401,8 +405,8 @@ static const sv_cmd table[] = {
     /* internal (last: COMMAND lists the table up to the first of them): a shard coordinating a
      * cross-shard RENAME moves the value with them. WRITE, so a log of write
      * commands replays them; their argv carries everything (no pointers). */
-    {"slotlane.take", sv_cmd_slotlane_take, 2, W | F | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @write", NULL},
-    {"slotlane.restore", sv_cmd_slotlane_restore, -4, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @write", NULL},
+    {"slotlane.take", sv_cmd_slotlane_take, 2, W | F | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @write", NULL, EVNONE},
+    {"slotlane.restore", sv_cmd_slotlane_restore, -4, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @write", NULL, EVNONE},
     /* a transaction received by another shard (multi.c): watches kept here, the
      * unit run here; not WRITE themselves (the commands they run log themselves) */
     {"slotlane.watch", sv_cmd_slotlane_watch, -2, F | SV_CMD_INTERNAL, 1, -1, 1, "@transaction", NULL,
@@ -413,12 +417,22 @@ static const sv_cmd table[] = {
      .multi = SV_MULTI_DENY, .touch = SV_TOUCH_NONE},
     {"slotlane.dump", sv_cmd_slotlane_dump, 2, R | F | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @read", NULL},
     /* a rewritten log recreates streams exactly with these (t_stream.c) */
-    {"slotlane.xmeta", sv_cmd_slotlane_xmeta, -5, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@stream @write", NULL},
-    {"slotlane.xpel", sv_cmd_slotlane_xpel, -5, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@stream @write", NULL},
+    {"slotlane.xmeta", sv_cmd_slotlane_xmeta, -5, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@stream @write", NULL, EVNONE},
+    {"slotlane.xpel", sv_cmd_slotlane_xpel, -5, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@stream @write", NULL, EVNONE},
+    /* the steps of a cross-shard RENAME: slotlane.take and slotlane.restore firing
+     * Redis's "rename_from" and "rename_to" instead of the steps' own events */
+    {"slotlane.rename_from", sv_cmd_slotlane_rename_from, 2, W | F | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @write", NULL,
+     EVF(SV_N_GENERIC, sv_ev_rename_step, SV_EV_NONNULL)},
+    {"slotlane.rename_to", sv_cmd_slotlane_rename_to, -4, W | D | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @write", NULL,
+     EVF(SV_N_GENERIC, sv_ev_rename_step, SV_EV_ANY)},
     /* a cross-shard XREAD/XREADGROUP's checks and `$` IDs, and its parked parts'
      * release (fwd_multi.c) */
     {"slotlane.xprep", sv_cmd_slotlane_xprep, -4, R | SV_CMD_INTERNAL, 3, -1, 1, "@stream @read", NULL},
     {"slotlane.xcancel", sv_cmd_slotlane_xcancel, 2, R | SV_CMD_INTERNAL, 0, 0, 0, "@stream @read", NULL},
+    /* the probes of the coordinated MSETNX RENAMENX LMOVE SMOVE: EXISTS and TYPE that,
+     * as every internal read, fire no "keymiss" (the command Redis runs reads nothing) */
+    {"slotlane.exists", sv_cmd_exists, -2, R | F | SV_CMD_INTERNAL, 1, -1, 1, "@keyspace @read", NULL},
+    {"slotlane.type", sv_cmd_type, 2, R | F | SV_CMD_INTERNAL, 1, 1, 1, "@keyspace @read", NULL},
 };
 
 #define NCMDS (sizeof(table) / sizeof(table[0]))
@@ -600,11 +614,15 @@ void sv_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv)
     c->sh->stats.commands++;
     size_t off = c->r.out->len;
     uint64_t t0 = sv_ticks();
+    int reads = sv_notify_reads; /* (EXEC and scripts call commands inside theirs) */
     if (!(cmd->flags & SV_CMD_WRITE)) {
+        sv_notify_reads = !(cmd->flags & SV_CMD_INTERNAL); /* (a step: its command's lookups decide) */
         cmd->fn(c, argc, argv);
+        sv_notify_reads = reads;
         account(c, cmd, argc, argv, t0, off);
         return;
     }
+    sv_notify_reads = (cmd->pflags & SV_P_KEYMISS) != 0;
     int ntf = sv_notify_flags != 0; /* keyspace notifications: queued inside, published after (notify.c) */
     if (ntf) sv_notify_begin(c->sh);
     cmd->fn(c, argc, argv);
@@ -614,6 +632,7 @@ void sv_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv)
         signal_written(c, cmd, argc, argv, off);
     }
     if (ntf) sv_notify_end(c, cmd, argc, argv, off);
+    sv_notify_reads = reads;
     account(c, cmd, argc, argv, t0, off);
 }
 

@@ -212,6 +212,16 @@ static sv_entry *lookup(sv_shard *sh, sv_str key)
 
 sv_entry *sv_db_lookup_notouch(sv_shard *sh, sv_str key) { return lookup_notouch(sh, key); }
 
+/* A command's lookup of its key: a miss while a read command runs (or a write whose
+ * lookups Redis makes as reads, SV_P_KEYMISS) fires "keymiss", as Redis's lookupKeyRead.
+ * (Deleting or replacing a missing key is no miss.) */
+static sv_entry *lookup_by_command(sv_shard *sh, sv_str key)
+{
+    sv_entry *e = lookup(sh, key);
+    if (!e && sv_notify_reads) sv_notify(sh, SV_N_KEY_MISS, "keymiss", key);
+    return e;
+}
+
 /* Redis's LFULogIncr: +1 with probability 1 / ((counter - 5) * lfu-log-factor + 1). */
 void sv_lfu_incr(sv_obj *o)
 {
@@ -224,16 +234,20 @@ void sv_lfu_incr(sv_obj *o)
 sv_entry *sv_db_lookup(sv_shard *sh, sv_str key)
 {
     sv_entry *e = lookup(sh, key);
-    if (e) sh->stats.keyspace_hits++;
-    else sh->stats.keyspace_misses++;
+    if (e) {
+        sh->stats.keyspace_hits++;
+    } else {
+        sh->stats.keyspace_misses++;
+        sv_notify(sh, SV_N_KEY_MISS, "keymiss", key); /* a read lookup, in any command */
+    }
     return e;
 }
 
-sv_entry *sv_db_lookup_write(sv_shard *sh, sv_str key) { return lookup(sh, key); }
+sv_entry *sv_db_lookup_write(sv_shard *sh, sv_str key) { return lookup_by_command(sh, key); }
 
 int sv_db_get_typed(sv_ctx *c, sv_str key, int type, sv_entry **out)
 {
-    sv_entry *e = lookup(c->sh, key);
+    sv_entry *e = lookup_by_command(c->sh, key);
     *out = e;
     if (!e) return 0;
     if (((sv_obj *)e->val)->type != type) {
@@ -290,6 +304,13 @@ int sv_db_delete(sv_shard *sh, sv_str key)
     sv_entry *e = lookup(sh, key);
     if (!e) return 0;
     sv_db_delete_entry(sh, e);
+    return 1;
+}
+
+int sv_db_delete_notify(sv_shard *sh, sv_str key)
+{
+    if (!sv_db_delete(sh, key)) return 0;
+    sv_notify(sh, SV_N_GENERIC, "del", key);
     return 1;
 }
 

@@ -8,6 +8,7 @@
 
 #include "blocking.h"
 #include "fwd.h"
+#include "notify.h"
 
 enum { OP_MSETNX, OP_RENAME, OP_RENAMENX, OP_LMOVE, OP_SMOVE, OP_WATCH, OP_SINTER, OP_SUNION, OP_SDIFF, OP_SINTERCARD,
        OP_GATHER, OP_XREAD };
@@ -235,7 +236,7 @@ static void step_msetnx(coord *co)
             if (owner_of(co->argv[k]) == t)
                 for (int s = 0; s < per; s++) sub[m++] = co->argv[k + s];
         if (m == 1) continue;
-        sub[0] = lit(co->stage == 0 ? "exists" : "mset");
+        sub[0] = lit(co->stage == 0 ? "slotlane.exists" : "mset");
         req(co, m, sub);
     }
     free(sub);
@@ -250,11 +251,11 @@ static void step_rename(coord *co)
     case 0:
         round_begin(co);
         if (co->op == OP_RENAMENX) {
-            req(co, 2, (sv_str[]){lit("exists"), src});
-            req(co, 2, (sv_str[]){lit("exists"), dst});
+            req(co, 2, (sv_str[]){lit("slotlane.exists"), src});
+            req(co, 2, (sv_str[]){lit("slotlane.exists"), dst});
             co->stage = 1;
         } else {
-            req(co, 2, (sv_str[]){lit("slotlane.take"), src});
+            req(co, 2, (sv_str[]){lit("slotlane.rename_from"), src});
             co->stage = 2;
         }
         return;
@@ -263,7 +264,7 @@ static void step_rename(coord *co)
         if (v.i == 0) { reply_error(co, SV_ERR_NOSUCHKEY); return; }
         if (w.i > 0) { reply_int(co, 0); return; }
         round_begin(co);
-        req(co, 2, (sv_str[]){lit("slotlane.take"), src});
+        req(co, 2, (sv_str[]){lit("slotlane.rename_from"), src});
         co->stage = 2;
         return;
     case 2: {
@@ -275,9 +276,9 @@ static void step_rename(coord *co)
             free(v.a);
             { internal_error(co); return; }
         }
-        /* [type, pxat, elements...] -> slotlane.restore dst type pxat elements... */
+        /* [type, pxat, elements...] -> slotlane.rename_to dst type pxat elements... */
         sv_str *sub = sv_malloc(sizeof(sv_str) * (size_t)(v.na + 2));
-        sub[0] = lit("slotlane.restore");
+        sub[0] = lit("slotlane.rename_to");
         sub[1] = dst;
         memcpy(sub + 2, v.a, sizeof(sv_str) * (size_t)v.na);
         round_begin(co);
@@ -311,14 +312,14 @@ static void step_move(coord *co)
     switch (co->stage) {
     case 0:
         round_begin(co);
-        req(co, 2, (sv_str[]){lit("type"), dst});
+        req(co, 2, (sv_str[]){lit("slotlane.type"), dst});
         co->stage = 1;
         return;
     case 1:
         if (!parse(&co->rep[0], &w) || w.t != '+') { internal_error(co); return; }
         round_begin(co);
         if (!sv_eq(w.s, "none") && !sv_eq(w.s, tname)) {
-            req(co, 2, (sv_str[]){lit("type"), src});
+            req(co, 2, (sv_str[]){lit("slotlane.type"), src});
             co->stage = 5;
             return;
         }
@@ -454,6 +455,9 @@ static void step_setop(coord *co)
         for (sv_entry *e; (e = sv_dict_iter_next(&it));)
             if (e->u.i == want) sub[m++] = (sv_str){e->key, e->klen};
         co->stored = count;
+        /* the command's event, fired here: the restore step fires none (an empty result
+         * deletes the destination without Redis's "del": whether it existed is not known here) */
+        if (count) sv_notify(co->c->sh, SV_N_SET, co->cmd->name, co->argv[1]);
         round_begin(co);
         req(co, m, sub); /* copied into the message (or run here at once) */
         free(sub);
@@ -533,7 +537,14 @@ static void step_gather(coord *co)
         s.proto = co->proto;
         sv_buf_free(&co->hold);
         sv_ctx ctx = {.sh = sc, .sess = &s, .r = {&co->hold, co->proto}, .noroute = 1};
+        /* its keyspace events, as sv_call would fire them, published from this shard
+         * (the steps on the owners fire none of their own: slotlane.dump, .restore) */
+        int reads = sv_notify_reads, ntf = sv_notify_flags != 0;
+        sv_notify_reads = !(co->cmd->flags & SV_CMD_WRITE) || (co->cmd->pflags & SV_P_KEYMISS);
+        if (ntf) sv_notify_begin(sc);
         co->cmd->fn(&ctx, co->argc, co->argv);
+        if (ntf) sv_notify_end_on(&ctx, co->cmd, co->argc, co->argv, 0, co->c->sh);
+        sv_notify_reads = reads;
         round_begin(co);
         if (co->cmd->flags & SV_CMD_WRITE)
             for (int i = 0; i < co->nuk; i++) {
@@ -560,6 +571,7 @@ static void step_gather(coord *co)
     free(before);
     sv_buf_free(&scratch);
     sv_db_free(sc);
+    sv_notify_free_shard(sc);
     free(sc);
     if (!ok) { internal_error(co); return; }
     if (co->nreq == 0) { reply_raw(co, (sv_str){co->hold.data, co->hold.len}); return; }
@@ -1102,8 +1114,8 @@ void sv_fwdm_start(sv_conn *c, const sv_cmd *cmd, int argc, sv_str *argv)
     co->rep = sv_calloc((size_t)co->cap, sizeof(sv_buf));
     co->kp = sv_malloc(sizeof(int) * (size_t)argc);
     co->nk = sv_cmd_keypos(cmd, argc, co->argv, co->kp, argc);
+    co->cmd = cmd;
     if (co->op == OP_GATHER) {
-        co->cmd = cmd;
         co->uk = sv_malloc(sizeof(int) * (size_t)(co->nk > 0 ? co->nk : 1));
         for (int i = 0; i < co->nk; i++) {
             sv_str a = co->argv[co->kp[i]];

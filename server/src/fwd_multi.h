@@ -9,7 +9,8 @@
  *
  * Steps (each a command on the key's owner, the usual forwarding transport):
  *   MSETNX            EXISTS per owner; none exists -> MSET per owner
- *   RENAME            slotlane.take src (value + TTL, deleted) -> slotlane.restore dst
+ *   RENAME            slotlane.rename_from src (slotlane.take: value + TTL, deleted) -> slotlane.rename_to dst
+ *                     (slotlane.restore), firing Redis's rename_from / rename_to
  *   RENAMENX          EXISTS src, EXISTS dst -> as RENAME
  *   LMOVE RPOPLPUSH   TYPE dst -> LPOP/RPOP src -> LPUSH/RPUSH dst
  *                     (a WRONGTYPE there, after a concurrent change: pushed back;

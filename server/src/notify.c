@@ -6,6 +6,7 @@
 #include "pubsub.h"
 
 _Atomic int sv_notify_flags = 0;
+_Thread_local int sv_notify_reads;
 
 /* ---- the queue of a running command ---- */
 
@@ -88,12 +89,25 @@ void sv_ev_blpop(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
     fire_from_reply_key(c, (argv[0].p[1] | 32) == 'l' ? "lpop" : "rpop", SV_N_LIST, r, rlen);
 }
 
-void sv_ev_blmpop(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
+/* [B]LMPOP / [B]ZMPOP: numkeys at argv[at], the keys, then the direction; the key
+ * popped from is the reply's first element */
+static void mpop(sv_ctx *c, int argc, sv_str *argv, int at, const char *first, const char *ev_first,
+                 const char *ev_second, int cls, const char *r, size_t rlen)
 {
     long long n = 0;
-    sv_str2ll(argv[2].p, argv[2].len, &n);
-    int left = 3 + n < argc && sv_eq(argv[3 + n], "left");
-    fire_from_reply_key(c, left ? "lpop" : "rpop", SV_N_LIST, r, rlen);
+    sv_str2ll(argv[at].p, argv[at].len, &n);
+    int is_first = n > 0 && at + 1 + n < argc && sv_eq(argv[at + 1 + n], first);
+    fire_from_reply_key(c, is_first ? ev_first : ev_second, cls, r, rlen);
+}
+
+void sv_ev_blmpop(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
+{
+    mpop(c, argc, argv, 2, "left", "lpop", "rpop", SV_N_LIST, r, rlen);
+}
+
+void sv_ev_lmpop(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
+{
+    mpop(c, argc, argv, 1, "left", "lpop", "rpop", SV_N_LIST, r, rlen);
 }
 
 void sv_ev_bzpop(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
@@ -104,10 +118,51 @@ void sv_ev_bzpop(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
 
 void sv_ev_bzmpop(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
 {
-    long long n = 0;
-    sv_str2ll(argv[2].p, argv[2].len, &n);
-    int min = 3 + n < argc && sv_eq(argv[3 + n], "min");
-    fire_from_reply_key(c, min ? "zpopmin" : "zpopmax", SV_N_ZSET, r, rlen);
+    mpop(c, argc, argv, 2, "min", "zpopmin", "zpopmax", SV_N_ZSET, r, rlen);
+}
+
+void sv_ev_zmpop(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
+{
+    mpop(c, argc, argv, 1, "min", "zpopmin", "zpopmax", SV_N_ZSET, r, rlen);
+}
+
+/* The destinations of the STORE forms whose key is not argv[1] (a result was stored:
+ * the reply is a positive count; an empty result's "del" is fired where the key is
+ * deleted, sv_db_delete_notify) */
+void sv_ev_bitop(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
+{
+    (void)argc, (void)r, (void)rlen;
+    sv_notify(c->sh, SV_N_STRING, "set", argv[2]);
+}
+
+void sv_ev_copy(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
+{
+    (void)argc, (void)r, (void)rlen;
+    sv_notify(c->sh, SV_N_GENERIC, "copy_to", argv[2]);
+}
+
+/* GEORADIUS key lon lat radius unit ... / GEORADIUSBYMEMBER key member radius unit ...:
+ * the key after the last STORE or STOREDIST */
+void sv_ev_georadius(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
+{
+    (void)r, (void)rlen;
+    int at = -1;
+    for (int i = argv[0].len == 9 ? 6 : 5; i + 1 < argc; i++)
+        if (sv_eq(argv[i], "store") || sv_eq(argv[i], "storedist")) at = ++i;
+    if (at > 0) sv_notify(c->sh, SV_N_ZSET, "georadiusstore", argv[at]);
+}
+
+/* SORT key [BY p] [LIMIT o n] [GET p ...] [ASC|DESC] [ALPHA] STORE dst */
+void sv_ev_sort(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
+{
+    (void)r, (void)rlen;
+    int at = -1;
+    for (int i = 2; i + 1 < argc; i++) {
+        if (sv_eq(argv[i], "store")) at = ++i;
+        else if (sv_eq(argv[i], "by") || sv_eq(argv[i], "get")) i++;
+        else if (sv_eq(argv[i], "limit")) i += 2;
+    }
+    if (at > 0) sv_notify(c->sh, SV_N_LIST, "sortstore", argv[at]);
 }
 
 void sv_ev_expire(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
@@ -138,6 +193,13 @@ void sv_ev_rename(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
     sv_notify(c->sh, SV_N_GENERIC, "rename_to", argv[2]);
 }
 
+/* slotlane.rename_from / slotlane.rename_to: the event is the command's name */
+void sv_ev_rename_step(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
+{
+    (void)argc, (void)r, (void)rlen;
+    sv_notify(c->sh, SV_N_GENERIC, argv[0].p[argv[0].len - 1] == 'm' ? "rename_from" : "rename_to", argv[1]);
+}
+
 /* LMOVE/BLMOVE src dst FROM TO, RPOPLPUSH/BRPOPLPUSH src dst: the push on dst, then
  * the pop on src (Redis's order) */
 void sv_ev_lmove(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
@@ -152,18 +214,6 @@ void sv_ev_lmove(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
     sv_notify(c->sh, SV_N_LIST, to_left ? "lpush" : "rpush", argv[2]);
     sv_notify(c->sh, SV_N_LIST, from_left ? "lpop" : "rpop", argv[1]);
 }
-
-void sv_ev_zadd(sv_ctx *c, int argc, sv_str *argv, const char *r, size_t rlen)
-{
-    (void)rlen;
-    int incr = 0;
-    for (int i = 2; i < argc; i++)
-        if (sv_eq(argv[i], "incr")) incr = 1;
-    if (incr && r[0] != '$' && r[0] != '_') sv_notify(c->sh, SV_N_ZSET, "zincr", argv[1]);
-    else if (incr && r[0] == '$' && r[1] != '-') sv_notify(c->sh, SV_N_ZSET, "zincr", argv[1]);
-    else if (!incr && r[0] == ':' && r[1] != '0') sv_notify(c->sh, SV_N_ZSET, "zadd", argv[1]);
-}
-
 
 static int reply_says_changed(int rule, const char *r, size_t rlen)
 {
@@ -191,13 +241,18 @@ static size_t entry_len(const char *at)
 
 void sv_notify_end(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t reply_off)
 {
+    sv_notify_end_on(c, cmd, argc, argv, reply_off, c->sh);
+}
+
+void sv_notify_end_on(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t reply_off, sv_shard *pub)
+{
     sv_shard *sh = c->sh;
     sv_nq *nq = sh->ntf;
     size_t queued = nq->q.len;
     /* the command's own event first, then what it queued inside */
     const char *r = c->r.out->data + reply_off;
     size_t rlen = c->r.out->len - reply_off;
-    if (cmd->ev_class && argc >= 2 && reply_says_changed(cmd->ev_rule, r, rlen)) {
+    if (cmd->ev_class && cmd->ev_rule < SV_EV_INSIDE && argc >= 2 && reply_says_changed(cmd->ev_rule, r, rlen)) {
         if (cmd->ev_fire) cmd->ev_fire(c, argc, argv, r, rlen);
         else sv_notify(sh, cmd->ev_class, cmd->event, argv[1]);
     }
@@ -210,7 +265,7 @@ void sv_notify_end(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t 
     while (lead < queued) {
         int cls;
         memcpy(&cls, nq->q.data + lead, sizeof(int));
-        if (!(cls & (SV_N_NEW | SV_N_EXPIRED))) break;
+        if (!(cls & (SV_N_NEW | SV_N_EXPIRED | SV_N_KEY_MISS))) break;
         lead += entry_len(nq->q.data + lead);
     }
     if (queued < nq->q.len && lead < queued) { /* move the own events before the rest */
@@ -229,12 +284,32 @@ void sv_notify_end(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t 
         memcpy(&elen, q.data + at + sizeof(int), sizeof(size_t));
         memcpy(&klen, q.data + at + sizeof(int) + sizeof(size_t), sizeof(size_t));
         const char *ev = q.data + at + sizeof(int) + 2 * sizeof(size_t);
-        publish_one(sh, ev, elen, (sv_str){ev + elen, klen});
+        publish_one(pub, ev, elen, (sv_str){ev + elen, klen});
         at += entry_len(q.data + at);
     }
     q.len = 0;
     if (!nq->q.data) nq->q = q; /* keep the buffer */
     else sv_buf_free(&q);
+}
+
+size_t sv_notify_mark(sv_shard *sh) { return sh->ntf ? sh->ntf->q.len : 0; }
+
+void sv_notify_drop_since(sv_shard *sh, size_t mark, int keep)
+{
+    sv_nq *nq = sh->ntf;
+    if (!nq || nq->q.len <= mark) return;
+    size_t to = mark;
+    for (size_t at = mark; at < nq->q.len;) {
+        size_t n = entry_len(nq->q.data + at);
+        int cls;
+        memcpy(&cls, nq->q.data + at, sizeof(int));
+        if (cls & keep) {
+            memmove(nq->q.data + to, nq->q.data + at, n);
+            to += n;
+        }
+        at += n;
+    }
+    nq->q.len = to;
 }
 
 void sv_notify_free_shard(sv_shard *sh)

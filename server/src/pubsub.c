@@ -44,6 +44,10 @@ typedef struct sv_pubsub_shard {
     int ndirty_t;
     uv_async_t async;
     uv_check_t check;
+    uv_timer_t hold_timer;   /* a held flush is written at the latest when it fires */
+    int held;                /* the subscribers' flush was held over one turn (see on_check) */
+    int prev_busy;           /* the previous turn handed subscribers messages */
+    size_t turn_bytes;       /* bytes given to subscribers since their last flush */
     sv_psub *dirty;          /* subscribers with output this turn */
     atomic_uint_fast64_t sent, wakeups, received; /* INFO: messages to other shards, wakeups, messages taken */
 } sv_pubsub_shard;
@@ -196,6 +200,11 @@ static const char *unsub_names[NKINDS] = {"unsubscribe", "punsubscribe", "sunsub
 
 static void flush_dirty(sv_pubsub_shard *p)
 {
+    if (p->held) {
+        p->held = 0;
+        uv_timer_stop(&p->hold_timer);
+    }
+    p->turn_bytes = 0;
     while (p->dirty) {
         sv_psub *ps = p->dirty;
         p->dirty = ps->dirty_next;
@@ -223,6 +232,7 @@ static void write_msg(sv_pubsub_shard *p, sv_conn *c, int kind, const sv_entry *
     }
     sv_add_bulk(&r, ch.p, ch.len);
     sv_add_bulk(&r, msg.p, msg.len);
+    p->turn_bytes += ch.len + msg.len + 32;
     long long limit = atomic_load_explicit(&sv_pubsub_limit, memory_order_relaxed);
     if (limit > 0 && (long long)sv_conn_unsent(c) > limit) ps->drop = 1; /* a slow subscriber */
     if (!ps->dirty) {
@@ -302,6 +312,14 @@ long long sv_pubsub_publish(sv_shard *sh, sv_str channel, sv_str msg) { return p
 
 /* ---- between shards ---- */
 
+static void on_hold_timer(uv_timer_t *t)
+{
+    sv_shard *sh = t->data;
+    sv_pubsub_shard *p = sh->pubsub;
+    p->prev_busy = 0;
+    if (p->dirty) flush_dirty(p);
+}
+
 static void on_check(uv_check_t *h)
 {
     sv_shard *sh = h->data;
@@ -322,7 +340,21 @@ static void on_check(uv_check_t *h)
         }
     }
     p->ndirty_t = 0;
-    if (p->dirty) flush_dirty(p);
+    int busy = p->dirty != NULL, prev = p->prev_busy;
+    p->prev_busy = busy;
+    if (!busy) return;
+    /* A stream of messages (this turn and the one before handed subscribers some): the
+     * subscribers' write is held until the next turn, which the publishers' next requests
+     * start, so a loop that keeps receiving PUBLISHes writes each subscriber every other
+     * turn — the same bytes in half the writes and no extra poll. A message is late by
+     * one turn, at most 1 ms (the timer, when the stream stops); a lone message is never
+     * held, nor a flush twice, nor past 64 KB. */
+    if (prev && !p->held && p->turn_bytes < 65536) {
+        p->held = 1;
+        uv_timer_start(&p->hold_timer, on_hold_timer, 1, 0);
+        return;
+    }
+    flush_dirty(p);
 }
 
 static void on_async(uv_async_t *a)
@@ -366,6 +398,9 @@ void sv_pubsub_init_shard(sv_shard *sh)
     p->check.data = sh;
     uv_check_start(&p->check, on_check);
     uv_unref((uv_handle_t *)&p->check);
+    uv_timer_init(&sh->loop, &p->hold_timer);
+    p->hold_timer.data = sh;
+    uv_unref((uv_handle_t *)&p->hold_timer);
     sh->pubsub = p;
 }
 
@@ -378,6 +413,9 @@ void sv_pubsub_close_shard(sv_shard *sh)
     uv_close((uv_handle_t *)&p->async, close_noop);
     uv_check_stop(&p->check);
     uv_close((uv_handle_t *)&p->check, close_noop);
+    uv_timer_stop(&p->hold_timer);
+    uv_close((uv_handle_t *)&p->hold_timer, close_noop);
+    if (p->dirty) flush_dirty(p); /* a held flush: written before the connections close */
 }
 
 static void free_subs(sv_entry *e, void *priv)
@@ -621,6 +659,16 @@ int sv_pubsub_allowed_cmd(sv_cmd_fn *fn)
     return fn == sv_cmd_subscribe || fn == sv_cmd_psubscribe || fn == sv_cmd_ssubscribe ||
            fn == sv_cmd_unsubscribe || fn == sv_cmd_punsubscribe || fn == sv_cmd_sunsubscribe ||
            fn == sv_cmd_ping || fn == sv_cmd_quit || fn == sv_cmd_reset;
+}
+
+void sv_pubsub_info_counts(long long *channels, long long *patterns, long long *shard_channels)
+{
+    sv_pubsub_init();
+    rd_lock();
+    *channels = (long long)sv_dict_size(&reg[K_CH]);
+    *patterns = (long long)sv_dict_size(&reg[K_PAT]);
+    *shard_channels = (long long)sv_dict_size(&reg[K_SCH]);
+    rd_unlock();
 }
 
 void sv_pubsub_stats(uint64_t *sent, uint64_t *wakeups, uint64_t *received)

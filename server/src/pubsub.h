@@ -40,6 +40,10 @@ int sv_pubsub_allowed_cmd(sv_cmd_fn *fn);
 /* INFO stats: messages sent to other shards, wakeups, messages taken (all shards). */
 void sv_pubsub_stats(uint64_t *sent, uint64_t *wakeups, uint64_t *received);
 
+/* INFO stats pubsub_channels, pubsub_patterns, pubsubshard_channels: the channels and
+ * patterns with subscribers in the whole server (as PUBSUB CHANNELS / NUMPAT count). */
+void sv_pubsub_info_counts(long long *channels, long long *patterns, long long *shard_channels);
+
 /* Subscriptions of the session (CLIENT LIST sub/psub/ssub). */
 void sv_pubsub_counts(const sv_session *s, int *sub, int *psub, int *ssub);
 

@@ -390,6 +390,7 @@ enum {
     SV_P_KEYSPACE = 1 << 0, /* uses the whole keyspace: waits for the connection's coordinated commands */
     SV_P_TX_EXEC = 1 << 1,    /* EXEC: forwarding sends the transaction to its keys' shard as a unit */
     SV_P_TX_RELEASE = 1 << 2, /* forwarding: first releases the watches taken on other shards (UNWATCH DISCARD RESET) */
+    SV_P_KEYMISS = 1 << 8,    /* a WRITE whose key lookups are reads in Redis (lookupKeyRead: sources of a STORE): a missing key fires "keymiss" */
 };
 
 const sv_cmd *sv_cmd_lookup(const char *name, size_t len);
@@ -445,6 +446,8 @@ sv_entry *sv_db_add(sv_shard *sh, sv_str key, sv_obj *o); /* key must not exist 
 /* Replaces or adds the value; keeps no TTL unless keepttl. */
 sv_entry *sv_db_set(sv_shard *sh, sv_str key, sv_obj *o, int keepttl);
 int sv_db_delete(sv_shard *sh, sv_str key);
+/* The same, firing "del" when the key existed: a STORE command whose result is empty. */
+int sv_db_delete_notify(sv_shard *sh, sv_str key);
 void sv_db_delete_entry(sv_shard *sh, sv_entry *e);
 void sv_db_set_expire(sv_shard *sh, sv_entry *e, int64_t when_ms);
 void sv_db_persist(sv_shard *sh, sv_entry *e);
@@ -582,6 +585,7 @@ SV_DECL(subscribe); SV_DECL(psubscribe); SV_DECL(ssubscribe); SV_DECL(unsubscrib
 SV_DECL(sunsubscribe); SV_DECL(publish); SV_DECL(spublish); SV_DECL(pubsub);
 /* internal, between shards (t_transfer.c) */
 SV_DECL(slotlane_take); SV_DECL(slotlane_restore); SV_DECL(slotlane_dump);
+SV_DECL(slotlane_rename_from); SV_DECL(slotlane_rename_to);
 /* transactions (multi.c) */
 SV_DECL(multi); SV_DECL(exec); SV_DECL(discard); SV_DECL(watch); SV_DECL(unwatch);
 SV_DECL(slotlane_watch); SV_DECL(slotlane_unwatch); SV_DECL(slotlane_exec);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "server.h"
+#include "notify.h"
 
 static const char *ERR_BITOFFSET = "bit offset is not an integer or out of range";
 
@@ -29,8 +30,8 @@ static int get_bit_offset(sv_ctx *c, sv_str a, int hash, int bits, uint64_t *out
 }
 
 /* The string at key grown (zero-filled) to hold bit maxbit, created if missing;
- * NULL after WRONGTYPE. */
-static sv_entry *string_for_bits(sv_ctx *c, sv_str key, uint64_t maxbit)
+ * NULL after WRONGTYPE. *grown (if given): it was created or grown. */
+static sv_entry *string_for_bits(sv_ctx *c, sv_str key, uint64_t maxbit, int *grown)
 {
     size_t need = (size_t)(maxbit >> 3) + 1;
     sv_entry *e = sv_db_lookup_write(c->sh, key);
@@ -41,6 +42,7 @@ static sv_entry *string_for_bits(sv_ctx *c, sv_str key, uint64_t maxbit)
         return NULL;
     }
     sv_string *s = e->val;
+    if (grown) *grown = s->len < need;
     if (s->len < need) {
         s = sv_string_reserve(e, need);
         memset(s->data + s->len, 0, need - s->len);
@@ -72,7 +74,7 @@ void sv_cmd_setbit(sv_ctx *c, int argc, sv_str *argv)
         sv_add_error(&c->r, "bit is not an integer or out of range");
         return;
     }
-    sv_entry *e = string_for_bits(c, argv[1], off);
+    sv_entry *e = string_for_bits(c, argv[1], off, NULL);
     if (!e) return;
     sv_string *s = e->val;
     unsigned char *b = (unsigned char *)s->data + (off >> 3);
@@ -283,7 +285,7 @@ void sv_cmd_bitop(sv_ctx *c, int argc, sv_str *argv)
     free(src);
     free(len);
     if (res) sv_db_set(c->sh, argv[2], &res->h, 0);
-    else sv_db_delete(c->sh, argv[2]);
+    else sv_db_delete_notify(c->sh, argv[2]);
     sv_add_int(&c->r, (long long)maxlen);
 }
 
@@ -422,9 +424,13 @@ static void bitfield_generic(sv_ctx *c, int argc, sv_str *argv, int ro)
         j += 2 + (opcode != BF_GET);
     }
     sv_string *s = NULL;
+    int grown = 0;
     if (readonly) {
         sv_entry *e = NULL;
+        int reads = sv_notify_reads;
+        sv_notify_reads = 1; /* only GETs: a read of the key, as Redis ("keymiss") */
         int r = sv_db_get_typed(c, argv[1], SV_T_STRING, &e);
+        sv_notify_reads = reads;
         if (r < 0) goto out;
         if (r == 1) s = e->val;
     } else {
@@ -432,11 +438,12 @@ static void bitfield_generic(sv_ctx *c, int argc, sv_str *argv, int ro)
             sv_add_error(&c->r, "BITFIELD_RO only supports the GET subcommand");
             goto out;
         }
-        sv_entry *e = string_for_bits(c, argv[1], highest);
+        sv_entry *e = string_for_bits(c, argv[1], highest, &grown);
         if (!e) goto out;
         s = e->val;
     }
     sv_add_array(&c->r, nops);
+    int changes = 0; /* SET and INCRBY ops that changed the value (Redis's rule for "setbit") */
     for (int i = 0; i < nops; i++) {
         bfop *op = &ops[i];
         const unsigned char *p = s ? (const unsigned char *)s->data : NULL;
@@ -465,6 +472,7 @@ static void bitfield_generic(sv_ctx *c, int argc, sv_str *argv, int ro)
             }
             sv_add_int(&c->r, retval);
             set_ubits((unsigned char *)s->data, op->offset, op->bits, (uint64_t)newval);
+            changes += grown || oldval != newval;
         } else {
             uint64_t oldval = get_ubits(p, len, op->offset, op->bits), newval, retval, wrapped = 0;
             if (op->opcode == BF_INCRBY) {
@@ -483,8 +491,10 @@ static void bitfield_generic(sv_ctx *c, int argc, sv_str *argv, int ro)
             }
             sv_add_int(&c->r, (long long)retval);
             set_ubits((unsigned char *)s->data, op->offset, op->bits, newval);
+            changes += grown || oldval != newval;
         }
     }
+    if (changes) sv_notify(c->sh, SV_N_STRING, "setbit", argv[1]);
 out:
     free(ops);
 }

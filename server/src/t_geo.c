@@ -347,7 +347,7 @@ static void georadius_generic(sv_ctx *c, int argc, sv_str *argv, int srcidx, int
     }
     if (!z) {
         if (has_store) {
-            if (sv_db_delete(c->sh, storekey) && !(flags & G_SEARCHSTORE)) sv_signal_modified_key(c->sh, storekey);
+            if (sv_db_delete_notify(c->sh, storekey) && !(flags & G_SEARCHSTORE)) sv_signal_modified_key(c->sh, storekey);
             sv_add_int(&c->r, 0);
         } else {
             sv_add_empty_array(&c->r);
@@ -402,7 +402,7 @@ static void georadius_generic(sv_ctx *c, int argc, sv_str *argv, int srcidx, int
         if (n) sv_db_set(c->sh, storekey, &dst->h, 0);
         else {
             sv_obj_free(&dst->h);
-            sv_db_delete(c->sh, storekey);
+            sv_db_delete_notify(c->sh, storekey);
         }
         if (!(flags & G_SEARCHSTORE)) sv_signal_modified_key(c->sh, storekey); /* GEORADIUS: .touch NONE */
         sv_add_int(&c->r, (long long)n);

@@ -4,6 +4,7 @@
 
 #include "hll.h"
 #include "server.h"
+#include "notify.h"
 
 static const char *ERR_NOTHLL = "-WRONGTYPE Key is not a valid HyperLogLog string value.";
 static const char *ERR_CORRUPT = "-INVALIDOBJ Corrupted HLL object detected";
@@ -13,7 +14,10 @@ static const char *ERR_CORRUPT = "-INVALIDOBJ Corrupted HLL object detected";
 static sv_entry *hll_for_write(sv_ctx *c, sv_str key, int *created)
 {
     *created = 0;
+    int reads = sv_notify_reads;
+    sv_notify_reads = 0; /* PFMERGE read its destination already ("keymiss" once, as Redis) */
     sv_entry *e = sv_db_lookup_write(c->sh, key);
+    sv_notify_reads = reads;
     if (!e) {
         uint8_t buf[SV_HLL_HDR + 2];
         size_t n = sv_hll_init(buf);

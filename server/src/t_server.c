@@ -336,7 +336,7 @@ void sv_cmd_client(sv_ctx *c, int argc, sv_str *argv)
                 return;
             }
         }
-        sv_add_int(&c->r, sv_block_unblock_client(c->sh, (uint64_t)id, error));
+        sv_block_unblock_any(c, (uint64_t)id, error);
     } else if (sv_eq(sub, "help") && argc == 2) {
         static const char *const help[] = {
             "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -589,6 +589,8 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
         sv_stats_instantaneous(sh, &ops, &in_kbps, &out_kbps);
         uint64_t ps_sent, ps_wake, ps_recv;
         sv_pubsub_stats(&ps_sent, &ps_wake, &ps_recv);
+        long long ps_ch, ps_pat, ps_sch;
+        sv_pubsub_info_counts(&ps_ch, &ps_pat, &ps_sch);
         bprintf(b,
                 "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
                 "instantaneous_ops_per_sec:%lld\r\ntotal_net_input_bytes:%llu\r\ntotal_net_output_bytes:%llu\r\n"
@@ -604,7 +606,7 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
                 (unsigned long long)sh->stats.rejected, (unsigned long long)sh->stats.expired_keys,
                 (unsigned long long)sh->stats.keyspace_hits, (unsigned long long)sh->stats.keyspace_misses);
         bprintf(b,
-                "pubsub_channels:0\r\npubsub_patterns:0\r\npubsubshard_channels:0\r\nlatest_fork_usec:0\r\n"
+                "pubsub_channels:%lld\r\npubsub_patterns:%lld\r\npubsubshard_channels:%lld\r\nlatest_fork_usec:0\r\n"
                 "total_forks:0\r\nmigrate_cached_sockets:0\r\nslave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\n"
                 "active_defrag_misses:0\r\nactive_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\n"
                 "total_active_defrag_time:0\r\ncurrent_active_defrag_time:0\r\ntracking_total_keys:0\r\n"
@@ -615,7 +617,7 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
                 "forwarded_commands:%llu\r\nforward_wakeups:%llu\r\nforwarded_executed:%llu\r\n"
                 "forward_queue_full:%llu\r\nforwarded_busy_replies:%llu\r\npubsub_shard_messages_sent:%llu\r\n"
                 "pubsub_shard_wakeups:%llu\r\npubsub_shard_messages_received:%llu\r\n\r\n",
-                (unsigned long long)sh->stats.error_replies, (unsigned long long)fwd_sum(0),
+                ps_ch, ps_pat, ps_sch, (unsigned long long)sh->stats.error_replies, (unsigned long long)fwd_sum(0),
                 (unsigned long long)fwd_sum(1), (unsigned long long)fwd_sum(2), (unsigned long long)fwd_sum(3),
                 (unsigned long long)fwd_sum(4),
                 (unsigned long long)ps_sent, (unsigned long long)ps_wake, (unsigned long long)ps_recv);

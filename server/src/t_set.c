@@ -305,7 +305,7 @@ static void setop_command(sv_ctx *c, int n, sv_str *keys, int op, sv_str *dst)
     }
     long long size = (long long)sv_dict_size(&out->d);
     if (size == 0) {
-        sv_db_delete(c->sh, *dst);
+        sv_db_delete_notify(c->sh, *dst);
         sv_obj_free(&out->h);
     } else {
         sv_db_set(c->sh, *dst, &out->h, 0);

@@ -255,7 +255,7 @@ static void sort_generic(sv_ctx *c, int argc, sv_str *argv, int readonly)
         if (outlen) sv_db_set(c->sh, storekey, &l->h, 0); /* frees the source if it is the destination: read above */
         else {
             sv_obj_free(&l->h);
-            sv_db_delete(c->sh, storekey);
+            sv_db_delete_notify(c->sh, storekey);
         }
         sv_signal_modified_key(c->sh, storekey); /* SORT signals only what it stored (.touch NONE) */
         sv_add_int(&c->r, outlen);

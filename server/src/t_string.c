@@ -134,6 +134,7 @@ static void set_generic(sv_ctx *c, int flags, sv_str key, sv_str val, sv_str *ex
             sv_add_bulk(&c->r, ((sv_string *)o)->data, ((sv_string *)o)->len);
         } else {
             sv_add_null(&c->r);
+            sv_notify(c->sh, SV_N_KEY_MISS, "keymiss", key); /* GET reads the key, as Redis */
         }
     }
     if (((flags & OBJ_NX) && found) || ((flags & OBJ_XX) && !found)) {

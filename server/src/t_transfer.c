@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "server.h"
+#include "notify.h"
 
 static const char *type_names[] = {"string", "list", "hash", "set", "zset"};
 
@@ -101,12 +102,35 @@ void sv_cmd_slotlane_take(sv_ctx *c, int argc, sv_str *argv)
 void sv_cmd_slotlane_dump(sv_ctx *c, int argc, sv_str *argv)
 {
     (void)argc;
-    sv_entry *e = sv_db_lookup(c->sh, argv[1]);
+    /* a step of a gathered command, whose own run fires its "keymiss" (fwd_multi.c) */
+    sv_entry *e = sv_db_lookup_notouch(c->sh, argv[1]);
     if (!e) sv_add_null(&c->r);
     else add_value(c, e);
 }
 
+void sv_cmd_slotlane_rename_from(sv_ctx *c, int argc, sv_str *argv) { sv_cmd_slotlane_take(c, argc, argv); }
+
+static void restore_value(sv_ctx *c, int argc, sv_str *argv);
+
+/* As Redis's RENAME on the destination: the value restored, "new" if it was created,
+ * then "rename_to" (the table's event); not the events of the command that built it */
+void sv_cmd_slotlane_rename_to(sv_ctx *c, int argc, sv_str *argv)
+{
+    size_t mark = sv_notify_mark(c->sh);
+    restore_value(c, argc, argv);
+    sv_notify_drop_since(c->sh, mark, SV_N_NEW);
+}
+
+/* A step (a gathered command's write-back, a copy into its scratch keyspace): the
+ * events are the command's, fired where it ran; the builder's own are dropped */
 void sv_cmd_slotlane_restore(sv_ctx *c, int argc, sv_str *argv)
+{
+    size_t mark = sv_notify_mark(c->sh);
+    restore_value(c, argc, argv);
+    sv_notify_drop_since(c->sh, mark, 0);
+}
+
+static void restore_value(sv_ctx *c, int argc, sv_str *argv)
 {
     sv_shard *sh = c->sh;
     int type = -1;

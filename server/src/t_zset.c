@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "server.h"
+#include "notify.h"
 
 /* Ranks below are 0-based (the skiplist's are 1-based). */
 
@@ -169,6 +170,7 @@ reply:
     } else {
         sv_add_int(&c->r, ch ? added + updated : added);
     }
+    if (added || updated) sv_notify(c->sh, SV_N_ZSET, incr ? "zincr" : "zadd", argv[1]);
     if (r == 0 && !(flags & Z_XX)) sv_db_delete_if_empty(c->sh, e);
 done:
     free(scores);
@@ -426,7 +428,7 @@ static void store_zset(sv_ctx *c, sv_str dst, sv_zset *z)
         sv_db_set(c->sh, dst, &z->h, 0);
     } else {
         sv_obj_free(&z->h);
-        sv_db_delete(c->sh, dst);
+        sv_db_delete_notify(c->sh, dst);
     }
     sv_add_int(&c->r, n);
 }

@@ -172,7 +172,7 @@ def test_command_fuzz():
         c = Conn(s.port)
         names = [n.decode() for n in c.call("COMMAND", "LIST") if n not in (b"quit", b"reset", b"shutdown")]
         # internal, hidden from COMMAND
-        names += ["slotlane.take", "slotlane.restore", "slotlane.watch", "slotlane.unwatch", "slotlane.exec"] * 5
+        names += ["slotlane.take", "slotlane.restore", "slotlane.rename_from", "slotlane.rename_to", "slotlane.exists", "slotlane.type", "slotlane.watch", "slotlane.unwatch", "slotlane.exec"] * 5
         answered = 0
         for i in range(int(os.environ.get("SV_FUZZ_COMMANDS", "30000"))):
             if i % 500 == 0:  # keys of every type to work on

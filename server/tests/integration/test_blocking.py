@@ -257,6 +257,78 @@ def test_remote_waiters_in_one_port_mode():
     assert code == 0, err
 
 
+def test_client_unblock_across_shards_in_per_shard_mode():
+    """Per-shard mode, 4 shards: a client parked on one shard is unblocked by CLIENT
+    UNBLOCK sent to any other shard's port (the request asks every shard), with
+    Redis's TIMEOUT (null array) and ERROR (-UNBLOCKED) replies and :0 for a client
+    that is not parked; the asker's later pipelined requests answer after it, in order;
+    INFO blocked_clients never counts the asker."""
+    s = Server(shards=4)
+    try:
+        keys = keys_per_shard("ubx", 1, 4)
+        ids = []
+        for i in range(4):  # a client parked on each shard, its key's owner
+            w = Conn(s.port + i)
+            ids.append((w, w.call("CLIENT", "ID")))
+        seen_ids = [i for _, i in ids]
+        assert len(set(seen_ids)) == 4  # client ids are unique across shards
+        for n, (w, _) in enumerate(ids):
+            w.send("BLPOP", keys[n], "0")
+        wait_blocked(s.port, 4)
+        asker = Conn(s.port)  # shard 0
+        # shard 1's client, TIMEOUT; the PING pipelined behind waits for the answer
+        asker.send_raw(b"".join([
+            b"*4\r\n$6\r\nCLIENT\r\n$7\r\nUNBLOCK\r\n$%d\r\n%d\r\n$7\r\nTIMEOUT\r\n" % (len(str(ids[1][1])), ids[1][1]),
+            b"*1\r\n$4\r\nPING\r\n"]))
+        assert asker.read() == 1
+        assert asker.read() == "PONG"
+        assert ids[1][0].read() == NullArray()
+        wait_blocked(s.port, 3)
+        # shard 3's client, ERROR, asked on shard 2's port
+        other = Conn(s.port + 2)
+        assert other.call("CLIENT", "UNBLOCK", str(ids[3][1]), "ERROR") == 1
+        assert ids[3][0].read() == Err("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+        wait_blocked(s.port, 2)
+        # its own shard's client: answered there at once, as before
+        assert asker.call("CLIENT", "UNBLOCK", str(ids[0][1])) == 1
+        assert ids[0][0].read() == NullArray()
+        # not parked (any more), unknown, and the asker itself: 0 from every shard
+        assert asker.call("CLIENT", "UNBLOCK", str(ids[1][1])) == 0
+        assert asker.call("CLIENT", "UNBLOCK", "999999") == 0
+        assert asker.call("CLIENT", "UNBLOCK", str(asker.call("CLIENT", "ID"))) == 0
+        assert other.call("CLIENT", "UNBLOCK", str(ids[1][1]), "LATER") == \
+            Err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+        # the unblocked clients go on; shard 2's waiter is still parked and then served
+        assert ids[1][0].call("PING") == "PONG"
+        assert blocked(s.port) == 1
+        assert Conn(s.port + 2).call("RPUSH", keys[2], "x") == 1
+        assert ids[2][0].read() == [keys[2].encode(), b"x"]
+        wait_blocked(s.port, 0)
+        # many askers at once, each on another shard than the waiter's
+        w = Conn(s.port + 3)
+        wid = w.call("CLIENT", "ID")
+        w.send("BLPOP", keys[3], "0")
+        wait_blocked(s.port, 1)
+        askers = [Conn(s.port + i % 3) for i in range(12)]
+        for a in askers:
+            a.send("CLIENT", "UNBLOCK", str(wid))
+        assert sorted(a.read() for a in askers) == [0] * 11 + [1]
+        assert w.read() == NullArray()
+        wait_blocked(s.port, 0)
+        # an asker that leaves before the answers come: the others' answers find it gone
+        w.send("BLPOP", keys[3], "0")
+        wait_blocked(s.port, 1)
+        gone = Conn(s.port + 1)
+        gone.send("CLIENT", "UNBLOCK", str(wid))
+        gone.close()
+        assert Conn(s.port + 1).call("CLIENT", "UNBLOCK", str(wid)) in (0, 1)  # whichever got there first
+        assert w.read() == NullArray()
+        wait_blocked(s.port, 0)
+    finally:
+        code, err = s.stop()
+    assert code == 0, err
+
+
 def test_shutdown_with_parked_clients():
     """SIGTERM with clients parked locally and at another shard: a clean exit."""
     s = Server(shards=2, extra=("--port-mode", "one-port"))

@@ -267,3 +267,64 @@ def test_slow_subscriber_is_dropped_at_the_limit():
     finally:
         code, err = s.stop()
     assert code == 0, err
+
+
+def info_pubsub(conn):
+    text = conn.call("INFO", "stats").decode()
+    fields = dict(l.split(":", 1) for l in text.split("\r\n") if ":" in l)
+    return tuple(int(fields[f]) for f in ("pubsub_channels", "pubsub_patterns", "pubsubshard_channels"))
+
+
+def test_info_pubsub_counts_like_redis():
+    """INFO stats pubsub_channels / pubsub_patterns / pubsubshard_channels count the
+    channels and patterns with subscribers as Redis does (two subscribers of one
+    channel count once, a pattern's last unsubscribe removes it), at 1 shard against
+    redis-server; at 4 shards the whole server's, asked on any shard."""
+    ours, ref = Server(shards=1), Server(redis=True)
+    try:
+        pa, pb = Conn(ours.port), Conn(ref.port)
+        subs = [(Conn(ours.port), Conn(ref.port)) for _ in range(2)]
+        # (who, confirmations it gets, command)
+        script = [
+            (0, 2, "SUBSCRIBE", "a", "b"), (1, 2, "SUBSCRIBE", "b", "c"), (0, 2, "PSUBSCRIBE", "p*", "q*"),
+            (1, 1, "PSUBSCRIBE", "p*"), (0, 1, "SSUBSCRIBE", "s1"), (1, 2, "SSUBSCRIBE", "s1", "s2"),
+            (0, 1, "UNSUBSCRIBE", "b"), (1, 1, "PUNSUBSCRIBE", "p*"), (0, 2, "PUNSUBSCRIBE"),
+            (1, 1, "SUNSUBSCRIBE", "s1"), (0, 1, "UNSUBSCRIBE"), (1, 2, "UNSUBSCRIBE"),
+        ]
+        seen = []
+        for who, n, *cmd in script:
+            for conn in subs[who]:
+                conn.send(*cmd)
+                for _ in range(n):
+                    conn.read()
+            a, b = info_pubsub(pa), info_pubsub(pb)
+            assert a == b, f"after {cmd}: ours {a}, redis {b}"
+            seen.append(a)
+        assert (3, 2, 2) in seen and seen[-1] == (0, 0, 2)
+    finally:
+        ref.stop()
+        code, err = ours.stop()
+    assert code == 0, err
+    s = Server(shards=4)
+    try:
+        chans = keys_per_shard("sch", 1, 4)
+        subs = [Conn(s.port + i) for i in range(4)]
+        for i, c in enumerate(subs):
+            c.send("SUBSCRIBE", f"c{i}", "common")
+            c.read(), c.read()
+            c.send("PSUBSCRIBE", f"p{i % 2}*")
+            c.read()
+            c.send("SSUBSCRIBE", chans[i])
+            c.read()
+        for i in range(4):
+            assert info_pubsub(Conn(s.port + i)) == (5, 2, 4)
+        assert Conn(s.port).call("PUBSUB", "NUMPAT") == 2
+        subs[0].close()  # its connection's subscriptions go with it
+        assert Conn(s.port + 1).call("PING") == "PONG"
+        for _ in range(5000):  # shard 0's loop sees the close: asked until it has (bounded)
+            if info_pubsub(Conn(s.port + 2)) == (4, 2, 3):
+                break
+        assert info_pubsub(Conn(s.port + 2)) == (4, 2, 3)
+    finally:
+        code, err = s.stop()
+    assert code == 0, err
