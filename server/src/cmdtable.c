@@ -31,24 +31,11 @@
 #define P SV_CMD_PUBSUB
 #define NS SV_CMD_NOSCRIPT
 
-static int sintercard_keys(int argc, sv_str *argv, int *keys, int max)
-{
-    long long n;
-    if (argc < 2 || !sv_str2ll(argv[1].p, argv[1].len, &n) || n < 1 || n > argc - 2) return -1;
-    int k = 0;
-    for (int i = 0; i < n && k < max; i++) keys[k++] = 2 + i;
-    return k;
-}
+/* numkeys at argv[1], keys after it (ZUNION ZINTER ZDIFF ZINTERCARD SINTERCARD LMPOP ZMPOP) */
+static int numkeys1_keys(int argc, sv_str *argv, int *keys, int max) { return sv_numkeys_keys(argc, argv, 1, 0, keys, max); }
 
-/* numkeys at argv[1], keys after it (ZUNION ZINTER ZDIFF ZINTERCARD LMPOP ZMPOP) */
-static int numkeys1_keys(int argc, sv_str *argv, int *keys, int max)
-{
-    long long n;
-    if (argc < 3 || !sv_str2ll(argv[1].p, argv[1].len, &n) || n < 1 || n > argc - 2) return -1;
-    int k = 0;
-    for (int i = 0; i < n && k < max; i++) keys[k++] = 2 + i;
-    return k;
-}
+/* BLMPOP/BZMPOP timeout numkeys key... LEFT|RIGHT|MIN|MAX: the direction must follow */
+static int bmpop_keys(int argc, sv_str *argv, int *keys, int max) { return sv_numkeys_keys(argc, argv, 2, 1, keys, max); }
 
 /* GEORADIUS/GEORADIUSBYMEMBER: the source, and the key after STORE or STOREDIST */
 static int georadius_keys(int argc, sv_str *argv, int *keys, int max, int base)
@@ -81,12 +68,11 @@ static int sort_keys(int argc, sv_str *argv, int *keys, int max)
 /* the destination at argv[1], numkeys at argv[2], keys after it (the *STORE forms) */
 static int numkeys2_keys(int argc, sv_str *argv, int *keys, int max)
 {
-    long long n;
-    if (argc < 4 || !sv_str2ll(argv[2].p, argv[2].len, &n) || n < 1 || n > argc - 3) return -1;
-    int k = 0;
-    if (max > 0) keys[k++] = 1;
-    for (int i = 0; i < n && k < max; i++) keys[k++] = 3 + i;
-    return k;
+    if (max < 1) return 0;
+    int k = sv_numkeys_keys(argc, argv, 2, 0, keys + 1, max - 1);
+    if (k < 0) return -1;
+    keys[0] = 1;
+    return k + 1;
 }
 
 /* XREAD/XREADGROUP: the keys are the first half of what follows STREAMS */
@@ -240,7 +226,7 @@ static const sv_cmd table[] = {
     CP(brpop, -3, W | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @list @slow @blocking", NOOP0, EVF(SV_N_LIST, sv_ev_blpop, SV_EV_NONNULL)),
     CP(brpoplpush, 4, W | D | B | SV_CMD_NOSCRIPT, 1, 2, 1, "@write @list @slow @blocking", NOOP0, EVF(SV_N_LIST, sv_ev_lmove, SV_EV_NONNULL)),
     CP(blmove, 6, W | D | B | SV_CMD_NOSCRIPT, 1, 2, 1, "@write @list @slow @blocking", NOOP0, EVF(SV_N_LIST, sv_ev_lmove, SV_EV_NONNULL)),
-    {"blmpop", sv_cmd_blmpop, -5, W | B | M, 0, 0, 0, "@write @list @slow @blocking", sv_mpop_keys, NOOP0, EVF(SV_N_LIST, sv_ev_blmpop, SV_EV_NONNULL)},
+    {"blmpop", sv_cmd_blmpop, -5, W | B | M, 0, 0, 0, "@write @list @slow @blocking", bmpop_keys, NOOP0, EVF(SV_N_LIST, sv_ev_blmpop, SV_EV_NONNULL)},
     {"lmpop", sv_cmd_lmpop, -4, W | M, 0, 0, 0, "@write @list @slow", numkeys1_keys,
      .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */},
     /* hashes */
@@ -276,7 +262,7 @@ static const sv_cmd table[] = {
     CP(sinterstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SINTERSTORE, .touch = SV_TOUCH_FIRST, EV(SV_N_SET, "sinterstore", SV_EV_POS)),
     CP(sunionstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SUNIONSTORE, .touch = SV_TOUCH_FIRST, EV(SV_N_SET, "sunionstore", SV_EV_POS)),
     CP(sdiffstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SDIFFSTORE, .touch = SV_TOUCH_FIRST, EV(SV_N_SET, "sdiffstore", SV_EV_POS)),
-    {"sintercard", sv_cmd_sintercard, -3, R | M, 0, 0, 0, "@read @set @slow", sintercard_keys, .coord = SV_COORD_SINTERCARD},
+    {"sintercard", sv_cmd_sintercard, -3, R | M, 0, 0, 0, "@read @set @slow", numkeys1_keys, .coord = SV_COORD_SINTERCARD},
     C(sscan, -3, R, 1, 1, 1, "@read @set @slow"),
     /* sorted sets */
     CP(zadd, -4, W | D | F, 1, 1, 1, "@write @sortedset @fast", EVF(SV_N_ZSET, sv_ev_zadd, SV_EV_ANY)),
@@ -339,7 +325,7 @@ static const sv_cmd table[] = {
     CP(xsetid, -3, W | D | F, 1, 1, 1, "@write @stream @fast", .touch = SV_TOUCH_NONE),
     CP(bzpopmin, -3, W | F | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @sortedset @fast @blocking", NOOP0, EVF(SV_N_ZSET, sv_ev_bzpop, SV_EV_NONNULL)),
     CP(bzpopmax, -3, W | F | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @sortedset @fast @blocking", NOOP0, EVF(SV_N_ZSET, sv_ev_bzpop, SV_EV_NONNULL)),
-    {"bzmpop", sv_cmd_bzmpop, -5, W | B | M, 0, 0, 0, "@write @sortedset @slow @blocking", sv_mpop_keys, NOOP0, EVF(SV_N_ZSET, sv_ev_bzmpop, SV_EV_NONNULL)},
+    {"bzmpop", sv_cmd_bzmpop, -5, W | B | M, 0, 0, 0, "@write @sortedset @slow @blocking", bmpop_keys, NOOP0, EVF(SV_N_ZSET, sv_ev_bzmpop, SV_EV_NONNULL)},
     /* pub/sub */
     C(subscribe, -2, P | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@pubsub @slow"),
     C(psubscribe, -2, P | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@pubsub @slow"),

@@ -456,16 +456,16 @@ int sv_parse_scanopts(sv_ctx *c, int argc, sv_str *argv, int i, int allowtype, s
     return 1;
 }
 
-int sv_parse_mpop(sv_ctx *c, int argc, sv_str *argv, const char *first, const char *second, sv_mpop *o)
+int sv_parse_mpop(sv_ctx *c, int argc, sv_str *argv, int ni, const char *first, const char *second, sv_mpop *o)
 {
     /* Redis 7.0's order: numkeys, the keys' count against the arguments, the
      * direction, then COUNT (the keys are looked at only after all of these) */
-    if (!sv_get_ll_range(c, argv[1], 1, LONG_MAX, &o->numkeys, "numkeys should be greater than 0")) return 0;
-    if (o->numkeys > argc - 3) {
+    if (!sv_get_ll_range(c, argv[ni], 1, LONG_MAX, &o->numkeys, "numkeys should be greater than 0")) return 0;
+    if (o->numkeys > argc - ni - 2) {
         sv_add_error(&c->r, SV_ERR_SYNTAX);
         return 0;
     }
-    int j = 2 + (int)o->numkeys;
+    int j = ni + 1 + (int)o->numkeys;
     if (sv_eq(argv[j], first)) o->which = 0;
     else if (sv_eq(argv[j], second)) o->which = 1;
     else {
@@ -485,6 +485,15 @@ int sv_parse_mpop(sv_ctx *c, int argc, sv_str *argv, const char *first, const ch
         }
     }
     return 1;
+}
+
+int sv_numkeys_keys(int argc, sv_str *argv, int ni, int after, int *keys, int max)
+{
+    long long n;
+    if (argc <= ni || !sv_str2ll(argv[ni].p, argv[ni].len, &n) || n < 1 || n > argc - ni - 1 - after) return -1;
+    int k = 0;
+    for (int i = 0; i < n && k < max; i++) keys[k++] = ni + 1 + i;
+    return k;
 }
 
 /* ---- modification signals (WATCH) ---- */

@@ -488,13 +488,17 @@ typedef struct sv_scanopts {
     int has_match;
     int type; /* -1 any */
 } sv_scanopts;
-/* LMPOP/ZMPOP's numkeys key... FIRST|SECOND [COUNT n] (which: 0 first, 1 second);
- * replies the error and returns 0 on bad arguments. */
+/* [B]LMPOP/[B]ZMPOP's numkeys key... FIRST|SECOND [COUNT n], numkeys at argv[ni]
+ * (1, or 2 after the blocking forms' timeout), the keys after it (which: 0 first,
+ * 1 second); replies the error and returns 0 on bad arguments. */
 typedef struct sv_mpop {
     long long numkeys, count;
     int which;
 } sv_mpop;
-int sv_parse_mpop(sv_ctx *c, int argc, sv_str *argv, const char *first, const char *second, sv_mpop *o);
+int sv_parse_mpop(sv_ctx *c, int argc, sv_str *argv, int ni, const char *first, const char *second, sv_mpop *o);
+/* Key positions of a command with numkeys at argv[ni] and that many keys after it,
+ * followed by at least `after` more arguments: -1 when numkeys is bad (routing). */
+int sv_numkeys_keys(int argc, sv_str *argv, int ni, int after, int *keys, int max);
 int sv_parse_scan_cursor(sv_ctx *c, sv_str a, uint64_t *cursor);
 int sv_parse_scanopts(sv_ctx *c, int argc, sv_str *argv, int start, int allowtype, sv_scanopts *o);
 
@@ -567,7 +571,6 @@ int sv_xread_check(sv_ctx *c, int argc, sv_str *argv, int *sarg, int *nstreams, 
 /* blocking lists and sorted sets (t_block.c) */
 SV_DECL(blpop); SV_DECL(brpop); SV_DECL(blmove); SV_DECL(brpoplpush); SV_DECL(blmpop);
 SV_DECL(bzpopmin); SV_DECL(bzpopmax); SV_DECL(bzmpop);
-int sv_mpop_keys(int argc, sv_str *argv, int *keys, int max);
 /* pub/sub (pubsub.c) */
 SV_DECL(subscribe); SV_DECL(psubscribe); SV_DECL(ssubscribe); SV_DECL(unsubscribe); SV_DECL(punsubscribe);
 SV_DECL(sunsubscribe); SV_DECL(publish); SV_DECL(spublish); SV_DECL(pubsub);
@@ -595,6 +598,11 @@ void sv_tx_clear_queue(sv_tx *tx);
 
 /* HSCAN/SSCAN/ZSCAN over a collection's dict; kind is SV_T_HASH/SET/ZSET. */
 void sv_scan_collection(sv_ctx *c, sv_dict *d, uint64_t cursor, int argc, sv_str *argv, int kind);
+/* HRANDFIELD/ZRANDMEMBER key [count [withname]] of a hash or sorted set (type): one
+ * random entry, count distinct ones, or -count with repeats; add_value replies an
+ * entry's value (the field's value, the member's score) for withname. */
+void sv_random_entries(sv_ctx *c, int argc, sv_str *argv, int type, const char *withname,
+                       void (*add_value)(sv_ctx *c, sv_entry *e));
 /* Writes an empty [ "0", [] ] scan reply. */
 void sv_add_empty_scan(sv_ctx *c);
 
