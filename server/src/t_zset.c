@@ -1,5 +1,5 @@
 /* t_zset: sorted sets, Redis 7.0 semantics. Members live in a dict (member -> score)
- * and in an array ordered by (score, member) for ranks and ranges. */
+ * and in a skiplist ordered by (score, member) for ranks and ranges (zskiplist.h). */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -33,9 +33,8 @@ static void zset_delete_range(sv_zset *z, size_t from, size_t to)
 
 static void zset_update(sv_zset *z, sv_entry *e, double score)
 {
-    sv_zsl_delete(&z->zsl, e);
+    sv_zsl_update_score(&z->zsl, e, score);
     e->u.d = score;
-    sv_zsl_insert(&z->zsl, e);
 }
 
 static int get_zset(sv_ctx *c, sv_str key, sv_entry **e, sv_zset **z)
