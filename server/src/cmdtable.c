@@ -418,6 +418,8 @@ static unsigned name_hash(const char *s, size_t n)
     return h;
 }
 
+static void subcommands_init(void);
+
 void sv_cmdtable_init(void)
 {
     /* idempotent: tests call it once per case, and a second fill must not probe a
@@ -430,6 +432,7 @@ void sv_cmdtable_init(void)
         while (lookup_table[h]) h = (h + 1) & (LOOKUP_SIZE - 1);
         lookup_table[h] = &table[i];
     }
+    subcommands_init();
 }
 
 size_t sv_cmd_index(const sv_cmd *cmd) { return (size_t)(cmd - table); }
@@ -459,6 +462,94 @@ const sv_cmd *sv_cmd_lookup(const char *name, size_t len)
         if (i == len) return c;
     }
     return NULL;
+}
+
+/* ---- per-subcommand statistics ----
+ * Redis 7.0's subcommands, which INFO commandstats/latencystats and LATENCY HISTOGRAM
+ * count under 7.0's names (`config|get`); grouped by container. Their counters follow
+ * the commands' in sv_shard.cmdstats (slots NCMDS + k). CLIENT SETINFO is 7.2's,
+ * answered here too. */
+static const char *const subcommands[] = {
+    "client|caching", "client|getname", "client|getredir", "client|help", "client|id", "client|info",
+    "client|kill", "client|list", "client|no-evict", "client|pause", "client|reply", "client|setinfo",
+    "client|setname", "client|tracking", "client|trackinginfo", "client|unblock", "client|unpause",
+    "cluster|addslots", "cluster|addslotsrange", "cluster|bumpepoch", "cluster|count-failure-reports",
+    "cluster|countkeysinslot", "cluster|delslots", "cluster|delslotsrange", "cluster|failover",
+    "cluster|flushslots", "cluster|forget", "cluster|getkeysinslot", "cluster|help", "cluster|info",
+    "cluster|keyslot", "cluster|links", "cluster|meet", "cluster|myid", "cluster|nodes", "cluster|replicas",
+    "cluster|replicate", "cluster|reset", "cluster|saveconfig", "cluster|set-config-epoch", "cluster|setslot",
+    "cluster|shards", "cluster|slaves", "cluster|slots",
+    "command|count", "command|docs", "command|getkeys", "command|getkeysandflags", "command|help",
+    "command|info", "command|list",
+    "config|get", "config|help", "config|resetstat", "config|rewrite", "config|set",
+    "function|delete", "function|dump", "function|flush", "function|help", "function|kill", "function|list",
+    "function|load", "function|restore", "function|stats",
+    "latency|doctor", "latency|graph", "latency|help", "latency|histogram", "latency|history", "latency|latest",
+    "latency|reset",
+    "memory|doctor", "memory|help", "memory|malloc-stats", "memory|purge", "memory|stats", "memory|usage",
+    "object|encoding", "object|freq", "object|help", "object|idletime", "object|refcount",
+    "pubsub|channels", "pubsub|help", "pubsub|numpat", "pubsub|numsub", "pubsub|shardchannels",
+    "pubsub|shardnumsub",
+    "script|debug", "script|exists", "script|flush", "script|help", "script|kill", "script|load",
+    "slowlog|get", "slowlog|help", "slowlog|len", "slowlog|reset",
+    "xgroup|create", "xgroup|createconsumer", "xgroup|delconsumer", "xgroup|destroy", "xgroup|help",
+    "xgroup|setid",
+    "xinfo|consumers", "xinfo|groups", "xinfo|help", "xinfo|stream"};
+#define NSUBS (sizeof(subcommands) / sizeof(subcommands[0]))
+static uint16_t sub_first[NCMDS]; /* a container's first subcommand, sub_n[] of them */
+static uint8_t sub_n[NCMDS];
+
+static void subcommands_init(void)
+{
+    memset(sub_n, 0, sizeof(sub_n));
+    for (size_t k = 0; k < NSUBS; k++) {
+        const char *bar = strchr(subcommands[k], '|');
+        const sv_cmd *c = sv_cmd_lookup(subcommands[k], (size_t)(bar - subcommands[k]));
+        size_t i = sv_cmd_index(c);
+        if (!sub_n[i]) sub_first[i] = (uint16_t)k;
+        sub_n[i]++;
+    }
+}
+
+size_t sv_cmdstat_count(void) { return NCMDS + NSUBS; }
+const char *sv_cmdstat_name(size_t i) { return i < NCMDS ? table[i].name : subcommands[i - NCMDS]; }
+int sv_cmdstat_listed(size_t i) { return i >= NCMDS || !(table[i].flags & SV_CMD_INTERNAL); }
+
+/* the subcommand of container i named s, or -1 */
+static long find_sub(size_t i, const char *s, size_t len)
+{
+    for (size_t k = sub_first[i]; k < (size_t)sub_first[i] + sub_n[i]; k++) {
+        const char *name = strchr(subcommands[k], '|') + 1;
+        if (strlen(name) != len) continue;
+        size_t j = 0;
+        while (j < len && tolower((unsigned char)s[j]) == name[j]) j++;
+        if (j == len) return (long)k;
+    }
+    return -1;
+}
+
+size_t sv_cmdstat_slot(const sv_cmd *cmd, int argc, const sv_str *argv)
+{
+    size_t i = sv_cmd_index(cmd);
+    if (!sub_n[i] || argc < 2) return i;
+    long k = find_sub(i, argv[1].p, argv[1].len);
+    return k < 0 ? SIZE_MAX : NCMDS + (size_t)k;
+}
+
+size_t sv_cmdstat_lookup(const char *name, size_t len, size_t *n)
+{
+    const char *bar = memchr(name, '|', len);
+    const sv_cmd *c = sv_cmd_lookup_public(name, bar ? (size_t)(bar - name) : len);
+    *n = 0;
+    if (!c) return 0;
+    size_t i = sv_cmd_index(c);
+    if (bar) {
+        long k = sub_n[i] ? find_sub(i, bar + 1, len - (size_t)(bar + 1 - name)) : -1;
+        *n = k >= 0;
+        return k >= 0 ? NCMDS + (size_t)k : 0;
+    }
+    *n = sub_n[i] ? sub_n[i] : 1;
+    return sub_n[i] ? NCMDS + sub_first[i] : i;
 }
 
 int sv_cmd_keypos(const sv_cmd *cmd, int argc, sv_str *argv, int *keys, int max)
@@ -567,7 +658,12 @@ static void account(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, uint64
     if (!sh->cmdstats) return; /* a scratch shard (re-split at startup, unit tests) keeps none */
     int64_t us = sv_ticks_us(sv_ticks() - t0);
     if (us < 0) us = 0;
-    sv_cmdstat *st = &sh->cmdstats[sv_cmd_index(cmd)];
+    size_t slot = sv_cmdstat_slot(cmd, argc, argv);
+    if (slot == SIZE_MAX) { /* an unknown subcommand: Redis rejects it before the call, errorstats count it */
+        if (c->r.out->len > off && c->r.out->data[off] == '-') sv_stats_error(sh, c->r.out->data + off, c->r.out->len - off);
+        return;
+    }
+    sv_cmdstat *st = &sh->cmdstats[slot];
     st->calls++;
     st->usec += (uint64_t)us;
     int b = us ? 64 - __builtin_clzll((unsigned long long)us) : 0; /* < 2^b µs */
@@ -602,10 +698,11 @@ void sv_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv)
 }
 
 /* A command refused before it ran (arity, MOVED, CROSSSLOT, not allowed in MULTI). */
-static void rejected(sv_ctx *c, const sv_cmd *cmd, size_t off)
+static void rejected(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t off)
 {
     if (!c->sh->cmdstats) return;
-    if (cmd) c->sh->cmdstats[sv_cmd_index(cmd)].rejected++;
+    size_t slot = cmd ? sv_cmdstat_slot(cmd, argc, argv) : SIZE_MAX;
+    if (slot != SIZE_MAX) c->sh->cmdstats[slot].rejected++;
     if (c->r.out->len > off) sv_stats_error(c->sh, c->r.out->data + off, c->r.out->len - off);
 }
 
@@ -615,26 +712,26 @@ void sv_execute(sv_ctx *c, int argc, sv_str *argv)
     size_t off = c->r.out->len;
     if (!cmd) {
         unknown_command(c, argc, argv);
-        rejected(c, NULL, off);
+        rejected(c, NULL, argc, argv, off);
         sv_tx_flag_error(c);
         return;
     }
     c->sess->last_cmd = cmd->name;
     if ((cmd->arity > 0 && argc != cmd->arity) || argc < -cmd->arity) {
         sv_add_arity_error(c, cmd->name);
-        rejected(c, cmd, off);
+        rejected(c, cmd, argc, argv, off);
         sv_tx_flag_error(c);
         return;
     }
     int queue = c->sess->tx && c->sess->tx->in_multi && cmd->multi != SV_MULTI_NOW;
     if (queue && cmd->multi == SV_MULTI_DENY) {
         sv_add_error(&c->r, "Command not allowed inside a transaction");
-        rejected(c, cmd, off);
+        rejected(c, cmd, argc, argv, off);
         sv_tx_flag_error(c);
         return;
     }
     if (sv_cfg.shards > 1 && !c->noroute && (cmd->first || cmd->getkeys) && !route(c, cmd, argc, argv)) {
-        rejected(c, cmd, off);
+        rejected(c, cmd, argc, argv, off);
         sv_tx_flag_error(c); /* MOVED or CROSSSLOT of a queued command fails the transaction, as in Redis Cluster */
         return;
     }

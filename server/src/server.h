@@ -213,7 +213,7 @@ typedef struct sv_shard {
     int nclients;
     sv_stats stats;
     int64_t start_ms;
-    sv_cmdstat *cmdstats;  /* one per entry of the command table (sv_cmd_index) */
+    sv_cmdstat *cmdstats;  /* one per command and subcommand (sv_cmdstat_slot) */
     sv_errstat errstats[SV_MAX_ERRSTATS];
     int nerrstats;
     sv_slowentry *slowlog; /* ring of sv_param(slowlog-max-len) entries, newest at slow_head-1 */
@@ -395,6 +395,17 @@ const sv_cmd *sv_cmd_lookup(const char *name, size_t len);
 size_t sv_cmd_index(const sv_cmd *cmd);  /* its position in the table (sv_shard.cmdstats) */
 size_t sv_cmd_count(void);               /* entries in the table, internal ones included */
 const sv_cmd *sv_cmd_at(size_t i);
+/* The counters of sv_shard.cmdstats: one slot per command, then one per Redis 7.0
+ * subcommand (named `container|sub`, as INFO commandstats shows them). */
+size_t sv_cmdstat_count(void);
+const char *sv_cmdstat_name(size_t i);
+int sv_cmdstat_listed(size_t i); /* not an internal command */
+/* The slot a call counts in: its subcommand's for a container with argv[1], SIZE_MAX
+ * for an unknown subcommand (counted nowhere but errorstats, as Redis rejects it). */
+size_t sv_cmdstat_slot(const sv_cmd *cmd, int argc, const sv_str *argv);
+/* The slots a name means (LATENCY HISTOGRAM): `config|get` one, a container all of
+ * its subcommands', another command its own; *n = 0 for an unknown name. */
+size_t sv_cmdstat_lookup(const char *name, size_t len, size_t *n);
 /* The same, NULL for internal commands (what COMMAND INFO/DOCS/GETKEYS see). */
 const sv_cmd *sv_cmd_lookup_public(const char *name, size_t len);
 void sv_cmdtable_init(void);
@@ -422,6 +433,14 @@ typedef struct sv_meminfo {
     long long used, active, rss, peak, startup, total_system;
 } sv_meminfo;
 void sv_meminfo_read(sv_meminfo *m);
+/* What the answering shard's structures take beside the data (MEMORY STATS, INFO
+ * memory): its clients' buffers, the keyspace's entries and buckets, the TTL index
+ * and the per-slot counts; total adds the startup memory, dataset is the rest. */
+typedef struct sv_memover {
+    sv_meminfo m;
+    long long clients, keys, main, expires, slot_to_keys, total, dataset;
+} sv_memover;
+void sv_memory_overhead(sv_shard *sh, sv_memover *o);
 /* The cron's samples (every 100 ms, 16 kept, as Redis): ops/s, input and output kbps. */
 void sv_stats_sample(sv_shard *sh);
 void sv_stats_instantaneous(sv_shard *sh, double *ops, double *in_kbps, double *out_kbps);

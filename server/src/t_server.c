@@ -519,8 +519,9 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
                 sh->nclients, sv_cfg.maxclients, in, out, blocked_total(),
                 (unsigned long long)sh->nwatched); /* this shard's */
     } else if (!strcmp(name, "memory")) {
-        sv_meminfo m;
-        sv_meminfo_read(&m);
+        sv_memover o;
+        sv_memory_overhead(sh, &o);
+        sv_meminfo m = o.m;
         long long maxmem = sv_param_ll(SV_PARAM_MAXMEMORY);
         char policy[64];
         sv_params_value("maxmemory-policy", policy, sizeof(policy));
@@ -530,7 +531,7 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
         human(h4, sizeof(h4), (double)m.total_system);
         char hmax[32];
         human(hmax, sizeof(hmax), (double)maxmem);
-        long long dataset = m.used > m.startup ? m.used - m.startup : 0;
+        long long dataset = o.dataset, net = m.used > m.startup ? m.used - m.startup : 0;
         bprintf(b,
                 "# Memory\r\nused_memory:%lld\r\nused_memory_human:%s\r\nused_memory_rss:%lld\r\n"
                 "used_memory_rss_human:%s\r\nused_memory_peak:%lld\r\nused_memory_peak_human:%s\r\n"
@@ -538,8 +539,8 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
                 "used_memory_dataset:%lld\r\nused_memory_dataset_perc:%.2f%%\r\nallocator_allocated:%lld\r\n"
                 "allocator_active:%lld\r\nallocator_resident:%lld\r\ntotal_system_memory:%lld\r\n"
                 "total_system_memory_human:%s\r\n",
-                m.used, h1, m.rss, h2, m.peak, h3, m.peak ? 100.0 * (double)m.used / (double)m.peak : 0, m.startup,
-                m.startup, dataset, m.used ? 100.0 * (double)dataset / (double)m.used : 0, m.used, m.active, m.rss,
+                m.used, h1, m.rss, h2, m.peak, h3, m.peak ? 100.0 * (double)m.used / (double)m.peak : 0, o.total,
+                m.startup, dataset, net ? 100.0 * (double)dataset / (double)net : 0, m.used, m.active, m.rss,
                 m.total_system, h4);
         bprintf(b,
                 "used_memory_lua:0\r\nused_memory_vm_eval:0\r\nused_memory_lua_human:0B\r\n"
@@ -551,11 +552,11 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
                 "allocator_rss_bytes:%lld\r\nrss_overhead_ratio:1.00\r\nrss_overhead_bytes:0\r\n"
                 "mem_fragmentation_ratio:%.2f\r\nmem_fragmentation_bytes:%lld\r\nmem_not_counted_for_evict:0\r\n"
                 "mem_replication_backlog:0\r\nmem_total_replication_buffers:0\r\nmem_clients_slaves:0\r\n"
-                "mem_clients_normal:0\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\n"
+                "mem_clients_normal:%lld\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\n"
                 "active_defrag_running:0\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n\r\n",
                 maxmem, hmax, policy, m.used ? (double)m.active / (double)m.used : 0, m.active - m.used,
                 m.active ? (double)m.rss / (double)m.active : 0, m.rss - m.active,
-                m.used ? (double)m.rss / (double)m.used : 0, m.rss - m.used);
+                m.used ? (double)m.rss / (double)m.used : 0, m.rss - m.used, o.clients);
     } else if (!strcmp(name, "persistence")) {
         /* the log's own fields (aof.c), then Redis's others */
         size_t start = b->len;
@@ -626,11 +627,11 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
         bprintf(b, "# Modules\r\n\r\n");
     } else if (!strcmp(name, "commandstats")) {
         bprintf(b, "# Commandstats\r\n");
-        for (size_t i = 0; sh->cmdstats && i < sv_cmd_count(); i++) {
+        for (size_t i = 0; sh->cmdstats && i < sv_cmdstat_count(); i++) {
             const sv_cmdstat *st = &sh->cmdstats[i];
             if (!st->calls && !st->failed && !st->rejected) continue;
             bprintf(b, "cmdstat_%s:calls=%llu,usec=%llu,usec_per_call=%.2f,rejected_calls=%llu,failed_calls=%llu\r\n",
-                    sv_cmd_at(i)->name, (unsigned long long)st->calls, (unsigned long long)st->usec,
+                    sv_cmdstat_name(i), (unsigned long long)st->calls, (unsigned long long)st->usec,
                     st->calls ? (double)st->usec / (double)st->calls : 0, (unsigned long long)st->rejected,
                     (unsigned long long)st->failed);
         }
@@ -642,10 +643,10 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
         bprintf(b, "\r\n");
     } else if (!strcmp(name, "latencystats")) {
         bprintf(b, "# Latencystats\r\n");
-        for (size_t i = 0; sh->cmdstats && i < sv_cmd_count(); i++) {
+        for (size_t i = 0; sh->cmdstats && i < sv_cmdstat_count(); i++) {
             const sv_cmdstat *st = &sh->cmdstats[i];
             if (!st->calls) continue;
-            bprintf(b, "latency_percentiles_usec_%s:p50=%.3f,p99=%.3f,p99.9=%.3f\r\n", sv_cmd_at(i)->name,
+            bprintf(b, "latency_percentiles_usec_%s:p50=%.3f,p99=%.3f,p99.9=%.3f\r\n", sv_cmdstat_name(i),
                     percentile(st, 50), percentile(st, 99), percentile(st, 99.9));
         }
         bprintf(b, "\r\n");
