@@ -54,6 +54,10 @@ typedef struct sv_conn {
     struct sv_waiter *blk;
     struct sv_pend *blk_slot;
     struct sv_pend *blk_remote;
+    /* CLIENT PAUSE (pause.c): the request at rstart waits for the pause's end, with
+     * what follows it; the connection keeps reading (a disconnect is seen) */
+    int cpause_wait;
+    struct sv_conn *cpause_next;
 } sv_conn;
 
 /* Output held for forwarded replies is written anyway past this size. */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "server.h"
+#include "pause.h"
 #include "blocking.h"
 #include "notify.h"
 #include "aof.h"
@@ -184,7 +185,8 @@ static sv_entry *lookup_notouch(sv_shard *sh, sv_str key)
 {
     sv_entry *e = sv_dict_find(&sh->keys, key.p, key.len);
     if (e && sv_db_expired(sh, e)) {
-        sv_db_expire_entry(sh, e);
+        /* clients paused: reads as missing, deleted once the pause is over (Redis) */
+        if (sv_pause_now() == SV_PAUSE_OFF) sv_db_expire_entry(sh, e);
         return NULL;
     }
     return e;

@@ -155,6 +155,9 @@ typedef struct sv_session {
     struct sv_psub *ps;    /* subscriptions (pubsub.c), NULL until the first */
     struct sv_conn *conn;  /* the connection, NULL for forwarded requests and replay */
     sv_tx *tx; /* MULTI/WATCH state, made by the first MULTI or WATCH */
+    /* CLIENT REPLY (conn.c drops the muted replies): OFF until ON; SKIP mutes the
+     * command after it (skip_next becomes skip once CLIENT REPLY SKIP has run) */
+    int reply_off, reply_skip, reply_skip_next;
 } sv_session;
 
 /* Per command and shard (INFO commandstats, latencystats, LATENCY HISTOGRAM): written
@@ -258,6 +261,7 @@ typedef struct sv_shard {
     int watched_init;
     uint64_t nwatched;
     uint64_t watch_seq;
+    struct sv_pause_shard *pause; /* CLIENT PAUSE's held connections (pause.c) */
 } sv_shard;
 
 extern sv_shard *sv_shards;

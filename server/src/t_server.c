@@ -12,6 +12,7 @@
 #include "config.h"
 #include "conn.h"
 #include "server.h"
+#include "pause.h"
 #include "aof.h"
 #include "blocking.h"
 #include "notify.h"
@@ -323,6 +324,22 @@ void sv_cmd_client(sv_ctx *c, int argc, sv_str *argv)
     } else if (sv_eq(sub, "no-evict") && argc == 3) {
         if (sv_eq(argv[2], "on") || sv_eq(argv[2], "off")) sv_add_ok(&c->r); /* nothing is evicted here */
         else sv_add_error(&c->r, SV_ERR_SYNTAX);
+    } else if (sv_eq(sub, "reply") && argc == 3) {
+        /* no reply to OFF and SKIP (conn.c drops what they would write) */
+        if (sv_eq(argv[2], "on")) {
+            s->reply_off = s->reply_skip = s->reply_skip_next = 0;
+            sv_add_ok(&c->r);
+        } else if (sv_eq(argv[2], "off")) {
+            s->reply_off = 1;
+        } else if (sv_eq(argv[2], "skip")) {
+            if (!s->reply_off) s->reply_skip_next = 1;
+        } else {
+            sv_add_error(&c->r, SV_ERR_SYNTAX);
+        }
+    } else if (sv_eq(sub, "pause") && (argc == 3 || argc == 4)) {
+        sv_client_pause(c, argc, argv);
+    } else if (sv_eq(sub, "unpause") && argc == 2) {
+        sv_client_unpause(c);
     } else if (sv_eq(sub, "getredir") && argc == 2) {
         sv_add_int(&c->r, -1); /* no tracking */
     } else if (sv_eq(sub, "unblock") && (argc == 3 || argc == 4)) {
@@ -389,7 +406,8 @@ void sv_cmd_client(sv_ctx *c, int argc, sv_str *argv)
             "    Prints this help."};
         sv_add_array(&c->r, (long long)(sizeof(help) / sizeof(help[0])));
         for (size_t i = 0; i < sizeof(help) / sizeof(help[0]); i++) sv_add_status(&c->r, help[i]);
-    } else if (sv_eq(sub, "kill") || sv_eq(sub, "no-evict") || sv_eq(sub, "getredir") || sv_eq(sub, "unblock")) {
+    } else if (sv_eq(sub, "kill") || sv_eq(sub, "no-evict") || sv_eq(sub, "getredir") || sv_eq(sub, "unblock") ||
+               (sv_eq(sub, "pause") && argc < 3) || sv_eq(sub, "unpause") || sv_eq(sub, "reply")) {
         char name[64];
         snprintf(name, sizeof(name), "client|%.*s", (int)(sub.len > 32 ? 32 : sub.len), sub.p);
         for (char *p = name; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
@@ -427,7 +445,7 @@ static uint64_t fwd_sum(int which)
 static int blocked_total(void)
 {
     int n = 0;
-    for (int i = 0; i < sv_cfg.shards; i++) n += sv_block_count(&sv_shards[i]);
+    for (int i = 0; i < sv_cfg.shards; i++) n += sv_block_count(&sv_shards[i]) + sv_pause_held(&sv_shards[i]);
     return n;
 }
 
