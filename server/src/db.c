@@ -378,6 +378,19 @@ int sv_get_ll(sv_ctx *c, sv_str a, long long *v)
     return 1;
 }
 
+int sv_get_ms_timeout(sv_ctx *c, sv_str a, long long *ms)
+{
+    if (!sv_str2ll(a.p, a.len, ms)) {
+        sv_add_error(&c->r, "timeout is not an integer or out of range");
+        return 0;
+    }
+    if (*ms < 0) {
+        sv_add_error(&c->r, "timeout is negative");
+        return 0;
+    }
+    return 1;
+}
+
 int sv_get_ll_range(sv_ctx *c, sv_str a, long long min, long long max, long long *v, const char *msg)
 {
     if (!sv_str2ll(a.p, a.len, v) || *v < min || *v > max) {

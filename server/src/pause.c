@@ -21,6 +21,7 @@ typedef struct sv_pause_shard {
     uv_timer_t timer;
     sv_conn *head, *tail; /* held connections, oldest first */
     atomic_int nheld;
+    int open_handles; /* freed when both handles' close callbacks have run */
 } sv_pause_shard;
 
 int sv_pause_held(sv_shard *sh) { return sh->pause ? atomic_load_explicit(&sh->pause->nheld, memory_order_relaxed) : 0; }
@@ -133,9 +134,12 @@ void sv_pause_init_shard(sv_shard *sh)
     sh->pause->timer.data = sh;
 }
 
+/* libuv runs close callbacks in no order we may rely on and reads a handle after
+ * its callback: the block holding both is freed by the last one */
 static void free_on_close(uv_handle_t *h)
 {
     sv_shard *sh = h->data;
+    if (--sh->pause->open_handles) return;
     free(sh->pause);
     sh->pause = NULL;
 }
@@ -146,8 +150,9 @@ void sv_pause_close_shard(sv_shard *sh)
     sh->pause->head = sh->pause->tail = NULL; /* its connections are closed first */
     atomic_store(&sh->pause->nheld, 0);
     uv_timer_stop(&sh->pause->timer);
-    uv_close((uv_handle_t *)&sh->pause->wake, NULL);
-    uv_close((uv_handle_t *)&sh->pause->timer, free_on_close); /* closed after wake: in order */
+    sh->pause->open_handles = 2;
+    uv_close((uv_handle_t *)&sh->pause->wake, free_on_close);
+    uv_close((uv_handle_t *)&sh->pause->timer, free_on_close);
 }
 
 void sv_client_pause(sv_ctx *c, int argc, sv_str *argv)
@@ -161,14 +166,7 @@ void sv_client_pause(sv_ctx *c, int argc, sv_str *argv)
         }
     }
     long long ms;
-    if (!sv_str2ll(argv[2].p, argv[2].len, &ms)) {
-        sv_add_error(&c->r, "timeout is not an integer or out of range");
-        return;
-    }
-    if (ms < 0) {
-        sv_add_error(&c->r, "timeout is negative");
-        return;
-    }
+    if (!sv_get_ms_timeout(c, argv[2], &ms)) return;
     /* 0: an end time already passed, so no pause (Redis stores 0 and drops it at once) */
     long long end = ms > 0 ? sv_mstime() + ms : 0;
     uv_mutex_lock(&pause_lock);

@@ -502,6 +502,9 @@ extern const char *SV_ERR_NOSUCHKEY;
 extern const char *SV_ERR_OUTOFRANGE;
 int sv_get_ll(sv_ctx *c, sv_str a, long long *v);              /* replies error on failure */
 int sv_get_ll_range(sv_ctx *c, sv_str a, long long min, long long max, long long *v, const char *msg);
+/* A timeout in milliseconds as Redis's getTimeoutFromObjectOrReply (WAIT, CLIENT
+ * PAUSE): an integer >= 0, else its error replied and 0 returned. */
+int sv_get_ms_timeout(sv_ctx *c, sv_str a, long long *ms);
 int sv_get_double(sv_ctx *c, sv_str a, double *v);
 void sv_add_arity_error(sv_ctx *c, const char *cmdname);
 /* Parses the SCAN family's options (COUNT, MATCH, TYPE when allowtype). */

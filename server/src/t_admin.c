@@ -574,14 +574,7 @@ void sv_cmd_wait(sv_ctx *c, int argc, sv_str *argv)
         sv_add_error(&c->r, SV_ERR_NOTINT);
         return;
     }
-    if (!sv_str2ll(argv[2].p, argv[2].len, &t)) {
-        sv_add_error(&c->r, "timeout is not an integer or out of range");
-        return;
-    }
-    if (t < 0) {
-        sv_add_error(&c->r, "timeout is negative");
-        return;
-    }
+    if (!sv_get_ms_timeout(c, argv[2], &t)) return;
     sv_add_int(&c->r, 0);
 }
 
