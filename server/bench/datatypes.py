@@ -20,9 +20,19 @@ Three parts, one record (bench/records/<host>-<date>-<HHMMSS>-server-datatypes.j
             the ratio slotlane / redis (target 0.7 .. 1.3).
 
 The servers are pinned to --server-cpu, the load to --load-cpu (taskset); the load
-average is recorded with every row (the machine is shared).
+average is recorded with every row (the machine is shared). Within a round the servers
+run one after another, in the opposite order in every other round (alternated).
 
-Usage: server/bench/datatypes.py [--rounds 3] [--requests 400000] [--quick]
+  --only zadd   the ZADD-1M row and the scaling part only (no other rows, no memory)
+  --baseline B  also runs the slotlane-server binary B (an older build) in the same
+                rounds, as server "baseline": before/after under the same conditions
+  --callgrind N instructions (Ir) and simulated cache misses per ZADD at 10,000 and
+                1,000,000 members, counted by valgrind's callgrind inside sv_cmd_zadd
+                (inclusive) over N ZADDs of a fixed random sequence: repeatable where
+                seconds are not. Instrumentation is switched on after the fill.
+
+Usage: server/bench/datatypes.py [--rounds 3] [--requests 400000] [--quick] [--only zadd]
+                                 [--baseline BIN] [--callgrind 50000]
 """
 import argparse
 import datetime
@@ -74,10 +84,13 @@ def rss_kb(pid):
     raise RuntimeError("no VmRSS")
 
 
+BINARIES = {"slotlane": SERVER}
+
+
 def start(kind, cpu):
     port = free_port()
-    if kind == "slotlane":
-        cmd = ["taskset", "-c", cpu, SERVER, "--shards", "1", "--port", str(port), "--cpus", cpu, "--loglevel", "warning"]
+    if kind in BINARIES:
+        cmd = ["taskset", "-c", cpu, BINARIES[kind], "--shards", "1", "--port", str(port), "--cpus", cpu, "--loglevel", "warning"]
     else:
         cmd = ["taskset", "-c", cpu, "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                "--appendonly", "no", "--logfile", "/dev/null"]
@@ -181,6 +194,52 @@ def memory(kind, cpu):
     return out
 
 
+def callgrind_zadd(size, n):
+    """Ir, D1 and LL data-read misses per ZADD (inside sv_cmd_zadd) into a set of `size`
+    members, over n ZADDs of random members and scores from a fixed seed."""
+    import random
+    port = free_port()
+    out = f"/tmp/sv-callgrind-{os.getpid()}-{size}.out"
+    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--cache-sim=yes", "--toggle-collect=sv_cmd_zadd",
+           f"--callgrind-out-file={out}", SERVER, "--shards", "1", "--port", str(port), "--loglevel", "warning"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(1500):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.02)
+        fill_zset(port, "z", size)
+        subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True, capture_output=True)
+        rng = random.Random(24)
+        c = Conn(port, timeout=600)
+        for lo in range(0, n, 1000):
+            batch = b"".join(encode(["ZADD", "z", str(rng.randrange(size)), f"member:{rng.randrange(size):012d}"])
+                             for _ in range(min(1000, n - lo)))
+            c.send_raw(batch)
+            for _ in range(min(1000, n - lo)):
+                assert isinstance(c.read(), int)
+        c.close()
+        subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True, capture_output=True)
+    finally:
+        stop(proc)
+    events, totals = None, None
+    for path in sorted(p for p in os.listdir("/tmp") if p.startswith(os.path.basename(out))):
+        with open(os.path.join("/tmp", path)) as f:
+            for line in f:
+                if line.startswith("events:"):
+                    events = line.split()[1:]
+                elif line.startswith("totals:") or line.startswith("summary:"):
+                    vals = [int(v) for v in line.split()[1:]]
+                    if events and sum(vals) and (totals is None or vals[0] > totals[0]):
+                        totals = vals
+        os.unlink(os.path.join("/tmp", path))
+    per = {e: v / n for e, v in zip(events, totals)}
+    return {"members": size, "zadds": n, "ir_per_zadd": per.get("Ir"), "d1_read_misses_per_zadd": per.get("D1mr"),
+            "ll_read_misses_per_zadd": per.get("DLmr"), "events_per_zadd": per}
+
+
 def write_record(record, host):
     records = os.path.join(ROOT, "bench", "records")
     os.makedirs(records, exist_ok=True)
@@ -216,22 +275,32 @@ def main():
     ap.add_argument("--server-cpu", default="0")
     ap.add_argument("--load-cpu", default="1")
     ap.add_argument("--quick", action="store_true", help="one round, 100k requests")
+    ap.add_argument("--only", choices=["zadd"], help="zadd: the ZADD-1M row and the scaling part only")
+    ap.add_argument("--baseline", help="another slotlane-server binary run in the same rounds (server 'baseline')")
+    ap.add_argument("--baseline-desc", default="", help="what the baseline build is (recorded)")
+    ap.add_argument("--callgrind", type=int, default=0, metavar="N", help="callgrind counts per ZADD over N ZADDs")
     args = ap.parse_args()
     if args.quick:
         args.rounds, args.requests = 1, 100_000
+    kinds = ["slotlane", "redis"]
+    if args.baseline:
+        BINARIES["baseline"] = os.path.abspath(args.baseline)
+        kinds.insert(1, "baseline")
+    table = [row for row in ROWS if not args.only or row[0] == "ZADD-1M"]
     host = socket.gethostname()
     started = datetime.datetime.now(datetime.timezone.utc)
     rows = []
     for rnd in range(args.rounds):
-        for name, bench_args, r, prefill in ROWS:
-            for kind in ("slotlane", "redis"):
+        order = kinds if rnd % 2 == 0 else kinds[::-1]
+        for name, bench_args, r, prefill in table:
+            for kind in order:
                 row = measure(kind, args.server_cpu, args.load_cpu, args.requests, bench_args, r, prefill)
                 row.update(round=rnd + 1, test=name)
                 rows.append(row)
                 print(f"round {rnd + 1} {kind:8} {name:8} {row['rps']:>10.0f} rps {row['server_cpu_ns_per_req']:7.0f} "
                       f"ns/req (user {row['server_user_ns_per_req']:.0f} sys {row['server_sys_ns_per_req']:.0f}) "
                       f"load {row['load1']}", flush=True)
-        for kind in ("slotlane", "redis"):
+        for kind in order:
             for size in (10_000, 1_000_000):
                 if kind == "redis" and size == 1_000_000:
                     continue  # the ZADD-1M row above
@@ -241,9 +310,9 @@ def main():
                 rows.append(row)
                 print(f"round {rnd + 1} {kind} ZADD into {size:>7} members: {row['server_cpu_ns_per_req']:.0f} ns/req", flush=True)
     medians = []
-    for name, _, _, _ in ROWS:
+    for name, _, _, _ in table:
         m = {}
-        for kind in ("slotlane", "redis"):
+        for kind in kinds:
             rs = [r for r in rows if r["test"] == name and r["server"] == kind]
             m[kind] = {k: statistics.median(r[k] for r in rs)
                        for k in ("server_cpu_ns_per_req", "server_user_ns_per_req", "server_sys_ns_per_req", "rps")}
@@ -251,14 +320,32 @@ def main():
                         "cpu_ratio": m["slotlane"]["server_cpu_ns_per_req"] / m["redis"]["server_cpu_ns_per_req"],
                         "user_ratio": m["slotlane"]["server_user_ns_per_req"] / m["redis"]["server_user_ns_per_req"],
                         "rps_ratio": m["slotlane"]["rps"] / m["redis"]["rps"]})
+        if args.baseline:
+            medians[-1]["baseline"] = m["baseline"]
+            medians[-1]["cpu_ratio_over_baseline"] = (m["slotlane"]["server_cpu_ns_per_req"] /
+                                                      m["baseline"]["server_cpu_ns_per_req"])
+            per_round = []
+            for rnd in range(1, args.rounds + 1):
+                got = {r["server"]: r["server_cpu_ns_per_req"] for r in rows if r["test"] == name and r["round"] == rnd}
+                per_round.append({"round": rnd, "slotlane_over_redis": got["slotlane"] / got["redis"],
+                                  "slotlane_over_baseline": got["slotlane"] / got["baseline"]})
+            medians[-1]["per_round_ratios"] = per_round
     scal = {size: statistics.median(r["server_cpu_ns_per_req"] for r in rows
                                     if r["test"] == f"ZADD-scaling-{size}" and r["server"] == "slotlane")
             for size in (10_000, 1_000_000)}
     redis_10k = statistics.median(r["server_cpu_ns_per_req"] for r in rows
                                   if r["test"] == "ZADD-scaling-10000" and r["server"] == "redis")
     redis_1m = statistics.median(r["server_cpu_ns_per_req"] for r in rows if r["test"] == "ZADD-1M" and r["server"] == "redis")
-    mem = {kind: memory(kind, args.server_cpu) for kind in ("slotlane", "redis")}
-    mem_ratio = {w: mem["slotlane"][w]["rss_growth_kb"] / mem["redis"][w]["rss_growth_kb"] for w in mem["slotlane"]}
+    base_scal = None
+    if args.baseline:
+        base_scal = {size: statistics.median(r["server_cpu_ns_per_req"] for r in rows
+                                             if r["test"] == f"ZADD-scaling-{size}" and r["server"] == "baseline")
+                     for size in (10_000, 1_000_000)}
+    mem, mem_ratio = {}, {}
+    if not args.only:
+        mem = {kind: memory(kind, args.server_cpu) for kind in ("slotlane", "redis")}
+        mem_ratio = {w: mem["slotlane"][w]["rss_growth_kb"] / mem["redis"][w]["rss_growth_kb"] for w in mem["slotlane"]}
+    cg = [callgrind_zadd(size, args.callgrind) for size in (10_000, 1_000_000)] if args.callgrind else []
     record = {
         "schema": "slotlane.bench.server-datatypes/1", "benchmark": "server-datatypes", "tool": "server/bench/datatypes.py",
         "command": sys.argv, "started_at": started.isoformat(timespec="seconds"),
@@ -275,6 +362,12 @@ def main():
                          "redis_ratio_1M_over_10k": redis_1m / redis_10k},
         "memory": mem, "memory_ratio_slotlane_over_redis": mem_ratio,
     }
+    if args.baseline:
+        record["baseline"] = {"binary": BINARIES["baseline"], "desc": args.baseline_desc,
+                              "zadd_scaling": {"cpu_ns_per_req_10k": base_scal[10_000], "cpu_ns_per_req_1M": base_scal[1_000_000],
+                                               "ratio_1M_over_10k": base_scal[1_000_000] / base_scal[10_000]}}
+    if cg:
+        record["callgrind_zadd"] = cg
     out = write_record(record, host)
     print("\n| op | slotlane CPU ns/req (user / sys) | redis CPU ns/req (user / sys) | CPU ratio | user ratio | slotlane rps | redis rps |")
     print("|---|---|---|---|---|---|---|")
@@ -285,6 +378,16 @@ def main():
               f"| {m['cpu_ratio']:.2f} | {m['user_ratio']:.2f} | {s['rps']:.0f} | {r['rps']:.0f} |")
     print(f"\nZADD CPU/req: 10k members {scal[10_000]:.0f} ns, 1M members {scal[1_000_000]:.0f} ns, "
           f"ratio {scal[1_000_000] / scal[10_000]:.2f}; redis {redis_10k:.0f} / {redis_1m:.0f} ns, ratio {redis_1m / redis_10k:.2f}")
+    if base_scal:
+        print(f"baseline ZADD CPU/req: 10k {base_scal[10_000]:.0f} ns, 1M {base_scal[1_000_000]:.0f} ns, "
+              f"ratio {base_scal[1_000_000] / base_scal[10_000]:.2f}")
+    for m in medians:
+        if "per_round_ratios" in m:
+            print(f"{m['test']}: slotlane / baseline {m['cpu_ratio_over_baseline']:.2f}; per round " +
+                  " ".join(f"{x['slotlane_over_redis']:.2f}/{x['slotlane_over_baseline']:.2f}" for x in m["per_round_ratios"]))
+    for x in cg:
+        print(f"callgrind {x['members']:>7} members: {x['ir_per_zadd']:.0f} Ir/ZADD, D1 read misses {x['d1_read_misses_per_zadd']:.1f}, "
+              f"LL read misses {x['ll_read_misses_per_zadd']:.1f}")
     for w in mem_ratio:
         print(f"RSS growth {w}: slotlane {mem['slotlane'][w]['rss_growth_kb']} kB, redis {mem['redis'][w]['rss_growth_kb']} kB, "
               f"ratio {mem_ratio[w]:.2f}")
