@@ -49,11 +49,18 @@ int sv_zsl_cmp(double s1, const char *m1, size_t l1, double s2, const char *m2, 
     return l1 < l2 ? -1 : l1 > l2;
 }
 
-/* Whether node x sorts before entry e (score s). */
-static int node_before(const sv_zsl_node *x, double s, const sv_entry *e)
+/* Equal scores: the members decide (reads the node's entry: the rare, slow path). */
+__attribute__((noinline)) static int member_before(const sv_zsl_node *x, const sv_entry *e)
+{
+    return sv_zsl_cmp(x->score, x->e->key, x->e->klen, x->score, e->key, e->klen) < 0;
+}
+
+/* Whether node x sorts before entry e (score s). Inlined into every search loop: the
+ * score compare is the whole step in the common case. */
+__attribute__((always_inline)) static inline int node_before(const sv_zsl_node *x, double s, const sv_entry *e)
 {
     if (x->score != s) return x->score < s;
-    return sv_zsl_cmp(x->score, x->e->key, x->e->klen, s, e->key, e->klen) < 0;
+    return member_before(x, e);
 }
 
 static int random_level(void)
