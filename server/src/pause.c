@@ -6,6 +6,7 @@
 #include "pause.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "conn.h"
 #include "script.h"
@@ -41,14 +42,34 @@ static int may_replicate(const sv_cmd *cmd)
            cmd->fn == sv_cmd_spublish;
 }
 
+/* An EVAL body whose shebang declares no-writes (`#!lua flags=no-writes,...`) does
+ * not replicate, as 7.0 decides from the script's flags */
+static int eval_no_writes(sv_str body)
+{
+    if (body.len < 5 || memcmp(body.p, "#!lua", 5) != 0) return 0;
+    const char *end = memchr(body.p, '\n', body.len);
+    size_t n = end ? (size_t)(end - body.p) : body.len;
+    for (size_t i = 5; i + 6 <= n; i++) {
+        if (memcmp(body.p + i, "flags=", 6) != 0 || body.p[i - 1] != ' ') continue;
+        for (size_t j = i + 6; j < n;) {
+            size_t k = j;
+            while (k < n && body.p[k] != ',' && body.p[k] != ' ') k++;
+            if (k - j == 9 && memcmp(body.p + j, "no-writes", 9) == 0) return 1;
+            if (k >= n || body.p[k] == ' ') break;
+            j = k + 1;
+        }
+    }
+    return 0;
+}
+
 int sv_pause_holds(sv_session *s, int argc, sv_str *argv)
 {
-    (void)argc;
     int t = sv_pause_now();
     if (t == SV_PAUSE_OFF) return 0;
     if (t == SV_PAUSE_ALL) return 1;
     const sv_cmd *cmd = sv_cmd_lookup(argv[0].p, argv[0].len);
     if (!cmd) return 0;
+    if (cmd->fn == sv_cmd_eval && argc >= 2 && eval_no_writes(argv[1])) return 0;
     if (may_replicate(cmd)) return 1;
     if (cmd->fn == sv_cmd_exec && s->tx && s->tx->in_multi)
         for (int i = 0; i < s->tx->nq; i++)

@@ -92,6 +92,8 @@ def test_pause_write_holds_writes_until_unpause(setup):
     d.send("PFCOUNT", setup.key("hll"))
     d.send("PUBLISH", "ch", "m")
     d.send("EVAL", "return 7", "0")
+    ro = setup.client()  # a script declared no-writes runs (7.0 reads its shebang flags)
+    assert ro.call("EVAL", "#!lua flags=no-writes\nreturn 8", "0") == 8
     e.send("EXEC")  # the EXEC of a write queued before the pause is held
     assert c.call("GET", setup.key("pcount")) is None
     assert a.call("CLIENT", "UNPAUSE") == Status("OK")
