@@ -29,7 +29,10 @@ run one after another, in the opposite order in every other round (alternated).
   --callgrind N instructions (Ir) and simulated cache misses per ZADD at 10,000 and
                 1,000,000 members, counted by valgrind's callgrind inside sv_cmd_zadd
                 (inclusive) over N ZADDs of a fixed random sequence: repeatable where
-                seconds are not. Instrumentation is switched on after the fill.
+                seconds are not (within a few %: the skiplist's levels come from a
+                time-seeded generator). Instrumentation is switched on after the fill.
+  --callgrind-only  only those counts, of this build and of --baseline (a
+                server-callgrind-zadd record)
 
 Usage: server/bench/datatypes.py [--rounds 3] [--requests 400000] [--quick] [--only zadd]
                                  [--baseline BIN] [--callgrind 50000]
@@ -240,7 +243,7 @@ def callgrind_zadd(size, n):
             "ll_read_misses_per_zadd": per.get("DLmr"), "events_per_zadd": per}
 
 
-def write_record(record, host):
+def write_record(record, host, suffix="server-datatypes"):
     records = os.path.join(ROOT, "bench", "records")
     os.makedirs(records, exist_ok=True)
     tmp = os.path.join(records, f".{host}-{os.getpid()}.tmp")
@@ -250,7 +253,7 @@ def write_record(record, host):
     t = datetime.datetime.now(datetime.timezone.utc)
     try:
         for _ in range(120):
-            name = os.path.join(records, f"{host}-{t.strftime('%Y-%m-%d-%H%M%S')}-server-datatypes.json")
+            name = os.path.join(records, f"{host}-{t.strftime('%Y-%m-%d-%H%M%S')}-{suffix}.json")
             try:
                 os.link(tmp, name)
                 return name
@@ -268,6 +271,36 @@ def git_state():
     return {"commit": commit if len(commit) == 40 else "unknown", "dirty": dirty}
 
 
+def callgrind_only(args):
+    """Instruction and cache-miss counts per ZADD of this build and of --baseline, one
+    record (schema slotlane.bench.server-callgrind-zadd/1)."""
+    global SERVER
+    host = socket.gethostname()
+    started = datetime.datetime.now(datetime.timezone.utc)
+    n = args.callgrind or 50_000
+    builds = {"slotlane": SERVER}
+    if args.baseline:
+        builds["baseline"] = os.path.abspath(args.baseline)
+    counts = {}
+    for kind, binary in builds.items():
+        SERVER = binary
+        counts[kind] = [callgrind_zadd(size, n) for size in (10_000, 1_000_000)]
+        for x in counts[kind]:
+            print(f"callgrind {kind:8} {x['members']:>7} members: {x['ir_per_zadd']:.0f} Ir/ZADD, "
+                  f"D1 read misses {x['d1_read_misses_per_zadd']:.1f}, LL read misses {x['ll_read_misses_per_zadd']:.1f}")
+    SERVER = builds["slotlane"]
+    record = {
+        "schema": "slotlane.bench.server-callgrind-zadd/1", "benchmark": "server-callgrind-zadd",
+        "tool": "server/bench/datatypes.py", "command": sys.argv, "started_at": started.isoformat(timespec="seconds"),
+        "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "git": git_state(),
+        "machine": {"hostname": host, "cpus": os.cpu_count(), "platform": platform.platform(),
+                    "loadavg_at_end": open("/proc/loadavg").read().split()[:3]},
+        "builds": {k: {"binary": v} for k, v in builds.items()}, "baseline_desc": args.baseline_desc,
+        "method": callgrind_zadd.__doc__.strip(), "callgrind_zadd": counts,
+    }
+    print(f"record: {write_record(record, host, 'server-callgrind-zadd')}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
@@ -279,7 +312,12 @@ def main():
     ap.add_argument("--baseline", help="another slotlane-server binary run in the same rounds (server 'baseline')")
     ap.add_argument("--baseline-desc", default="", help="what the baseline build is (recorded)")
     ap.add_argument("--callgrind", type=int, default=0, metavar="N", help="callgrind counts per ZADD over N ZADDs")
+    ap.add_argument("--callgrind-only", action="store_true",
+                    help="only the callgrind counts (of the server and of --baseline): a server-callgrind-zadd record")
     args = ap.parse_args()
+    if args.callgrind_only:
+        callgrind_only(args)
+        return
     if args.quick:
         args.rounds, args.requests = 1, 100_000
     kinds = ["slotlane", "redis"]
