@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "server.h"
+#include "tracking.h"
 #include "aof.h"
 #include "notify.h"
 #include "pubsub.h"
@@ -682,6 +683,7 @@ void sv_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv)
     uint64_t t0 = sv_ticks();
     if (!(cmd->flags & SV_CMD_WRITE)) {
         cmd->fn(c, argc, argv);
+        if (c->sess && c->sess->trk) sv_tracking_after_call(c, cmd, argc, argv); /* the keys it read */
         account(c, cmd, argc, argv, t0, off);
         return;
     }

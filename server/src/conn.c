@@ -9,6 +9,7 @@
 #include "aof.h"
 #include "blocking.h"
 #include "pause.h"
+#include "tracking.h"
 #include "fwd.h"
 #include "pubsub.h"
 
@@ -26,6 +27,7 @@ void sv_conn_free(sv_conn *c)
 {
     sv_fwd_free_pending(c);
     sv_tx_free(c->sh, &c->sess); /* one a coordinated WATCH made after the close */
+    sv_tracking_free_session(&c->sess);
     free(c);
 }
 
@@ -252,7 +254,9 @@ static void process(sv_conn *c)
             } else {
                 sv_ctx ctx = {.sh = sh, .sess = &c->sess, .r = {&c->out, c->sess.proto}, .noroute = 0};
                 ctx.can_block = 1;
+                sv_tracking_before_command(sh, &c->sess);
                 sv_execute(&ctx, argc, c->argv);
+                sv_tracking_after_command(sh, &c->sess, argc, c->argv, &c->out);
                 if (ctx.close_after) c->close_when_flushed = 1;
                 if (ctx.blocked) sv_conn_park(c, ctx.blocked, NULL, argc, c->argv);
             }

@@ -7,6 +7,7 @@
 
 #include "server.h"
 #include "pause.h"
+#include "tracking.h"
 #include "blocking.h"
 #include "notify.h"
 #include "aof.h"
@@ -318,6 +319,7 @@ static void free_key_val(sv_entry *e, void *priv)
 
 void sv_db_flush(sv_shard *sh)
 {
+    if (sh->trk) sv_tracking_flush(sh);
     if (sh->nwatched) { /* as Redis: a watched key that existed was modified */
         sv_dict_iter it;
         sv_dict_iter_init(&it, &sh->watched);
@@ -332,6 +334,7 @@ void sv_db_flush(sv_shard *sh)
 void sv_db_free(sv_shard *sh)
 {
     sv_db_flush(sh);
+    sv_tracking_free_shard(sh);
     if (sh->watched_init) sv_dict_clear(&sh->watched, NULL, NULL);
     sh->watched_init = 0;
     sh->nwatched = 0;
@@ -515,6 +518,7 @@ int sv_numkeys_keys(int argc, sv_str *argv, int ni, int after, int *keys, int ma
 
 void sv_signal_modified_key(sv_shard *sh, sv_str key)
 {
+    if (sh->trk) sv_tracking_invalidate(sh, key); /* CLIENT TRACKING */
     if (sh->nwatched == 0) return;
     sv_entry *w = sv_dict_find(&sh->watched, key.p, key.len);
     if (w) w->u.i = (int64_t)++sh->watch_seq;

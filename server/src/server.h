@@ -158,6 +158,7 @@ typedef struct sv_session {
     /* CLIENT REPLY (conn.c drops the muted replies): OFF until ON; SKIP mutes the
      * command after it (skip_next becomes skip once CLIENT REPLY SKIP has run) */
     int reply_off, reply_skip, reply_skip_next;
+    struct sv_trk *trk; /* CLIENT TRACKING (tracking.c), NULL until the first ON */
 } sv_session;
 
 /* Per command and shard (INFO commandstats, latencystats, LATENCY HISTOGRAM): written
@@ -262,6 +263,7 @@ typedef struct sv_shard {
     uint64_t nwatched;
     uint64_t watch_seq;
     struct sv_pause_shard *pause; /* CLIENT PAUSE's held connections (pause.c) */
+    struct sv_trk_shard *trk;     /* CLIENT TRACKING's table (tracking.c), NULL until used */
 } sv_shard;
 
 extern sv_shard *sv_shards;

@@ -13,6 +13,7 @@
 #include "conn.h"
 #include "server.h"
 #include "pause.h"
+#include "tracking.h"
 #include "aof.h"
 #include "blocking.h"
 #include "notify.h"
@@ -341,7 +342,13 @@ void sv_cmd_client(sv_ctx *c, int argc, sv_str *argv)
     } else if (sv_eq(sub, "unpause") && argc == 2) {
         sv_client_unpause(c);
     } else if (sv_eq(sub, "getredir") && argc == 2) {
-        sv_add_int(&c->r, -1); /* no tracking */
+        sv_client_getredir(c);
+    } else if (sv_eq(sub, "tracking") && argc >= 3) {
+        sv_client_tracking(c, argc, argv);
+    } else if (sv_eq(sub, "caching") && argc >= 3) {
+        sv_client_caching(c, argc, argv);
+    } else if (sv_eq(sub, "trackinginfo") && argc == 2) {
+        sv_client_trackinginfo(c);
     } else if (sv_eq(sub, "unblock") && (argc == 3 || argc == 4)) {
         long long id;
         if (!sv_get_ll(c, argv[2], &id)) return;
@@ -407,7 +414,8 @@ void sv_cmd_client(sv_ctx *c, int argc, sv_str *argv)
         sv_add_array(&c->r, (long long)(sizeof(help) / sizeof(help[0])));
         for (size_t i = 0; i < sizeof(help) / sizeof(help[0]); i++) sv_add_status(&c->r, help[i]);
     } else if (sv_eq(sub, "kill") || sv_eq(sub, "no-evict") || sv_eq(sub, "getredir") || sv_eq(sub, "unblock") ||
-               (sv_eq(sub, "pause") && argc < 3) || sv_eq(sub, "unpause") || sv_eq(sub, "reply")) {
+               (sv_eq(sub, "pause") && argc < 3) || sv_eq(sub, "unpause") || sv_eq(sub, "reply") ||
+               sv_eq(sub, "tracking") || sv_eq(sub, "caching") || sv_eq(sub, "trackinginfo")) {
         char name[64];
         snprintf(name, sizeof(name), "client|%.*s", (int)(sub.len > 32 ? 32 : sub.len), sub.p);
         for (char *p = name; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
