@@ -11,51 +11,13 @@ import time
 
 import pytest
 
-from resp import Conn, Err, Server, Status, key_slot
+from resp import Err, Status, key_slot
+from server_modes import ModeSetup, until_marker
 
 MODES = ["redis", "shards1", "shards2-pershard", "shards2-oneport"]
 
 
-class Setup:
-    def __init__(self, mode):
-        self.mode = mode
-        if mode == "redis":
-            self.srv = Server(redis=True)
-        elif mode == "shards1":
-            self.srv = Server(shards=1)
-        elif mode == "shards2-pershard":
-            self.srv = Server(shards=2)
-        else:
-            self.srv = Server(shards=2, extra=["--port-mode", "one-port"])
-        self.conns = []
-
-    def key(self, name):
-        """A key owned by the last shard in per-shard mode (the paused clients' shard)."""
-        if self.mode != "shards2-pershard":
-            return name
-        for i in range(1000):
-            k = f"{{t{i}}}{name}"
-            if key_slot(k) * 2 // 16384 == 1:
-                return k
-        raise AssertionError("no key for shard 1")
-
-    def pauser(self):
-        c = Conn(self.srv.port)
-        self.conns.append(c)
-        return c
-
-    def client(self):
-        """A client of the last shard (per-shard mode), else of the port."""
-        port = self.srv.port + (1 if self.mode == "shards2-pershard" else 0)
-        c = Conn(port)
-        self.conns.append(c)
-        return c
-
-    def stop(self):
-        for c in self.conns:
-            c.close()
-        code, err = self.srv.stop()
-        assert self.mode == "redis" or code == 0, err
+Setup = ModeSetup
 
 
 @pytest.fixture(params=MODES)
@@ -199,17 +161,6 @@ def test_pause_arguments_and_pause_zero(setup):
     assert setup.client().call("SET", setup.key("pzero"), "1") == Status("OK")
 
 
-def replies_until_marker(conn, marker="end-of-case"):
-    """Every reply up to the ECHO of the marker: what the server really sent."""
-    conn.send("ECHO", marker)
-    out = []
-    while True:
-        r = conn.read()
-        if r == marker.encode():
-            return out
-        out.append(r)
-
-
 @pytest.mark.parametrize("proto", [2, 3])
 def test_client_reply(setup, proto):
     c = setup.client()
@@ -230,7 +181,7 @@ def test_client_reply(setup, proto):
     for cmds, want in cases:
         for argv in cmds:
             c.send(*argv)
-        got = replies_until_marker(c)
+        got = until_marker(c)
         if setup.mode == "shards2-pershard":  # a key of the other shard: MOVED, muted or not
             got = [g for g in got if not (isinstance(g, Err) and str(g).startswith("MOVED"))]
         assert got == want, (cmds, got)

@@ -9,41 +9,15 @@ on shard 1, whose keys they use: tracking is per shard, as per node in Redis Clu
 with forwarding (one-port) TRACKING ON is refused with an error."""
 import pytest
 
-from resp import Conn, Err, Map, Push, Server, Status, key_slot
+from resp import Conn, Err, Map, Push, Server, Status
+from server_modes import ModeSetup, until_marker
 
 MODES = ["redis", "shards1", "shards2-pershard"]
 
 
-class Setup:
-    def __init__(self, mode):
-        self.mode = mode
-        if mode == "redis":
-            self.srv = Server(redis=True)
-        else:
-            self.srv = Server(shards=1 if mode == "shards1" else 2)
-        self.conns = []
-
-    def key(self, name):
-        if self.mode != "shards2-pershard":
-            return name
-        for i in range(1000):
-            k = f"{{t{i}}}{name}"
-            if key_slot(k) * 2 // 16384 == 1:
-                return k
-        raise AssertionError
-
+class Setup(ModeSetup):
     def client(self, proto=3):
-        c = Conn(self.srv.port + (1 if self.mode == "shards2-pershard" else 0))
-        if proto == 3:
-            c.call("HELLO", "3")
-        self.conns.append(c)
-        return c
-
-    def stop(self):
-        for c in self.conns:
-            c.close()
-        code, err = self.srv.stop()
-        assert self.mode == "redis" or code == 0, err
+        return super().client(proto)
 
 
 @pytest.fixture(params=MODES)
@@ -51,16 +25,6 @@ def setup(request):
     s = Setup(request.param)
     yield s
     s.stop()
-
-
-def until_marker(conn):
-    conn.send("ECHO", "marker")
-    out = []
-    while True:
-        r = conn.read()
-        if r == b"marker":
-            return out
-        out.append(r)
 
 
 def inval(*keys):
