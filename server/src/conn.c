@@ -27,7 +27,7 @@ void sv_conn_free(sv_conn *c)
 {
     sv_fwd_free_pending(c);
     sv_tx_free(c->sh, &c->sess); /* one a coordinated WATCH made after the close */
-    sv_tracking_free_session(&c->sess);
+    sv_tracking_free_session(c->sh, &c->sess);
     free(c);
 }
 

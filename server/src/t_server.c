@@ -541,8 +541,8 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
         bprintf(b,
                 "# Clients\r\nconnected_clients:%d\r\ncluster_connections:0\r\nmaxclients:%d\r\n"
                 "client_recent_max_input_buffer:%zu\r\nclient_recent_max_output_buffer:%zu\r\nblocked_clients:%d\r\n"
-                "tracking_clients:0\r\nclients_in_timeout_table:0\r\ntotal_watched_keys:%llu\r\n\r\n",
-                sh->nclients, sv_cfg.maxclients, in, out, blocked_total(),
+                "tracking_clients:%d\r\nclients_in_timeout_table:0\r\ntotal_watched_keys:%llu\r\n\r\n",
+                sh->nclients, sv_cfg.maxclients, in, out, blocked_total(), sv_tracking_clients(sh),
                 (unsigned long long)sh->nwatched); /* this shard's */
     } else if (!strcmp(name, "memory")) {
         sv_memover o;

@@ -25,6 +25,7 @@ typedef struct trk_ids {
 typedef struct sv_trk_shard {
     sv_dict keys;     /* key -> trk_ids */
     int nbcast;       /* sessions of this shard in BCAST mode */
+    int nclients;     /* sessions of this shard with tracking on (INFO tracking_clients) */
     sv_session *cur;  /* the session whose command runs (NOLOOP; its own pushes wait) */
     sv_buf pending;   /* invalidations for cur, written after its reply */
 } sv_trk_shard;
@@ -63,9 +64,15 @@ static void clear_prefixes(sv_trk *t)
     t->nprefix = 0;
 }
 
-void sv_tracking_free_session(sv_session *s)
+int sv_tracking_clients(sv_shard *sh) { return sh->trk ? sh->trk->nclients : 0; }
+
+void sv_tracking_free_session(sv_shard *sh, sv_session *s)
 {
     if (!s->trk) return;
+    if (s->trk->on && sh->trk) {
+        sh->trk->nclients--;
+        if (s->trk->bcast) sh->trk->nbcast--;
+    }
     clear_prefixes(s->trk);
     free(s->trk);
     s->trk = NULL;
@@ -304,6 +311,7 @@ void sv_client_tracking(sv_ctx *c, int argc, sv_str *argv)
         if (!t) t = s->trk = sv_calloc(1, sizeof(*t));
         sv_trk_shard *ts = shard_state(c->sh);
         if (t->on && t->bcast) ts->nbcast--;
+        if (!t->on) ts->nclients++;
         t->on = 1;
         t->bcast = bcast;
         t->optin = optin;
@@ -326,7 +334,10 @@ void sv_client_tracking(sv_ctx *c, int argc, sv_str *argv)
         }
     } else if (sv_eq(argv[2], "off")) {
         if (t) {
-            if (t->on && t->bcast && c->sh->trk) c->sh->trk->nbcast--;
+            if (t->on && c->sh->trk) {
+                c->sh->trk->nclients--;
+                if (t->bcast) c->sh->trk->nbcast--;
+            }
             clear_prefixes(t);
             memset(t, 0, sizeof(*t));
         }

@@ -29,7 +29,9 @@ void sv_tracking_after_command(sv_shard *sh, sv_session *s, int argc, sv_str *ar
 void sv_tracking_invalidate(sv_shard *sh, sv_str key);
 void sv_tracking_flush(sv_shard *sh);
 /* A session's tracking state is freed with it. */
-void sv_tracking_free_session(sv_session *s);
+void sv_tracking_free_session(sv_shard *sh, sv_session *s);
+/* Sessions of this shard with tracking on (INFO clients tracking_clients). */
+int sv_tracking_clients(sv_shard *sh);
 void sv_tracking_free_shard(sv_shard *sh);
 
 #endif

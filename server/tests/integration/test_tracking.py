@@ -66,10 +66,13 @@ def test_noloop_bcast_prefix(setup):
     assert b.call("SET", setup.key("other"), "x") == Status("OK")
     a.send("SET", p + "2", "x")  # NOLOOP: no push for its own write
     assert until_marker(a) == [inval(p + "1"), Status("OK")]
+    tracking = lambda c: int(bytes(c.call("INFO", "clients")).decode().split("tracking_clients:")[1].split("\r\n")[0])  # noqa: E731
+    assert tracking(b) == 1
     info = a.call("CLIENT", "TRACKINGINFO")
     d = {k: v for k, v in info}
     assert sorted(d[b"flags"]) == [b"bcast", b"noloop", b"on"] and d[b"redirect"] == 0
     assert d[b"prefixes"] == [p.encode()]
+    assert a.call("CLIENT", "TRACKING", "OFF") == Status("OK") and tracking(b) == 0
 
 
 def test_optin_optout(setup):
