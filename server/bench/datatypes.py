@@ -20,12 +20,26 @@ Three parts, one record (bench/records/<host>-<date>-<HHMMSS>-server-datatypes.j
             the ratio slotlane / redis (target 0.7 .. 1.3).
 
 The servers are pinned to --server-cpu, the load to --load-cpu (taskset); the load
-average is recorded with every row (the machine is shared).
+average is recorded with every row (the machine is shared). Within a round the servers
+run one after another, in the opposite order in every other round (alternated).
 
-Usage: server/bench/datatypes.py [--rounds 3] [--requests 400000] [--quick]
+  --only zadd   the ZADD-1M row and the scaling part only (no other rows, no memory)
+  --baseline B  also runs the slotlane-server binary B (an older build) in the same
+                rounds, as server "baseline": before/after under the same conditions
+  --callgrind N instructions (Ir) and simulated cache misses per ZADD at 10,000 and
+                1,000,000 members, counted by valgrind's callgrind inside sv_cmd_zadd
+                (inclusive) over N ZADDs of a fixed random sequence: repeatable where
+                seconds are not (within a few %: the skiplist's levels come from a
+                time-seeded generator). Instrumentation is switched on after the fill.
+  --callgrind-only  only those counts, of this build and of --baseline (a
+                server-callgrind-zadd record)
+
+Usage: server/bench/datatypes.py [--rounds 3] [--requests 400000] [--quick] [--only zadd]
+                                 [--baseline BIN] [--callgrind 50000]
 """
 import argparse
 import datetime
+import json
 import os
 import platform
 import socket
@@ -38,9 +52,31 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "server", "tests", "integration"))
 from resp import Conn, encode  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import SERVER, cpu_ns, git_state, load1, stop  # noqa: E402
-import benchlib  # noqa: E402
+SERVER = os.environ.get("SV_SERVER_BIN", os.path.join(ROOT, "build", "server", "slotlane-server"))
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def load1():
+    return float(open("/proc/loadavg").read().split()[0])
+
+
+def free_port():
+    for p in range(21200, 21999):
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", p))
+            return p
+        except OSError:
+            continue
+        finally:
+            s.close()
+    raise RuntimeError("no free port")
+
+
+def cpu_ns(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) * 1_000_000_000 // CLK_TCK, int(fields[12]) * 1_000_000_000 // CLK_TCK
 
 
 def rss_kb(pid):
@@ -51,10 +87,34 @@ def rss_kb(pid):
     raise RuntimeError("no VmRSS")
 
 
+BINARIES = {"slotlane": SERVER}
+
+
 def start(kind, cpu):
-    port = benchlib.free_port(21200)
-    proc, cmd = benchlib.start(kind, port, cpu)
-    return proc, port, cmd
+    port = free_port()
+    if kind in BINARIES:
+        cmd = ["taskset", "-c", cpu, BINARIES[kind], "--shards", "1", "--port", str(port), "--cpus", cpu, "--loglevel", "warning"]
+    else:
+        cmd = ["taskset", "-c", cpu, "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+               "--appendonly", "no", "--logfile", "/dev/null"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(250):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, port, cmd
+        except OSError:
+            time.sleep(0.02)
+    proc.kill()
+    raise RuntimeError(f"{kind} did not start")
+
+
+def stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def fill_zset(port, key, n, batch=1000):
@@ -81,7 +141,11 @@ def fill_zset(port, key, n, batch=1000):
 
 
 def redis_benchmark(port, cpu, n, args, r):
-    return benchlib.redis_benchmark(port, cpu, ["-P", "16", "-c", "50", "-n", str(n), "-r", str(r), *args])
+    cmd = ["taskset", "-c", cpu, "redis-benchmark", "-p", str(port), "-P", "16", "-c", "50", "-n", str(n), "-r", str(r),
+           "--csv"] + args
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=True)
+    rows = [l for l in out.stdout.splitlines() if l.startswith('"') and not l.startswith('"test"')]
+    return float(rows[0].split(",")[1].strip('"')), cmd
 
 
 ROWS = [
@@ -133,8 +197,108 @@ def memory(kind, cpu):
     return out
 
 
-def write_record(record, host):
-    return benchlib.write_record(record, "server-datatypes", host, datetime.datetime.now(datetime.timezone.utc))
+def callgrind_zadd(size, n):
+    """Ir, D1 and LL data-read misses per ZADD (inside sv_cmd_zadd) into a set of `size`
+    members, over n ZADDs of random members and scores from a fixed seed."""
+    import random
+    port = free_port()
+    out = f"/tmp/sv-callgrind-{os.getpid()}-{size}.out"
+    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--cache-sim=yes", "--toggle-collect=sv_cmd_zadd",
+           f"--callgrind-out-file={out}", SERVER, "--shards", "1", "--port", str(port), "--loglevel", "warning"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(1500):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.02)
+        fill_zset(port, "z", size)
+        subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True, capture_output=True)
+        rng = random.Random(24)
+        c = Conn(port, timeout=600)
+        for lo in range(0, n, 1000):
+            batch = b"".join(encode(["ZADD", "z", str(rng.randrange(size)), f"member:{rng.randrange(size):012d}"])
+                             for _ in range(min(1000, n - lo)))
+            c.send_raw(batch)
+            for _ in range(min(1000, n - lo)):
+                assert isinstance(c.read(), int)
+        c.close()
+        subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True, capture_output=True)
+    finally:
+        stop(proc)
+    events, totals = None, None
+    for path in sorted(p for p in os.listdir("/tmp") if p.startswith(os.path.basename(out))):
+        with open(os.path.join("/tmp", path)) as f:
+            for line in f:
+                if line.startswith("events:"):
+                    events = line.split()[1:]
+                elif line.startswith("totals:") or line.startswith("summary:"):
+                    vals = [int(v) for v in line.split()[1:]]
+                    if events and sum(vals) and (totals is None or vals[0] > totals[0]):
+                        totals = vals
+        os.unlink(os.path.join("/tmp", path))
+    per = {e: v / n for e, v in zip(events, totals)}
+    return {"members": size, "zadds": n, "ir_per_zadd": per.get("Ir"), "d1_read_misses_per_zadd": per.get("D1mr"),
+            "ll_read_misses_per_zadd": per.get("DLmr"), "events_per_zadd": per}
+
+
+def write_record(record, host, suffix="server-datatypes"):
+    records = os.path.join(ROOT, "bench", "records")
+    os.makedirs(records, exist_ok=True)
+    tmp = os.path.join(records, f".{host}-{os.getpid()}.tmp")
+    with open(tmp, "w") as f:
+        json.dump(record, f, indent=2)
+        f.write("\n")
+    t = datetime.datetime.now(datetime.timezone.utc)
+    try:
+        for _ in range(120):
+            name = os.path.join(records, f"{host}-{t.strftime('%Y-%m-%d-%H%M%S')}-{suffix}.json")
+            try:
+                os.link(tmp, name)
+                return name
+            except FileExistsError:
+                t += datetime.timedelta(seconds=1)
+        raise RuntimeError("no free record name")
+    finally:
+        os.unlink(tmp)
+
+
+def git_state():
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = bool(subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "server"], capture_output=True,
+                                text=True).stdout.strip())
+    return {"commit": commit if len(commit) == 40 else "unknown", "dirty": dirty}
+
+
+def callgrind_only(args):
+    """Instruction and cache-miss counts per ZADD of this build and of --baseline, one
+    record (schema slotlane.bench.server-callgrind-zadd/1)."""
+    global SERVER
+    host = socket.gethostname()
+    started = datetime.datetime.now(datetime.timezone.utc)
+    n = args.callgrind or 50_000
+    builds = {"slotlane": SERVER}
+    if args.baseline:
+        builds["baseline"] = os.path.abspath(args.baseline)
+    counts = {}
+    for kind, binary in builds.items():
+        SERVER = binary
+        counts[kind] = [callgrind_zadd(size, n) for size in (10_000, 1_000_000)]
+        for x in counts[kind]:
+            print(f"callgrind {kind:8} {x['members']:>7} members: {x['ir_per_zadd']:.0f} Ir/ZADD, "
+                  f"D1 read misses {x['d1_read_misses_per_zadd']:.1f}, LL read misses {x['ll_read_misses_per_zadd']:.1f}")
+    SERVER = builds["slotlane"]
+    record = {
+        "schema": "slotlane.bench.server-callgrind-zadd/1", "benchmark": "server-callgrind-zadd",
+        "tool": "server/bench/datatypes.py", "command": sys.argv, "started_at": started.isoformat(timespec="seconds"),
+        "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "git": git_state(),
+        "machine": {"hostname": host, "cpus": os.cpu_count(), "platform": platform.platform(),
+                    "loadavg_at_end": open("/proc/loadavg").read().split()[:3]},
+        "builds": {k: {"binary": v} for k, v in builds.items()}, "baseline_desc": args.baseline_desc,
+        "method": callgrind_zadd.__doc__.strip(), "callgrind_zadd": counts,
+    }
+    print(f"record: {write_record(record, host, 'server-callgrind-zadd')}")
 
 
 def main():
@@ -144,22 +308,37 @@ def main():
     ap.add_argument("--server-cpu", default="0")
     ap.add_argument("--load-cpu", default="1")
     ap.add_argument("--quick", action="store_true", help="one round, 100k requests")
+    ap.add_argument("--only", choices=["zadd"], help="zadd: the ZADD-1M row and the scaling part only")
+    ap.add_argument("--baseline", help="another slotlane-server binary run in the same rounds (server 'baseline')")
+    ap.add_argument("--baseline-desc", default="", help="what the baseline build is (recorded)")
+    ap.add_argument("--callgrind", type=int, default=0, metavar="N", help="callgrind counts per ZADD over N ZADDs")
+    ap.add_argument("--callgrind-only", action="store_true",
+                    help="only the callgrind counts (of the server and of --baseline): a server-callgrind-zadd record")
     args = ap.parse_args()
+    if args.callgrind_only:
+        callgrind_only(args)
+        return
     if args.quick:
         args.rounds, args.requests = 1, 100_000
+    kinds = ["slotlane", "redis"]
+    if args.baseline:
+        BINARIES["baseline"] = os.path.abspath(args.baseline)
+        kinds.insert(1, "baseline")
+    table = [row for row in ROWS if not args.only or row[0] == "ZADD-1M"]
     host = socket.gethostname()
     started = datetime.datetime.now(datetime.timezone.utc)
     rows = []
     for rnd in range(args.rounds):
-        for name, bench_args, r, prefill in ROWS:
-            for kind in ("slotlane", "redis"):
+        order = kinds if rnd % 2 == 0 else kinds[::-1]
+        for name, bench_args, r, prefill in table:
+            for kind in order:
                 row = measure(kind, args.server_cpu, args.load_cpu, args.requests, bench_args, r, prefill)
                 row.update(round=rnd + 1, test=name)
                 rows.append(row)
                 print(f"round {rnd + 1} {kind:8} {name:8} {row['rps']:>10.0f} rps {row['server_cpu_ns_per_req']:7.0f} "
                       f"ns/req (user {row['server_user_ns_per_req']:.0f} sys {row['server_sys_ns_per_req']:.0f}) "
                       f"load {row['load1']}", flush=True)
-        for kind in ("slotlane", "redis"):
+        for kind in order:
             for size in (10_000, 1_000_000):
                 if kind == "redis" and size == 1_000_000:
                     continue  # the ZADD-1M row above
@@ -169,9 +348,9 @@ def main():
                 rows.append(row)
                 print(f"round {rnd + 1} {kind} ZADD into {size:>7} members: {row['server_cpu_ns_per_req']:.0f} ns/req", flush=True)
     medians = []
-    for name, _, _, _ in ROWS:
+    for name, _, _, _ in table:
         m = {}
-        for kind in ("slotlane", "redis"):
+        for kind in kinds:
             rs = [r for r in rows if r["test"] == name and r["server"] == kind]
             m[kind] = {k: statistics.median(r[k] for r in rs)
                        for k in ("server_cpu_ns_per_req", "server_user_ns_per_req", "server_sys_ns_per_req", "rps")}
@@ -179,14 +358,32 @@ def main():
                         "cpu_ratio": m["slotlane"]["server_cpu_ns_per_req"] / m["redis"]["server_cpu_ns_per_req"],
                         "user_ratio": m["slotlane"]["server_user_ns_per_req"] / m["redis"]["server_user_ns_per_req"],
                         "rps_ratio": m["slotlane"]["rps"] / m["redis"]["rps"]})
+        if args.baseline:
+            medians[-1]["baseline"] = m["baseline"]
+            medians[-1]["cpu_ratio_over_baseline"] = (m["slotlane"]["server_cpu_ns_per_req"] /
+                                                      m["baseline"]["server_cpu_ns_per_req"])
+            per_round = []
+            for rnd in range(1, args.rounds + 1):
+                got = {r["server"]: r["server_cpu_ns_per_req"] for r in rows if r["test"] == name and r["round"] == rnd}
+                per_round.append({"round": rnd, "slotlane_over_redis": got["slotlane"] / got["redis"],
+                                  "slotlane_over_baseline": got["slotlane"] / got["baseline"]})
+            medians[-1]["per_round_ratios"] = per_round
     scal = {size: statistics.median(r["server_cpu_ns_per_req"] for r in rows
                                     if r["test"] == f"ZADD-scaling-{size}" and r["server"] == "slotlane")
             for size in (10_000, 1_000_000)}
     redis_10k = statistics.median(r["server_cpu_ns_per_req"] for r in rows
                                   if r["test"] == "ZADD-scaling-10000" and r["server"] == "redis")
     redis_1m = statistics.median(r["server_cpu_ns_per_req"] for r in rows if r["test"] == "ZADD-1M" and r["server"] == "redis")
-    mem = {kind: memory(kind, args.server_cpu) for kind in ("slotlane", "redis")}
-    mem_ratio = {w: mem["slotlane"][w]["rss_growth_kb"] / mem["redis"][w]["rss_growth_kb"] for w in mem["slotlane"]}
+    base_scal = None
+    if args.baseline:
+        base_scal = {size: statistics.median(r["server_cpu_ns_per_req"] for r in rows
+                                             if r["test"] == f"ZADD-scaling-{size}" and r["server"] == "baseline")
+                     for size in (10_000, 1_000_000)}
+    mem, mem_ratio = {}, {}
+    if not args.only:
+        mem = {kind: memory(kind, args.server_cpu) for kind in ("slotlane", "redis")}
+        mem_ratio = {w: mem["slotlane"][w]["rss_growth_kb"] / mem["redis"][w]["rss_growth_kb"] for w in mem["slotlane"]}
+    cg = [callgrind_zadd(size, args.callgrind) for size in (10_000, 1_000_000)] if args.callgrind else []
     record = {
         "schema": "slotlane.bench.server-datatypes/1", "benchmark": "server-datatypes", "tool": "server/bench/datatypes.py",
         "command": sys.argv, "started_at": started.isoformat(timespec="seconds"),
@@ -203,6 +400,12 @@ def main():
                          "redis_ratio_1M_over_10k": redis_1m / redis_10k},
         "memory": mem, "memory_ratio_slotlane_over_redis": mem_ratio,
     }
+    if args.baseline:
+        record["baseline"] = {"binary": BINARIES["baseline"], "desc": args.baseline_desc,
+                              "zadd_scaling": {"cpu_ns_per_req_10k": base_scal[10_000], "cpu_ns_per_req_1M": base_scal[1_000_000],
+                                               "ratio_1M_over_10k": base_scal[1_000_000] / base_scal[10_000]}}
+    if cg:
+        record["callgrind_zadd"] = cg
     out = write_record(record, host)
     print("\n| op | slotlane CPU ns/req (user / sys) | redis CPU ns/req (user / sys) | CPU ratio | user ratio | slotlane rps | redis rps |")
     print("|---|---|---|---|---|---|---|")
@@ -213,6 +416,16 @@ def main():
               f"| {m['cpu_ratio']:.2f} | {m['user_ratio']:.2f} | {s['rps']:.0f} | {r['rps']:.0f} |")
     print(f"\nZADD CPU/req: 10k members {scal[10_000]:.0f} ns, 1M members {scal[1_000_000]:.0f} ns, "
           f"ratio {scal[1_000_000] / scal[10_000]:.2f}; redis {redis_10k:.0f} / {redis_1m:.0f} ns, ratio {redis_1m / redis_10k:.2f}")
+    if base_scal:
+        print(f"baseline ZADD CPU/req: 10k {base_scal[10_000]:.0f} ns, 1M {base_scal[1_000_000]:.0f} ns, "
+              f"ratio {base_scal[1_000_000] / base_scal[10_000]:.2f}")
+    for m in medians:
+        if "per_round_ratios" in m:
+            print(f"{m['test']}: slotlane / baseline {m['cpu_ratio_over_baseline']:.2f}; per round " +
+                  " ".join(f"{x['slotlane_over_redis']:.2f}/{x['slotlane_over_baseline']:.2f}" for x in m["per_round_ratios"]))
+    for x in cg:
+        print(f"callgrind {x['members']:>7} members: {x['ir_per_zadd']:.0f} Ir/ZADD, D1 read misses {x['d1_read_misses_per_zadd']:.1f}, "
+              f"LL read misses {x['ll_read_misses_per_zadd']:.1f}")
     for w in mem_ratio:
         print(f"RSS growth {w}: slotlane {mem['slotlane'][w]['rss_growth_kb']} kB, redis {mem['redis'][w]['rss_growth_kb']} kB, "
               f"ratio {mem_ratio[w]:.2f}")

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "server.h"
+#include "tracking.h"
 #include "aof.h"
 #include "notify.h"
 #include "pubsub.h"
@@ -31,24 +32,11 @@
 #define P SV_CMD_PUBSUB
 #define NS SV_CMD_NOSCRIPT
 
-static int sintercard_keys(int argc, sv_str *argv, int *keys, int max)
-{
-    long long n;
-    if (argc < 2 || !sv_str2ll(argv[1].p, argv[1].len, &n) || n < 1 || n > argc - 2) return -1;
-    int k = 0;
-    for (int i = 0; i < n && k < max; i++) keys[k++] = 2 + i;
-    return k;
-}
+/* numkeys at argv[1], keys after it (ZUNION ZINTER ZDIFF ZINTERCARD SINTERCARD LMPOP ZMPOP) */
+static int numkeys1_keys(int argc, sv_str *argv, int *keys, int max) { return sv_numkeys_keys(argc, argv, 1, 0, keys, max); }
 
-/* numkeys at argv[1], keys after it (ZUNION ZINTER ZDIFF ZINTERCARD LMPOP ZMPOP) */
-static int numkeys1_keys(int argc, sv_str *argv, int *keys, int max)
-{
-    long long n;
-    if (argc < 3 || !sv_str2ll(argv[1].p, argv[1].len, &n) || n < 1 || n > argc - 2) return -1;
-    int k = 0;
-    for (int i = 0; i < n && k < max; i++) keys[k++] = 2 + i;
-    return k;
-}
+/* BLMPOP/BZMPOP timeout numkeys key... LEFT|RIGHT|MIN|MAX: the direction must follow */
+static int bmpop_keys(int argc, sv_str *argv, int *keys, int max) { return sv_numkeys_keys(argc, argv, 2, 1, keys, max); }
 
 /* GEORADIUS/GEORADIUSBYMEMBER: the source, and the key after STORE or STOREDIST */
 static int georadius_keys(int argc, sv_str *argv, int *keys, int max, int base)
@@ -81,12 +69,11 @@ static int sort_keys(int argc, sv_str *argv, int *keys, int max)
 /* the destination at argv[1], numkeys at argv[2], keys after it (the *STORE forms) */
 static int numkeys2_keys(int argc, sv_str *argv, int *keys, int max)
 {
-    long long n;
-    if (argc < 4 || !sv_str2ll(argv[2].p, argv[2].len, &n) || n < 1 || n > argc - 3) return -1;
-    int k = 0;
-    if (max > 0) keys[k++] = 1;
-    for (int i = 0; i < n && k < max; i++) keys[k++] = 3 + i;
-    return k;
+    if (max < 1) return 0;
+    int k = sv_numkeys_keys(argc, argv, 2, 0, keys + 1, max - 1);
+    if (k < 0) return -1;
+    keys[0] = 1;
+    return k + 1;
 }
 
 /* XREAD/XREADGROUP: the keys are the first half of what follows STREAMS */
@@ -244,7 +231,7 @@ static const sv_cmd table[] = {
     CP(brpop, -3, W | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @list @slow @blocking", NOOP0, EVF(SV_N_LIST, sv_ev_blpop, SV_EV_NONNULL)),
     CP(brpoplpush, 4, W | D | B | SV_CMD_NOSCRIPT, 1, 2, 1, "@write @list @slow @blocking", NOOP0, EVF(SV_N_LIST, sv_ev_lmove, SV_EV_NONNULL)),
     CP(blmove, 6, W | D | B | SV_CMD_NOSCRIPT, 1, 2, 1, "@write @list @slow @blocking", NOOP0, EVF(SV_N_LIST, sv_ev_lmove, SV_EV_NONNULL)),
-    {"blmpop", sv_cmd_blmpop, -5, W | B | M, 0, 0, 0, "@write @list @slow @blocking", sv_mpop_keys, NOOP0, EVF(SV_N_LIST, sv_ev_blmpop, SV_EV_NONNULL)},
+    {"blmpop", sv_cmd_blmpop, -5, W | B | M, 0, 0, 0, "@write @list @slow @blocking", bmpop_keys, NOOP0, EVF(SV_N_LIST, sv_ev_blmpop, SV_EV_NONNULL)},
     {"lmpop", sv_cmd_lmpop, -4, W | M, 0, 0, 0, "@write @list @slow", numkeys1_keys,
      .coord = SV_COORD_GATHER, .touch = SV_TOUCH_NONE /* signals what it changed itself */, EVF(SV_N_LIST, sv_ev_lmpop, SV_EV_NONNULL)},
     /* hashes */
@@ -280,7 +267,7 @@ static const sv_cmd table[] = {
     CP(sinterstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SINTERSTORE, .touch = SV_TOUCH_FIRST, .pflags = SV_P_KEYMISS, EV(SV_N_SET, "sinterstore", SV_EV_POS)),
     CP(sunionstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SUNIONSTORE, .touch = SV_TOUCH_FIRST, .pflags = SV_P_KEYMISS, EV(SV_N_SET, "sunionstore", SV_EV_POS)),
     CP(sdiffstore, -3, W | D, 1, -1, 1, "@write @set @slow", .coord = SV_COORD_SDIFFSTORE, .touch = SV_TOUCH_FIRST, .pflags = SV_P_KEYMISS, EV(SV_N_SET, "sdiffstore", SV_EV_POS)),
-    {"sintercard", sv_cmd_sintercard, -3, R | M, 0, 0, 0, "@read @set @slow", sintercard_keys, .coord = SV_COORD_SINTERCARD},
+    {"sintercard", sv_cmd_sintercard, -3, R | M, 0, 0, 0, "@read @set @slow", numkeys1_keys, .coord = SV_COORD_SINTERCARD},
     C(sscan, -3, R, 1, 1, 1, "@read @set @slow"),
     /* sorted sets */
     CP(zadd, -4, W | D | F, 1, 1, 1, "@write @sortedset @fast", EVIN(SV_N_ZSET) /* "zadd"/"zincr" when a member was added or updated */),
@@ -343,7 +330,7 @@ static const sv_cmd table[] = {
     CP(xsetid, -3, W | D | F, 1, 1, 1, "@write @stream @fast", .touch = SV_TOUCH_NONE, EVIN(SV_N_STREAM)),
     CP(bzpopmin, -3, W | F | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @sortedset @fast @blocking", NOOP0, EVF(SV_N_ZSET, sv_ev_bzpop, SV_EV_NONNULL)),
     CP(bzpopmax, -3, W | F | B | SV_CMD_NOSCRIPT, 1, -2, 1, "@write @sortedset @fast @blocking", NOOP0, EVF(SV_N_ZSET, sv_ev_bzpop, SV_EV_NONNULL)),
-    {"bzmpop", sv_cmd_bzmpop, -5, W | B | M, 0, 0, 0, "@write @sortedset @slow @blocking", sv_mpop_keys, NOOP0, EVF(SV_N_ZSET, sv_ev_bzmpop, SV_EV_NONNULL)},
+    {"bzmpop", sv_cmd_bzmpop, -5, W | B | M, 0, 0, 0, "@write @sortedset @slow @blocking", bmpop_keys, NOOP0, EVF(SV_N_ZSET, sv_ev_bzmpop, SV_EV_NONNULL)},
     /* pub/sub */
     C(subscribe, -2, P | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@pubsub @slow"),
     C(psubscribe, -2, P | SV_CMD_NOSCRIPT | L, 0, 0, 0, "@pubsub @slow"),
@@ -448,6 +435,8 @@ static unsigned name_hash(const char *s, size_t n)
     return h;
 }
 
+static void subcommands_init(void);
+
 void sv_cmdtable_init(void)
 {
     /* idempotent: tests call it once per case, and a second fill must not probe a
@@ -460,6 +449,7 @@ void sv_cmdtable_init(void)
         while (lookup_table[h]) h = (h + 1) & (LOOKUP_SIZE - 1);
         lookup_table[h] = &table[i];
     }
+    subcommands_init();
 }
 
 size_t sv_cmd_index(const sv_cmd *cmd) { return (size_t)(cmd - table); }
@@ -489,6 +479,94 @@ const sv_cmd *sv_cmd_lookup(const char *name, size_t len)
         if (i == len) return c;
     }
     return NULL;
+}
+
+/* ---- per-subcommand statistics ----
+ * Redis 7.0's subcommands, which INFO commandstats/latencystats and LATENCY HISTOGRAM
+ * count under 7.0's names (`config|get`); grouped by container. Their counters follow
+ * the commands' in sv_shard.cmdstats (slots NCMDS + k). CLIENT SETINFO is 7.2's,
+ * answered here too. */
+static const char *const subcommands[] = {
+    "client|caching", "client|getname", "client|getredir", "client|help", "client|id", "client|info",
+    "client|kill", "client|list", "client|no-evict", "client|pause", "client|reply", "client|setinfo",
+    "client|setname", "client|tracking", "client|trackinginfo", "client|unblock", "client|unpause",
+    "cluster|addslots", "cluster|addslotsrange", "cluster|bumpepoch", "cluster|count-failure-reports",
+    "cluster|countkeysinslot", "cluster|delslots", "cluster|delslotsrange", "cluster|failover",
+    "cluster|flushslots", "cluster|forget", "cluster|getkeysinslot", "cluster|help", "cluster|info",
+    "cluster|keyslot", "cluster|links", "cluster|meet", "cluster|myid", "cluster|nodes", "cluster|replicas",
+    "cluster|replicate", "cluster|reset", "cluster|saveconfig", "cluster|set-config-epoch", "cluster|setslot",
+    "cluster|shards", "cluster|slaves", "cluster|slots",
+    "command|count", "command|docs", "command|getkeys", "command|getkeysandflags", "command|help",
+    "command|info", "command|list",
+    "config|get", "config|help", "config|resetstat", "config|rewrite", "config|set",
+    "function|delete", "function|dump", "function|flush", "function|help", "function|kill", "function|list",
+    "function|load", "function|restore", "function|stats",
+    "latency|doctor", "latency|graph", "latency|help", "latency|histogram", "latency|history", "latency|latest",
+    "latency|reset",
+    "memory|doctor", "memory|help", "memory|malloc-stats", "memory|purge", "memory|stats", "memory|usage",
+    "object|encoding", "object|freq", "object|help", "object|idletime", "object|refcount",
+    "pubsub|channels", "pubsub|help", "pubsub|numpat", "pubsub|numsub", "pubsub|shardchannels",
+    "pubsub|shardnumsub",
+    "script|debug", "script|exists", "script|flush", "script|help", "script|kill", "script|load",
+    "slowlog|get", "slowlog|help", "slowlog|len", "slowlog|reset",
+    "xgroup|create", "xgroup|createconsumer", "xgroup|delconsumer", "xgroup|destroy", "xgroup|help",
+    "xgroup|setid",
+    "xinfo|consumers", "xinfo|groups", "xinfo|help", "xinfo|stream"};
+#define NSUBS (sizeof(subcommands) / sizeof(subcommands[0]))
+static uint16_t sub_first[NCMDS]; /* a container's first subcommand, sub_n[] of them */
+static uint8_t sub_n[NCMDS];
+
+static void subcommands_init(void)
+{
+    memset(sub_n, 0, sizeof(sub_n));
+    for (size_t k = 0; k < NSUBS; k++) {
+        const char *bar = strchr(subcommands[k], '|');
+        const sv_cmd *c = sv_cmd_lookup(subcommands[k], (size_t)(bar - subcommands[k]));
+        size_t i = sv_cmd_index(c);
+        if (!sub_n[i]) sub_first[i] = (uint16_t)k;
+        sub_n[i]++;
+    }
+}
+
+size_t sv_cmdstat_count(void) { return NCMDS + NSUBS; }
+const char *sv_cmdstat_name(size_t i) { return i < NCMDS ? table[i].name : subcommands[i - NCMDS]; }
+int sv_cmdstat_listed(size_t i) { return i >= NCMDS || !(table[i].flags & SV_CMD_INTERNAL); }
+
+/* the subcommand of container i named s, or -1 */
+static long find_sub(size_t i, const char *s, size_t len)
+{
+    for (size_t k = sub_first[i]; k < (size_t)sub_first[i] + sub_n[i]; k++) {
+        const char *name = strchr(subcommands[k], '|') + 1;
+        if (strlen(name) != len) continue;
+        size_t j = 0;
+        while (j < len && tolower((unsigned char)s[j]) == name[j]) j++;
+        if (j == len) return (long)k;
+    }
+    return -1;
+}
+
+size_t sv_cmdstat_slot(const sv_cmd *cmd, int argc, const sv_str *argv)
+{
+    size_t i = sv_cmd_index(cmd);
+    if (!sub_n[i] || argc < 2) return i;
+    long k = find_sub(i, argv[1].p, argv[1].len);
+    return k < 0 ? SIZE_MAX : NCMDS + (size_t)k;
+}
+
+size_t sv_cmdstat_lookup(const char *name, size_t len, size_t *n)
+{
+    const char *bar = memchr(name, '|', len);
+    const sv_cmd *c = sv_cmd_lookup_public(name, bar ? (size_t)(bar - name) : len);
+    *n = 0;
+    if (!c) return 0;
+    size_t i = sv_cmd_index(c);
+    if (bar) {
+        long k = sub_n[i] ? find_sub(i, bar + 1, len - (size_t)(bar + 1 - name)) : -1;
+        *n = k >= 0;
+        return k >= 0 ? NCMDS + (size_t)k : 0;
+    }
+    *n = sub_n[i] ? sub_n[i] : 1;
+    return sub_n[i] ? NCMDS + sub_first[i] : i;
 }
 
 int sv_cmd_keypos(const sv_cmd *cmd, int argc, sv_str *argv, int *keys, int max)
@@ -597,7 +675,12 @@ static void account(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, uint64
     if (!sh->cmdstats) return; /* a scratch shard (re-split at startup, unit tests) keeps none */
     int64_t us = sv_ticks_us(sv_ticks() - t0);
     if (us < 0) us = 0;
-    sv_cmdstat *st = &sh->cmdstats[sv_cmd_index(cmd)];
+    size_t slot = sv_cmdstat_slot(cmd, argc, argv);
+    if (slot == SIZE_MAX) { /* an unknown subcommand: Redis rejects it before the call, errorstats count it */
+        if (c->r.out->len > off && c->r.out->data[off] == '-') sv_stats_error(sh, c->r.out->data + off, c->r.out->len - off);
+        return;
+    }
+    sv_cmdstat *st = &sh->cmdstats[slot];
     st->calls++;
     st->usec += (uint64_t)us;
     int b = us ? 64 - __builtin_clzll((unsigned long long)us) : 0; /* < 2^b µs */
@@ -619,6 +702,7 @@ void sv_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv)
         sv_notify_reads = !(cmd->flags & SV_CMD_INTERNAL); /* (a step: its command's lookups decide) */
         cmd->fn(c, argc, argv);
         sv_notify_reads = reads;
+        if (c->sess && c->sess->trk) sv_tracking_after_call(c, cmd, argc, argv); /* the keys it read */
         account(c, cmd, argc, argv, t0, off);
         return;
     }
@@ -637,10 +721,11 @@ void sv_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv)
 }
 
 /* A command refused before it ran (arity, MOVED, CROSSSLOT, not allowed in MULTI). */
-static void rejected(sv_ctx *c, const sv_cmd *cmd, size_t off)
+static void rejected(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv, size_t off)
 {
     if (!c->sh->cmdstats) return;
-    if (cmd) c->sh->cmdstats[sv_cmd_index(cmd)].rejected++;
+    size_t slot = cmd ? sv_cmdstat_slot(cmd, argc, argv) : SIZE_MAX;
+    if (slot != SIZE_MAX) c->sh->cmdstats[slot].rejected++;
     if (c->r.out->len > off) sv_stats_error(c->sh, c->r.out->data + off, c->r.out->len - off);
 }
 
@@ -650,26 +735,26 @@ void sv_execute(sv_ctx *c, int argc, sv_str *argv)
     size_t off = c->r.out->len;
     if (!cmd) {
         unknown_command(c, argc, argv);
-        rejected(c, NULL, off);
+        rejected(c, NULL, argc, argv, off);
         sv_tx_flag_error(c);
         return;
     }
     c->sess->last_cmd = cmd->name;
     if ((cmd->arity > 0 && argc != cmd->arity) || argc < -cmd->arity) {
         sv_add_arity_error(c, cmd->name);
-        rejected(c, cmd, off);
+        rejected(c, cmd, argc, argv, off);
         sv_tx_flag_error(c);
         return;
     }
     int queue = c->sess->tx && c->sess->tx->in_multi && cmd->multi != SV_MULTI_NOW;
     if (queue && cmd->multi == SV_MULTI_DENY) {
         sv_add_error(&c->r, "Command not allowed inside a transaction");
-        rejected(c, cmd, off);
+        rejected(c, cmd, argc, argv, off);
         sv_tx_flag_error(c);
         return;
     }
     if (sv_cfg.shards > 1 && !c->noroute && (cmd->first || cmd->getkeys) && !route(c, cmd, argc, argv)) {
-        rejected(c, cmd, off);
+        rejected(c, cmd, argc, argv, off);
         sv_tx_flag_error(c); /* MOVED or CROSSSLOT of a queued command fails the transaction, as in Redis Cluster */
         return;
     }

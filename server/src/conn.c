@@ -8,6 +8,8 @@
 #include "conn.h"
 #include "aof.h"
 #include "blocking.h"
+#include "pause.h"
+#include "tracking.h"
 #include "fwd.h"
 #include "fwd_multi.h"
 #include "pubsub.h"
@@ -26,6 +28,7 @@ void sv_conn_free(sv_conn *c)
 {
     sv_fwd_free_pending(c);
     sv_tx_free(c->sh, &c->sess); /* one a coordinated WATCH made after the close */
+    sv_tracking_free_session(c->sh, &c->sess);
     free(c);
 }
 
@@ -52,6 +55,7 @@ void sv_conn_close(sv_conn *c)
     c->closing = 1;
     sv_shard *sh = c->sh;
     sv_fwd_unpause(c);
+    sv_pause_forget(c);
     if (c->blk) { /* a parked command of a client that left is forgotten */
         sv_block_cancel(c->blk);
         c->blk = NULL;
@@ -192,10 +196,23 @@ static void protocol_error(sv_conn *c, const char *msg)
     sv_log(SV_LOG_VERBOSE, "protocol error from client %llu (%s): %s", (unsigned long long)c->sess.id, c->sess.addr, msg);
 }
 
+/* CLIENT REPLY: after a command, drop its reply while replies are off or it is the
+ * skipped one (as Redis's resetClient, a SKIP applies to the command after it). */
+static void reply_mode(sv_conn *c, struct sv_pend *tail0, size_t len0)
+{
+    sv_session *s = &c->sess;
+    if (s->reply_off || s->reply_skip) {
+        if (c->sh->fwd_on) sv_fwd_mute_since(c, tail0, len0);
+        else if (c->out.len >= len0) c->out.len = len0;
+    }
+    s->reply_skip = s->reply_skip_next;
+    s->reply_skip_next = 0;
+}
+
 static void process(sv_conn *c)
 {
     sv_shard *sh = c->sh;
-    while (!c->close_when_flushed && !c->closing && !c->blk_wait) {
+    while (!c->close_when_flushed && !c->closing && !c->blk_wait && !c->cpause_wait) {
         const char *base = c->rbuf.data + c->rstart;
         size_t avail = c->rbuf.len - c->rstart;
         if (avail == 0) break;
@@ -220,6 +237,15 @@ static void process(sv_conn *c)
                 c->argv = sv_realloc(c->argv, sizeof(sv_str) * (size_t)c->argv_cap);
             }
             sv_parser_args(&c->parser, base, c->argv);
+            if (atomic_load_explicit(&sv_pause_type, memory_order_relaxed) &&
+                sv_pause_holds(&c->sess, argc, c->argv)) {
+                /* CLIENT PAUSE: this request runs when the pause ends (parsed again) */
+                sv_pause_hold(c);
+                sv_parser_reset(&c->parser);
+                break;
+            }
+            struct sv_pend *tail0 = c->pend_tail;
+            size_t len0 = tail0 ? sv_fwd_later_out(tail0)->len : c->out.len;
             if (sh->fwd_on) {
                 if (sv_fwd_process(c, argc, c->argv)) {
                     /* backpressure: the request stays in the buffer, parsed again
@@ -230,10 +256,13 @@ static void process(sv_conn *c)
             } else {
                 sv_ctx ctx = {.sh = sh, .sess = &c->sess, .r = {&c->out, c->sess.proto}, .noroute = 0};
                 ctx.can_block = 1;
+                sv_tracking_before_command(sh, &c->sess);
                 sv_execute(&ctx, argc, c->argv);
+                sv_tracking_after_command(sh, &c->sess, argc, c->argv, &c->out);
                 if (ctx.close_after) c->close_when_flushed = 1;
                 if (ctx.blocked) sv_conn_park(c, ctx.blocked, NULL, argc, c->argv);
             }
+            if (c->sess.reply_off | c->sess.reply_skip | c->sess.reply_skip_next) reply_mode(c, tail0, len0);
             sv_block_serve(sh); /* what this command pushed serves parked clients now */
             /* a long batch hands its replies to the kernel as it goes, so only what
              * the client has not read counts against the output limit */
@@ -289,7 +318,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         c->rbuf.len = c->rstart = 0;
         return;
     }
-    if (c->blk_wait) { /* parked: requests wait in the buffer, within its limit */
+    if (c->blk_wait || c->cpause_wait) { /* parked or paused: requests wait in the buffer, within its limit */
         if ((long long)query_bytes(c, c->rbuf.len - c->rstart) > SV_QUERYBUF_MAX) {
             sv_log(SV_LOG_WARNING, "closing client %llu that reached max query buffer length",
                    (unsigned long long)c->sess.id);

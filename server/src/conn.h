@@ -55,6 +55,10 @@ typedef struct sv_conn {
     struct sv_pend *blk_slot;
     struct sv_pend *blk_remote;
     void *blk_coord; /* a coordinated XREAD BLOCK with parts on several shards (fwd_multi.c) */
+    /* CLIENT PAUSE (pause.c): the request at rstart waits for the pause's end, with
+     * what follows it; the connection keeps reading (a disconnect is seen) */
+    int cpause_wait;
+    struct sv_conn *cpause_next;
 } sv_conn;
 
 /* Output held for forwarded replies is written anyway past this size. */

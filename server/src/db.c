@@ -6,6 +6,8 @@
 #include <stdio.h>
 
 #include "server.h"
+#include "pause.h"
+#include "tracking.h"
 #include "blocking.h"
 #include "notify.h"
 #include "aof.h"
@@ -184,7 +186,8 @@ static sv_entry *lookup_notouch(sv_shard *sh, sv_str key)
 {
     sv_entry *e = sv_dict_find(&sh->keys, key.p, key.len);
     if (e && sv_db_expired(sh, e)) {
-        sv_db_expire_entry(sh, e);
+        /* clients paused: reads as missing, deleted once the pause is over (Redis) */
+        if (sv_pause_now() == SV_PAUSE_OFF) sv_db_expire_entry(sh, e);
         return NULL;
     }
     return e;
@@ -337,6 +340,7 @@ static void free_key_val(sv_entry *e, void *priv)
 
 void sv_db_flush(sv_shard *sh)
 {
+    if (sh->trk) sv_tracking_flush(sh);
     if (sh->nwatched) { /* as Redis: a watched key that existed was modified */
         sv_dict_iter it;
         sv_dict_iter_init(&it, &sh->watched);
@@ -351,6 +355,7 @@ void sv_db_flush(sv_shard *sh)
 void sv_db_free(sv_shard *sh)
 {
     sv_db_flush(sh);
+    sv_tracking_free_shard(sh);
     if (sh->watched_init) sv_dict_clear(&sh->watched, NULL, NULL);
     sh->watched_init = 0;
     sh->nwatched = 0;
@@ -392,6 +397,19 @@ int sv_get_ll(sv_ctx *c, sv_str a, long long *v)
 {
     if (!sv_str2ll(a.p, a.len, v)) {
         sv_add_error(&c->r, SV_ERR_NOTINT);
+        return 0;
+    }
+    return 1;
+}
+
+int sv_get_ms_timeout(sv_ctx *c, sv_str a, long long *ms)
+{
+    if (!sv_str2ll(a.p, a.len, ms)) {
+        sv_add_error(&c->r, "timeout is not an integer or out of range");
+        return 0;
+    }
+    if (*ms < 0) {
+        sv_add_error(&c->r, "timeout is negative");
         return 0;
     }
     return 1;
@@ -477,16 +495,16 @@ int sv_parse_scanopts(sv_ctx *c, int argc, sv_str *argv, int i, int allowtype, s
     return 1;
 }
 
-int sv_parse_mpop(sv_ctx *c, int argc, sv_str *argv, const char *first, const char *second, sv_mpop *o)
+int sv_parse_mpop(sv_ctx *c, int argc, sv_str *argv, int ni, const char *first, const char *second, sv_mpop *o)
 {
     /* Redis 7.0's order: numkeys, the keys' count against the arguments, the
      * direction, then COUNT (the keys are looked at only after all of these) */
-    if (!sv_get_ll_range(c, argv[1], 1, LONG_MAX, &o->numkeys, "numkeys should be greater than 0")) return 0;
-    if (o->numkeys > argc - 3) {
+    if (!sv_get_ll_range(c, argv[ni], 1, LONG_MAX, &o->numkeys, "numkeys should be greater than 0")) return 0;
+    if (o->numkeys > argc - ni - 2) {
         sv_add_error(&c->r, SV_ERR_SYNTAX);
         return 0;
     }
-    int j = 2 + (int)o->numkeys;
+    int j = ni + 1 + (int)o->numkeys;
     if (sv_eq(argv[j], first)) o->which = 0;
     else if (sv_eq(argv[j], second)) o->which = 1;
     else {
@@ -508,10 +526,20 @@ int sv_parse_mpop(sv_ctx *c, int argc, sv_str *argv, const char *first, const ch
     return 1;
 }
 
+int sv_numkeys_keys(int argc, sv_str *argv, int ni, int after, int *keys, int max)
+{
+    long long n;
+    if (argc <= ni || !sv_str2ll(argv[ni].p, argv[ni].len, &n) || n < 1 || n > argc - ni - 1 - after) return -1;
+    int k = 0;
+    for (int i = 0; i < n && k < max; i++) keys[k++] = ni + 1 + i;
+    return k;
+}
+
 /* ---- modification signals (WATCH) ---- */
 
 void sv_signal_modified_key(sv_shard *sh, sv_str key)
 {
+    if (sh->trk) sv_tracking_invalidate(sh, key); /* CLIENT TRACKING */
     if (sh->nwatched == 0) return;
     sv_entry *w = sv_dict_find(&sh->watched, key.p, key.len);
     if (w) w->u.i = (int64_t)++sh->watch_seq;

@@ -22,6 +22,7 @@ typedef struct sv_pend {
     sv_buf *parts; /* per part (merged kinds) */
     int *order;    /* MGET: part of each key */
     int norder;
+    int mute;      /* CLIENT REPLY OFF/SKIP: the reply is dropped when it drains */
     void *coord;   /* K_COORD: the coordinator's state (fwd_multi.c) */
     size_t counted; /* reply bytes held here, counted in the connection's pend_bytes */
 } sv_pend;
@@ -262,11 +263,23 @@ sv_buf *sv_fwd_reply_buf(sv_conn *c)
     return &p->out;
 }
 
+void sv_fwd_mute_since(sv_conn *c, struct sv_pend *tail, size_t len)
+{
+    sv_pend *p = tail ? tail->next : c->pend_head;
+    sv_buf *last = tail ? &tail->out : c->pend_head ? NULL : &c->out;
+    if (last && last->len >= len) last->len = len; /* (a local reply joined what was last) */
+    for (; p; p = p->next) {
+        p->mute = 1;
+        p->local = 0; /* the next command's reply must not join a muted slot */
+    }
+}
+
 /* Moves the completed prefix of the slots to the output buffer. */
 static void drain(sv_conn *c)
 {
     sv_pend *p;
     while ((p = c->pend_head) && p->waiting == 0) {
+        if (p->mute) p->out.len = 0;
         if (c->out.len == 0) {
             sv_buf t = c->out;
             c->out = p->out;

@@ -78,6 +78,10 @@ sv_buf *sv_fwd_later_out(struct sv_pend *p);
 void sv_fwd_later_done(sv_conn *c, struct sv_pend *p);
 /* Where a reply produced now must go to stay in order (out, or a new slot). */
 sv_buf *sv_fwd_reply_buf(sv_conn *c);
+/* CLIENT REPLY OFF/SKIP: drops the reply of the command just processed — what it
+ * wrote past len into the slot that was last (tail; NULL: the output buffer) and
+ * every slot made after tail, whose replies are dropped when they come back. */
+void sv_fwd_mute_since(sv_conn *c, struct sv_pend *tail, size_t len);
 void sv_fwd_free_pending(sv_conn *c);
 
 /* A script past busy-reply-threshold on this shard (script.c's busy mode): the

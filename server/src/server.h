@@ -155,6 +155,10 @@ typedef struct sv_session {
     struct sv_psub *ps;    /* subscriptions (pubsub.c), NULL until the first */
     struct sv_conn *conn;  /* the connection, NULL for forwarded requests and replay */
     sv_tx *tx; /* MULTI/WATCH state, made by the first MULTI or WATCH */
+    /* CLIENT REPLY (conn.c drops the muted replies): OFF until ON; SKIP mutes the
+     * command after it (skip_next becomes skip once CLIENT REPLY SKIP has run) */
+    int reply_off, reply_skip, reply_skip_next;
+    struct sv_trk *trk; /* CLIENT TRACKING (tracking.c), NULL until the first ON */
 } sv_session;
 
 /* Per command and shard (INFO commandstats, latencystats, LATENCY HISTOGRAM): written
@@ -213,7 +217,7 @@ typedef struct sv_shard {
     int nclients;
     sv_stats stats;
     int64_t start_ms;
-    sv_cmdstat *cmdstats;  /* one per entry of the command table (sv_cmd_index) */
+    sv_cmdstat *cmdstats;  /* one per command and subcommand (sv_cmdstat_slot) */
     sv_errstat errstats[SV_MAX_ERRSTATS];
     int nerrstats;
     sv_slowentry *slowlog; /* ring of sv_param(slowlog-max-len) entries, newest at slow_head-1 */
@@ -258,6 +262,8 @@ typedef struct sv_shard {
     int watched_init;
     uint64_t nwatched;
     uint64_t watch_seq;
+    struct sv_pause_shard *pause; /* CLIENT PAUSE's held connections (pause.c) */
+    struct sv_trk_shard *trk;     /* CLIENT TRACKING's table (tracking.c), NULL until used */
 } sv_shard;
 
 extern sv_shard *sv_shards;
@@ -397,6 +403,17 @@ const sv_cmd *sv_cmd_lookup(const char *name, size_t len);
 size_t sv_cmd_index(const sv_cmd *cmd);  /* its position in the table (sv_shard.cmdstats) */
 size_t sv_cmd_count(void);               /* entries in the table, internal ones included */
 const sv_cmd *sv_cmd_at(size_t i);
+/* The counters of sv_shard.cmdstats: one slot per command, then one per Redis 7.0
+ * subcommand (named `container|sub`, as INFO commandstats shows them). */
+size_t sv_cmdstat_count(void);
+const char *sv_cmdstat_name(size_t i);
+int sv_cmdstat_listed(size_t i); /* not an internal command */
+/* The slot a call counts in: its subcommand's for a container with argv[1], SIZE_MAX
+ * for an unknown subcommand (counted nowhere but errorstats, as Redis rejects it). */
+size_t sv_cmdstat_slot(const sv_cmd *cmd, int argc, const sv_str *argv);
+/* The slots a name means (LATENCY HISTOGRAM): `config|get` one, a container all of
+ * its subcommands', another command its own; *n = 0 for an unknown name. */
+size_t sv_cmdstat_lookup(const char *name, size_t len, size_t *n);
 /* The same, NULL for internal commands (what COMMAND INFO/DOCS/GETKEYS see). */
 const sv_cmd *sv_cmd_lookup_public(const char *name, size_t len);
 void sv_cmdtable_init(void);
@@ -424,6 +441,14 @@ typedef struct sv_meminfo {
     long long used, active, rss, peak, startup, total_system;
 } sv_meminfo;
 void sv_meminfo_read(sv_meminfo *m);
+/* What the answering shard's structures take beside the data (MEMORY STATS, INFO
+ * memory): its clients' buffers, the keyspace's entries and buckets, the TTL index
+ * and the per-slot counts; total adds the startup memory, dataset is the rest. */
+typedef struct sv_memover {
+    sv_meminfo m;
+    long long clients, keys, main, expires, slot_to_keys, total, dataset;
+} sv_memover;
+void sv_memory_overhead(sv_shard *sh, sv_memover *o);
 /* The cron's samples (every 100 ms, 16 kept, as Redis): ops/s, input and output kbps. */
 void sv_stats_sample(sv_shard *sh);
 void sv_stats_instantaneous(sv_shard *sh, double *ops, double *in_kbps, double *out_kbps);
@@ -483,6 +508,9 @@ extern const char *SV_ERR_NOSUCHKEY;
 extern const char *SV_ERR_OUTOFRANGE;
 int sv_get_ll(sv_ctx *c, sv_str a, long long *v);              /* replies error on failure */
 int sv_get_ll_range(sv_ctx *c, sv_str a, long long min, long long max, long long *v, const char *msg);
+/* A timeout in milliseconds as Redis's getTimeoutFromObjectOrReply (WAIT, CLIENT
+ * PAUSE): an integer >= 0, else its error replied and 0 returned. */
+int sv_get_ms_timeout(sv_ctx *c, sv_str a, long long *ms);
 int sv_get_double(sv_ctx *c, sv_str a, double *v);
 void sv_add_arity_error(sv_ctx *c, const char *cmdname);
 /* Parses the SCAN family's options (COUNT, MATCH, TYPE when allowtype). */
@@ -492,13 +520,17 @@ typedef struct sv_scanopts {
     int has_match;
     int type; /* -1 any */
 } sv_scanopts;
-/* LMPOP/ZMPOP's numkeys key... FIRST|SECOND [COUNT n] (which: 0 first, 1 second);
- * replies the error and returns 0 on bad arguments. */
+/* [B]LMPOP/[B]ZMPOP's numkeys key... FIRST|SECOND [COUNT n], numkeys at argv[ni]
+ * (1, or 2 after the blocking forms' timeout), the keys after it (which: 0 first,
+ * 1 second); replies the error and returns 0 on bad arguments. */
 typedef struct sv_mpop {
     long long numkeys, count;
     int which;
 } sv_mpop;
-int sv_parse_mpop(sv_ctx *c, int argc, sv_str *argv, const char *first, const char *second, sv_mpop *o);
+int sv_parse_mpop(sv_ctx *c, int argc, sv_str *argv, int ni, const char *first, const char *second, sv_mpop *o);
+/* Key positions of a command with numkeys at argv[ni] and that many keys after it,
+ * followed by at least `after` more arguments: -1 when numkeys is bad (routing). */
+int sv_numkeys_keys(int argc, sv_str *argv, int ni, int after, int *keys, int max);
 int sv_parse_scan_cursor(sv_ctx *c, sv_str a, uint64_t *cursor);
 int sv_parse_scanopts(sv_ctx *c, int argc, sv_str *argv, int start, int allowtype, sv_scanopts *o);
 
@@ -579,7 +611,6 @@ int sv_xread_check_id(sv_ctx *c, sv_str ida, int group_cmd);
 /* blocking lists and sorted sets (t_block.c) */
 SV_DECL(blpop); SV_DECL(brpop); SV_DECL(blmove); SV_DECL(brpoplpush); SV_DECL(blmpop);
 SV_DECL(bzpopmin); SV_DECL(bzpopmax); SV_DECL(bzmpop);
-int sv_mpop_keys(int argc, sv_str *argv, int *keys, int max);
 /* pub/sub (pubsub.c) */
 SV_DECL(subscribe); SV_DECL(psubscribe); SV_DECL(ssubscribe); SV_DECL(unsubscribe); SV_DECL(punsubscribe);
 SV_DECL(sunsubscribe); SV_DECL(publish); SV_DECL(spublish); SV_DECL(pubsub);
@@ -608,6 +639,11 @@ void sv_tx_clear_queue(sv_tx *tx);
 
 /* HSCAN/SSCAN/ZSCAN over a collection's dict; kind is SV_T_HASH/SET/ZSET. */
 void sv_scan_collection(sv_ctx *c, sv_dict *d, uint64_t cursor, int argc, sv_str *argv, int kind);
+/* HRANDFIELD/ZRANDMEMBER key [count [withname]] of a hash or sorted set (type): one
+ * random entry, count distinct ones, or -count with repeats; add_value replies an
+ * entry's value (the field's value, the member's score) for withname. */
+void sv_random_entries(sv_ctx *c, int argc, sv_str *argv, int type, const char *withname,
+                       void (*add_value)(sv_ctx *c, sv_entry *e));
 /* Writes an empty [ "0", [] ] scan reply. */
 void sv_add_empty_scan(sv_ctx *c);
 

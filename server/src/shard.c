@@ -15,6 +15,7 @@
 #include "conn.h"
 #include "fwd.h"
 #include "notify.h"
+#include "pause.h"
 #include "pubsub.h"
 #include "script.h"
 
@@ -36,7 +37,9 @@ static void on_cron(uv_timer_t *t)
 {
     sv_shard *sh = t->data;
     /* active expiry: a small time budget every 100 ms keeps expired keys from piling up */
-    if (atomic_load_explicit(&sv_active_expire, memory_order_relaxed)) sv_expire_cycle(sh, 10000);
+    /* (not while clients are paused: Redis expires nothing then) */
+    if (atomic_load_explicit(&sv_active_expire, memory_order_relaxed) && sv_pause_now() == SV_PAUSE_OFF)
+        sv_expire_cycle(sh, 10000);
     sv_stats_sample(sh);
     sv_aof_cron(sh);
     sv_block_cron(sh); /* waiters whose client left while parked at this shard */
@@ -52,6 +55,7 @@ static void on_stop(uv_async_t *a)
     sv_block_close_shard(sh); /* before forwarding closes: parked requests answer */
     sv_fwd_close_shard(sh);
     sv_pubsub_close_shard(sh);
+    sv_pause_close_shard(sh);
     sv_aof_close_shard(sh);
     if (sh->listening) uv_close((uv_handle_t *)&sh->listener, close_noop);
     uv_timer_stop(&sh->cron);
@@ -84,6 +88,7 @@ int sv_shard_init(sv_shard *sh, int index)
     if (sv_cfg.misrouted && sv_cfg.shards > 1) sv_fwd_init_shard(sh);
     sv_block_init_shard(sh);
     sv_pubsub_init_shard(sh);
+    sv_pause_init_shard(sh);
     return 0;
 }
 

@@ -37,7 +37,7 @@ static void add_help(sv_ctx *c, const char *const *lines, size_t n)
 
 /* ---- statistics ---- */
 
-void sv_stats_init(sv_shard *sh) { sh->cmdstats = sv_calloc(sv_cmd_count(), sizeof(sv_cmdstat)); }
+void sv_stats_init(sv_shard *sh) { sh->cmdstats = sv_calloc(sv_cmdstat_count(), sizeof(sv_cmdstat)); }
 
 static void slowlog_clear(sv_shard *sh)
 {
@@ -61,7 +61,7 @@ void sv_stats_free(sv_shard *sh)
 void sv_stats_reset(sv_shard *sh)
 {
     memset(&sh->stats, 0, sizeof(sh->stats));
-    if (sh->cmdstats) memset(sh->cmdstats, 0, sv_cmd_count() * sizeof(sv_cmdstat));
+    if (sh->cmdstats) memset(sh->cmdstats, 0, sv_cmdstat_count() * sizeof(sv_cmdstat));
     sh->nerrstats = 0;
 }
 
@@ -108,8 +108,10 @@ void sv_meminfo_read(sv_meminfo *m)
     long long p = atomic_load(&mem_peak);
     while (m->used > p && !atomic_compare_exchange_weak(&mem_peak, &p, m->used)) {}
     m->peak = m->used > p ? m->used : p;
-    long long s0 = 0;
-    atomic_compare_exchange_strong(&mem_startup, &s0, m->used); /* the first reading stands for the start */
+    /* the start's memory: the first reading, or any lower one (buffers of the start
+     * freed later), so that the dataset (used - startup) is never negative */
+    long long s = atomic_load(&mem_startup);
+    while ((s == 0 || m->used < s) && !atomic_compare_exchange_weak(&mem_startup, &s, m->used)) {}
     m->startup = atomic_load(&mem_startup);
 }
 
@@ -251,9 +253,9 @@ void sv_cmd_slowlog(sv_ctx *c, int argc, sv_str *argv)
 /* ---- LATENCY: no event is ever recorded here (no latency monitor), so it answers as
  * Redis does with no samples; HISTOGRAM comes from the per-command call times. ---- */
 
-static void add_histogram(sv_ctx *c, const sv_cmd *cmd, const sv_cmdstat *st)
+static void add_histogram(sv_ctx *c, const char *name, const sv_cmdstat *st)
 {
-    sv_add_bulk_cstr(&c->r, cmd->name);
+    sv_add_bulk_cstr(&c->r, name);
     sv_add_map(&c->r, 2);
     sv_add_bulk_cstr(&c->r, "calls");
     sv_add_int(&c->r, (long long)st->calls);
@@ -290,28 +292,22 @@ void sv_cmd_latency(sv_ctx *c, int argc, sv_str *argv)
             : "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n";
         sv_add_verbatim(&c->r, msg, strlen(msg));
     } else if (sv_eq(sub, "histogram")) {
-        size_t n = sv_cmd_count();
+        size_t n = sv_cmdstat_count();
         long long count = 0;
         const sv_cmdstat *st = c->sh->cmdstats;
-        if (argc == 2) {
-            for (size_t i = 0; i < n; i++)
-                count += st[i].calls && !(sv_cmd_at(i)->flags & SV_CMD_INTERNAL);
-            sv_add_map(&c->r, count);
-            for (size_t i = 0; i < n; i++)
-                if (st[i].calls && !(sv_cmd_at(i)->flags & SV_CMD_INTERNAL)) add_histogram(c, sv_cmd_at(i), &st[i]);
-            return;
-        }
         unsigned char *seen = sv_calloc(n, 1);
+        for (size_t i = 0; argc == 2 && i < n; i++) seen[i] = sv_cmdstat_listed(i);
         for (int j = 2; j < argc; j++) {
+            size_t k, first = sv_cmdstat_lookup(argv[j].p, argv[j].len, &k);
+            while (k--) seen[first + k] = 1;
+            /* a container's own calls too (COMMAND alone), as Redis */
             const sv_cmd *cmd = sv_cmd_lookup_public(argv[j].p, argv[j].len);
-            if (cmd && st[sv_cmd_index(cmd)].calls && !seen[sv_cmd_index(cmd)]) {
-                seen[sv_cmd_index(cmd)] = 1;
-                count++;
-            }
+            if (cmd) seen[sv_cmd_index(cmd)] = 1;
         }
+        for (size_t i = 0; i < n; i++) count += seen[i] && st[i].calls;
         sv_add_map(&c->r, count);
         for (size_t i = 0; i < n; i++)
-            if (seen[i]) add_histogram(c, sv_cmd_at(i), &st[i]);
+            if (seen[i] && st[i].calls) add_histogram(c, sv_cmdstat_name(i), &st[i]);
         free(seen);
     } else if (sv_eq(sub, "help") && argc == 2) {
         static const char *const help[] = {
@@ -578,14 +574,7 @@ void sv_cmd_wait(sv_ctx *c, int argc, sv_str *argv)
         sv_add_error(&c->r, SV_ERR_NOTINT);
         return;
     }
-    if (!sv_str2ll(argv[2].p, argv[2].len, &t)) {
-        sv_add_error(&c->r, "timeout is not an integer or out of range");
-        return;
-    }
-    if (t < 0) {
-        sv_add_error(&c->r, "timeout is negative");
-        return;
-    }
+    if (!sv_get_ms_timeout(c, argv[2], &t)) return;
     sv_add_int(&c->r, 0);
 }
 
@@ -641,6 +630,114 @@ static size_t memory_usage(sv_entry *e)
     return n;
 }
 
+void sv_memory_overhead(sv_shard *sh, sv_memover *o)
+{
+    sv_meminfo_read(&o->m);
+    o->clients = 0;
+    for (sv_conn *k = sh->conns; k; k = k->next) o->clients += (long long)(sizeof(*k) + k->rbuf.cap + sv_conn_unsent(k));
+    /* the keyspace's own structures, as Redis counts its dict's: entries and buckets
+     * (the key bytes live in the entry here), the TTL index, the per-slot counts */
+    uint64_t buckets = sh->keys.ht[0].mask + (sh->keys.ht[0].table ? 1 : 0) + sh->keys.ht[1].mask +
+                       (sh->keys.ht[1].table ? 1 : 0);
+    o->keys = (long long)sv_dict_size(&sh->keys);
+    o->main = o->keys * (long long)sizeof(sv_entry) + (long long)(buckets * sizeof(sv_entry *));
+    o->expires = (long long)(sh->capexpiring * sizeof(sv_entry *));
+    o->slot_to_keys = sh->slot_keys ? (long long)(SL_SLOTS * sizeof(uint32_t)) : 0;
+    o->total = o->m.startup + o->clients + o->main + o->expires + o->slot_to_keys;
+    o->dataset = o->m.used > o->total ? o->m.used - o->total : 0;
+}
+
+/* MEMORY STATS: Redis 7.0's fields in its order, from what this server measures
+ * (sv_memory_overhead; the allocator's figures from glibc's mallinfo2 and the RSS);
+ * what it does not have (replication, cluster links, Lua caches) is 0. */
+static void memory_stats(sv_ctx *c)
+{
+    sv_memover o;
+    sv_memory_overhead(c->sh, &o);
+    const sv_meminfo *m = &o.m;
+    long long net = m->used > m->startup ? m->used - m->startup : 0;
+    int dbs = o.keys > 0;
+    sv_add_map(&c->r, 27 + dbs);
+#define STAT_INT(name, v) (sv_add_bulk_cstr(&c->r, name), sv_add_int(&c->r, (long long)(v)))
+#define STAT_DBL(name, v) (sv_add_bulk_cstr(&c->r, name), sv_add_double(&c->r, (double)(v)))
+    STAT_INT("peak.allocated", m->peak);
+    STAT_INT("total.allocated", m->used);
+    STAT_INT("startup.allocated", m->startup);
+    STAT_INT("replication.backlog", 0);
+    STAT_INT("clients.slaves", 0);
+    STAT_INT("clients.normal", o.clients);
+    STAT_INT("cluster.links", 0);
+    STAT_INT("aof.buffer", 0);
+    STAT_INT("lua.caches", 0);
+    STAT_INT("functions.caches", 0);
+    if (dbs) {
+        sv_add_bulk_cstr(&c->r, "db.0");
+        sv_add_map(&c->r, 3);
+        STAT_INT("overhead.hashtable.main", o.main);
+        STAT_INT("overhead.hashtable.expires", o.expires);
+        STAT_INT("overhead.hashtable.slot-to-keys", o.slot_to_keys);
+    }
+    STAT_INT("overhead.total", o.total);
+    STAT_INT("keys.count", o.keys);
+    STAT_INT("keys.bytes-per-key", o.keys ? net / o.keys : 0);
+    STAT_INT("dataset.bytes", o.dataset);
+    STAT_DBL("dataset.percentage", net ? 100.0 * (double)o.dataset / (double)net : 0);
+    STAT_DBL("peak.percentage", m->peak ? 100.0 * (double)m->used / (double)m->peak : 0);
+    STAT_INT("allocator.allocated", m->used);
+    STAT_INT("allocator.active", m->active);
+    STAT_INT("allocator.resident", m->rss);
+    STAT_DBL("allocator-fragmentation.ratio", m->used ? (double)m->active / (double)m->used : 0);
+    STAT_INT("allocator-fragmentation.bytes", m->active - m->used);
+    STAT_DBL("allocator-rss.ratio", m->active ? (double)m->rss / (double)m->active : 0);
+    STAT_INT("allocator-rss.bytes", m->rss - m->active);
+    STAT_DBL("rss-overhead.ratio", 1.0);
+    STAT_INT("rss-overhead.bytes", 0);
+    STAT_DBL("fragmentation", m->used ? (double)m->rss / (double)m->used : 0);
+    STAT_INT("fragmentation.bytes", m->rss - m->used);
+#undef STAT_INT
+#undef STAT_DBL
+}
+
+static void cat(sv_buf *b, const char *s) { sv_buf_append(b, s, strlen(s)); }
+
+/* MEMORY DOCTOR: Redis 7.0's report, by its rules, from the figures MEMORY STATS
+ * shows (no replicas; the script cache is not counted here, so its report never shows). */
+static void memory_doctor(sv_ctx *c)
+{
+    sv_memover o;
+    sv_memory_overhead(c->sh, &o);
+    const sv_meminfo *m = &o.m;
+    int empty = m->used < 5 * 1024 * 1024, peak = 0, frag = 0, alloc_frag = 0, alloc_rss = 0, big_clients = 0;
+    if (!empty) {
+        peak = (double)m->peak / (double)m->used > 1.5;
+        frag = (double)m->rss / (double)m->used > 1.4 && m->rss - m->used > 10 << 20;
+        alloc_frag = (double)m->active / (double)m->used > 1.1 && m->active - m->used > 10 << 20;
+        alloc_rss = m->active && (double)m->rss / (double)m->active > 1.1 && m->rss - m->active > 10 << 20;
+        big_clients = c->sh->nclients && o.clients / c->sh->nclients > 1024 * 200;
+    }
+    sv_buf b = {0};
+    if (empty) {
+        cat(&b, "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n");
+    } else if (!(peak | frag | alloc_frag | alloc_rss | big_clients)) {
+        cat(&b, "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n");
+    } else {
+        cat(&b, "Sam, I detected a few issues in this Redis instance memory implants:\n\n");
+        if (peak)
+            cat(&b, " * Peak memory: In the past this instance used more than 150% the memory that is currently using. The allocator is normally not able to release memory after a peak, so you can expect to see a big fragmentation ratio, however this is actually harmless and is only due to the memory peak, and if the Redis instance Resident Set Size (RSS) is currently bigger than expected, the memory will be used as soon as you fill the Redis instance with more data. If the memory peak was only occasional and you want to try to reclaim memory, please try the MEMORY PURGE command, otherwise the only other option is to shutdown and restart the instance.\n\n");
+        if (frag)
+            cat(&b, " * High total RSS: This instance has a memory fragmentation and RSS overhead greater than 1.4 (this means that the Resident Set Size of the Redis process is much larger than the sum of the logical allocations Redis performed). This problem is usually due either to a large peak memory (check if there is a peak memory entry above in the report) or may result from a workload that causes the allocator to fragment memory a lot. If the problem is a large peak memory, then there is no issue. Otherwise, make sure you are using the Jemalloc allocator and not the default libc malloc. Note: The currently used allocator is \"libc\".\n\n");
+        if (alloc_frag)
+            cat(&b, " * High allocator fragmentation: This instance has an allocator external fragmentation greater than 1.1. This problem is usually due either to a large peak memory (check if there is a peak memory entry above in the report) or may result from a workload that causes the allocator to fragment memory a lot. You can try enabling 'activedefrag' config option.\n\n");
+        if (alloc_rss)
+            cat(&b, " * High allocator RSS overhead: This instance has an RSS memory overhead is greater than 1.1 (this means that the Resident Set Size of the allocator is much larger than the sum what the allocator actually holds). This problem is usually due to a large peak memory (check if there is a peak memory entry above in the report), you can try the MEMORY PURGE command to reclaim it.\n\n");
+        if (big_clients)
+            cat(&b, " * Big client buffers: The clients output buffers in this instance are greater than 200K per client (on average). This may result from different causes, like Pub/Sub clients subscribed to channels bot not receiving data fast enough, so that data piles on the Redis instance output buffer, or clients sending commands with large replies or very large sequences of commands in the same pipeline. Please use the CLIENT LIST command in order to investigate the issue if it causes problems in your instance, or to understand better why certain clients are using a big amount of memory.\n\n");
+        cat(&b, "I'm here to keep you safe, Sam. I want to help you.\n");
+    }
+    sv_add_verbatim(&c->r, b.data, b.len);
+    sv_buf_free(&b);
+}
+
 void sv_cmd_memory(sv_ctx *c, int argc, sv_str *argv)
 {
     sv_str sub = argv[1];
@@ -658,13 +755,12 @@ void sv_cmd_memory(sv_ctx *c, int argc, sv_str *argv)
         if (!e) sv_add_null(&c->r);
         else sv_add_int(&c->r, (long long)memory_usage(e));
     } else if (sv_eq(sub, "doctor") && argc == 2) {
-        const char *msg = sv_dict_size(&c->sh->keys) == 0
-            ? "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n"
-            : "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n";
-        sv_add_verbatim(&c->r, msg, strlen(msg));
+        memory_doctor(c);
     } else if (sv_eq(sub, "malloc-stats") && argc == 2) {
         const char *msg = "Stats not supported for the current allocator";
         sv_add_verbatim(&c->r, msg, strlen(msg));
+    } else if (sv_eq(sub, "stats") && argc == 2) {
+        memory_stats(c);
     } else if (sv_eq(sub, "purge") && argc == 2) {
         malloc_trim(0);
         sv_add_ok(&c->r);
@@ -686,7 +782,7 @@ void sv_cmd_memory(sv_ctx *c, int argc, sv_str *argv)
             "    Prints this help."};
         add_help(c, help, sizeof(help) / sizeof(help[0]));
     } else if (sv_eq(sub, "usage") || sv_eq(sub, "doctor") || sv_eq(sub, "malloc-stats") || sv_eq(sub, "purge") ||
-               sv_eq(sub, "help")) {
+               sv_eq(sub, "stats") || sv_eq(sub, "help")) {
         subcommand_arity(c, "memory", sub);
     } else {
         unknown_subcommand(c, sub, "MEMORY");

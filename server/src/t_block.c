@@ -103,46 +103,16 @@ void sv_cmd_brpoplpush(sv_ctx *c, int argc, sv_str *argv)
     bmove_generic(c, argv[1], argv[2], 0, 1, deadline);
 }
 
-/* The numkeys ... LEFT|RIGHT|MIN|MAX [COUNT n] tail of BLMPOP/BZMPOP (argv[2] on).
- * Returns 0 after an error reply. */
-static int parse_mpop(sv_ctx *c, int argc, sv_str *argv, int zset, int *nkeys, int *head, long long *count)
-{
-    long long n;
-    if (!sv_get_ll_range(c, argv[2], 1, INT32_MAX, &n, "numkeys should be greater than 0")) return 0;
-    int where = 3 + (int)n;
-    if (n > argc || where >= argc) {
-        sv_add_error(&c->r, SV_ERR_SYNTAX);
-        return 0;
-    }
-    if (zset ? sv_eq(argv[where], "min") : sv_eq(argv[where], "left")) *head = 1;
-    else if (zset ? sv_eq(argv[where], "max") : sv_eq(argv[where], "right")) *head = 0;
-    else {
-        sv_add_error(&c->r, SV_ERR_SYNTAX);
-        return 0;
-    }
-    *count = -1;
-    for (int j = where + 1; j < argc; j++) {
-        if (*count == -1 && sv_eq(argv[j], "count") && j + 1 < argc) {
-            j++;
-            if (!sv_get_ll_range(c, argv[j], 1, INT64_MAX, count, "count should be greater than 0")) return 0;
-        } else {
-            sv_add_error(&c->r, SV_ERR_SYNTAX);
-            return 0;
-        }
-    }
-    if (*count == -1) *count = 1;
-    *nkeys = (int)n;
-    return 1;
-}
-
 /* BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count] */
 void sv_cmd_blmpop(sv_ctx *c, int argc, sv_str *argv)
 {
     int64_t deadline;
-    int nkeys, head, k;
-    long long count;
+    int k;
+    sv_mpop o;
     /* as Redis: the keys and options first, then the timeout */
-    if (!parse_mpop(c, argc, argv, 0, &nkeys, &head, &count)) return;
+    if (!sv_parse_mpop(c, argc, argv, 2, "left", "right", &o)) return;
+    int nkeys = (int)o.numkeys, head = o.which == 0;
+    long long count = o.count;
     if (!sv_block_parse_timeout(c, argv[1], &deadline)) return;
     int r = first_nonempty(c, argv + 3, nkeys, SV_T_LIST, &k);
     if (r < 0) return;
@@ -191,10 +161,12 @@ void sv_cmd_bzpopmax(sv_ctx *c, int argc, sv_str *argv) { bzpop_generic(c, argc,
 void sv_cmd_bzmpop(sv_ctx *c, int argc, sv_str *argv)
 {
     int64_t deadline;
-    int nkeys, min, k;
-    long long count;
+    int k;
+    sv_mpop o;
     /* as Redis: the keys and options first, then the timeout */
-    if (!parse_mpop(c, argc, argv, 1, &nkeys, &min, &count)) return;
+    if (!sv_parse_mpop(c, argc, argv, 2, "min", "max", &o)) return;
+    int nkeys = (int)o.numkeys, min = o.which == 0;
+    long long count = o.count;
     if (!sv_block_parse_timeout(c, argv[1], &deadline)) return;
     int r = first_nonempty(c, argv + 3, nkeys, SV_T_ZSET, &k);
     if (r < 0) return;
@@ -214,15 +186,4 @@ void sv_cmd_bzmpop(sv_ctx *c, int argc, sv_str *argv)
         if (min) sv_cmd_zpopmin(c, 2, pop);
         else sv_cmd_zpopmax(c, 2, pop);
     }
-}
-
-/* Key positions of BLMPOP/BZMPOP (timeout numkeys key...): -1 when numkeys is bad. */
-int sv_mpop_keys(int argc, sv_str *argv, int *keys, int max);
-int sv_mpop_keys(int argc, sv_str *argv, int *keys, int max)
-{
-    long long n;
-    if (argc < 3 || !sv_str2ll(argv[2].p, argv[2].len, &n) || n < 1 || n > argc - 4) return -1; /* the where argument follows */
-    int k = 0;
-    for (int i = 0; i < n && k < max; i++) keys[k++] = 3 + i;
-    return k;
 }

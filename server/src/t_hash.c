@@ -297,7 +297,8 @@ void sv_cmd_hincrbyfloat(sv_ctx *c, int argc, sv_str *argv)
     sv_add_bulk(&c->r, tmp, n);
 }
 
-void sv_cmd_hrandfield(sv_ctx *c, int argc, sv_str *argv)
+void sv_random_entries(sv_ctx *c, int argc, sv_str *argv, int type, const char *withname,
+                       void (*add_value)(sv_ctx *c, sv_entry *e))
 {
     long long count = 0;
     int withvalues = 0, hascount = argc >= 3;
@@ -310,23 +311,23 @@ void sv_cmd_hrandfield(sv_ctx *c, int argc, sv_str *argv)
             sv_add_error(&c->r, "value is out of range, value must between -9223372036854775807 and 9223372036854775807");
             return;
         }
-        if ((argc == 4 && !sv_eq(argv[3], "withvalues")) || argc > 4) {
+        if ((argc == 4 && !sv_eq(argv[3], withname)) || argc > 4) {
             sv_add_error(&c->r, SV_ERR_SYNTAX);
             return;
         }
         withvalues = argc == 4;
     }
     sv_entry *e = NULL;
-    sv_hashobj *h = NULL;
-    int r = get_hash(c, argv[1], &e, &h);
+    int r = sv_db_get_typed(c, argv[1], type, &e);
     if (r < 0) return;
+    sv_dict *d = r == 0 ? NULL : type == SV_T_HASH ? &((sv_hashobj *)e->val)->d : &((sv_zset *)e->val)->d;
     if (!hascount) {
-        sv_entry *f = r ? sv_dict_random(&h->d) : NULL;
+        sv_entry *f = d ? sv_dict_random(d) : NULL;
         if (f) sv_add_bulk(&c->r, f->key, f->klen);
         else sv_add_null(&c->r);
         return;
     }
-    if (r == 0 || count == 0) {
+    if (!d || count == 0) {
         sv_add_empty_array(&c->r);
         return;
     }
@@ -338,34 +339,38 @@ void sv_cmd_hrandfield(sv_ctx *c, int argc, sv_str *argv)
         sv_add_array(&c->r, nested || !withvalues ? (long long)n : (long long)(n * 2));
         for (unsigned long long i = 0; i < n; i++) {
             if ((long long)c->r.out->len > sv_cfg.output_limit) break;
-            sv_entry *f = sv_dict_random(&h->d);
+            sv_entry *f = sv_dict_random(d);
             if (nested) sv_add_array(&c->r, 2);
             sv_add_bulk(&c->r, f->key, f->klen);
-            if (withvalues) sv_add_bulk(&c->r, ((sv_blob *)f->val)->data, ((sv_blob *)f->val)->len);
+            if (withvalues) add_value(c, f);
         }
         return;
     }
-    /* distinct fields: all of them shuffled, then the first count */
-    size_t size = sv_dict_size(&h->d), n = 0;
-    sv_entry **pick = sv_malloc(size * sizeof(*pick));
+    /* distinct entries: a partial shuffle of all of them, the first count */
+    size_t n = 0;
+    sv_entry **pick = sv_malloc(sv_dict_size(d) * sizeof(*pick));
     sv_dict_iter it;
-    sv_dict_iter_init(&it, &h->d);
+    sv_dict_iter_init(&it, d);
     for (sv_entry *f; (f = sv_dict_iter_next(&it));) pick[n++] = f;
-    for (size_t i = n; i > 1; i--) {
-        size_t j = sv_rand64() % i;
-        sv_entry *t = pick[i - 1];
-        pick[i - 1] = pick[j];
+    size_t want = (size_t)count < n ? (size_t)count : n;
+    for (size_t i = 0; i < want; i++) {
+        size_t j = i + sv_rand64() % (n - i);
+        sv_entry *t = pick[i];
+        pick[i] = pick[j];
         pick[j] = t;
     }
-    if ((size_t)count < n) n = (size_t)count;
-    sv_add_array(&c->r, nested || !withvalues ? (long long)n : (long long)(n * 2));
-    for (size_t i = 0; i < n; i++) {
+    sv_add_array(&c->r, nested || !withvalues ? (long long)want : (long long)(want * 2));
+    for (size_t i = 0; i < want; i++) {
         if (nested) sv_add_array(&c->r, 2);
         sv_add_bulk(&c->r, pick[i]->key, pick[i]->klen);
-        if (withvalues) sv_add_bulk(&c->r, ((sv_blob *)pick[i]->val)->data, ((sv_blob *)pick[i]->val)->len);
+        if (withvalues) add_value(c, pick[i]);
     }
     free(pick);
 }
+
+static void add_field_value(sv_ctx *c, sv_entry *f) { sv_add_bulk(&c->r, ((sv_blob *)f->val)->data, ((sv_blob *)f->val)->len); }
+
+void sv_cmd_hrandfield(sv_ctx *c, int argc, sv_str *argv) { sv_random_entries(c, argc, argv, SV_T_HASH, "withvalues", add_field_value); }
 
 void sv_cmd_hscan(sv_ctx *c, int argc, sv_str *argv)
 {

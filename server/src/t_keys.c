@@ -2,6 +2,7 @@
 #include <limits.h>
 
 #include "server.h"
+#include "pause.h"
 #include "notify.h"
 
 void sv_cmd_del(sv_ctx *c, int argc, sv_str *argv)
@@ -106,7 +107,7 @@ void sv_cmd_keys(sv_ctx *c, int argc, sv_str *argv)
         sv_add_bulk(&r, e->key, e->klen);
         n++;
     }
-    for (size_t i = 0; i < expired.n; i++) sv_db_expire_entry(sh, expired.v[i]);
+    for (size_t i = 0; i < expired.n && sv_pause_now() == SV_PAUSE_OFF; i++) sv_db_expire_entry(sh, expired.v[i]);
     free(expired.v);
     sv_add_array(&c->r, n);
     sv_buf_append(c->r.out, tmp.data, tmp.len);
@@ -163,7 +164,7 @@ void sv_cmd_randomkey(sv_ctx *c, int argc, sv_str *argv)
         sv_entry *e = sv_dict_random(&sh->keys);
         if (!e) break;
         if (sv_db_expired(sh, e)) {
-            sv_db_expire_entry(sh, e);
+            if (sv_pause_now() == SV_PAUSE_OFF) sv_db_expire_entry(sh, e);
             continue;
         }
         sv_add_bulk(&c->r, e->key, e->klen);

@@ -426,7 +426,7 @@ void sv_cmd_rpoplpush(sv_ctx *c, int argc, sv_str *argv)
 void sv_cmd_lmpop(sv_ctx *c, int argc, sv_str *argv)
 {
     sv_mpop o;
-    if (!sv_parse_mpop(c, argc, argv, "left", "right", &o)) return;
+    if (!sv_parse_mpop(c, argc, argv, 1, "left", "right", &o)) return;
     for (long long k = 0; k < o.numkeys; k++) {
         sv_entry *e = NULL;
         int r = sv_db_get_typed(c, argv[2 + k], SV_T_LIST, &e);

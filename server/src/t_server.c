@@ -12,6 +12,8 @@
 #include "config.h"
 #include "conn.h"
 #include "server.h"
+#include "pause.h"
+#include "tracking.h"
 #include "aof.h"
 #include "blocking.h"
 #include "notify.h"
@@ -323,8 +325,30 @@ void sv_cmd_client(sv_ctx *c, int argc, sv_str *argv)
     } else if (sv_eq(sub, "no-evict") && argc == 3) {
         if (sv_eq(argv[2], "on") || sv_eq(argv[2], "off")) sv_add_ok(&c->r); /* nothing is evicted here */
         else sv_add_error(&c->r, SV_ERR_SYNTAX);
+    } else if (sv_eq(sub, "reply") && argc == 3) {
+        /* no reply to OFF and SKIP (conn.c drops what they would write) */
+        if (sv_eq(argv[2], "on")) {
+            s->reply_off = s->reply_skip = s->reply_skip_next = 0;
+            sv_add_ok(&c->r);
+        } else if (sv_eq(argv[2], "off")) {
+            s->reply_off = 1;
+        } else if (sv_eq(argv[2], "skip")) {
+            if (!s->reply_off) s->reply_skip_next = 1;
+        } else {
+            sv_add_error(&c->r, SV_ERR_SYNTAX);
+        }
+    } else if (sv_eq(sub, "pause") && (argc == 3 || argc == 4)) {
+        sv_client_pause(c, argc, argv);
+    } else if (sv_eq(sub, "unpause") && argc == 2) {
+        sv_client_unpause(c);
     } else if (sv_eq(sub, "getredir") && argc == 2) {
-        sv_add_int(&c->r, -1); /* no tracking */
+        sv_client_getredir(c);
+    } else if (sv_eq(sub, "tracking") && argc >= 3) {
+        sv_client_tracking(c, argc, argv);
+    } else if (sv_eq(sub, "caching") && argc >= 3) {
+        sv_client_caching(c, argc, argv);
+    } else if (sv_eq(sub, "trackinginfo") && argc == 2) {
+        sv_client_trackinginfo(c);
     } else if (sv_eq(sub, "unblock") && (argc == 3 || argc == 4)) {
         long long id;
         if (!sv_get_ll(c, argv[2], &id)) return;
@@ -389,7 +413,9 @@ void sv_cmd_client(sv_ctx *c, int argc, sv_str *argv)
             "    Prints this help."};
         sv_add_array(&c->r, (long long)(sizeof(help) / sizeof(help[0])));
         for (size_t i = 0; i < sizeof(help) / sizeof(help[0]); i++) sv_add_status(&c->r, help[i]);
-    } else if (sv_eq(sub, "kill") || sv_eq(sub, "no-evict") || sv_eq(sub, "getredir") || sv_eq(sub, "unblock")) {
+    } else if (sv_eq(sub, "kill") || sv_eq(sub, "no-evict") || sv_eq(sub, "getredir") || sv_eq(sub, "unblock") ||
+               (sv_eq(sub, "pause") && argc < 3) || sv_eq(sub, "unpause") || sv_eq(sub, "reply") ||
+               sv_eq(sub, "tracking") || sv_eq(sub, "caching") || sv_eq(sub, "trackinginfo")) {
         char name[64];
         snprintf(name, sizeof(name), "client|%.*s", (int)(sub.len > 32 ? 32 : sub.len), sub.p);
         for (char *p = name; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
@@ -429,7 +455,7 @@ static uint64_t fwd_sum(int which)
 static int blocked_total(void)
 {
     int n = 0;
-    for (int i = 0; i < sv_cfg.shards; i++) n += sv_block_count(&sv_shards[i]);
+    for (int i = 0; i < sv_cfg.shards; i++) n += sv_block_count(&sv_shards[i]) + sv_pause_held(&sv_shards[i]);
     return n;
 }
 
@@ -526,14 +552,15 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
         bprintf(b,
                 "# Clients\r\nconnected_clients:%d\r\ncluster_connections:0\r\nmaxclients:%d\r\n"
                 "client_recent_max_input_buffer:%zu\r\nclient_recent_max_output_buffer:%zu\r\nblocked_clients:%d\r\n"
-                "tracking_clients:0\r\nclients_in_timeout_table:0\r\ntotal_watched_keys:%llu\r\n"
+                "tracking_clients:%d\r\nclients_in_timeout_table:0\r\ntotal_watched_keys:%llu\r\n"
                 "blocked_parts:%d\r\n\r\n",
-                sh->nclients, sv_cfg.maxclients, in, out, blocked_total(),
+                sh->nclients, sv_cfg.maxclients, in, out, blocked_total(), sv_tracking_clients(sh),
                 (unsigned long long)sh->nwatched, /* this shard's */
                 blocked_parts_total());
     } else if (!strcmp(name, "memory")) {
-        sv_meminfo m;
-        sv_meminfo_read(&m);
+        sv_memover o;
+        sv_memory_overhead(sh, &o);
+        sv_meminfo m = o.m;
         long long maxmem = sv_param_ll(SV_PARAM_MAXMEMORY);
         char policy[64];
         sv_params_value("maxmemory-policy", policy, sizeof(policy));
@@ -543,7 +570,7 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
         human(h4, sizeof(h4), (double)m.total_system);
         char hmax[32];
         human(hmax, sizeof(hmax), (double)maxmem);
-        long long dataset = m.used > m.startup ? m.used - m.startup : 0;
+        long long dataset = o.dataset, net = m.used > m.startup ? m.used - m.startup : 0;
         bprintf(b,
                 "# Memory\r\nused_memory:%lld\r\nused_memory_human:%s\r\nused_memory_rss:%lld\r\n"
                 "used_memory_rss_human:%s\r\nused_memory_peak:%lld\r\nused_memory_peak_human:%s\r\n"
@@ -551,8 +578,8 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
                 "used_memory_dataset:%lld\r\nused_memory_dataset_perc:%.2f%%\r\nallocator_allocated:%lld\r\n"
                 "allocator_active:%lld\r\nallocator_resident:%lld\r\ntotal_system_memory:%lld\r\n"
                 "total_system_memory_human:%s\r\n",
-                m.used, h1, m.rss, h2, m.peak, h3, m.peak ? 100.0 * (double)m.used / (double)m.peak : 0, m.startup,
-                m.startup, dataset, m.used ? 100.0 * (double)dataset / (double)m.used : 0, m.used, m.active, m.rss,
+                m.used, h1, m.rss, h2, m.peak, h3, m.peak ? 100.0 * (double)m.used / (double)m.peak : 0, o.total,
+                m.startup, dataset, net ? 100.0 * (double)dataset / (double)net : 0, m.used, m.active, m.rss,
                 m.total_system, h4);
         bprintf(b,
                 "used_memory_lua:0\r\nused_memory_vm_eval:0\r\nused_memory_lua_human:0B\r\n"
@@ -564,11 +591,11 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
                 "allocator_rss_bytes:%lld\r\nrss_overhead_ratio:1.00\r\nrss_overhead_bytes:0\r\n"
                 "mem_fragmentation_ratio:%.2f\r\nmem_fragmentation_bytes:%lld\r\nmem_not_counted_for_evict:0\r\n"
                 "mem_replication_backlog:0\r\nmem_total_replication_buffers:0\r\nmem_clients_slaves:0\r\n"
-                "mem_clients_normal:0\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\n"
+                "mem_clients_normal:%lld\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\n"
                 "active_defrag_running:0\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n\r\n",
                 maxmem, hmax, policy, m.used ? (double)m.active / (double)m.used : 0, m.active - m.used,
                 m.active ? (double)m.rss / (double)m.active : 0, m.rss - m.active,
-                m.used ? (double)m.rss / (double)m.used : 0, m.rss - m.used);
+                m.used ? (double)m.rss / (double)m.used : 0, m.rss - m.used, o.clients);
     } else if (!strcmp(name, "persistence")) {
         /* the log's own fields (aof.c), then Redis's others */
         size_t start = b->len;
@@ -642,11 +669,11 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
         bprintf(b, "# Modules\r\n\r\n");
     } else if (!strcmp(name, "commandstats")) {
         bprintf(b, "# Commandstats\r\n");
-        for (size_t i = 0; sh->cmdstats && i < sv_cmd_count(); i++) {
+        for (size_t i = 0; sh->cmdstats && i < sv_cmdstat_count(); i++) {
             const sv_cmdstat *st = &sh->cmdstats[i];
             if (!st->calls && !st->failed && !st->rejected) continue;
             bprintf(b, "cmdstat_%s:calls=%llu,usec=%llu,usec_per_call=%.2f,rejected_calls=%llu,failed_calls=%llu\r\n",
-                    sv_cmd_at(i)->name, (unsigned long long)st->calls, (unsigned long long)st->usec,
+                    sv_cmdstat_name(i), (unsigned long long)st->calls, (unsigned long long)st->usec,
                     st->calls ? (double)st->usec / (double)st->calls : 0, (unsigned long long)st->rejected,
                     (unsigned long long)st->failed);
         }
@@ -658,10 +685,10 @@ static void info_section(sv_ctx *c, sv_buf *b, const char *name)
         bprintf(b, "\r\n");
     } else if (!strcmp(name, "latencystats")) {
         bprintf(b, "# Latencystats\r\n");
-        for (size_t i = 0; sh->cmdstats && i < sv_cmd_count(); i++) {
+        for (size_t i = 0; sh->cmdstats && i < sv_cmdstat_count(); i++) {
             const sv_cmdstat *st = &sh->cmdstats[i];
             if (!st->calls) continue;
-            bprintf(b, "latency_percentiles_usec_%s:p50=%.3f,p99=%.3f,p99.9=%.3f\r\n", sv_cmd_at(i)->name,
+            bprintf(b, "latency_percentiles_usec_%s:p50=%.3f,p99=%.3f,p99.9=%.3f\r\n", sv_cmdstat_name(i),
                     percentile(st, 50), percentile(st, 99), percentile(st, 99.9));
         }
         bprintf(b, "\r\n");

@@ -1,5 +1,5 @@
 /* t_zset: sorted sets, Redis 7.0 semantics. Members live in a dict (member -> score)
- * and in an array ordered by (score, member) for ranks and ranges. */
+ * and in a skiplist ordered by (score, member) for ranks and ranges (zskiplist.h). */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -34,9 +34,8 @@ static void zset_delete_range(sv_zset *z, size_t from, size_t to)
 
 static void zset_update(sv_zset *z, sv_entry *e, double score)
 {
-    sv_zsl_delete(&z->zsl, e);
+    sv_zsl_update_score(&z->zsl, e, score);
     e->u.d = score;
-    sv_zsl_insert(&z->zsl, e);
 }
 
 static int get_zset(sv_ctx *c, sv_str key, sv_entry **e, sv_zset **z)
@@ -690,79 +689,16 @@ void sv_cmd_zscan(sv_ctx *c, int argc, sv_str *argv)
 
 /* ---- ZRANDMEMBER, ZMPOP ---- */
 
-void sv_cmd_zrandmember(sv_ctx *c, int argc, sv_str *argv)
-{
-    long long count = 0;
-    int withscores = 0, hascount = argc >= 3;
-    if (hascount) {
-        if (!sv_str2ll(argv[2].p, argv[2].len, &count)) {
-            sv_add_error(&c->r, SV_ERR_NOTINT);
-            return;
-        }
-        if (count == LLONG_MIN) {
-            sv_add_error(&c->r, "value is out of range, value must between -9223372036854775807 and 9223372036854775807");
-            return;
-        }
-        if ((argc == 4 && !sv_eq(argv[3], "withscores")) || argc > 4) {
-            sv_add_error(&c->r, SV_ERR_SYNTAX);
-            return;
-        }
-        withscores = argc == 4;
-    }
-    sv_entry *e = NULL;
-    sv_zset *z = NULL;
-    int r = get_zset(c, argv[1], &e, &z);
-    if (r < 0) return;
-    if (!hascount) {
-        sv_entry *m = r ? sv_dict_random(&z->d) : NULL;
-        if (m) sv_add_bulk(&c->r, m->key, m->klen);
-        else sv_add_null(&c->r);
-        return;
-    }
-    if (r == 0 || count == 0) {
-        sv_add_empty_array(&c->r);
-        return;
-    }
-    int nested = withscores && c->r.proto >= 3;
-    if (count < 0) {
-        /* repeats allowed: streamed; a count too large stops at the output limit */
-        unsigned long long n = (unsigned long long)(-count);
-        sv_add_array(&c->r, nested || !withscores ? (long long)n : (long long)(n * 2));
-        for (unsigned long long i = 0; i < n; i++) {
-            if ((long long)c->r.out->len > sv_cfg.output_limit) break;
-            sv_entry *m = sv_dict_random(&z->d);
-            if (nested) sv_add_array(&c->r, 2);
-            sv_add_bulk(&c->r, m->key, m->klen);
-            if (withscores) sv_add_double(&c->r, m->u.d);
-        }
-        return;
-    }
-    /* distinct members: a partial shuffle of all of them */
-    size_t size = z->zsl.length, n = 0;
-    sv_entry **pick = sv_malloc(size * sizeof(*pick));
-    for (sv_zsl_node *x = sv_zsl_first(&z->zsl); x; x = x->level[0].forward) pick[n++] = x->e;
-    size_t want = (size_t)count < n ? (size_t)count : n;
-    for (size_t i = 0; i < want; i++) {
-        size_t j = i + sv_rand64() % (n - i);
-        sv_entry *t = pick[i];
-        pick[i] = pick[j];
-        pick[j] = t;
-    }
-    sv_add_array(&c->r, nested || !withscores ? (long long)want : (long long)(want * 2));
-    for (size_t i = 0; i < want; i++) {
-        if (nested) sv_add_array(&c->r, 2);
-        sv_add_bulk(&c->r, pick[i]->key, pick[i]->klen);
-        if (withscores) sv_add_double(&c->r, pick[i]->u.d);
-    }
-    free(pick);
-}
+static void add_member_score(sv_ctx *c, sv_entry *m) { sv_add_double(&c->r, m->u.d); }
+
+void sv_cmd_zrandmember(sv_ctx *c, int argc, sv_str *argv) { sv_random_entries(c, argc, argv, SV_T_ZSET, "withscores", add_member_score); }
 
 /* ZMPOP numkeys key... MIN|MAX [COUNT n]: [key, [[member, score]...]] of the first
  * non-empty sorted set (pairs nested in RESP2 too, as Redis). */
 void sv_cmd_zmpop(sv_ctx *c, int argc, sv_str *argv)
 {
     sv_mpop o;
-    if (!sv_parse_mpop(c, argc, argv, "min", "max", &o)) return;
+    if (!sv_parse_mpop(c, argc, argv, 1, "min", "max", &o)) return;
     for (long long k = 0; k < o.numkeys; k++) {
         sv_entry *e = NULL;
         sv_zset *z = NULL;

@@ -2,8 +2,8 @@
  * with spans (as Redis's zskiplist), so insert, delete, rank and the element at a
  * rank are O(log n). A node points to the member's dict entry (key = member, u.d =
  * score): the member's bytes are stored once, in the dict. The caller keeps the
- * entry's score unchanged while the entry is in the list (update = delete, change
- * the score, insert). */
+ * entry's score unchanged while the entry is in the list, except through
+ * sv_zsl_update_score. */
 #ifndef SV_ZSKIPLIST_H
 #define SV_ZSKIPLIST_H
 
@@ -34,6 +34,11 @@ void sv_zsl_free(sv_zsl *l); /* the nodes, not the entries */
 /* (score, member) order; memcmp on members for equal scores. */
 int sv_zsl_cmp(double s1, const char *m1, size_t l1, double s2, const char *m2, size_t l2);
 sv_zsl_node *sv_zsl_insert(sv_zsl *l, sv_entry *e);
+/* Moves e's node to its place for a new score (e->u.d still the old one; the caller
+ * sets it after): in place when its rank does not change (as Redis's
+ * zslUpdateScore), else unlinked and linked again, the node reused; one descent
+ * finds both places. 1 if e was in the list, 0 (nothing changed) if not. */
+int sv_zsl_update_score(sv_zsl *l, sv_entry *e, double score);
 /* Removes the node of e (found by e's score and member); 1 if it was there. */
 int sv_zsl_delete(sv_zsl *l, sv_entry *e);
 /* 1-based rank of e, 0 when absent. */

@@ -48,6 +48,15 @@ static void check(sv_zsl *l, sv_entry **ref, size_t n)
     }
     assert_null(x);
     assert_ptr_equal(l->tail, prev);
+    /* every level's spans add up to the ranks of the nodes it links */
+    for (int i = 0; i < l->level; i++) {
+        size_t r = 0;
+        for (sv_zsl_node *y = l->header; y->level[i].forward; y = y->level[i].forward) {
+            r += y->level[i].span;
+            assert_true(r >= 1 && r <= n);
+            assert_ptr_equal(y->level[i].forward->e, ref[r - 1]);
+        }
+    }
     assert_null(sv_zsl_at(l, 0));
     assert_null(sv_zsl_at(l, n + 1));
     for (double s = -1; s <= 21; s += 2.5) {
@@ -68,7 +77,7 @@ static void test_random_ops(void **state)
     size_t n = 0;
     srand(7);
     for (int step = 0; step < 3000; step++) {
-        int op = rand() % 4;
+        int op = rand() % 6;
         if ((op <= 1 || n == 0) && n < N) {
             char m[16];
             snprintf(m, sizeof(m), "m%d", step);
@@ -81,17 +90,26 @@ static void test_random_ops(void **state)
             assert_int_equal(sv_zsl_delete(&l, ref[i]), 0);
             free(ref[i]);
             ref[i] = ref[--n];
-        } else {
+        } else if (op == 3) {
             size_t i = (size_t)rand() % n;
             sv_zsl_delete(&l, ref[i]);
             ref[i]->u.d = (double)(rand() % 20) + 0.5;
             sv_zsl_insert(&l, ref[i]);
+        } else {
+            /* the update in one descent: a new score anywhere (op 4), or a nudge that
+             * mostly keeps the rank (op 5: the in-place path) */
+            size_t i = (size_t)rand() % n;
+            double to = op == 4 ? (double)(rand() % 20) + 0.25 * (rand() % 4) : ref[i]->u.d + 0.001 * (rand() % 3 + 1);
+            assert_int_equal(sv_zsl_update_score(&l, ref[i], to), 1);
+            ref[i]->u.d = to;
         }
         if (step % 50 == 0 || step > 2950) check(&l, ref, n);
     }
     check(&l, ref, n);
     sv_entry *absent = entry("absent", 3);
     assert_int_equal(sv_zsl_rank(&l, absent), 0);
+    assert_int_equal(sv_zsl_update_score(&l, absent, 4), 0);
+    check(&l, ref, n);
     free(absent);
     for (size_t i = 0; i < n; i++) free(ref[i]);
     sv_zsl_free(&l);
@@ -130,11 +148,52 @@ static void test_levels_and_empty(void **state)
     sv_zsl_free(&l);
 }
 
+/* Updates in small lists, where the moved node is often the tallest (the list's
+ * level drops on its unlink and rises again) or the neighbour of its new place. */
+static void test_update_small(void **state)
+{
+    (void)state;
+    sv_rand_seed(3);
+    srand(11);
+    for (int round = 0; round < 300; round++) {
+        sv_zsl l;
+        sv_zsl_init(&l);
+        enum { K = 6 };
+        sv_entry *ref[K];
+        int n = 1 + round % K;
+        for (int i = 0; i < n; i++) {
+            char m[16];
+            snprintf(m, sizeof(m), "k%d", i);
+            ref[i] = entry(m, (double)(rand() % 5));
+            sv_zsl_insert(&l, ref[i]);
+        }
+        for (int step = 0; step < 20; step++) {
+            int i = rand() % n;
+            sv_zsl_node *before = NULL;
+            for (sv_zsl_node *x = sv_zsl_first(&l); x; x = x->level[0].forward)
+                if (x->e == ref[i]) before = x;
+            double to = (double)(rand() % 7) - 1 + (rand() % 2) * 0.5;
+            if (to == ref[i]->u.d) to += 0.25;
+            assert_int_equal(sv_zsl_update_score(&l, ref[i], to), 1);
+            ref[i]->u.d = to;
+            /* the node is reused, moved or not */
+            sv_zsl_node *after = NULL;
+            for (sv_zsl_node *x = sv_zsl_first(&l); x; x = x->level[0].forward)
+                if (x->e == ref[i]) after = x;
+            assert_ptr_equal(before, after);
+            check(&l, ref, (size_t)n);
+        }
+        for (int i = 0; i < n; i++) free(ref[i]);
+        sv_zsl_free(&l);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_ops),
         cmocka_unit_test(test_levels_and_empty),
+        cmocka_unit_test(test_update_small),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -280,6 +280,42 @@ def test_info_statistics(pair):
         assert max(as_map(a[b"histogram_usec"]).values()) == a[b"calls"]
 
 
+def test_subcommand_statistics(pair):
+    """Per-subcommand counters under Redis 7.0's names (cmdstat_config|get ...): the
+    same calls, rejected and failed counts and latencystats names on both servers; an
+    unknown subcommand counts in errorstats only."""
+    c = pair.conn()
+    calls = [["CONFIG", "GET", "maxmemory"], ["CONFIG", "GET", "hz"], ["CLIENT", "ID"], ["CLIENT", "LIST"],
+             ["CONFIG", "FOO"], ["OBJECT", "HELP"], ["MEMORY", "STATS"], ["SLOWLOG", "LEN"], ["COMMAND", "COUNT"],
+             ["CONFIG"], ["LATENCY", "HELP"], ["CLIENT", "NOSUCH", "x"]]
+    for conn in (c, pair.ref):
+        assert conn.call("CONFIG", "RESETSTAT") == Status("OK")
+        for argv in calls:
+            conn.call(*argv)
+    so = info_fields(c.call("INFO", "commandstats", "errorstats", "latencystats"))
+    sr = info_fields(pair.ref.call("INFO", "commandstats", "errorstats", "latencystats"))
+
+    def stats(s):
+        out = {}
+        for name, v in s["Commandstats"].items():
+            d = dict(kv.split("=") for kv in v.split(","))
+            out[name] = (d["calls"], d["rejected_calls"], d["failed_calls"])
+        return out
+
+    o, r = stats(so), stats(sr)
+    assert o == r and "cmdstat_config|get" in o and o["cmdstat_config|get"][0] == "2"
+    assert so["Errorstats"] == sr["Errorstats"]
+    assert set(so["Latencystats"]) == set(sr["Latencystats"])
+    assert "latency_percentiles_usec_client|list" in so["Latencystats"]
+    # LATENCY HISTOGRAM by full name and by container
+    for names in (["config|get"], ["config"], ["client", "memory|stats"], ["config|nosuch"]):
+        o, r = pair.both("LATENCY", "HISTOGRAM", *names)
+        om, rm = as_map(o), as_map(r)
+        assert set(om) == set(rm), names
+        for k in om:
+            assert as_map(om[k])[b"calls"] == as_map(rm[k])[b"calls"], (names, k)
+
+
 def test_role_wait_lastsave(pair):
     pair.same("ROLE")
     pair.same("WAIT", "0", "0")
@@ -474,8 +510,7 @@ def test_tool_startup_with_redis_py():
             info = r.info("all")
             assert info["redis_version"].startswith("7.0") and info["role"] == "master"
             assert isinstance(info["used_cpu_user"], float) and isinstance(info["connected_clients"], int)
-            assert "cmdstat_config" in info or "cmdstat_config" in r.info("commandstats")
-            assert r.info("commandstats")["cmdstat_config"]["calls"] >= 1
+            assert r.info("commandstats")["cmdstat_config|get"]["calls"] >= 1
             r.set("k", "v")
             assert "db0" in r.info("keyspace") and r.info("keyspace")["db0"]["keys"] == 1
             assert r.slowlog_len() >= 0 and isinstance(r.slowlog_get(), list)
@@ -539,6 +574,69 @@ def test_memory(pair):
         assert isinstance(o, int) and isinstance(r, int) and o > 100 * (k == "mk")
     o, r = pair.both("MEMORY", "DOCTOR")
     assert type(o) == type(r)
+
+
+def memory_stats(reply):
+    if isinstance(reply, Map):
+        return [(k, memory_stats(v) if isinstance(v, (Map, list)) else v) for k, v in reply]
+    return [(reply[i], memory_stats(reply[i + 1]) if isinstance(reply[i + 1], list) else reply[i + 1])
+            for i in range(0, len(reply), 2)]
+
+
+def test_memory_stats(pair):
+    """MEMORY STATS: Redis 7.0's field names in its order, the same value types, and
+    values that agree with what the shard holds."""
+    pair.same("SET", "ms", "v" * 1000, key="ms")
+    pair.same("SET", "ms:ttl", "v", "EX", "100", key="ms:ttl")
+    c = pair.conn("ms")
+    o, r = c.call("MEMORY", "STATS"), pair.ref.call("MEMORY", "STATS")
+    os_, rs = memory_stats(o), memory_stats(r)
+    shared = pair.one_port and pair.shards > 1  # the answering shard may hold none of the keys: no db.0
+    if shared:
+        os_, rs = [x for x in os_ if x[0] != b"db.0"], [x for x in rs if x[0] != b"db.0"]
+    assert [k for k, _ in os_] == [k for k, _ in rs]
+    for (k, a), (_, b) in zip(os_, rs):
+        if isinstance(a, list):
+            assert [x for x, _ in a] == [x for x, _ in b], k
+            assert all(isinstance(v, int) for _, v in a), k
+        else:
+            assert type(a) == type(b), f"{k}: ours {a!r} redis {b!r}"
+    d = dict(os_)
+    if not shared:
+        assert d[b"keys.count"] == c.call("DBSIZE") >= 1
+    assert d[b"peak.allocated"] >= d[b"total.allocated"] >= d[b"startup.allocated"] > 0
+    assert d[b"overhead.total"] >= d[b"startup.allocated"] + d[b"clients.normal"]
+    assert d[b"clients.normal"] > 0 and d[b"replication.backlog"] == 0
+    assert d[b"total.allocated"] == d[b"overhead.total"] + d[b"dataset.bytes"] or d[b"dataset.bytes"] == 0
+    if not shared:
+        db0 = dict(d[b"db.0"])
+        assert db0[b"overhead.hashtable.main"] > 0
+        if pair.shards == 1:
+            assert db0[b"overhead.hashtable.expires"] > 0  # the key with a TTL
+    pair.same("MEMORY", "STATS", "x")
+    pair.same("DEL", "ms", key="ms")
+    pair.same("DEL", "ms:ttl", key="ms:ttl")
+
+
+def test_memory_doctor():
+    """MEMORY DOCTOR answers Redis's texts by Redis's rules: below 5 MB the "empty"
+    report (both servers, same text); with more, the no-issue one or the list."""
+    ours, ref = Server(shards=1), Server(redis=True)
+    try:
+        co, cr = Conn(ours.port), Conn(ref.port)
+        o, r = co.call("MEMORY", "DOCTOR"), cr.call("MEMORY", "DOCTOR")
+        if dict(memory_stats(co.call("MEMORY", "STATS")))[b"total.allocated"] < 5 << 20:
+            assert norm(o) == norm(r) and b"empty" in norm(o)
+        for i in range(8):
+            assert co.call("SET", f"big:{i}", "x" * (1 << 20)) == Status("OK")
+        text = norm(co.call("MEMORY", "DOCTOR"))
+        assert text.startswith(b"Hi Sam, I can't find any memory issue") or \
+            text.startswith(b"Sam, I detected a few issues in this Redis instance memory implants:")
+        co.close()
+        cr.close()
+    finally:
+        assert ours.stop()[0] == 0
+        ref.stop()
 
 
 def test_shutdown():
