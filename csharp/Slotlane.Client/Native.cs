@@ -61,7 +61,7 @@ namespace Slotlane
         public IntPtr node;
     }
 
-    /// <summary>Mirror of <c>sl_client_options</c> (version 1).</summary>
+    /// <summary>Mirror of <c>sl_client_options</c> (version 2).</summary>
     [StructLayout(LayoutKind.Sequential)]
     internal struct SlClientOptions
     {
@@ -83,6 +83,8 @@ namespace Slotlane
         public ulong max_bulk_len;
         public ulong max_aggregate_len;
         public int max_depth;
+        public uint max_inflight_batches;
+        public ulong max_inflight_bytes;
     }
 
     /// <summary>Return codes of the core (<c>sl_error_code</c>).</summary>
@@ -101,6 +103,8 @@ namespace Slotlane
         SL_ETOOSMALL = -10,
         SL_EUNSUPPORTED = -11,
         SL_ESTATE = -12,
+        SL_EBUSY = -13,
+        SL_EFORK = -14,
     }
 
     /// <summary>Reply record types (<c>sl_reply_type</c>).</summary>
@@ -129,7 +133,7 @@ namespace Slotlane
     {
         internal const string Lib = "slotlane";
 
-        internal const uint SL_CLIENT_OPTIONS_VERSION = 1;
+        internal const uint SL_CLIENT_OPTIONS_VERSION = 2;
         internal const uint SL_STATS_VERSION = 1;
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

@@ -31,6 +31,8 @@ pub const SL_ECLUSTER: sl_error_code = -9;
 pub const SL_ETOOSMALL: sl_error_code = -10;
 pub const SL_EUNSUPPORTED: sl_error_code = -11;
 pub const SL_ESTATE: sl_error_code = -12;
+pub const SL_EBUSY: sl_error_code = -13;
+pub const SL_EFORK: sl_error_code = -14;
 
 // ---------------------------------------------------------------- allocator
 #[repr(C)]
@@ -51,7 +53,7 @@ pub const SL_MODE_AUTO: sl_mode = 0;
 pub const SL_MODE_PLAIN: sl_mode = 1;
 pub const SL_MODE_CLUSTER: sl_mode = 2;
 
-pub const SL_CLIENT_OPTIONS_VERSION: c_uint = 1;
+pub const SL_CLIENT_OPTIONS_VERSION: c_uint = 2;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -74,6 +76,8 @@ pub struct sl_client_options {
     pub max_bulk_len: u64,
     pub max_aggregate_len: u64,
     pub max_depth: c_int,
+    pub max_inflight_batches: c_uint,
+    pub max_inflight_bytes: u64,
 }
 
 // ------------------------------------------------------------------- client
@@ -280,4 +284,6 @@ pub const SL_CLIENT_OPTIONS_INIT: sl_client_options = sl_client_options {
     max_bulk_len: 512 << 20,
     max_aggregate_len: 1 << 30,
     max_depth: 32,
+    max_inflight_batches: 4096,
+    max_inflight_bytes: 64 << 20,
 };
