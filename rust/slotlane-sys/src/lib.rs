@@ -263,6 +263,62 @@ extern "C" {
     pub fn sl_key_slot(key: *const c_void, len: usize) -> c_int;
 }
 
+// ------------------------------------------------- slotlane_uv.h: the core's loop thread
+// and completion queues (the "uv" part, built with libuv from pkg-config). The caller's-
+// loop functions (sl_client_attach_loop...) take a uv_loop_t and are not declared here.
+
+/// Opaque: `sl_loop` (the core's loop thread).
+#[repr(C)]
+pub struct sl_loop {
+    _private: [u8; 0],
+    _not_send_sync: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+/// Opaque: `sl_cq` (a completion queue).
+#[repr(C)]
+pub struct sl_cq {
+    _private: [u8; 0],
+    _not_send_sync: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+/// `sl_completion`: one completed submission.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sl_completion {
+    pub batch: *mut sl_batch,
+    pub token: *mut c_void,
+    pub status: c_int,
+    pub reserved: c_int,
+    pub sizes: sl_sizes,
+}
+
+pub const SL_SUBMIT_WAIT: c_int = 0;
+pub const SL_SUBMIT_FAIL_FAST: c_int = 1;
+
+extern "C" {
+    pub fn sl_loop_new(out: *mut *mut sl_loop) -> c_int;
+    pub fn sl_loop_detach(l: *mut sl_loop, client: *mut sl_client) -> c_int;
+    pub fn sl_loop_free(l: *mut sl_loop);
+    pub fn sl_cq_new(out: *mut *mut sl_cq) -> c_int;
+    pub fn sl_cq_free(cq: *mut sl_cq);
+    pub fn sl_cq_fd(cq: *const sl_cq) -> c_int;
+    pub fn sl_cq_drain(cq: *mut sl_cq, out: *mut sl_completion, cap: usize) -> usize;
+    pub fn sl_cq_wait(
+        cq: *mut sl_cq,
+        out: *mut sl_completion,
+        cap: usize,
+        timeout_ms: c_int,
+    ) -> usize;
+    pub fn sl_loop_submit_cq(
+        l: *mut sl_loop,
+        batch: *mut sl_batch,
+        timeout_ms: c_int,
+        cq: *mut sl_cq,
+        token: *mut c_void,
+        flags: c_int,
+    ) -> c_int;
+    pub fn sl_batch_cancel(batch: *mut sl_batch) -> c_int;
+}
+
 /// The defaults of `SL_CLIENT_OPTIONS_INIT` (the macro's values, checked against the
 /// header by `tests/abi.rs`), for callers that want them without a call.
 pub const SL_CLIENT_OPTIONS_INIT: sl_client_options = sl_client_options {

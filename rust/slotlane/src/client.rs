@@ -344,6 +344,32 @@ impl Client {
     /// slot map. `opts` is a URL (`&str`, `String`) or [`ConnectOptions`].
     pub fn connect<O: Into<ConnectOptions>>(opts: O) -> Result<Client, Error> {
         let o: ConnectOptions = opts.into();
+        let raw = Client::new_raw(&o, None)?;
+        let mut batch: *mut sys::sl_batch = ptr::null_mut();
+        // SAFETY: raw is a live client.
+        let rc = unsafe { sys::sl_batch_new(raw.as_ptr(), &mut batch) };
+        if rc != 0 || batch.is_null() {
+            // SAFETY: raw is live and has no batch.
+            unsafe { sys::sl_client_free(raw.as_ptr()) };
+            return Err(Error::from_code(
+                if rc != 0 { rc } else { sys::SL_ENOMEM },
+                "sl_batch_new",
+            ));
+        }
+        Ok(Client {
+            raw,
+            batch: NonNull::new(batch).unwrap(),
+            scratch: Vec::with_capacity(256),
+            cancel: None,
+        })
+    }
+
+    /// A core client from the options (`max_inflight`: the asynchronous client's in-flight
+    /// bound of batches, `None` for the core's default).
+    pub(crate) fn new_raw(
+        o: &ConnectOptions,
+        max_inflight: Option<u32>,
+    ) -> Result<NonNull<sys::sl_client>, Error> {
         let url = cstring("URL", &o.url)?;
         let user = o
             .username
@@ -400,6 +426,9 @@ impl Client {
         if let Some(n) = o.max_depth {
             c.max_depth = int("max depth", n)?;
         }
+        if let Some(n) = max_inflight {
+            c.max_inflight_batches = n;
+        }
         let mut raw: *mut sys::sl_client = ptr::null_mut();
         let mut msg = [0 as c_char; 512];
         // SAFETY: every pointer in c outlives the call; msg is writable for its length.
@@ -409,26 +438,9 @@ impl Client {
             let m = unsafe { CStr::from_ptr(msg.as_ptr()) }.to_string_lossy();
             return Err(Error::from_code(rc, &m));
         }
-        let raw = NonNull::new(raw).ok_or_else(|| Error::Other {
+        NonNull::new(raw).ok_or_else(|| Error::Other {
             code: 0,
             message: "sl_client_new gave NULL".into(),
-        })?;
-        let mut batch: *mut sys::sl_batch = ptr::null_mut();
-        // SAFETY: raw is a live client.
-        let rc = unsafe { sys::sl_batch_new(raw.as_ptr(), &mut batch) };
-        if rc != 0 || batch.is_null() {
-            // SAFETY: raw is live and has no batch.
-            unsafe { sys::sl_client_free(raw.as_ptr()) };
-            return Err(Error::from_code(
-                if rc != 0 { rc } else { sys::SL_ENOMEM },
-                "sl_batch_new",
-            ));
-        }
-        Ok(Client {
-            raw,
-            batch: NonNull::new(batch).unwrap(),
-            scratch: Vec::with_capacity(256),
-            cancel: None,
         })
     }
 
