@@ -179,6 +179,9 @@ fn compile(name: &str, code: &str, link_and_run: bool) {
         "-Werror",
         "-pedantic",
         "-Wno-unused-variable",
+        // the core's own definitions (core/build.cfg): uv.h needs POSIX's pthread types
+        "-D_POSIX_C_SOURCE=200809L",
+        "-D_DEFAULT_SOURCE",
     ])
     .arg("-I")
     .arg(header_path().parent().unwrap())
@@ -208,7 +211,8 @@ fn compile(name: &str, code: &str, link_and_run: bool) {
 #[test]
 fn declarations_match_the_header() {
     let mut c =
-        String::from("#include <stddef.h>\n#include <stdint.h>\n#include \"slotlane.h\"\n\n");
+        // slotlane_uv.h too: the loop thread and completion queues (its uv.h from the system)
+        String::from("#include <stddef.h>\n#include <stdint.h>\n#include \"slotlane.h\"\n#include \"slotlane_uv.h\"\n\n");
     for f in rust_fns() {
         let ret = f
             .ret
