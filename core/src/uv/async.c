@@ -47,6 +47,7 @@ typedef struct uv_node {
 } uv_node;
 
 static void process(sl_client *c);
+static void flush_touched(struct sl_loop *l);
 
 /* ------------------------------------------------------------ node handles */
 
@@ -333,6 +334,7 @@ static void process(sl_client *c)
 {
     uv_client *uc = c->async;
     if (!uc) return;
+    struct sl_loop *owner = uc->owner;
     uint64_t now = sl__now_ms();
     int cancel = atomic_exchange(&c->cancel, 0);
     sl_batch *done = NULL, **tail = &done;
@@ -386,6 +388,7 @@ static void process(sl_client *c)
         b->async_next = NULL;
         complete(b);
     }
+    if (owner) flush_touched(owner); /* one signal per queue for the whole walk */
     if (c->async && !uc->detaching) maybe_refresh(c);
 }
 
@@ -458,7 +461,10 @@ int sl_client_attach_loop(sl_client *c, uv_loop_t *loop)
     return 0;
 }
 
-int sl_batch_exec_async(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
+/* sl_batch_exec_async without the walk: the loop thread's drain starts every submitted
+ * batch first and walks each client once, so what many callers submitted between two
+ * wake-ups leaves in one write per node. */
+static int exec_async_start(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
 {
     if (!b || !cb) return SL_EINVAL;
     sl_client *c = b->client;
@@ -480,8 +486,14 @@ int sl_batch_exec_async(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
         return SL_EINVAL;
     }
     start(b, timeout_ms, cb, arg);
-    process(c);
     return 0;
+}
+
+int sl_batch_exec_async(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
+{
+    int rc = exec_async_start(b, timeout_ms, cb, arg);
+    if (rc == 0) process(b->client);
+    return rc;
 }
 
 static void client_handle_closed(uv_handle_t *h)
@@ -536,6 +548,8 @@ struct sl_loop {
     uv_client *clients;          /* attached clients */
     int started;
     unsigned fork_gen;           /* sl__fork_generation() at sl_loop_new */
+    sl_cq *touched[16];          /* loop thread: queues given completions quietly, to signal */
+    int ntouched;
     pthread_cond_t room;         /* SL_SUBMIT_WAIT submitters: a completion freed room */
     atomic_int room_waiters;
 };
@@ -593,8 +607,17 @@ static void detach_one(sl_loop *l, sl_client *c, ctl_msg *m)
     }
 }
 
+/* Signals every queue that got completions since the last flush (sl__cq_push_quiet). */
+static void flush_touched(sl_loop *l)
+{
+    for (int i = 0; i < l->ntouched; i++) sl__cq_signal(l->touched[i]);
+    l->ntouched = 0;
+}
+
 static void drain(sl_loop *l)
 {
+    sl_client *walk[32];             /* clients with batches started: walked once at the end */
+    int nwalk = 0;
     for (;;) {
         sl_batch *list = atomic_exchange(&l->inbox, NULL);
         if (!list) break;
@@ -626,8 +649,16 @@ static void drain(sl_loop *l)
                     l->clients = uc;
                 }
             }
-            if (rc == 0) rc = sl_batch_exec_async(b, b->submit_timeout, cb, arg);
-            if (rc != 0) {
+            if (rc == 0) rc = exec_async_start(b, b->submit_timeout, cb, arg);
+            if (rc == 0) {
+                int seen = 0;
+                for (int i = 0; i < nwalk && !seen; i++) seen = walk[i] == c;
+                if (!seen && nwalk == (int)(sizeof walk / sizeof walk[0])) {
+                    for (int i = 0; i < nwalk; i++) process(walk[i]);
+                    nwalk = 0;
+                }
+                if (!seen) walk[nwalk++] = c;
+            } else {
                 /* The submitter was told 0: the callback carries the failure. */
                 sl_sizes none;
                 memset(&none, 0, sizeof none);
@@ -636,6 +667,8 @@ static void drain(sl_loop *l)
             }
         }
     }
+    for (int i = 0; i < nwalk; i++) process(walk[i]);
+    flush_touched(l);
 }
 
 static void on_wake(uv_async_t *a)
@@ -801,7 +834,12 @@ static void cq_done(sl_batch *b, int status, const sl_sizes *sizes, void *arg)
     done.sizes = *sizes;
     sl_cq *q = b->cq;
     release(l, b);
-    sl__cq_push(q, &done);
+    /* Quietly: the walk that completed it signals each queue once (flush_touched). */
+    int seen = 0;
+    for (int i = 0; i < l->ntouched && !seen; i++) seen = l->touched[i] == q;
+    if (!seen && l->ntouched == (int)(sizeof l->touched / sizeof l->touched[0])) flush_touched(l);
+    if (!seen) l->touched[l->ntouched++] = q;
+    sl__cq_push_quiet(q, &done);
 }
 
 int sl_loop_submit_cq(sl_loop *l, sl_batch *b, int timeout_ms, sl_cq *q, void *token, int flags)

@@ -79,9 +79,22 @@ static int reserve(sl_cq *q)
     return 0;
 }
 
-void sl__cq_push(sl_cq *q, const sl_completion *c)
+/* Signals the descriptor (and a sleeper) when completions wait and it is not signalled yet.
+ * Under the lock. */
+static void signal_locked(sl_cq *q)
 {
-    pthread_mutex_lock(&q->mu);
+    if (q->len > 0 && !q->signalled) {
+        uint64_t one = 1;
+        ssize_t w = write(q->fd, &one, sizeof one); /* never full: it holds at most 1 */
+        (void)w;
+        q->signalled = 1;
+        q->signals++;
+    }
+    if (q->len > 0 && q->sleepers) pthread_cond_signal(&q->cv);
+}
+
+static void push_locked(sl_cq *q, const sl_completion *c)
+{
     /* An allocation failure must not lose a completion (every submit completes once):
      * retry; the ring grows at most to the number of batches in flight. */
     while (reserve(q) != 0) {
@@ -92,14 +105,27 @@ void sl__cq_push(sl_cq *q, const sl_completion *c)
     }
     q->ring[(q->head + q->len) % q->cap] = *c;
     q->len++;
-    if (!q->signalled) {
-        uint64_t one = 1;
-        ssize_t w = write(q->fd, &one, sizeof one); /* never full: it holds at most 1 */
-        (void)w;
-        q->signalled = 1;
-        q->signals++;
-    }
-    if (q->sleepers) pthread_cond_signal(&q->cv);
+}
+
+void sl__cq_push(sl_cq *q, const sl_completion *c)
+{
+    pthread_mutex_lock(&q->mu);
+    push_locked(q, c);
+    signal_locked(q);
+    pthread_mutex_unlock(&q->mu);
+}
+
+void sl__cq_push_quiet(sl_cq *q, const sl_completion *c)
+{
+    pthread_mutex_lock(&q->mu);
+    push_locked(q, c);
+    pthread_mutex_unlock(&q->mu);
+}
+
+void sl__cq_signal(sl_cq *q)
+{
+    pthread_mutex_lock(&q->mu);
+    signal_locked(q);
     pthread_mutex_unlock(&q->mu);
 }
 

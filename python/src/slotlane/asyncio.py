@@ -52,17 +52,24 @@ _buffer = ffi.buffer
 # The core's loop thread: one per process, made on first use (a child after fork() makes
 # its own: the parent's thread does not exist there).
 _loop_thread: Any = None
-_loop_pid = 0
+
+
+def _forget_loop_thread() -> None:
+    global _loop_thread
+    _loop_thread = None
+
+
+os.register_at_fork(after_in_child=_forget_loop_thread)
 
 
 def _core_loop() -> Any:
-    global _loop_thread, _loop_pid
-    if _loop_thread is None or _loop_pid != os.getpid():
+    global _loop_thread
+    if _loop_thread is None:
         out = ffi.new("sl_loop **")
         rc = lib.sl_loop_new(out)
         if rc != 0:
             _raise_code(rc, "could not start the core's loop thread")
-        _loop_thread, _loop_pid = out[0], os.getpid()
+        _loop_thread = out[0]
     return _loop_thread
 
 
