@@ -121,9 +121,11 @@ fn dispatch(e: &'static Engine) {
     }
 }
 
-/// The core client, shared by the clones of a [`Client`] and by every operation.
+/// The core client, shared by the clones of a [`Client`] and by every operation, with the
+/// batches of finished operations kept for the next ones (no allocation per call).
 struct Inner {
     raw: NonNull<sys::sl_client>,
+    spare: Mutex<Vec<NonNull<sys::sl_batch>>>,
 }
 
 // SAFETY: with the loop thread, the core allows sl_batch_new/free/append and
@@ -133,10 +135,17 @@ unsafe impl Sync for Inner {}
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // Every operation holds an Arc<Inner>: nothing is in flight. sl_client_free
-        // detaches the client from the loop thread first.
-        // SAFETY: raw is live and owned; its batches were freed with their operations.
-        unsafe { sys::sl_client_free(self.raw.as_ptr()) };
+        // Every operation holds an Arc<Inner>: nothing is in flight. The spare batches go
+        // first (the core frees batches before their client); sl_client_free detaches the
+        // client from the loop thread.
+        let spare = std::mem::take(self.spare.get_mut().unwrap_or_else(|p| p.into_inner()));
+        // SAFETY: raw is live and owned; the spare batches are idle and ours.
+        unsafe {
+            for b in spare {
+                sys::sl_batch_free(b.as_ptr());
+            }
+            sys::sl_client_free(self.raw.as_ptr());
+        }
     }
 }
 
@@ -181,7 +190,10 @@ impl Client {
             _ => Mode::Plain,
         };
         Ok(Client {
-            inner: Arc::new(Inner { raw }),
+            inner: Arc::new(Inner {
+                raw,
+                spare: Mutex::new(Vec::new()),
+            }),
             mode,
         })
     }
@@ -272,8 +284,15 @@ unsafe impl Sync for Op {}
 
 impl Drop for Op {
     fn drop(&mut self) {
-        // SAFETY: the batch is not in flight (the dispatcher held its Arc until then).
-        unsafe { sys::sl_batch_free(self.batch.as_ptr()) };
+        // Not in flight (the dispatcher held its Arc until then): kept for the next call.
+        let mut spare = self._client.spare.lock().unwrap_or_else(|p| p.into_inner());
+        if spare.len() < 1024 {
+            spare.push(self.batch);
+        } else {
+            drop(spare);
+            // SAFETY: the batch is idle and ours.
+            unsafe { sys::sl_batch_free(self.batch.as_ptr()) };
+        }
     }
 }
 
@@ -296,12 +315,27 @@ impl<S: Shape> Call<S> {
     /// is reached (the waker is queued for the next drain).
     fn submit(&mut self, e: &'static Engine, cx: &Context<'_>) -> Result<bool, Error> {
         if self.op.is_none() {
-            let mut b = ptr::null_mut();
-            // SAFETY: the client is live (held by self.client).
-            let rc = unsafe { sys::sl_batch_new(self.client.raw.as_ptr(), &mut b) };
-            let batch = NonNull::new(b)
-                .filter(|_| rc == 0)
-                .ok_or_else(|| Error::from_code(if rc != 0 { rc } else { sys::SL_ENOMEM }, ""))?;
+            let spare = self
+                .client
+                .spare
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .pop();
+            let batch = match spare {
+                Some(b) => {
+                    // SAFETY: an idle batch of this client: the reset drops its old replies.
+                    unsafe { sys::sl_batch_reset(b.as_ptr()) };
+                    b
+                }
+                None => {
+                    let mut b = ptr::null_mut();
+                    // SAFETY: the client is live (held by self.client).
+                    let rc = unsafe { sys::sl_batch_new(self.client.raw.as_ptr(), &mut b) };
+                    NonNull::new(b).filter(|_| rc == 0).ok_or_else(|| {
+                        Error::from_code(if rc != 0 { rc } else { sys::SL_ENOMEM }, "")
+                    })?
+                }
+            };
             let op = Arc::new(Op {
                 batch,
                 state: Mutex::new(OpState {
