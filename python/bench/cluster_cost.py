@@ -473,9 +473,9 @@ def find_root() -> Optional[str]:
         d = parent
 
 
-def write_record(rec: Dict[str, Any], dest: str) -> str:
-    """DIR/ -> <hostname>-<YYYY-MM-DD>-<HHMMSS>-cluster-cost-python.json, created by a hard
-    link of a finished .tmp file, never replacing a record (bench/records/README.md)."""
+def write_record(rec: Dict[str, Any], dest: str, kind: str = "cluster-cost-python") -> str:
+    """DIR/ -> <hostname>-<YYYY-MM-DD>-<HHMMSS>-<kind>.json, created by a hard link of a
+    finished .tmp file, never replacing a record (bench/records/README.md)."""
     if not (dest.endswith("/") or os.path.isdir(dest)):
         with open(dest, "w") as f:
             json.dump(rec, f, indent=1)
@@ -489,7 +489,7 @@ def write_record(rec: Dict[str, Any], dest: str) -> str:
     try:
         while True:
             now = datetime.datetime.now(datetime.timezone.utc)
-            name = os.path.join(dest, "%s-%s-cluster-cost-python.json" % (socket.gethostname(), now.strftime("%Y-%m-%d-%H%M%S")))
+            name = os.path.join(dest, "%s-%s-%s.json" % (socket.gethostname(), now.strftime("%Y-%m-%d-%H%M%S"), kind))
             try:
                 os.link(tmp, name)
                 return name
