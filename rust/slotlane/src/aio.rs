@@ -432,21 +432,9 @@ impl<S: Shape> Future for Call<S> {
                 "",
             ))
         } else {
-            let (mut n, mut data, mut dlen) = (0usize, ptr::null::<u8>(), 0usize);
-            // SAFETY: the batch completed and is ours; its replies stay until it is freed
-            // (with op, after this borrow).
-            let recs =
-                unsafe { sys::sl_batch_replies(op.batch.as_ptr(), &mut n, &mut data, &mut dlen) };
-            let recs = if recs.is_null() || n == 0 {
-                &[][..]
-            } else {
-                unsafe { std::slice::from_raw_parts(recs, n) }
-            };
-            let data = if data.is_null() || dlen == 0 {
-                &[][..]
-            } else {
-                unsafe { std::slice::from_raw_parts(data, dlen) }
-            };
+            // SAFETY: the batch completed and is ours; its replies stay until it is reused
+            // or freed (with op, after this borrow).
+            let (recs, data) = unsafe { crate::client::batch_replies(op.batch.as_ptr()) };
             let mut i = 0;
             decode(recs, data, &mut i).and_then(S::shape)
         };

@@ -39,6 +39,29 @@ pub enum Route {
     Random,
 }
 
+/// The records and data of batch `b`'s last execution, as slices.
+///
+/// # Safety
+/// `b` is a live batch that is not executing, and the slices are not used after its next
+/// exec, reset or free (the caller picks the lifetime `'a` to say so).
+pub(crate) unsafe fn batch_replies<'a>(b: *mut sys::sl_batch) -> (&'a [sys::sl_reply], &'a [u8]) {
+    let (mut n, mut data, mut dlen) = (0usize, ptr::null::<u8>(), 0usize);
+    // SAFETY: b is live (the caller's contract); the outputs are written by the call.
+    let recs = unsafe { sys::sl_batch_replies(b, &mut n, &mut data, &mut dlen) };
+    // SAFETY: the core's reply memory holds n records and dlen data bytes.
+    let recs = if recs.is_null() || n == 0 {
+        &[][..]
+    } else {
+        unsafe { std::slice::from_raw_parts(recs, n) }
+    };
+    let data = if data.is_null() || dlen == 0 {
+        &[][..]
+    } else {
+        unsafe { std::slice::from_raw_parts(data, dlen) }
+    };
+    (recs, data)
+}
+
 /// Runs `f` with the C form of `route` (NULL for `None`).
 pub(crate) fn with_route<R>(
     route: Option<&Route>,
@@ -568,22 +591,9 @@ impl Client {
                 &self.errmsg(),
             ));
         }
-        let (mut n, mut data, mut dlen) = (0usize, ptr::null::<u8>(), 0usize);
-        // SAFETY: b is live; the outputs are written by the call.
-        let recs = unsafe { sys::sl_batch_replies(b, &mut n, &mut data, &mut dlen) };
-        // SAFETY: the core's reply memory holds n records and dlen data bytes and stays
-        // valid until the batch's next exec/reset/free, all of which need &mut self,
-        // which the returned borrow holds.
-        let recs = if recs.is_null() || n == 0 {
-            &[][..]
-        } else {
-            unsafe { std::slice::from_raw_parts(recs, n) }
-        };
-        let data = if data.is_null() || dlen == 0 {
-            &[][..]
-        } else {
-            unsafe { std::slice::from_raw_parts(data, dlen) }
-        };
+        // SAFETY: b is live; its reply memory stays valid until the batch's next
+        // exec/reset/free, all of which need &mut self, which the returned borrow holds.
+        let (recs, data) = unsafe { batch_replies(b) };
         Ok((rc, recs, data))
     }
 
