@@ -167,7 +167,9 @@ SL_EXTERN int sl_client_mode(const sl_client *client);
  * and connections that still owed replies are closed (the next execution reconnects).
  * When no execution is running, it has no effect (it never reaches a later execution).
  * The one call that is safe from any thread, concurrently with the client's own thread;
- * with the async API it cancels every execution of the client in flight. */
+ * with the async API it cancels every execution of the client in flight, and there the
+ * connections stay open: the replies still owed are read and dropped (to cancel one
+ * execution only: sl_batch_cancel, slotlane_uv.h). */
 SL_EXTERN void sl_client_cancel(sl_client *client);
 
 /* Re-reads the slot map from the known nodes now. */
