@@ -221,6 +221,15 @@ namespace Slotlane
             "sl_client_attach_loop",  // the caller's-loop engine is for runtimes with a libuv loop (Node)
             "sl_batch_exec_async",
             "sl_client_detach_loop",
+            // completion queues and per-batch cancel: C# async on them (Task + CancellationToken)
+            // is not written yet; ExecuteAsync still uses sl_loop_submit's callback
+            "sl_cq_new",
+            "sl_cq_free",
+            "sl_cq_fd",
+            "sl_cq_drain",
+            "sl_cq_wait",
+            "sl_loop_submit_cq",
+            "sl_batch_cancel",
         };
 
         internal static string PtrToUtf8(IntPtr p)
