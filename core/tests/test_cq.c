@@ -589,17 +589,21 @@ typedef struct stress {
     fixture *f;
     int id;
     pthread_barrier_t *submitted;/* every thread has submitted all but its last batch */
+    pthread_barrier_t *lasts;    /* every thread has submitted its last batch */
     pthread_barrier_t *freed;    /* the loop is freed */
     unsigned char seen[S_PER];   /* completions per submission */
     int wrong;                   /* a reply that is neither right nor an error record */
+    char why[160];               /* the first wrong one */
     int ok, cancelled, errors;
 } stress;
+
+#define WRONG(s, ...) do { if (!(s)->wrong++) snprintf((s)->why, sizeof (s)->why, __VA_ARGS__); } while (0)
 
 static void stress_check(stress *s, const sl_completion *c)
 {
     int i = (int)(uintptr_t)c->token;
     if (i < 0 || i >= S_PER) {
-        s->wrong++;
+        WRONG(s, "token %d", i);
         return;
     }
     s->seen[i]++;
@@ -609,20 +613,22 @@ static void stress_check(stress *s, const sl_completion *c)
     const uint8_t *d;
     const sl_reply *r = sl_batch_replies(b, &n, &d, NULL);
     if (c->sizes.commands != 2 || n < 2) {
-        s->wrong++;
+        WRONG(s, "batch %d: status %d, %llu commands, %zu records", i, c->status,
+              (unsigned long long)c->sizes.commands, n);
         return;
     }
     char val[32];
     snprintf(val, sizeof val, "%d.%d", s->id, i);
     if (r[1].type == SL_REPLY_STRING) {
-        if (r[1].len != strlen(val) || memcmp(d + r[1].offset, val, r[1].len) != 0) s->wrong++;
+        if (r[1].len != strlen(val) || memcmp(d + r[1].offset, val, r[1].len) != 0)
+            WRONG(s, "batch %d: GET gave %.*s", i, (int)r[1].len, (const char *)d + r[1].offset);
         else if (c->status == 0) s->ok++;
     } else if (r[1].type == SL_REPLY_ERROR) {
         s->errors++;
     } else {
-        s->wrong++;
+        WRONG(s, "batch %d: GET record type %d", i, r[1].type);
     }
-    if (r[0].type != SL_REPLY_STATUS && r[0].type != SL_REPLY_ERROR) s->wrong++;
+    if (r[0].type != SL_REPLY_STATUS && r[0].type != SL_REPLY_ERROR) WRONG(s, "batch %d: SET record type %d", i, r[0].type);
 }
 
 static void stress_queue(stress *s, sl_batch *b, int i)
@@ -651,7 +657,7 @@ static void *stress_main(void *arg)
         while (free_n == 0) {
             size_t k = sl_cq_wait(q, out, S_DEPTH, WAIT_MS);
             if (k == 0) {
-                s->wrong++;
+                WRONG(s, "no completion within %d ms at batch %d", WAIT_MS, i);
                 break;
             }
             for (size_t j = 0; j < k; j++) {
@@ -662,8 +668,9 @@ static void *stress_main(void *arg)
         if (free_n == 0) break;
         sl_batch *b = pool[--free_n];
         stress_queue(s, b, i);
-        if (sl_loop_submit_cq(f->l, b, -1, q, (void *)(uintptr_t)i, SL_SUBMIT_WAIT) != 0) {
-            s->wrong++;
+        int rc = sl_loop_submit_cq(f->l, b, -1, q, (void *)(uintptr_t)i, SL_SUBMIT_WAIT);
+        if (rc != 0) {
+            WRONG(s, "submit %d: %d", i, rc);
             pool[free_n++] = b;
             break;
         }
@@ -673,8 +680,9 @@ static void *stress_main(void *arg)
     /* The last one is held by the server (the main thread stalled its key): in flight
      * when the loop is freed, with whatever else is still on that connection. */
     stress_queue(s, last, S_PER - 1);
-    if (sl_loop_submit_cq(f->l, last, -1, q, (void *)(uintptr_t)(S_PER - 1), SL_SUBMIT_FAIL_FAST) != 0)
-        s->wrong++;
+    int rc = sl_loop_submit_cq(f->l, last, -1, q, (void *)(uintptr_t)(S_PER - 1), SL_SUBMIT_FAIL_FAST);
+    if (rc != 0) WRONG(s, "the last submit: %d", rc);
+    pthread_barrier_wait(s->lasts);
     pthread_barrier_wait(s->freed);
     for (size_t k; (k = sl_cq_drain(q, out, S_DEPTH + 1)) > 0;) {
         for (size_t j = 0; j < k; j++) {
@@ -682,7 +690,7 @@ static void *stress_main(void *arg)
             if (out[j].batch != last) pool[free_n++] = out[j].batch;
         }
     }
-    if (free_n != S_DEPTH) s->wrong++;
+    if (free_n != S_DEPTH) WRONG(s, "%d of %d batches came back", free_n, S_DEPTH);
     for (int i = 0; i < free_n; i++) sl_batch_free(pool[i]);
     sl_batch_free(last);
     sl_cq_free(q);
@@ -694,8 +702,9 @@ static void test_stress_threads_cancel_node_dies_loop_freed(void **state)
     (void)state;
     fixture f;
     fx_start(&f, 3, 0);
-    pthread_barrier_t submitted, freed;
+    pthread_barrier_t submitted, lasts, freed;
     pthread_barrier_init(&submitted, NULL, S_THREADS + 1);
+    pthread_barrier_init(&lasts, NULL, S_THREADS + 1);
     pthread_barrier_init(&freed, NULL, S_THREADS + 1);
     static stress s[S_THREADS];
     pthread_t th[S_THREADS];
@@ -704,6 +713,7 @@ static void test_stress_threads_cancel_node_dies_loop_freed(void **state)
         s[t].f = &f;
         s[t].id = t;
         s[t].submitted = &submitted;
+        s[t].lasts = &lasts;
         s[t].freed = &freed;
         assert_int_equal(pthread_create(&th[t], NULL, stress_main, &s[t]), 0);
     }
@@ -720,8 +730,11 @@ static void test_stress_threads_cancel_node_dies_loop_freed(void **state)
         fs_add_rule(owner[t], &r);
     }
     pthread_barrier_wait(&submitted); /* the stall keys are used only after this */
+    pthread_barrier_wait(&lasts);
     /* Each last SET is held (the first one on a connection is counted, the ones behind it
-     * there are not parsed): wait until every node with a last batch holds one. */
+     * there are not parsed): wait until every node with a last batch holds one. A last
+     * batch still in the loop's inbox when it is freed completes cancelled too, with a
+     * cancelled record per command. */
     for (int t = 0; t < S_THREADS; t++) assert_int_equal(fs_wait_stalled(owner[t], 1, WAIT_MS), 0);
     sl_loop_free(f.l);
     f.l = NULL;
@@ -729,7 +742,7 @@ static void test_stress_threads_cancel_node_dies_loop_freed(void **state)
     int ok = 0, cancelled = 0, errors = 0;
     for (int t = 0; t < S_THREADS; t++) {
         pthread_join(th[t], NULL);
-        assert_int_equal(s[t].wrong, 0);
+        if (s[t].wrong) fail_msg("thread %d: %d wrong, the first: %s", t, s[t].wrong, s[t].why);
         for (int i = 0; i < S_PER; i++)
             if (s[t].seen[i] != 1) fail_msg("thread %d batch %d completed %d times", t, i, s[t].seen[i]);
         ok += s[t].ok;
@@ -740,6 +753,7 @@ static void test_stress_threads_cancel_node_dies_loop_freed(void **state)
     assert_true(ok > S_THREADS * S_PER / 2);
     print_message("stress: %d ok, %d cancelled, %d with error records\n", ok, cancelled, errors);
     pthread_barrier_destroy(&submitted);
+    pthread_barrier_destroy(&lasts);
     pthread_barrier_destroy(&freed);
     fx_stop(&f);
 }

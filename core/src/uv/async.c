@@ -614,6 +614,26 @@ static void flush_touched(sl_loop *l)
     l->ntouched = 0;
 }
 
+/* A submitted batch that cannot start: the submitter was told 0, so the callback carries
+ * the failure. Ended by sl_loop_free before it was sent, its commands get SL_ERR_CANCELLED
+ * records, as a batch cancelled in flight does; any other failure (the client could not
+ * be attached) leaves no records. */
+static void complete_unstarted(sl_batch *b, int rc, sl_exec_cb cb, void *arg)
+{
+    sl_sizes sizes;
+    memset(&sizes, 0, sizeof sizes);
+    if (rc == SL_ECANCELLED && sl__batch_prepare(b, b->submit_timeout) == 0) {
+        (void)sl__engine_cancel(b, "the execution was cancelled: sl_loop_free before it was sent");
+        rc = sl__batch_finish(b, SL_ECANCELLED);
+        sizes = b->sizes;
+    }
+    b->nuser = b->ncmds = 0;
+    b->nargs = 0;
+    b->input.len = 0;
+    b->in_flight = 0;
+    cb(b, rc, &sizes, arg);
+}
+
 static void drain(sl_loop *l)
 {
     sl_client *walk[32];             /* clients with batches started: walked once at the end */
@@ -659,11 +679,7 @@ static void drain(sl_loop *l)
                 }
                 if (!seen) walk[nwalk++] = c;
             } else {
-                /* The submitter was told 0: the callback carries the failure. */
-                sl_sizes none;
-                memset(&none, 0, sizeof none);
-                b->in_flight = 0;
-                cb(b, rc, &none, arg);
+                complete_unstarted(b, rc, cb, arg);
             }
         }
     }
