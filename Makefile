@@ -2,7 +2,7 @@
 #   make test   installs what is missing, builds everything, runs every test
 #   make bench  installs what is missing, builds, starts the server, runs every language's cluster-cost benchmark
 #   make fuzz   the server's and the core's libFuzzer targets, FUZZ_SECONDS (60) each (not part of make test)
-.PHONY: all build build-asan test bench fuzz deps clean
+.PHONY: all build build-asan build-tsan test bench fuzz deps clean
 JOBS ?= $(shell nproc)
 
 all: build
@@ -18,7 +18,13 @@ build-asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSL_SANITIZE=ON >/dev/null
 	@cmake --build build-asan -j$(JOBS)
 
-test: build build-asan
+# ThreadSanitizer: only test_cq, the threaded test of the loop thread and completion queues (ci/test.sh runs it).
+TSAN_TESTS = test_cq
+build-tsan: deps
+	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DSL_SANITIZE_THREAD=ON >/dev/null
+	@cmake --build build-tsan -j$(JOBS) --target $(TSAN_TESTS)
+
+test: build build-asan build-tsan
 	@bash ci/test.sh
 
 # One slotlane-server (4 shards, per-shard, --misrouted forward), every present language's
@@ -36,4 +42,4 @@ fuzz: deps
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) bash core/fuzz/run.sh
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz

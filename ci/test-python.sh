@@ -4,7 +4,8 @@
 #   ci/test-python.sh [pytest args...]
 #
 # 1. A venv at build/python-venv (created once; the system Python is never touched) with
-#    pytest, cffi, setuptools, build, mypy, and redis + hiredis for the benchmark.
+#    pytest, cffi, setuptools, build, mypy, uvloop (test_asyncio runs on it too), and
+#    redis + hiredis for the benchmark.
 # 2. pip install ./python into the venv (compiles the core into the CFFI extension).
 #    The sdist and the wheel are installed into fresh venvs and used outside the checkout
 #    by ci/test-packages.sh python.
@@ -27,8 +28,8 @@ if [ ! -x "$VENV/bin/python" ]; then
   say "creating $VENV"
   "$PY" -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c 'import pytest, cffi, setuptools, build, redis, hiredis, wheel, mypy; assert int(setuptools.__version__.split(".")[0]) >= 70' 2>/dev/null; then
-  "$VENV/bin/pip" install -q pytest cffi "setuptools>=70" wheel build redis hiredis mypy
+if ! "$VENV/bin/python" -c 'import pytest, cffi, setuptools, build, redis, hiredis, wheel, mypy, uvloop; assert int(setuptools.__version__.split(".")[0]) >= 70' 2>/dev/null; then
+  "$VENV/bin/pip" install -q pytest cffi "setuptools>=70" wheel build redis hiredis mypy uvloop
 fi
 
 say "pip install ./python"

@@ -60,8 +60,13 @@ export SLOTLANE_URL=$SLOTLANE_TEST_CLUSTER_URL
 
 cd rust
 step "cargo test (unit, ABI, integration, conformance, cluster failures, doc examples)"
-cargo test --no-fail-fast -- --nocapture 2>&1 | tee "$WORK/cargo-test.log" | grep -E '^(running |test result|conformance:|reshard:)|FAILED' || true
-[ "${PIPESTATUS[0]}" = 0 ] || { tail -n 80 "$WORK/cargo-test.log" >&2; die "cargo test failed"; }
+# cargo's status is read from PIPESTATUS right after the pipeline (under pipefail a
+# "|| true" would run and reset PIPESTATUS to true's, hiding a failed test).
+set +e
+cargo test --no-fail-fast -- --nocapture 2>&1 | tee "$WORK/cargo-test.log" | grep -E '^(running |test result|conformance:|reshard:)|FAILED'
+rc=${PIPESTATUS[0]}
+set -e
+[ "$rc" = 0 ] || { tail -n 80 "$WORK/cargo-test.log" >&2; die "cargo test failed"; }
 step "doc examples against slotlane-server"
 SLOTLANE_URL=$SLOTLANE_TEST_SERVER_URL cargo test -q --doc -p slotlane
 

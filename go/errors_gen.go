@@ -30,6 +30,10 @@ func sentinelOfCode(code int) error {
 		return ErrUnsupported
 	case -12: // SL_ESTATE -> ResourceError
 		return ErrResource
+	case -13: // SL_EBUSY -> ResourceError
+		return ErrResource
+	case -14: // SL_EFORK -> ResourceError
+		return ErrResource
 	}
 	return nil
 }

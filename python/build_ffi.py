@@ -1,7 +1,11 @@
 """CFFI (API, out-of-line mode) build of slotlane._native: the core's C sources compiled
-into the extension, with the declarations generated from core/include/slotlane.h. What
-is compiled and how comes from the core's one build description, core/build.cfg, read
-through the core's own describe.py (its "core" part: the synchronous API, no libuv).
+into the extension, with the declarations generated from core/include/slotlane.h and
+slotlane_uv.h. What is compiled and how comes from the core's one build description,
+core/build.cfg, read through the core's own describe.py: its "core" part (the
+synchronous API) and its "uv" part (the core's loop thread and completion queues, which
+slotlane.asyncio uses), whose libuv comes from the system through pkg-config and is
+linked dynamically (core/README.md, "one linkage rule": Debian's libuv1-dev to build,
+libuv1 to run).
 
 Where the core comes from, first match wins:
   1. $SLOTLANE_CORE_DIR (a directory holding build.cfg and describe.py);
@@ -12,6 +16,8 @@ Where the core comes from, first match wins:
 import importlib.util
 import os
 import re
+import shlex
+import subprocess
 import sys
 
 from cffi import FFI
@@ -74,11 +80,20 @@ def cdef_from_header(text):
     return body
 
 
+# slotlane_uv.h's declarations name uv_loop_t (the caller's-loop API, which Python does not
+# use): opaque to cffi.
+UV_PRELUDE = """
+typedef struct uv_loop_s uv_loop_t;
+"""
+
 # A few lines of glue in the extension (not core logic): one crossing per pipeline runs the
-# batch and returns where its records and data are.
+# batch and returns where its records and data are; one crossing submits a batch to the
+# core's loop thread (reset, append, submit).
 GLUE_CDEF = """
 int slpy_run(sl_batch *batch, const void *cmds, size_t len, size_t count, int timeout_ms,
              sl_sizes *sizes, const sl_reply **records, const uint8_t **data);
+int slpy_submit(sl_loop *loop, sl_batch *batch, const void *cmds, size_t len, size_t count,
+                int timeout_ms, sl_cq *cq, void *token);
 """
 GLUE_SRC = r"""
 static int slpy_run(sl_batch *batch, const void *cmds, size_t len, size_t count, int timeout_ms,
@@ -88,28 +103,54 @@ static int slpy_run(sl_batch *batch, const void *cmds, size_t len, size_t count,
     *records = sl_batch_replies(batch, NULL, data, NULL);
     return rc;
 }
+
+static int slpy_submit(sl_loop *loop, sl_batch *batch, const void *cmds, size_t len, size_t count,
+                       int timeout_ms, sl_cq *cq, void *token)
+{
+    sl_batch_reset(batch);
+    int rc = sl_batch_append(batch, NULL, cmds, len, count);
+    if (rc == 0) rc = sl_loop_submit_cq(loop, batch, timeout_ms, cq, token, SL_SUBMIT_FAIL_FAST);
+    return rc;
+}
 """
+
+
+def pkg_config(module, what):
+    """pkg-config's --cflags or --libs of a module, split into words."""
+    try:
+        out = subprocess.check_output(["pkg-config", what, module], universal_newlines=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise RuntimeError("slotlane: pkg-config %s %s failed (%s): install the development package "
+                           "of %s (Debian: libuv1-dev)" % (what, module, e, module))
+    return shlex.split(out)
 
 
 def make_ffi():
     core = core_dir()
     with open(os.path.join(core, "include", "slotlane.h")) as f:
         header = f.read()
+    with open(os.path.join(core, "include", "slotlane_uv.h")) as f:
+        uv_header = f.read()
     ffi = FFI()
-    ffi.cdef(cdef_from_header(header) + GLUE_CDEF)
+    ffi.cdef(cdef_from_header(header) + UV_PRELUDE + cdef_from_header(uv_header) + GLUE_CDEF)
     desc = load_description(core)
-    # The "core" part only: this package uses the synchronous API and needs no libuv.
-    sources = desc.sources(("core",))
+    parts = ("core", "uv")
+    sources = desc.sources(parts)
+    cflags, libs = [], []
+    for module in desc.modules(parts):
+        cflags += pkg_config(module, "--cflags")
+        libs += pkg_config(module, "--libs")
     # setuptools wants source paths relative to setup.py when they are inside the project.
     sources = [os.path.relpath(s, HERE) if s.startswith(HERE + os.sep) else s for s in sources]
     defines = [tuple(d.split("=", 1)) if "=" in d else (d, None) for d in desc.defines]
     ffi.set_source(
         "slotlane._native",
-        '#include "slotlane.h"\n' + GLUE_SRC,
+        '#include "slotlane.h"\n#include "slotlane_uv.h"\n' + GLUE_SRC,
         sources=sources,
         include_dirs=desc.includes(),
         define_macros=[("SL_VERSION_STRING", '"%s"' % desc.version())] + defines,
-        extra_compile_args=["-O2", "-std=" + desc.std, "-fvisibility=hidden", "-Wno-unused-parameter"],
+        extra_compile_args=["-O2", "-std=" + desc.std, "-fvisibility=hidden", "-Wno-unused-parameter"] + cflags,
+        extra_link_args=libs,
         libraries=["pthread"] if sys.platform != "win32" else [],
     )
     return ffi

@@ -1,5 +1,7 @@
 """render.py's Python module: python/src/slotlane/_commands.py (the typed methods of
-Client and Pipeline) and python/src/slotlane/_errors.py (the exception classes).
+Client, Pipeline and, in the async mode, slotlane.asyncio's Client: the same methods as
+``async def`` with the same types) and python/src/slotlane/_errors.py (the exception
+classes).
 
 Idiom: snake_case methods with type hints; the client's methods are generic in the
 decoded string type (bytes, or str with decode_responses=True: Client's __init__
@@ -222,12 +224,15 @@ def shaper_name(reply):
     return "_T_" + "".join(ch if ch.isalnum() else "_" for ch in reply.replace("?", "_n").replace("<", "_").replace(">", "").replace(",", "_"))
 
 
-def method_lines(m, pipeline):
+def method_lines(m, pipeline, asynchronous=False):
+    """The method's lines; asynchronous: ``async def``, awaiting the client's _cmd/_cN
+    (the async client's coroutines), everything else the same."""
     ret = "_P" if pipeline else hint(m["type"])
     name = pyname(m["method"])
     self_t = "self: _P" if pipeline else "self"
     sig = signature(m, ret).replace("(self", "(" + self_t, 1)
-    out = ["    def %s%s:" % (name, sig)]
+    out = ["    %sdef %s%s:" % ("async " if asynchronous else "", name, sig)]
+    ret_kw = "return await" if asynchronous else "return"
     out += docstring(m, "        ")
     shaper = shaper_name(m["reply"])
     k = fast_arity(m)
@@ -253,7 +258,7 @@ def method_lines(m, pipeline):
             fast.append("self._n += 1")
             fast.append("return self")
         else:
-            fast.append("return self._c%d(%s, %s%s)" % (k, pfx, ", ".join(names), (", " + shaper) if shaper_used(m) else ""))
+            fast.append("%s self._c%d(%s, %s%s)" % (ret_kw, k, pfx, ", ".join(names), (", " + shaper) if shaper_used(m) else ""))
         if cond:
             out.append("%sif %s:" % (body_ind, cond))
             out += [body_ind + "    " + f for f in fast]
@@ -272,7 +277,7 @@ def method_lines(m, pipeline):
     words = ", ".join('b"%s"' % w for w in m["words"])
     out.append("%sa: List[Any] = [%s]" % (body_ind, words))
     emit_ops(m["encode"], m, out, body_ind)
-    out.append("%sreturn self._cmd(a%s)" % (body_ind, (", " + shaper) if shaper_used(m) else ""))
+    out.append("%s%s self._cmd(a%s)" % (body_ind, ret_kw, (", " + shaper) if shaper_used(m) else ""))
     return out, (pfx if k else None), k
 
 
@@ -320,7 +325,7 @@ def render_commands(ctx):
          "from ._errors import ArgumentError",
          "from ._shapes import _int, _num, _tuples",
          "",
-         '__all__ = ["ClientCommands", "PipelineCommands", "KeyT", "ValueT", "METHODS"]',
+         '__all__ = ["ClientCommands", "PipelineCommands", "AsyncClientCommands", "KeyT", "ValueT", "METHODS"]',
          "",
          "KeyT = Union[bytes, str, bytearray, memoryview]",
          "ValueT = Union[bytes, str, int, float, bytearray, memoryview]",
@@ -384,6 +389,26 @@ def render_commands(ctx):
     for m in ms:
         L.append("")
         L += method_lines(m, True)[0]
+    L.append("")
+    L.append("")
+    L.append("class AsyncClientCommands(Generic[_S]):")
+    L.append('    """The typed methods of slotlane.asyncio.Client: the same as ClientCommands\'s, as')
+    L.append('    coroutines. Each sends its command when awaited and returns the shaped reply; an error')
+    L.append('    reply is raised (ResponseError, ...)."""')
+    L.append("")
+    L.append("    __slots__ = ()")
+    L.append("")
+    L.append("    async def _cmd(self, args: List[Any], cb: _Shaper = None) -> Any:")
+    L.append("        raise NotImplementedError")
+    L.append("")
+    L.append("    async def _c1(self, pfx: bytes, a: Any, cb: _Shaper = None) -> Any:")
+    L.append("        raise NotImplementedError")
+    L.append("")
+    L.append("    async def _c2(self, pfx: bytes, a: Any, b: Any, cb: _Shaper = None) -> Any:")
+    L.append("        raise NotImplementedError")
+    for m in ms:
+        L.append("")
+        L += method_lines(m, False, asynchronous=True)[0]
     return "\n".join(L) + "\n"
 
 

@@ -205,7 +205,8 @@ def docs(m, ind, what):
 def render_commands(ctx):
     ms = ctx.methods
     L = ["//! The typed methods of every command of the spec (bindings/spec/README.md) on",
-         "//! [`Client`] and [`Pipeline`]: each builds its command's arguments by the spec's",
+         "//! [`Client`], [`Pipeline`] and [`crate::aio::Client`] (the async mode: the same",
+         "//! methods returning futures): each builds its command's arguments by the spec's",
          "//! encoding program and shapes the reply by its type ([`crate::shape`]).",
          "//!",
          "//! " + ctx.generated_note("").strip(),
@@ -218,6 +219,9 @@ def render_commands(ctx):
          ""]
     impl_c = ["impl Client {"]
     impl_p = ["impl Pipeline {"]
+    # the async mode: the same methods on aio::Client, returning a Send + 'static future
+    # (the arguments are encoded at the call, the command is sent at the first poll)
+    impl_a = ["impl crate::aio::Client {"]
     for m in ms:
         name = rid(m["method"])
         req = [p for p in m["params"] if not p["optional"]]
@@ -264,6 +268,10 @@ def render_commands(ctx):
         impl_c.append("        let c = args_%s(%s)?;" % (m["method"], call))
         impl_c.append("        self.shaped::<%s>(&c)" % mk)
         impl_c.append("    }")
+        impl_a += docs(m, "    ", "A future: sent when first polled; dropping it before it is ready cancels it.")
+        impl_a.append("    pub fn %s(&self, %s) -> crate::aio::Call<%s> {" % (name, ", ".join(params), mk))
+        impl_a.append("        self.shaped::<%s>(args_%s(%s))" % (mk, m["method"], call))
+        impl_a.append("    }")
         impl_p += docs(m, "    ", "Queues it: the Slot gives the reply after `exec`.")
         impl_p.append("    pub fn %s(&mut self, %s) -> Slot<%s> {" % (name, ", ".join(params), rt))
         if fast_simple(m):
@@ -287,7 +295,8 @@ def render_commands(ctx):
         impl_p.append("    }")
     impl_c.append("}")
     impl_p.append("}")
-    L += impl_c + [""] + impl_p + [""]
+    impl_a.append("}")
+    L += impl_c + [""] + impl_p + [""] + impl_a + [""]
     L.append("/// The spec's method names (all rendered, Rust names the same; a keyword is `r#`-escaped).")
     L.append("pub const METHODS: &[&str] = &[")
     for m in ms:

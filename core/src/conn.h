@@ -70,6 +70,7 @@ typedef struct sl__async_hooks {
     void (*opened)(sl_client *c, size_t k);   /* node k has a new socket (connecting) */
     void (*queued)(sl_client *c, size_t k);   /* node k has bytes to write / replies to wait for */
     void (*closing)(sl_client *c, sl__node *n); /* n's socket is about to be closed (sl__node_close) */
+    void (*release)(sl_client *c);            /* sl_client_free: complete and detach (may be NULL) */
 } sl__async_hooks;
 
 /* conn.c */

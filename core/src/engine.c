@@ -417,11 +417,11 @@ int sl__engine_read(sl_client *c, size_t k)
     return 0;
 }
 
-/* Batch b gives up (deadline or cancel): its waiting commands get error records, and
- * every connection that still owes it replies is closed — a reply that is late (or a
- * blocking command still waiting) would otherwise hold up or reach whatever comes next on
- * that connection. Other executions queued on those connections get I/O errors. */
-int sl__engine_abandon(sl_batch *b, sl_err_kind kind, const char *why)
+/* Batch b gives up: its waiting commands get error records and its segments on every
+ * node become SL__SEG_DISCARD, which read and drop the replies still owed, so the
+ * connection stays in step for whatever follows. With close_conns, every connection that
+ * still owes it replies is closed as well (abandon). */
+static int give_up(sl_batch *b, sl_err_kind kind, const char *why, int close_conns)
 {
     sl_client *c = b->client;
     int err = 0;
@@ -441,6 +441,7 @@ int sl__engine_abandon(sl_batch *b, sl_err_kind kind, const char *why)
                 seg->batch = NULL;
             }
         }
+        if (!close_conns) continue;
         sl__set_err(c, "%s", msg);
         if (sl__engine_node_failed(c, k, SL_ERR_IO, kind == SL_ERR_TIMEOUT ? SL_ETIMEOUT : SL_ECANCELLED))
             err = SL_ENOMEM;
@@ -452,6 +453,25 @@ int sl__engine_abandon(sl_batch *b, sl_err_kind kind, const char *why)
     b->round_over = 0;
     b->resends = 0;
     return err;
+}
+
+/* Batch b gives up (deadline, or the blocking driver's cancel): every connection that
+ * still owes it replies is closed — a reply that is late (or a blocking command still
+ * waiting) would otherwise hold up or reach whatever comes next on that connection.
+ * Other executions queued on those connections get I/O errors. */
+int sl__engine_abandon(sl_batch *b, sl_err_kind kind, const char *why)
+{
+    return give_up(b, kind, why, 1);
+}
+
+/* Batch b is cancelled (sl_batch_cancel, or sl_client_cancel in the libuv driver): its
+ * commands get records now, and the replies it is still owed are read and dropped on
+ * their connections, so the other executions sharing them are untouched. Its bytes not
+ * yet written are still written (they may sit between other executions' bytes), their
+ * replies dropped too. */
+int sl__engine_cancel(sl_batch *b, const char *why)
+{
+    return give_up(b, SL_ERR_CANCELLED, why, 0);
 }
 
 /* After a round: returns 1 when the execution is over, 0 when a new round was queued,

@@ -86,7 +86,7 @@ namespace Slotlane
         public IntPtr node;
     }
 
-    /// <summary>Mirror of <c>sl_client_options</c> (version 1).</summary>
+    /// <summary>Mirror of <c>sl_client_options</c> (version 2).</summary>
     [StructLayout(LayoutKind.Sequential)]
     internal struct SlClientOptions
     {
@@ -108,6 +108,8 @@ namespace Slotlane
         public ulong max_bulk_len;
         public ulong max_aggregate_len;
         public int max_depth;
+        public uint max_inflight_batches;
+        public ulong max_inflight_bytes;
     }
 
     /// <summary>Return codes of the core (<c>sl_error_code</c>).</summary>
@@ -126,6 +128,8 @@ namespace Slotlane
         SL_ETOOSMALL = -10,
         SL_EUNSUPPORTED = -11,
         SL_ESTATE = -12,
+        SL_EBUSY = -13,
+        SL_EFORK = -14,
     }
 
     /// <summary>Reply record types (<c>sl_reply_type</c>).</summary>
@@ -154,7 +158,7 @@ namespace Slotlane
     {
         internal const string Lib = "slotlane";
 
-        internal const uint SL_CLIENT_OPTIONS_VERSION = 1;
+        internal const uint SL_CLIENT_OPTIONS_VERSION = 2;
         internal const uint SL_STATS_VERSION = 1;
         internal const uint SL_ROUTE_VERSION = 1;
 
@@ -277,6 +281,15 @@ namespace Slotlane
             "sl_client_attach_loop",  // the caller's-loop engine is for runtimes with a libuv loop (Node)
             "sl_batch_exec_async",
             "sl_client_detach_loop",
+            // completion queues and per-batch cancel: C# async on them (Task + CancellationToken)
+            // is not written yet; ExecuteAsync still uses sl_loop_submit's callback
+            "sl_cq_new",
+            "sl_cq_free",
+            "sl_cq_fd",
+            "sl_cq_drain",
+            "sl_cq_wait",
+            "sl_loop_submit_cq",
+            "sl_batch_cancel",
         };
 
         internal static string PtrToUtf8(IntPtr p)

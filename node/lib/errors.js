@@ -53,7 +53,7 @@ class ArgumentError extends SlotlaneError {
   constructor(message, kind = 'argument') { super(message, kind); }
 }
 
-/** The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS). */
+/** The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS), or the client's in-flight bound is reached and the call asked to fail fast (SL_EBUSY), or the client was made before a fork() and used in the child (SL_EFORK: make a new client after forking). */
 class ResourceError extends SlotlaneError {
   constructor(message, kind = 'client') { super(message, kind); }
 }
@@ -81,6 +81,8 @@ const CODES = {
   [-10]: [ResourceError, 'toosmall'], // SL_ETOOSMALL
   [-11]: [ResourceError, 'unsupported'], // SL_EUNSUPPORTED
   [-12]: [ResourceError, 'state'], // SL_ESTATE
+  [-13]: [ResourceError, 'busy'], // SL_EBUSY
+  [-14]: [ResourceError, 'fork'], // SL_EFORK
 };
 
 function errorFromCode(code, message) {

@@ -53,6 +53,15 @@ export interface ClientOptions {
 
 export interface SendOptions {
   route?: Route;
+  /** Aborting cancels this command's batch only (sent as a batch of its own); the call
+   * rejects with a CancelledError whose cause is the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/** Options of Pipeline.exec. */
+export interface ExecOptions {
+  /** Aborting cancels this pipeline's batch only: its unanswered commands get CancelledErrors. */
+  signal?: AbortSignal;
 }
 
 /** The core's counters (sl_stats). */
@@ -121,7 +130,7 @@ export class Pipeline<S extends string | Buffer = string> {
   readonly length: number;
   /** Sends the queued commands as one batch; one [error, value] pair per command, in order
    * (a typed method's value shaped by its reply type, as the client's method resolves it). */
-  exec(): Promise<Array<[SlotlaneError, null] | [null, unknown]>>;
+  exec(options?: ExecOptions): Promise<Array<[SlotlaneError, null] | [null, unknown]>>;
 }
 
 /** Creates a client and starts connecting in the background. */

@@ -9,7 +9,7 @@
 // calls _onReply once per batch; the records are decoded here with a DataView.
 
 const errors = require('./errors');
-const { ReplyError, ConnectionError, SlotlaneError, ProtocolError, errorFromRecord, errorFromCode } = errors;
+const { ReplyError, ConnectionError, CancelledError, SlotlaneError, ProtocolError, errorFromRecord, errorFromCode } = errors;
 const commands = require('./commands');
 
 function loadAddon() {
@@ -159,6 +159,7 @@ class Client {
     this._slotRes = [];
     this._slotRej = [];
     this._slotShp = [];
+    this._slotDone = [];      // per slot: what to undo at its completion (an abort listener)
     this._inflight = 0;
     this._closeWaiters = null;
     // output buffers (owned by the addon, reused) and their views
@@ -338,6 +339,31 @@ class Client {
     this._slotRej[idx] = rej;
     this._slotShp[idx] = shp;
     this._inflight++;
+    return idx;
+  }
+
+  // Commands with an AbortSignal go as a batch of their own (the tick's other commands are
+  // sent first), so that aborting cancels that batch and nothing else: the core gives its
+  // commands cancelled records and drops the replies still owed on the shared connection.
+  // enqueue() queues the commands and returns their promise.
+  async _withSignal(signal, enqueue) {
+    if (signal.aborted) throw abortError(signal);
+    if (this._h === null && this._state === CONNECTING) await this._ready;
+    if (this._state >= CLOSING) throw this._closedError();
+    this._flush();
+    const p = enqueue();
+    const idx = this._flush();
+    if (idx === undefined || idx < 0) return p; // not sent: p is already rejected
+    const h = this._h;
+    const onAbort = () => native.cancel(h, idx);
+    signal.addEventListener('abort', onAbort, { once: true });
+    this._slotDone[idx] = () => signal.removeEventListener('abort', onAbort);
+    try {
+      return await p;
+    } catch (e) {
+      if (signal.aborted && e instanceof CancelledError) throw abortError(signal, e);
+      throw e;
+    }
   }
 
   // ---------------------------------------------------------------- decoding
@@ -348,6 +374,11 @@ class Client {
     this._slotRes[idx] = undefined;
     this._slotRej[idx] = undefined;
     this._slotShp[idx] = undefined;
+    const done = this._slotDone[idx];
+    if (done !== undefined) {
+      this._slotDone[idx] = undefined;
+      done();
+    }
     this._inflight--;
     if (recs !== this._recs) {
       this._recs = recs;
@@ -458,17 +489,35 @@ class Client {
   /**
    * Sends one command, e.g. sendCommand(['HSET', 'h', 'f', 'v']). Commands of one tick go to
    * the core as one batch. options.route: 'all-primaries', 'random', { node: 'host:port' } or
-   * { slot }. Resolves with the reply; rejects with a ReplyError (or another SlotlaneError).
+   * { slot }. options.signal: an AbortSignal; aborting cancels this command's batch only
+   * (it is sent as a batch of its own) and rejects with a CancelledError whose cause is the
+   * signal's reason. Resolves with the reply; rejects with a ReplyError (or another SlotlaneError).
    */
   sendCommand(args, options) {
     let route = null;
+    let signal = null;
     if (options !== undefined) {
       if (options === null || typeof options !== 'object') {
         throw new TypeError(`slotlane: sendCommand options must be an object (got ${typeName(options)})`);
       }
       route = parseRoute(options.route);
+      signal = checkSignal(options.signal);
+    }
+    if (signal !== null) {
+      if (this._state < CLOSING) this._encodeCheck(args);
+      return this._withSignal(signal, () => this._cmd(args, route));
     }
     return this._cmd(args, route);
+  }
+
+  // Throws the TypeError of a bad command now, leaving nothing queued.
+  _encodeCheck(args) {
+    const mark = this._len;
+    try {
+      this._encode(args);
+    } finally {
+      this._len = mark;
+    }
   }
 
   /** An explicit pipeline: queue commands, then exec() sends them as one batch. */
@@ -618,8 +667,17 @@ class Pipeline {
    * Sends the queued commands as one batch (with the rest of this tick's commands) and
    * resolves with one [error, value] pair per command, in order: error is null or the
    * command's SlotlaneError. Throws TypeError (nothing sent) when an argument is bad.
+   * options.signal: an AbortSignal; aborting cancels this pipeline's batch only (it is sent
+   * as a batch of its own): its unanswered commands get CancelledErrors.
    */
-  exec() {
+  exec(options) {
+    let signal = null;
+    if (options !== undefined) {
+      if (options === null || typeof options !== 'object') {
+        throw new TypeError(`slotlane: exec options must be an object (got ${typeName(options)})`);
+      }
+      signal = checkSignal(options.signal);
+    }
     const cmds = this._cmds, routes = this._routes, shps = this._shps;
     this._cmds = [];
     this._routes = [];
@@ -628,15 +686,16 @@ class Pipeline {
     if (n === 0) return Promise.resolve([]);
     const client = this._client;
     // validate every command first: a TypeError leaves nothing queued
-    for (let i = 0; i < n; i++) {
-      const mark = client._len;
-      try {
-        client._encode(cmds[i]);
-      } finally {
-        client._len = mark;
-      }
-    }
+    for (let i = 0; i < n; i++) client._encodeCheck(cmds[i]);
     if (client._state >= CLOSING) return Promise.reject(client._closedError());
+    if (signal !== null) return client._withSignal(signal, () => queue(client, cmds, routes, shps));
+    return queue(client, cmds, routes, shps);
+  }
+}
+
+// A pipeline's commands into the client's current batch: one promise of [error, value] pairs.
+function queue(client, cmds, routes, shps) {
+    const n = cmds.length;
     return new Promise((resolve) => {
       const out = new Array(n);
       let left = n;
@@ -647,7 +706,22 @@ class Pipeline {
         client._rej.push((e) => { out[i] = [e, null]; if (--left === 0) resolve(out); });
       }
     });
+}
+
+function checkSignal(signal) {
+  if (signal === undefined || signal === null) return null;
+  if (typeof signal !== 'object' || typeof signal.addEventListener !== 'function' || typeof signal.aborted !== 'boolean') {
+    throw new TypeError(`slotlane: options.signal must be an AbortSignal (got ${typeName(signal)})`);
   }
+  return signal;
+}
+
+// What an aborted call rejects with: a CancelledError (the core's, when the batch was
+// cancelled in flight) whose cause is the signal's reason.
+function abortError(signal, coreError) {
+  const e = coreError || new CancelledError('slotlane: the call was aborted before it was sent', 'cancelled');
+  if (e.cause === undefined) Object.defineProperty(e, 'cause', { value: signal.reason, configurable: true, writable: true });
+  return e;
 }
 
 // The typed methods of every command of the spec (bindings/spec/, rendered into commands.js):

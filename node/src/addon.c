@@ -534,6 +534,23 @@ static napi_value js_exec(napi_env env, napi_callback_info info)
     return make_int(env, s->index);
 }
 
+/* cancel(handle, slot): cancels that slot's batch in flight (sl_batch_cancel: its commands
+ * get cancelled records, the replies it is still owed are dropped on their connections, the
+ * other batches are untouched); its completion then comes as usual. 0, or SL_EINVAL for a
+ * slot that is not in flight. */
+static napi_value js_cancel(napi_env env, napi_callback_info info)
+{
+    size_t argc = 2;
+    napi_value argv[2];
+    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    nclient *nc = get_client(env, argv[0]);
+    if (!nc) return NULL;
+    int32_t idx;
+    CHECK(napi_get_value_int32(env, argv[1], &idx));
+    if (!nc->c || idx < 0 || idx >= nc->nslots || !nc->slots[idx]->busy) return make_int(env, SL_EINVAL);
+    return make_int(env, sl_batch_cancel(nc->slots[idx]->b));
+}
+
 /* ------------------------------------------------------------------ the rest */
 
 static napi_value js_close(napi_env env, napi_callback_info info)
@@ -685,6 +702,7 @@ static napi_value init(napi_env env, napi_value exports)
         {"connect", NULL, js_connect, NULL, NULL, NULL, napi_default, NULL},
         {"exec", NULL, js_exec, NULL, NULL, NULL, napi_default, NULL},
         {"close", NULL, js_close, NULL, NULL, NULL, napi_default, NULL},
+        {"cancel", NULL, js_cancel, NULL, NULL, NULL, napi_default, NULL},
         {"errmsg", NULL, js_errmsg, NULL, NULL, NULL, napi_default, NULL},
         {"stats", NULL, js_stats, NULL, NULL, NULL, napi_default, NULL},
         {"nodes", NULL, js_nodes, NULL, NULL, NULL, napi_default, NULL},

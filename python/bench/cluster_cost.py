@@ -464,8 +464,8 @@ def find_root() -> Optional[str]:
         d = parent
 
 
-def write_record(rec: Dict[str, Any], dest: str, benchmark: str = "cluster-cost-python") -> str:
-    """DIR/ -> <hostname>-<YYYY-MM-DD>-<HHMMSS>-<benchmark>.json, created by a hard link of a
+def write_record(rec: Dict[str, Any], dest: str, kind: str = "cluster-cost-python") -> str:
+    """DIR/ -> <hostname>-<YYYY-MM-DD>-<HHMMSS>-<kind>.json, created by a hard link of a
     finished .tmp file, never replacing a record (bench/records/README.md)."""
     if not (dest.endswith("/") or os.path.isdir(dest)):
         with open(dest, "w") as f:
@@ -480,7 +480,7 @@ def write_record(rec: Dict[str, Any], dest: str, benchmark: str = "cluster-cost-
     try:
         while True:
             now = datetime.datetime.now(datetime.timezone.utc)
-            name = os.path.join(dest, "%s-%s-%s.json" % (socket.gethostname(), now.strftime("%Y-%m-%d-%H%M%S"), benchmark))
+            name = os.path.join(dest, "%s-%s-%s.json" % (socket.gethostname(), now.strftime("%Y-%m-%d-%H%M%S"), kind))
             try:
                 os.link(tmp, name)
                 return name

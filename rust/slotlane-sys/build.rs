@@ -1,6 +1,9 @@
 //! Compiles libslotlane (the C core) from source with the `cc` crate, at -O2, as the core's
-//! one build description says (`core/build.cfg`: its "core" part, the include folders,
-//! the definitions, the standard, the version).
+//! one build description says (`core/build.cfg`: its "core" part and its "uv" part — the
+//! core's loop thread and completion queues, which `slotlane::aio` uses — the include
+//! folders, the definitions, the standard, the version). The uv part's libuv comes from
+//! the system through pkg-config and is linked dynamically (core/README.md, "one linkage
+//! rule": Debian's libuv1-dev to build, libuv1 to run).
 //!
 //! Which copy of the core: inside the slotlane monorepo, `../../core` (the real one);
 //! elsewhere (a packaged crate) the copy in `core/`, which `ci/package-rust.sh` writes with
@@ -11,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 /// What build.cfg says, as far as this crate needs it.
 struct Description {
-    parts: Vec<(String, String)>, // (name, folder)
+    parts: Vec<(String, String, Option<String>)>, // (name, folder, pkg-config module)
     include: Vec<String>,
     private: Vec<String>,
     defines: Vec<String>,
@@ -44,9 +47,11 @@ fn read_description(core: &Path) -> Description {
             continue;
         };
         match (key.as_str(), args.len()) {
-            ("part", 2 | 3) => d
-                .parts
-                .push((args[0].clone(), args[1].trim_end_matches('/').to_string())),
+            ("part", 2 | 3) => d.parts.push((
+                args[0].clone(),
+                args[1].trim_end_matches('/').to_string(),
+                args.get(2).cloned(),
+            )),
             ("include", _) => d.include.extend_from_slice(args),
             ("private", _) => d.private.extend_from_slice(args),
             ("define", _) => d.defines.extend_from_slice(args),
@@ -61,16 +66,16 @@ fn read_description(core: &Path) -> Description {
 /// Every .c of a part: under its folder, except under the folder of another part inside it
 /// (a file belongs to the part with the longest folder that holds it).
 fn part_sources(core: &Path, d: &Description, part: &str) -> Vec<PathBuf> {
-    let (_, folder) = d
+    let (_, folder, _) = d
         .parts
         .iter()
-        .find(|(n, _)| n == part)
+        .find(|(n, _, _)| n == part)
         .unwrap_or_else(|| panic!("slotlane-sys: build.cfg has no part {part}"));
     let inner: Vec<PathBuf> = d
         .parts
         .iter()
-        .filter(|(_, f)| f.starts_with(&format!("{folder}/")))
-        .map(|(_, f)| core.join(f))
+        .filter(|(_, f, _)| f.starts_with(&format!("{folder}/")))
+        .map(|(_, f, _)| core.join(f))
         .collect();
     let mut out = Vec::new();
     let mut dirs = vec![core.join(folder)];
@@ -90,6 +95,21 @@ fn part_sources(core: &Path, d: &Description, part: &str) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// `pkg-config WHAT MODULE`: a part's system library, found the one way every package finds it.
+fn pkg_config(module: &str, what: &str) -> String {
+    let out = std::process::Command::new("pkg-config")
+        .args([what, module])
+        .output()
+        .unwrap_or_else(|e| panic!("slotlane-sys: cannot run pkg-config: {e}"));
+    if !out.status.success() {
+        panic!(
+            "slotlane-sys: pkg-config {what} {module} failed: install its development package (Debian: libuv1-dev for libuv): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn main() {
@@ -123,12 +143,19 @@ fn main() {
         .trim()
         .to_string();
 
-    // The synchronous API only: the libuv driver is another part, so users need no libuv.
+    // The synchronous API and the loop thread (slotlane::aio).
     let sources = part_sources(&core, &d, "core");
     assert!(
         !sources.is_empty(),
         "slotlane-sys: the core part has no C sources"
     );
+    let mut sources = sources;
+    sources.extend(part_sources(&core, &d, "uv"));
+    let module = d
+        .parts
+        .iter()
+        .find(|(n, _, _)| n == "uv")
+        .and_then(|(_, _, m)| m.clone());
 
     let mut build = cc::Build::new();
     build
@@ -149,7 +176,26 @@ fn main() {
             None => build.define(def, None),
         };
     }
+    if let Some(m) = &module {
+        let cflags = pkg_config(m, "--cflags");
+        for f in cflags.split_whitespace() {
+            if let Some(dir) = f.strip_prefix("-I") {
+                build.include(dir);
+            } else {
+                build.flag(f);
+            }
+        }
+    }
     build.compile("slotlane");
+    if let Some(m) = &module {
+        for f in pkg_config(m, "--libs").split_whitespace() {
+            if let Some(dir) = f.strip_prefix("-L") {
+                println!("cargo:rustc-link-search=native={dir}");
+            } else if let Some(lib) = f.strip_prefix("-l") {
+                println!("cargo:rustc-link-lib=dylib={lib}");
+            }
+        }
+    }
     println!("cargo:rustc-link-lib=pthread");
 
     // For dependents (DEP_SLOTLANE_INCLUDE) and for this crate's ABI test.

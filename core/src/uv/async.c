@@ -10,6 +10,7 @@
 #include "batch.h"
 #include "client.h"
 #include "conn.h"
+#include "cq.h"
 #include "engine.h"
 #include "topology.h"
 
@@ -46,6 +47,7 @@ typedef struct uv_node {
 } uv_node;
 
 static void process(sl_client *c);
+static void flush_touched(struct sl_loop *l);
 
 /* ------------------------------------------------------------ node handles */
 
@@ -141,7 +143,9 @@ static void hook_closing(sl_client *c, sl__node *n)
     uv_close((uv_handle_t *)&un->poll, node_closed);
 }
 
-static const sl__async_hooks hooks = {hook_opened, hook_queued, hook_closing};
+static void hook_release(sl_client *c);
+
+static const sl__async_hooks hooks = {hook_opened, hook_queued, hook_closing, hook_release};
 
 /* libuv hands any POLLERR to the poll callback as UV_EBADF ("bad file descriptor"), though
  * the fd is fine: the socket has an error pending (a refused connect, a reset by a server
@@ -330,6 +334,7 @@ static void process(sl_client *c)
 {
     uv_client *uc = c->async;
     if (!uc) return;
+    struct sl_loop *owner = uc->owner;
     uint64_t now = sl__now_ms();
     int cancel = atomic_exchange(&c->cancel, 0);
     sl_batch *done = NULL, **tail = &done;
@@ -339,9 +344,12 @@ static void process(sl_client *c)
         for (sl_batch *b = uc->inflight, *next; b; b = next) {
             next = b->async_next;
             int over = 0;
-            if (cancel || uc->detaching) {
-                sl__set_err(c, "the execution was cancelled");
-                (void)sl__engine_abandon(b, SL_ERR_CANCELLED, c->errmsg);
+            if (uc->detaching || cancel || atomic_exchange(&b->cancel_req, 0)) {
+                /* The connections stay in step: the replies still owed are read and
+                 * dropped (a detach then closes the connections that still owe some). */
+                (void)sl__engine_cancel(b, uc->detaching ? "the execution was cancelled: the client was detached from its loop"
+                                           : cancel      ? "the execution was cancelled (sl_client_cancel)"
+                                                         : "the batch was cancelled (sl_batch_cancel)");
                 b->async_status = SL_ECANCELLED;
                 over = 1;
             } else if (now >= b->deadline && (b->inflight > 0 || b->resends)) {
@@ -380,6 +388,7 @@ static void process(sl_client *c)
         b->async_next = NULL;
         complete(b);
     }
+    if (owner) flush_touched(owner); /* one signal per queue for the whole walk */
     if (c->async && !uc->detaching) maybe_refresh(c);
 }
 
@@ -395,6 +404,12 @@ static int start(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
     atomic_fetch_add(&c->running, 1);
     b->async_next = uc->inflight;
     uc->inflight = b;
+    if (rc == 0 && atomic_exchange(&b->cancel_req, 0)) {
+        /* Cancelled before it started: nothing is sent, every command gets its record. */
+        (void)sl__engine_cancel(b, "the batch was cancelled (sl_batch_cancel) before it was sent");
+        b->async_status = SL_ECANCELLED;
+        return 0;
+    }
     if (rc == 0) rc = sl__engine_queue_round(b, 0);
     if (rc) {
         (void)sl__engine_abandon(b, SL_ERR_IO, "out of memory");
@@ -446,7 +461,10 @@ int sl_client_attach_loop(sl_client *c, uv_loop_t *loop)
     return 0;
 }
 
-int sl_batch_exec_async(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
+/* sl_batch_exec_async without the walk: the loop thread's drain starts every submitted
+ * batch first and walks each client once, so what many callers submitted between two
+ * wake-ups leaves in one write per node. */
+static int exec_async_start(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
 {
     if (!b || !cb) return SL_EINVAL;
     sl_client *c = b->client;
@@ -468,8 +486,14 @@ int sl_batch_exec_async(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
         return SL_EINVAL;
     }
     start(b, timeout_ms, cb, arg);
-    process(c);
     return 0;
+}
+
+int sl_batch_exec_async(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
+{
+    int rc = exec_async_start(b, timeout_ms, cb, arg);
+    if (rc == 0) process(b->client);
+    return rc;
 }
 
 static void client_handle_closed(uv_handle_t *h)
@@ -486,9 +510,11 @@ int sl_client_detach_loop(sl_client *c, sl_detach_cb done_cb, void *arg)
     uc->done_cb = done_cb;
     uc->done_arg = arg;
     process(c); /* every execution completes with SL_ECANCELLED */
-    /* Connections stay open for the blocking API; only their handles go. */
+    /* Connections stay open for the blocking API, and only their handles go, except those
+     * still owed replies of the cancelled executions: closed, as nobody waits for those. */
     for (size_t k = 0; k < c->topo.nnodes; k++) {
         sl__node *n = c->topo.nodes[k];
+        if (sl__engine_node_busy(n)) (void)sl__engine_node_failed(c, k, SL_ERR_CANCELLED, SL_ECANCELLED);
         uv_node *un = n->async;
         if (!un) continue;
         n->async = NULL;
@@ -521,6 +547,11 @@ struct sl_loop {
     atomic_int stopping;
     uv_client *clients;          /* attached clients */
     int started;
+    unsigned fork_gen;           /* sl__fork_generation() at sl_loop_new */
+    sl_cq *touched[16];          /* loop thread: queues given completions quietly, to signal */
+    int ntouched;
+    pthread_cond_t room;         /* SL_SUBMIT_WAIT submitters: a completion freed room */
+    atomic_int room_waiters;
 };
 
 static void finish_ctl(sl_loop *l, ctl_msg *m)
@@ -576,8 +607,37 @@ static void detach_one(sl_loop *l, sl_client *c, ctl_msg *m)
     }
 }
 
+/* Signals every queue that got completions since the last flush (sl__cq_push_quiet). */
+static void flush_touched(sl_loop *l)
+{
+    for (int i = 0; i < l->ntouched; i++) sl__cq_signal(l->touched[i]);
+    l->ntouched = 0;
+}
+
+/* A submitted batch that cannot start: the submitter was told 0, so the callback carries
+ * the failure. Ended by sl_loop_free before it was sent, its commands get SL_ERR_CANCELLED
+ * records, as a batch cancelled in flight does; any other failure (the client could not
+ * be attached) leaves no records. */
+static void complete_unstarted(sl_batch *b, int rc, sl_exec_cb cb, void *arg)
+{
+    sl_sizes sizes;
+    memset(&sizes, 0, sizeof sizes);
+    if (rc == SL_ECANCELLED && sl__batch_prepare(b, b->submit_timeout) == 0) {
+        (void)sl__engine_cancel(b, "the execution was cancelled: sl_loop_free before it was sent");
+        rc = sl__batch_finish(b, SL_ECANCELLED);
+        sizes = b->sizes;
+    }
+    b->nuser = b->ncmds = 0;
+    b->nargs = 0;
+    b->input.len = 0;
+    b->in_flight = 0;
+    cb(b, rc, &sizes, arg);
+}
+
 static void drain(sl_loop *l)
 {
+    sl_client *walk[32];             /* clients with batches started: walked once at the end */
+    int nwalk = 0;
     for (;;) {
         sl_batch *list = atomic_exchange(&l->inbox, NULL);
         if (!list) break;
@@ -609,16 +669,22 @@ static void drain(sl_loop *l)
                     l->clients = uc;
                 }
             }
-            if (rc == 0) rc = sl_batch_exec_async(b, b->submit_timeout, cb, arg);
-            if (rc != 0) {
-                /* The submitter was told 0: the callback carries the failure. */
-                sl_sizes none;
-                memset(&none, 0, sizeof none);
-                b->in_flight = 0;
-                cb(b, rc, &none, arg);
+            if (rc == 0) rc = exec_async_start(b, b->submit_timeout, cb, arg);
+            if (rc == 0) {
+                int seen = 0;
+                for (int i = 0; i < nwalk && !seen; i++) seen = walk[i] == c;
+                if (!seen && nwalk == (int)(sizeof walk / sizeof walk[0])) {
+                    for (int i = 0; i < nwalk; i++) process(walk[i]);
+                    nwalk = 0;
+                }
+                if (!seen) walk[nwalk++] = c;
+            } else {
+                complete_unstarted(b, rc, cb, arg);
             }
         }
     }
+    for (int i = 0; i < nwalk; i++) process(walk[i]);
+    flush_touched(l);
 }
 
 static void on_wake(uv_async_t *a)
@@ -677,12 +743,16 @@ int sl_loop_new(sl_loop **out)
     l->wake.data = l;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
+    pthread_cond_init(&l->room, NULL);
+    atomic_init(&l->room_waiters, 0);
+    l->fork_gen = sl__fork_generation();
     if (pthread_create(&l->thread, NULL, loop_main, l) != 0) {
         uv_close((uv_handle_t *)&l->wake, NULL);
         uv_run(&l->loop, UV_RUN_DEFAULT);
         uv_loop_close(&l->loop);
         pthread_mutex_destroy(&l->mu);
         pthread_cond_destroy(&l->cv);
+        pthread_cond_destroy(&l->room);
         sl__free(&sl__default_alloc, l);
         return SL_EIO;
     }
@@ -691,24 +761,147 @@ int sl_loop_new(sl_loop **out)
     return 0;
 }
 
+/* A loop or client made before a fork() is the parent's: its loop thread does not exist
+ * in this process. */
+static int forked(const sl_loop *l, const sl_client *c)
+{
+    unsigned now = sl__fork_generation();
+    return l->fork_gen != now || c->fork_gen != now;
+}
+
+static void push_inbox(sl_loop *l, sl_batch *b)
+{
+    sl_batch *head = atomic_load(&l->inbox);
+    do {
+        b->submit_next = head;
+    } while (!atomic_compare_exchange_weak(&l->inbox, &head, b));
+    uv_async_send(&l->wake); /* coalesced: on_wake drains until empty */
+}
+
 int sl_loop_submit(sl_loop *l, sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
 {
     if (!l || !b || !cb) return SL_EINVAL;
+    if (forked(l, b->client)) return SL_EFORK;
     if (atomic_load(&l->stopping)) return SL_ESTATE;
     if (timeout_ms < -1) return SL_EINVAL;
     if (b->nuser == 0) {
         sl__set_err(b->client, "sl_loop_submit: no commands queued");
         return SL_EINVAL;
     }
+    b->cq = NULL;
+    atomic_store(&b->cancel_req, 0);
     b->done_cb = (void (*)(sl_batch *, int, const sl_sizes *, void *))cb;
     b->done_arg = arg;
     b->submit_timeout = timeout_ms;
-    sl_batch *head = atomic_load(&l->inbox);
-    do {
-        b->submit_next = head;
-    } while (!atomic_compare_exchange_weak(&l->inbox, &head, b));
-    uv_async_send(&l->wake); /* coalesced: on_wake drains until empty */
+    push_inbox(l, b);
     return 0;
+}
+
+/* ------------------------------------------------------------ completion queues */
+
+/* Takes a place in the client's in-flight bounds (a batch and its bytes). One batch is
+ * always admitted when nothing else is in flight, however large. */
+static int admit(sl_loop *l, sl_client *c, uint64_t bytes, int flags)
+{
+    for (;;) {
+        unsigned nb = atomic_fetch_add(&c->q_batches, 1) + 1;
+        uint64_t nby = atomic_fetch_add(&c->q_bytes, bytes) + bytes;
+        if (nb == 1 || (nb <= c->opts.max_inflight_batches && nby <= c->opts.max_inflight_bytes)) return 0;
+        atomic_fetch_sub(&c->q_batches, 1);
+        atomic_fetch_sub(&c->q_bytes, bytes);
+        if ((flags & SL_SUBMIT_FAIL_FAST) || pthread_equal(pthread_self(), l->thread)) return SL_EBUSY;
+        /* Waits for a completion (release() broadcasts after giving its place back, and
+         * sees this waiter, counted before the check, so no wake-up is lost). */
+        pthread_mutex_lock(&l->mu);
+        atomic_fetch_add(&l->room_waiters, 1);
+        unsigned cb = atomic_load(&c->q_batches);
+        uint64_t cby = atomic_load(&c->q_bytes);
+        if (cb != 0 && (cb + 1 > c->opts.max_inflight_batches || cby + bytes > c->opts.max_inflight_bytes))
+            pthread_cond_wait(&l->room, &l->mu);
+        atomic_fetch_sub(&l->room_waiters, 1);
+        pthread_mutex_unlock(&l->mu);
+        if (atomic_load(&l->stopping)) return SL_ESTATE;
+    }
+}
+
+static void release(sl_loop *l, sl_batch *b)
+{
+    sl_client *c = b->client;
+    atomic_fetch_sub(&c->q_batches, 1);
+    atomic_fetch_sub(&c->q_bytes, b->q_bytes);
+    if (atomic_load(&l->room_waiters) > 0) {
+        pthread_mutex_lock(&l->mu);
+        pthread_cond_broadcast(&l->room);
+        pthread_mutex_unlock(&l->mu);
+    }
+}
+
+/* The callback of every sl_loop_submit_cq submission, on the loop thread, once: the place
+ * in the bounds is given back, then the completion goes into the queue — after which the
+ * batch is the submitter's again and is not touched here. */
+static void cq_done(sl_batch *b, int status, const sl_sizes *sizes, void *arg)
+{
+    sl_loop *l = arg;
+    sl_completion done;
+    memset(&done, 0, sizeof done);
+    done.batch = b;
+    done.token = b->token;
+    done.status = status;
+    done.sizes = *sizes;
+    sl_cq *q = b->cq;
+    release(l, b);
+    /* Quietly: the walk that completed it signals each queue once (flush_touched). */
+    int seen = 0;
+    for (int i = 0; i < l->ntouched && !seen; i++) seen = l->touched[i] == q;
+    if (!seen && l->ntouched == (int)(sizeof l->touched / sizeof l->touched[0])) flush_touched(l);
+    if (!seen) l->touched[l->ntouched++] = q;
+    sl__cq_push_quiet(q, &done);
+}
+
+int sl_loop_submit_cq(sl_loop *l, sl_batch *b, int timeout_ms, sl_cq *q, void *token, int flags)
+{
+    if (!l || !b || !q || timeout_ms < -1 || (flags & ~SL_SUBMIT_FAIL_FAST)) return SL_EINVAL;
+    sl_client *c = b->client;
+    if (forked(l, c)) return SL_EFORK;
+    if (atomic_load(&l->stopping)) return SL_ESTATE;
+    if (b->nuser == 0) return SL_EINVAL;
+    if (b->in_flight || b->done_cb) return SL_ESTATE;
+    uint64_t bytes = (uint64_t)b->input.len;
+    int rc = admit(l, c, bytes, flags);
+    if (rc) return rc;
+    b->q_bytes = bytes;
+    b->cq = q;
+    b->token = token;
+    atomic_store(&b->cancel_req, 0);
+    b->done_cb = cq_done;
+    b->done_arg = l;
+    b->submit_timeout = timeout_ms;
+    push_inbox(l, b);
+    return 0;
+}
+
+int sl_batch_cancel(sl_batch *b)
+{
+    if (!b) return SL_EINVAL;
+    sl_client *c = b->client;
+    atomic_store(&b->cancel_req, 1);
+    /* Wakes the loop's process() through the client's cancel pipe (its handle is on the
+     * loop while the client is attached); a batch still in the inbox sees the flag when
+     * it starts. */
+    if (c->cancel_pipe[1] >= 0) {
+        char x = 1;
+        ssize_t w = write(c->cancel_pipe[1], &x, 1); /* a full pipe already wakes the loop */
+        (void)w;
+    }
+    return 0;
+}
+
+/* sl_client_free of a client a loop thread drives: detach it first (its executions
+ * complete with SL_ECANCELLED). Not from the loop thread (slotlane_uv.h). */
+static void hook_release(sl_client *c)
+{
+    uv_client *uc = c->async;
+    if (uc && uc->owner && !pthread_equal(pthread_self(), uc->owner->thread)) (void)sl_loop_detach(uc->owner, c);
 }
 
 static void send_ctl(sl_loop *l, ctl_msg *m)
@@ -736,12 +929,22 @@ int sl_loop_detach(sl_loop *l, sl_client *c)
 void sl_loop_free(sl_loop *l)
 {
     if (!l) return;
+    /* In a fork()ed child the thread is the parent's: there is nothing to stop or join,
+     * and the loop's handles may not be touched; only the memory is this process's. */
+    if (l->fork_gen != sl__fork_generation()) {
+        sl__free(&sl__default_alloc, l);
+        return;
+    }
     atomic_store(&l->stopping, 1);
+    pthread_mutex_lock(&l->mu);
+    pthread_cond_broadcast(&l->room); /* SL_SUBMIT_WAIT submitters give up */
+    pthread_mutex_unlock(&l->mu);
     ctl_msg m = {NULL, NULL, 0};
     send_ctl(l, &m);
     pthread_join(l->thread, NULL);
     uv_loop_close(&l->loop);
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->cv);
+    pthread_cond_destroy(&l->room);
     sl__free(&sl__default_alloc, l);
 }

@@ -18,6 +18,7 @@ RANDOM = "random"
 
 Target = Union[None, str, int]
 _S = TypeVar("_S", bytes, str)
+_Q = TypeVar("_Q", bound="_Queue")
 
 _NO_RECORDS_CODES = (lib.SL_EINVAL, lib.SL_ENOMEM, lib.SL_ESTATE)
 _slpy_run = lib.slpy_run
@@ -29,6 +30,26 @@ def _raise_code(rc: int, message: str) -> None:
     bindings/spec/errors.json: SL_EINVAL -> ArgumentError, a ValueError too)."""
     msg = message or ffi.string(lib.sl_strerror(rc)).decode("utf-8", "replace")
     raise _errors.CODE_CLASS.get(rc, _errors.Error)(msg)
+
+
+def _payload1(pfx: bytes, a: Any, enc: str, errs: str) -> bytes:
+    """The bytes of a one-argument command (its prefix: name and array header)."""
+    if type(a) is not bytes:
+        a = conv(a, enc, errs, pfx, 1)
+    m = len(a)
+    return b"".join((pfx, _HDR[m] if m < 4096 else b"$%d\r\n" % m, a, _CRLF))
+
+
+def _payload2(pfx: bytes, a: Any, b: Any, enc: str, errs: str) -> bytes:
+    """The bytes of a two-argument command."""
+    if type(a) is not bytes:
+        a = conv(a, enc, errs, pfx, 1)
+    if type(b) is not bytes:
+        b = conv(b, enc, errs, pfx, 2)
+    m = len(a)
+    n = len(b)
+    return b"".join((pfx, _HDR[m] if m < 4096 else b"$%d\r\n" % m, a, _CRLF,
+                     _HDR[n] if n < 4096 else b"$%d\r\n" % n, b, _CRLF))
 
 
 class _Handle:
@@ -161,6 +182,37 @@ class Client(ClientCommands[_S]):
         self._closed = True  # until fully constructed (close() and __del__ stay safe)
         self._free: List[_Handle] = []
         self._all: List[_Handle] = []
+        (self._opts, self._keep, self.encoding, self.encoding_errors, self._text) = self._options(
+            url_or_host, port, cluster=cluster, username=username, password=password, db=db,
+            protocol=protocol, socket_connect_timeout=socket_connect_timeout,
+            socket_timeout=socket_timeout, max_redirects=max_redirects,
+            refresh_interval=refresh_interval, reconnect_backoff=reconnect_backoff,
+            decode_responses=decode_responses, encoding=encoding, encoding_errors=encoding_errors)
+        self.max_handles = _opt_int("max_handles", max_handles, 1, 100000)
+        self._pool_timeout = None if pool_timeout is None else float(pool_timeout)
+        self.decode_responses = decode_responses
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._freed_stats: Dict[str, int] = {}
+        # The first handle now: a bad address, an unreachable server or a failed
+        # detection raise here, not at the first command.
+        h = _Handle(self._opts)
+        self._all.append(h)
+        self._free.append(h)
+        self._mode = lib.sl_client_mode(h.client)
+        self._closed = False
+
+    @staticmethod
+    def _options(url_or_host: str = "localhost", port: Optional[int] = None, *,
+                 cluster: Optional[bool] = None, username: Optional[str] = None,
+                 password: Optional[str] = None, db: Optional[int] = None, protocol: int = 2,
+                 socket_connect_timeout: Optional[float] = 2.0, socket_timeout: Optional[float] = 5.0,
+                 max_redirects: int = 5, refresh_interval: Optional[float] = None,
+                 reconnect_backoff: Tuple[float, float] = (0.01, 1.0),
+                 decode_responses: bool = False, encoding: str = "utf-8",
+                 encoding_errors: str = "strict") -> Tuple[Any, List[Any], str, str, Optional[Tuple[str, str]]]:
+        """Checks the options (the asyncio client's too) and fills the core's options
+        struct: (opts, the strings it points to, encoding, errors, the decode pair)."""
         if not isinstance(url_or_host, str):
             raise TypeError("url_or_host must be a str (a redis:// URL, \"host\", \"host:port\" or "
                             "a comma-separated list of seeds), not %s" % type(url_or_host).__name__)
@@ -186,20 +238,18 @@ class Client(ClientCommands[_S]):
         if not isinstance(encoding, str) or not isinstance(encoding_errors, str):
             raise TypeError("encoding and encoding_errors must be str")
         "".encode(encoding, encoding_errors)  # LookupError for an unknown codec, early
-        self.max_handles = _opt_int("max_handles", max_handles, 1, 100000)
-        self._pool_timeout = None if pool_timeout is None else float(pool_timeout)
 
         opts = ffi.new("sl_client_options *")
         rc = lib.sl_client_options_init(opts, lib.SL_CLIENT_OPTIONS_VERSION)
         if rc != 0:
             _raise_code(rc, "sl_client_options_init failed")
-        self._keep: List[Any] = []  # the strings opts points to
+        keep: List[Any] = []  # the strings opts points to
 
         def cstr(b: Optional[bytes]) -> Any:
             if b is None:
                 return ffi.NULL
             c = ffi.new("char[]", b)
-            self._keep.append(c)
+            keep.append(c)
             return c
 
         opts.url = cstr(address.encode("utf-8"))
@@ -218,22 +268,8 @@ class Client(ClientCommands[_S]):
             raise TypeError("reconnect_backoff must be a (first, max) tuple of seconds")
         opts.reconnect_min_ms = _seconds_to_ms("reconnect_backoff[0]", reconnect_backoff[0], 0)
         opts.reconnect_max_ms = _seconds_to_ms("reconnect_backoff[1]", reconnect_backoff[1], 0)
-        self._opts = opts
-
-        self.decode_responses = decode_responses
-        self.encoding = encoding
-        self.encoding_errors = encoding_errors
-        self._text: Optional[Tuple[str, str]] = (encoding, encoding_errors) if decode_responses else None
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
-        self._freed_stats: Dict[str, int] = {}
-        # The first handle now: a bad address, an unreachable server or a failed
-        # detection raise here, not at the first command.
-        h = _Handle(opts)
-        self._all.append(h)
-        self._free.append(h)
-        self._mode = lib.sl_client_mode(h.client)
-        self._closed = False
+        text: Optional[Tuple[str, str]] = (encoding, encoding_errors) if decode_responses else None
+        return opts, keep, encoding, encoding_errors, text
 
     # ------------------------------------------------------------ the pool
 
@@ -315,20 +351,10 @@ class Client(ClientCommands[_S]):
         return r if cb is None else cb(r)
 
     def _c1(self, pfx: bytes, a: Any, cb: Optional[Callback] = None) -> Any:
-        if type(a) is not bytes:
-            a = conv(a, self.encoding, self.encoding_errors, pfx, 1)
-        m = len(a)
-        return self._one(b"".join((pfx, _HDR[m] if m < 4096 else b"$%d\r\n" % m, a, _CRLF)), cb)
+        return self._one(_payload1(pfx, a, self.encoding, self.encoding_errors), cb)
 
     def _c2(self, pfx: bytes, a: Any, b: Any, cb: Optional[Callback] = None) -> Any:
-        if type(a) is not bytes:
-            a = conv(a, self.encoding, self.encoding_errors, pfx, 1)
-        if type(b) is not bytes:
-            b = conv(b, self.encoding, self.encoding_errors, pfx, 2)
-        m = len(a)
-        n = len(b)
-        return self._one(b"".join((pfx, _HDR[m] if m < 4096 else b"$%d\r\n" % m, a, _CRLF,
-                                   _HDR[n] if n < 4096 else b"$%d\r\n" % n, b, _CRLF)), cb)
+        return self._one(_payload2(pfx, a, b, self.encoding, self.encoding_errors), cb)
 
     def execute_command(self, *args: Any, target: Target = None) -> Any:
         """Runs one command given as its arguments and returns its reply as Python values
@@ -434,10 +460,14 @@ class Client(ClientCommands[_S]):
 
     @staticmethod
     def _add_stats(acc: Dict[str, int], h: _Handle) -> None:
+        Client._add_stats_of(acc, h.client)
+
+    @staticmethod
+    def _add_stats_of(acc: Dict[str, int], client: Any) -> None:
         st = ffi.new("sl_stats *")
         st.version = lib.SL_STATS_VERSION
         st.size = ffi.sizeof("sl_stats")
-        if lib.sl_client_stats(h.client, st) != 0:
+        if lib.sl_client_stats(client, st) != 0:
             return
         for f in _STAT_FIELDS:
             if f == "nodes":
@@ -521,14 +551,13 @@ _STAT_FIELDS = ("commands", "moved", "ask", "tryagain", "refreshes", "connects",
                 "bytes_written", "bytes_read", "nodes")
 
 
-class Pipeline(PipelineCommands, Generic[_S]):
-    """Queued commands sent together by ``execute()``. Every typed method and
-    ``execute_command`` returns the pipeline (so calls can be chained). A context manager:
-    leaving the block discards what was not executed."""
+class _Queue(PipelineCommands):
+    """What the pipelines of Client and slotlane.asyncio.Client share: the queue of
+    encoded commands with their reply shapers, and the shaping of the results."""
 
     __slots__ = ("_client", "_parts", "_n", "_cbs", "_oks", "_enc", "_errs")
 
-    def __init__(self, client: "Client[Any]") -> None:
+    def __init__(self, client: Any) -> None:
         self._client = client
         self._parts: List[bytes] = []
         self._n = 0
@@ -537,7 +566,7 @@ class Pipeline(PipelineCommands, Generic[_S]):
         self._enc = client.encoding
         self._errs = client.encoding_errors
 
-    def _cmd(self, args: Any, cb: Optional[Callback] = None) -> "Pipeline[_S]":
+    def _cmd(self: _Q, args: Any, cb: Optional[Callback] = None) -> _Q:
         encode_into(self._parts, args, self._enc, self._errs)
         if cb is _OK:
             self._oks.append(self._n)
@@ -546,7 +575,7 @@ class Pipeline(PipelineCommands, Generic[_S]):
         self._n += 1
         return self
 
-    def execute_command(self, *args: Any) -> "Pipeline[_S]":
+    def execute_command(self: _Q, *args: Any) -> _Q:
         """Queues one command given as its arguments (routed by its key)."""
         return self._cmd(list(args))
 
@@ -560,29 +589,21 @@ class Pipeline(PipelineCommands, Generic[_S]):
         self._cbs = []
         self._oks = []
 
-    def execute(self, raise_on_error: bool = False) -> List[Any]:
-        """Sends every queued command (one crossing into C) and returns their results in
-        order. A failed command's result is its exception instance (ResponseError,
-        ConnectionError for a command whose node failed...), or with
-        ``raise_on_error=True`` the first one is raised. The queue is empty afterwards."""
-        n = self._n
-        if n == 0:
-            return []
+    def _take(self) -> Tuple[bytes, int, List[Tuple[int, Callback]], List[int]]:
+        """Empties the queue: its bytes, count, shapers and "OK" positions."""
         payload = b"".join(self._parts)
-        cbs = self._cbs
-        oks = self._oks
+        n, cbs, oks = self._n, self._cbs, self._oks
         self._parts = []
         self._n = 0
         if cbs:
             self._cbs = []
         if oks:
             self._oks = []
-        client = self._client
-        h = client._acquire()
-        try:
-            res = client._run(h, payload, n)
-        finally:
-            client._release(h)
+        return payload, n, cbs, oks
+
+    @staticmethod
+    def _shape(res: List[Any], cbs: List[Tuple[int, Callback]], oks: List[int],
+               raise_on_error: bool) -> List[Any]:
         for i in oks:  # ok and ok? replies: +OK -> True, nil -> False (an error stays)
             r = res[i]
             if r == "OK":
@@ -601,6 +622,30 @@ class Pipeline(PipelineCommands, Generic[_S]):
                 if isinstance(r, _errors.Error):
                     raise r
         return res
+
+
+class Pipeline(_Queue, Generic[_S]):
+    """Queued commands sent together by ``execute()``. Every typed method and
+    ``execute_command`` returns the pipeline (so calls can be chained). A context manager:
+    leaving the block discards what was not executed."""
+
+    __slots__ = ()
+
+    def execute(self, raise_on_error: bool = False) -> List[Any]:
+        """Sends every queued command (one crossing into C) and returns their results in
+        order. A failed command's result is its exception instance (ResponseError,
+        ConnectionError for a command whose node failed...), or with
+        ``raise_on_error=True`` the first one is raised. The queue is empty afterwards."""
+        if self._n == 0:
+            return []
+        payload, n, cbs, oks = self._take()
+        client = self._client
+        h = client._acquire()
+        try:
+            res = client._run(h, payload, n)
+        finally:
+            client._release(h)
+        return self._shape(res, cbs, oks, raise_on_error)
 
     def __enter__(self) -> "Pipeline[_S]":
         return self

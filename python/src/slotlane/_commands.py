@@ -18,7 +18,7 @@ from ._codec import _CRLF, _HDR, conv, prefix
 from ._errors import ArgumentError
 from ._shapes import _int, _num, _tuples
 
-__all__ = ["ClientCommands", "PipelineCommands", "KeyT", "ValueT", "METHODS"]
+__all__ = ["ClientCommands", "PipelineCommands", "AsyncClientCommands", "KeyT", "ValueT", "METHODS"]
 
 KeyT = Union[bytes, str, bytearray, memoryview]
 ValueT = Union[bytes, str, int, float, bytearray, memoryview]
@@ -8047,3 +8047,3642 @@ class PipelineCommands:
             if max:
                 a.append(b"MAX")
         return self._cmd(a)
+
+
+class AsyncClientCommands(Generic[_S]):
+    """The typed methods of slotlane.asyncio.Client: the same as ClientCommands's, as
+    coroutines. Each sends its command when awaited and returns the shaped reply; an error
+    reply is raised (ResponseError, ...)."""
+
+    __slots__ = ()
+
+    async def _cmd(self, args: List[Any], cb: _Shaper = None) -> Any:
+        raise NotImplementedError
+
+    async def _c1(self, pfx: bytes, a: Any, cb: _Shaper = None) -> Any:
+        raise NotImplementedError
+
+    async def _c2(self, pfx: bytes, a: Any, b: Any, cb: _Shaper = None) -> Any:
+        raise NotImplementedError
+
+    async def acl_cat(self, *, categoryname: Optional[ValueT] = None) -> List[_S]:
+        """ACL CAT (server): List the ACL categories or the commands inside a category.
+
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"ACL", b"CAT"]
+        if categoryname is not None:
+            a.append(categoryname)
+        return await self._cmd(a)
+
+    async def acl_deluser(self, *usernames: Union[ValueT, Sequence[ValueT]]) -> int:
+        """ACL DELUSER (server): Remove the specified ACL users and the associated rules.
+
+        Reply: ``int``."""
+        if len(usernames) == 1 and isinstance(usernames[0], (list, tuple)):
+            usernames = tuple(usernames[0])
+        if not usernames:
+            raise ArgumentError("ACL DELUSER: usernames needs at least one element")
+        a: List[Any] = [b"ACL", b"DELUSER"]
+        a += usernames
+        return await self._cmd(a)
+
+    async def acl_dryrun(self, username: ValueT, command: ValueT, *, args: Optional[Sequence[ValueT]] = None) -> Any:
+        """ACL DRYRUN (server): Returns whether the user can execute the given command without executing the command.
+
+        Reply: ``any``."""
+        a: List[Any] = [b"ACL", b"DRYRUN"]
+        a.append(username)
+        a.append(command)
+        if args:
+            a += args
+        return await self._cmd(a)
+
+    async def acl_genpass(self, *, bits: Optional[int] = None) -> _S:
+        """ACL GENPASS (server): Generate a pseudorandom secure password to use for ACL users.
+
+        Reply: ``string``."""
+        a: List[Any] = [b"ACL", b"GENPASS"]
+        if bits is not None:
+            a.append(_int("bits", bits))
+        return await self._cmd(a)
+
+    async def acl_getuser(self, username: ValueT) -> Optional[Dict[_S, Any]]:
+        """ACL GETUSER (server): Get the rules for a specific ACL user.
+
+        Reply: ``map<string,any>?``."""
+        a: List[Any] = [b"ACL", b"GETUSER"]
+        a.append(username)
+        return await self._cmd(a, _T_map_string_any_n)
+
+    async def acl_list(self) -> List[_S]:
+        """ACL LIST (server): List the current ACL rules in ACL config file format.
+
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"ACL", b"LIST"]
+        return await self._cmd(a)
+
+    async def acl_load(self) -> bool:
+        """ACL LOAD (server): Reload the ACLs from the configured ACL file.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"ACL", b"LOAD"]
+        return await self._cmd(a, _T_ok)
+
+    async def acl_log(self, *, count: Optional[int] = None) -> List[Dict[_S, Any]]:
+        """ACL LOG (server): List latest events denied because of ACLs in place.
+
+        Reply: ``array<map<string,any>>``."""
+        a: List[Any] = [b"ACL", b"LOG"]
+        if count is not None:
+            a.append(_int("count", count))
+        return await self._cmd(a, _T_array_map_string_any)
+
+    async def acl_log_reset(self) -> bool:
+        """ACL LOG (server): List latest events denied because of ACLs in place.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"ACL", b"LOG"]
+        a.append(b"RESET")
+        return await self._cmd(a, _T_ok)
+
+    async def acl_save(self) -> bool:
+        """ACL SAVE (server): Save the current ACL rules in the configured ACL file.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"ACL", b"SAVE"]
+        return await self._cmd(a, _T_ok)
+
+    async def acl_setuser(self, username: ValueT, *, rules: Optional[Sequence[ValueT]] = None) -> bool:
+        """ACL SETUSER (server): Modify or create the rules for a specific ACL user.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"ACL", b"SETUSER"]
+        a.append(username)
+        if rules:
+            a += rules
+        return await self._cmd(a, _T_ok)
+
+    async def acl_users(self) -> List[_S]:
+        """ACL USERS (server): List the username of all the configured ACL rules.
+
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"ACL", b"USERS"]
+        return await self._cmd(a)
+
+    async def acl_whoami(self) -> _S:
+        """ACL WHOAMI (server): Return the name of the user associated to the current connection.
+
+        Reply: ``string``."""
+        a: List[Any] = [b"ACL", b"WHOAMI"]
+        return await self._cmd(a)
+
+    async def append(self, key: KeyT, value: ValueT) -> int:
+        """APPEND (string): Append a value to a key.
+
+        Reply: ``int``."""
+        return await self._c2(_P_APPEND, key, value)
+
+    async def bitcount(self, key: KeyT, *, start: Optional[int] = None, end: Optional[int] = None, byte: bool = False, bit: bool = False) -> int:
+        """BITCOUNT (bitmap): Count set bits in a string.
+
+        Reply: ``int``."""
+        if start is None and end is None and not byte and not bit:
+            return await self._c1(_P_BITCOUNT, key)
+        a: List[Any] = [b"BITCOUNT"]
+        a.append(key)
+        if start is not None:
+            if start is not None:
+                a.append(_int("start", start))
+            if end is not None:
+                a.append(_int("end", end))
+            if byte:
+                a.append(b"BYTE")
+            if bit:
+                a.append(b"BIT")
+        return await self._cmd(a)
+
+    async def bitfield_ro(self, key: KeyT, *, encoding_offset: Optional[Union[Sequence[Tuple[ValueT, int]], Mapping[ValueT, int]]] = None) -> List[Optional[int]]:
+        """BITFIELD_RO (bitmap): Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD.
+
+        Reply: ``array<int?>``."""
+        a: List[Any] = [b"BITFIELD_RO"]
+        a.append(key)
+        if encoding_offset:
+            _tuples(a, "encoding_offset", encoding_offset, ('value', 'int'), b"GET", True, False)
+        return await self._cmd(a)
+
+    async def bitop(self, operation: ValueT, destkey: KeyT, *keys: Union[KeyT, Sequence[KeyT]]) -> int:
+        """BITOP (bitmap): Perform bitwise operations between strings.
+
+        Reply: ``int``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("BITOP: keys needs at least one element")
+        a: List[Any] = [b"BITOP"]
+        a.append(operation)
+        a.append(destkey)
+        a += keys
+        return await self._cmd(a)
+
+    async def bitpos(self, key: KeyT, bit: int, *, start: Optional[int] = None, end: Optional[int] = None, byte: bool = False, index_unit_bit: bool = False) -> int:
+        """BITPOS (bitmap): Find first bit set or clear in a string.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"BITPOS"]
+        a.append(key)
+        a.append(_int("bit", bit))
+        if start is not None:
+            if start is not None:
+                a.append(_int("start", start))
+            if end is not None:
+                if end is not None:
+                    a.append(_int("end", end))
+                if byte:
+                    a.append(b"BYTE")
+                if index_unit_bit:
+                    a.append(b"BIT")
+        return await self._cmd(a)
+
+    async def client_getname(self) -> Optional[_S]:
+        """CLIENT GETNAME (connection): Get the current connection name.
+
+        Reply: ``string?``."""
+        a: List[Any] = [b"CLIENT", b"GETNAME"]
+        return await self._cmd(a)
+
+    async def client_getredir(self) -> int:
+        """CLIENT GETREDIR (connection): Get tracking notifications redirection client ID if any.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"CLIENT", b"GETREDIR"]
+        return await self._cmd(a)
+
+    async def client_id(self) -> int:
+        """CLIENT ID (connection): Returns the client ID for the current connection.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"CLIENT", b"ID"]
+        return await self._cmd(a)
+
+    async def client_info(self) -> _S:
+        """CLIENT INFO (connection): Returns information about the current client connection.
+
+        Reply: ``string``."""
+        a: List[Any] = [b"CLIENT", b"INFO"]
+        return await self._cmd(a)
+
+    async def client_kill(self, *, id: Optional[int] = None, normal: bool = False, master: bool = False, slave: bool = False, replica: bool = False, pubsub: bool = False, user: Optional[ValueT] = None, addr: Optional[ValueT] = None, laddr: Optional[ValueT] = None, skipme: Optional[ValueT] = None) -> int:
+        """CLIENT KILL (connection): Kill the connection of a client.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"CLIENT", b"KILL"]
+        if id is not None:
+            a.append(b"ID")
+            a.append(_int("id", id))
+        if normal or master or slave or replica or pubsub:
+            a.append(b"TYPE")
+            if normal:
+                a.append(b"NORMAL")
+            if master:
+                a.append(b"MASTER")
+            if slave:
+                a.append(b"SLAVE")
+            if replica:
+                a.append(b"REPLICA")
+            if pubsub:
+                a.append(b"PUBSUB")
+        if user is not None:
+            a.append(b"USER")
+            a.append(user)
+        if addr is not None:
+            a.append(b"ADDR")
+            a.append(addr)
+        if laddr is not None:
+            a.append(b"LADDR")
+            a.append(laddr)
+        if skipme is not None:
+            a.append(b"SKIPME")
+            a.append(skipme)
+        return await self._cmd(a)
+
+    async def client_list(self, *, normal: bool = False, master: bool = False, replica: bool = False, pubsub: bool = False, client_ids: Optional[Sequence[int]] = None) -> _S:
+        """CLIENT LIST (connection): Get the list of client connections.
+
+        Reply: ``string``."""
+        a: List[Any] = [b"CLIENT", b"LIST"]
+        if normal or master or replica or pubsub:
+            a.append(b"TYPE")
+            if normal:
+                a.append(b"NORMAL")
+            if master:
+                a.append(b"MASTER")
+            if replica:
+                a.append(b"REPLICA")
+            if pubsub:
+                a.append(b"PUBSUB")
+        if client_ids is not None:
+            a.append(b"ID")
+            if client_ids:
+                a += [_int("client_ids", x) for x in client_ids]
+        return await self._cmd(a)
+
+    async def client_trackinginfo(self) -> Dict[_S, Any]:
+        """CLIENT TRACKINGINFO (connection): Return information about server assisted client side caching for the current connection.
+
+        Reply: ``map<string,any>``."""
+        a: List[Any] = [b"CLIENT", b"TRACKINGINFO"]
+        return await self._cmd(a, _T_map_string_any)
+
+    async def client_unblock(self, client_id: int, *, timeout: bool = False, error: bool = False) -> bool:
+        """CLIENT UNBLOCK (connection): Unblock a client blocked in a blocking command from a different connection.
+
+        Reply: ``bool``."""
+        a: List[Any] = [b"CLIENT", b"UNBLOCK"]
+        a.append(_int("client_id", client_id))
+        if timeout:
+            a.append(b"TIMEOUT")
+        if error:
+            a.append(b"ERROR")
+        return await self._cmd(a, _T_bool)
+
+    async def client_unpause(self) -> bool:
+        """CLIENT UNPAUSE (connection): Resume processing of clients that were paused.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"CLIENT", b"UNPAUSE"]
+        return await self._cmd(a, _T_ok)
+
+    async def command_count(self) -> int:
+        """COMMAND COUNT (server): Get total number of Redis commands.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"COMMAND", b"COUNT"]
+        return await self._cmd(a)
+
+    async def command_docs(self, *, command_names: Optional[Sequence[ValueT]] = None) -> Dict[_S, Any]:
+        """COMMAND DOCS (server): Get array of specific Redis command documentation.
+
+        Reply: ``map<string,any>``."""
+        a: List[Any] = [b"COMMAND", b"DOCS"]
+        if command_names:
+            a += command_names
+        return await self._cmd(a, _T_map_string_any)
+
+    async def command_info(self, *, command_names: Optional[Sequence[ValueT]] = None) -> List[Any]:
+        """COMMAND INFO (server): Get array of specific Redis command details, or all when no argument is given.
+
+        Reply: ``array<any>``."""
+        a: List[Any] = [b"COMMAND", b"INFO"]
+        if command_names:
+            a += command_names
+        return await self._cmd(a)
+
+    async def command_list(self, *, module: Optional[ValueT] = None, aclcat: Optional[ValueT] = None, pattern: Optional[ValueT] = None) -> List[_S]:
+        """COMMAND LIST (server): Get an array of Redis command names.
+
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"COMMAND", b"LIST"]
+        if module is not None or aclcat is not None or pattern is not None:
+            a.append(b"FILTERBY")
+            if module is not None:
+                a.append(b"MODULE")
+                a.append(module)
+            if aclcat is not None:
+                a.append(b"ACLCAT")
+                a.append(aclcat)
+            if pattern is not None:
+                a.append(b"PATTERN")
+                a.append(pattern)
+        return await self._cmd(a)
+
+    async def config_get(self, *parameters: Union[ValueT, Sequence[ValueT]]) -> Dict[_S, _S]:
+        """CONFIG GET (server): Get the values of configuration parameters.
+
+        Reply: ``map<string,string>``."""
+        if len(parameters) == 1 and isinstance(parameters[0], (list, tuple)):
+            parameters = tuple(parameters[0])
+        if not parameters:
+            raise ArgumentError("CONFIG GET: parameters needs at least one element")
+        a: List[Any] = [b"CONFIG", b"GET"]
+        a += parameters
+        return await self._cmd(a, _T_map_string_string)
+
+    async def config_resetstat(self) -> bool:
+        """CONFIG RESETSTAT (server): Reset the stats returned by INFO.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"CONFIG", b"RESETSTAT"]
+        return await self._cmd(a, _T_ok)
+
+    async def config_rewrite(self) -> bool:
+        """CONFIG REWRITE (server): Rewrite the configuration file with the in memory configuration.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"CONFIG", b"REWRITE"]
+        return await self._cmd(a, _T_ok)
+
+    async def config_set(self, parameter_value: Union[Sequence[Tuple[ValueT, ValueT]], Mapping[ValueT, ValueT]]) -> bool:
+        """CONFIG SET (server): Set configuration parameters to the given values.
+
+        Reply: ``ok``."""
+        if not parameter_value:
+            raise ArgumentError("CONFIG SET: parameter_value needs at least one element")
+        a: List[Any] = [b"CONFIG", b"SET"]
+        _tuples(a, "parameter_value", parameter_value, ('value', 'value'), None, False, False)
+        return await self._cmd(a, _T_ok)
+
+    async def copy(self, source: KeyT, destination: KeyT, *, db: Optional[int] = None, replace: bool = False) -> bool:
+        """COPY (generic): Copy a key.
+
+        Reply: ``bool``."""
+        if db is None and not replace:
+            return await self._c2(_P_COPY, source, destination, _T_bool)
+        a: List[Any] = [b"COPY"]
+        a.append(source)
+        a.append(destination)
+        if db is not None:
+            a.append(b"DB")
+            a.append(_int("db", db))
+        if replace:
+            a.append(b"REPLACE")
+        return await self._cmd(a, _T_bool)
+
+    async def dbsize(self) -> int:
+        """DBSIZE (server): Return the number of keys in the selected database.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"DBSIZE"]
+        return await self._cmd(a)
+
+    async def decr(self, key: KeyT) -> int:
+        """DECR (string): Decrement the integer value of a key by one.
+
+        Reply: ``int``."""
+        return await self._c1(_P_DECR, key)
+
+    async def decrby(self, key: KeyT, decrement: int) -> int:
+        """DECRBY (string): Decrement the integer value of a key by the given number.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"DECRBY"]
+        a.append(key)
+        a.append(_int("decrement", decrement))
+        return await self._cmd(a)
+
+    async def delete(self, *keys: Union[KeyT, Sequence[KeyT]]) -> int:
+        """DEL (generic): Delete a key.
+
+        Reply: ``int``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("DEL: keys needs at least one element")
+        a: List[Any] = [b"DEL"]
+        a += keys
+        return await self._cmd(a)
+
+    async def dump(self, key: KeyT) -> Optional[_S]:
+        """DUMP (generic): Return a serialized version of the value stored at the specified key.
+
+        Reply: ``string?``."""
+        return await self._c1(_P_DUMP, key)
+
+    async def echo(self, message: ValueT) -> _S:
+        """ECHO (connection): Echo the given string.
+
+        Reply: ``string``."""
+        return await self._c1(_P_ECHO, message)
+
+    async def eval(self, script: ValueT, *, keys: Optional[Sequence[KeyT]] = None, args: Optional[Sequence[ValueT]] = None) -> Any:
+        """EVAL (scripting): Execute a Lua script server side.
+
+        Reply: ``any``."""
+        a: List[Any] = [b"EVAL"]
+        a.append(script)
+        a.append(len(keys or ()))
+        if keys:
+            a += keys
+        if args:
+            a += args
+        return await self._cmd(a)
+
+    async def eval_ro(self, script: ValueT, *, keys: Optional[Sequence[KeyT]] = None, args: Optional[Sequence[ValueT]] = None) -> Any:
+        """EVAL_RO (scripting): Execute a read-only Lua script server side.
+
+        Reply: ``any``."""
+        a: List[Any] = [b"EVAL_RO"]
+        a.append(script)
+        a.append(len(keys or ()))
+        if keys:
+            a += keys
+        if args:
+            a += args
+        return await self._cmd(a)
+
+    async def evalsha(self, sha1: ValueT, *, keys: Optional[Sequence[KeyT]] = None, args: Optional[Sequence[ValueT]] = None) -> Any:
+        """EVALSHA (scripting): Execute a Lua script server side.
+
+        Reply: ``any``."""
+        a: List[Any] = [b"EVALSHA"]
+        a.append(sha1)
+        a.append(len(keys or ()))
+        if keys:
+            a += keys
+        if args:
+            a += args
+        return await self._cmd(a)
+
+    async def evalsha_ro(self, sha1: ValueT, *, keys: Optional[Sequence[KeyT]] = None, args: Optional[Sequence[ValueT]] = None) -> Any:
+        """EVALSHA_RO (scripting): Execute a read-only Lua script server side.
+
+        Reply: ``any``."""
+        a: List[Any] = [b"EVALSHA_RO"]
+        a.append(sha1)
+        a.append(len(keys or ()))
+        if keys:
+            a += keys
+        if args:
+            a += args
+        return await self._cmd(a)
+
+    async def exists(self, *keys: Union[KeyT, Sequence[KeyT]]) -> int:
+        """EXISTS (generic): Determine if a key exists.
+
+        Reply: ``int``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("EXISTS: keys needs at least one element")
+        a: List[Any] = [b"EXISTS"]
+        a += keys
+        return await self._cmd(a)
+
+    async def expire(self, key: KeyT, seconds: int, *, nx: bool = False, xx: bool = False, gt: bool = False, lt: bool = False) -> bool:
+        """EXPIRE (generic): Set a key's time to live in seconds.
+
+        Reply: ``bool``."""
+        a: List[Any] = [b"EXPIRE"]
+        a.append(key)
+        a.append(_int("seconds", seconds))
+        if nx:
+            a.append(b"NX")
+        if xx:
+            a.append(b"XX")
+        if gt:
+            a.append(b"GT")
+        if lt:
+            a.append(b"LT")
+        return await self._cmd(a, _T_bool)
+
+    async def expireat(self, key: KeyT, unix_time_seconds: int, *, nx: bool = False, xx: bool = False, gt: bool = False, lt: bool = False) -> bool:
+        """EXPIREAT (generic): Set the expiration for a key as a UNIX timestamp.
+
+        Reply: ``bool``."""
+        a: List[Any] = [b"EXPIREAT"]
+        a.append(key)
+        a.append(_int("unix_time_seconds", unix_time_seconds))
+        if nx:
+            a.append(b"NX")
+        if xx:
+            a.append(b"XX")
+        if gt:
+            a.append(b"GT")
+        if lt:
+            a.append(b"LT")
+        return await self._cmd(a, _T_bool)
+
+    async def expiretime(self, key: KeyT) -> int:
+        """EXPIRETIME (generic): Get the expiration Unix timestamp for a key.
+
+        Reply: ``int``."""
+        return await self._c1(_P_EXPIRETIME, key)
+
+    async def fcall(self, function: ValueT, *, keys: Optional[Sequence[KeyT]] = None, args: Optional[Sequence[ValueT]] = None) -> Any:
+        """FCALL (scripting): Invoke a function.
+
+        Reply: ``any``."""
+        a: List[Any] = [b"FCALL"]
+        a.append(function)
+        a.append(len(keys or ()))
+        if keys:
+            a += keys
+        if args:
+            a += args
+        return await self._cmd(a)
+
+    async def fcall_ro(self, function: ValueT, *, keys: Optional[Sequence[KeyT]] = None, args: Optional[Sequence[ValueT]] = None) -> Any:
+        """FCALL_RO (scripting): Invoke a read-only function.
+
+        Reply: ``any``."""
+        a: List[Any] = [b"FCALL_RO"]
+        a.append(function)
+        a.append(len(keys or ()))
+        if keys:
+            a += keys
+        if args:
+            a += args
+        return await self._cmd(a)
+
+    async def flushall(self, *, async_: bool = False, sync: bool = False) -> bool:
+        """FLUSHALL (server): Remove all keys from all databases.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"FLUSHALL"]
+        if async_:
+            a.append(b"ASYNC")
+        if sync:
+            a.append(b"SYNC")
+        return await self._cmd(a, _T_ok)
+
+    async def flushdb(self, *, async_: bool = False, sync: bool = False) -> bool:
+        """FLUSHDB (server): Remove all keys from the current database.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"FLUSHDB"]
+        if async_:
+            a.append(b"ASYNC")
+        if sync:
+            a.append(b"SYNC")
+        return await self._cmd(a, _T_ok)
+
+    async def function_delete(self, library_name: ValueT) -> bool:
+        """FUNCTION DELETE (scripting): Delete a function by name.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"FUNCTION", b"DELETE"]
+        a.append(library_name)
+        return await self._cmd(a, _T_ok)
+
+    async def function_dump(self) -> _S:
+        """FUNCTION DUMP (scripting): Dump all functions into a serialized binary payload.
+
+        Reply: ``string``."""
+        a: List[Any] = [b"FUNCTION", b"DUMP"]
+        return await self._cmd(a)
+
+    async def function_flush(self, *, async_: bool = False, sync: bool = False) -> bool:
+        """FUNCTION FLUSH (scripting): Deleting all functions.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"FUNCTION", b"FLUSH"]
+        if async_:
+            a.append(b"ASYNC")
+        if sync:
+            a.append(b"SYNC")
+        return await self._cmd(a, _T_ok)
+
+    async def function_kill(self) -> bool:
+        """FUNCTION KILL (scripting): Kill the function currently in execution.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"FUNCTION", b"KILL"]
+        return await self._cmd(a, _T_ok)
+
+    async def function_list(self, *, libraryname: Optional[ValueT] = None, withcode: bool = False) -> List[Dict[_S, Any]]:
+        """FUNCTION LIST (scripting): List information about all the functions.
+
+        Reply: ``array<map<string,any>>``."""
+        a: List[Any] = [b"FUNCTION", b"LIST"]
+        if libraryname is not None:
+            a.append(b"LIBRARYNAME")
+            a.append(libraryname)
+        if withcode:
+            a.append(b"WITHCODE")
+        return await self._cmd(a, _T_array_map_string_any)
+
+    async def function_load(self, function_code: ValueT, *, replace: bool = False) -> _S:
+        """FUNCTION LOAD (scripting): Create a function with the given arguments (name, code, description).
+
+        Reply: ``string``."""
+        a: List[Any] = [b"FUNCTION", b"LOAD"]
+        if replace:
+            a.append(b"REPLACE")
+        a.append(function_code)
+        return await self._cmd(a)
+
+    async def function_restore(self, serialized_value: ValueT, *, flush: bool = False, append: bool = False, replace: bool = False) -> bool:
+        """FUNCTION RESTORE (scripting): Restore all the functions on the given payload.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"FUNCTION", b"RESTORE"]
+        a.append(serialized_value)
+        if flush:
+            a.append(b"FLUSH")
+        if append:
+            a.append(b"APPEND")
+        if replace:
+            a.append(b"REPLACE")
+        return await self._cmd(a, _T_ok)
+
+    async def function_stats(self) -> Dict[_S, Any]:
+        """FUNCTION STATS (scripting): Return information about the function currently running (name, description, duration).
+
+        Reply: ``map<string,any>``."""
+        a: List[Any] = [b"FUNCTION", b"STATS"]
+        return await self._cmd(a, _T_map_string_any)
+
+    async def geoadd(self, key: KeyT, longitude_latitude_member: Sequence[Tuple[float, float, ValueT]], *, nx: bool = False, xx: bool = False, ch: bool = False) -> int:
+        """GEOADD (geo): Add one or more geospatial items in the geospatial index represented using a sorted set.
+
+        Reply: ``int``."""
+        if not longitude_latitude_member:
+            raise ArgumentError("GEOADD: longitude_latitude_member needs at least one element")
+        a: List[Any] = [b"GEOADD"]
+        a.append(key)
+        if nx:
+            a.append(b"NX")
+        if xx:
+            a.append(b"XX")
+        if ch:
+            a.append(b"CH")
+        _tuples(a, "longitude_latitude_member", longitude_latitude_member, ('double', 'double', 'value'), None, False, False)
+        return await self._cmd(a)
+
+    async def geodist(self, key: KeyT, member1: ValueT, member2: ValueT, *, m: bool = False, km: bool = False, ft: bool = False, mi: bool = False) -> Optional[float]:
+        """GEODIST (geo): Returns the distance between two members of a geospatial index.
+
+        Reply: ``double?``."""
+        a: List[Any] = [b"GEODIST"]
+        a.append(key)
+        a.append(member1)
+        a.append(member2)
+        if m:
+            a.append(b"M")
+        if km:
+            a.append(b"KM")
+        if ft:
+            a.append(b"FT")
+        if mi:
+            a.append(b"MI")
+        return await self._cmd(a, _T_double_n)
+
+    async def geohash(self, key: KeyT, *members: Union[ValueT, Sequence[ValueT]]) -> List[Optional[_S]]:
+        """GEOHASH (geo): Returns members of a geospatial index as standard geohash strings.
+
+        Reply: ``array<string?>``."""
+        if len(members) == 1 and isinstance(members[0], (list, tuple)):
+            members = tuple(members[0])
+        if not members:
+            raise ArgumentError("GEOHASH: members needs at least one element")
+        a: List[Any] = [b"GEOHASH"]
+        a.append(key)
+        a += members
+        return await self._cmd(a)
+
+    async def geopos(self, key: KeyT, *members: Union[ValueT, Sequence[ValueT]]) -> List[Optional[Tuple[float, float]]]:
+        """GEOPOS (geo): Returns longitude and latitude of members of a geospatial index.
+
+        Reply: ``array<tuple<double,double>?>``."""
+        if len(members) == 1 and isinstance(members[0], (list, tuple)):
+            members = tuple(members[0])
+        if not members:
+            raise ArgumentError("GEOPOS: members needs at least one element")
+        a: List[Any] = [b"GEOPOS"]
+        a.append(key)
+        a += members
+        return await self._cmd(a, _T_array_tuple_double_double_n)
+
+    async def georadius(self, key: KeyT, longitude: float, latitude: float, radius: float, *, m: bool = False, km: bool = False, ft: bool = False, mi: bool = False, count: Optional[int] = None, any: bool = False, asc: bool = False, desc: bool = False) -> List[_S]:
+        """GEORADIUS (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point.
+
+        Deprecated since Redis 6.2.0; use GEOSEARCH and GEOSEARCHSTORE with the BYRADIUS argument.
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"GEORADIUS"]
+        a.append(key)
+        a.append(_num("longitude", longitude))
+        a.append(_num("latitude", latitude))
+        a.append(_num("radius", radius))
+        if m:
+            a.append(b"M")
+        if km:
+            a.append(b"KM")
+        if ft:
+            a.append(b"FT")
+        if mi:
+            a.append(b"MI")
+        if count is not None:
+            if count is not None:
+                a.append(b"COUNT")
+                a.append(_int("count", count))
+            if any:
+                a.append(b"ANY")
+        if asc:
+            a.append(b"ASC")
+        if desc:
+            a.append(b"DESC")
+        return await self._cmd(a)
+
+    async def georadius_ro(self, key: KeyT, longitude: float, latitude: float, radius: float, *, m: bool = False, km: bool = False, ft: bool = False, mi: bool = False, count: Optional[int] = None, any: bool = False, asc: bool = False, desc: bool = False) -> List[_S]:
+        """GEORADIUS_RO (geo): A read-only variant for GEORADIUS.
+
+        Deprecated since Redis 6.2.0; use GEOSEARCH with the BYRADIUS argument.
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"GEORADIUS_RO"]
+        a.append(key)
+        a.append(_num("longitude", longitude))
+        a.append(_num("latitude", latitude))
+        a.append(_num("radius", radius))
+        if m:
+            a.append(b"M")
+        if km:
+            a.append(b"KM")
+        if ft:
+            a.append(b"FT")
+        if mi:
+            a.append(b"MI")
+        if count is not None:
+            if count is not None:
+                a.append(b"COUNT")
+                a.append(_int("count", count))
+            if any:
+                a.append(b"ANY")
+        if asc:
+            a.append(b"ASC")
+        if desc:
+            a.append(b"DESC")
+        return await self._cmd(a)
+
+    async def georadius_ro_with(self, key: KeyT, longitude: float, latitude: float, radius: float, *, m: bool = False, km: bool = False, ft: bool = False, mi: bool = False, withcoord: bool = False, withdist: bool = False, withhash: bool = False, count: Optional[int] = None, any: bool = False, asc: bool = False, desc: bool = False) -> List[Any]:
+        """GEORADIUS_RO (geo): A read-only variant for GEORADIUS.
+
+        Deprecated since Redis 6.2.0; use GEOSEARCH with the BYRADIUS argument.
+        Reply: ``array<any>``."""
+        a: List[Any] = [b"GEORADIUS_RO"]
+        a.append(key)
+        a.append(_num("longitude", longitude))
+        a.append(_num("latitude", latitude))
+        a.append(_num("radius", radius))
+        if m:
+            a.append(b"M")
+        if km:
+            a.append(b"KM")
+        if ft:
+            a.append(b"FT")
+        if mi:
+            a.append(b"MI")
+        if withcoord:
+            a.append(b"WITHCOORD")
+        if withdist:
+            a.append(b"WITHDIST")
+        if withhash:
+            a.append(b"WITHHASH")
+        if count is not None:
+            if count is not None:
+                a.append(b"COUNT")
+                a.append(_int("count", count))
+            if any:
+                a.append(b"ANY")
+        if asc:
+            a.append(b"ASC")
+        if desc:
+            a.append(b"DESC")
+        return await self._cmd(a)
+
+    async def georadius_store(self, key: KeyT, longitude: float, latitude: float, radius: float, store: KeyT, *, m: bool = False, km: bool = False, ft: bool = False, mi: bool = False, count: Optional[int] = None, any: bool = False, asc: bool = False, desc: bool = False) -> int:
+        """GEORADIUS (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point.
+
+        Deprecated since Redis 6.2.0; use GEOSEARCH and GEOSEARCHSTORE with the BYRADIUS argument.
+        Reply: ``int``."""
+        a: List[Any] = [b"GEORADIUS"]
+        a.append(key)
+        a.append(_num("longitude", longitude))
+        a.append(_num("latitude", latitude))
+        a.append(_num("radius", radius))
+        if m:
+            a.append(b"M")
+        if km:
+            a.append(b"KM")
+        if ft:
+            a.append(b"FT")
+        if mi:
+            a.append(b"MI")
+        if count is not None:
+            if count is not None:
+                a.append(b"COUNT")
+                a.append(_int("count", count))
+            if any:
+                a.append(b"ANY")
+        if asc:
+            a.append(b"ASC")
+        if desc:
+            a.append(b"DESC")
+        a.append(b"STORE")
+        a.append(store)
+        return await self._cmd(a)
+
+    async def georadius_with(self, key: KeyT, longitude: float, latitude: float, radius: float, *, m: bool = False, km: bool = False, ft: bool = False, mi: bool = False, withcoord: bool = False, withdist: bool = False, withhash: bool = False, count: Optional[int] = None, any: bool = False, asc: bool = False, desc: bool = False) -> List[Any]:
+        """GEORADIUS (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point.
+
+        Deprecated since Redis 6.2.0; use GEOSEARCH and GEOSEARCHSTORE with the BYRADIUS argument.
+        Reply: ``array<any>``."""
+        a: List[Any] = [b"GEORADIUS"]
+        a.append(key)
+        a.append(_num("longitude", longitude))
+        a.append(_num("latitude", latitude))
+        a.append(_num("radius", radius))
+        if m:
+            a.append(b"M")
+        if km:
+            a.append(b"KM")
+        if ft:
+            a.append(b"FT")
+        if mi:
+            a.append(b"MI")
+        if withcoord:
+            a.append(b"WITHCOORD")
+        if withdist:
+            a.append(b"WITHDIST")
+        if withhash:
+            a.append(b"WITHHASH")
+        if count is not None:
+            if count is not None:
+                a.append(b"COUNT")
+                a.append(_int("count", count))
+            if any:
+                a.append(b"ANY")
+        if asc:
+            a.append(b"ASC")
+        if desc:
+            a.append(b"DESC")
+        return await self._cmd(a)
+
+    async def georadiusbymember(self, key: KeyT, member: ValueT, radius: float, *, m: bool = False, km: bool = False, ft: bool = False, mi: bool = False, count: Optional[int] = None, any: bool = False, asc: bool = False, desc: bool = False) -> List[_S]:
+        """GEORADIUSBYMEMBER (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.
+
+        Deprecated since Redis 6.2.0; use GEOSEARCH and GEOSEARCHSTORE with the BYRADIUS and FROMMEMBER arguments.
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"GEORADIUSBYMEMBER"]
+        a.append(key)
+        a.append(member)
+        a.append(_num("radius", radius))
+        if m:
+            a.append(b"M")
+        if km:
+            a.append(b"KM")
+        if ft:
+            a.append(b"FT")
+        if mi:
+            a.append(b"MI")
+        if count is not None:
+            if count is not None:
+                a.append(b"COUNT")
+                a.append(_int("count", count))
+            if any:
+                a.append(b"ANY")
+        if asc:
+            a.append(b"ASC")
+        if desc:
+            a.append(b"DESC")
+        return await self._cmd(a)
+
+    async def georadiusbymember_ro(self, key: KeyT, member: ValueT, radius: float, *, m: bool = False, km: bool = False, ft: bool = False, mi: bool = False, count: Optional[int] = None, any: bool = False, asc: bool = False, desc: bool = False) -> List[_S]:
+        """GEORADIUSBYMEMBER_RO (geo): A read-only variant for GEORADIUSBYMEMBER.
+
+        Deprecated since Redis 6.2.0; use GEOSEARCH with the BYRADIUS and FROMMEMBER arguments.
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"GEORADIUSBYMEMBER_RO"]
+        a.append(key)
+        a.append(member)
+        a.append(_num("radius", radius))
+        if m:
+            a.append(b"M")
+        if km:
+            a.append(b"KM")
+        if ft:
+            a.append(b"FT")
+        if mi:
+            a.append(b"MI")
+        if count is not None:
+            if count is not None:
+                a.append(b"COUNT")
+                a.append(_int("count", count))
+            if any:
+                a.append(b"ANY")
+        if asc:
+            a.append(b"ASC")
+        if desc:
+            a.append(b"DESC")
+        return await self._cmd(a)
+
+    async def georadiusbymember_ro_with(self, key: KeyT, member: ValueT, radius: float, *, m: bool = False, km: bool = False, ft: bool = False, mi: bool = False, withcoord: bool = False, withdist: bool = False, withhash: bool = False, count: Optional[int] = None, any: bool = False, asc: bool = False, desc: bool = False) -> List[Any]:
+        """GEORADIUSBYMEMBER_RO (geo): A read-only variant for GEORADIUSBYMEMBER.
+
+        Deprecated since Redis 6.2.0; use GEOSEARCH with the BYRADIUS and FROMMEMBER arguments.
+        Reply: ``array<any>``."""
+        a: List[Any] = [b"GEORADIUSBYMEMBER_RO"]
+        a.append(key)
+        a.append(member)
+        a.append(_num("radius", radius))
+        if m:
+            a.append(b"M")
+        if km:
+            a.append(b"KM")
+        if ft:
+            a.append(b"FT")
+        if mi:
+            a.append(b"MI")
+        if withcoord:
+            a.append(b"WITHCOORD")
+        if withdist:
+            a.append(b"WITHDIST")
+        if withhash:
+            a.append(b"WITHHASH")
+        if count is not None:
+            if count is not None:
+                a.append(b"COUNT")
+                a.append(_int("count", count))
+            if any:
+                a.append(b"ANY")
+        if asc:
+            a.append(b"ASC")
+        if desc:
+            a.append(b"DESC")
+        return await self._cmd(a)
+
+    async def georadiusbymember_store(self, key: KeyT, member: ValueT, radius: float, store: KeyT, *, m: bool = False, km: bool = False, ft: bool = False, mi: bool = False, count: Optional[int] = None, any: bool = False, asc: bool = False, desc: bool = False) -> int:
+        """GEORADIUSBYMEMBER (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.
+
+        Deprecated since Redis 6.2.0; use GEOSEARCH and GEOSEARCHSTORE with the BYRADIUS and FROMMEMBER arguments.
+        Reply: ``int``."""
+        a: List[Any] = [b"GEORADIUSBYMEMBER"]
+        a.append(key)
+        a.append(member)
+        a.append(_num("radius", radius))
+        if m:
+            a.append(b"M")
+        if km:
+            a.append(b"KM")
+        if ft:
+            a.append(b"FT")
+        if mi:
+            a.append(b"MI")
+        if count is not None:
+            if count is not None:
+                a.append(b"COUNT")
+                a.append(_int("count", count))
+            if any:
+                a.append(b"ANY")
+        if asc:
+            a.append(b"ASC")
+        if desc:
+            a.append(b"DESC")
+        a.append(b"STORE")
+        a.append(store)
+        return await self._cmd(a)
+
+    async def georadiusbymember_with(self, key: KeyT, member: ValueT, radius: float, *, m: bool = False, km: bool = False, ft: bool = False, mi: bool = False, withcoord: bool = False, withdist: bool = False, withhash: bool = False, count: Optional[int] = None, any: bool = False, asc: bool = False, desc: bool = False) -> List[Any]:
+        """GEORADIUSBYMEMBER (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.
+
+        Deprecated since Redis 6.2.0; use GEOSEARCH and GEOSEARCHSTORE with the BYRADIUS and FROMMEMBER arguments.
+        Reply: ``array<any>``."""
+        a: List[Any] = [b"GEORADIUSBYMEMBER"]
+        a.append(key)
+        a.append(member)
+        a.append(_num("radius", radius))
+        if m:
+            a.append(b"M")
+        if km:
+            a.append(b"KM")
+        if ft:
+            a.append(b"FT")
+        if mi:
+            a.append(b"MI")
+        if withcoord:
+            a.append(b"WITHCOORD")
+        if withdist:
+            a.append(b"WITHDIST")
+        if withhash:
+            a.append(b"WITHHASH")
+        if count is not None:
+            if count is not None:
+                a.append(b"COUNT")
+                a.append(_int("count", count))
+            if any:
+                a.append(b"ANY")
+        if asc:
+            a.append(b"ASC")
+        if desc:
+            a.append(b"DESC")
+        return await self._cmd(a)
+
+    async def geosearch(self, key: KeyT, *, frommember: Optional[ValueT] = None, longitude: Optional[float] = None, latitude: Optional[float] = None, byradius: Optional[float] = None, m: bool = False, km: bool = False, ft: bool = False, mi: bool = False, bybox: Optional[float] = None, height: Optional[float] = None, asc: bool = False, desc: bool = False, count: Optional[int] = None, any: bool = False) -> List[_S]:
+        """GEOSEARCH (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.
+
+        Reply: ``array<string>``."""
+        if frommember is None and longitude is None and latitude is None and byradius is None and not m and not km and not ft and not mi and bybox is None and height is None and not asc and not desc and count is None and not any:
+            return await self._c1(_P_GEOSEARCH, key)
+        a: List[Any] = [b"GEOSEARCH"]
+        a.append(key)
+        if frommember is not None:
+            a.append(b"FROMMEMBER")
+            a.append(frommember)
+        if longitude is not None:
+            a.append(b"FROMLONLAT")
+            if longitude is not None:
+                a.append(_num("longitude", longitude))
+            if latitude is not None:
+                a.append(_num("latitude", latitude))
+        if byradius is not None:
+            if byradius is not None:
+                a.append(b"BYRADIUS")
+                a.append(_num("byradius", byradius))
+            if m:
+                a.append(b"M")
+            if km:
+                a.append(b"KM")
+            if ft:
+                a.append(b"FT")
+            if mi:
+                a.append(b"MI")
+        if bybox is not None:
+            if bybox is not None:
+                a.append(b"BYBOX")
+                a.append(_num("bybox", bybox))
+            if height is not None:
+                a.append(_num("height", height))
+            if m:
+                a.append(b"M")
+            if km:
+                a.append(b"KM")
+            if ft:
+                a.append(b"FT")
+            if mi:
+                a.append(b"MI")
+        if asc:
+            a.append(b"ASC")
+        if desc:
+            a.append(b"DESC")
+        if count is not None:
+            if count is not None:
+                a.append(b"COUNT")
+                a.append(_int("count", count))
+            if any:
+                a.append(b"ANY")
+        return await self._cmd(a)
+
+    async def geosearch_with(self, key: KeyT, *, frommember: Optional[ValueT] = None, longitude: Optional[float] = None, latitude: Optional[float] = None, byradius: Optional[float] = None, m: bool = False, km: bool = False, ft: bool = False, mi: bool = False, bybox: Optional[float] = None, height: Optional[float] = None, asc: bool = False, desc: bool = False, count: Optional[int] = None, any: bool = False, withcoord: bool = False, withdist: bool = False, withhash: bool = False) -> List[Any]:
+        """GEOSEARCH (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.
+
+        Reply: ``array<any>``."""
+        if frommember is None and longitude is None and latitude is None and byradius is None and not m and not km and not ft and not mi and bybox is None and height is None and not asc and not desc and count is None and not any and not withcoord and not withdist and not withhash:
+            return await self._c1(_P_GEOSEARCH_WITH, key)
+        a: List[Any] = [b"GEOSEARCH"]
+        a.append(key)
+        if frommember is not None:
+            a.append(b"FROMMEMBER")
+            a.append(frommember)
+        if longitude is not None:
+            a.append(b"FROMLONLAT")
+            if longitude is not None:
+                a.append(_num("longitude", longitude))
+            if latitude is not None:
+                a.append(_num("latitude", latitude))
+        if byradius is not None:
+            if byradius is not None:
+                a.append(b"BYRADIUS")
+                a.append(_num("byradius", byradius))
+            if m:
+                a.append(b"M")
+            if km:
+                a.append(b"KM")
+            if ft:
+                a.append(b"FT")
+            if mi:
+                a.append(b"MI")
+        if bybox is not None:
+            if bybox is not None:
+                a.append(b"BYBOX")
+                a.append(_num("bybox", bybox))
+            if height is not None:
+                a.append(_num("height", height))
+            if m:
+                a.append(b"M")
+            if km:
+                a.append(b"KM")
+            if ft:
+                a.append(b"FT")
+            if mi:
+                a.append(b"MI")
+        if asc:
+            a.append(b"ASC")
+        if desc:
+            a.append(b"DESC")
+        if count is not None:
+            if count is not None:
+                a.append(b"COUNT")
+                a.append(_int("count", count))
+            if any:
+                a.append(b"ANY")
+        if withcoord:
+            a.append(b"WITHCOORD")
+        if withdist:
+            a.append(b"WITHDIST")
+        if withhash:
+            a.append(b"WITHHASH")
+        return await self._cmd(a)
+
+    async def geosearchstore(self, destination: KeyT, source: KeyT, *, frommember: Optional[ValueT] = None, longitude: Optional[float] = None, latitude: Optional[float] = None, byradius: Optional[float] = None, m: bool = False, km: bool = False, ft: bool = False, mi: bool = False, bybox: Optional[float] = None, height: Optional[float] = None, asc: bool = False, desc: bool = False, count: Optional[int] = None, any: bool = False, storedist: bool = False) -> int:
+        """GEOSEARCHSTORE (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle, and store the result in another key.
+
+        Reply: ``int``."""
+        if frommember is None and longitude is None and latitude is None and byradius is None and not m and not km and not ft and not mi and bybox is None and height is None and not asc and not desc and count is None and not any and not storedist:
+            return await self._c2(_P_GEOSEARCHSTORE, destination, source)
+        a: List[Any] = [b"GEOSEARCHSTORE"]
+        a.append(destination)
+        a.append(source)
+        if frommember is not None:
+            a.append(b"FROMMEMBER")
+            a.append(frommember)
+        if longitude is not None:
+            a.append(b"FROMLONLAT")
+            if longitude is not None:
+                a.append(_num("longitude", longitude))
+            if latitude is not None:
+                a.append(_num("latitude", latitude))
+        if byradius is not None:
+            if byradius is not None:
+                a.append(b"BYRADIUS")
+                a.append(_num("byradius", byradius))
+            if m:
+                a.append(b"M")
+            if km:
+                a.append(b"KM")
+            if ft:
+                a.append(b"FT")
+            if mi:
+                a.append(b"MI")
+        if bybox is not None:
+            if bybox is not None:
+                a.append(b"BYBOX")
+                a.append(_num("bybox", bybox))
+            if height is not None:
+                a.append(_num("height", height))
+            if m:
+                a.append(b"M")
+            if km:
+                a.append(b"KM")
+            if ft:
+                a.append(b"FT")
+            if mi:
+                a.append(b"MI")
+        if asc:
+            a.append(b"ASC")
+        if desc:
+            a.append(b"DESC")
+        if count is not None:
+            if count is not None:
+                a.append(b"COUNT")
+                a.append(_int("count", count))
+            if any:
+                a.append(b"ANY")
+        if storedist:
+            a.append(b"STOREDIST")
+        return await self._cmd(a)
+
+    async def get(self, key: KeyT) -> Optional[_S]:
+        """GET (string): Get the value of a key.
+
+        Reply: ``string?``."""
+        return await self._c1(_P_GET, key)
+
+    async def getbit(self, key: KeyT, offset: int) -> int:
+        """GETBIT (bitmap): Returns the bit value at offset in the string value stored at key.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"GETBIT"]
+        a.append(key)
+        a.append(_int("offset", offset))
+        return await self._cmd(a)
+
+    async def getdel(self, key: KeyT) -> Optional[_S]:
+        """GETDEL (string): Get the value of a key and delete the key.
+
+        Reply: ``string?``."""
+        return await self._c1(_P_GETDEL, key)
+
+    async def getex(self, key: KeyT, *, ex: Optional[int] = None, px: Optional[int] = None, exat: Optional[int] = None, pxat: Optional[int] = None, persist: bool = False) -> Optional[_S]:
+        """GETEX (string): Get the value of a key and optionally set its expiration.
+
+        Reply: ``string?``."""
+        if ex is None and px is None and exat is None and pxat is None and not persist:
+            return await self._c1(_P_GETEX, key)
+        a: List[Any] = [b"GETEX"]
+        a.append(key)
+        if ex is not None:
+            a.append(b"EX")
+            a.append(_int("ex", ex))
+        if px is not None:
+            a.append(b"PX")
+            a.append(_int("px", px))
+        if exat is not None:
+            a.append(b"EXAT")
+            a.append(_int("exat", exat))
+        if pxat is not None:
+            a.append(b"PXAT")
+            a.append(_int("pxat", pxat))
+        if persist:
+            a.append(b"PERSIST")
+        return await self._cmd(a)
+
+    async def getrange(self, key: KeyT, start: int, end: int) -> _S:
+        """GETRANGE (string): Get a substring of the string stored at a key.
+
+        Reply: ``string``."""
+        a: List[Any] = [b"GETRANGE"]
+        a.append(key)
+        a.append(_int("start", start))
+        a.append(_int("end", end))
+        return await self._cmd(a)
+
+    async def getset(self, key: KeyT, value: ValueT) -> Optional[_S]:
+        """GETSET (string): Set the string value of a key and return its old value.
+
+        Deprecated since Redis 6.2.0; use SET with the !GET argument.
+        Reply: ``string?``."""
+        return await self._c2(_P_GETSET, key, value)
+
+    async def hdel(self, key: KeyT, *fields: Union[ValueT, Sequence[ValueT]]) -> int:
+        """HDEL (hash): Delete one or more hash fields.
+
+        Reply: ``int``."""
+        if len(fields) == 1 and isinstance(fields[0], (list, tuple)):
+            fields = tuple(fields[0])
+        if not fields:
+            raise ArgumentError("HDEL: fields needs at least one element")
+        a: List[Any] = [b"HDEL"]
+        a.append(key)
+        a += fields
+        return await self._cmd(a)
+
+    async def hexists(self, key: KeyT, field: ValueT) -> bool:
+        """HEXISTS (hash): Determine if a hash field exists.
+
+        Reply: ``bool``."""
+        return await self._c2(_P_HEXISTS, key, field, _T_bool)
+
+    async def hget(self, key: KeyT, field: ValueT) -> Optional[_S]:
+        """HGET (hash): Get the value of a hash field.
+
+        Reply: ``string?``."""
+        return await self._c2(_P_HGET, key, field)
+
+    async def hgetall(self, key: KeyT) -> Dict[_S, _S]:
+        """HGETALL (hash): Get all the fields and values in a hash.
+
+        Reply: ``map<string,string>``."""
+        return await self._c1(_P_HGETALL, key, _T_map_string_string)
+
+    async def hincrby(self, key: KeyT, field: ValueT, increment: int) -> int:
+        """HINCRBY (hash): Increment the integer value of a hash field by the given number.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"HINCRBY"]
+        a.append(key)
+        a.append(field)
+        a.append(_int("increment", increment))
+        return await self._cmd(a)
+
+    async def hincrbyfloat(self, key: KeyT, field: ValueT, increment: float) -> float:
+        """HINCRBYFLOAT (hash): Increment the float value of a hash field by the given amount.
+
+        Reply: ``double``."""
+        a: List[Any] = [b"HINCRBYFLOAT"]
+        a.append(key)
+        a.append(field)
+        a.append(_num("increment", increment))
+        return await self._cmd(a, _T_double)
+
+    async def hkeys(self, key: KeyT) -> List[_S]:
+        """HKEYS (hash): Get all the fields in a hash.
+
+        Reply: ``array<string>``."""
+        return await self._c1(_P_HKEYS, key)
+
+    async def hlen(self, key: KeyT) -> int:
+        """HLEN (hash): Get the number of fields in a hash.
+
+        Reply: ``int``."""
+        return await self._c1(_P_HLEN, key)
+
+    async def hmget(self, key: KeyT, *fields: Union[ValueT, Sequence[ValueT]]) -> List[Optional[_S]]:
+        """HMGET (hash): Get the values of all the given hash fields.
+
+        Reply: ``array<string?>``."""
+        if len(fields) == 1 and isinstance(fields[0], (list, tuple)):
+            fields = tuple(fields[0])
+        if not fields:
+            raise ArgumentError("HMGET: fields needs at least one element")
+        a: List[Any] = [b"HMGET"]
+        a.append(key)
+        a += fields
+        return await self._cmd(a)
+
+    async def hmset(self, key: KeyT, field_value: Union[Sequence[Tuple[ValueT, ValueT]], Mapping[ValueT, ValueT]]) -> bool:
+        """HMSET (hash): Set multiple hash fields to multiple values.
+
+        Deprecated since Redis 4.0.0; use HSET with multiple field-value pairs.
+        Reply: ``ok``."""
+        if not field_value:
+            raise ArgumentError("HMSET: field_value needs at least one element")
+        a: List[Any] = [b"HMSET"]
+        a.append(key)
+        _tuples(a, "field_value", field_value, ('value', 'value'), None, False, False)
+        return await self._cmd(a, _T_ok)
+
+    async def hrandfield(self, key: KeyT) -> Optional[_S]:
+        """HRANDFIELD (hash): Get one or multiple random fields from a hash.
+
+        Reply: ``string?``."""
+        return await self._c1(_P_HRANDFIELD, key)
+
+    async def hrandfield_count(self, key: KeyT, count: int) -> List[_S]:
+        """HRANDFIELD (hash): Get one or multiple random fields from a hash.
+
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"HRANDFIELD"]
+        a.append(key)
+        a.append(_int("count", count))
+        return await self._cmd(a)
+
+    async def hrandfield_withvalues(self, key: KeyT, count: int) -> List[Tuple[_S, _S]]:
+        """HRANDFIELD (hash): Get one or multiple random fields from a hash.
+
+        Reply: ``pairs<string,string>``."""
+        a: List[Any] = [b"HRANDFIELD"]
+        a.append(key)
+        a.append(_int("count", count))
+        a.append(b"WITHVALUES")
+        return await self._cmd(a, _T_pairs_string_string)
+
+    async def hscan(self, key: KeyT, cursor: int, *, match: Optional[ValueT] = None, count: Optional[int] = None) -> Tuple[int, List[Tuple[_S, _S]]]:
+        """HSCAN (hash): Incrementally iterate hash fields and associated values.
+
+        Reply: ``tuple<cursor,pairs<string,string>>``."""
+        a: List[Any] = [b"HSCAN"]
+        a.append(key)
+        a.append(_int("cursor", cursor))
+        if match is not None:
+            a.append(b"MATCH")
+            a.append(match)
+        if count is not None:
+            a.append(b"COUNT")
+            a.append(_int("count", count))
+        return await self._cmd(a, _T_tuple_cursor_pairs_string_string)
+
+    async def hset(self, key: KeyT, field_value: Union[Sequence[Tuple[ValueT, ValueT]], Mapping[ValueT, ValueT]]) -> int:
+        """HSET (hash): Set the string value of a hash field.
+
+        Reply: ``int``."""
+        if not field_value:
+            raise ArgumentError("HSET: field_value needs at least one element")
+        a: List[Any] = [b"HSET"]
+        a.append(key)
+        _tuples(a, "field_value", field_value, ('value', 'value'), None, False, False)
+        return await self._cmd(a)
+
+    async def hsetnx(self, key: KeyT, field: ValueT, value: ValueT) -> bool:
+        """HSETNX (hash): Set the value of a hash field, only if the field does not exist.
+
+        Reply: ``bool``."""
+        a: List[Any] = [b"HSETNX"]
+        a.append(key)
+        a.append(field)
+        a.append(value)
+        return await self._cmd(a, _T_bool)
+
+    async def hstrlen(self, key: KeyT, field: ValueT) -> int:
+        """HSTRLEN (hash): Get the length of the value of a hash field.
+
+        Reply: ``int``."""
+        return await self._c2(_P_HSTRLEN, key, field)
+
+    async def hvals(self, key: KeyT) -> List[_S]:
+        """HVALS (hash): Get all the values in a hash.
+
+        Reply: ``array<string>``."""
+        return await self._c1(_P_HVALS, key)
+
+    async def incr(self, key: KeyT) -> int:
+        """INCR (string): Increment the integer value of a key by one.
+
+        Reply: ``int``."""
+        return await self._c1(_P_INCR, key)
+
+    async def incrby(self, key: KeyT, increment: int) -> int:
+        """INCRBY (string): Increment the integer value of a key by the given amount.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"INCRBY"]
+        a.append(key)
+        a.append(_int("increment", increment))
+        return await self._cmd(a)
+
+    async def incrbyfloat(self, key: KeyT, increment: float) -> float:
+        """INCRBYFLOAT (string): Increment the float value of a key by the given amount.
+
+        Reply: ``double``."""
+        a: List[Any] = [b"INCRBYFLOAT"]
+        a.append(key)
+        a.append(_num("increment", increment))
+        return await self._cmd(a, _T_double)
+
+    async def info(self, *, sections: Optional[Sequence[ValueT]] = None) -> _S:
+        """INFO (server): Get information and statistics about the server.
+
+        Reply: ``string``."""
+        a: List[Any] = [b"INFO"]
+        if sections:
+            a += sections
+        return await self._cmd(a)
+
+    async def keys(self, pattern: ValueT) -> List[_S]:
+        """KEYS (generic): Find all keys matching the given pattern.
+
+        Reply: ``array<string>``."""
+        return await self._c1(_P_KEYS, pattern)
+
+    async def lastsave(self) -> int:
+        """LASTSAVE (server): Get the UNIX time stamp of the last successful save to disk.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"LASTSAVE"]
+        return await self._cmd(a)
+
+    async def latency_doctor(self) -> _S:
+        """LATENCY DOCTOR (server): Return a human readable latency analysis report.
+
+        Reply: ``string``."""
+        a: List[Any] = [b"LATENCY", b"DOCTOR"]
+        return await self._cmd(a)
+
+    async def latency_graph(self, event: ValueT) -> _S:
+        """LATENCY GRAPH (server): Return a latency graph for the event.
+
+        Reply: ``string``."""
+        a: List[Any] = [b"LATENCY", b"GRAPH"]
+        a.append(event)
+        return await self._cmd(a)
+
+    async def latency_histogram(self, *, commands: Optional[Sequence[ValueT]] = None) -> Dict[_S, Any]:
+        """LATENCY HISTOGRAM (server): Return the cumulative distribution of latencies of a subset of commands or all.
+
+        Reply: ``map<string,any>``."""
+        a: List[Any] = [b"LATENCY", b"HISTOGRAM"]
+        if commands:
+            a += commands
+        return await self._cmd(a, _T_map_string_any)
+
+    async def latency_history(self, event: ValueT) -> List[Tuple[int, int]]:
+        """LATENCY HISTORY (server): Return timestamp-latency samples for the event.
+
+        Reply: ``array<tuple<int,int>>``."""
+        a: List[Any] = [b"LATENCY", b"HISTORY"]
+        a.append(event)
+        return await self._cmd(a, _T_array_tuple_int_int)
+
+    async def latency_latest(self) -> List[Any]:
+        """LATENCY LATEST (server): Return the latest latency samples for all events.
+
+        Reply: ``array<any>``."""
+        a: List[Any] = [b"LATENCY", b"LATEST"]
+        return await self._cmd(a)
+
+    async def latency_reset(self, *, events: Optional[Sequence[ValueT]] = None) -> int:
+        """LATENCY RESET (server): Reset latency data for one or more events.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"LATENCY", b"RESET"]
+        if events:
+            a += events
+        return await self._cmd(a)
+
+    async def lcs(self, key1: KeyT, key2: KeyT) -> _S:
+        """LCS (string): Find longest common substring.
+
+        Reply: ``string``."""
+        return await self._c2(_P_LCS, key1, key2)
+
+    async def lcs_idx(self, key1: KeyT, key2: KeyT, *, minmatchlen: Optional[int] = None, withmatchlen: bool = False) -> Dict[_S, Any]:
+        """LCS (string): Find longest common substring.
+
+        Reply: ``map<string,any>``."""
+        a: List[Any] = [b"LCS"]
+        a.append(key1)
+        a.append(key2)
+        a.append(b"IDX")
+        if minmatchlen is not None:
+            a.append(b"MINMATCHLEN")
+            a.append(_int("minmatchlen", minmatchlen))
+        if withmatchlen:
+            a.append(b"WITHMATCHLEN")
+        return await self._cmd(a, _T_map_string_any)
+
+    async def lcs_len(self, key1: KeyT, key2: KeyT) -> int:
+        """LCS (string): Find longest common substring.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"LCS"]
+        a.append(key1)
+        a.append(key2)
+        a.append(b"LEN")
+        return await self._cmd(a)
+
+    async def lindex(self, key: KeyT, index: int) -> Optional[_S]:
+        """LINDEX (list): Get an element from a list by its index.
+
+        Reply: ``string?``."""
+        a: List[Any] = [b"LINDEX"]
+        a.append(key)
+        a.append(_int("index", index))
+        return await self._cmd(a)
+
+    async def linsert(self, key: KeyT, pivot: ValueT, element: ValueT, *, before: bool = False, after: bool = False) -> int:
+        """LINSERT (list): Insert an element before or after another element in a list.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"LINSERT"]
+        a.append(key)
+        if before:
+            a.append(b"BEFORE")
+        if after:
+            a.append(b"AFTER")
+        a.append(pivot)
+        a.append(element)
+        return await self._cmd(a)
+
+    async def llen(self, key: KeyT) -> int:
+        """LLEN (list): Get the length of a list.
+
+        Reply: ``int``."""
+        return await self._c1(_P_LLEN, key)
+
+    async def lmove(self, source: KeyT, destination: KeyT, *, wherefrom_left: bool = False, wherefrom_right: bool = False, whereto_left: bool = False, whereto_right: bool = False) -> Optional[_S]:
+        """LMOVE (list): Pop an element from a list, push it to another list and return it.
+
+        Reply: ``string?``."""
+        if not wherefrom_left and not wherefrom_right and not whereto_left and not whereto_right:
+            return await self._c2(_P_LMOVE, source, destination)
+        a: List[Any] = [b"LMOVE"]
+        a.append(source)
+        a.append(destination)
+        if wherefrom_left:
+            a.append(b"LEFT")
+        if wherefrom_right:
+            a.append(b"RIGHT")
+        if whereto_left:
+            a.append(b"LEFT")
+        if whereto_right:
+            a.append(b"RIGHT")
+        return await self._cmd(a)
+
+    async def lmpop(self, *keys: Union[KeyT, Sequence[KeyT]], left: bool = False, right: bool = False, count: Optional[int] = None) -> Optional[Tuple[_S, List[_S]]]:
+        """LMPOP (list): Pop elements from a list.
+
+        Reply: ``tuple<string,array<string>>?``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("LMPOP: keys needs at least one element")
+        a: List[Any] = [b"LMPOP"]
+        a.append(len(keys))
+        a += keys
+        if left:
+            a.append(b"LEFT")
+        if right:
+            a.append(b"RIGHT")
+        if count is not None:
+            a.append(b"COUNT")
+            a.append(_int("count", count))
+        return await self._cmd(a, _T_tuple_string_array_string_n)
+
+    async def lolwut(self, *, version: Optional[int] = None) -> _S:
+        """LOLWUT (server): Display some computer art and the Redis version.
+
+        Reply: ``string``."""
+        a: List[Any] = [b"LOLWUT"]
+        if version is not None:
+            a.append(b"VERSION")
+            a.append(_int("version", version))
+        return await self._cmd(a)
+
+    async def lpop(self, key: KeyT) -> Optional[_S]:
+        """LPOP (list): Remove and get the first elements in a list.
+
+        Reply: ``string?``."""
+        return await self._c1(_P_LPOP, key)
+
+    async def lpop_count(self, key: KeyT, count: int) -> Optional[List[_S]]:
+        """LPOP (list): Remove and get the first elements in a list.
+
+        Reply: ``array<string>?``."""
+        a: List[Any] = [b"LPOP"]
+        a.append(key)
+        a.append(_int("count", count))
+        return await self._cmd(a)
+
+    async def lpos(self, key: KeyT, element: ValueT, *, rank: Optional[int] = None, maxlen: Optional[int] = None) -> Optional[int]:
+        """LPOS (list): Return the index of matching elements on a list.
+
+        Reply: ``int?``."""
+        if rank is None and maxlen is None:
+            return await self._c2(_P_LPOS, key, element)
+        a: List[Any] = [b"LPOS"]
+        a.append(key)
+        a.append(element)
+        if rank is not None:
+            a.append(b"RANK")
+            a.append(_int("rank", rank))
+        if maxlen is not None:
+            a.append(b"MAXLEN")
+            a.append(_int("maxlen", maxlen))
+        return await self._cmd(a)
+
+    async def lpos_count(self, key: KeyT, element: ValueT, count: int, *, rank: Optional[int] = None, maxlen: Optional[int] = None) -> List[int]:
+        """LPOS (list): Return the index of matching elements on a list.
+
+        Reply: ``array<int>``."""
+        a: List[Any] = [b"LPOS"]
+        a.append(key)
+        a.append(element)
+        if rank is not None:
+            a.append(b"RANK")
+            a.append(_int("rank", rank))
+        a.append(b"COUNT")
+        a.append(_int("count", count))
+        if maxlen is not None:
+            a.append(b"MAXLEN")
+            a.append(_int("maxlen", maxlen))
+        return await self._cmd(a)
+
+    async def lpush(self, key: KeyT, *elements: Union[ValueT, Sequence[ValueT]]) -> int:
+        """LPUSH (list): Prepend one or multiple elements to a list.
+
+        Reply: ``int``."""
+        if len(elements) == 1 and isinstance(elements[0], (list, tuple)):
+            elements = tuple(elements[0])
+        if not elements:
+            raise ArgumentError("LPUSH: elements needs at least one element")
+        a: List[Any] = [b"LPUSH"]
+        a.append(key)
+        a += elements
+        return await self._cmd(a)
+
+    async def lpushx(self, key: KeyT, *elements: Union[ValueT, Sequence[ValueT]]) -> int:
+        """LPUSHX (list): Prepend an element to a list, only if the list exists.
+
+        Reply: ``int``."""
+        if len(elements) == 1 and isinstance(elements[0], (list, tuple)):
+            elements = tuple(elements[0])
+        if not elements:
+            raise ArgumentError("LPUSHX: elements needs at least one element")
+        a: List[Any] = [b"LPUSHX"]
+        a.append(key)
+        a += elements
+        return await self._cmd(a)
+
+    async def lrange(self, key: KeyT, start: int, stop: int) -> List[_S]:
+        """LRANGE (list): Get a range of elements from a list.
+
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"LRANGE"]
+        a.append(key)
+        a.append(_int("start", start))
+        a.append(_int("stop", stop))
+        return await self._cmd(a)
+
+    async def lrem(self, key: KeyT, count: int, element: ValueT) -> int:
+        """LREM (list): Remove elements from a list.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"LREM"]
+        a.append(key)
+        a.append(_int("count", count))
+        a.append(element)
+        return await self._cmd(a)
+
+    async def lset(self, key: KeyT, index: int, element: ValueT) -> bool:
+        """LSET (list): Set the value of an element in a list by its index.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"LSET"]
+        a.append(key)
+        a.append(_int("index", index))
+        a.append(element)
+        return await self._cmd(a, _T_ok)
+
+    async def ltrim(self, key: KeyT, start: int, stop: int) -> bool:
+        """LTRIM (list): Trim a list to the specified range.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"LTRIM"]
+        a.append(key)
+        a.append(_int("start", start))
+        a.append(_int("stop", stop))
+        return await self._cmd(a, _T_ok)
+
+    async def memory_doctor(self) -> _S:
+        """MEMORY DOCTOR (server): Outputs memory problems report.
+
+        Reply: ``string``."""
+        a: List[Any] = [b"MEMORY", b"DOCTOR"]
+        return await self._cmd(a)
+
+    async def memory_malloc_stats(self) -> _S:
+        """MEMORY MALLOC-STATS (server): Show allocator internal stats.
+
+        Reply: ``string``."""
+        a: List[Any] = [b"MEMORY", b"MALLOC-STATS"]
+        return await self._cmd(a)
+
+    async def memory_purge(self) -> bool:
+        """MEMORY PURGE (server): Ask the allocator to release memory.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"MEMORY", b"PURGE"]
+        return await self._cmd(a, _T_ok)
+
+    async def memory_stats(self) -> Dict[_S, Any]:
+        """MEMORY STATS (server): Show memory usage details.
+
+        Reply: ``map<string,any>``."""
+        a: List[Any] = [b"MEMORY", b"STATS"]
+        return await self._cmd(a, _T_map_string_any)
+
+    async def memory_usage(self, key: KeyT, *, samples: Optional[int] = None) -> Optional[int]:
+        """MEMORY USAGE (server): Estimate the memory usage of a key.
+
+        Reply: ``int?``."""
+        a: List[Any] = [b"MEMORY", b"USAGE"]
+        a.append(key)
+        if samples is not None:
+            a.append(b"SAMPLES")
+            a.append(_int("samples", samples))
+        return await self._cmd(a)
+
+    async def mget(self, *keys: Union[KeyT, Sequence[KeyT]]) -> List[Optional[_S]]:
+        """MGET (string): Get the values of all the given keys.
+
+        Reply: ``array<string?>``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("MGET: keys needs at least one element")
+        a: List[Any] = [b"MGET"]
+        a += keys
+        return await self._cmd(a)
+
+    async def migrate(self, host: ValueT, port: int, key: KeyT, destination_db: int, timeout: int, *, copy: bool = False, replace: bool = False, auth: Optional[ValueT] = None, username: Optional[ValueT] = None, password: Optional[ValueT] = None, keys: Optional[Sequence[KeyT]] = None) -> str:
+        """MIGRATE (generic): Atomically transfer a key from a Redis instance to another one.
+
+        Reply: ``status``."""
+        a: List[Any] = [b"MIGRATE"]
+        a.append(host)
+        a.append(_int("port", port))
+        a.append(key)
+        a.append(_int("destination_db", destination_db))
+        a.append(_int("timeout", timeout))
+        if copy:
+            a.append(b"COPY")
+        if replace:
+            a.append(b"REPLACE")
+        if auth is not None:
+            a.append(b"AUTH")
+            a.append(auth)
+        if username is not None:
+            a.append(b"AUTH2")
+            if username is not None:
+                a.append(username)
+            if password is not None:
+                a.append(password)
+        if keys:
+            a.append(b"KEYS")
+            a += keys
+        return await self._cmd(a)
+
+    async def module_list(self) -> List[Dict[_S, Any]]:
+        """MODULE LIST (server): List all modules loaded by the server.
+
+        Reply: ``array<map<string,any>>``."""
+        a: List[Any] = [b"MODULE", b"LIST"]
+        return await self._cmd(a, _T_array_map_string_any)
+
+    async def move(self, key: KeyT, db: int) -> bool:
+        """MOVE (generic): Move a key to another database.
+
+        Reply: ``bool``."""
+        a: List[Any] = [b"MOVE"]
+        a.append(key)
+        a.append(_int("db", db))
+        return await self._cmd(a, _T_bool)
+
+    async def mset(self, key_value: Union[Sequence[Tuple[KeyT, ValueT]], Mapping[KeyT, ValueT]]) -> bool:
+        """MSET (string): Set multiple keys to multiple values.
+
+        Reply: ``ok``."""
+        if not key_value:
+            raise ArgumentError("MSET: key_value needs at least one element")
+        a: List[Any] = [b"MSET"]
+        _tuples(a, "key_value", key_value, ('key', 'value'), None, False, False)
+        return await self._cmd(a, _T_ok)
+
+    async def msetnx(self, key_value: Union[Sequence[Tuple[KeyT, ValueT]], Mapping[KeyT, ValueT]]) -> bool:
+        """MSETNX (string): Set multiple keys to multiple values, only if none of the keys exist.
+
+        Reply: ``bool``."""
+        if not key_value:
+            raise ArgumentError("MSETNX: key_value needs at least one element")
+        a: List[Any] = [b"MSETNX"]
+        _tuples(a, "key_value", key_value, ('key', 'value'), None, False, False)
+        return await self._cmd(a, _T_bool)
+
+    async def object_encoding(self, key: KeyT) -> Optional[_S]:
+        """OBJECT ENCODING (generic): Inspect the internal encoding of a Redis object.
+
+        Reply: ``string?``."""
+        a: List[Any] = [b"OBJECT", b"ENCODING"]
+        a.append(key)
+        return await self._cmd(a)
+
+    async def object_freq(self, key: KeyT) -> Optional[int]:
+        """OBJECT FREQ (generic): Get the logarithmic access frequency counter of a Redis object.
+
+        Reply: ``int?``."""
+        a: List[Any] = [b"OBJECT", b"FREQ"]
+        a.append(key)
+        return await self._cmd(a)
+
+    async def object_idletime(self, key: KeyT) -> Optional[int]:
+        """OBJECT IDLETIME (generic): Get the time since a Redis object was last accessed.
+
+        Reply: ``int?``."""
+        a: List[Any] = [b"OBJECT", b"IDLETIME"]
+        a.append(key)
+        return await self._cmd(a)
+
+    async def object_refcount(self, key: KeyT) -> Optional[int]:
+        """OBJECT REFCOUNT (generic): Get the number of references to the value of the key.
+
+        Reply: ``int?``."""
+        a: List[Any] = [b"OBJECT", b"REFCOUNT"]
+        a.append(key)
+        return await self._cmd(a)
+
+    async def persist(self, key: KeyT) -> bool:
+        """PERSIST (generic): Remove the expiration from a key.
+
+        Reply: ``bool``."""
+        return await self._c1(_P_PERSIST, key, _T_bool)
+
+    async def pexpire(self, key: KeyT, milliseconds: int, *, nx: bool = False, xx: bool = False, gt: bool = False, lt: bool = False) -> bool:
+        """PEXPIRE (generic): Set a key's time to live in milliseconds.
+
+        Reply: ``bool``."""
+        a: List[Any] = [b"PEXPIRE"]
+        a.append(key)
+        a.append(_int("milliseconds", milliseconds))
+        if nx:
+            a.append(b"NX")
+        if xx:
+            a.append(b"XX")
+        if gt:
+            a.append(b"GT")
+        if lt:
+            a.append(b"LT")
+        return await self._cmd(a, _T_bool)
+
+    async def pexpireat(self, key: KeyT, unix_time_milliseconds: int, *, nx: bool = False, xx: bool = False, gt: bool = False, lt: bool = False) -> bool:
+        """PEXPIREAT (generic): Set the expiration for a key as a UNIX timestamp specified in milliseconds.
+
+        Reply: ``bool``."""
+        a: List[Any] = [b"PEXPIREAT"]
+        a.append(key)
+        a.append(_int("unix_time_milliseconds", unix_time_milliseconds))
+        if nx:
+            a.append(b"NX")
+        if xx:
+            a.append(b"XX")
+        if gt:
+            a.append(b"GT")
+        if lt:
+            a.append(b"LT")
+        return await self._cmd(a, _T_bool)
+
+    async def pexpiretime(self, key: KeyT) -> int:
+        """PEXPIRETIME (generic): Get the expiration Unix timestamp for a key in milliseconds.
+
+        Reply: ``int``."""
+        return await self._c1(_P_PEXPIRETIME, key)
+
+    async def pfadd(self, key: KeyT, *, elements: Optional[Sequence[ValueT]] = None) -> bool:
+        """PFADD (hyperloglog): Adds the specified elements to the specified HyperLogLog.
+
+        Reply: ``bool``."""
+        a: List[Any] = [b"PFADD"]
+        a.append(key)
+        if elements:
+            a += elements
+        return await self._cmd(a, _T_bool)
+
+    async def pfcount(self, *keys: Union[KeyT, Sequence[KeyT]]) -> int:
+        """PFCOUNT (hyperloglog): Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).
+
+        Reply: ``int``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("PFCOUNT: keys needs at least one element")
+        a: List[Any] = [b"PFCOUNT"]
+        a += keys
+        return await self._cmd(a)
+
+    async def pfmerge(self, destkey: KeyT, *sourcekeys: Union[KeyT, Sequence[KeyT]]) -> bool:
+        """PFMERGE (hyperloglog): Merge N different HyperLogLogs into a single one.
+
+        Reply: ``ok``."""
+        if len(sourcekeys) == 1 and isinstance(sourcekeys[0], (list, tuple)):
+            sourcekeys = tuple(sourcekeys[0])
+        if not sourcekeys:
+            raise ArgumentError("PFMERGE: sourcekeys needs at least one element")
+        a: List[Any] = [b"PFMERGE"]
+        a.append(destkey)
+        a += sourcekeys
+        return await self._cmd(a, _T_ok)
+
+    async def ping(self) -> str:
+        """PING (connection): Ping the server.
+
+        Reply: ``status``."""
+        a: List[Any] = [b"PING"]
+        return await self._cmd(a)
+
+    async def psetex(self, key: KeyT, milliseconds: int, value: ValueT) -> bool:
+        """PSETEX (string): Set the value and expiration in milliseconds of a key.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"PSETEX"]
+        a.append(key)
+        a.append(_int("milliseconds", milliseconds))
+        a.append(value)
+        return await self._cmd(a, _T_ok)
+
+    async def pttl(self, key: KeyT) -> int:
+        """PTTL (generic): Get the time to live for a key in milliseconds.
+
+        Reply: ``int``."""
+        return await self._c1(_P_PTTL, key)
+
+    async def publish(self, channel: ValueT, message: ValueT) -> int:
+        """PUBLISH (pubsub): Post a message to a channel.
+
+        Reply: ``int``."""
+        return await self._c2(_P_PUBLISH, channel, message)
+
+    async def pubsub_channels(self, *, pattern: Optional[ValueT] = None) -> List[_S]:
+        """PUBSUB CHANNELS (pubsub): List active channels.
+
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"PUBSUB", b"CHANNELS"]
+        if pattern is not None:
+            a.append(pattern)
+        return await self._cmd(a)
+
+    async def pubsub_numpat(self) -> int:
+        """PUBSUB NUMPAT (pubsub): Get the count of unique patterns pattern subscriptions.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"PUBSUB", b"NUMPAT"]
+        return await self._cmd(a)
+
+    async def pubsub_numsub(self, *, channels: Optional[Sequence[ValueT]] = None) -> List[Tuple[_S, int]]:
+        """PUBSUB NUMSUB (pubsub): Get the count of subscribers for channels.
+
+        Reply: ``pairs<string,int>``."""
+        a: List[Any] = [b"PUBSUB", b"NUMSUB"]
+        if channels:
+            a += channels
+        return await self._cmd(a, _T_pairs_string_int)
+
+    async def pubsub_shardchannels(self, *, pattern: Optional[ValueT] = None) -> List[_S]:
+        """PUBSUB SHARDCHANNELS (pubsub): List active shard channels.
+
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"PUBSUB", b"SHARDCHANNELS"]
+        if pattern is not None:
+            a.append(pattern)
+        return await self._cmd(a)
+
+    async def pubsub_shardnumsub(self, *, shardchannels: Optional[Sequence[ValueT]] = None) -> List[Tuple[_S, int]]:
+        """PUBSUB SHARDNUMSUB (pubsub): Get the count of subscribers for shard channels.
+
+        Reply: ``pairs<string,int>``."""
+        a: List[Any] = [b"PUBSUB", b"SHARDNUMSUB"]
+        if shardchannels:
+            a += shardchannels
+        return await self._cmd(a, _T_pairs_string_int)
+
+    async def randomkey(self) -> Optional[_S]:
+        """RANDOMKEY (generic): Return a random key from the keyspace.
+
+        Reply: ``string?``."""
+        a: List[Any] = [b"RANDOMKEY"]
+        return await self._cmd(a)
+
+    async def rename(self, key: KeyT, newkey: KeyT) -> bool:
+        """RENAME (generic): Rename a key.
+
+        Reply: ``ok``."""
+        return await self._c2(_P_RENAME, key, newkey, _T_ok)
+
+    async def renamenx(self, key: KeyT, newkey: KeyT) -> bool:
+        """RENAMENX (generic): Rename a key, only if the new key does not exist.
+
+        Reply: ``bool``."""
+        return await self._c2(_P_RENAMENX, key, newkey, _T_bool)
+
+    async def restore(self, key: KeyT, ttl: int, serialized_value: ValueT, *, replace: bool = False, absttl: bool = False, idletime: Optional[int] = None, freq: Optional[int] = None) -> bool:
+        """RESTORE (generic): Create a key using the provided serialized value, previously obtained using DUMP.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"RESTORE"]
+        a.append(key)
+        a.append(_int("ttl", ttl))
+        a.append(serialized_value)
+        if replace:
+            a.append(b"REPLACE")
+        if absttl:
+            a.append(b"ABSTTL")
+        if idletime is not None:
+            a.append(b"IDLETIME")
+            a.append(_int("idletime", idletime))
+        if freq is not None:
+            a.append(b"FREQ")
+            a.append(_int("freq", freq))
+        return await self._cmd(a, _T_ok)
+
+    async def role(self) -> Any:
+        """ROLE (server): Return the role of the instance in the context of replication.
+
+        Reply: ``any``."""
+        a: List[Any] = [b"ROLE"]
+        return await self._cmd(a)
+
+    async def rpop(self, key: KeyT) -> Optional[_S]:
+        """RPOP (list): Remove and get the last elements in a list.
+
+        Reply: ``string?``."""
+        return await self._c1(_P_RPOP, key)
+
+    async def rpop_count(self, key: KeyT, count: int) -> Optional[List[_S]]:
+        """RPOP (list): Remove and get the last elements in a list.
+
+        Reply: ``array<string>?``."""
+        a: List[Any] = [b"RPOP"]
+        a.append(key)
+        a.append(_int("count", count))
+        return await self._cmd(a)
+
+    async def rpoplpush(self, source: KeyT, destination: KeyT) -> Optional[_S]:
+        """RPOPLPUSH (list): Remove the last element in a list, prepend it to another list and return it.
+
+        Deprecated since Redis 6.2.0; use LMOVE with the RIGHT and LEFT arguments.
+        Reply: ``string?``."""
+        return await self._c2(_P_RPOPLPUSH, source, destination)
+
+    async def rpush(self, key: KeyT, *elements: Union[ValueT, Sequence[ValueT]]) -> int:
+        """RPUSH (list): Append one or multiple elements to a list.
+
+        Reply: ``int``."""
+        if len(elements) == 1 and isinstance(elements[0], (list, tuple)):
+            elements = tuple(elements[0])
+        if not elements:
+            raise ArgumentError("RPUSH: elements needs at least one element")
+        a: List[Any] = [b"RPUSH"]
+        a.append(key)
+        a += elements
+        return await self._cmd(a)
+
+    async def rpushx(self, key: KeyT, *elements: Union[ValueT, Sequence[ValueT]]) -> int:
+        """RPUSHX (list): Append an element to a list, only if the list exists.
+
+        Reply: ``int``."""
+        if len(elements) == 1 and isinstance(elements[0], (list, tuple)):
+            elements = tuple(elements[0])
+        if not elements:
+            raise ArgumentError("RPUSHX: elements needs at least one element")
+        a: List[Any] = [b"RPUSHX"]
+        a.append(key)
+        a += elements
+        return await self._cmd(a)
+
+    async def sadd(self, key: KeyT, *members: Union[ValueT, Sequence[ValueT]]) -> int:
+        """SADD (set): Add one or more members to a set.
+
+        Reply: ``int``."""
+        if len(members) == 1 and isinstance(members[0], (list, tuple)):
+            members = tuple(members[0])
+        if not members:
+            raise ArgumentError("SADD: members needs at least one element")
+        a: List[Any] = [b"SADD"]
+        a.append(key)
+        a += members
+        return await self._cmd(a)
+
+    async def save(self) -> bool:
+        """SAVE (server): Synchronously save the dataset to disk.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"SAVE"]
+        return await self._cmd(a, _T_ok)
+
+    async def scan(self, cursor: int, *, match: Optional[ValueT] = None, count: Optional[int] = None, type: Optional[ValueT] = None) -> Tuple[int, List[_S]]:
+        """SCAN (generic): Incrementally iterate the keys space.
+
+        Reply: ``tuple<cursor,array<string>>``."""
+        a: List[Any] = [b"SCAN"]
+        a.append(_int("cursor", cursor))
+        if match is not None:
+            a.append(b"MATCH")
+            a.append(match)
+        if count is not None:
+            a.append(b"COUNT")
+            a.append(_int("count", count))
+        if type is not None:
+            a.append(b"TYPE")
+            a.append(type)
+        return await self._cmd(a, _T_tuple_cursor_array_string)
+
+    async def scard(self, key: KeyT) -> int:
+        """SCARD (set): Get the number of members in a set.
+
+        Reply: ``int``."""
+        return await self._c1(_P_SCARD, key)
+
+    async def script_exists(self, *sha1s: Union[ValueT, Sequence[ValueT]]) -> List[bool]:
+        """SCRIPT EXISTS (scripting): Check existence of scripts in the script cache.
+
+        Reply: ``array<bool>``."""
+        if len(sha1s) == 1 and isinstance(sha1s[0], (list, tuple)):
+            sha1s = tuple(sha1s[0])
+        if not sha1s:
+            raise ArgumentError("SCRIPT EXISTS: sha1s needs at least one element")
+        a: List[Any] = [b"SCRIPT", b"EXISTS"]
+        a += sha1s
+        return await self._cmd(a, _T_array_bool)
+
+    async def script_flush(self, *, async_: bool = False, sync: bool = False) -> bool:
+        """SCRIPT FLUSH (scripting): Remove all the scripts from the script cache.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"SCRIPT", b"FLUSH"]
+        if async_:
+            a.append(b"ASYNC")
+        if sync:
+            a.append(b"SYNC")
+        return await self._cmd(a, _T_ok)
+
+    async def script_kill(self) -> bool:
+        """SCRIPT KILL (scripting): Kill the script currently in execution.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"SCRIPT", b"KILL"]
+        return await self._cmd(a, _T_ok)
+
+    async def script_load(self, script: ValueT) -> _S:
+        """SCRIPT LOAD (scripting): Load the specified Lua script into the script cache.
+
+        Reply: ``string``."""
+        a: List[Any] = [b"SCRIPT", b"LOAD"]
+        a.append(script)
+        return await self._cmd(a)
+
+    async def sdiff(self, *keys: Union[KeyT, Sequence[KeyT]]) -> Set[_S]:
+        """SDIFF (set): Subtract multiple sets.
+
+        Reply: ``set<string>``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("SDIFF: keys needs at least one element")
+        a: List[Any] = [b"SDIFF"]
+        a += keys
+        return await self._cmd(a, _T_set_string)
+
+    async def sdiffstore(self, destination: KeyT, *keys: Union[KeyT, Sequence[KeyT]]) -> int:
+        """SDIFFSTORE (set): Subtract multiple sets and store the resulting set in a key.
+
+        Reply: ``int``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("SDIFFSTORE: keys needs at least one element")
+        a: List[Any] = [b"SDIFFSTORE"]
+        a.append(destination)
+        a += keys
+        return await self._cmd(a)
+
+    async def set(self, key: KeyT, value: ValueT, *, nx: bool = False, xx: bool = False, ex: Optional[int] = None, px: Optional[int] = None, exat: Optional[int] = None, pxat: Optional[int] = None, keepttl: bool = False) -> bool:
+        """SET (string): Set the string value of a key.
+
+        Reply: ``ok?`` -- true when the value was set, false when NX or XX prevented it."""
+        if not nx and not xx and ex is None and px is None and exat is None and pxat is None and not keepttl:
+            return await self._c2(_P_SET, key, value, _T_ok_n)
+        a: List[Any] = [b"SET"]
+        a.append(key)
+        a.append(value)
+        if nx:
+            a.append(b"NX")
+        if xx:
+            a.append(b"XX")
+        if ex is not None:
+            a.append(b"EX")
+            a.append(_int("ex", ex))
+        if px is not None:
+            a.append(b"PX")
+            a.append(_int("px", px))
+        if exat is not None:
+            a.append(b"EXAT")
+            a.append(_int("exat", exat))
+        if pxat is not None:
+            a.append(b"PXAT")
+            a.append(_int("pxat", pxat))
+        if keepttl:
+            a.append(b"KEEPTTL")
+        return await self._cmd(a, _T_ok_n)
+
+    async def set_get(self, key: KeyT, value: ValueT, *, nx: bool = False, xx: bool = False, ex: Optional[int] = None, px: Optional[int] = None, exat: Optional[int] = None, pxat: Optional[int] = None, keepttl: bool = False) -> Optional[_S]:
+        """SET (string): Set the string value of a key.
+
+        Reply: ``string?`` -- SET ... GET: the old value (nil when there was none)."""
+        a: List[Any] = [b"SET"]
+        a.append(key)
+        a.append(value)
+        if nx:
+            a.append(b"NX")
+        if xx:
+            a.append(b"XX")
+        a.append(b"GET")
+        if ex is not None:
+            a.append(b"EX")
+            a.append(_int("ex", ex))
+        if px is not None:
+            a.append(b"PX")
+            a.append(_int("px", px))
+        if exat is not None:
+            a.append(b"EXAT")
+            a.append(_int("exat", exat))
+        if pxat is not None:
+            a.append(b"PXAT")
+            a.append(_int("pxat", pxat))
+        if keepttl:
+            a.append(b"KEEPTTL")
+        return await self._cmd(a)
+
+    async def setbit(self, key: KeyT, offset: int, value: int) -> int:
+        """SETBIT (bitmap): Sets or clears the bit at offset in the string value stored at key.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"SETBIT"]
+        a.append(key)
+        a.append(_int("offset", offset))
+        a.append(_int("value", value))
+        return await self._cmd(a)
+
+    async def setex(self, key: KeyT, seconds: int, value: ValueT) -> bool:
+        """SETEX (string): Set the value and expiration of a key.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"SETEX"]
+        a.append(key)
+        a.append(_int("seconds", seconds))
+        a.append(value)
+        return await self._cmd(a, _T_ok)
+
+    async def setnx(self, key: KeyT, value: ValueT) -> bool:
+        """SETNX (string): Set the value of a key, only if the key does not exist.
+
+        Reply: ``bool``."""
+        return await self._c2(_P_SETNX, key, value, _T_bool)
+
+    async def setrange(self, key: KeyT, offset: int, value: ValueT) -> int:
+        """SETRANGE (string): Overwrite part of a string at key starting at the specified offset.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"SETRANGE"]
+        a.append(key)
+        a.append(_int("offset", offset))
+        a.append(value)
+        return await self._cmd(a)
+
+    async def sinter(self, *keys: Union[KeyT, Sequence[KeyT]]) -> Set[_S]:
+        """SINTER (set): Intersect multiple sets.
+
+        Reply: ``set<string>``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("SINTER: keys needs at least one element")
+        a: List[Any] = [b"SINTER"]
+        a += keys
+        return await self._cmd(a, _T_set_string)
+
+    async def sintercard(self, *keys: Union[KeyT, Sequence[KeyT]], limit: Optional[int] = None) -> int:
+        """SINTERCARD (set): Intersect multiple sets and return the cardinality of the result.
+
+        Reply: ``int``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("SINTERCARD: keys needs at least one element")
+        a: List[Any] = [b"SINTERCARD"]
+        a.append(len(keys))
+        a += keys
+        if limit is not None:
+            a.append(b"LIMIT")
+            a.append(_int("limit", limit))
+        return await self._cmd(a)
+
+    async def sinterstore(self, destination: KeyT, *keys: Union[KeyT, Sequence[KeyT]]) -> int:
+        """SINTERSTORE (set): Intersect multiple sets and store the resulting set in a key.
+
+        Reply: ``int``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("SINTERSTORE: keys needs at least one element")
+        a: List[Any] = [b"SINTERSTORE"]
+        a.append(destination)
+        a += keys
+        return await self._cmd(a)
+
+    async def sismember(self, key: KeyT, member: ValueT) -> bool:
+        """SISMEMBER (set): Determine if a given value is a member of a set.
+
+        Reply: ``bool``."""
+        return await self._c2(_P_SISMEMBER, key, member, _T_bool)
+
+    async def slowlog_get(self, *, count: Optional[int] = None) -> List[Any]:
+        """SLOWLOG GET (server): Get the slow log's entries.
+
+        Reply: ``array<any>``."""
+        a: List[Any] = [b"SLOWLOG", b"GET"]
+        if count is not None:
+            a.append(_int("count", count))
+        return await self._cmd(a)
+
+    async def slowlog_len(self) -> int:
+        """SLOWLOG LEN (server): Get the slow log's length.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"SLOWLOG", b"LEN"]
+        return await self._cmd(a)
+
+    async def slowlog_reset(self) -> bool:
+        """SLOWLOG RESET (server): Clear all entries from the slow log.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"SLOWLOG", b"RESET"]
+        return await self._cmd(a, _T_ok)
+
+    async def smembers(self, key: KeyT) -> Set[_S]:
+        """SMEMBERS (set): Get all the members in a set.
+
+        Reply: ``set<string>``."""
+        return await self._c1(_P_SMEMBERS, key, _T_set_string)
+
+    async def smismember(self, key: KeyT, *members: Union[ValueT, Sequence[ValueT]]) -> List[bool]:
+        """SMISMEMBER (set): Returns the membership associated with the given elements for a set.
+
+        Reply: ``array<bool>``."""
+        if len(members) == 1 and isinstance(members[0], (list, tuple)):
+            members = tuple(members[0])
+        if not members:
+            raise ArgumentError("SMISMEMBER: members needs at least one element")
+        a: List[Any] = [b"SMISMEMBER"]
+        a.append(key)
+        a += members
+        return await self._cmd(a, _T_array_bool)
+
+    async def smove(self, source: KeyT, destination: KeyT, member: ValueT) -> bool:
+        """SMOVE (set): Move a member from one set to another.
+
+        Reply: ``bool``."""
+        a: List[Any] = [b"SMOVE"]
+        a.append(source)
+        a.append(destination)
+        a.append(member)
+        return await self._cmd(a, _T_bool)
+
+    async def sort(self, key: KeyT, *, by: Optional[ValueT] = None, offset: Optional[int] = None, count: Optional[int] = None, patterns: Optional[Sequence[ValueT]] = None, asc: bool = False, desc: bool = False, alpha: bool = False) -> List[Optional[_S]]:
+        """SORT (generic): Sort the elements in a list, set or sorted set.
+
+        Reply: ``array<string?>``."""
+        a: List[Any] = [b"SORT"]
+        a.append(key)
+        if by is not None:
+            a.append(b"BY")
+            a.append(by)
+        if offset is not None:
+            a.append(b"LIMIT")
+            if offset is not None:
+                a.append(_int("offset", offset))
+            if count is not None:
+                a.append(_int("count", count))
+        if patterns:
+            for x in patterns:
+                a += (b"GET", x)
+        if asc:
+            a.append(b"ASC")
+        if desc:
+            a.append(b"DESC")
+        if alpha:
+            a.append(b"ALPHA")
+        return await self._cmd(a)
+
+    async def sort_ro(self, key: KeyT, *, by: Optional[ValueT] = None, offset: Optional[int] = None, count: Optional[int] = None, patterns: Optional[Sequence[ValueT]] = None, asc: bool = False, desc: bool = False, alpha: bool = False) -> List[Optional[_S]]:
+        """SORT_RO (generic): Sort the elements in a list, set or sorted set. Read-only variant of SORT.
+
+        Reply: ``array<string?>``."""
+        a: List[Any] = [b"SORT_RO"]
+        a.append(key)
+        if by is not None:
+            a.append(b"BY")
+            a.append(by)
+        if offset is not None:
+            a.append(b"LIMIT")
+            if offset is not None:
+                a.append(_int("offset", offset))
+            if count is not None:
+                a.append(_int("count", count))
+        if patterns:
+            for x in patterns:
+                a += (b"GET", x)
+        if asc:
+            a.append(b"ASC")
+        if desc:
+            a.append(b"DESC")
+        if alpha:
+            a.append(b"ALPHA")
+        return await self._cmd(a)
+
+    async def sort_store(self, key: KeyT, store: KeyT, *, by: Optional[ValueT] = None, offset: Optional[int] = None, count: Optional[int] = None, patterns: Optional[Sequence[ValueT]] = None, asc: bool = False, desc: bool = False, alpha: bool = False) -> int:
+        """SORT (generic): Sort the elements in a list, set or sorted set.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"SORT"]
+        a.append(key)
+        if by is not None:
+            a.append(b"BY")
+            a.append(by)
+        if offset is not None:
+            a.append(b"LIMIT")
+            if offset is not None:
+                a.append(_int("offset", offset))
+            if count is not None:
+                a.append(_int("count", count))
+        if patterns:
+            for x in patterns:
+                a += (b"GET", x)
+        if asc:
+            a.append(b"ASC")
+        if desc:
+            a.append(b"DESC")
+        if alpha:
+            a.append(b"ALPHA")
+        a.append(b"STORE")
+        a.append(store)
+        return await self._cmd(a)
+
+    async def spop(self, key: KeyT) -> Optional[_S]:
+        """SPOP (set): Remove and return one or multiple random members from a set.
+
+        Reply: ``string?``."""
+        return await self._c1(_P_SPOP, key)
+
+    async def spop_count(self, key: KeyT, count: int) -> Set[_S]:
+        """SPOP (set): Remove and return one or multiple random members from a set.
+
+        Reply: ``set<string>``."""
+        a: List[Any] = [b"SPOP"]
+        a.append(key)
+        a.append(_int("count", count))
+        return await self._cmd(a, _T_set_string)
+
+    async def spublish(self, shardchannel: ValueT, message: ValueT) -> int:
+        """SPUBLISH (pubsub): Post a message to a shard channel.
+
+        Reply: ``int``."""
+        return await self._c2(_P_SPUBLISH, shardchannel, message)
+
+    async def srandmember(self, key: KeyT) -> Optional[_S]:
+        """SRANDMEMBER (set): Get one or multiple random members from a set.
+
+        Reply: ``string?``."""
+        return await self._c1(_P_SRANDMEMBER, key)
+
+    async def srandmember_count(self, key: KeyT, count: int) -> List[_S]:
+        """SRANDMEMBER (set): Get one or multiple random members from a set.
+
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"SRANDMEMBER"]
+        a.append(key)
+        a.append(_int("count", count))
+        return await self._cmd(a)
+
+    async def srem(self, key: KeyT, *members: Union[ValueT, Sequence[ValueT]]) -> int:
+        """SREM (set): Remove one or more members from a set.
+
+        Reply: ``int``."""
+        if len(members) == 1 and isinstance(members[0], (list, tuple)):
+            members = tuple(members[0])
+        if not members:
+            raise ArgumentError("SREM: members needs at least one element")
+        a: List[Any] = [b"SREM"]
+        a.append(key)
+        a += members
+        return await self._cmd(a)
+
+    async def sscan(self, key: KeyT, cursor: int, *, match: Optional[ValueT] = None, count: Optional[int] = None) -> Tuple[int, List[_S]]:
+        """SSCAN (set): Incrementally iterate Set elements.
+
+        Reply: ``tuple<cursor,array<string>>``."""
+        a: List[Any] = [b"SSCAN"]
+        a.append(key)
+        a.append(_int("cursor", cursor))
+        if match is not None:
+            a.append(b"MATCH")
+            a.append(match)
+        if count is not None:
+            a.append(b"COUNT")
+            a.append(_int("count", count))
+        return await self._cmd(a, _T_tuple_cursor_array_string)
+
+    async def strlen(self, key: KeyT) -> int:
+        """STRLEN (string): Get the length of the value stored in a key.
+
+        Reply: ``int``."""
+        return await self._c1(_P_STRLEN, key)
+
+    async def sunion(self, *keys: Union[KeyT, Sequence[KeyT]]) -> Set[_S]:
+        """SUNION (set): Add multiple sets.
+
+        Reply: ``set<string>``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("SUNION: keys needs at least one element")
+        a: List[Any] = [b"SUNION"]
+        a += keys
+        return await self._cmd(a, _T_set_string)
+
+    async def sunionstore(self, destination: KeyT, *keys: Union[KeyT, Sequence[KeyT]]) -> int:
+        """SUNIONSTORE (set): Add multiple sets and store the resulting set in a key.
+
+        Reply: ``int``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("SUNIONSTORE: keys needs at least one element")
+        a: List[Any] = [b"SUNIONSTORE"]
+        a.append(destination)
+        a += keys
+        return await self._cmd(a)
+
+    async def swapdb(self, index1: int, index2: int) -> bool:
+        """SWAPDB (server): Swaps two Redis databases.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"SWAPDB"]
+        a.append(_int("index1", index1))
+        a.append(_int("index2", index2))
+        return await self._cmd(a, _T_ok)
+
+    async def time(self) -> Tuple[_S, _S]:
+        """TIME (server): Return the current server time.
+
+        Reply: ``tuple<string,string>``."""
+        a: List[Any] = [b"TIME"]
+        return await self._cmd(a, _T_tuple_string_string)
+
+    async def touch(self, *keys: Union[KeyT, Sequence[KeyT]]) -> int:
+        """TOUCH (generic): Alters the last access time of a key(s). Returns the number of existing keys specified.
+
+        Reply: ``int``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("TOUCH: keys needs at least one element")
+        a: List[Any] = [b"TOUCH"]
+        a += keys
+        return await self._cmd(a)
+
+    async def ttl(self, key: KeyT) -> int:
+        """TTL (generic): Get the time to live for a key in seconds.
+
+        Reply: ``int``."""
+        return await self._c1(_P_TTL, key)
+
+    async def type(self, key: KeyT) -> str:
+        """TYPE (generic): Determine the type stored at key.
+
+        Reply: ``status``."""
+        return await self._c1(_P_TYPE, key)
+
+    async def unlink(self, *keys: Union[KeyT, Sequence[KeyT]]) -> int:
+        """UNLINK (generic): Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.
+
+        Reply: ``int``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("UNLINK: keys needs at least one element")
+        a: List[Any] = [b"UNLINK"]
+        a += keys
+        return await self._cmd(a)
+
+    async def xack(self, key: KeyT, group: ValueT, *ids: Union[ValueT, Sequence[ValueT]]) -> int:
+        """XACK (stream): Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.
+
+        Reply: ``int``."""
+        if len(ids) == 1 and isinstance(ids[0], (list, tuple)):
+            ids = tuple(ids[0])
+        if not ids:
+            raise ArgumentError("XACK: ids needs at least one element")
+        a: List[Any] = [b"XACK"]
+        a.append(key)
+        a.append(group)
+        a += ids
+        return await self._cmd(a)
+
+    async def xadd(self, key: KeyT, id: ValueT, field_value: Union[Sequence[Tuple[ValueT, ValueT]], Mapping[ValueT, ValueT]], *, nomkstream: bool = False, maxlen: bool = False, minid: bool = False, equal: bool = False, approximately: bool = False, threshold: Optional[ValueT] = None, limit: Optional[int] = None) -> Optional[_S]:
+        """XADD (stream): Appends a new entry to a stream.
+
+        Reply: ``string?``."""
+        if not field_value:
+            raise ArgumentError("XADD: field_value needs at least one element")
+        a: List[Any] = [b"XADD"]
+        a.append(key)
+        if nomkstream:
+            a.append(b"NOMKSTREAM")
+        if threshold is not None:
+            if maxlen:
+                a.append(b"MAXLEN")
+            if minid:
+                a.append(b"MINID")
+            if equal:
+                a.append(b"=")
+            if approximately:
+                a.append(b"~")
+            if threshold is not None:
+                a.append(threshold)
+            if limit is not None:
+                a.append(b"LIMIT")
+                a.append(_int("limit", limit))
+        a.append(id)
+        _tuples(a, "field_value", field_value, ('value', 'value'), None, False, False)
+        return await self._cmd(a)
+
+    async def xautoclaim(self, key: KeyT, group: ValueT, consumer: ValueT, min_idle_time: ValueT, start: ValueT, *, count: Optional[int] = None, justid: bool = False) -> Any:
+        """XAUTOCLAIM (stream): Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer.
+
+        Reply: ``any``."""
+        a: List[Any] = [b"XAUTOCLAIM"]
+        a.append(key)
+        a.append(group)
+        a.append(consumer)
+        a.append(min_idle_time)
+        a.append(start)
+        if count is not None:
+            a.append(b"COUNT")
+            a.append(_int("count", count))
+        if justid:
+            a.append(b"JUSTID")
+        return await self._cmd(a)
+
+    async def xclaim(self, key: KeyT, group: ValueT, consumer: ValueT, min_idle_time: ValueT, *ids: Union[ValueT, Sequence[ValueT]], idle: Optional[int] = None, time: Optional[int] = None, retrycount: Optional[int] = None, force: bool = False, justid: bool = False, lastid: Optional[ValueT] = None) -> Any:
+        """XCLAIM (stream): Changes (or acquires) ownership of a message in a consumer group, as if the message was delivered to the specified consumer.
+
+        Reply: ``any``."""
+        if len(ids) == 1 and isinstance(ids[0], (list, tuple)):
+            ids = tuple(ids[0])
+        if not ids:
+            raise ArgumentError("XCLAIM: ids needs at least one element")
+        a: List[Any] = [b"XCLAIM"]
+        a.append(key)
+        a.append(group)
+        a.append(consumer)
+        a.append(min_idle_time)
+        a += ids
+        if idle is not None:
+            a.append(b"IDLE")
+            a.append(_int("idle", idle))
+        if time is not None:
+            a.append(b"TIME")
+            a.append(_int("time", time))
+        if retrycount is not None:
+            a.append(b"RETRYCOUNT")
+            a.append(_int("retrycount", retrycount))
+        if force:
+            a.append(b"FORCE")
+        if justid:
+            a.append(b"JUSTID")
+        if lastid is not None:
+            a.append(b"LASTID")
+            a.append(lastid)
+        return await self._cmd(a)
+
+    async def xdel(self, key: KeyT, *ids: Union[ValueT, Sequence[ValueT]]) -> int:
+        """XDEL (stream): Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist.
+
+        Reply: ``int``."""
+        if len(ids) == 1 and isinstance(ids[0], (list, tuple)):
+            ids = tuple(ids[0])
+        if not ids:
+            raise ArgumentError("XDEL: ids needs at least one element")
+        a: List[Any] = [b"XDEL"]
+        a.append(key)
+        a += ids
+        return await self._cmd(a)
+
+    async def xgroup_create(self, key: KeyT, groupname: ValueT, id: ValueT, *, mkstream: bool = False, entriesread: Optional[int] = None) -> bool:
+        """XGROUP CREATE (stream): Create a consumer group.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"XGROUP", b"CREATE"]
+        a.append(key)
+        a.append(groupname)
+        a.append(id)
+        if mkstream:
+            a.append(b"MKSTREAM")
+        if entriesread is not None:
+            a.append(b"ENTRIESREAD")
+            a.append(_int("entriesread", entriesread))
+        return await self._cmd(a, _T_ok)
+
+    async def xgroup_createconsumer(self, key: KeyT, groupname: ValueT, consumername: ValueT) -> bool:
+        """XGROUP CREATECONSUMER (stream): Create a consumer in a consumer group.
+
+        Reply: ``bool``."""
+        a: List[Any] = [b"XGROUP", b"CREATECONSUMER"]
+        a.append(key)
+        a.append(groupname)
+        a.append(consumername)
+        return await self._cmd(a, _T_bool)
+
+    async def xgroup_delconsumer(self, key: KeyT, groupname: ValueT, consumername: ValueT) -> int:
+        """XGROUP DELCONSUMER (stream): Delete a consumer from a consumer group.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"XGROUP", b"DELCONSUMER"]
+        a.append(key)
+        a.append(groupname)
+        a.append(consumername)
+        return await self._cmd(a)
+
+    async def xgroup_destroy(self, key: KeyT, groupname: ValueT) -> bool:
+        """XGROUP DESTROY (stream): Destroy a consumer group.
+
+        Reply: ``bool``."""
+        a: List[Any] = [b"XGROUP", b"DESTROY"]
+        a.append(key)
+        a.append(groupname)
+        return await self._cmd(a, _T_bool)
+
+    async def xgroup_setid(self, key: KeyT, groupname: ValueT, id: ValueT, *, entriesread: Optional[int] = None) -> bool:
+        """XGROUP SETID (stream): Set a consumer group to an arbitrary last delivered ID value.
+
+        Reply: ``ok``."""
+        a: List[Any] = [b"XGROUP", b"SETID"]
+        a.append(key)
+        a.append(groupname)
+        a.append(id)
+        if entriesread is not None:
+            a.append(b"ENTRIESREAD")
+            a.append(_int("entriesread", entriesread))
+        return await self._cmd(a, _T_ok)
+
+    async def xinfo_consumers(self, key: KeyT, groupname: ValueT) -> List[Dict[_S, Any]]:
+        """XINFO CONSUMERS (stream): List the consumers in a consumer group.
+
+        Reply: ``array<map<string,any>>``."""
+        a: List[Any] = [b"XINFO", b"CONSUMERS"]
+        a.append(key)
+        a.append(groupname)
+        return await self._cmd(a, _T_array_map_string_any)
+
+    async def xinfo_groups(self, key: KeyT) -> List[Dict[_S, Any]]:
+        """XINFO GROUPS (stream): List the consumer groups of a stream.
+
+        Reply: ``array<map<string,any>>``."""
+        a: List[Any] = [b"XINFO", b"GROUPS"]
+        a.append(key)
+        return await self._cmd(a, _T_array_map_string_any)
+
+    async def xinfo_stream(self, key: KeyT, *, count: Optional[int] = None) -> Dict[_S, Any]:
+        """XINFO STREAM (stream): Get information about a stream.
+
+        Reply: ``map<string,any>``."""
+        a: List[Any] = [b"XINFO", b"STREAM"]
+        a.append(key)
+        if count is not None:
+            a.append(b"FULL")
+            if count is not None:
+                a.append(b"COUNT")
+                a.append(_int("count", count))
+        return await self._cmd(a, _T_map_string_any)
+
+    async def xlen(self, key: KeyT) -> int:
+        """XLEN (stream): Return the number of entries in a stream.
+
+        Reply: ``int``."""
+        return await self._c1(_P_XLEN, key)
+
+    async def xpending(self, key: KeyT, group: ValueT, *, idle: Optional[int] = None, start: Optional[ValueT] = None, end: Optional[ValueT] = None, count: Optional[int] = None, consumer: Optional[ValueT] = None) -> Any:
+        """XPENDING (stream): Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged.
+
+        Reply: ``any``."""
+        if idle is None and start is None and end is None and count is None and consumer is None:
+            return await self._c2(_P_XPENDING, key, group)
+        a: List[Any] = [b"XPENDING"]
+        a.append(key)
+        a.append(group)
+        if idle is not None:
+            if idle is not None:
+                a.append(b"IDLE")
+                a.append(_int("idle", idle))
+            if start is not None:
+                a.append(start)
+            if end is not None:
+                a.append(end)
+            if count is not None:
+                a.append(_int("count", count))
+            if consumer is not None:
+                a.append(consumer)
+        return await self._cmd(a)
+
+    async def xrange(self, key: KeyT, start: ValueT, end: ValueT, *, count: Optional[int] = None) -> List[Tuple[_S, List[Tuple[_S, _S]]]]:
+        """XRANGE (stream): Return a range of elements in a stream, with IDs matching the specified IDs interval.
+
+        Reply: ``array<tuple<string,pairs<string,string>>>``."""
+        a: List[Any] = [b"XRANGE"]
+        a.append(key)
+        a.append(start)
+        a.append(end)
+        if count is not None:
+            a.append(b"COUNT")
+            a.append(_int("count", count))
+        return await self._cmd(a, _T_array_tuple_string_pairs_string_string)
+
+    async def xread(self, keys: Sequence[KeyT], ids: Sequence[ValueT], *, count: Optional[int] = None) -> Optional[Dict[_S, List[Tuple[_S, List[Tuple[_S, _S]]]]]]:
+        """XREAD (stream): Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.
+
+        Reply: ``map<string,array<tuple<string,pairs<string,string>>>>?``."""
+        if not keys:
+            raise ArgumentError("XREAD: keys needs at least one element")
+        if not ids:
+            raise ArgumentError("XREAD: ids needs at least one element")
+        a: List[Any] = [b"XREAD"]
+        if count is not None:
+            a.append(b"COUNT")
+            a.append(_int("count", count))
+        a.append(b"STREAMS")
+        a += keys
+        a += ids
+        return await self._cmd(a, _T_map_string_array_tuple_string_pairs_string_string_n)
+
+    async def xreadgroup(self, group: ValueT, consumer: ValueT, keys: Sequence[KeyT], ids: Sequence[ValueT], *, count: Optional[int] = None, noack: bool = False) -> Any:
+        """XREADGROUP (stream): Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.
+
+        Reply: ``any``."""
+        if not keys:
+            raise ArgumentError("XREADGROUP: keys needs at least one element")
+        if not ids:
+            raise ArgumentError("XREADGROUP: ids needs at least one element")
+        a: List[Any] = [b"XREADGROUP"]
+        a.append(b"GROUP")
+        a.append(group)
+        a.append(consumer)
+        if count is not None:
+            a.append(b"COUNT")
+            a.append(_int("count", count))
+        if noack:
+            a.append(b"NOACK")
+        a.append(b"STREAMS")
+        a += keys
+        a += ids
+        return await self._cmd(a)
+
+    async def xrevrange(self, key: KeyT, end: ValueT, start: ValueT, *, count: Optional[int] = None) -> List[Tuple[_S, List[Tuple[_S, _S]]]]:
+        """XREVRANGE (stream): Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE.
+
+        Reply: ``array<tuple<string,pairs<string,string>>>``."""
+        a: List[Any] = [b"XREVRANGE"]
+        a.append(key)
+        a.append(end)
+        a.append(start)
+        if count is not None:
+            a.append(b"COUNT")
+            a.append(_int("count", count))
+        return await self._cmd(a, _T_array_tuple_string_pairs_string_string)
+
+    async def xsetid(self, key: KeyT, last_id: ValueT, *, entriesadded: Optional[int] = None, maxdeletedid: Optional[ValueT] = None) -> bool:
+        """XSETID (stream): An internal command for replicating stream values.
+
+        Reply: ``ok``."""
+        if entriesadded is None and maxdeletedid is None:
+            return await self._c2(_P_XSETID, key, last_id, _T_ok)
+        a: List[Any] = [b"XSETID"]
+        a.append(key)
+        a.append(last_id)
+        if entriesadded is not None:
+            a.append(b"ENTRIESADDED")
+            a.append(_int("entriesadded", entriesadded))
+        if maxdeletedid is not None:
+            a.append(b"MAXDELETEDID")
+            a.append(maxdeletedid)
+        return await self._cmd(a, _T_ok)
+
+    async def xtrim(self, key: KeyT, threshold: ValueT, *, maxlen: bool = False, minid: bool = False, equal: bool = False, approximately: bool = False, limit: Optional[int] = None) -> int:
+        """XTRIM (stream): Trims the stream to (approximately if '~' is passed) a certain size.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"XTRIM"]
+        a.append(key)
+        if maxlen:
+            a.append(b"MAXLEN")
+        if minid:
+            a.append(b"MINID")
+        if equal:
+            a.append(b"=")
+        if approximately:
+            a.append(b"~")
+        a.append(threshold)
+        if limit is not None:
+            a.append(b"LIMIT")
+            a.append(_int("limit", limit))
+        return await self._cmd(a)
+
+    async def zadd(self, key: KeyT, score_member: Union[Sequence[Tuple[float, ValueT]], Mapping[ValueT, float]], *, nx: bool = False, xx: bool = False, gt: bool = False, lt: bool = False, ch: bool = False) -> int:
+        """ZADD (sorted-set): Add one or more members to a sorted set, or update its score if it already exists.
+
+        Reply: ``int``."""
+        if not score_member:
+            raise ArgumentError("ZADD: score_member needs at least one element")
+        a: List[Any] = [b"ZADD"]
+        a.append(key)
+        if nx:
+            a.append(b"NX")
+        if xx:
+            a.append(b"XX")
+        if gt:
+            a.append(b"GT")
+        if lt:
+            a.append(b"LT")
+        if ch:
+            a.append(b"CH")
+        _tuples(a, "score_member", score_member, ('double', 'value'), None, False, True)
+        return await self._cmd(a)
+
+    async def zadd_incr(self, key: KeyT, score_member: Union[Sequence[Tuple[float, ValueT]], Mapping[ValueT, float]], *, nx: bool = False, xx: bool = False, gt: bool = False, lt: bool = False, ch: bool = False) -> Optional[float]:
+        """ZADD (sorted-set): Add one or more members to a sorted set, or update its score if it already exists.
+
+        Reply: ``double?``."""
+        if not score_member:
+            raise ArgumentError("ZADD: score_member needs at least one element")
+        a: List[Any] = [b"ZADD"]
+        a.append(key)
+        if nx:
+            a.append(b"NX")
+        if xx:
+            a.append(b"XX")
+        if gt:
+            a.append(b"GT")
+        if lt:
+            a.append(b"LT")
+        if ch:
+            a.append(b"CH")
+        a.append(b"INCR")
+        _tuples(a, "score_member", score_member, ('double', 'value'), None, False, True)
+        return await self._cmd(a, _T_double_n)
+
+    async def zcard(self, key: KeyT) -> int:
+        """ZCARD (sorted-set): Get the number of members in a sorted set.
+
+        Reply: ``int``."""
+        return await self._c1(_P_ZCARD, key)
+
+    async def zcount(self, key: KeyT, min: ValueT, max: ValueT) -> int:
+        """ZCOUNT (sorted-set): Count the members in a sorted set with scores within the given values.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"ZCOUNT"]
+        a.append(key)
+        a.append(min)
+        a.append(max)
+        return await self._cmd(a)
+
+    async def zdiff(self, *keys: Union[KeyT, Sequence[KeyT]]) -> List[_S]:
+        """ZDIFF (sorted-set): Subtract multiple sorted sets.
+
+        Reply: ``array<string>``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("ZDIFF: keys needs at least one element")
+        a: List[Any] = [b"ZDIFF"]
+        a.append(len(keys))
+        a += keys
+        return await self._cmd(a)
+
+    async def zdiff_withscores(self, *keys: Union[KeyT, Sequence[KeyT]]) -> List[Tuple[_S, float]]:
+        """ZDIFF (sorted-set): Subtract multiple sorted sets.
+
+        Reply: ``pairs<string,double>``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("ZDIFF: keys needs at least one element")
+        a: List[Any] = [b"ZDIFF"]
+        a.append(len(keys))
+        a += keys
+        a.append(b"WITHSCORES")
+        return await self._cmd(a, _T_pairs_string_double)
+
+    async def zdiffstore(self, destination: KeyT, *keys: Union[KeyT, Sequence[KeyT]]) -> int:
+        """ZDIFFSTORE (sorted-set): Subtract multiple sorted sets and store the resulting sorted set in a new key.
+
+        Reply: ``int``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("ZDIFFSTORE: keys needs at least one element")
+        a: List[Any] = [b"ZDIFFSTORE"]
+        a.append(destination)
+        a.append(len(keys))
+        a += keys
+        return await self._cmd(a)
+
+    async def zincrby(self, key: KeyT, increment: float, member: ValueT) -> float:
+        """ZINCRBY (sorted-set): Increment the score of a member in a sorted set.
+
+        Reply: ``double``."""
+        a: List[Any] = [b"ZINCRBY"]
+        a.append(key)
+        a.append(_num("increment", increment))
+        a.append(member)
+        return await self._cmd(a, _T_double)
+
+    async def zinter(self, keys: Sequence[KeyT], *, weights: Optional[Sequence[float]] = None, sum: bool = False, min: bool = False, max: bool = False) -> List[_S]:
+        """ZINTER (sorted-set): Intersect multiple sorted sets.
+
+        Reply: ``array<string>``."""
+        if not keys:
+            raise ArgumentError("ZINTER: keys needs at least one element")
+        a: List[Any] = [b"ZINTER"]
+        a.append(len(keys))
+        a += keys
+        if weights:
+            a.append(b"WEIGHTS")
+            a += [_num("weights", x) for x in weights]
+        if sum or min or max:
+            a.append(b"AGGREGATE")
+            if sum:
+                a.append(b"SUM")
+            if min:
+                a.append(b"MIN")
+            if max:
+                a.append(b"MAX")
+        return await self._cmd(a)
+
+    async def zinter_withscores(self, keys: Sequence[KeyT], *, weights: Optional[Sequence[float]] = None, sum: bool = False, min: bool = False, max: bool = False) -> List[Tuple[_S, float]]:
+        """ZINTER (sorted-set): Intersect multiple sorted sets.
+
+        Reply: ``pairs<string,double>``."""
+        if not keys:
+            raise ArgumentError("ZINTER: keys needs at least one element")
+        a: List[Any] = [b"ZINTER"]
+        a.append(len(keys))
+        a += keys
+        if weights:
+            a.append(b"WEIGHTS")
+            a += [_num("weights", x) for x in weights]
+        if sum or min or max:
+            a.append(b"AGGREGATE")
+            if sum:
+                a.append(b"SUM")
+            if min:
+                a.append(b"MIN")
+            if max:
+                a.append(b"MAX")
+        a.append(b"WITHSCORES")
+        return await self._cmd(a, _T_pairs_string_double)
+
+    async def zintercard(self, *keys: Union[KeyT, Sequence[KeyT]], limit: Optional[int] = None) -> int:
+        """ZINTERCARD (sorted-set): Intersect multiple sorted sets and return the cardinality of the result.
+
+        Reply: ``int``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("ZINTERCARD: keys needs at least one element")
+        a: List[Any] = [b"ZINTERCARD"]
+        a.append(len(keys))
+        a += keys
+        if limit is not None:
+            a.append(b"LIMIT")
+            a.append(_int("limit", limit))
+        return await self._cmd(a)
+
+    async def zinterstore(self, destination: KeyT, keys: Sequence[KeyT], *, weights: Optional[Sequence[float]] = None, sum: bool = False, min: bool = False, max: bool = False) -> int:
+        """ZINTERSTORE (sorted-set): Intersect multiple sorted sets and store the resulting sorted set in a new key.
+
+        Reply: ``int``."""
+        if not keys:
+            raise ArgumentError("ZINTERSTORE: keys needs at least one element")
+        a: List[Any] = [b"ZINTERSTORE"]
+        a.append(destination)
+        a.append(len(keys))
+        a += keys
+        if weights:
+            a.append(b"WEIGHTS")
+            a += [_num("weights", x) for x in weights]
+        if sum or min or max:
+            a.append(b"AGGREGATE")
+            if sum:
+                a.append(b"SUM")
+            if min:
+                a.append(b"MIN")
+            if max:
+                a.append(b"MAX")
+        return await self._cmd(a)
+
+    async def zlexcount(self, key: KeyT, min: ValueT, max: ValueT) -> int:
+        """ZLEXCOUNT (sorted-set): Count the number of members in a sorted set between a given lexicographical range.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"ZLEXCOUNT"]
+        a.append(key)
+        a.append(min)
+        a.append(max)
+        return await self._cmd(a)
+
+    async def zmpop(self, *keys: Union[KeyT, Sequence[KeyT]], min: bool = False, max: bool = False, count: Optional[int] = None) -> Optional[Tuple[_S, List[Tuple[_S, float]]]]:
+        """ZMPOP (sorted-set): Remove and return members with scores in a sorted set.
+
+        Reply: ``tuple<string,pairs<string,double>>?``."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("ZMPOP: keys needs at least one element")
+        a: List[Any] = [b"ZMPOP"]
+        a.append(len(keys))
+        a += keys
+        if min:
+            a.append(b"MIN")
+        if max:
+            a.append(b"MAX")
+        if count is not None:
+            a.append(b"COUNT")
+            a.append(_int("count", count))
+        return await self._cmd(a, _T_tuple_string_pairs_string_double_n)
+
+    async def zmscore(self, key: KeyT, *members: Union[ValueT, Sequence[ValueT]]) -> List[Optional[float]]:
+        """ZMSCORE (sorted-set): Get the score associated with the given members in a sorted set.
+
+        Reply: ``array<double?>``."""
+        if len(members) == 1 and isinstance(members[0], (list, tuple)):
+            members = tuple(members[0])
+        if not members:
+            raise ArgumentError("ZMSCORE: members needs at least one element")
+        a: List[Any] = [b"ZMSCORE"]
+        a.append(key)
+        a += members
+        return await self._cmd(a, _T_array_double_n)
+
+    async def zpopmax(self, key: KeyT, *, count: Optional[int] = None) -> List[Tuple[_S, float]]:
+        """ZPOPMAX (sorted-set): Remove and return members with the highest scores in a sorted set.
+
+        Reply: ``pairs<string,double>``."""
+        if count is None:
+            return await self._c1(_P_ZPOPMAX, key, _T_pairs_string_double)
+        a: List[Any] = [b"ZPOPMAX"]
+        a.append(key)
+        if count is not None:
+            a.append(_int("count", count))
+        return await self._cmd(a, _T_pairs_string_double)
+
+    async def zpopmin(self, key: KeyT, *, count: Optional[int] = None) -> List[Tuple[_S, float]]:
+        """ZPOPMIN (sorted-set): Remove and return members with the lowest scores in a sorted set.
+
+        Reply: ``pairs<string,double>``."""
+        if count is None:
+            return await self._c1(_P_ZPOPMIN, key, _T_pairs_string_double)
+        a: List[Any] = [b"ZPOPMIN"]
+        a.append(key)
+        if count is not None:
+            a.append(_int("count", count))
+        return await self._cmd(a, _T_pairs_string_double)
+
+    async def zrandmember(self, key: KeyT) -> Optional[_S]:
+        """ZRANDMEMBER (sorted-set): Get one or multiple random elements from a sorted set.
+
+        Reply: ``string?``."""
+        return await self._c1(_P_ZRANDMEMBER, key)
+
+    async def zrandmember_count(self, key: KeyT, count: int) -> List[_S]:
+        """ZRANDMEMBER (sorted-set): Get one or multiple random elements from a sorted set.
+
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"ZRANDMEMBER"]
+        a.append(key)
+        a.append(_int("count", count))
+        return await self._cmd(a)
+
+    async def zrandmember_withscores(self, key: KeyT, count: int) -> List[Tuple[_S, float]]:
+        """ZRANDMEMBER (sorted-set): Get one or multiple random elements from a sorted set.
+
+        Reply: ``pairs<string,double>``."""
+        a: List[Any] = [b"ZRANDMEMBER"]
+        a.append(key)
+        a.append(_int("count", count))
+        a.append(b"WITHSCORES")
+        return await self._cmd(a, _T_pairs_string_double)
+
+    async def zrange(self, key: KeyT, start: ValueT, stop: ValueT, *, byscore: bool = False, bylex: bool = False, rev: bool = False, offset: Optional[int] = None, count: Optional[int] = None) -> List[_S]:
+        """ZRANGE (sorted-set): Return a range of members in a sorted set.
+
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"ZRANGE"]
+        a.append(key)
+        a.append(start)
+        a.append(stop)
+        if byscore:
+            a.append(b"BYSCORE")
+        if bylex:
+            a.append(b"BYLEX")
+        if rev:
+            a.append(b"REV")
+        if offset is not None:
+            a.append(b"LIMIT")
+            if offset is not None:
+                a.append(_int("offset", offset))
+            if count is not None:
+                a.append(_int("count", count))
+        return await self._cmd(a)
+
+    async def zrange_withscores(self, key: KeyT, start: ValueT, stop: ValueT, *, byscore: bool = False, bylex: bool = False, rev: bool = False, offset: Optional[int] = None, count: Optional[int] = None) -> List[Tuple[_S, float]]:
+        """ZRANGE (sorted-set): Return a range of members in a sorted set.
+
+        Reply: ``pairs<string,double>``."""
+        a: List[Any] = [b"ZRANGE"]
+        a.append(key)
+        a.append(start)
+        a.append(stop)
+        if byscore:
+            a.append(b"BYSCORE")
+        if bylex:
+            a.append(b"BYLEX")
+        if rev:
+            a.append(b"REV")
+        if offset is not None:
+            a.append(b"LIMIT")
+            if offset is not None:
+                a.append(_int("offset", offset))
+            if count is not None:
+                a.append(_int("count", count))
+        a.append(b"WITHSCORES")
+        return await self._cmd(a, _T_pairs_string_double)
+
+    async def zrangebylex(self, key: KeyT, min: ValueT, max: ValueT, *, offset: Optional[int] = None, count: Optional[int] = None) -> List[_S]:
+        """ZRANGEBYLEX (sorted-set): Return a range of members in a sorted set, by lexicographical range.
+
+        Deprecated since Redis 6.2.0; use ZRANGE with the BYLEX argument.
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"ZRANGEBYLEX"]
+        a.append(key)
+        a.append(min)
+        a.append(max)
+        if offset is not None:
+            a.append(b"LIMIT")
+            if offset is not None:
+                a.append(_int("offset", offset))
+            if count is not None:
+                a.append(_int("count", count))
+        return await self._cmd(a)
+
+    async def zrangebyscore(self, key: KeyT, min: ValueT, max: ValueT, *, offset: Optional[int] = None, count: Optional[int] = None) -> List[_S]:
+        """ZRANGEBYSCORE (sorted-set): Return a range of members in a sorted set, by score.
+
+        Deprecated since Redis 6.2.0; use ZRANGE with the BYSCORE argument.
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"ZRANGEBYSCORE"]
+        a.append(key)
+        a.append(min)
+        a.append(max)
+        if offset is not None:
+            a.append(b"LIMIT")
+            if offset is not None:
+                a.append(_int("offset", offset))
+            if count is not None:
+                a.append(_int("count", count))
+        return await self._cmd(a)
+
+    async def zrangebyscore_withscores(self, key: KeyT, min: ValueT, max: ValueT, *, offset: Optional[int] = None, count: Optional[int] = None) -> List[Tuple[_S, float]]:
+        """ZRANGEBYSCORE (sorted-set): Return a range of members in a sorted set, by score.
+
+        Deprecated since Redis 6.2.0; use ZRANGE with the BYSCORE argument.
+        Reply: ``pairs<string,double>``."""
+        a: List[Any] = [b"ZRANGEBYSCORE"]
+        a.append(key)
+        a.append(min)
+        a.append(max)
+        a.append(b"WITHSCORES")
+        if offset is not None:
+            a.append(b"LIMIT")
+            if offset is not None:
+                a.append(_int("offset", offset))
+            if count is not None:
+                a.append(_int("count", count))
+        return await self._cmd(a, _T_pairs_string_double)
+
+    async def zrangestore(self, dst: KeyT, src: KeyT, min: ValueT, max: ValueT, *, byscore: bool = False, bylex: bool = False, rev: bool = False, offset: Optional[int] = None, count: Optional[int] = None) -> int:
+        """ZRANGESTORE (sorted-set): Store a range of members from sorted set into another key.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"ZRANGESTORE"]
+        a.append(dst)
+        a.append(src)
+        a.append(min)
+        a.append(max)
+        if byscore:
+            a.append(b"BYSCORE")
+        if bylex:
+            a.append(b"BYLEX")
+        if rev:
+            a.append(b"REV")
+        if offset is not None:
+            a.append(b"LIMIT")
+            if offset is not None:
+                a.append(_int("offset", offset))
+            if count is not None:
+                a.append(_int("count", count))
+        return await self._cmd(a)
+
+    async def zrank(self, key: KeyT, member: ValueT) -> Optional[int]:
+        """ZRANK (sorted-set): Determine the index of a member in a sorted set.
+
+        Reply: ``int?``."""
+        return await self._c2(_P_ZRANK, key, member)
+
+    async def zrem(self, key: KeyT, *members: Union[ValueT, Sequence[ValueT]]) -> int:
+        """ZREM (sorted-set): Remove one or more members from a sorted set.
+
+        Reply: ``int``."""
+        if len(members) == 1 and isinstance(members[0], (list, tuple)):
+            members = tuple(members[0])
+        if not members:
+            raise ArgumentError("ZREM: members needs at least one element")
+        a: List[Any] = [b"ZREM"]
+        a.append(key)
+        a += members
+        return await self._cmd(a)
+
+    async def zremrangebylex(self, key: KeyT, min: ValueT, max: ValueT) -> int:
+        """ZREMRANGEBYLEX (sorted-set): Remove all members in a sorted set between the given lexicographical range.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"ZREMRANGEBYLEX"]
+        a.append(key)
+        a.append(min)
+        a.append(max)
+        return await self._cmd(a)
+
+    async def zremrangebyrank(self, key: KeyT, start: int, stop: int) -> int:
+        """ZREMRANGEBYRANK (sorted-set): Remove all members in a sorted set within the given indexes.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"ZREMRANGEBYRANK"]
+        a.append(key)
+        a.append(_int("start", start))
+        a.append(_int("stop", stop))
+        return await self._cmd(a)
+
+    async def zremrangebyscore(self, key: KeyT, min: ValueT, max: ValueT) -> int:
+        """ZREMRANGEBYSCORE (sorted-set): Remove all members in a sorted set within the given scores.
+
+        Reply: ``int``."""
+        a: List[Any] = [b"ZREMRANGEBYSCORE"]
+        a.append(key)
+        a.append(min)
+        a.append(max)
+        return await self._cmd(a)
+
+    async def zrevrange(self, key: KeyT, start: int, stop: int) -> List[_S]:
+        """ZREVRANGE (sorted-set): Return a range of members in a sorted set, by index, with scores ordered from high to low.
+
+        Deprecated since Redis 6.2.0; use ZRANGE with the REV argument.
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"ZREVRANGE"]
+        a.append(key)
+        a.append(_int("start", start))
+        a.append(_int("stop", stop))
+        return await self._cmd(a)
+
+    async def zrevrange_withscores(self, key: KeyT, start: int, stop: int) -> List[Tuple[_S, float]]:
+        """ZREVRANGE (sorted-set): Return a range of members in a sorted set, by index, with scores ordered from high to low.
+
+        Deprecated since Redis 6.2.0; use ZRANGE with the REV argument.
+        Reply: ``pairs<string,double>``."""
+        a: List[Any] = [b"ZREVRANGE"]
+        a.append(key)
+        a.append(_int("start", start))
+        a.append(_int("stop", stop))
+        a.append(b"WITHSCORES")
+        return await self._cmd(a, _T_pairs_string_double)
+
+    async def zrevrangebylex(self, key: KeyT, max: ValueT, min: ValueT, *, offset: Optional[int] = None, count: Optional[int] = None) -> List[_S]:
+        """ZREVRANGEBYLEX (sorted-set): Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.
+
+        Deprecated since Redis 6.2.0; use ZRANGE with the REV and BYLEX arguments.
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"ZREVRANGEBYLEX"]
+        a.append(key)
+        a.append(max)
+        a.append(min)
+        if offset is not None:
+            a.append(b"LIMIT")
+            if offset is not None:
+                a.append(_int("offset", offset))
+            if count is not None:
+                a.append(_int("count", count))
+        return await self._cmd(a)
+
+    async def zrevrangebyscore(self, key: KeyT, max: ValueT, min: ValueT, *, offset: Optional[int] = None, count: Optional[int] = None) -> List[_S]:
+        """ZREVRANGEBYSCORE (sorted-set): Return a range of members in a sorted set, by score, with scores ordered from high to low.
+
+        Deprecated since Redis 6.2.0; use ZRANGE with the REV and BYSCORE arguments.
+        Reply: ``array<string>``."""
+        a: List[Any] = [b"ZREVRANGEBYSCORE"]
+        a.append(key)
+        a.append(max)
+        a.append(min)
+        if offset is not None:
+            a.append(b"LIMIT")
+            if offset is not None:
+                a.append(_int("offset", offset))
+            if count is not None:
+                a.append(_int("count", count))
+        return await self._cmd(a)
+
+    async def zrevrangebyscore_withscores(self, key: KeyT, max: ValueT, min: ValueT, *, offset: Optional[int] = None, count: Optional[int] = None) -> List[Tuple[_S, float]]:
+        """ZREVRANGEBYSCORE (sorted-set): Return a range of members in a sorted set, by score, with scores ordered from high to low.
+
+        Deprecated since Redis 6.2.0; use ZRANGE with the REV and BYSCORE arguments.
+        Reply: ``pairs<string,double>``."""
+        a: List[Any] = [b"ZREVRANGEBYSCORE"]
+        a.append(key)
+        a.append(max)
+        a.append(min)
+        a.append(b"WITHSCORES")
+        if offset is not None:
+            a.append(b"LIMIT")
+            if offset is not None:
+                a.append(_int("offset", offset))
+            if count is not None:
+                a.append(_int("count", count))
+        return await self._cmd(a, _T_pairs_string_double)
+
+    async def zrevrank(self, key: KeyT, member: ValueT) -> Optional[int]:
+        """ZREVRANK (sorted-set): Determine the index of a member in a sorted set, with scores ordered from high to low.
+
+        Reply: ``int?``."""
+        return await self._c2(_P_ZREVRANK, key, member)
+
+    async def zscan(self, key: KeyT, cursor: int, *, match: Optional[ValueT] = None, count: Optional[int] = None) -> Tuple[int, List[Tuple[_S, float]]]:
+        """ZSCAN (sorted-set): Incrementally iterate sorted sets elements and associated scores.
+
+        Reply: ``tuple<cursor,pairs<string,double>>``."""
+        a: List[Any] = [b"ZSCAN"]
+        a.append(key)
+        a.append(_int("cursor", cursor))
+        if match is not None:
+            a.append(b"MATCH")
+            a.append(match)
+        if count is not None:
+            a.append(b"COUNT")
+            a.append(_int("count", count))
+        return await self._cmd(a, _T_tuple_cursor_pairs_string_double)
+
+    async def zscore(self, key: KeyT, member: ValueT) -> Optional[float]:
+        """ZSCORE (sorted-set): Get the score associated with the given member in a sorted set.
+
+        Reply: ``double?``."""
+        return await self._c2(_P_ZSCORE, key, member, _T_double_n)
+
+    async def zunion(self, keys: Sequence[KeyT], *, weights: Optional[Sequence[float]] = None, sum: bool = False, min: bool = False, max: bool = False) -> List[_S]:
+        """ZUNION (sorted-set): Add multiple sorted sets.
+
+        Reply: ``array<string>``."""
+        if not keys:
+            raise ArgumentError("ZUNION: keys needs at least one element")
+        a: List[Any] = [b"ZUNION"]
+        a.append(len(keys))
+        a += keys
+        if weights:
+            a.append(b"WEIGHTS")
+            a += [_num("weights", x) for x in weights]
+        if sum or min or max:
+            a.append(b"AGGREGATE")
+            if sum:
+                a.append(b"SUM")
+            if min:
+                a.append(b"MIN")
+            if max:
+                a.append(b"MAX")
+        return await self._cmd(a)
+
+    async def zunion_withscores(self, keys: Sequence[KeyT], *, weights: Optional[Sequence[float]] = None, sum: bool = False, min: bool = False, max: bool = False) -> List[Tuple[_S, float]]:
+        """ZUNION (sorted-set): Add multiple sorted sets.
+
+        Reply: ``pairs<string,double>``."""
+        if not keys:
+            raise ArgumentError("ZUNION: keys needs at least one element")
+        a: List[Any] = [b"ZUNION"]
+        a.append(len(keys))
+        a += keys
+        if weights:
+            a.append(b"WEIGHTS")
+            a += [_num("weights", x) for x in weights]
+        if sum or min or max:
+            a.append(b"AGGREGATE")
+            if sum:
+                a.append(b"SUM")
+            if min:
+                a.append(b"MIN")
+            if max:
+                a.append(b"MAX")
+        a.append(b"WITHSCORES")
+        return await self._cmd(a, _T_pairs_string_double)
+
+    async def zunionstore(self, destination: KeyT, keys: Sequence[KeyT], *, weights: Optional[Sequence[float]] = None, sum: bool = False, min: bool = False, max: bool = False) -> int:
+        """ZUNIONSTORE (sorted-set): Add multiple sorted sets and store the resulting sorted set in a new key.
+
+        Reply: ``int``."""
+        if not keys:
+            raise ArgumentError("ZUNIONSTORE: keys needs at least one element")
+        a: List[Any] = [b"ZUNIONSTORE"]
+        a.append(destination)
+        a.append(len(keys))
+        a += keys
+        if weights:
+            a.append(b"WEIGHTS")
+            a += [_num("weights", x) for x in weights]
+        if sum or min or max:
+            a.append(b"AGGREGATE")
+            if sum:
+                a.append(b"SUM")
+            if min:
+                a.append(b"MIN")
+            if max:
+                a.append(b"MAX")
+        return await self._cmd(a)

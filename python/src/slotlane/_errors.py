@@ -77,7 +77,7 @@ class ArgumentError(Error, ValueError):
     kind = "argument"
 
 class ResourceError(Error):
-    """The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS)."""
+    """The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS), or the client's in-flight bound is reached and the call asked to fail fast (SL_EBUSY), or the client was made before a fork() and used in the child (SL_EFORK: make a new client after forking)."""
 
     kind = "client"
 
@@ -107,4 +107,6 @@ CODE_CLASS: Dict[int, Type[Error]] = {
     -10: ResourceError,  # SL_ETOOSMALL
     -11: ResourceError,  # SL_EUNSUPPORTED
     -12: ResourceError,  # SL_ESTATE
+    -13: ResourceError,  # SL_EBUSY
+    -14: ResourceError,  # SL_EFORK
 }

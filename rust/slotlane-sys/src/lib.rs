@@ -31,6 +31,8 @@ pub const SL_ECLUSTER: sl_error_code = -9;
 pub const SL_ETOOSMALL: sl_error_code = -10;
 pub const SL_EUNSUPPORTED: sl_error_code = -11;
 pub const SL_ESTATE: sl_error_code = -12;
+pub const SL_EBUSY: sl_error_code = -13;
+pub const SL_EFORK: sl_error_code = -14;
 
 // ---------------------------------------------------------------- allocator
 pub const SL_ALLOCATOR_VERSION: c_uint = 1;
@@ -57,7 +59,7 @@ pub const SL_MODE_AUTO: sl_mode = 0;
 pub const SL_MODE_PLAIN: sl_mode = 1;
 pub const SL_MODE_CLUSTER: sl_mode = 2;
 
-pub const SL_CLIENT_OPTIONS_VERSION: c_uint = 1;
+pub const SL_CLIENT_OPTIONS_VERSION: c_uint = 2;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -80,6 +82,8 @@ pub struct sl_client_options {
     pub max_bulk_len: u64,
     pub max_aggregate_len: u64,
     pub max_depth: c_int,
+    pub max_inflight_batches: c_uint,
+    pub max_inflight_bytes: u64,
 }
 
 // ------------------------------------------------------------------- client
@@ -333,6 +337,62 @@ extern "C" {
     pub fn sl_key_slot(key: *const c_void, len: usize) -> c_int;
 }
 
+// ------------------------------------------------- slotlane_uv.h: the core's loop thread
+// and completion queues (the "uv" part, built with libuv from pkg-config). The caller's-
+// loop functions (sl_client_attach_loop...) take a uv_loop_t and are not declared here.
+
+/// Opaque: `sl_loop` (the core's loop thread).
+#[repr(C)]
+pub struct sl_loop {
+    _private: [u8; 0],
+    _not_send_sync: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+/// Opaque: `sl_cq` (a completion queue).
+#[repr(C)]
+pub struct sl_cq {
+    _private: [u8; 0],
+    _not_send_sync: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+/// `sl_completion`: one completed submission.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sl_completion {
+    pub batch: *mut sl_batch,
+    pub token: *mut c_void,
+    pub status: c_int,
+    pub reserved: c_int,
+    pub sizes: sl_sizes,
+}
+
+pub const SL_SUBMIT_WAIT: c_int = 0;
+pub const SL_SUBMIT_FAIL_FAST: c_int = 1;
+
+extern "C" {
+    pub fn sl_loop_new(out: *mut *mut sl_loop) -> c_int;
+    pub fn sl_loop_detach(l: *mut sl_loop, client: *mut sl_client) -> c_int;
+    pub fn sl_loop_free(l: *mut sl_loop);
+    pub fn sl_cq_new(out: *mut *mut sl_cq) -> c_int;
+    pub fn sl_cq_free(cq: *mut sl_cq);
+    pub fn sl_cq_fd(cq: *const sl_cq) -> c_int;
+    pub fn sl_cq_drain(cq: *mut sl_cq, out: *mut sl_completion, cap: usize) -> usize;
+    pub fn sl_cq_wait(
+        cq: *mut sl_cq,
+        out: *mut sl_completion,
+        cap: usize,
+        timeout_ms: c_int,
+    ) -> usize;
+    pub fn sl_loop_submit_cq(
+        l: *mut sl_loop,
+        batch: *mut sl_batch,
+        timeout_ms: c_int,
+        cq: *mut sl_cq,
+        token: *mut c_void,
+        flags: c_int,
+    ) -> c_int;
+    pub fn sl_batch_cancel(batch: *mut sl_batch) -> c_int;
+}
+
 /// The defaults of `SL_CLIENT_OPTIONS_INIT` (the macro's values, checked against the
 /// header by `tests/abi.rs`), for callers that want them without a call.
 pub const SL_CLIENT_OPTIONS_INIT: sl_client_options = sl_client_options {
@@ -354,4 +414,6 @@ pub const SL_CLIENT_OPTIONS_INIT: sl_client_options = sl_client_options {
     max_bulk_len: 512 << 20,
     max_aggregate_len: 1 << 30,
     max_depth: 32,
+    max_inflight_batches: 4096,
+    max_inflight_bytes: 64 << 20,
 };

@@ -148,6 +148,7 @@ fn layouts() -> Vec<Layout> {
             reconnect_min_ms => "reconnect_min_ms", reconnect_max_ms => "reconnect_max_ms",
             allocator => "allocator", max_bulk_len => "max_bulk_len",
             max_aggregate_len => "max_aggregate_len", max_depth => "max_depth",
+            max_inflight_batches => "max_inflight_batches", max_inflight_bytes => "max_inflight_bytes",
         }),
         layout!(sl_stats {
             version => "version", size => "size", commands => "commands", moved => "moved", ask => "ask",
@@ -180,6 +181,9 @@ fn compile(name: &str, code: &str, link_and_run: bool) {
         "-Werror",
         "-pedantic",
         "-Wno-unused-variable",
+        // the core's own definitions (core/build.cfg): uv.h needs POSIX's pthread types
+        "-D_POSIX_C_SOURCE=200809L",
+        "-D_DEFAULT_SOURCE",
     ])
     .arg("-I")
     .arg(header_path().parent().unwrap())
@@ -209,7 +213,8 @@ fn compile(name: &str, code: &str, link_and_run: bool) {
 #[test]
 fn declarations_match_the_header() {
     let mut c =
-        String::from("#include <stddef.h>\n#include <stdint.h>\n#include \"slotlane.h\"\n\n");
+        // slotlane_uv.h too: the loop thread and completion queues (its uv.h from the system)
+        String::from("#include <stddef.h>\n#include <stdint.h>\n#include \"slotlane.h\"\n#include \"slotlane_uv.h\"\n\n");
     for f in rust_fns() {
         let ret = f
             .ret
@@ -335,6 +340,8 @@ fn options_init_matches_the_macro_and_the_function() {
         ("max_bulk_len", r.max_bulk_len.to_string()),
         ("max_aggregate_len", r.max_aggregate_len.to_string()),
         ("max_depth", r.max_depth.to_string()),
+        ("max_inflight_batches", r.max_inflight_batches.to_string()),
+        ("max_inflight_bytes", r.max_inflight_bytes.to_string()),
     ];
     for (f, v) in &checks {
         writeln!(c, "  if ((long long)o.{f} != (long long){v}LL) {{ printf(\"{f}: C %lld, Rust {v}\\n\", (long long)o.{f}); bad = 1; }}").unwrap();

@@ -41,6 +41,29 @@ pub enum Route {
     Random,
 }
 
+/// The records and data of batch `b`'s last execution, as slices.
+///
+/// # Safety
+/// `b` is a live batch that is not executing, and the slices are not used after its next
+/// exec, reset or free (the caller picks the lifetime `'a` to say so).
+pub(crate) unsafe fn batch_replies<'a>(b: *mut sys::sl_batch) -> (&'a [sys::sl_reply], &'a [u8]) {
+    let (mut n, mut data, mut dlen) = (0usize, ptr::null::<u8>(), 0usize);
+    // SAFETY: b is live (the caller's contract); the outputs are written by the call.
+    let recs = unsafe { sys::sl_batch_replies(b, &mut n, &mut data, &mut dlen) };
+    // SAFETY: the core's reply memory holds n records and dlen data bytes.
+    let recs = if recs.is_null() || n == 0 {
+        &[][..]
+    } else {
+        unsafe { std::slice::from_raw_parts(recs, n) }
+    };
+    let data = if data.is_null() || dlen == 0 {
+        &[][..]
+    } else {
+        unsafe { std::slice::from_raw_parts(data, dlen) }
+    };
+    (recs, data)
+}
+
 /// Runs `f` with the C form of `route` (NULL for `None`).
 pub(crate) fn with_route<R>(
     route: Option<&Route>,
@@ -348,6 +371,32 @@ impl Client {
     /// slot map. `opts` is a URL (`&str`, `String`) or [`ConnectOptions`].
     pub fn connect<O: Into<ConnectOptions>>(opts: O) -> Result<Client, Error> {
         let o: ConnectOptions = opts.into();
+        let raw = Client::new_raw(&o, None)?;
+        let mut batch: *mut sys::sl_batch = ptr::null_mut();
+        // SAFETY: raw is a live client.
+        let rc = unsafe { sys::sl_batch_new(raw.as_ptr(), &mut batch) };
+        if rc != 0 || batch.is_null() {
+            // SAFETY: raw is live and has no batch.
+            unsafe { sys::sl_client_free(raw.as_ptr()) };
+            return Err(Error::from_code(
+                if rc != 0 { rc } else { sys::SL_ENOMEM },
+                "sl_batch_new",
+            ));
+        }
+        Ok(Client {
+            raw,
+            batch: NonNull::new(batch).unwrap(),
+            scratch: Vec::with_capacity(256),
+            cancel: None,
+        })
+    }
+
+    /// A core client from the options (`max_inflight`: the asynchronous client's in-flight
+    /// bound of batches, `None` for the core's default).
+    pub(crate) fn new_raw(
+        o: &ConnectOptions,
+        max_inflight: Option<u32>,
+    ) -> Result<NonNull<sys::sl_client>, Error> {
         let url = cstring("URL", &o.url)?;
         let user = o
             .username
@@ -404,6 +453,9 @@ impl Client {
         if let Some(n) = o.max_depth {
             c.max_depth = int("max depth", n)?;
         }
+        if let Some(n) = max_inflight {
+            c.max_inflight_batches = n;
+        }
         let mut raw: *mut sys::sl_client = ptr::null_mut();
         let mut msg = [0 as c_char; 512];
         // SAFETY: every pointer in c outlives the call; msg is writable for its length.
@@ -413,26 +465,9 @@ impl Client {
             let m = unsafe { CStr::from_ptr(msg.as_ptr()) }.to_string_lossy();
             return Err(Error::from_code(rc, &m));
         }
-        let raw = NonNull::new(raw).ok_or_else(|| Error::Other {
+        NonNull::new(raw).ok_or_else(|| Error::Other {
             code: 0,
             message: "sl_client_new gave NULL".into(),
-        })?;
-        let mut batch: *mut sys::sl_batch = ptr::null_mut();
-        // SAFETY: raw is a live client.
-        let rc = unsafe { sys::sl_batch_new(raw.as_ptr(), &mut batch) };
-        if rc != 0 || batch.is_null() {
-            // SAFETY: raw is live and has no batch.
-            unsafe { sys::sl_client_free(raw.as_ptr()) };
-            return Err(Error::from_code(
-                if rc != 0 { rc } else { sys::SL_ENOMEM },
-                "sl_batch_new",
-            ));
-        }
-        Ok(Client {
-            raw,
-            batch: NonNull::new(batch).unwrap(),
-            scratch: Vec::with_capacity(256),
-            cancel: None,
         })
     }
 
@@ -560,22 +595,9 @@ impl Client {
                 &self.errmsg(),
             ));
         }
-        let (mut n, mut data, mut dlen) = (0usize, ptr::null::<u8>(), 0usize);
-        // SAFETY: b is live; the outputs are written by the call.
-        let recs = unsafe { sys::sl_batch_replies(b, &mut n, &mut data, &mut dlen) };
-        // SAFETY: the core's reply memory holds n records and dlen data bytes and stays
-        // valid until the batch's next exec/reset/free, all of which need &mut self,
-        // which the returned borrow holds.
-        let recs = if recs.is_null() || n == 0 {
-            &[][..]
-        } else {
-            unsafe { std::slice::from_raw_parts(recs, n) }
-        };
-        let data = if data.is_null() || dlen == 0 {
-            &[][..]
-        } else {
-            unsafe { std::slice::from_raw_parts(data, dlen) }
-        };
+        // SAFETY: b is live; its reply memory stays valid until the batch's next
+        // exec/reset/free, all of which need &mut self, which the returned borrow holds.
+        let (recs, data) = unsafe { batch_replies(b) };
         Ok((rc, recs, data))
     }
 

@@ -31,9 +31,11 @@
 //!
 //! Errors are [`Error`]s: a pipeline's failed command fails alone (its slot holds the
 //! error); [`Error::Response`] carries the server's error kind (`WRONGTYPE`, `MOVED`...).
-//! Threads share clients through a [`Pool`].
+//! Threads share clients through a [`Pool`]. [`aio`] is the asynchronous client: the
+//! same typed methods as `Send + 'static` futures for any runtime.
 #![warn(missing_docs)]
 
+pub mod aio;
 mod client;
 mod cluster;
 mod cmd;
@@ -72,6 +74,8 @@ mod tests {
         send_sync::<crate::Pool>();
         send_sync::<crate::CancelHandle>();
         send_sync::<crate::Error>();
+        send_sync::<crate::aio::Client>();
+        send::<crate::aio::Call<crate::shape::Opt<crate::shape::Str>>>();
         assert!(!crate::core_version().is_empty());
     }
 }

@@ -14,7 +14,8 @@
  *  - Reply memory (records and data) belongs to the batch and stays valid until
  *    the batch's next execution, reset or free.
  *  - Option structs carry their version and their size; fields are only appended.
- *  - A client is not usable in a child after fork(); create clients after forking.
+ *  - A client is not usable in a child after fork(); create clients after forking. Every
+ *    execution or submission in a child fails with SL_EFORK, never hangs or shares sockets.
  */
 #ifndef SLOTLANE_H
 #define SLOTLANE_H
@@ -60,7 +61,11 @@ typedef enum sl_error_code {
     SL_ECLUSTER = -9,     /* discovery failed, no node for a slot, or CROSSSLOT refused */
     SL_ETOOSMALL = -10,   /* caller buffers too small: the sizes say how much is needed */
     SL_EUNSUPPORTED = -11,/* a feature this build does not have (e.g. rediss:// TLS) */
-    SL_ESTATE = -12       /* the call is not valid in the handle's state */
+    SL_ESTATE = -12,      /* the call is not valid in the handle's state */
+    SL_EBUSY = -13,       /* the client's in-flight bound (max_inflight_batches / _bytes) is
+                             reached and the submission asked to fail fast (slotlane_uv.h) */
+    SL_EFORK = -14        /* the client (or loop) was made in another process: it was used in
+                             a child after fork(); make a new one in the child */
 } sl_error_code;
 
 /* A short static description of a code, e.g. "I/O error". Never NULL. */
@@ -94,7 +99,7 @@ typedef enum sl_mode {
     SL_MODE_CLUSTER = 2   /* discover the slot map and route every command by its key */
 } sl_mode;
 
-#define SL_CLIENT_OPTIONS_VERSION 1
+#define SL_CLIENT_OPTIONS_VERSION 2
 
 /* Client options. Initialise with SL_CLIENT_OPTIONS_INIT or sl_client_options_init()
  * and set what differs. Strings are only read during sl_client_new() (copied). */
@@ -123,11 +128,18 @@ typedef struct sl_client_options {
     uint64_t max_bulk_len;      /* default 512 MiB */
     uint64_t max_aggregate_len; /* elements of one array/map/set; default 2^30 */
     int max_depth;              /* nesting; default 32 */
+    /* Version 2. Backpressure of the asynchronous API (slotlane_uv.h, sl_loop_submit_cq):
+     * at most this many batches, and this many command bytes, submitted and not yet
+     * completed at once; a submission past either bound waits or fails with SL_EBUSY, as
+     * its flags ask. A single batch larger than max_inflight_bytes is admitted when
+     * nothing else is in flight. Callers of version 1 get the defaults. */
+    unsigned int max_inflight_batches; /* default 4096; 0 = the default */
+    uint64_t max_inflight_bytes;       /* default 64 MiB; 0 = the default */
 } sl_client_options;
 
 #define SL_CLIENT_OPTIONS_INIT { SL_CLIENT_OPTIONS_VERSION, (unsigned int)sizeof(sl_client_options), \
         NULL, SL_MODE_AUTO, NULL, NULL, -1, 2, 2000, 5000, 5, 0, 10, 1000, NULL,                     \
-        (uint64_t)512 << 20, (uint64_t)1 << 30, 32 }
+        (uint64_t)512 << 20, (uint64_t)1 << 30, 32, 4096, (uint64_t)64 << 20 }
 
 /* Fills opts with the defaults of the given version (SL_CLIENT_OPTIONS_VERSION) and sets
  * size to sizeof(sl_client_options). Returns SL_EINVAL for an unknown version.
@@ -147,7 +159,9 @@ SL_EXTERN int sl_client_new(sl_client **out, const sl_client_options *opts,
                             char *errmsg, size_t errmsg_cap);
 
 /* Closes every connection and frees the client. The client's batches must be freed
- * first. NULL is a no-op. */
+ * first, so a client with executions in flight on an sl_loop is detached first with
+ * sl_loop_detach (they complete with SL_ECANCELLED); one still attached but idle is
+ * detached here (not from the loop's thread). NULL is a no-op. */
 SL_EXTERN void sl_client_free(sl_client *client);
 
 /* The message of the client's last failure ("" when none). Valid until the next call
@@ -162,7 +176,9 @@ SL_EXTERN int sl_client_mode(const sl_client *client);
  * and connections that still owed replies are closed (the next execution reconnects).
  * When no execution is running, it has no effect (it never reaches a later execution).
  * The one call that is safe from any thread, concurrently with the client's own thread;
- * with the async API it cancels every execution of the client in flight. */
+ * with the async API it cancels every execution of the client in flight, and there the
+ * connections stay open: the replies still owed are read and dropped (to cancel one
+ * execution only: sl_batch_cancel, slotlane_uv.h). */
 SL_EXTERN void sl_client_cancel(sl_client *client);
 
 /* Re-reads the slot map from the known nodes now. */
@@ -278,7 +294,7 @@ typedef enum sl_err_kind {
     SL_ERR_TIMEOUT = 2,    /* the execution's deadline passed before the reply */
     SL_ERR_REDIRECTS = 3,  /* the redirect limit was reached; the message is the last redirect */
     SL_ERR_PROTOCOL = 4,   /* the node sent malformed RESP or exceeded a limit */
-    SL_ERR_CANCELLED = 5,  /* sl_client_cancel() */
+    SL_ERR_CANCELLED = 5,  /* sl_client_cancel(), or sl_batch_cancel() for this batch */
     SL_ERR_CLUSTER = 6,    /* no node owns the slot, or the client refused the command
                               (CROSSSLOT transaction, split part failed) */
     SL_ERR_ARGUMENT = 7    /* the client refused the command's bytes or arguments */

@@ -13,7 +13,8 @@
  * execution, also when the execution is cut short (SL_ETIMEOUT, SL_ECANCELLED at
  * detach or sl_loop_free). During an execution the batch belongs to the engine: do not
  * touch it until its callback. Idle connections do not keep the loop alive.
- * A client is not usable after fork(), in the parent's loop thread or otherwise.
+ * A client or loop is not usable after fork(): in a child every submission fails with
+ * SL_EFORK (the loop thread is the parent's), and sl_loop_free only releases memory.
  *
  * Thread rules while a client is attached (either way): the executions run on the loop
  * thread; other threads may still call sl_batch_new, sl_batch_free, sl_batch_reset and
@@ -73,6 +74,78 @@ SL_EXTERN int sl_loop_new(sl_loop **out);
  * client must not be used by other threads except through sl_loop_submit and
  * sl_client_cancel. SL_ESTATE after sl_loop_free started. */
 SL_EXTERN int sl_loop_submit(sl_loop *loop, sl_batch *batch, int timeout_ms, sl_exec_cb cb, void *arg);
+
+/* ------------------------------------------------------ completion queues */
+
+/* A completion queue: batches submitted with sl_loop_submit_cq complete into it on the
+ * loop thread, and any thread takes them out — by waiting (sl_cq_wait), or from an event
+ * loop that watches sl_cq_fd() (asyncio's add_reader, an epoll set) and drains. The
+ * descriptor becomes readable only when the queue goes from empty to non-empty and is
+ * cleared when a drain empties it, so a burst of completions costs one wake-up and one
+ * drain takes many. Every submission that sl_loop_submit_cq accepted (returned 0)
+ * completes exactly once: with its replies, its error (SL_ETIMEOUT, SL_EIO...), or
+ * SL_ECANCELLED (sl_batch_cancel, sl_client_cancel, sl_loop_detach, sl_loop_free,
+ * sl_client_free). Thread rules: every sl_cq_* call is safe from any thread at once. */
+typedef struct sl_cq sl_cq;
+
+/* One completion: the batch (its replies are read with sl_batch_replies /
+ * sl_batch_copy_out, and it may be appended to and submitted again once its completion
+ * has been taken), the token given at submission, the execution's code and sizes. */
+typedef struct sl_completion {
+    sl_batch *batch;
+    void *token;
+    int status;            /* as sl_batch_exec returns it */
+    int reserved;          /* 0 */
+    sl_sizes sizes;
+} sl_completion;
+
+/* Makes an empty queue (*out NULL on failure: SL_ENOMEM, SL_EIO when no eventfd). */
+SL_EXTERN int sl_cq_new(sl_cq **out);
+
+/* Frees the queue and the completions still in it. No submission into it may be
+ * pending (every one must have completed: free the loop, or detach its clients, first).
+ * NULL is a no-op. */
+SL_EXTERN void sl_cq_free(sl_cq *cq);
+
+/* The descriptor to watch for readability (an eventfd, owned by the queue: do not read
+ * or close it). Readable while completions wait; the drain that empties the queue clears it. */
+SL_EXTERN int sl_cq_fd(const sl_cq *cq);
+
+/* Moves up to cap completions, oldest first, into out and returns how many (0: none
+ * waiting). Never blocks. */
+SL_EXTERN size_t sl_cq_drain(sl_cq *cq, sl_completion *out, size_t cap);
+
+/* As sl_cq_drain, but waits up to timeout_ms (-1: without limit) for the first
+ * completion when none is waiting. Returns how many were moved (0 after the timeout). */
+SL_EXTERN size_t sl_cq_wait(sl_cq *cq, sl_completion *out, size_t cap, int timeout_ms);
+
+/* What sl_loop_submit_cq does when the client's in-flight bound
+ * (sl_client_options.max_inflight_batches / max_inflight_bytes) is reached: */
+#define SL_SUBMIT_WAIT 0       /* block the submitting thread until completions make room
+                                  (on the loop thread itself it fails fast instead) */
+#define SL_SUBMIT_FAIL_FAST 1  /* return SL_EBUSY at once; nothing is queued */
+
+/* From any thread: queues the batch for execution on the loop thread, like
+ * sl_loop_submit, and completes it into cq with token. Until its completion is taken from
+ * cq the batch belongs to the engine: do not append to, reset, free or resubmit it (only
+ * sl_batch_cancel is allowed). Returns 0 (then it completes exactly once), or, with
+ * nothing queued: SL_EINVAL (NULL argument, no commands, bad timeout or flags),
+ * SL_ESTATE (sl_loop_free started, or the batch is still in flight), SL_EBUSY (the
+ * bound is reached and flags has SL_SUBMIT_FAIL_FAST), SL_EFORK (the client or the
+ * loop was made before a fork()). No error message is written to the client (another
+ * thread may own it): the code says it. */
+SL_EXTERN int sl_loop_submit_cq(sl_loop *loop, sl_batch *batch, int timeout_ms, sl_cq *cq, void *token,
+                                int flags);
+
+/* From any thread: cancels the batch's current execution (sl_loop_submit_cq,
+ * sl_loop_submit or sl_batch_exec_async) and no other. Its commands without a reply get
+ * SL_ERR_CANCELLED records and it completes with SL_ECANCELLED (replies that had already
+ * arrived are kept); the replies it is still owed are read and dropped on their
+ * connections, so the other batches sharing them are untouched and no connection is
+ * closed. A cancel of a batch that is not in flight has no effect, except when it races
+ * with the batch's next submission, which it may then cancel: cancel only what you
+ * submitted and have not taken the completion of. Returns 0, or SL_EINVAL for NULL. */
+SL_EXTERN int sl_batch_cancel(sl_batch *batch);
 
 /* From any thread but the loop's: detaches the client from the loop and waits until
  * that is done (its executions complete with SL_ECANCELLED first). Afterwards the client

@@ -636,6 +636,12 @@ int sl__batch_exec(sl_batch *b, int timeout_ms)
 {
     sl_client *c = b->client;
     int outer = b != c->disco; /* discovery runs inside the caller's execution */
+    if (outer && sl__check_fork(c)) {
+        memset(&b->sizes, 0, sizeof b->sizes);
+        b->result = NULL;
+        b->nresult = 0;
+        return SL_EFORK;
+    }
     if (outer) {
         atomic_store(&c->running, 1);
         /* A cancel aimed at an execution that already ended must not reach this one. */

@@ -101,6 +101,11 @@ struct sl_batch {
     struct sl_batch *async_next; /* the client's list of executions in flight */
     struct sl_batch *submit_next;/* sl_loop's lock-free submission stack */
     int submit_timeout;
+    /* sl_loop_submit_cq (async.c, cq.c). */
+    struct sl_cq *cq;            /* where this submission completes; NULL: a callback */
+    void *token;                 /* the submitter's, handed back in its completion */
+    uint64_t q_bytes;            /* what this submission counts in the client's bounds */
+    atomic_int cancel_req;       /* sl_batch_cancel: set by any thread, taken by the loop */
 };
 
 /* batch.c */

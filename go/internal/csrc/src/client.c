@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdarg.h>
@@ -39,8 +40,40 @@ const char *sl_strerror(int code)
     case SL_ETOOSMALL: return "buffer too small";
     case SL_EUNSUPPORTED: return "not supported";
     case SL_ESTATE: return "invalid state";
+    case SL_EBUSY: return "the client's in-flight limit is reached";
+    case SL_EFORK: return "used in a child after fork()";
     default: return "unknown error";
     }
+}
+
+/* The one process-wide state of the library: a count of fork()s, bumped in each child, so a
+ * handle can tell it was made in the parent (its sockets and loop thread are the parent's). */
+static atomic_uint fork_gen;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void forked_child(void)
+{
+    atomic_fetch_add(&fork_gen, 1);
+}
+
+static void fork_register(void)
+{
+    (void)pthread_atfork(NULL, NULL, forked_child);
+}
+
+unsigned sl__fork_generation(void)
+{
+    pthread_once(&fork_once, fork_register);
+    return atomic_load_explicit(&fork_gen, memory_order_relaxed);
+}
+
+int sl__check_fork(sl_client *c)
+{
+    if (c->fork_gen == atomic_load_explicit(&fork_gen, memory_order_relaxed)) return 0;
+    sl__set_err(c, "the client was made before fork(), in the parent process, and cannot be used in this "
+                   "child (pid %ld): make a new client after forking",
+                (long)getpid());
+    return SL_EFORK;
 }
 
 uint64_t sl__now_ms(void)
@@ -153,6 +186,11 @@ int sl_client_new(sl_client **out, const sl_client_options *opts, char *errmsg, 
         size_t n = opts->size < sizeof o ? opts->size : sizeof o;
         memcpy(&o, opts, n);
         o.size = (unsigned)sizeof o;
+        if (opts->version < 2) { /* a version-1 struct's tail padding is not these fields */
+            sl_client_options d = SL_CLIENT_OPTIONS_INIT;
+            o.max_inflight_batches = d.max_inflight_batches;
+            o.max_inflight_bytes = d.max_inflight_bytes;
+        }
     }
     if (check_options(&o, why, sizeof why)) {
         set_errbuf(errmsg, errmsg_cap, why);
@@ -180,6 +218,11 @@ int sl_client_new(sl_client **out, const sl_client_options *opts, char *errmsg, 
     sl__topo_init(&c->topo);
     c->opts = o;
     c->opts.allocator = NULL;
+    if (c->opts.max_inflight_batches == 0) c->opts.max_inflight_batches = 4096;
+    if (c->opts.max_inflight_bytes == 0) c->opts.max_inflight_bytes = (uint64_t)64 << 20;
+    c->fork_gen = sl__fork_generation();
+    atomic_init(&c->q_batches, 0);
+    atomic_init(&c->q_bytes, 0);
     c->rng = (uint64_t)sl__now_ms() ^ ((uint64_t)(uintptr_t)c << 16) ^ 0x9E3779B97F4A7C15ULL;
     int rc = sl__url_parse(o.url ? o.url : "127.0.0.1:6379", &c->url, why);
     if (rc) {
@@ -259,6 +302,11 @@ fail:
 void sl_client_free(sl_client *c)
 {
     if (!c) return;
+    /* Attached to a loop thread: its executions complete (SL_ECANCELLED) and it lets go
+     * first. In a fork()ed child there is no loop thread: only this process's memory and
+     * descriptors are released. */
+    if (c->async_hooks && c->async_hooks->release && c->fork_gen == sl__fork_generation())
+        c->async_hooks->release(c);
     if (c->internal) sl_batch_free(c->internal);
     if (c->disco) sl_batch_free(c->disco);
     sl__topo_free(c);

@@ -26,6 +26,9 @@ struct sl_client {
     const sl__async_hooks *async_hooks; /* set while an event-loop driver owns the client */
     void *async;                 /* async.c's per-client state */
     atomic_int nbatches;         /* live batches (may change on another thread: slotlane_uv.h) */
+    unsigned fork_gen;           /* sl__fork_generation() when made: another one means a fork()ed child */
+    atomic_uint q_batches;       /* sl_loop_submit_cq: batches submitted, not yet completed */
+    _Atomic uint64_t q_bytes;    /* ... and their command bytes (the in-flight bounds) */
     char errmsg[SL__ERRMSG_MAX];
 };
 
@@ -37,5 +40,9 @@ void sl__set_err(sl_client *c, const char *fmt, ...)
 #endif
     ;
 uint64_t sl__rand(sl_client *c);
+/* How many fork()s this process descends from (pthread_atfork counts them in each child):
+ * a handle made under another generation is used in a child and fails with SL_EFORK. */
+unsigned sl__fork_generation(void);
+int sl__check_fork(sl_client *c);                         /* 0, or SL_EFORK with errmsg */
 
 #endif

@@ -15,6 +15,7 @@ int sl__engine_write(sl_client *c, size_t k);
 int sl__engine_read(sl_client *c, size_t k);
 int sl__engine_node_failed(sl_client *c, size_t k, sl_err_kind kind, int code);
 int sl__engine_abandon(sl_batch *b, sl_err_kind kind, const char *msg);
+int sl__engine_cancel(sl_batch *b, const char *msg);      /* abandon, keeping the connections */
 int sl__engine_advance(sl_batch *b, uint64_t *wait_ms);
 
 /* sync.c: the blocking driver */

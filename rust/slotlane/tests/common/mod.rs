@@ -104,29 +104,40 @@ impl Drop for OwnCluster {
     }
 }
 
-/// Waits until a client of the server at `url` (one node, asked in plain mode) is blocked
-/// in `command` (CLIENT LIST: flags with b, cmd=command): the event a test waits for
+/// Waits until a client of the server at `url` is blocked in `command` (CLIENT LIST:
+/// flags with b, cmd=command), asked in plain mode on that node or, for the test cluster's
+/// seed, on each of its three primaries (consecutive ports): the event a test waits for
 /// before it kills or cancels, instead of a sleep. The limit only turns a client that
 /// never blocks into a failure instead of a hang.
 pub fn wait_blocked(url: &str, command: &str) {
-    let mut admin =
-        slotlane::Client::connect(slotlane::ConnectOptions::new(url).mode(slotlane::Mode::Plain))
-            .unwrap();
+    let nodes: Vec<String> = match url.rsplit_once(':') {
+        Some((host, port)) if url == cluster_url() => {
+            let port: u16 = port.parse().unwrap();
+            (0..3).map(|i| format!("{host}:{}", port + i)).collect()
+        }
+        _ => vec![url.to_string()],
+    };
+    let mut admins: Vec<slotlane::Client> = nodes
+        .iter()
+        .map(|n| {
+            slotlane::Client::connect(slotlane::ConnectOptions::new(n).mode(slotlane::Mode::Plain))
+                .unwrap()
+        })
+        .collect();
     let want = format!("cmd={command}");
     let limit = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while std::time::Instant::now() < limit {
-        let list: String = slotlane::cmd("CLIENT")
-            .arg("LIST")
-            .query(&mut admin)
-            .unwrap();
-        let blocked = list.lines().any(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            f.contains(&want.as_str())
-                && f.iter()
-                    .any(|kv| kv.strip_prefix("flags=").is_some_and(|v| v.contains('b')))
-        });
-        if blocked {
-            return;
+        for admin in admins.iter_mut() {
+            let list: String = slotlane::cmd("CLIENT").arg("LIST").query(admin).unwrap();
+            let blocked = list.lines().any(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                f.contains(&want.as_str())
+                    && f.iter()
+                        .any(|kv| kv.strip_prefix("flags=").is_some_and(|v| v.contains('b')))
+            });
+            if blocked {
+                return;
+            }
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
