@@ -127,7 +127,7 @@ class ConformanceTest {
                 }
             Assumptions.assumeTrue(unknown.isEmpty(), "the bundled server lacks " + unknown);
         }
-        cl.flushAll();
+        cl.flushall();
         if (setup.size() > 0) {
             try (Pipeline p = cl.pipeline()) {
                 for (JsonElement cmd : setup) p.command(args(cmd.getAsJsonArray()));
@@ -164,8 +164,12 @@ class ConformanceTest {
     static String mismatch(JsonObject e, Object got) {
         String type = e.get("type").getAsString();
         String bad = "expected " + e + ", got " + show(got);
+        if (!e.has("value") && !e.has("hex") && !e.has("children") && !type.equals("nil") && !type.equals("error"))
+            return null; // a "loose" reply of the spec's cases (its value varies): only its type was recorded
         switch (type) {
             case "string":
+                if (got instanceof String) // the typed methods' text (SpecConformanceTest)
+                    return got.equals(new String(expectedBytes(e), StandardCharsets.UTF_8)) ? null : bad;
                 return got instanceof byte[] && Arrays.equals(expectedBytes(e), (byte[]) got) ? null : bad;
             case "status":
                 return got instanceof String && got.equals(e.get("value").getAsString()) ? null : bad;
