@@ -9,6 +9,8 @@ values object (string, byte[], an integer or a float; a bool is refused), ints l
 double, tuple lists arrays of named value tuples; a method whose only list is its last parameter
 of all is `params`. The client's methods return the reply type, the pipeline's a Reply<T>.
 C# 7.2 (Mono's mcs) and netstandard2.1/net8.0 alike."""
+from render_common import is_varargs, type_ident
+
 
 OUT = "csharp/Slotlane.Client/"
 
@@ -89,17 +91,9 @@ def shape_expr(t):
 
 
 def shape_name(reply):
-    out = "S_"
-    for ch in reply:
-        out += ch.upper() if ch.isalnum() else {"<": "_", ">": "E", ",": "_", "?": "N"}.get(ch, "_")
-    return out
+    return type_ident("S_", reply, upper=True)
 
 
-def is_varargs(m):
-    req = [p for p in m["params"] if not p["optional"]]
-    lists = [p for p in m["params"] if p.get("list")]
-    return (len(lists) == 1 and req and req[-1] is lists[0] and lists[0]["type"] != "tuple"
-            and len(req) == len(m["params"]))
 
 
 SCALAR = {"key": "string", "value": "object", "int": "long", "double": "double", "flag": "bool"}

@@ -10,6 +10,8 @@ byte[], an integer or a float; never a Boolean), ints long, doubles double, a me
 parameter list is its last parameter of all is varargs. The client's methods return the reply
 type (primitives where it cannot be nil); the pipeline's queue and return a Reply<T>. Shapes are
 built from the type grammar by Shape.java (runtime, nothing per command)."""
+from render_common import is_varargs, type_ident
+
 
 PKG = "java/src/main/java/io/slotlane/"
 
@@ -87,17 +89,9 @@ def shape_expr(t):
 
 
 def shape_name(reply):
-    out = "S_"
-    for ch in reply:
-        out += ch.upper() if ch.isalnum() else {"<": "_", ">": "E", ",": "_", "?": "N"}.get(ch, "_")
-    return out
+    return type_ident("S_", reply, upper=True)
 
 
-def is_varargs(m):
-    req = [p for p in m["params"] if not p["optional"]]
-    lists = [p for p in m["params"] if p.get("list")]
-    return (len(lists) == 1 and req and req[-1] is lists[0] and lists[0]["type"] != "tuple"
-            and len(req) == len(m["params"]))
 
 
 ELEM = {"key": "String", "value": "Object", "int": "Long", "double": "Double"}

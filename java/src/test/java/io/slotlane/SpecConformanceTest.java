@@ -10,9 +10,7 @@ import com.google.gson.JsonPrimitive;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -57,20 +55,7 @@ class SpecConformanceTest {
     }
 
     static List<JsonObject> cases() throws Exception {
-        List<JsonObject> out = new ArrayList<>();
-        List<Path> files = new ArrayList<>();
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(TestServers.ROOT.resolve("bindings/conformance/commands"), "*.json")) {
-            ds.forEach(files::add);
-        }
-        files.sort(null);
-        for (Path f : files) {
-            JsonObject doc = JsonParser.parseString(Files.readString(f)).getAsJsonObject();
-            for (JsonElement c : doc.getAsJsonArray("cases")) {
-                JsonObject o = c.getAsJsonObject();
-                o.addProperty("_file", f.getFileName().toString());
-                out.add(o);
-            }
-        }
+        List<JsonObject> out = ConformanceTest.cases("bindings/conformance/commands");
         assertTrue(out.size() >= 280, "spec cases found: " + out.size());
         return out;
     }
