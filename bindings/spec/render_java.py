@@ -11,6 +11,7 @@ parameter list is its last parameter of all is varargs. The client's methods ret
 type (primitives where it cannot be nil); the pipeline's queue and return a Reply<T>. Shapes are
 built from the type grammar by Shape.java (runtime, nothing per command)."""
 from render_common import is_varargs, type_ident
+import spec as speclib
 
 
 PKG = "java/src/main/java/io/slotlane/"
@@ -258,7 +259,23 @@ def encoder(mm):
     L = ["    /** %s */" % m["command"],
          "    static void %s(CommandBuffer b%s) {" % (mm.name, "".join(", " + x for x in params))]
     if mm.opt:
-        L.append("        if (o == null) o = %s.NONE;" % mm.oname)
+        # without options, a command whose required part is fixed (SET key value) takes the fixed path
+        optional = {p["name"] for p in mm.opt}
+        rest = [op for op in m["encode"] if op.get("p") not in optional and op["op"] not in ("group", "choice")]
+        if (not any(p.get("list") or p["type"] == "tuple" for p in mm.req) and all(op["op"] in ("arg", "token") for op in rest)
+                and all(op["op"] in ("arg", "token", "opt", "flag", "group", "choice") for op in m["encode"])
+                and all(x.get("p") in optional for op in m["encode"] if op["op"] in ("group", "choice")
+                        for x in speclib.walk(op["body"]) if "p" in x)):
+            fixed = dict(m, encode=rest, params=mm.req)
+            L.append("        if (o == null) {")
+            L.append("            b.start(%d);" % fixed_argc(fixed))
+            for w in m["words"]:
+                L.append("            b.add(%s);" % word_const(w))
+            emit(rest, fixed, L, "            ", lambda n: local(n), mm.arrays)
+            L.append("            return;")
+            L.append("        }")
+        else:
+            L.append("        if (o == null) o = %s.NONE;" % mm.oname)
     for p in mm.req:
         if p.get("list") or p["type"] == "tuple":
             L.append('        if (%s == null || %s) throw new IllegalArgumentException("%s: %s needs at least one element");'

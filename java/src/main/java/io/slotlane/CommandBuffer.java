@@ -169,9 +169,11 @@ final class CommandBuffer {
         varArgs = args;
     }
 
+    private final byte[] head = new byte[24];
+
     /** Ends the command begun: writes its "*argc" header before its arguments. */
     void end() {
-        byte[] head = new byte[24];
+        byte[] head = this.head;
         head[0] = '*';
         int h = digits(head, 1, args - varArgs);
         head[h++] = '\r';

@@ -298,7 +298,12 @@ final class Commands {
 
     /** ACL CAT */
     static void aclCat(CommandBuffer b, CommandOptions.AclCatOptions o) {
-        if (o == null) o = CommandOptions.AclCatOptions.NONE;
+        if (o == null) {
+            b.start(2);
+            b.add(W_ACL);
+            b.add(W_CAT);
+            return;
+        }
         b.begin();
         b.add(W_ACL);
         b.add(W_CAT);
@@ -340,7 +345,12 @@ final class Commands {
 
     /** ACL GENPASS */
     static void aclGenpass(CommandBuffer b, CommandOptions.AclGenpassOptions o) {
-        if (o == null) o = CommandOptions.AclGenpassOptions.NONE;
+        if (o == null) {
+            b.start(2);
+            b.add(W_ACL);
+            b.add(W_GENPASS);
+            return;
+        }
         b.begin();
         b.add(W_ACL);
         b.add(W_GENPASS);
@@ -374,7 +384,12 @@ final class Commands {
 
     /** ACL LOG */
     static void aclLog(CommandBuffer b, CommandOptions.AclLogOptions o) {
-        if (o == null) o = CommandOptions.AclLogOptions.NONE;
+        if (o == null) {
+            b.start(2);
+            b.add(W_ACL);
+            b.add(W_LOG);
+            return;
+        }
         b.begin();
         b.add(W_ACL);
         b.add(W_LOG);
@@ -438,7 +453,12 @@ final class Commands {
 
     /** BITCOUNT */
     static void bitcount(CommandBuffer b, String key, CommandOptions.BitcountOptions o) {
-        if (o == null) o = CommandOptions.BitcountOptions.NONE;
+        if (o == null) {
+            b.start(2);
+            b.add(W_BITCOUNT);
+            b.add(Cmd.notNull(key, "key"));
+            return;
+        }
         b.begin();
         b.add(W_BITCOUNT);
         b.add(Cmd.notNull(key, "key"));
@@ -489,7 +509,13 @@ final class Commands {
 
     /** BITPOS */
     static void bitpos(CommandBuffer b, String key, long bit, CommandOptions.BitposOptions o) {
-        if (o == null) o = CommandOptions.BitposOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_BITPOS);
+            b.add(Cmd.notNull(key, "key"));
+            b.add((long) bit);
+            return;
+        }
         b.begin();
         b.add(W_BITPOS);
         b.add(Cmd.notNull(key, "key"));
@@ -539,7 +565,12 @@ final class Commands {
 
     /** CLIENT KILL */
     static void clientKill(CommandBuffer b, CommandOptions.ClientKillOptions o) {
-        if (o == null) o = CommandOptions.ClientKillOptions.NONE;
+        if (o == null) {
+            b.start(2);
+            b.add(W_CLIENT);
+            b.add(W_KILL);
+            return;
+        }
         b.begin();
         b.add(W_CLIENT);
         b.add(W_KILL);
@@ -576,7 +607,12 @@ final class Commands {
 
     /** CLIENT LIST */
     static void clientList(CommandBuffer b, CommandOptions.ClientListOptions o) {
-        if (o == null) o = CommandOptions.ClientListOptions.NONE;
+        if (o == null) {
+            b.start(2);
+            b.add(W_CLIENT);
+            b.add(W_LIST);
+            return;
+        }
         b.begin();
         b.add(W_CLIENT);
         b.add(W_LIST);
@@ -607,7 +643,13 @@ final class Commands {
 
     /** CLIENT UNBLOCK */
     static void clientUnblock(CommandBuffer b, long clientId, CommandOptions.ClientUnblockOptions o) {
-        if (o == null) o = CommandOptions.ClientUnblockOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_CLIENT);
+            b.add(W_UNBLOCK);
+            b.add((long) clientId);
+            return;
+        }
         b.begin();
         b.add(W_CLIENT);
         b.add(W_UNBLOCK);
@@ -661,7 +703,12 @@ final class Commands {
 
     /** COMMAND LIST */
     static void commandList(CommandBuffer b, CommandOptions.CommandListOptions o) {
-        if (o == null) o = CommandOptions.CommandListOptions.NONE;
+        if (o == null) {
+            b.start(2);
+            b.add(W_COMMAND);
+            b.add(W_LIST);
+            return;
+        }
         b.begin();
         b.add(W_COMMAND);
         b.add(W_LIST);
@@ -729,7 +776,13 @@ final class Commands {
 
     /** COPY */
     static void copy(CommandBuffer b, String source, String destination, CommandOptions.CopyOptions o) {
-        if (o == null) o = CommandOptions.CopyOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_COPY);
+            b.add(Cmd.notNull(source, "source"));
+            b.add(Cmd.notNull(destination, "destination"));
+            return;
+        }
         b.begin();
         b.add(W_COPY);
         b.add(Cmd.notNull(source, "source"));
@@ -885,7 +938,13 @@ final class Commands {
 
     /** EXPIRE */
     static void expire(CommandBuffer b, String key, long seconds, CommandOptions.ExpireOptions o) {
-        if (o == null) o = CommandOptions.ExpireOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_EXPIRE);
+            b.add(Cmd.notNull(key, "key"));
+            b.add((long) seconds);
+            return;
+        }
         b.begin();
         b.add(W_EXPIRE);
         b.add(Cmd.notNull(key, "key"));
@@ -899,7 +958,13 @@ final class Commands {
 
     /** EXPIREAT */
     static void expireat(CommandBuffer b, String key, long unixTimeSeconds, CommandOptions.ExpireatOptions o) {
-        if (o == null) o = CommandOptions.ExpireatOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_EXPIREAT);
+            b.add(Cmd.notNull(key, "key"));
+            b.add((long) unixTimeSeconds);
+            return;
+        }
         b.begin();
         b.add(W_EXPIREAT);
         b.add(Cmd.notNull(key, "key"));
@@ -960,7 +1025,11 @@ final class Commands {
 
     /** FLUSHALL */
     static void flushall(CommandBuffer b, CommandOptions.FlushallOptions o) {
-        if (o == null) o = CommandOptions.FlushallOptions.NONE;
+        if (o == null) {
+            b.start(1);
+            b.add(W_FLUSHALL);
+            return;
+        }
         b.begin();
         b.add(W_FLUSHALL);
         if (o.async) b.add("ASYNC");
@@ -970,7 +1039,11 @@ final class Commands {
 
     /** FLUSHDB */
     static void flushdb(CommandBuffer b, CommandOptions.FlushdbOptions o) {
-        if (o == null) o = CommandOptions.FlushdbOptions.NONE;
+        if (o == null) {
+            b.start(1);
+            b.add(W_FLUSHDB);
+            return;
+        }
         b.begin();
         b.add(W_FLUSHDB);
         if (o.async) b.add("ASYNC");
@@ -995,7 +1068,12 @@ final class Commands {
 
     /** FUNCTION FLUSH */
     static void functionFlush(CommandBuffer b, CommandOptions.FunctionFlushOptions o) {
-        if (o == null) o = CommandOptions.FunctionFlushOptions.NONE;
+        if (o == null) {
+            b.start(2);
+            b.add(W_FUNCTION);
+            b.add(W_FLUSH);
+            return;
+        }
         b.begin();
         b.add(W_FUNCTION);
         b.add(W_FLUSH);
@@ -1013,7 +1091,12 @@ final class Commands {
 
     /** FUNCTION LIST */
     static void functionList(CommandBuffer b, CommandOptions.FunctionListOptions o) {
-        if (o == null) o = CommandOptions.FunctionListOptions.NONE;
+        if (o == null) {
+            b.start(2);
+            b.add(W_FUNCTION);
+            b.add(W_LIST);
+            return;
+        }
         b.begin();
         b.add(W_FUNCTION);
         b.add(W_LIST);
@@ -1027,7 +1110,13 @@ final class Commands {
 
     /** FUNCTION LOAD */
     static void functionLoad(CommandBuffer b, Object functionCode, CommandOptions.FunctionLoadOptions o) {
-        if (o == null) o = CommandOptions.FunctionLoadOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_FUNCTION);
+            b.add(W_LOAD);
+            b.addValue(functionCode, "function_code");
+            return;
+        }
         b.begin();
         b.add(W_FUNCTION);
         b.add(W_LOAD);
@@ -1038,7 +1127,13 @@ final class Commands {
 
     /** FUNCTION RESTORE */
     static void functionRestore(CommandBuffer b, Object serializedValue, CommandOptions.FunctionRestoreOptions o) {
-        if (o == null) o = CommandOptions.FunctionRestoreOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_FUNCTION);
+            b.add(W_RESTORE);
+            b.addValue(serializedValue, "serialized_value");
+            return;
+        }
         b.begin();
         b.add(W_FUNCTION);
         b.add(W_RESTORE);
@@ -1079,7 +1174,14 @@ final class Commands {
 
     /** GEODIST */
     static void geodist(CommandBuffer b, String key, Object member1, Object member2, CommandOptions.GeodistOptions o) {
-        if (o == null) o = CommandOptions.GeodistOptions.NONE;
+        if (o == null) {
+            b.start(4);
+            b.add(W_GEODIST);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(member1, "member1");
+            b.addValue(member2, "member2");
+            return;
+        }
         b.begin();
         b.add(W_GEODIST);
         b.add(Cmd.notNull(key, "key"));
@@ -1122,7 +1224,15 @@ final class Commands {
 
     /** GEORADIUS */
     static void georadius(CommandBuffer b, String key, double longitude, double latitude, double radius, CommandOptions.GeoradiusOptions o) {
-        if (o == null) o = CommandOptions.GeoradiusOptions.NONE;
+        if (o == null) {
+            b.start(5);
+            b.add(W_GEORADIUS);
+            b.add(Cmd.notNull(key, "key"));
+            b.add((double) longitude);
+            b.add((double) latitude);
+            b.add((double) radius);
+            return;
+        }
         b.begin();
         b.add(W_GEORADIUS);
         b.add(Cmd.notNull(key, "key"));
@@ -1147,7 +1257,15 @@ final class Commands {
 
     /** GEORADIUS_RO */
     static void georadiusRo(CommandBuffer b, String key, double longitude, double latitude, double radius, CommandOptions.GeoradiusRoOptions o) {
-        if (o == null) o = CommandOptions.GeoradiusRoOptions.NONE;
+        if (o == null) {
+            b.start(5);
+            b.add(W_GEORADIUS_RO);
+            b.add(Cmd.notNull(key, "key"));
+            b.add((double) longitude);
+            b.add((double) latitude);
+            b.add((double) radius);
+            return;
+        }
         b.begin();
         b.add(W_GEORADIUS_RO);
         b.add(Cmd.notNull(key, "key"));
@@ -1172,7 +1290,15 @@ final class Commands {
 
     /** GEORADIUS_RO */
     static void georadiusRoWith(CommandBuffer b, String key, double longitude, double latitude, double radius, CommandOptions.GeoradiusRoWithOptions o) {
-        if (o == null) o = CommandOptions.GeoradiusRoWithOptions.NONE;
+        if (o == null) {
+            b.start(5);
+            b.add(W_GEORADIUS_RO);
+            b.add(Cmd.notNull(key, "key"));
+            b.add((double) longitude);
+            b.add((double) latitude);
+            b.add((double) radius);
+            return;
+        }
         b.begin();
         b.add(W_GEORADIUS_RO);
         b.add(Cmd.notNull(key, "key"));
@@ -1200,7 +1326,17 @@ final class Commands {
 
     /** GEORADIUS */
     static void georadiusStore(CommandBuffer b, String key, double longitude, double latitude, double radius, String store, CommandOptions.GeoradiusStoreOptions o) {
-        if (o == null) o = CommandOptions.GeoradiusStoreOptions.NONE;
+        if (o == null) {
+            b.start(7);
+            b.add(W_GEORADIUS);
+            b.add(Cmd.notNull(key, "key"));
+            b.add((double) longitude);
+            b.add((double) latitude);
+            b.add((double) radius);
+            b.add("STORE");
+            b.add(Cmd.notNull(store, "store"));
+            return;
+        }
         b.begin();
         b.add(W_GEORADIUS);
         b.add(Cmd.notNull(key, "key"));
@@ -1227,7 +1363,15 @@ final class Commands {
 
     /** GEORADIUS */
     static void georadiusWith(CommandBuffer b, String key, double longitude, double latitude, double radius, CommandOptions.GeoradiusWithOptions o) {
-        if (o == null) o = CommandOptions.GeoradiusWithOptions.NONE;
+        if (o == null) {
+            b.start(5);
+            b.add(W_GEORADIUS);
+            b.add(Cmd.notNull(key, "key"));
+            b.add((double) longitude);
+            b.add((double) latitude);
+            b.add((double) radius);
+            return;
+        }
         b.begin();
         b.add(W_GEORADIUS);
         b.add(Cmd.notNull(key, "key"));
@@ -1255,7 +1399,14 @@ final class Commands {
 
     /** GEORADIUSBYMEMBER */
     static void georadiusbymember(CommandBuffer b, String key, Object member, double radius, CommandOptions.GeoradiusbymemberOptions o) {
-        if (o == null) o = CommandOptions.GeoradiusbymemberOptions.NONE;
+        if (o == null) {
+            b.start(4);
+            b.add(W_GEORADIUSBYMEMBER);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(member, "member");
+            b.add((double) radius);
+            return;
+        }
         b.begin();
         b.add(W_GEORADIUSBYMEMBER);
         b.add(Cmd.notNull(key, "key"));
@@ -1279,7 +1430,14 @@ final class Commands {
 
     /** GEORADIUSBYMEMBER_RO */
     static void georadiusbymemberRo(CommandBuffer b, String key, Object member, double radius, CommandOptions.GeoradiusbymemberRoOptions o) {
-        if (o == null) o = CommandOptions.GeoradiusbymemberRoOptions.NONE;
+        if (o == null) {
+            b.start(4);
+            b.add(W_GEORADIUSBYMEMBER_RO);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(member, "member");
+            b.add((double) radius);
+            return;
+        }
         b.begin();
         b.add(W_GEORADIUSBYMEMBER_RO);
         b.add(Cmd.notNull(key, "key"));
@@ -1303,7 +1461,14 @@ final class Commands {
 
     /** GEORADIUSBYMEMBER_RO */
     static void georadiusbymemberRoWith(CommandBuffer b, String key, Object member, double radius, CommandOptions.GeoradiusbymemberRoWithOptions o) {
-        if (o == null) o = CommandOptions.GeoradiusbymemberRoWithOptions.NONE;
+        if (o == null) {
+            b.start(4);
+            b.add(W_GEORADIUSBYMEMBER_RO);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(member, "member");
+            b.add((double) radius);
+            return;
+        }
         b.begin();
         b.add(W_GEORADIUSBYMEMBER_RO);
         b.add(Cmd.notNull(key, "key"));
@@ -1330,7 +1495,16 @@ final class Commands {
 
     /** GEORADIUSBYMEMBER */
     static void georadiusbymemberStore(CommandBuffer b, String key, Object member, double radius, String store, CommandOptions.GeoradiusbymemberStoreOptions o) {
-        if (o == null) o = CommandOptions.GeoradiusbymemberStoreOptions.NONE;
+        if (o == null) {
+            b.start(6);
+            b.add(W_GEORADIUSBYMEMBER);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(member, "member");
+            b.add((double) radius);
+            b.add("STORE");
+            b.add(Cmd.notNull(store, "store"));
+            return;
+        }
         b.begin();
         b.add(W_GEORADIUSBYMEMBER);
         b.add(Cmd.notNull(key, "key"));
@@ -1356,7 +1530,14 @@ final class Commands {
 
     /** GEORADIUSBYMEMBER */
     static void georadiusbymemberWith(CommandBuffer b, String key, Object member, double radius, CommandOptions.GeoradiusbymemberWithOptions o) {
-        if (o == null) o = CommandOptions.GeoradiusbymemberWithOptions.NONE;
+        if (o == null) {
+            b.start(4);
+            b.add(W_GEORADIUSBYMEMBER);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(member, "member");
+            b.add((double) radius);
+            return;
+        }
         b.begin();
         b.add(W_GEORADIUSBYMEMBER);
         b.add(Cmd.notNull(key, "key"));
@@ -1383,7 +1564,12 @@ final class Commands {
 
     /** GEOSEARCH */
     static void geosearch(CommandBuffer b, String key, CommandOptions.GeosearchOptions o) {
-        if (o == null) o = CommandOptions.GeosearchOptions.NONE;
+        if (o == null) {
+            b.start(2);
+            b.add(W_GEOSEARCH);
+            b.add(Cmd.notNull(key, "key"));
+            return;
+        }
         b.begin();
         b.add(W_GEOSEARCH);
         b.add(Cmd.notNull(key, "key"));
@@ -1437,7 +1623,12 @@ final class Commands {
 
     /** GEOSEARCH */
     static void geosearchWith(CommandBuffer b, String key, CommandOptions.GeosearchWithOptions o) {
-        if (o == null) o = CommandOptions.GeosearchWithOptions.NONE;
+        if (o == null) {
+            b.start(2);
+            b.add(W_GEOSEARCH);
+            b.add(Cmd.notNull(key, "key"));
+            return;
+        }
         b.begin();
         b.add(W_GEOSEARCH);
         b.add(Cmd.notNull(key, "key"));
@@ -1494,7 +1685,13 @@ final class Commands {
 
     /** GEOSEARCHSTORE */
     static void geosearchstore(CommandBuffer b, String destination, String source, CommandOptions.GeosearchstoreOptions o) {
-        if (o == null) o = CommandOptions.GeosearchstoreOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_GEOSEARCHSTORE);
+            b.add(Cmd.notNull(destination, "destination"));
+            b.add(Cmd.notNull(source, "source"));
+            return;
+        }
         b.begin();
         b.add(W_GEOSEARCHSTORE);
         b.add(Cmd.notNull(destination, "destination"));
@@ -1572,7 +1769,12 @@ final class Commands {
 
     /** GETEX */
     static void getex(CommandBuffer b, String key, CommandOptions.GetexOptions o) {
-        if (o == null) o = CommandOptions.GetexOptions.NONE;
+        if (o == null) {
+            b.start(2);
+            b.add(W_GETEX);
+            b.add(Cmd.notNull(key, "key"));
+            return;
+        }
         b.begin();
         b.add(W_GETEX);
         b.add(Cmd.notNull(key, "key"));
@@ -1738,7 +1940,13 @@ final class Commands {
 
     /** HSCAN */
     static void hscan(CommandBuffer b, String key, long cursor, CommandOptions.HscanOptions o) {
-        if (o == null) o = CommandOptions.HscanOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_HSCAN);
+            b.add(Cmd.notNull(key, "key"));
+            b.add((long) cursor);
+            return;
+        }
         b.begin();
         b.add(W_HSCAN);
         b.add(Cmd.notNull(key, "key"));
@@ -1911,7 +2119,14 @@ final class Commands {
 
     /** LCS */
     static void lcsIdx(CommandBuffer b, String key1, String key2, CommandOptions.LcsIdxOptions o) {
-        if (o == null) o = CommandOptions.LcsIdxOptions.NONE;
+        if (o == null) {
+            b.start(4);
+            b.add(W_LCS);
+            b.add(Cmd.notNull(key1, "key1"));
+            b.add(Cmd.notNull(key2, "key2"));
+            b.add("IDX");
+            return;
+        }
         b.begin();
         b.add(W_LCS);
         b.add(Cmd.notNull(key1, "key1"));
@@ -1944,7 +2159,14 @@ final class Commands {
 
     /** LINSERT */
     static void linsert(CommandBuffer b, String key, Object pivot, Object element, CommandOptions.LinsertOptions o) {
-        if (o == null) o = CommandOptions.LinsertOptions.NONE;
+        if (o == null) {
+            b.start(4);
+            b.add(W_LINSERT);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(pivot, "pivot");
+            b.addValue(element, "element");
+            return;
+        }
         b.begin();
         b.add(W_LINSERT);
         b.add(Cmd.notNull(key, "key"));
@@ -1964,7 +2186,13 @@ final class Commands {
 
     /** LMOVE */
     static void lmove(CommandBuffer b, String source, String destination, CommandOptions.LmoveOptions o) {
-        if (o == null) o = CommandOptions.LmoveOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_LMOVE);
+            b.add(Cmd.notNull(source, "source"));
+            b.add(Cmd.notNull(destination, "destination"));
+            return;
+        }
         b.begin();
         b.add(W_LMOVE);
         b.add(Cmd.notNull(source, "source"));
@@ -1999,7 +2227,11 @@ final class Commands {
 
     /** LOLWUT */
     static void lolwut(CommandBuffer b, CommandOptions.LolwutOptions o) {
-        if (o == null) o = CommandOptions.LolwutOptions.NONE;
+        if (o == null) {
+            b.start(1);
+            b.add(W_LOLWUT);
+            return;
+        }
         b.begin();
         b.add(W_LOLWUT);
         if (o.version != null) {
@@ -2026,7 +2258,13 @@ final class Commands {
 
     /** LPOS */
     static void lpos(CommandBuffer b, String key, Object element, CommandOptions.LposOptions o) {
-        if (o == null) o = CommandOptions.LposOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_LPOS);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(element, "element");
+            return;
+        }
         b.begin();
         b.add(W_LPOS);
         b.add(Cmd.notNull(key, "key"));
@@ -2044,7 +2282,15 @@ final class Commands {
 
     /** LPOS */
     static void lposCount(CommandBuffer b, String key, Object element, long count, CommandOptions.LposCountOptions o) {
-        if (o == null) o = CommandOptions.LposCountOptions.NONE;
+        if (o == null) {
+            b.start(5);
+            b.add(W_LPOS);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(element, "element");
+            b.add("COUNT");
+            b.add((long) count);
+            return;
+        }
         b.begin();
         b.add(W_LPOS);
         b.add(Cmd.notNull(key, "key"));
@@ -2156,7 +2402,13 @@ final class Commands {
 
     /** MEMORY USAGE */
     static void memoryUsage(CommandBuffer b, String key, CommandOptions.MemoryUsageOptions o) {
-        if (o == null) o = CommandOptions.MemoryUsageOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_MEMORY);
+            b.add(W_USAGE);
+            b.add(Cmd.notNull(key, "key"));
+            return;
+        }
         b.begin();
         b.add(W_MEMORY);
         b.add(W_USAGE);
@@ -2301,7 +2553,13 @@ final class Commands {
 
     /** PEXPIRE */
     static void pexpire(CommandBuffer b, String key, long milliseconds, CommandOptions.PexpireOptions o) {
-        if (o == null) o = CommandOptions.PexpireOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_PEXPIRE);
+            b.add(Cmd.notNull(key, "key"));
+            b.add((long) milliseconds);
+            return;
+        }
         b.begin();
         b.add(W_PEXPIRE);
         b.add(Cmd.notNull(key, "key"));
@@ -2315,7 +2573,13 @@ final class Commands {
 
     /** PEXPIREAT */
     static void pexpireat(CommandBuffer b, String key, long unixTimeMilliseconds, CommandOptions.PexpireatOptions o) {
-        if (o == null) o = CommandOptions.PexpireatOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_PEXPIREAT);
+            b.add(Cmd.notNull(key, "key"));
+            b.add((long) unixTimeMilliseconds);
+            return;
+        }
         b.begin();
         b.add(W_PEXPIREAT);
         b.add(Cmd.notNull(key, "key"));
@@ -2407,7 +2671,12 @@ final class Commands {
 
     /** PUBSUB CHANNELS */
     static void pubsubChannels(CommandBuffer b, CommandOptions.PubsubChannelsOptions o) {
-        if (o == null) o = CommandOptions.PubsubChannelsOptions.NONE;
+        if (o == null) {
+            b.start(2);
+            b.add(W_PUBSUB);
+            b.add(W_CHANNELS);
+            return;
+        }
         b.begin();
         b.add(W_PUBSUB);
         b.add(W_CHANNELS);
@@ -2440,7 +2709,12 @@ final class Commands {
 
     /** PUBSUB SHARDCHANNELS */
     static void pubsubShardchannels(CommandBuffer b, CommandOptions.PubsubShardchannelsOptions o) {
-        if (o == null) o = CommandOptions.PubsubShardchannelsOptions.NONE;
+        if (o == null) {
+            b.start(2);
+            b.add(W_PUBSUB);
+            b.add(W_SHARDCHANNELS);
+            return;
+        }
         b.begin();
         b.add(W_PUBSUB);
         b.add(W_SHARDCHANNELS);
@@ -2488,7 +2762,14 @@ final class Commands {
 
     /** RESTORE */
     static void restore(CommandBuffer b, String key, long ttl, Object serializedValue, CommandOptions.RestoreOptions o) {
-        if (o == null) o = CommandOptions.RestoreOptions.NONE;
+        if (o == null) {
+            b.start(4);
+            b.add(W_RESTORE);
+            b.add(Cmd.notNull(key, "key"));
+            b.add((long) ttl);
+            b.addValue(serializedValue, "serialized_value");
+            return;
+        }
         b.begin();
         b.add(W_RESTORE);
         b.add(Cmd.notNull(key, "key"));
@@ -2586,7 +2867,12 @@ final class Commands {
 
     /** SCAN */
     static void scan(CommandBuffer b, long cursor, CommandOptions.ScanOptions o) {
-        if (o == null) o = CommandOptions.ScanOptions.NONE;
+        if (o == null) {
+            b.start(2);
+            b.add(W_SCAN);
+            b.add((long) cursor);
+            return;
+        }
         b.begin();
         b.add(W_SCAN);
         b.add((long) cursor);
@@ -2628,7 +2914,12 @@ final class Commands {
 
     /** SCRIPT FLUSH */
     static void scriptFlush(CommandBuffer b, CommandOptions.ScriptFlushOptions o) {
-        if (o == null) o = CommandOptions.ScriptFlushOptions.NONE;
+        if (o == null) {
+            b.start(2);
+            b.add(W_SCRIPT);
+            b.add(W_FLUSH);
+            return;
+        }
         b.begin();
         b.add(W_SCRIPT);
         b.add(W_FLUSH);
@@ -2681,7 +2972,13 @@ final class Commands {
 
     /** SET */
     static void set(CommandBuffer b, String key, Object value, CommandOptions.SetOptions o) {
-        if (o == null) o = CommandOptions.SetOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_SET);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(value, "value");
+            return;
+        }
         b.begin();
         b.add(W_SET);
         b.add(Cmd.notNull(key, "key"));
@@ -2710,7 +3007,14 @@ final class Commands {
 
     /** SET */
     static void setGet(CommandBuffer b, String key, Object value, CommandOptions.SetGetOptions o) {
-        if (o == null) o = CommandOptions.SetGetOptions.NONE;
+        if (o == null) {
+            b.start(4);
+            b.add(W_SET);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(value, "value");
+            b.add("GET");
+            return;
+        }
         b.begin();
         b.add(W_SET);
         b.add(Cmd.notNull(key, "key"));
@@ -2829,7 +3133,12 @@ final class Commands {
 
     /** SLOWLOG GET */
     static void slowlogGet(CommandBuffer b, CommandOptions.SlowlogGetOptions o) {
-        if (o == null) o = CommandOptions.SlowlogGetOptions.NONE;
+        if (o == null) {
+            b.start(2);
+            b.add(W_SLOWLOG);
+            b.add(W_GET);
+            return;
+        }
         b.begin();
         b.add(W_SLOWLOG);
         b.add(W_GET);
@@ -3032,7 +3341,13 @@ final class Commands {
 
     /** SSCAN */
     static void sscan(CommandBuffer b, String key, long cursor, CommandOptions.SscanOptions o) {
-        if (o == null) o = CommandOptions.SscanOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_SSCAN);
+            b.add(Cmd.notNull(key, "key"));
+            b.add((long) cursor);
+            return;
+        }
         b.begin();
         b.add(W_SSCAN);
         b.add(Cmd.notNull(key, "key"));
@@ -3185,7 +3500,16 @@ final class Commands {
 
     /** XAUTOCLAIM */
     static void xautoclaim(CommandBuffer b, String key, Object group, Object consumer, Object minIdleTime, Object start, CommandOptions.XautoclaimOptions o) {
-        if (o == null) o = CommandOptions.XautoclaimOptions.NONE;
+        if (o == null) {
+            b.start(6);
+            b.add(W_XAUTOCLAIM);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(group, "group");
+            b.addValue(consumer, "consumer");
+            b.addValue(minIdleTime, "min_idle_time");
+            b.addValue(start, "start");
+            return;
+        }
         b.begin();
         b.add(W_XAUTOCLAIM);
         b.add(Cmd.notNull(key, "key"));
@@ -3253,7 +3577,15 @@ final class Commands {
 
     /** XGROUP CREATE */
     static void xgroupCreate(CommandBuffer b, String key, Object groupname, Object id, CommandOptions.XgroupCreateOptions o) {
-        if (o == null) o = CommandOptions.XgroupCreateOptions.NONE;
+        if (o == null) {
+            b.start(5);
+            b.add(W_XGROUP);
+            b.add(W_CREATE);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(groupname, "groupname");
+            b.addValue(id, "id");
+            return;
+        }
         b.begin();
         b.add(W_XGROUP);
         b.add(W_CREATE);
@@ -3299,7 +3631,15 @@ final class Commands {
 
     /** XGROUP SETID */
     static void xgroupSetid(CommandBuffer b, String key, Object groupname, Object id, CommandOptions.XgroupSetidOptions o) {
-        if (o == null) o = CommandOptions.XgroupSetidOptions.NONE;
+        if (o == null) {
+            b.start(5);
+            b.add(W_XGROUP);
+            b.add(W_SETID);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(groupname, "groupname");
+            b.addValue(id, "id");
+            return;
+        }
         b.begin();
         b.add(W_XGROUP);
         b.add(W_SETID);
@@ -3332,7 +3672,13 @@ final class Commands {
 
     /** XINFO STREAM */
     static void xinfoStream(CommandBuffer b, String key, CommandOptions.XinfoStreamOptions o) {
-        if (o == null) o = CommandOptions.XinfoStreamOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_XINFO);
+            b.add(W_STREAM);
+            b.add(Cmd.notNull(key, "key"));
+            return;
+        }
         b.begin();
         b.add(W_XINFO);
         b.add(W_STREAM);
@@ -3356,7 +3702,13 @@ final class Commands {
 
     /** XPENDING */
     static void xpending(CommandBuffer b, String key, Object group, CommandOptions.XpendingOptions o) {
-        if (o == null) o = CommandOptions.XpendingOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_XPENDING);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(group, "group");
+            return;
+        }
         b.begin();
         b.add(W_XPENDING);
         b.add(Cmd.notNull(key, "key"));
@@ -3384,7 +3736,14 @@ final class Commands {
 
     /** XRANGE */
     static void xrange(CommandBuffer b, String key, Object start, Object end, CommandOptions.XrangeOptions o) {
-        if (o == null) o = CommandOptions.XrangeOptions.NONE;
+        if (o == null) {
+            b.start(4);
+            b.add(W_XRANGE);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(start, "start");
+            b.addValue(end, "end");
+            return;
+        }
         b.begin();
         b.add(W_XRANGE);
         b.add(Cmd.notNull(key, "key"));
@@ -3453,7 +3812,14 @@ final class Commands {
 
     /** XREVRANGE */
     static void xrevrange(CommandBuffer b, String key, Object end, Object start, CommandOptions.XrevrangeOptions o) {
-        if (o == null) o = CommandOptions.XrevrangeOptions.NONE;
+        if (o == null) {
+            b.start(4);
+            b.add(W_XREVRANGE);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(end, "end");
+            b.addValue(start, "start");
+            return;
+        }
         b.begin();
         b.add(W_XREVRANGE);
         b.add(Cmd.notNull(key, "key"));
@@ -3468,7 +3834,13 @@ final class Commands {
 
     /** XSETID */
     static void xsetid(CommandBuffer b, String key, Object lastId, CommandOptions.XsetidOptions o) {
-        if (o == null) o = CommandOptions.XsetidOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_XSETID);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(lastId, "last_id");
+            return;
+        }
         b.begin();
         b.add(W_XSETID);
         b.add(Cmd.notNull(key, "key"));
@@ -3486,7 +3858,13 @@ final class Commands {
 
     /** XTRIM */
     static void xtrim(CommandBuffer b, String key, Object threshold, CommandOptions.XtrimOptions o) {
-        if (o == null) o = CommandOptions.XtrimOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_XTRIM);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(threshold, "threshold");
+            return;
+        }
         b.begin();
         b.add(W_XTRIM);
         b.add(Cmd.notNull(key, "key"));
@@ -3764,7 +4142,12 @@ final class Commands {
 
     /** ZPOPMAX */
     static void zpopmax(CommandBuffer b, String key, CommandOptions.ZpopmaxOptions o) {
-        if (o == null) o = CommandOptions.ZpopmaxOptions.NONE;
+        if (o == null) {
+            b.start(2);
+            b.add(W_ZPOPMAX);
+            b.add(Cmd.notNull(key, "key"));
+            return;
+        }
         b.begin();
         b.add(W_ZPOPMAX);
         b.add(Cmd.notNull(key, "key"));
@@ -3776,7 +4159,12 @@ final class Commands {
 
     /** ZPOPMIN */
     static void zpopmin(CommandBuffer b, String key, CommandOptions.ZpopminOptions o) {
-        if (o == null) o = CommandOptions.ZpopminOptions.NONE;
+        if (o == null) {
+            b.start(2);
+            b.add(W_ZPOPMIN);
+            b.add(Cmd.notNull(key, "key"));
+            return;
+        }
         b.begin();
         b.add(W_ZPOPMIN);
         b.add(Cmd.notNull(key, "key"));
@@ -3812,7 +4200,14 @@ final class Commands {
 
     /** ZRANGE */
     static void zrange(CommandBuffer b, String key, Object start, Object stop, CommandOptions.ZrangeOptions o) {
-        if (o == null) o = CommandOptions.ZrangeOptions.NONE;
+        if (o == null) {
+            b.start(4);
+            b.add(W_ZRANGE);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(start, "start");
+            b.addValue(stop, "stop");
+            return;
+        }
         b.begin();
         b.add(W_ZRANGE);
         b.add(Cmd.notNull(key, "key"));
@@ -3835,7 +4230,15 @@ final class Commands {
 
     /** ZRANGE */
     static void zrangeWithscores(CommandBuffer b, String key, Object start, Object stop, CommandOptions.ZrangeWithscoresOptions o) {
-        if (o == null) o = CommandOptions.ZrangeWithscoresOptions.NONE;
+        if (o == null) {
+            b.start(5);
+            b.add(W_ZRANGE);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(start, "start");
+            b.addValue(stop, "stop");
+            b.add("WITHSCORES");
+            return;
+        }
         b.begin();
         b.add(W_ZRANGE);
         b.add(Cmd.notNull(key, "key"));
@@ -3859,7 +4262,14 @@ final class Commands {
 
     /** ZRANGEBYLEX */
     static void zrangebylex(CommandBuffer b, String key, Object min, Object max, CommandOptions.ZrangebylexOptions o) {
-        if (o == null) o = CommandOptions.ZrangebylexOptions.NONE;
+        if (o == null) {
+            b.start(4);
+            b.add(W_ZRANGEBYLEX);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(min, "min");
+            b.addValue(max, "max");
+            return;
+        }
         b.begin();
         b.add(W_ZRANGEBYLEX);
         b.add(Cmd.notNull(key, "key"));
@@ -3879,7 +4289,14 @@ final class Commands {
 
     /** ZRANGEBYSCORE */
     static void zrangebyscore(CommandBuffer b, String key, Object min, Object max, CommandOptions.ZrangebyscoreOptions o) {
-        if (o == null) o = CommandOptions.ZrangebyscoreOptions.NONE;
+        if (o == null) {
+            b.start(4);
+            b.add(W_ZRANGEBYSCORE);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(min, "min");
+            b.addValue(max, "max");
+            return;
+        }
         b.begin();
         b.add(W_ZRANGEBYSCORE);
         b.add(Cmd.notNull(key, "key"));
@@ -3899,7 +4316,15 @@ final class Commands {
 
     /** ZRANGEBYSCORE */
     static void zrangebyscoreWithscores(CommandBuffer b, String key, Object min, Object max, CommandOptions.ZrangebyscoreWithscoresOptions o) {
-        if (o == null) o = CommandOptions.ZrangebyscoreWithscoresOptions.NONE;
+        if (o == null) {
+            b.start(5);
+            b.add(W_ZRANGEBYSCORE);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(min, "min");
+            b.addValue(max, "max");
+            b.add("WITHSCORES");
+            return;
+        }
         b.begin();
         b.add(W_ZRANGEBYSCORE);
         b.add(Cmd.notNull(key, "key"));
@@ -3920,7 +4345,15 @@ final class Commands {
 
     /** ZRANGESTORE */
     static void zrangestore(CommandBuffer b, String dst, String src, Object min, Object max, CommandOptions.ZrangestoreOptions o) {
-        if (o == null) o = CommandOptions.ZrangestoreOptions.NONE;
+        if (o == null) {
+            b.start(5);
+            b.add(W_ZRANGESTORE);
+            b.add(Cmd.notNull(dst, "dst"));
+            b.add(Cmd.notNull(src, "src"));
+            b.addValue(min, "min");
+            b.addValue(max, "max");
+            return;
+        }
         b.begin();
         b.add(W_ZRANGESTORE);
         b.add(Cmd.notNull(dst, "dst"));
@@ -4012,7 +4445,14 @@ final class Commands {
 
     /** ZREVRANGEBYLEX */
     static void zrevrangebylex(CommandBuffer b, String key, Object max, Object min, CommandOptions.ZrevrangebylexOptions o) {
-        if (o == null) o = CommandOptions.ZrevrangebylexOptions.NONE;
+        if (o == null) {
+            b.start(4);
+            b.add(W_ZREVRANGEBYLEX);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(max, "max");
+            b.addValue(min, "min");
+            return;
+        }
         b.begin();
         b.add(W_ZREVRANGEBYLEX);
         b.add(Cmd.notNull(key, "key"));
@@ -4032,7 +4472,14 @@ final class Commands {
 
     /** ZREVRANGEBYSCORE */
     static void zrevrangebyscore(CommandBuffer b, String key, Object max, Object min, CommandOptions.ZrevrangebyscoreOptions o) {
-        if (o == null) o = CommandOptions.ZrevrangebyscoreOptions.NONE;
+        if (o == null) {
+            b.start(4);
+            b.add(W_ZREVRANGEBYSCORE);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(max, "max");
+            b.addValue(min, "min");
+            return;
+        }
         b.begin();
         b.add(W_ZREVRANGEBYSCORE);
         b.add(Cmd.notNull(key, "key"));
@@ -4052,7 +4499,15 @@ final class Commands {
 
     /** ZREVRANGEBYSCORE */
     static void zrevrangebyscoreWithscores(CommandBuffer b, String key, Object max, Object min, CommandOptions.ZrevrangebyscoreWithscoresOptions o) {
-        if (o == null) o = CommandOptions.ZrevrangebyscoreWithscoresOptions.NONE;
+        if (o == null) {
+            b.start(5);
+            b.add(W_ZREVRANGEBYSCORE);
+            b.add(Cmd.notNull(key, "key"));
+            b.addValue(max, "max");
+            b.addValue(min, "min");
+            b.add("WITHSCORES");
+            return;
+        }
         b.begin();
         b.add(W_ZREVRANGEBYSCORE);
         b.add(Cmd.notNull(key, "key"));
@@ -4081,7 +4536,13 @@ final class Commands {
 
     /** ZSCAN */
     static void zscan(CommandBuffer b, String key, long cursor, CommandOptions.ZscanOptions o) {
-        if (o == null) o = CommandOptions.ZscanOptions.NONE;
+        if (o == null) {
+            b.start(3);
+            b.add(W_ZSCAN);
+            b.add(Cmd.notNull(key, "key"));
+            b.add((long) cursor);
+            return;
+        }
         b.begin();
         b.add(W_ZSCAN);
         b.add(Cmd.notNull(key, "key"));
