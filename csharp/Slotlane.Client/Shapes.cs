@@ -199,9 +199,10 @@ namespace Slotlane
     }
 
     /// <summary>A typed command queued on a <see cref="Pipeline"/>: <see cref="Value"/> gives its reply, shaped
-    /// by the command's reply type, once the pipeline has executed it (until its next execution).</summary>
+    /// by the command's reply type, once the pipeline has executed it (until its next execution). A struct:
+    /// queueing a typed command allocates nothing for its handle.</summary>
     /// <typeparam name="T">The command's reply type.</typeparam>
-    public sealed class Reply<T>
+    public readonly struct Reply<T>
     {
         private readonly Pipeline _p;
         private readonly int _index;
@@ -224,6 +225,7 @@ namespace Slotlane
         {
             get
             {
+                if (_p == null) throw new InvalidOperationException("a default Reply belongs to no pipeline");
                 object v = _p.Result(_index, _gen);
                 var e = v as SlotlaneException;
                 if (e != null) throw e;
