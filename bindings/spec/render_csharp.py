@@ -3,8 +3,8 @@ SlotlaneClient and Pipeline, partial classes, with XML docs; the argument builde
 shapes they share), CommandOptions.g.cs (one options struct per method that has options) and
 Errors.g.cs (ErrorKind, the exception classes and the code/kind -> exception table of errors.json).
 
-Idiom: PascalCase methods; required parameters positional, then `XOptions options = default`
-(a struct: fields left at their defaults are left out) for a method with options; keys string,
+Idiom: PascalCase methods; required parameters positional, then, for a method with options, an overload taking an `XOptions options`
+(a struct: fields left at their defaults are left out) besides the one without; keys string,
 values object (string, byte[], an integer or a float; a bool is refused), ints long, doubles
 double, tuple lists arrays of named value tuples; a method whose only list is its last parameter
 of all is `params`. The client's methods return the reply type, the pipeline's a Reply<T>.
@@ -228,10 +228,14 @@ def fast(mm):
         f = "options." + pascal(p["name"])
         conds.append("!" + f if p["type"] == "flag" else "%s == null" % f)
     prefix = "P_" + mm.name
-    if n == 1:
-        expr = "QueueKey(CommandArgs.%s, %s, CommandArgs.%s)" % (prefix, mm.args[0], mm.shape)
-    else:
-        expr = "QueueKeyValue(CommandArgs.%s, %s, %s, CommandArgs.%s)" % (prefix, mm.args[0], mm.args[1], mm.shape)
+    # inline, in the method's own closed types (a generic helper costs Mono a runtime-generic-context
+    # lookup per call: callgrind, bindings/spec/README.md "Measured")
+    stmts = ["Check();"]
+    for a in mm.args[:n]:
+        stmts.append("if (%s == null) throw new ArgumentNullException(nameof(%s));" % (a, a))
+    stmts.append("_w.%s(CommandArgs.%s, %s);" % ("AppendKey" if n == 1 else "Append", prefix, ", ".join(mm.args[:n])))
+    stmts.append("return new Reply<%s>(this, _w.Count - 1, _gen, CommandArgs.%s);" % (mm.ret, mm.shape))
+    expr = stmts
     return (" && ".join(conds) or None, expr, prefix, '"*%d\\r\\n$%d\\r\\n%s\\r\\n"' % (n + 1, len(m["words"][0]), m["words"][0]))
 
 
@@ -270,7 +274,7 @@ def builder(mm):
     return L
 
 
-def xmldoc(mm, ind, returns):
+def xmldoc(mm, ind, returns, with_opts=True):
     m = mm.m
     L = [ind + "/// <summary><c>%s</c> (%s): %s.</summary>" % (esc(m["command"]), m["group"], esc(m["summary"].rstrip("."))),
          ind + "/// <remarks>Reply: <c>%s</c>%s Since Redis %s.%s</remarks>" % (
@@ -278,12 +282,23 @@ def xmldoc(mm, ind, returns):
              " Deprecated since Redis %s%s." % (m["deprecated"], "; use %s" % esc(m["replaced_by"]) if m.get("replaced_by") else "") if m.get("deprecated") else "")]
     for p in mm.req:
         L.append(ind + '/// <param name="%s">%s</param>' % (local(p["name"]).lstrip("@"), param_doc(p)))
-    if mm.opt:
+    if mm.opt and with_opts:
         L.append(ind + '/// <param name="options">The options (fields left at their defaults are left out).</param>')
     L.append(ind + "/// <returns>%s</returns>" % returns)
     if m.get("deprecated"):
         L.append(ind + '[Obsolete("%s is deprecated since Redis %s")]' % (m["command"], m["deprecated"]))
     return L
+
+
+def variants(mm):
+    """(with options, parameters, builder arguments) of a method's overloads: a method with options has
+    one without them (no options struct is made or copied: Mono zeroes a defaulted struct parameter on
+    every call) and one with them."""
+    if not mm.opt:
+        return [(False, mm.params, mm.args)]
+    plain = mm.params[:-1]
+    return [(False, plain, mm.args[:-1] + ["default(%s)" % mm.oname]),
+            (True, plain + ["%s options" % mm.oname], mm.args)]
 
 
 def render_commands(ctx):
@@ -319,29 +334,34 @@ def render_commands(ctx):
     L.append("        private T Run<T>(object[] args, Func<object, T> shape) { return shape(Execute(args)); }")
     L.append("")
     for mm in ms:
-        L += xmldoc(mm, "        ", "The reply as <c>%s</c>." % esc(mm.ret))
-        L.append("        public %s %s(%s)" % (mm.ret, mm.name, ", ".join(mm.params)))
-        L.append("        {")
-        L.append("            return Run(CommandArgs.%s(%s), CommandArgs.%s);" % (mm.name, ", ".join(mm.args), mm.shape))
-        L.append("        }")
-        L.append("")
+        for with_opts, params, args in variants(mm):
+            L += xmldoc(mm, "        ", "The reply as <c>%s</c>." % esc(mm.ret), with_opts)
+            L.append("        public %s %s(%s)" % (mm.ret, mm.name, ", ".join(params)))
+            L.append("        {")
+            L.append("            return Run(CommandArgs.%s(%s), CommandArgs.%s);" % (mm.name, ", ".join(args), mm.shape))
+            L.append("        }")
+            L.append("")
     L.append("    }")
     L.append("")
     L.append("    public sealed partial class Pipeline")
     L.append("    {")
     for mm in ms:
-        L += xmldoc(mm, "        ", "The queued command's reply (<c>%s</c> after the execution)." % esc(mm.ret))
-        L.append("        public Reply<%s> %s(%s)" % (mm.ret, mm.name, ", ".join(mm.params)))
-        L.append("        {")
         f = fast(mm)
-        if f and f[0]:
-            L.append("            if (%s) return %s;" % (f[0], f[1]))
-        if f and not f[0]:
-            L.append("            return %s;" % f[1])
-        else:
-            L.append("            return Queue(CommandArgs.%s(%s), CommandArgs.%s);" % (mm.name, ", ".join(mm.args), mm.shape))
-        L.append("        }")
-        L.append("")
+        for with_opts, params, args in variants(mm):
+            L += xmldoc(mm, "        ", "The queued command's reply (<c>%s</c> after the execution)." % esc(mm.ret), with_opts)
+            L.append("        public Reply<%s> %s(%s)" % (mm.ret, mm.name, ", ".join(params)))
+            L.append("        {")
+            if f and f[0] and with_opts:
+                L.append("            if (%s)" % f[0])
+                L.append("            {")
+                L += ["                " + x for x in f[1]]
+                L.append("            }")
+            if f and (not f[0] or not with_opts):
+                L += ["            " + x for x in f[1]]
+            else:
+                L.append("            return Queue(CommandArgs.%s(%s), CommandArgs.%s);" % (mm.name, ", ".join(args), mm.shape))
+            L.append("        }")
+            L.append("")
     L.append("    }")
     L.append("}")
     return "\n".join(L) + "\n"
@@ -352,7 +372,7 @@ def render_options(ctx):
     L = [ctx.generated_note("//"), "", "using System;", "", "namespace Slotlane", "{"]
     for mm in ms:
         m = mm.m
-        L.append("    /// <summary>The options of <c>%s</c> (<see cref=\"SlotlaneClient.%s\"/>): fields left at their defaults"
+        L.append("    /// <summary>The options of <c>%s</c> (<c>SlotlaneClient.%s</c>): fields left at their defaults"
                  " (false, null) are left out. Options the server refuses together are sent as given.</summary>" % (esc(m["command"]), mm.name))
         L.append("    public struct %s" % mm.oname)
         L.append("    {")

@@ -64,7 +64,7 @@ namespace Slotlane.Tests
                 if (!called.Contains(m)) bad.Add(m + ": no case");
                 string cs;
                 if (!CommandArgs.Methods.TryGetValue(m, out cs)) bad.Add(m + ": not rendered");
-                else if (typeof(SlotlaneClient).GetMethod(cs) == null || typeof(Pipeline).GetMethod(cs) == null) bad.Add(m + ": no method " + cs);
+                else if (Find(typeof(SlotlaneClient), m) == null || Find(typeof(Pipeline), m) == null) bad.Add(m + ": no method " + cs);
             }
             Assert.That(bad, Is.Empty, string.Join("\n", bad));
             Assert.That(CommandArgs.Methods.Count, Is.EqualTo(_methods.Count));
@@ -147,6 +147,22 @@ namespace Slotlane.Tests
         }
 
         // ------------------------------------------------------------------ calls
+
+        /// <summary>The rendered method of a spec method: the overload with its options struct when it has options.</summary>
+        private MethodInfo Find(Type cls, string method)
+        {
+            var m = _methods[method];
+            int req = 0;
+            bool opt = false;
+            foreach (var p in (List<object>)m["params"])
+            {
+                if ((bool)((Dictionary<string, object>)p)["optional"]) opt = true;
+                else req++;
+            }
+            string name = CommandArgs.Methods[method];
+            return cls.GetMethods().FirstOrDefault(x => x.Name == name && x.GetParameters().Length == req + (opt ? 1 : 0)
+                                                       && (!opt || x.GetParameters()[req].ParameterType.Name.EndsWith("Options", StringComparison.Ordinal)));
+        }
 
         private static object Scalar(string type, object v)
         {
@@ -242,7 +258,7 @@ namespace Slotlane.Tests
                 {
                     var call = (Dictionary<string, object>)ce;
                     var m = _methods[(string)call["method"]];
-                    var fn = typeof(Pipeline).GetMethod(CommandArgs.Methods[(string)m["method"]]);
+                    var fn = Find(typeof(Pipeline), (string)m["method"]);
                     Exception err;
                     var r = Invoke(fn, p, CallArgs(fn, m, (Dictionary<string, object>)call["args"]), out err);
                     if (err != null) return "pipeline call " + m["method"] + " refused: " + err;
@@ -264,7 +280,7 @@ namespace Slotlane.Tests
             {
                 var call = (Dictionary<string, object>)calls[i];
                 var m = _methods[(string)call["method"]];
-                var fn = typeof(SlotlaneClient).GetMethod(CommandArgs.Methods[(string)m["method"]]);
+                var fn = Find(typeof(SlotlaneClient), (string)m["method"]);
                 Exception err;
                 object v = Invoke(fn, client, CallArgs(fn, m, (Dictionary<string, object>)call["args"]), out err);
                 string why = Outcome((string)m["reply"], (Dictionary<string, object>)want[i], v, err);

@@ -4,42 +4,42 @@ using System;
 
 namespace Slotlane
 {
-    /// <summary>The options of <c>ACL CAT</c> (<see cref="SlotlaneClient.AclCat"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ACL CAT</c> (<c>SlotlaneClient.AclCat</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct AclCatOptions
     {
         /// <summary>The categoryname (value) (null: left out).</summary>
         public object Categoryname;
     }
 
-    /// <summary>The options of <c>ACL DRYRUN</c> (<see cref="SlotlaneClient.AclDryrun"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ACL DRYRUN</c> (<c>SlotlaneClient.AclDryrun</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct AclDryrunOptions
     {
         /// <summary>The args (values) (null: left out).</summary>
         public object[] Args;
     }
 
-    /// <summary>The options of <c>ACL GENPASS</c> (<see cref="SlotlaneClient.AclGenpass"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ACL GENPASS</c> (<c>SlotlaneClient.AclGenpass</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct AclGenpassOptions
     {
         /// <summary>The bits (integer) (null: left out).</summary>
         public long? Bits;
     }
 
-    /// <summary>The options of <c>ACL LOG</c> (<see cref="SlotlaneClient.AclLog"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ACL LOG</c> (<c>SlotlaneClient.AclLog</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct AclLogOptions
     {
         /// <summary>The count (integer) (null: left out).</summary>
         public long? Count;
     }
 
-    /// <summary>The options of <c>ACL SETUSER</c> (<see cref="SlotlaneClient.AclSetuser"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ACL SETUSER</c> (<c>SlotlaneClient.AclSetuser</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct AclSetuserOptions
     {
         /// <summary>The rules (values) (null: left out).</summary>
         public object[] Rules;
     }
 
-    /// <summary>The options of <c>BITCOUNT</c> (<see cref="SlotlaneClient.Bitcount"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>BITCOUNT</c> (<c>SlotlaneClient.Bitcount</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct BitcountOptions
     {
         /// <summary>The start (integer) (null: left out).</summary>
@@ -52,14 +52,14 @@ namespace Slotlane
         public bool Bit;
     }
 
-    /// <summary>The options of <c>BITFIELD_RO</c> (<see cref="SlotlaneClient.BitfieldRo"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>BITFIELD_RO</c> (<c>SlotlaneClient.BitfieldRo</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct BitfieldRoOptions
     {
         /// <summary>The (encoding, offset) tuples (null: left out).</summary>
         public ValueTuple<object, long>[] EncodingOffset;
     }
 
-    /// <summary>The options of <c>BITPOS</c> (<see cref="SlotlaneClient.Bitpos"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>BITPOS</c> (<c>SlotlaneClient.Bitpos</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct BitposOptions
     {
         /// <summary>The start (integer) (null: left out).</summary>
@@ -72,7 +72,7 @@ namespace Slotlane
         public bool IndexUnitBit;
     }
 
-    /// <summary>The options of <c>CLIENT KILL</c> (<see cref="SlotlaneClient.ClientKill"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>CLIENT KILL</c> (<c>SlotlaneClient.ClientKill</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ClientKillOptions
     {
         /// <summary>The id (integer) (null: left out).</summary>
@@ -97,7 +97,7 @@ namespace Slotlane
         public object Skipme;
     }
 
-    /// <summary>The options of <c>CLIENT LIST</c> (<see cref="SlotlaneClient.ClientList"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>CLIENT LIST</c> (<c>SlotlaneClient.ClientList</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ClientListOptions
     {
         /// <summary>Sends the NORMAL flag.</summary>
@@ -112,7 +112,7 @@ namespace Slotlane
         public long[] ClientIds;
     }
 
-    /// <summary>The options of <c>CLIENT UNBLOCK</c> (<see cref="SlotlaneClient.ClientUnblock"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>CLIENT UNBLOCK</c> (<c>SlotlaneClient.ClientUnblock</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ClientUnblockOptions
     {
         /// <summary>Sends the TIMEOUT flag.</summary>
@@ -121,21 +121,21 @@ namespace Slotlane
         public bool Error;
     }
 
-    /// <summary>The options of <c>COMMAND DOCS</c> (<see cref="SlotlaneClient.CommandDocs"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>COMMAND DOCS</c> (<c>SlotlaneClient.CommandDocs</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct CommandDocsOptions
     {
         /// <summary>The command names (values) (null: left out).</summary>
         public object[] CommandNames;
     }
 
-    /// <summary>The options of <c>COMMAND INFO</c> (<see cref="SlotlaneClient.CommandInfo"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>COMMAND INFO</c> (<c>SlotlaneClient.CommandInfo</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct CommandInfoOptions
     {
         /// <summary>The command names (values) (null: left out).</summary>
         public object[] CommandNames;
     }
 
-    /// <summary>The options of <c>COMMAND LIST</c> (<see cref="SlotlaneClient.CommandList"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>COMMAND LIST</c> (<c>SlotlaneClient.CommandList</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct CommandListOptions
     {
         /// <summary>The module (value) (null: left out).</summary>
@@ -146,7 +146,7 @@ namespace Slotlane
         public object Pattern;
     }
 
-    /// <summary>The options of <c>COPY</c> (<see cref="SlotlaneClient.Copy"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>COPY</c> (<c>SlotlaneClient.Copy</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct CopyOptions
     {
         /// <summary>The db (integer) (null: left out).</summary>
@@ -155,7 +155,7 @@ namespace Slotlane
         public bool Replace;
     }
 
-    /// <summary>The options of <c>EVAL</c> (<see cref="SlotlaneClient.Eval"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>EVAL</c> (<c>SlotlaneClient.Eval</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct EvalOptions
     {
         /// <summary>The keys (keys) (null: left out).</summary>
@@ -164,7 +164,7 @@ namespace Slotlane
         public object[] Args;
     }
 
-    /// <summary>The options of <c>EVAL_RO</c> (<see cref="SlotlaneClient.EvalRo"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>EVAL_RO</c> (<c>SlotlaneClient.EvalRo</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct EvalRoOptions
     {
         /// <summary>The keys (keys) (null: left out).</summary>
@@ -173,7 +173,7 @@ namespace Slotlane
         public object[] Args;
     }
 
-    /// <summary>The options of <c>EVALSHA</c> (<see cref="SlotlaneClient.Evalsha"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>EVALSHA</c> (<c>SlotlaneClient.Evalsha</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct EvalshaOptions
     {
         /// <summary>The keys (keys) (null: left out).</summary>
@@ -182,7 +182,7 @@ namespace Slotlane
         public object[] Args;
     }
 
-    /// <summary>The options of <c>EVALSHA_RO</c> (<see cref="SlotlaneClient.EvalshaRo"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>EVALSHA_RO</c> (<c>SlotlaneClient.EvalshaRo</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct EvalshaRoOptions
     {
         /// <summary>The keys (keys) (null: left out).</summary>
@@ -191,7 +191,7 @@ namespace Slotlane
         public object[] Args;
     }
 
-    /// <summary>The options of <c>EXPIRE</c> (<see cref="SlotlaneClient.Expire"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>EXPIRE</c> (<c>SlotlaneClient.Expire</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ExpireOptions
     {
         /// <summary>Sends the NX flag.</summary>
@@ -204,7 +204,7 @@ namespace Slotlane
         public bool Lt;
     }
 
-    /// <summary>The options of <c>EXPIREAT</c> (<see cref="SlotlaneClient.Expireat"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>EXPIREAT</c> (<c>SlotlaneClient.Expireat</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ExpireatOptions
     {
         /// <summary>Sends the NX flag.</summary>
@@ -217,7 +217,7 @@ namespace Slotlane
         public bool Lt;
     }
 
-    /// <summary>The options of <c>FCALL</c> (<see cref="SlotlaneClient.Fcall"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>FCALL</c> (<c>SlotlaneClient.Fcall</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct FcallOptions
     {
         /// <summary>The keys (keys) (null: left out).</summary>
@@ -226,7 +226,7 @@ namespace Slotlane
         public object[] Args;
     }
 
-    /// <summary>The options of <c>FCALL_RO</c> (<see cref="SlotlaneClient.FcallRo"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>FCALL_RO</c> (<c>SlotlaneClient.FcallRo</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct FcallRoOptions
     {
         /// <summary>The keys (keys) (null: left out).</summary>
@@ -235,7 +235,7 @@ namespace Slotlane
         public object[] Args;
     }
 
-    /// <summary>The options of <c>FLUSHALL</c> (<see cref="SlotlaneClient.Flushall"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>FLUSHALL</c> (<c>SlotlaneClient.Flushall</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct FlushallOptions
     {
         /// <summary>Sends the ASYNC flag.</summary>
@@ -244,7 +244,7 @@ namespace Slotlane
         public bool Sync;
     }
 
-    /// <summary>The options of <c>FLUSHDB</c> (<see cref="SlotlaneClient.Flushdb"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>FLUSHDB</c> (<c>SlotlaneClient.Flushdb</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct FlushdbOptions
     {
         /// <summary>Sends the ASYNC flag.</summary>
@@ -253,7 +253,7 @@ namespace Slotlane
         public bool Sync;
     }
 
-    /// <summary>The options of <c>FUNCTION FLUSH</c> (<see cref="SlotlaneClient.FunctionFlush"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>FUNCTION FLUSH</c> (<c>SlotlaneClient.FunctionFlush</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct FunctionFlushOptions
     {
         /// <summary>Sends the ASYNC flag.</summary>
@@ -262,7 +262,7 @@ namespace Slotlane
         public bool Sync;
     }
 
-    /// <summary>The options of <c>FUNCTION LIST</c> (<see cref="SlotlaneClient.FunctionList"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>FUNCTION LIST</c> (<c>SlotlaneClient.FunctionList</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct FunctionListOptions
     {
         /// <summary>The libraryname (value) (null: left out).</summary>
@@ -271,14 +271,14 @@ namespace Slotlane
         public bool Withcode;
     }
 
-    /// <summary>The options of <c>FUNCTION LOAD</c> (<see cref="SlotlaneClient.FunctionLoad"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>FUNCTION LOAD</c> (<c>SlotlaneClient.FunctionLoad</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct FunctionLoadOptions
     {
         /// <summary>Sends the REPLACE flag.</summary>
         public bool Replace;
     }
 
-    /// <summary>The options of <c>FUNCTION RESTORE</c> (<see cref="SlotlaneClient.FunctionRestore"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>FUNCTION RESTORE</c> (<c>SlotlaneClient.FunctionRestore</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct FunctionRestoreOptions
     {
         /// <summary>Sends the FLUSH flag.</summary>
@@ -289,7 +289,7 @@ namespace Slotlane
         public bool Replace;
     }
 
-    /// <summary>The options of <c>GEOADD</c> (<see cref="SlotlaneClient.Geoadd"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>GEOADD</c> (<c>SlotlaneClient.Geoadd</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct GeoaddOptions
     {
         /// <summary>Sends the NX flag.</summary>
@@ -300,7 +300,7 @@ namespace Slotlane
         public bool Ch;
     }
 
-    /// <summary>The options of <c>GEODIST</c> (<see cref="SlotlaneClient.Geodist"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>GEODIST</c> (<c>SlotlaneClient.Geodist</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct GeodistOptions
     {
         /// <summary>Sends the M flag.</summary>
@@ -313,7 +313,7 @@ namespace Slotlane
         public bool Mi;
     }
 
-    /// <summary>The options of <c>GEORADIUS</c> (<see cref="SlotlaneClient.Georadius"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>GEORADIUS</c> (<c>SlotlaneClient.Georadius</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct GeoradiusOptions
     {
         /// <summary>Sends the M flag.</summary>
@@ -334,7 +334,7 @@ namespace Slotlane
         public bool Desc;
     }
 
-    /// <summary>The options of <c>GEORADIUS_RO</c> (<see cref="SlotlaneClient.GeoradiusRo"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>GEORADIUS_RO</c> (<c>SlotlaneClient.GeoradiusRo</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct GeoradiusRoOptions
     {
         /// <summary>Sends the M flag.</summary>
@@ -355,7 +355,7 @@ namespace Slotlane
         public bool Desc;
     }
 
-    /// <summary>The options of <c>GEORADIUS_RO</c> (<see cref="SlotlaneClient.GeoradiusRoWith"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>GEORADIUS_RO</c> (<c>SlotlaneClient.GeoradiusRoWith</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct GeoradiusRoWithOptions
     {
         /// <summary>Sends the M flag.</summary>
@@ -382,7 +382,7 @@ namespace Slotlane
         public bool Desc;
     }
 
-    /// <summary>The options of <c>GEORADIUS</c> (<see cref="SlotlaneClient.GeoradiusStore"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>GEORADIUS</c> (<c>SlotlaneClient.GeoradiusStore</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct GeoradiusStoreOptions
     {
         /// <summary>Sends the M flag.</summary>
@@ -403,7 +403,7 @@ namespace Slotlane
         public bool Desc;
     }
 
-    /// <summary>The options of <c>GEORADIUS</c> (<see cref="SlotlaneClient.GeoradiusWith"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>GEORADIUS</c> (<c>SlotlaneClient.GeoradiusWith</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct GeoradiusWithOptions
     {
         /// <summary>Sends the M flag.</summary>
@@ -430,7 +430,7 @@ namespace Slotlane
         public bool Desc;
     }
 
-    /// <summary>The options of <c>GEORADIUSBYMEMBER</c> (<see cref="SlotlaneClient.Georadiusbymember"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>GEORADIUSBYMEMBER</c> (<c>SlotlaneClient.Georadiusbymember</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct GeoradiusbymemberOptions
     {
         /// <summary>Sends the M flag.</summary>
@@ -451,7 +451,7 @@ namespace Slotlane
         public bool Desc;
     }
 
-    /// <summary>The options of <c>GEORADIUSBYMEMBER_RO</c> (<see cref="SlotlaneClient.GeoradiusbymemberRo"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>GEORADIUSBYMEMBER_RO</c> (<c>SlotlaneClient.GeoradiusbymemberRo</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct GeoradiusbymemberRoOptions
     {
         /// <summary>Sends the M flag.</summary>
@@ -472,7 +472,7 @@ namespace Slotlane
         public bool Desc;
     }
 
-    /// <summary>The options of <c>GEORADIUSBYMEMBER_RO</c> (<see cref="SlotlaneClient.GeoradiusbymemberRoWith"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>GEORADIUSBYMEMBER_RO</c> (<c>SlotlaneClient.GeoradiusbymemberRoWith</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct GeoradiusbymemberRoWithOptions
     {
         /// <summary>Sends the M flag.</summary>
@@ -499,7 +499,7 @@ namespace Slotlane
         public bool Desc;
     }
 
-    /// <summary>The options of <c>GEORADIUSBYMEMBER</c> (<see cref="SlotlaneClient.GeoradiusbymemberStore"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>GEORADIUSBYMEMBER</c> (<c>SlotlaneClient.GeoradiusbymemberStore</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct GeoradiusbymemberStoreOptions
     {
         /// <summary>Sends the M flag.</summary>
@@ -520,7 +520,7 @@ namespace Slotlane
         public bool Desc;
     }
 
-    /// <summary>The options of <c>GEORADIUSBYMEMBER</c> (<see cref="SlotlaneClient.GeoradiusbymemberWith"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>GEORADIUSBYMEMBER</c> (<c>SlotlaneClient.GeoradiusbymemberWith</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct GeoradiusbymemberWithOptions
     {
         /// <summary>Sends the M flag.</summary>
@@ -547,7 +547,7 @@ namespace Slotlane
         public bool Desc;
     }
 
-    /// <summary>The options of <c>GEOSEARCH</c> (<see cref="SlotlaneClient.Geosearch"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>GEOSEARCH</c> (<c>SlotlaneClient.Geosearch</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct GeosearchOptions
     {
         /// <summary>The frommember (value) (null: left out).</summary>
@@ -580,7 +580,7 @@ namespace Slotlane
         public bool Any;
     }
 
-    /// <summary>The options of <c>GEOSEARCH</c> (<see cref="SlotlaneClient.GeosearchWith"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>GEOSEARCH</c> (<c>SlotlaneClient.GeosearchWith</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct GeosearchWithOptions
     {
         /// <summary>The frommember (value) (null: left out).</summary>
@@ -619,7 +619,7 @@ namespace Slotlane
         public bool Withhash;
     }
 
-    /// <summary>The options of <c>GEOSEARCHSTORE</c> (<see cref="SlotlaneClient.Geosearchstore"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>GEOSEARCHSTORE</c> (<c>SlotlaneClient.Geosearchstore</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct GeosearchstoreOptions
     {
         /// <summary>The frommember (value) (null: left out).</summary>
@@ -654,7 +654,7 @@ namespace Slotlane
         public bool Storedist;
     }
 
-    /// <summary>The options of <c>GETEX</c> (<see cref="SlotlaneClient.Getex"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>GETEX</c> (<c>SlotlaneClient.Getex</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct GetexOptions
     {
         /// <summary>The ex (integer) (null: left out).</summary>
@@ -669,7 +669,7 @@ namespace Slotlane
         public bool Persist;
     }
 
-    /// <summary>The options of <c>HSCAN</c> (<see cref="SlotlaneClient.Hscan"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>HSCAN</c> (<c>SlotlaneClient.Hscan</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct HscanOptions
     {
         /// <summary>The match (value) (null: left out).</summary>
@@ -678,28 +678,28 @@ namespace Slotlane
         public long? Count;
     }
 
-    /// <summary>The options of <c>INFO</c> (<see cref="SlotlaneClient.Info"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>INFO</c> (<c>SlotlaneClient.Info</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct InfoOptions
     {
         /// <summary>The sections (values) (null: left out).</summary>
         public object[] Sections;
     }
 
-    /// <summary>The options of <c>LATENCY HISTOGRAM</c> (<see cref="SlotlaneClient.LatencyHistogram"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>LATENCY HISTOGRAM</c> (<c>SlotlaneClient.LatencyHistogram</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct LatencyHistogramOptions
     {
         /// <summary>The commands (values) (null: left out).</summary>
         public object[] Commands;
     }
 
-    /// <summary>The options of <c>LATENCY RESET</c> (<see cref="SlotlaneClient.LatencyReset"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>LATENCY RESET</c> (<c>SlotlaneClient.LatencyReset</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct LatencyResetOptions
     {
         /// <summary>The events (values) (null: left out).</summary>
         public object[] Events;
     }
 
-    /// <summary>The options of <c>LCS</c> (<see cref="SlotlaneClient.LcsIdx"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>LCS</c> (<c>SlotlaneClient.LcsIdx</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct LcsIdxOptions
     {
         /// <summary>The minmatchlen (integer) (null: left out).</summary>
@@ -708,7 +708,7 @@ namespace Slotlane
         public bool Withmatchlen;
     }
 
-    /// <summary>The options of <c>LINSERT</c> (<see cref="SlotlaneClient.Linsert"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>LINSERT</c> (<c>SlotlaneClient.Linsert</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct LinsertOptions
     {
         /// <summary>Sends the BEFORE flag.</summary>
@@ -717,7 +717,7 @@ namespace Slotlane
         public bool After;
     }
 
-    /// <summary>The options of <c>LMOVE</c> (<see cref="SlotlaneClient.Lmove"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>LMOVE</c> (<c>SlotlaneClient.Lmove</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct LmoveOptions
     {
         /// <summary>Sends the WHEREFROM_LEFT flag.</summary>
@@ -730,7 +730,7 @@ namespace Slotlane
         public bool WheretoRight;
     }
 
-    /// <summary>The options of <c>LMPOP</c> (<see cref="SlotlaneClient.Lmpop"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>LMPOP</c> (<c>SlotlaneClient.Lmpop</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct LmpopOptions
     {
         /// <summary>Sends the LEFT flag.</summary>
@@ -741,14 +741,14 @@ namespace Slotlane
         public long? Count;
     }
 
-    /// <summary>The options of <c>LOLWUT</c> (<see cref="SlotlaneClient.Lolwut"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>LOLWUT</c> (<c>SlotlaneClient.Lolwut</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct LolwutOptions
     {
         /// <summary>The version (integer) (null: left out).</summary>
         public long? Version;
     }
 
-    /// <summary>The options of <c>LPOS</c> (<see cref="SlotlaneClient.Lpos"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>LPOS</c> (<c>SlotlaneClient.Lpos</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct LposOptions
     {
         /// <summary>The rank (integer) (null: left out).</summary>
@@ -757,7 +757,7 @@ namespace Slotlane
         public long? Maxlen;
     }
 
-    /// <summary>The options of <c>LPOS</c> (<see cref="SlotlaneClient.LposCount"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>LPOS</c> (<c>SlotlaneClient.LposCount</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct LposCountOptions
     {
         /// <summary>The rank (integer) (null: left out).</summary>
@@ -766,14 +766,14 @@ namespace Slotlane
         public long? Maxlen;
     }
 
-    /// <summary>The options of <c>MEMORY USAGE</c> (<see cref="SlotlaneClient.MemoryUsage"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>MEMORY USAGE</c> (<c>SlotlaneClient.MemoryUsage</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct MemoryUsageOptions
     {
         /// <summary>The samples (integer) (null: left out).</summary>
         public long? Samples;
     }
 
-    /// <summary>The options of <c>MIGRATE</c> (<see cref="SlotlaneClient.Migrate"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>MIGRATE</c> (<c>SlotlaneClient.Migrate</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct MigrateOptions
     {
         /// <summary>Sends the COPY flag.</summary>
@@ -790,7 +790,7 @@ namespace Slotlane
         public string[] Keys;
     }
 
-    /// <summary>The options of <c>PEXPIRE</c> (<see cref="SlotlaneClient.Pexpire"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>PEXPIRE</c> (<c>SlotlaneClient.Pexpire</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct PexpireOptions
     {
         /// <summary>Sends the NX flag.</summary>
@@ -803,7 +803,7 @@ namespace Slotlane
         public bool Lt;
     }
 
-    /// <summary>The options of <c>PEXPIREAT</c> (<see cref="SlotlaneClient.Pexpireat"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>PEXPIREAT</c> (<c>SlotlaneClient.Pexpireat</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct PexpireatOptions
     {
         /// <summary>Sends the NX flag.</summary>
@@ -816,42 +816,42 @@ namespace Slotlane
         public bool Lt;
     }
 
-    /// <summary>The options of <c>PFADD</c> (<see cref="SlotlaneClient.Pfadd"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>PFADD</c> (<c>SlotlaneClient.Pfadd</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct PfaddOptions
     {
         /// <summary>The elements (values) (null: left out).</summary>
         public object[] Elements;
     }
 
-    /// <summary>The options of <c>PUBSUB CHANNELS</c> (<see cref="SlotlaneClient.PubsubChannels"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>PUBSUB CHANNELS</c> (<c>SlotlaneClient.PubsubChannels</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct PubsubChannelsOptions
     {
         /// <summary>The pattern (value) (null: left out).</summary>
         public object Pattern;
     }
 
-    /// <summary>The options of <c>PUBSUB NUMSUB</c> (<see cref="SlotlaneClient.PubsubNumsub"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>PUBSUB NUMSUB</c> (<c>SlotlaneClient.PubsubNumsub</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct PubsubNumsubOptions
     {
         /// <summary>The channels (values) (null: left out).</summary>
         public object[] Channels;
     }
 
-    /// <summary>The options of <c>PUBSUB SHARDCHANNELS</c> (<see cref="SlotlaneClient.PubsubShardchannels"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>PUBSUB SHARDCHANNELS</c> (<c>SlotlaneClient.PubsubShardchannels</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct PubsubShardchannelsOptions
     {
         /// <summary>The pattern (value) (null: left out).</summary>
         public object Pattern;
     }
 
-    /// <summary>The options of <c>PUBSUB SHARDNUMSUB</c> (<see cref="SlotlaneClient.PubsubShardnumsub"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>PUBSUB SHARDNUMSUB</c> (<c>SlotlaneClient.PubsubShardnumsub</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct PubsubShardnumsubOptions
     {
         /// <summary>The shardchannels (values) (null: left out).</summary>
         public object[] Shardchannels;
     }
 
-    /// <summary>The options of <c>RESTORE</c> (<see cref="SlotlaneClient.Restore"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>RESTORE</c> (<c>SlotlaneClient.Restore</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct RestoreOptions
     {
         /// <summary>Sends the REPLACE flag.</summary>
@@ -864,7 +864,7 @@ namespace Slotlane
         public long? Freq;
     }
 
-    /// <summary>The options of <c>SCAN</c> (<see cref="SlotlaneClient.Scan"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>SCAN</c> (<c>SlotlaneClient.Scan</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ScanOptions
     {
         /// <summary>The match (value) (null: left out).</summary>
@@ -875,7 +875,7 @@ namespace Slotlane
         public object Type;
     }
 
-    /// <summary>The options of <c>SCRIPT FLUSH</c> (<see cref="SlotlaneClient.ScriptFlush"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>SCRIPT FLUSH</c> (<c>SlotlaneClient.ScriptFlush</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ScriptFlushOptions
     {
         /// <summary>Sends the ASYNC flag.</summary>
@@ -884,7 +884,7 @@ namespace Slotlane
         public bool Sync;
     }
 
-    /// <summary>The options of <c>SET</c> (<see cref="SlotlaneClient.Set"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>SET</c> (<c>SlotlaneClient.Set</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct SetOptions
     {
         /// <summary>Sends the NX flag.</summary>
@@ -903,7 +903,7 @@ namespace Slotlane
         public bool Keepttl;
     }
 
-    /// <summary>The options of <c>SET</c> (<see cref="SlotlaneClient.SetGet"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>SET</c> (<c>SlotlaneClient.SetGet</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct SetGetOptions
     {
         /// <summary>Sends the NX flag.</summary>
@@ -922,21 +922,21 @@ namespace Slotlane
         public bool Keepttl;
     }
 
-    /// <summary>The options of <c>SINTERCARD</c> (<see cref="SlotlaneClient.Sintercard"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>SINTERCARD</c> (<c>SlotlaneClient.Sintercard</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct SintercardOptions
     {
         /// <summary>The limit (integer) (null: left out).</summary>
         public long? Limit;
     }
 
-    /// <summary>The options of <c>SLOWLOG GET</c> (<see cref="SlotlaneClient.SlowlogGet"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>SLOWLOG GET</c> (<c>SlotlaneClient.SlowlogGet</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct SlowlogGetOptions
     {
         /// <summary>The count (integer) (null: left out).</summary>
         public long? Count;
     }
 
-    /// <summary>The options of <c>SORT</c> (<see cref="SlotlaneClient.Sort"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>SORT</c> (<c>SlotlaneClient.Sort</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct SortOptions
     {
         /// <summary>The by (value) (null: left out).</summary>
@@ -955,7 +955,7 @@ namespace Slotlane
         public bool Alpha;
     }
 
-    /// <summary>The options of <c>SORT_RO</c> (<see cref="SlotlaneClient.SortRo"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>SORT_RO</c> (<c>SlotlaneClient.SortRo</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct SortRoOptions
     {
         /// <summary>The by (value) (null: left out).</summary>
@@ -974,7 +974,7 @@ namespace Slotlane
         public bool Alpha;
     }
 
-    /// <summary>The options of <c>SORT</c> (<see cref="SlotlaneClient.SortStore"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>SORT</c> (<c>SlotlaneClient.SortStore</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct SortStoreOptions
     {
         /// <summary>The by (value) (null: left out).</summary>
@@ -993,7 +993,7 @@ namespace Slotlane
         public bool Alpha;
     }
 
-    /// <summary>The options of <c>SSCAN</c> (<see cref="SlotlaneClient.Sscan"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>SSCAN</c> (<c>SlotlaneClient.Sscan</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct SscanOptions
     {
         /// <summary>The match (value) (null: left out).</summary>
@@ -1002,7 +1002,7 @@ namespace Slotlane
         public long? Count;
     }
 
-    /// <summary>The options of <c>XADD</c> (<see cref="SlotlaneClient.Xadd"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>XADD</c> (<c>SlotlaneClient.Xadd</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct XaddOptions
     {
         /// <summary>Sends the NOMKSTREAM flag.</summary>
@@ -1021,7 +1021,7 @@ namespace Slotlane
         public long? Limit;
     }
 
-    /// <summary>The options of <c>XAUTOCLAIM</c> (<see cref="SlotlaneClient.Xautoclaim"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>XAUTOCLAIM</c> (<c>SlotlaneClient.Xautoclaim</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct XautoclaimOptions
     {
         /// <summary>The count (integer) (null: left out).</summary>
@@ -1030,7 +1030,7 @@ namespace Slotlane
         public bool Justid;
     }
 
-    /// <summary>The options of <c>XCLAIM</c> (<see cref="SlotlaneClient.Xclaim"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>XCLAIM</c> (<c>SlotlaneClient.Xclaim</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct XclaimOptions
     {
         /// <summary>The idle (integer) (null: left out).</summary>
@@ -1047,7 +1047,7 @@ namespace Slotlane
         public object Lastid;
     }
 
-    /// <summary>The options of <c>XGROUP CREATE</c> (<see cref="SlotlaneClient.XgroupCreate"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>XGROUP CREATE</c> (<c>SlotlaneClient.XgroupCreate</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct XgroupCreateOptions
     {
         /// <summary>Sends the MKSTREAM flag.</summary>
@@ -1056,21 +1056,21 @@ namespace Slotlane
         public long? Entriesread;
     }
 
-    /// <summary>The options of <c>XGROUP SETID</c> (<see cref="SlotlaneClient.XgroupSetid"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>XGROUP SETID</c> (<c>SlotlaneClient.XgroupSetid</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct XgroupSetidOptions
     {
         /// <summary>The entriesread (integer) (null: left out).</summary>
         public long? Entriesread;
     }
 
-    /// <summary>The options of <c>XINFO STREAM</c> (<see cref="SlotlaneClient.XinfoStream"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>XINFO STREAM</c> (<c>SlotlaneClient.XinfoStream</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct XinfoStreamOptions
     {
         /// <summary>The count (integer) (null: left out).</summary>
         public long? Count;
     }
 
-    /// <summary>The options of <c>XPENDING</c> (<see cref="SlotlaneClient.Xpending"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>XPENDING</c> (<c>SlotlaneClient.Xpending</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct XpendingOptions
     {
         /// <summary>The idle (integer) (null: left out).</summary>
@@ -1085,21 +1085,21 @@ namespace Slotlane
         public object Consumer;
     }
 
-    /// <summary>The options of <c>XRANGE</c> (<see cref="SlotlaneClient.Xrange"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>XRANGE</c> (<c>SlotlaneClient.Xrange</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct XrangeOptions
     {
         /// <summary>The count (integer) (null: left out).</summary>
         public long? Count;
     }
 
-    /// <summary>The options of <c>XREAD</c> (<see cref="SlotlaneClient.Xread"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>XREAD</c> (<c>SlotlaneClient.Xread</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct XreadOptions
     {
         /// <summary>The count (integer) (null: left out).</summary>
         public long? Count;
     }
 
-    /// <summary>The options of <c>XREADGROUP</c> (<see cref="SlotlaneClient.Xreadgroup"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>XREADGROUP</c> (<c>SlotlaneClient.Xreadgroup</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct XreadgroupOptions
     {
         /// <summary>The count (integer) (null: left out).</summary>
@@ -1108,14 +1108,14 @@ namespace Slotlane
         public bool Noack;
     }
 
-    /// <summary>The options of <c>XREVRANGE</c> (<see cref="SlotlaneClient.Xrevrange"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>XREVRANGE</c> (<c>SlotlaneClient.Xrevrange</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct XrevrangeOptions
     {
         /// <summary>The count (integer) (null: left out).</summary>
         public long? Count;
     }
 
-    /// <summary>The options of <c>XSETID</c> (<see cref="SlotlaneClient.Xsetid"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>XSETID</c> (<c>SlotlaneClient.Xsetid</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct XsetidOptions
     {
         /// <summary>The entriesadded (integer) (null: left out).</summary>
@@ -1124,7 +1124,7 @@ namespace Slotlane
         public object Maxdeletedid;
     }
 
-    /// <summary>The options of <c>XTRIM</c> (<see cref="SlotlaneClient.Xtrim"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>XTRIM</c> (<c>SlotlaneClient.Xtrim</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct XtrimOptions
     {
         /// <summary>Sends the MAXLEN flag.</summary>
@@ -1139,7 +1139,7 @@ namespace Slotlane
         public long? Limit;
     }
 
-    /// <summary>The options of <c>ZADD</c> (<see cref="SlotlaneClient.Zadd"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZADD</c> (<c>SlotlaneClient.Zadd</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZaddOptions
     {
         /// <summary>Sends the NX flag.</summary>
@@ -1154,7 +1154,7 @@ namespace Slotlane
         public bool Ch;
     }
 
-    /// <summary>The options of <c>ZADD</c> (<see cref="SlotlaneClient.ZaddIncr"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZADD</c> (<c>SlotlaneClient.ZaddIncr</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZaddIncrOptions
     {
         /// <summary>Sends the NX flag.</summary>
@@ -1169,7 +1169,7 @@ namespace Slotlane
         public bool Ch;
     }
 
-    /// <summary>The options of <c>ZINTER</c> (<see cref="SlotlaneClient.Zinter"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZINTER</c> (<c>SlotlaneClient.Zinter</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZinterOptions
     {
         /// <summary>The weights (numbers) (null: left out).</summary>
@@ -1182,7 +1182,7 @@ namespace Slotlane
         public bool Max;
     }
 
-    /// <summary>The options of <c>ZINTER</c> (<see cref="SlotlaneClient.ZinterWithscores"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZINTER</c> (<c>SlotlaneClient.ZinterWithscores</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZinterWithscoresOptions
     {
         /// <summary>The weights (numbers) (null: left out).</summary>
@@ -1195,14 +1195,14 @@ namespace Slotlane
         public bool Max;
     }
 
-    /// <summary>The options of <c>ZINTERCARD</c> (<see cref="SlotlaneClient.Zintercard"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZINTERCARD</c> (<c>SlotlaneClient.Zintercard</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZintercardOptions
     {
         /// <summary>The limit (integer) (null: left out).</summary>
         public long? Limit;
     }
 
-    /// <summary>The options of <c>ZINTERSTORE</c> (<see cref="SlotlaneClient.Zinterstore"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZINTERSTORE</c> (<c>SlotlaneClient.Zinterstore</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZinterstoreOptions
     {
         /// <summary>The weights (numbers) (null: left out).</summary>
@@ -1215,7 +1215,7 @@ namespace Slotlane
         public bool Max;
     }
 
-    /// <summary>The options of <c>ZMPOP</c> (<see cref="SlotlaneClient.Zmpop"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZMPOP</c> (<c>SlotlaneClient.Zmpop</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZmpopOptions
     {
         /// <summary>Sends the MIN flag.</summary>
@@ -1226,21 +1226,21 @@ namespace Slotlane
         public long? Count;
     }
 
-    /// <summary>The options of <c>ZPOPMAX</c> (<see cref="SlotlaneClient.Zpopmax"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZPOPMAX</c> (<c>SlotlaneClient.Zpopmax</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZpopmaxOptions
     {
         /// <summary>The count (integer) (null: left out).</summary>
         public long? Count;
     }
 
-    /// <summary>The options of <c>ZPOPMIN</c> (<see cref="SlotlaneClient.Zpopmin"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZPOPMIN</c> (<c>SlotlaneClient.Zpopmin</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZpopminOptions
     {
         /// <summary>The count (integer) (null: left out).</summary>
         public long? Count;
     }
 
-    /// <summary>The options of <c>ZRANGE</c> (<see cref="SlotlaneClient.Zrange"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZRANGE</c> (<c>SlotlaneClient.Zrange</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZrangeOptions
     {
         /// <summary>Sends the BYSCORE flag.</summary>
@@ -1255,7 +1255,7 @@ namespace Slotlane
         public long? Count;
     }
 
-    /// <summary>The options of <c>ZRANGE</c> (<see cref="SlotlaneClient.ZrangeWithscores"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZRANGE</c> (<c>SlotlaneClient.ZrangeWithscores</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZrangeWithscoresOptions
     {
         /// <summary>Sends the BYSCORE flag.</summary>
@@ -1270,7 +1270,7 @@ namespace Slotlane
         public long? Count;
     }
 
-    /// <summary>The options of <c>ZRANGEBYLEX</c> (<see cref="SlotlaneClient.Zrangebylex"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZRANGEBYLEX</c> (<c>SlotlaneClient.Zrangebylex</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZrangebylexOptions
     {
         /// <summary>The offset (integer) (null: left out).</summary>
@@ -1279,7 +1279,7 @@ namespace Slotlane
         public long? Count;
     }
 
-    /// <summary>The options of <c>ZRANGEBYSCORE</c> (<see cref="SlotlaneClient.Zrangebyscore"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZRANGEBYSCORE</c> (<c>SlotlaneClient.Zrangebyscore</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZrangebyscoreOptions
     {
         /// <summary>The offset (integer) (null: left out).</summary>
@@ -1288,7 +1288,7 @@ namespace Slotlane
         public long? Count;
     }
 
-    /// <summary>The options of <c>ZRANGEBYSCORE</c> (<see cref="SlotlaneClient.ZrangebyscoreWithscores"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZRANGEBYSCORE</c> (<c>SlotlaneClient.ZrangebyscoreWithscores</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZrangebyscoreWithscoresOptions
     {
         /// <summary>The offset (integer) (null: left out).</summary>
@@ -1297,7 +1297,7 @@ namespace Slotlane
         public long? Count;
     }
 
-    /// <summary>The options of <c>ZRANGESTORE</c> (<see cref="SlotlaneClient.Zrangestore"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZRANGESTORE</c> (<c>SlotlaneClient.Zrangestore</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZrangestoreOptions
     {
         /// <summary>Sends the BYSCORE flag.</summary>
@@ -1312,7 +1312,7 @@ namespace Slotlane
         public long? Count;
     }
 
-    /// <summary>The options of <c>ZREVRANGEBYLEX</c> (<see cref="SlotlaneClient.Zrevrangebylex"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZREVRANGEBYLEX</c> (<c>SlotlaneClient.Zrevrangebylex</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZrevrangebylexOptions
     {
         /// <summary>The offset (integer) (null: left out).</summary>
@@ -1321,7 +1321,7 @@ namespace Slotlane
         public long? Count;
     }
 
-    /// <summary>The options of <c>ZREVRANGEBYSCORE</c> (<see cref="SlotlaneClient.Zrevrangebyscore"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZREVRANGEBYSCORE</c> (<c>SlotlaneClient.Zrevrangebyscore</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZrevrangebyscoreOptions
     {
         /// <summary>The offset (integer) (null: left out).</summary>
@@ -1330,7 +1330,7 @@ namespace Slotlane
         public long? Count;
     }
 
-    /// <summary>The options of <c>ZREVRANGEBYSCORE</c> (<see cref="SlotlaneClient.ZrevrangebyscoreWithscores"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZREVRANGEBYSCORE</c> (<c>SlotlaneClient.ZrevrangebyscoreWithscores</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZrevrangebyscoreWithscoresOptions
     {
         /// <summary>The offset (integer) (null: left out).</summary>
@@ -1339,7 +1339,7 @@ namespace Slotlane
         public long? Count;
     }
 
-    /// <summary>The options of <c>ZSCAN</c> (<see cref="SlotlaneClient.Zscan"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZSCAN</c> (<c>SlotlaneClient.Zscan</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZscanOptions
     {
         /// <summary>The match (value) (null: left out).</summary>
@@ -1348,7 +1348,7 @@ namespace Slotlane
         public long? Count;
     }
 
-    /// <summary>The options of <c>ZUNION</c> (<see cref="SlotlaneClient.Zunion"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZUNION</c> (<c>SlotlaneClient.Zunion</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZunionOptions
     {
         /// <summary>The weights (numbers) (null: left out).</summary>
@@ -1361,7 +1361,7 @@ namespace Slotlane
         public bool Max;
     }
 
-    /// <summary>The options of <c>ZUNION</c> (<see cref="SlotlaneClient.ZunionWithscores"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZUNION</c> (<c>SlotlaneClient.ZunionWithscores</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZunionWithscoresOptions
     {
         /// <summary>The weights (numbers) (null: left out).</summary>
@@ -1374,7 +1374,7 @@ namespace Slotlane
         public bool Max;
     }
 
-    /// <summary>The options of <c>ZUNIONSTORE</c> (<see cref="SlotlaneClient.Zunionstore"/>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    /// <summary>The options of <c>ZUNIONSTORE</c> (<c>SlotlaneClient.Zunionstore</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ZunionstoreOptions
     {
         /// <summary>The weights (numbers) (null: left out).</summary>

@@ -4544,9 +4544,17 @@ namespace Slotlane
 
         /// <summary><c>ACL CAT</c> (server): List the ACL categories or the commands inside a category.</summary>
         /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 6.0.0.</remarks>
+        /// <returns>The reply as <c>string[]</c>.</returns>
+        public string[] AclCat()
+        {
+            return Run(CommandArgs.AclCat(default(AclCatOptions)), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>ACL CAT</c> (server): List the ACL categories or the commands inside a category.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 6.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string[]</c>.</returns>
-        public string[] AclCat(AclCatOptions options = default(AclCatOptions))
+        public string[] AclCat(AclCatOptions options)
         {
             return Run(CommandArgs.AclCat(options), CommandArgs.S_ARRAY_STRINGE);
         }
@@ -4564,18 +4572,36 @@ namespace Slotlane
         /// <remarks>Reply: <c>any</c>. Since Redis 7.0.0.</remarks>
         /// <param name="username">The username (value).</param>
         /// <param name="command">The command (value).</param>
+        /// <returns>The reply as <c>object</c>.</returns>
+        public object AclDryrun(object username, object command)
+        {
+            return Run(CommandArgs.AclDryrun(username, command, default(AclDryrunOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>ACL DRYRUN</c> (server): Returns whether the user can execute the given command without executing the command.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="username">The username (value).</param>
+        /// <param name="command">The command (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>object</c>.</returns>
-        public object AclDryrun(object username, object command, AclDryrunOptions options = default(AclDryrunOptions))
+        public object AclDryrun(object username, object command, AclDryrunOptions options)
         {
             return Run(CommandArgs.AclDryrun(username, command, options), CommandArgs.S_ANY);
         }
 
         /// <summary><c>ACL GENPASS</c> (server): Generate a pseudorandom secure password to use for ACL users.</summary>
         /// <remarks>Reply: <c>string</c>. Since Redis 6.0.0.</remarks>
+        /// <returns>The reply as <c>string</c>.</returns>
+        public string AclGenpass()
+        {
+            return Run(CommandArgs.AclGenpass(default(AclGenpassOptions)), CommandArgs.S_STRING);
+        }
+
+        /// <summary><c>ACL GENPASS</c> (server): Generate a pseudorandom secure password to use for ACL users.</summary>
+        /// <remarks>Reply: <c>string</c>. Since Redis 6.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string</c>.</returns>
-        public string AclGenpass(AclGenpassOptions options = default(AclGenpassOptions))
+        public string AclGenpass(AclGenpassOptions options)
         {
             return Run(CommandArgs.AclGenpass(options), CommandArgs.S_STRING);
         }
@@ -4607,9 +4633,17 @@ namespace Slotlane
 
         /// <summary><c>ACL LOG</c> (server): List latest events denied because of ACLs in place.</summary>
         /// <remarks>Reply: <c>array&lt;map&lt;string,any&gt;&gt;</c>. Since Redis 6.0.0.</remarks>
+        /// <returns>The reply as <c>Dictionary&lt;string, object&gt;[]</c>.</returns>
+        public Dictionary<string, object>[] AclLog()
+        {
+            return Run(CommandArgs.AclLog(default(AclLogOptions)), CommandArgs.S_ARRAY_MAP_STRING_ANYEE);
+        }
+
+        /// <summary><c>ACL LOG</c> (server): List latest events denied because of ACLs in place.</summary>
+        /// <remarks>Reply: <c>array&lt;map&lt;string,any&gt;&gt;</c>. Since Redis 6.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>Dictionary&lt;string, object&gt;[]</c>.</returns>
-        public Dictionary<string, object>[] AclLog(AclLogOptions options = default(AclLogOptions))
+        public Dictionary<string, object>[] AclLog(AclLogOptions options)
         {
             return Run(CommandArgs.AclLog(options), CommandArgs.S_ARRAY_MAP_STRING_ANYEE);
         }
@@ -4633,9 +4667,18 @@ namespace Slotlane
         /// <summary><c>ACL SETUSER</c> (server): Modify or create the rules for a specific ACL user.</summary>
         /// <remarks>Reply: <c>ok</c>. Since Redis 6.0.0.</remarks>
         /// <param name="username">The username (value).</param>
+        /// <returns>The reply as <c>bool</c>.</returns>
+        public bool AclSetuser(object username)
+        {
+            return Run(CommandArgs.AclSetuser(username, default(AclSetuserOptions)), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>ACL SETUSER</c> (server): Modify or create the rules for a specific ACL user.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 6.0.0.</remarks>
+        /// <param name="username">The username (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>bool</c>.</returns>
-        public bool AclSetuser(object username, AclSetuserOptions options = default(AclSetuserOptions))
+        public bool AclSetuser(object username, AclSetuserOptions options)
         {
             return Run(CommandArgs.AclSetuser(username, options), CommandArgs.S_OK);
         }
@@ -4669,9 +4712,18 @@ namespace Slotlane
         /// <summary><c>BITCOUNT</c> (bitmap): Count set bits in a string.</summary>
         /// <remarks>Reply: <c>int</c>. Since Redis 2.6.0.</remarks>
         /// <param name="key">The key (key).</param>
+        /// <returns>The reply as <c>long</c>.</returns>
+        public long Bitcount(string key)
+        {
+            return Run(CommandArgs.Bitcount(key, default(BitcountOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>BITCOUNT</c> (bitmap): Count set bits in a string.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 2.6.0.</remarks>
+        /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long</c>.</returns>
-        public long Bitcount(string key, BitcountOptions options = default(BitcountOptions))
+        public long Bitcount(string key, BitcountOptions options)
         {
             return Run(CommandArgs.Bitcount(key, options), CommandArgs.S_INT);
         }
@@ -4679,9 +4731,18 @@ namespace Slotlane
         /// <summary><c>BITFIELD_RO</c> (bitmap): Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD.</summary>
         /// <remarks>Reply: <c>array&lt;int?&gt;</c>. Since Redis 6.0.0.</remarks>
         /// <param name="key">The key (key).</param>
+        /// <returns>The reply as <c>long?[]</c>.</returns>
+        public long?[] BitfieldRo(string key)
+        {
+            return Run(CommandArgs.BitfieldRo(key, default(BitfieldRoOptions)), CommandArgs.S_ARRAY_INTNE);
+        }
+
+        /// <summary><c>BITFIELD_RO</c> (bitmap): Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD.</summary>
+        /// <remarks>Reply: <c>array&lt;int?&gt;</c>. Since Redis 6.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long?[]</c>.</returns>
-        public long?[] BitfieldRo(string key, BitfieldRoOptions options = default(BitfieldRoOptions))
+        public long?[] BitfieldRo(string key, BitfieldRoOptions options)
         {
             return Run(CommandArgs.BitfieldRo(key, options), CommandArgs.S_ARRAY_INTNE);
         }
@@ -4701,9 +4762,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>int</c>. Since Redis 2.8.7.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="bit">The bit (integer).</param>
+        /// <returns>The reply as <c>long</c>.</returns>
+        public long Bitpos(string key, long bit)
+        {
+            return Run(CommandArgs.Bitpos(key, bit, default(BitposOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>BITPOS</c> (bitmap): Find first bit set or clear in a string.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 2.8.7.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="bit">The bit (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long</c>.</returns>
-        public long Bitpos(string key, long bit, BitposOptions options = default(BitposOptions))
+        public long Bitpos(string key, long bit, BitposOptions options)
         {
             return Run(CommandArgs.Bitpos(key, bit, options), CommandArgs.S_INT);
         }
@@ -4742,18 +4813,34 @@ namespace Slotlane
 
         /// <summary><c>CLIENT KILL</c> (connection): Kill the connection of a client.</summary>
         /// <remarks>Reply: <c>int</c>. Since Redis 2.4.0.</remarks>
+        /// <returns>The reply as <c>long</c>.</returns>
+        public long ClientKill()
+        {
+            return Run(CommandArgs.ClientKill(default(ClientKillOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>CLIENT KILL</c> (connection): Kill the connection of a client.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 2.4.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long</c>.</returns>
-        public long ClientKill(ClientKillOptions options = default(ClientKillOptions))
+        public long ClientKill(ClientKillOptions options)
         {
             return Run(CommandArgs.ClientKill(options), CommandArgs.S_INT);
         }
 
         /// <summary><c>CLIENT LIST</c> (connection): Get the list of client connections.</summary>
         /// <remarks>Reply: <c>string</c>. Since Redis 2.4.0.</remarks>
+        /// <returns>The reply as <c>string</c>.</returns>
+        public string ClientList()
+        {
+            return Run(CommandArgs.ClientList(default(ClientListOptions)), CommandArgs.S_STRING);
+        }
+
+        /// <summary><c>CLIENT LIST</c> (connection): Get the list of client connections.</summary>
+        /// <remarks>Reply: <c>string</c>. Since Redis 2.4.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string</c>.</returns>
-        public string ClientList(ClientListOptions options = default(ClientListOptions))
+        public string ClientList(ClientListOptions options)
         {
             return Run(CommandArgs.ClientList(options), CommandArgs.S_STRING);
         }
@@ -4769,9 +4856,18 @@ namespace Slotlane
         /// <summary><c>CLIENT UNBLOCK</c> (connection): Unblock a client blocked in a blocking command from a different connection.</summary>
         /// <remarks>Reply: <c>bool</c>. Since Redis 5.0.0.</remarks>
         /// <param name="clientId">The client id (integer).</param>
+        /// <returns>The reply as <c>bool</c>.</returns>
+        public bool ClientUnblock(long clientId)
+        {
+            return Run(CommandArgs.ClientUnblock(clientId, default(ClientUnblockOptions)), CommandArgs.S_BOOL);
+        }
+
+        /// <summary><c>CLIENT UNBLOCK</c> (connection): Unblock a client blocked in a blocking command from a different connection.</summary>
+        /// <remarks>Reply: <c>bool</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="clientId">The client id (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>bool</c>.</returns>
-        public bool ClientUnblock(long clientId, ClientUnblockOptions options = default(ClientUnblockOptions))
+        public bool ClientUnblock(long clientId, ClientUnblockOptions options)
         {
             return Run(CommandArgs.ClientUnblock(clientId, options), CommandArgs.S_BOOL);
         }
@@ -4794,27 +4890,51 @@ namespace Slotlane
 
         /// <summary><c>COMMAND DOCS</c> (server): Get array of specific Redis command documentation.</summary>
         /// <remarks>Reply: <c>map&lt;string,any&gt;</c>. Since Redis 7.0.0.</remarks>
+        /// <returns>The reply as <c>Dictionary&lt;string, object&gt;</c>.</returns>
+        public Dictionary<string, object> CommandDocs()
+        {
+            return Run(CommandArgs.CommandDocs(default(CommandDocsOptions)), CommandArgs.S_MAP_STRING_ANYE);
+        }
+
+        /// <summary><c>COMMAND DOCS</c> (server): Get array of specific Redis command documentation.</summary>
+        /// <remarks>Reply: <c>map&lt;string,any&gt;</c>. Since Redis 7.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>Dictionary&lt;string, object&gt;</c>.</returns>
-        public Dictionary<string, object> CommandDocs(CommandDocsOptions options = default(CommandDocsOptions))
+        public Dictionary<string, object> CommandDocs(CommandDocsOptions options)
         {
             return Run(CommandArgs.CommandDocs(options), CommandArgs.S_MAP_STRING_ANYE);
         }
 
         /// <summary><c>COMMAND INFO</c> (server): Get array of specific Redis command details, or all when no argument is given.</summary>
         /// <remarks>Reply: <c>array&lt;any&gt;</c>. Since Redis 2.8.13.</remarks>
+        /// <returns>The reply as <c>object[]</c>.</returns>
+        public object[] CommandInfo()
+        {
+            return Run(CommandArgs.CommandInfo(default(CommandInfoOptions)), CommandArgs.S_ARRAY_ANYE);
+        }
+
+        /// <summary><c>COMMAND INFO</c> (server): Get array of specific Redis command details, or all when no argument is given.</summary>
+        /// <remarks>Reply: <c>array&lt;any&gt;</c>. Since Redis 2.8.13.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>object[]</c>.</returns>
-        public object[] CommandInfo(CommandInfoOptions options = default(CommandInfoOptions))
+        public object[] CommandInfo(CommandInfoOptions options)
         {
             return Run(CommandArgs.CommandInfo(options), CommandArgs.S_ARRAY_ANYE);
         }
 
         /// <summary><c>COMMAND LIST</c> (server): Get an array of Redis command names.</summary>
         /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 7.0.0.</remarks>
+        /// <returns>The reply as <c>string[]</c>.</returns>
+        public string[] CommandList()
+        {
+            return Run(CommandArgs.CommandList(default(CommandListOptions)), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>COMMAND LIST</c> (server): Get an array of Redis command names.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 7.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string[]</c>.</returns>
-        public string[] CommandList(CommandListOptions options = default(CommandListOptions))
+        public string[] CommandList(CommandListOptions options)
         {
             return Run(CommandArgs.CommandList(options), CommandArgs.S_ARRAY_STRINGE);
         }
@@ -4857,9 +4977,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>bool</c>. Since Redis 6.2.0.</remarks>
         /// <param name="source">The source (key).</param>
         /// <param name="destination">The destination (key).</param>
+        /// <returns>The reply as <c>bool</c>.</returns>
+        public bool Copy(string source, string destination)
+        {
+            return Run(CommandArgs.Copy(source, destination, default(CopyOptions)), CommandArgs.S_BOOL);
+        }
+
+        /// <summary><c>COPY</c> (generic): Copy a key.</summary>
+        /// <remarks>Reply: <c>bool</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="source">The source (key).</param>
+        /// <param name="destination">The destination (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>bool</c>.</returns>
-        public bool Copy(string source, string destination, CopyOptions options = default(CopyOptions))
+        public bool Copy(string source, string destination, CopyOptions options)
         {
             return Run(CommandArgs.Copy(source, destination, options), CommandArgs.S_BOOL);
         }
@@ -4921,9 +5051,18 @@ namespace Slotlane
         /// <summary><c>EVAL</c> (scripting): Execute a Lua script server side.</summary>
         /// <remarks>Reply: <c>any</c>. Since Redis 2.6.0.</remarks>
         /// <param name="script">The script (value).</param>
+        /// <returns>The reply as <c>object</c>.</returns>
+        public object Eval(object script)
+        {
+            return Run(CommandArgs.Eval(script, default(EvalOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>EVAL</c> (scripting): Execute a Lua script server side.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 2.6.0.</remarks>
+        /// <param name="script">The script (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>object</c>.</returns>
-        public object Eval(object script, EvalOptions options = default(EvalOptions))
+        public object Eval(object script, EvalOptions options)
         {
             return Run(CommandArgs.Eval(script, options), CommandArgs.S_ANY);
         }
@@ -4931,9 +5070,18 @@ namespace Slotlane
         /// <summary><c>EVAL_RO</c> (scripting): Execute a read-only Lua script server side.</summary>
         /// <remarks>Reply: <c>any</c>. Since Redis 7.0.0.</remarks>
         /// <param name="script">The script (value).</param>
+        /// <returns>The reply as <c>object</c>.</returns>
+        public object EvalRo(object script)
+        {
+            return Run(CommandArgs.EvalRo(script, default(EvalRoOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>EVAL_RO</c> (scripting): Execute a read-only Lua script server side.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="script">The script (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>object</c>.</returns>
-        public object EvalRo(object script, EvalRoOptions options = default(EvalRoOptions))
+        public object EvalRo(object script, EvalRoOptions options)
         {
             return Run(CommandArgs.EvalRo(script, options), CommandArgs.S_ANY);
         }
@@ -4941,9 +5089,18 @@ namespace Slotlane
         /// <summary><c>EVALSHA</c> (scripting): Execute a Lua script server side.</summary>
         /// <remarks>Reply: <c>any</c>. Since Redis 2.6.0.</remarks>
         /// <param name="sha1">The sha1 (value).</param>
+        /// <returns>The reply as <c>object</c>.</returns>
+        public object Evalsha(object sha1)
+        {
+            return Run(CommandArgs.Evalsha(sha1, default(EvalshaOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>EVALSHA</c> (scripting): Execute a Lua script server side.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 2.6.0.</remarks>
+        /// <param name="sha1">The sha1 (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>object</c>.</returns>
-        public object Evalsha(object sha1, EvalshaOptions options = default(EvalshaOptions))
+        public object Evalsha(object sha1, EvalshaOptions options)
         {
             return Run(CommandArgs.Evalsha(sha1, options), CommandArgs.S_ANY);
         }
@@ -4951,9 +5108,18 @@ namespace Slotlane
         /// <summary><c>EVALSHA_RO</c> (scripting): Execute a read-only Lua script server side.</summary>
         /// <remarks>Reply: <c>any</c>. Since Redis 7.0.0.</remarks>
         /// <param name="sha1">The sha1 (value).</param>
+        /// <returns>The reply as <c>object</c>.</returns>
+        public object EvalshaRo(object sha1)
+        {
+            return Run(CommandArgs.EvalshaRo(sha1, default(EvalshaRoOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>EVALSHA_RO</c> (scripting): Execute a read-only Lua script server side.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="sha1">The sha1 (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>object</c>.</returns>
-        public object EvalshaRo(object sha1, EvalshaRoOptions options = default(EvalshaRoOptions))
+        public object EvalshaRo(object sha1, EvalshaRoOptions options)
         {
             return Run(CommandArgs.EvalshaRo(sha1, options), CommandArgs.S_ANY);
         }
@@ -4971,9 +5137,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>bool</c>. Since Redis 1.0.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="seconds">The seconds (integer).</param>
+        /// <returns>The reply as <c>bool</c>.</returns>
+        public bool Expire(string key, long seconds)
+        {
+            return Run(CommandArgs.Expire(key, seconds, default(ExpireOptions)), CommandArgs.S_BOOL);
+        }
+
+        /// <summary><c>EXPIRE</c> (generic): Set a key's time to live in seconds.</summary>
+        /// <remarks>Reply: <c>bool</c>. Since Redis 1.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="seconds">The seconds (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>bool</c>.</returns>
-        public bool Expire(string key, long seconds, ExpireOptions options = default(ExpireOptions))
+        public bool Expire(string key, long seconds, ExpireOptions options)
         {
             return Run(CommandArgs.Expire(key, seconds, options), CommandArgs.S_BOOL);
         }
@@ -4982,9 +5158,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>bool</c>. Since Redis 1.2.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="unixTimeSeconds">The unix time seconds (integer).</param>
+        /// <returns>The reply as <c>bool</c>.</returns>
+        public bool Expireat(string key, long unixTimeSeconds)
+        {
+            return Run(CommandArgs.Expireat(key, unixTimeSeconds, default(ExpireatOptions)), CommandArgs.S_BOOL);
+        }
+
+        /// <summary><c>EXPIREAT</c> (generic): Set the expiration for a key as a UNIX timestamp.</summary>
+        /// <remarks>Reply: <c>bool</c>. Since Redis 1.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="unixTimeSeconds">The unix time seconds (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>bool</c>.</returns>
-        public bool Expireat(string key, long unixTimeSeconds, ExpireatOptions options = default(ExpireatOptions))
+        public bool Expireat(string key, long unixTimeSeconds, ExpireatOptions options)
         {
             return Run(CommandArgs.Expireat(key, unixTimeSeconds, options), CommandArgs.S_BOOL);
         }
@@ -5001,9 +5187,18 @@ namespace Slotlane
         /// <summary><c>FCALL</c> (scripting): Invoke a function.</summary>
         /// <remarks>Reply: <c>any</c>. Since Redis 7.0.0.</remarks>
         /// <param name="function">The function (value).</param>
+        /// <returns>The reply as <c>object</c>.</returns>
+        public object Fcall(object function)
+        {
+            return Run(CommandArgs.Fcall(function, default(FcallOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>FCALL</c> (scripting): Invoke a function.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="function">The function (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>object</c>.</returns>
-        public object Fcall(object function, FcallOptions options = default(FcallOptions))
+        public object Fcall(object function, FcallOptions options)
         {
             return Run(CommandArgs.Fcall(function, options), CommandArgs.S_ANY);
         }
@@ -5011,27 +5206,52 @@ namespace Slotlane
         /// <summary><c>FCALL_RO</c> (scripting): Invoke a read-only function.</summary>
         /// <remarks>Reply: <c>any</c>. Since Redis 7.0.0.</remarks>
         /// <param name="function">The function (value).</param>
+        /// <returns>The reply as <c>object</c>.</returns>
+        public object FcallRo(object function)
+        {
+            return Run(CommandArgs.FcallRo(function, default(FcallRoOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>FCALL_RO</c> (scripting): Invoke a read-only function.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="function">The function (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>object</c>.</returns>
-        public object FcallRo(object function, FcallRoOptions options = default(FcallRoOptions))
+        public object FcallRo(object function, FcallRoOptions options)
         {
             return Run(CommandArgs.FcallRo(function, options), CommandArgs.S_ANY);
         }
 
         /// <summary><c>FLUSHALL</c> (server): Remove all keys from all databases.</summary>
         /// <remarks>Reply: <c>ok</c>. Since Redis 1.0.0.</remarks>
+        /// <returns>The reply as <c>bool</c>.</returns>
+        public bool Flushall()
+        {
+            return Run(CommandArgs.Flushall(default(FlushallOptions)), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>FLUSHALL</c> (server): Remove all keys from all databases.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 1.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>bool</c>.</returns>
-        public bool Flushall(FlushallOptions options = default(FlushallOptions))
+        public bool Flushall(FlushallOptions options)
         {
             return Run(CommandArgs.Flushall(options), CommandArgs.S_OK);
         }
 
         /// <summary><c>FLUSHDB</c> (server): Remove all keys from the current database.</summary>
         /// <remarks>Reply: <c>ok</c>. Since Redis 1.0.0.</remarks>
+        /// <returns>The reply as <c>bool</c>.</returns>
+        public bool Flushdb()
+        {
+            return Run(CommandArgs.Flushdb(default(FlushdbOptions)), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>FLUSHDB</c> (server): Remove all keys from the current database.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 1.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>bool</c>.</returns>
-        public bool Flushdb(FlushdbOptions options = default(FlushdbOptions))
+        public bool Flushdb(FlushdbOptions options)
         {
             return Run(CommandArgs.Flushdb(options), CommandArgs.S_OK);
         }
@@ -5055,9 +5275,17 @@ namespace Slotlane
 
         /// <summary><c>FUNCTION FLUSH</c> (scripting): Deleting all functions.</summary>
         /// <remarks>Reply: <c>ok</c>. Since Redis 7.0.0.</remarks>
+        /// <returns>The reply as <c>bool</c>.</returns>
+        public bool FunctionFlush()
+        {
+            return Run(CommandArgs.FunctionFlush(default(FunctionFlushOptions)), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>FUNCTION FLUSH</c> (scripting): Deleting all functions.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 7.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>bool</c>.</returns>
-        public bool FunctionFlush(FunctionFlushOptions options = default(FunctionFlushOptions))
+        public bool FunctionFlush(FunctionFlushOptions options)
         {
             return Run(CommandArgs.FunctionFlush(options), CommandArgs.S_OK);
         }
@@ -5072,9 +5300,17 @@ namespace Slotlane
 
         /// <summary><c>FUNCTION LIST</c> (scripting): List information about all the functions.</summary>
         /// <remarks>Reply: <c>array&lt;map&lt;string,any&gt;&gt;</c>. Since Redis 7.0.0.</remarks>
+        /// <returns>The reply as <c>Dictionary&lt;string, object&gt;[]</c>.</returns>
+        public Dictionary<string, object>[] FunctionList()
+        {
+            return Run(CommandArgs.FunctionList(default(FunctionListOptions)), CommandArgs.S_ARRAY_MAP_STRING_ANYEE);
+        }
+
+        /// <summary><c>FUNCTION LIST</c> (scripting): List information about all the functions.</summary>
+        /// <remarks>Reply: <c>array&lt;map&lt;string,any&gt;&gt;</c>. Since Redis 7.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>Dictionary&lt;string, object&gt;[]</c>.</returns>
-        public Dictionary<string, object>[] FunctionList(FunctionListOptions options = default(FunctionListOptions))
+        public Dictionary<string, object>[] FunctionList(FunctionListOptions options)
         {
             return Run(CommandArgs.FunctionList(options), CommandArgs.S_ARRAY_MAP_STRING_ANYEE);
         }
@@ -5082,9 +5318,18 @@ namespace Slotlane
         /// <summary><c>FUNCTION LOAD</c> (scripting): Create a function with the given arguments (name, code, description).</summary>
         /// <remarks>Reply: <c>string</c>. Since Redis 7.0.0.</remarks>
         /// <param name="functionCode">The function code (value).</param>
+        /// <returns>The reply as <c>string</c>.</returns>
+        public string FunctionLoad(object functionCode)
+        {
+            return Run(CommandArgs.FunctionLoad(functionCode, default(FunctionLoadOptions)), CommandArgs.S_STRING);
+        }
+
+        /// <summary><c>FUNCTION LOAD</c> (scripting): Create a function with the given arguments (name, code, description).</summary>
+        /// <remarks>Reply: <c>string</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="functionCode">The function code (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string</c>.</returns>
-        public string FunctionLoad(object functionCode, FunctionLoadOptions options = default(FunctionLoadOptions))
+        public string FunctionLoad(object functionCode, FunctionLoadOptions options)
         {
             return Run(CommandArgs.FunctionLoad(functionCode, options), CommandArgs.S_STRING);
         }
@@ -5092,9 +5337,18 @@ namespace Slotlane
         /// <summary><c>FUNCTION RESTORE</c> (scripting): Restore all the functions on the given payload.</summary>
         /// <remarks>Reply: <c>ok</c>. Since Redis 7.0.0.</remarks>
         /// <param name="serializedValue">The serialized value (value).</param>
+        /// <returns>The reply as <c>bool</c>.</returns>
+        public bool FunctionRestore(object serializedValue)
+        {
+            return Run(CommandArgs.FunctionRestore(serializedValue, default(FunctionRestoreOptions)), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>FUNCTION RESTORE</c> (scripting): Restore all the functions on the given payload.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="serializedValue">The serialized value (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>bool</c>.</returns>
-        public bool FunctionRestore(object serializedValue, FunctionRestoreOptions options = default(FunctionRestoreOptions))
+        public bool FunctionRestore(object serializedValue, FunctionRestoreOptions options)
         {
             return Run(CommandArgs.FunctionRestore(serializedValue, options), CommandArgs.S_OK);
         }
@@ -5111,9 +5365,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>int</c>. Since Redis 3.2.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="longitudeLatitudeMember">The (longitude, latitude, member) tuples.</param>
+        /// <returns>The reply as <c>long</c>.</returns>
+        public long Geoadd(string key, ValueTuple<double, double, object>[] longitudeLatitudeMember)
+        {
+            return Run(CommandArgs.Geoadd(key, longitudeLatitudeMember, default(GeoaddOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>GEOADD</c> (geo): Add one or more geospatial items in the geospatial index represented using a sorted set.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 3.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="longitudeLatitudeMember">The (longitude, latitude, member) tuples.</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long</c>.</returns>
-        public long Geoadd(string key, ValueTuple<double, double, object>[] longitudeLatitudeMember, GeoaddOptions options = default(GeoaddOptions))
+        public long Geoadd(string key, ValueTuple<double, double, object>[] longitudeLatitudeMember, GeoaddOptions options)
         {
             return Run(CommandArgs.Geoadd(key, longitudeLatitudeMember, options), CommandArgs.S_INT);
         }
@@ -5123,9 +5387,20 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="member1">The member1 (value).</param>
         /// <param name="member2">The member2 (value).</param>
+        /// <returns>The reply as <c>double?</c>.</returns>
+        public double? Geodist(string key, object member1, object member2)
+        {
+            return Run(CommandArgs.Geodist(key, member1, member2, default(GeodistOptions)), CommandArgs.S_DOUBLEN);
+        }
+
+        /// <summary><c>GEODIST</c> (geo): Returns the distance between two members of a geospatial index.</summary>
+        /// <remarks>Reply: <c>double?</c>. Since Redis 3.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="member1">The member1 (value).</param>
+        /// <param name="member2">The member2 (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>double?</c>.</returns>
-        public double? Geodist(string key, object member1, object member2, GeodistOptions options = default(GeodistOptions))
+        public double? Geodist(string key, object member1, object member2, GeodistOptions options)
         {
             return Run(CommandArgs.Geodist(key, member1, member2, options), CommandArgs.S_DOUBLEN);
         }
@@ -5156,12 +5431,38 @@ namespace Slotlane
         /// <param name="longitude">The longitude (number).</param>
         /// <param name="latitude">The latitude (number).</param>
         /// <param name="radius">The radius (number).</param>
+        /// <returns>The reply as <c>string[]</c>.</returns>
+        [Obsolete("GEORADIUS is deprecated since Redis 6.2.0")]
+        public string[] Georadius(string key, double longitude, double latitude, double radius)
+        {
+            return Run(CommandArgs.Georadius(key, longitude, latitude, radius, default(GeoradiusOptions)), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>GEORADIUS</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 3.2.0. Deprecated since Redis 6.2.0; use GEOSEARCH and GEOSEARCHSTORE with the BYRADIUS argument.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="longitude">The longitude (number).</param>
+        /// <param name="latitude">The latitude (number).</param>
+        /// <param name="radius">The radius (number).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string[]</c>.</returns>
         [Obsolete("GEORADIUS is deprecated since Redis 6.2.0")]
-        public string[] Georadius(string key, double longitude, double latitude, double radius, GeoradiusOptions options = default(GeoradiusOptions))
+        public string[] Georadius(string key, double longitude, double latitude, double radius, GeoradiusOptions options)
         {
             return Run(CommandArgs.Georadius(key, longitude, latitude, radius, options), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>GEORADIUS_RO</c> (geo): A read-only variant for GEORADIUS.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 3.2.10. Deprecated since Redis 6.2.0; use GEOSEARCH with the BYRADIUS argument.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="longitude">The longitude (number).</param>
+        /// <param name="latitude">The latitude (number).</param>
+        /// <param name="radius">The radius (number).</param>
+        /// <returns>The reply as <c>string[]</c>.</returns>
+        [Obsolete("GEORADIUS_RO is deprecated since Redis 6.2.0")]
+        public string[] GeoradiusRo(string key, double longitude, double latitude, double radius)
+        {
+            return Run(CommandArgs.GeoradiusRo(key, longitude, latitude, radius, default(GeoradiusRoOptions)), CommandArgs.S_ARRAY_STRINGE);
         }
 
         /// <summary><c>GEORADIUS_RO</c> (geo): A read-only variant for GEORADIUS.</summary>
@@ -5173,9 +5474,22 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string[]</c>.</returns>
         [Obsolete("GEORADIUS_RO is deprecated since Redis 6.2.0")]
-        public string[] GeoradiusRo(string key, double longitude, double latitude, double radius, GeoradiusRoOptions options = default(GeoradiusRoOptions))
+        public string[] GeoradiusRo(string key, double longitude, double latitude, double radius, GeoradiusRoOptions options)
         {
             return Run(CommandArgs.GeoradiusRo(key, longitude, latitude, radius, options), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>GEORADIUS_RO</c> (geo): A read-only variant for GEORADIUS.</summary>
+        /// <remarks>Reply: <c>array&lt;any&gt;</c>. Since Redis 3.2.10. Deprecated since Redis 6.2.0; use GEOSEARCH with the BYRADIUS argument.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="longitude">The longitude (number).</param>
+        /// <param name="latitude">The latitude (number).</param>
+        /// <param name="radius">The radius (number).</param>
+        /// <returns>The reply as <c>object[]</c>.</returns>
+        [Obsolete("GEORADIUS_RO is deprecated since Redis 6.2.0")]
+        public object[] GeoradiusRoWith(string key, double longitude, double latitude, double radius)
+        {
+            return Run(CommandArgs.GeoradiusRoWith(key, longitude, latitude, radius, default(GeoradiusRoWithOptions)), CommandArgs.S_ARRAY_ANYE);
         }
 
         /// <summary><c>GEORADIUS_RO</c> (geo): A read-only variant for GEORADIUS.</summary>
@@ -5187,9 +5501,23 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>object[]</c>.</returns>
         [Obsolete("GEORADIUS_RO is deprecated since Redis 6.2.0")]
-        public object[] GeoradiusRoWith(string key, double longitude, double latitude, double radius, GeoradiusRoWithOptions options = default(GeoradiusRoWithOptions))
+        public object[] GeoradiusRoWith(string key, double longitude, double latitude, double radius, GeoradiusRoWithOptions options)
         {
             return Run(CommandArgs.GeoradiusRoWith(key, longitude, latitude, radius, options), CommandArgs.S_ARRAY_ANYE);
+        }
+
+        /// <summary><c>GEORADIUS</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 3.2.0. Deprecated since Redis 6.2.0; use GEOSEARCH and GEOSEARCHSTORE with the BYRADIUS argument.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="longitude">The longitude (number).</param>
+        /// <param name="latitude">The latitude (number).</param>
+        /// <param name="radius">The radius (number).</param>
+        /// <param name="store">The store (key).</param>
+        /// <returns>The reply as <c>long</c>.</returns>
+        [Obsolete("GEORADIUS is deprecated since Redis 6.2.0")]
+        public long GeoradiusStore(string key, double longitude, double latitude, double radius, string store)
+        {
+            return Run(CommandArgs.GeoradiusStore(key, longitude, latitude, radius, store, default(GeoradiusStoreOptions)), CommandArgs.S_INT);
         }
 
         /// <summary><c>GEORADIUS</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point.</summary>
@@ -5202,9 +5530,22 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long</c>.</returns>
         [Obsolete("GEORADIUS is deprecated since Redis 6.2.0")]
-        public long GeoradiusStore(string key, double longitude, double latitude, double radius, string store, GeoradiusStoreOptions options = default(GeoradiusStoreOptions))
+        public long GeoradiusStore(string key, double longitude, double latitude, double radius, string store, GeoradiusStoreOptions options)
         {
             return Run(CommandArgs.GeoradiusStore(key, longitude, latitude, radius, store, options), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>GEORADIUS</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point.</summary>
+        /// <remarks>Reply: <c>array&lt;any&gt;</c>. Since Redis 3.2.0. Deprecated since Redis 6.2.0; use GEOSEARCH and GEOSEARCHSTORE with the BYRADIUS argument.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="longitude">The longitude (number).</param>
+        /// <param name="latitude">The latitude (number).</param>
+        /// <param name="radius">The radius (number).</param>
+        /// <returns>The reply as <c>object[]</c>.</returns>
+        [Obsolete("GEORADIUS is deprecated since Redis 6.2.0")]
+        public object[] GeoradiusWith(string key, double longitude, double latitude, double radius)
+        {
+            return Run(CommandArgs.GeoradiusWith(key, longitude, latitude, radius, default(GeoradiusWithOptions)), CommandArgs.S_ARRAY_ANYE);
         }
 
         /// <summary><c>GEORADIUS</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point.</summary>
@@ -5216,9 +5557,21 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>object[]</c>.</returns>
         [Obsolete("GEORADIUS is deprecated since Redis 6.2.0")]
-        public object[] GeoradiusWith(string key, double longitude, double latitude, double radius, GeoradiusWithOptions options = default(GeoradiusWithOptions))
+        public object[] GeoradiusWith(string key, double longitude, double latitude, double radius, GeoradiusWithOptions options)
         {
             return Run(CommandArgs.GeoradiusWith(key, longitude, latitude, radius, options), CommandArgs.S_ARRAY_ANYE);
+        }
+
+        /// <summary><c>GEORADIUSBYMEMBER</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 3.2.0. Deprecated since Redis 6.2.0; use GEOSEARCH and GEOSEARCHSTORE with the BYRADIUS and FROMMEMBER arguments.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="member">The member (value).</param>
+        /// <param name="radius">The radius (number).</param>
+        /// <returns>The reply as <c>string[]</c>.</returns>
+        [Obsolete("GEORADIUSBYMEMBER is deprecated since Redis 6.2.0")]
+        public string[] Georadiusbymember(string key, object member, double radius)
+        {
+            return Run(CommandArgs.Georadiusbymember(key, member, radius, default(GeoradiusbymemberOptions)), CommandArgs.S_ARRAY_STRINGE);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.</summary>
@@ -5229,9 +5582,21 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string[]</c>.</returns>
         [Obsolete("GEORADIUSBYMEMBER is deprecated since Redis 6.2.0")]
-        public string[] Georadiusbymember(string key, object member, double radius, GeoradiusbymemberOptions options = default(GeoradiusbymemberOptions))
+        public string[] Georadiusbymember(string key, object member, double radius, GeoradiusbymemberOptions options)
         {
             return Run(CommandArgs.Georadiusbymember(key, member, radius, options), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>GEORADIUSBYMEMBER_RO</c> (geo): A read-only variant for GEORADIUSBYMEMBER.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 3.2.10. Deprecated since Redis 6.2.0; use GEOSEARCH with the BYRADIUS and FROMMEMBER arguments.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="member">The member (value).</param>
+        /// <param name="radius">The radius (number).</param>
+        /// <returns>The reply as <c>string[]</c>.</returns>
+        [Obsolete("GEORADIUSBYMEMBER_RO is deprecated since Redis 6.2.0")]
+        public string[] GeoradiusbymemberRo(string key, object member, double radius)
+        {
+            return Run(CommandArgs.GeoradiusbymemberRo(key, member, radius, default(GeoradiusbymemberRoOptions)), CommandArgs.S_ARRAY_STRINGE);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER_RO</c> (geo): A read-only variant for GEORADIUSBYMEMBER.</summary>
@@ -5242,9 +5607,21 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string[]</c>.</returns>
         [Obsolete("GEORADIUSBYMEMBER_RO is deprecated since Redis 6.2.0")]
-        public string[] GeoradiusbymemberRo(string key, object member, double radius, GeoradiusbymemberRoOptions options = default(GeoradiusbymemberRoOptions))
+        public string[] GeoradiusbymemberRo(string key, object member, double radius, GeoradiusbymemberRoOptions options)
         {
             return Run(CommandArgs.GeoradiusbymemberRo(key, member, radius, options), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>GEORADIUSBYMEMBER_RO</c> (geo): A read-only variant for GEORADIUSBYMEMBER.</summary>
+        /// <remarks>Reply: <c>array&lt;any&gt;</c>. Since Redis 3.2.10. Deprecated since Redis 6.2.0; use GEOSEARCH with the BYRADIUS and FROMMEMBER arguments.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="member">The member (value).</param>
+        /// <param name="radius">The radius (number).</param>
+        /// <returns>The reply as <c>object[]</c>.</returns>
+        [Obsolete("GEORADIUSBYMEMBER_RO is deprecated since Redis 6.2.0")]
+        public object[] GeoradiusbymemberRoWith(string key, object member, double radius)
+        {
+            return Run(CommandArgs.GeoradiusbymemberRoWith(key, member, radius, default(GeoradiusbymemberRoWithOptions)), CommandArgs.S_ARRAY_ANYE);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER_RO</c> (geo): A read-only variant for GEORADIUSBYMEMBER.</summary>
@@ -5255,9 +5632,22 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>object[]</c>.</returns>
         [Obsolete("GEORADIUSBYMEMBER_RO is deprecated since Redis 6.2.0")]
-        public object[] GeoradiusbymemberRoWith(string key, object member, double radius, GeoradiusbymemberRoWithOptions options = default(GeoradiusbymemberRoWithOptions))
+        public object[] GeoradiusbymemberRoWith(string key, object member, double radius, GeoradiusbymemberRoWithOptions options)
         {
             return Run(CommandArgs.GeoradiusbymemberRoWith(key, member, radius, options), CommandArgs.S_ARRAY_ANYE);
+        }
+
+        /// <summary><c>GEORADIUSBYMEMBER</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 3.2.0. Deprecated since Redis 6.2.0; use GEOSEARCH and GEOSEARCHSTORE with the BYRADIUS and FROMMEMBER arguments.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="member">The member (value).</param>
+        /// <param name="radius">The radius (number).</param>
+        /// <param name="store">The store (key).</param>
+        /// <returns>The reply as <c>long</c>.</returns>
+        [Obsolete("GEORADIUSBYMEMBER is deprecated since Redis 6.2.0")]
+        public long GeoradiusbymemberStore(string key, object member, double radius, string store)
+        {
+            return Run(CommandArgs.GeoradiusbymemberStore(key, member, radius, store, default(GeoradiusbymemberStoreOptions)), CommandArgs.S_INT);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.</summary>
@@ -5269,9 +5659,21 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long</c>.</returns>
         [Obsolete("GEORADIUSBYMEMBER is deprecated since Redis 6.2.0")]
-        public long GeoradiusbymemberStore(string key, object member, double radius, string store, GeoradiusbymemberStoreOptions options = default(GeoradiusbymemberStoreOptions))
+        public long GeoradiusbymemberStore(string key, object member, double radius, string store, GeoradiusbymemberStoreOptions options)
         {
             return Run(CommandArgs.GeoradiusbymemberStore(key, member, radius, store, options), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>GEORADIUSBYMEMBER</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.</summary>
+        /// <remarks>Reply: <c>array&lt;any&gt;</c>. Since Redis 3.2.0. Deprecated since Redis 6.2.0; use GEOSEARCH and GEOSEARCHSTORE with the BYRADIUS and FROMMEMBER arguments.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="member">The member (value).</param>
+        /// <param name="radius">The radius (number).</param>
+        /// <returns>The reply as <c>object[]</c>.</returns>
+        [Obsolete("GEORADIUSBYMEMBER is deprecated since Redis 6.2.0")]
+        public object[] GeoradiusbymemberWith(string key, object member, double radius)
+        {
+            return Run(CommandArgs.GeoradiusbymemberWith(key, member, radius, default(GeoradiusbymemberWithOptions)), CommandArgs.S_ARRAY_ANYE);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.</summary>
@@ -5282,7 +5684,7 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>object[]</c>.</returns>
         [Obsolete("GEORADIUSBYMEMBER is deprecated since Redis 6.2.0")]
-        public object[] GeoradiusbymemberWith(string key, object member, double radius, GeoradiusbymemberWithOptions options = default(GeoradiusbymemberWithOptions))
+        public object[] GeoradiusbymemberWith(string key, object member, double radius, GeoradiusbymemberWithOptions options)
         {
             return Run(CommandArgs.GeoradiusbymemberWith(key, member, radius, options), CommandArgs.S_ARRAY_ANYE);
         }
@@ -5290,9 +5692,18 @@ namespace Slotlane
         /// <summary><c>GEOSEARCH</c> (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.</summary>
         /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 6.2.0.</remarks>
         /// <param name="key">The key (key).</param>
+        /// <returns>The reply as <c>string[]</c>.</returns>
+        public string[] Geosearch(string key)
+        {
+            return Run(CommandArgs.Geosearch(key, default(GeosearchOptions)), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>GEOSEARCH</c> (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string[]</c>.</returns>
-        public string[] Geosearch(string key, GeosearchOptions options = default(GeosearchOptions))
+        public string[] Geosearch(string key, GeosearchOptions options)
         {
             return Run(CommandArgs.Geosearch(key, options), CommandArgs.S_ARRAY_STRINGE);
         }
@@ -5300,9 +5711,18 @@ namespace Slotlane
         /// <summary><c>GEOSEARCH</c> (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.</summary>
         /// <remarks>Reply: <c>array&lt;any&gt;</c>. Since Redis 6.2.0.</remarks>
         /// <param name="key">The key (key).</param>
+        /// <returns>The reply as <c>object[]</c>.</returns>
+        public object[] GeosearchWith(string key)
+        {
+            return Run(CommandArgs.GeosearchWith(key, default(GeosearchWithOptions)), CommandArgs.S_ARRAY_ANYE);
+        }
+
+        /// <summary><c>GEOSEARCH</c> (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.</summary>
+        /// <remarks>Reply: <c>array&lt;any&gt;</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>object[]</c>.</returns>
-        public object[] GeosearchWith(string key, GeosearchWithOptions options = default(GeosearchWithOptions))
+        public object[] GeosearchWith(string key, GeosearchWithOptions options)
         {
             return Run(CommandArgs.GeosearchWith(key, options), CommandArgs.S_ARRAY_ANYE);
         }
@@ -5311,9 +5731,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>int</c>. Since Redis 6.2.0.</remarks>
         /// <param name="destination">The destination (key).</param>
         /// <param name="source">The source (key).</param>
+        /// <returns>The reply as <c>long</c>.</returns>
+        public long Geosearchstore(string destination, string source)
+        {
+            return Run(CommandArgs.Geosearchstore(destination, source, default(GeosearchstoreOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>GEOSEARCHSTORE</c> (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle, and store the result in another key.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="destination">The destination (key).</param>
+        /// <param name="source">The source (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long</c>.</returns>
-        public long Geosearchstore(string destination, string source, GeosearchstoreOptions options = default(GeosearchstoreOptions))
+        public long Geosearchstore(string destination, string source, GeosearchstoreOptions options)
         {
             return Run(CommandArgs.Geosearchstore(destination, source, options), CommandArgs.S_INT);
         }
@@ -5349,9 +5779,18 @@ namespace Slotlane
         /// <summary><c>GETEX</c> (string): Get the value of a key and optionally set its expiration.</summary>
         /// <remarks>Reply: <c>string?</c>. Since Redis 6.2.0.</remarks>
         /// <param name="key">The key (key).</param>
+        /// <returns>The reply as <c>string</c>.</returns>
+        public string Getex(string key)
+        {
+            return Run(CommandArgs.Getex(key, default(GetexOptions)), CommandArgs.S_STRINGN);
+        }
+
+        /// <summary><c>GETEX</c> (string): Get the value of a key and optionally set its expiration.</summary>
+        /// <remarks>Reply: <c>string?</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string</c>.</returns>
-        public string Getex(string key, GetexOptions options = default(GetexOptions))
+        public string Getex(string key, GetexOptions options)
         {
             return Run(CommandArgs.Getex(key, options), CommandArgs.S_STRINGN);
         }
@@ -5511,9 +5950,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>tuple&lt;cursor,pairs&lt;string,string&gt;&gt;</c>. Since Redis 2.8.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="cursor">The cursor (integer).</param>
+        /// <returns>The reply as <c>ValueTuple&lt;ulong, KeyValuePair&lt;string, string&gt;[]&gt;</c>.</returns>
+        public ValueTuple<ulong, KeyValuePair<string, string>[]> Hscan(string key, long cursor)
+        {
+            return Run(CommandArgs.Hscan(key, cursor, default(HscanOptions)), CommandArgs.S_TUPLE_CURSOR_PAIRS_STRING_STRINGEE);
+        }
+
+        /// <summary><c>HSCAN</c> (hash): Incrementally iterate hash fields and associated values.</summary>
+        /// <remarks>Reply: <c>tuple&lt;cursor,pairs&lt;string,string&gt;&gt;</c>. Since Redis 2.8.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="cursor">The cursor (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>ValueTuple&lt;ulong, KeyValuePair&lt;string, string&gt;[]&gt;</c>.</returns>
-        public ValueTuple<ulong, KeyValuePair<string, string>[]> Hscan(string key, long cursor, HscanOptions options = default(HscanOptions))
+        public ValueTuple<ulong, KeyValuePair<string, string>[]> Hscan(string key, long cursor, HscanOptions options)
         {
             return Run(CommandArgs.Hscan(key, cursor, options), CommandArgs.S_TUPLE_CURSOR_PAIRS_STRING_STRINGEE);
         }
@@ -5589,9 +6038,17 @@ namespace Slotlane
 
         /// <summary><c>INFO</c> (server): Get information and statistics about the server.</summary>
         /// <remarks>Reply: <c>string</c>. Since Redis 1.0.0.</remarks>
+        /// <returns>The reply as <c>string</c>.</returns>
+        public string Info()
+        {
+            return Run(CommandArgs.Info(default(InfoOptions)), CommandArgs.S_STRING);
+        }
+
+        /// <summary><c>INFO</c> (server): Get information and statistics about the server.</summary>
+        /// <remarks>Reply: <c>string</c>. Since Redis 1.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string</c>.</returns>
-        public string Info(InfoOptions options = default(InfoOptions))
+        public string Info(InfoOptions options)
         {
             return Run(CommandArgs.Info(options), CommandArgs.S_STRING);
         }
@@ -5632,9 +6089,17 @@ namespace Slotlane
 
         /// <summary><c>LATENCY HISTOGRAM</c> (server): Return the cumulative distribution of latencies of a subset of commands or all.</summary>
         /// <remarks>Reply: <c>map&lt;string,any&gt;</c>. Since Redis 7.0.0.</remarks>
+        /// <returns>The reply as <c>Dictionary&lt;string, object&gt;</c>.</returns>
+        public Dictionary<string, object> LatencyHistogram()
+        {
+            return Run(CommandArgs.LatencyHistogram(default(LatencyHistogramOptions)), CommandArgs.S_MAP_STRING_ANYE);
+        }
+
+        /// <summary><c>LATENCY HISTOGRAM</c> (server): Return the cumulative distribution of latencies of a subset of commands or all.</summary>
+        /// <remarks>Reply: <c>map&lt;string,any&gt;</c>. Since Redis 7.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>Dictionary&lt;string, object&gt;</c>.</returns>
-        public Dictionary<string, object> LatencyHistogram(LatencyHistogramOptions options = default(LatencyHistogramOptions))
+        public Dictionary<string, object> LatencyHistogram(LatencyHistogramOptions options)
         {
             return Run(CommandArgs.LatencyHistogram(options), CommandArgs.S_MAP_STRING_ANYE);
         }
@@ -5658,9 +6123,17 @@ namespace Slotlane
 
         /// <summary><c>LATENCY RESET</c> (server): Reset latency data for one or more events.</summary>
         /// <remarks>Reply: <c>int</c>. Since Redis 2.8.13.</remarks>
+        /// <returns>The reply as <c>long</c>.</returns>
+        public long LatencyReset()
+        {
+            return Run(CommandArgs.LatencyReset(default(LatencyResetOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>LATENCY RESET</c> (server): Reset latency data for one or more events.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 2.8.13.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long</c>.</returns>
-        public long LatencyReset(LatencyResetOptions options = default(LatencyResetOptions))
+        public long LatencyReset(LatencyResetOptions options)
         {
             return Run(CommandArgs.LatencyReset(options), CommandArgs.S_INT);
         }
@@ -5679,9 +6152,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>map&lt;string,any&gt;</c>. Since Redis 7.0.0.</remarks>
         /// <param name="key1">The key1 (key).</param>
         /// <param name="key2">The key2 (key).</param>
+        /// <returns>The reply as <c>Dictionary&lt;string, object&gt;</c>.</returns>
+        public Dictionary<string, object> LcsIdx(string key1, string key2)
+        {
+            return Run(CommandArgs.LcsIdx(key1, key2, default(LcsIdxOptions)), CommandArgs.S_MAP_STRING_ANYE);
+        }
+
+        /// <summary><c>LCS</c> (string): Find longest common substring.</summary>
+        /// <remarks>Reply: <c>map&lt;string,any&gt;</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="key1">The key1 (key).</param>
+        /// <param name="key2">The key2 (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>Dictionary&lt;string, object&gt;</c>.</returns>
-        public Dictionary<string, object> LcsIdx(string key1, string key2, LcsIdxOptions options = default(LcsIdxOptions))
+        public Dictionary<string, object> LcsIdx(string key1, string key2, LcsIdxOptions options)
         {
             return Run(CommandArgs.LcsIdx(key1, key2, options), CommandArgs.S_MAP_STRING_ANYE);
         }
@@ -5711,9 +6194,20 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="pivot">The pivot (value).</param>
         /// <param name="element">The element (value).</param>
+        /// <returns>The reply as <c>long</c>.</returns>
+        public long Linsert(string key, object pivot, object element)
+        {
+            return Run(CommandArgs.Linsert(key, pivot, element, default(LinsertOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>LINSERT</c> (list): Insert an element before or after another element in a list.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 2.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="pivot">The pivot (value).</param>
+        /// <param name="element">The element (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long</c>.</returns>
-        public long Linsert(string key, object pivot, object element, LinsertOptions options = default(LinsertOptions))
+        public long Linsert(string key, object pivot, object element, LinsertOptions options)
         {
             return Run(CommandArgs.Linsert(key, pivot, element, options), CommandArgs.S_INT);
         }
@@ -5731,9 +6225,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>string?</c>. Since Redis 6.2.0.</remarks>
         /// <param name="source">The source (key).</param>
         /// <param name="destination">The destination (key).</param>
+        /// <returns>The reply as <c>string</c>.</returns>
+        public string Lmove(string source, string destination)
+        {
+            return Run(CommandArgs.Lmove(source, destination, default(LmoveOptions)), CommandArgs.S_STRINGN);
+        }
+
+        /// <summary><c>LMOVE</c> (list): Pop an element from a list, push it to another list and return it.</summary>
+        /// <remarks>Reply: <c>string?</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="source">The source (key).</param>
+        /// <param name="destination">The destination (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string</c>.</returns>
-        public string Lmove(string source, string destination, LmoveOptions options = default(LmoveOptions))
+        public string Lmove(string source, string destination, LmoveOptions options)
         {
             return Run(CommandArgs.Lmove(source, destination, options), CommandArgs.S_STRINGN);
         }
@@ -5741,18 +6245,35 @@ namespace Slotlane
         /// <summary><c>LMPOP</c> (list): Pop elements from a list.</summary>
         /// <remarks>Reply: <c>tuple&lt;string,array&lt;string&gt;&gt;?</c>. Since Redis 7.0.0.</remarks>
         /// <param name="keys">The keys (keys).</param>
+        /// <returns>The reply as <c>ValueTuple&lt;string, string[]&gt;?</c>.</returns>
+        public ValueTuple<string, string[]>? Lmpop(string[] keys)
+        {
+            return Run(CommandArgs.Lmpop(keys, default(LmpopOptions)), CommandArgs.S_TUPLE_STRING_ARRAY_STRINGEEN);
+        }
+
+        /// <summary><c>LMPOP</c> (list): Pop elements from a list.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,array&lt;string&gt;&gt;?</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>ValueTuple&lt;string, string[]&gt;?</c>.</returns>
-        public ValueTuple<string, string[]>? Lmpop(string[] keys, LmpopOptions options = default(LmpopOptions))
+        public ValueTuple<string, string[]>? Lmpop(string[] keys, LmpopOptions options)
         {
             return Run(CommandArgs.Lmpop(keys, options), CommandArgs.S_TUPLE_STRING_ARRAY_STRINGEEN);
         }
 
         /// <summary><c>LOLWUT</c> (server): Display some computer art and the Redis version.</summary>
         /// <remarks>Reply: <c>string</c>. Since Redis 5.0.0.</remarks>
+        /// <returns>The reply as <c>string</c>.</returns>
+        public string Lolwut()
+        {
+            return Run(CommandArgs.Lolwut(default(LolwutOptions)), CommandArgs.S_STRING);
+        }
+
+        /// <summary><c>LOLWUT</c> (server): Display some computer art and the Redis version.</summary>
+        /// <remarks>Reply: <c>string</c>. Since Redis 5.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string</c>.</returns>
-        public string Lolwut(LolwutOptions options = default(LolwutOptions))
+        public string Lolwut(LolwutOptions options)
         {
             return Run(CommandArgs.Lolwut(options), CommandArgs.S_STRING);
         }
@@ -5780,9 +6301,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>int?</c>. Since Redis 6.0.6.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="element">The element (value).</param>
+        /// <returns>The reply as <c>long?</c>.</returns>
+        public long? Lpos(string key, object element)
+        {
+            return Run(CommandArgs.Lpos(key, element, default(LposOptions)), CommandArgs.S_INTN);
+        }
+
+        /// <summary><c>LPOS</c> (list): Return the index of matching elements on a list.</summary>
+        /// <remarks>Reply: <c>int?</c>. Since Redis 6.0.6.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="element">The element (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long?</c>.</returns>
-        public long? Lpos(string key, object element, LposOptions options = default(LposOptions))
+        public long? Lpos(string key, object element, LposOptions options)
         {
             return Run(CommandArgs.Lpos(key, element, options), CommandArgs.S_INTN);
         }
@@ -5792,9 +6323,20 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="element">The element (value).</param>
         /// <param name="count">The count (integer).</param>
+        /// <returns>The reply as <c>long[]</c>.</returns>
+        public long[] LposCount(string key, object element, long count)
+        {
+            return Run(CommandArgs.LposCount(key, element, count, default(LposCountOptions)), CommandArgs.S_ARRAY_INTE);
+        }
+
+        /// <summary><c>LPOS</c> (list): Return the index of matching elements on a list.</summary>
+        /// <remarks>Reply: <c>array&lt;int&gt;</c>. Since Redis 6.0.6.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="element">The element (value).</param>
+        /// <param name="count">The count (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long[]</c>.</returns>
-        public long[] LposCount(string key, object element, long count, LposCountOptions options = default(LposCountOptions))
+        public long[] LposCount(string key, object element, long count, LposCountOptions options)
         {
             return Run(CommandArgs.LposCount(key, element, count, options), CommandArgs.S_ARRAY_INTE);
         }
@@ -5898,9 +6440,18 @@ namespace Slotlane
         /// <summary><c>MEMORY USAGE</c> (server): Estimate the memory usage of a key.</summary>
         /// <remarks>Reply: <c>int?</c>. Since Redis 4.0.0.</remarks>
         /// <param name="key">The key (key).</param>
+        /// <returns>The reply as <c>long?</c>.</returns>
+        public long? MemoryUsage(string key)
+        {
+            return Run(CommandArgs.MemoryUsage(key, default(MemoryUsageOptions)), CommandArgs.S_INTN);
+        }
+
+        /// <summary><c>MEMORY USAGE</c> (server): Estimate the memory usage of a key.</summary>
+        /// <remarks>Reply: <c>int?</c>. Since Redis 4.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long?</c>.</returns>
-        public long? MemoryUsage(string key, MemoryUsageOptions options = default(MemoryUsageOptions))
+        public long? MemoryUsage(string key, MemoryUsageOptions options)
         {
             return Run(CommandArgs.MemoryUsage(key, options), CommandArgs.S_INTN);
         }
@@ -5921,9 +6472,22 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="destinationDb">The destination db (integer).</param>
         /// <param name="timeout">The timeout (integer).</param>
+        /// <returns>The reply as <c>string</c>.</returns>
+        public string Migrate(object host, long port, string key, long destinationDb, long timeout)
+        {
+            return Run(CommandArgs.Migrate(host, port, key, destinationDb, timeout, default(MigrateOptions)), CommandArgs.S_STATUS);
+        }
+
+        /// <summary><c>MIGRATE</c> (generic): Atomically transfer a key from a Redis instance to another one.</summary>
+        /// <remarks>Reply: <c>status</c>. Since Redis 2.6.0.</remarks>
+        /// <param name="host">The host (value).</param>
+        /// <param name="port">The port (integer).</param>
+        /// <param name="key">The key (key).</param>
+        /// <param name="destinationDb">The destination db (integer).</param>
+        /// <param name="timeout">The timeout (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string</c>.</returns>
-        public string Migrate(object host, long port, string key, long destinationDb, long timeout, MigrateOptions options = default(MigrateOptions))
+        public string Migrate(object host, long port, string key, long destinationDb, long timeout, MigrateOptions options)
         {
             return Run(CommandArgs.Migrate(host, port, key, destinationDb, timeout, options), CommandArgs.S_STATUS);
         }
@@ -6013,9 +6577,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>bool</c>. Since Redis 2.6.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="milliseconds">The milliseconds (integer).</param>
+        /// <returns>The reply as <c>bool</c>.</returns>
+        public bool Pexpire(string key, long milliseconds)
+        {
+            return Run(CommandArgs.Pexpire(key, milliseconds, default(PexpireOptions)), CommandArgs.S_BOOL);
+        }
+
+        /// <summary><c>PEXPIRE</c> (generic): Set a key's time to live in milliseconds.</summary>
+        /// <remarks>Reply: <c>bool</c>. Since Redis 2.6.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="milliseconds">The milliseconds (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>bool</c>.</returns>
-        public bool Pexpire(string key, long milliseconds, PexpireOptions options = default(PexpireOptions))
+        public bool Pexpire(string key, long milliseconds, PexpireOptions options)
         {
             return Run(CommandArgs.Pexpire(key, milliseconds, options), CommandArgs.S_BOOL);
         }
@@ -6024,9 +6598,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>bool</c>. Since Redis 2.6.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="unixTimeMilliseconds">The unix time milliseconds (integer).</param>
+        /// <returns>The reply as <c>bool</c>.</returns>
+        public bool Pexpireat(string key, long unixTimeMilliseconds)
+        {
+            return Run(CommandArgs.Pexpireat(key, unixTimeMilliseconds, default(PexpireatOptions)), CommandArgs.S_BOOL);
+        }
+
+        /// <summary><c>PEXPIREAT</c> (generic): Set the expiration for a key as a UNIX timestamp specified in milliseconds.</summary>
+        /// <remarks>Reply: <c>bool</c>. Since Redis 2.6.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="unixTimeMilliseconds">The unix time milliseconds (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>bool</c>.</returns>
-        public bool Pexpireat(string key, long unixTimeMilliseconds, PexpireatOptions options = default(PexpireatOptions))
+        public bool Pexpireat(string key, long unixTimeMilliseconds, PexpireatOptions options)
         {
             return Run(CommandArgs.Pexpireat(key, unixTimeMilliseconds, options), CommandArgs.S_BOOL);
         }
@@ -6043,9 +6627,18 @@ namespace Slotlane
         /// <summary><c>PFADD</c> (hyperloglog): Adds the specified elements to the specified HyperLogLog.</summary>
         /// <remarks>Reply: <c>bool</c>. Since Redis 2.8.9.</remarks>
         /// <param name="key">The key (key).</param>
+        /// <returns>The reply as <c>bool</c>.</returns>
+        public bool Pfadd(string key)
+        {
+            return Run(CommandArgs.Pfadd(key, default(PfaddOptions)), CommandArgs.S_BOOL);
+        }
+
+        /// <summary><c>PFADD</c> (hyperloglog): Adds the specified elements to the specified HyperLogLog.</summary>
+        /// <remarks>Reply: <c>bool</c>. Since Redis 2.8.9.</remarks>
+        /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>bool</c>.</returns>
-        public bool Pfadd(string key, PfaddOptions options = default(PfaddOptions))
+        public bool Pfadd(string key, PfaddOptions options)
         {
             return Run(CommandArgs.Pfadd(key, options), CommandArgs.S_BOOL);
         }
@@ -6109,9 +6702,17 @@ namespace Slotlane
 
         /// <summary><c>PUBSUB CHANNELS</c> (pubsub): List active channels.</summary>
         /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 2.8.0.</remarks>
+        /// <returns>The reply as <c>string[]</c>.</returns>
+        public string[] PubsubChannels()
+        {
+            return Run(CommandArgs.PubsubChannels(default(PubsubChannelsOptions)), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>PUBSUB CHANNELS</c> (pubsub): List active channels.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 2.8.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string[]</c>.</returns>
-        public string[] PubsubChannels(PubsubChannelsOptions options = default(PubsubChannelsOptions))
+        public string[] PubsubChannels(PubsubChannelsOptions options)
         {
             return Run(CommandArgs.PubsubChannels(options), CommandArgs.S_ARRAY_STRINGE);
         }
@@ -6126,27 +6727,51 @@ namespace Slotlane
 
         /// <summary><c>PUBSUB NUMSUB</c> (pubsub): Get the count of subscribers for channels.</summary>
         /// <remarks>Reply: <c>pairs&lt;string,int&gt;</c>. Since Redis 2.8.0.</remarks>
+        /// <returns>The reply as <c>KeyValuePair&lt;string, long&gt;[]</c>.</returns>
+        public KeyValuePair<string, long>[] PubsubNumsub()
+        {
+            return Run(CommandArgs.PubsubNumsub(default(PubsubNumsubOptions)), CommandArgs.S_PAIRS_STRING_INTE);
+        }
+
+        /// <summary><c>PUBSUB NUMSUB</c> (pubsub): Get the count of subscribers for channels.</summary>
+        /// <remarks>Reply: <c>pairs&lt;string,int&gt;</c>. Since Redis 2.8.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>KeyValuePair&lt;string, long&gt;[]</c>.</returns>
-        public KeyValuePair<string, long>[] PubsubNumsub(PubsubNumsubOptions options = default(PubsubNumsubOptions))
+        public KeyValuePair<string, long>[] PubsubNumsub(PubsubNumsubOptions options)
         {
             return Run(CommandArgs.PubsubNumsub(options), CommandArgs.S_PAIRS_STRING_INTE);
         }
 
         /// <summary><c>PUBSUB SHARDCHANNELS</c> (pubsub): List active shard channels.</summary>
         /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 7.0.0.</remarks>
+        /// <returns>The reply as <c>string[]</c>.</returns>
+        public string[] PubsubShardchannels()
+        {
+            return Run(CommandArgs.PubsubShardchannels(default(PubsubShardchannelsOptions)), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>PUBSUB SHARDCHANNELS</c> (pubsub): List active shard channels.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 7.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string[]</c>.</returns>
-        public string[] PubsubShardchannels(PubsubShardchannelsOptions options = default(PubsubShardchannelsOptions))
+        public string[] PubsubShardchannels(PubsubShardchannelsOptions options)
         {
             return Run(CommandArgs.PubsubShardchannels(options), CommandArgs.S_ARRAY_STRINGE);
         }
 
         /// <summary><c>PUBSUB SHARDNUMSUB</c> (pubsub): Get the count of subscribers for shard channels.</summary>
         /// <remarks>Reply: <c>pairs&lt;string,int&gt;</c>. Since Redis 7.0.0.</remarks>
+        /// <returns>The reply as <c>KeyValuePair&lt;string, long&gt;[]</c>.</returns>
+        public KeyValuePair<string, long>[] PubsubShardnumsub()
+        {
+            return Run(CommandArgs.PubsubShardnumsub(default(PubsubShardnumsubOptions)), CommandArgs.S_PAIRS_STRING_INTE);
+        }
+
+        /// <summary><c>PUBSUB SHARDNUMSUB</c> (pubsub): Get the count of subscribers for shard channels.</summary>
+        /// <remarks>Reply: <c>pairs&lt;string,int&gt;</c>. Since Redis 7.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>KeyValuePair&lt;string, long&gt;[]</c>.</returns>
-        public KeyValuePair<string, long>[] PubsubShardnumsub(PubsubShardnumsubOptions options = default(PubsubShardnumsubOptions))
+        public KeyValuePair<string, long>[] PubsubShardnumsub(PubsubShardnumsubOptions options)
         {
             return Run(CommandArgs.PubsubShardnumsub(options), CommandArgs.S_PAIRS_STRING_INTE);
         }
@@ -6184,9 +6809,20 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="ttl">The ttl (integer).</param>
         /// <param name="serializedValue">The serialized value (value).</param>
+        /// <returns>The reply as <c>bool</c>.</returns>
+        public bool Restore(string key, long ttl, object serializedValue)
+        {
+            return Run(CommandArgs.Restore(key, ttl, serializedValue, default(RestoreOptions)), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>RESTORE</c> (generic): Create a key using the provided serialized value, previously obtained using DUMP.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 2.6.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="ttl">The ttl (integer).</param>
+        /// <param name="serializedValue">The serialized value (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>bool</c>.</returns>
-        public bool Restore(string key, long ttl, object serializedValue, RestoreOptions options = default(RestoreOptions))
+        public bool Restore(string key, long ttl, object serializedValue, RestoreOptions options)
         {
             return Run(CommandArgs.Restore(key, ttl, serializedValue, options), CommandArgs.S_OK);
         }
@@ -6270,9 +6906,18 @@ namespace Slotlane
         /// <summary><c>SCAN</c> (generic): Incrementally iterate the keys space.</summary>
         /// <remarks>Reply: <c>tuple&lt;cursor,array&lt;string&gt;&gt;</c>. Since Redis 2.8.0.</remarks>
         /// <param name="cursor">The cursor (integer).</param>
+        /// <returns>The reply as <c>ValueTuple&lt;ulong, string[]&gt;</c>.</returns>
+        public ValueTuple<ulong, string[]> Scan(long cursor)
+        {
+            return Run(CommandArgs.Scan(cursor, default(ScanOptions)), CommandArgs.S_TUPLE_CURSOR_ARRAY_STRINGEE);
+        }
+
+        /// <summary><c>SCAN</c> (generic): Incrementally iterate the keys space.</summary>
+        /// <remarks>Reply: <c>tuple&lt;cursor,array&lt;string&gt;&gt;</c>. Since Redis 2.8.0.</remarks>
+        /// <param name="cursor">The cursor (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>ValueTuple&lt;ulong, string[]&gt;</c>.</returns>
-        public ValueTuple<ulong, string[]> Scan(long cursor, ScanOptions options = default(ScanOptions))
+        public ValueTuple<ulong, string[]> Scan(long cursor, ScanOptions options)
         {
             return Run(CommandArgs.Scan(cursor, options), CommandArgs.S_TUPLE_CURSOR_ARRAY_STRINGEE);
         }
@@ -6297,9 +6942,17 @@ namespace Slotlane
 
         /// <summary><c>SCRIPT FLUSH</c> (scripting): Remove all the scripts from the script cache.</summary>
         /// <remarks>Reply: <c>ok</c>. Since Redis 2.6.0.</remarks>
+        /// <returns>The reply as <c>bool</c>.</returns>
+        public bool ScriptFlush()
+        {
+            return Run(CommandArgs.ScriptFlush(default(ScriptFlushOptions)), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>SCRIPT FLUSH</c> (scripting): Remove all the scripts from the script cache.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 2.6.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>bool</c>.</returns>
-        public bool ScriptFlush(ScriptFlushOptions options = default(ScriptFlushOptions))
+        public bool ScriptFlush(ScriptFlushOptions options)
         {
             return Run(CommandArgs.ScriptFlush(options), CommandArgs.S_OK);
         }
@@ -6344,9 +6997,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>ok?</c> &#8212; true when the value was set, false when NX or XX prevented it. Since Redis 1.0.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="value">The value (value).</param>
+        /// <returns>The reply as <c>bool</c>.</returns>
+        public bool Set(string key, object value)
+        {
+            return Run(CommandArgs.Set(key, value, default(SetOptions)), CommandArgs.S_OKN);
+        }
+
+        /// <summary><c>SET</c> (string): Set the string value of a key.</summary>
+        /// <remarks>Reply: <c>ok?</c> &#8212; true when the value was set, false when NX or XX prevented it. Since Redis 1.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="value">The value (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>bool</c>.</returns>
-        public bool Set(string key, object value, SetOptions options = default(SetOptions))
+        public bool Set(string key, object value, SetOptions options)
         {
             return Run(CommandArgs.Set(key, value, options), CommandArgs.S_OKN);
         }
@@ -6355,9 +7018,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>string?</c> &#8212; SET ... GET: the old value (nil when there was none). Since Redis 1.0.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="value">The value (value).</param>
+        /// <returns>The reply as <c>string</c>.</returns>
+        public string SetGet(string key, object value)
+        {
+            return Run(CommandArgs.SetGet(key, value, default(SetGetOptions)), CommandArgs.S_STRINGN);
+        }
+
+        /// <summary><c>SET</c> (string): Set the string value of a key.</summary>
+        /// <remarks>Reply: <c>string?</c> &#8212; SET ... GET: the old value (nil when there was none). Since Redis 1.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="value">The value (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string</c>.</returns>
-        public string SetGet(string key, object value, SetGetOptions options = default(SetGetOptions))
+        public string SetGet(string key, object value, SetGetOptions options)
         {
             return Run(CommandArgs.SetGet(key, value, options), CommandArgs.S_STRINGN);
         }
@@ -6417,9 +7090,18 @@ namespace Slotlane
         /// <summary><c>SINTERCARD</c> (set): Intersect multiple sets and return the cardinality of the result.</summary>
         /// <remarks>Reply: <c>int</c>. Since Redis 7.0.0.</remarks>
         /// <param name="keys">The keys (keys).</param>
+        /// <returns>The reply as <c>long</c>.</returns>
+        public long Sintercard(string[] keys)
+        {
+            return Run(CommandArgs.Sintercard(keys, default(SintercardOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>SINTERCARD</c> (set): Intersect multiple sets and return the cardinality of the result.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long</c>.</returns>
-        public long Sintercard(string[] keys, SintercardOptions options = default(SintercardOptions))
+        public long Sintercard(string[] keys, SintercardOptions options)
         {
             return Run(CommandArgs.Sintercard(keys, options), CommandArgs.S_INT);
         }
@@ -6446,9 +7128,17 @@ namespace Slotlane
 
         /// <summary><c>SLOWLOG GET</c> (server): Get the slow log's entries.</summary>
         /// <remarks>Reply: <c>array&lt;any&gt;</c>. Since Redis 2.2.12.</remarks>
+        /// <returns>The reply as <c>object[]</c>.</returns>
+        public object[] SlowlogGet()
+        {
+            return Run(CommandArgs.SlowlogGet(default(SlowlogGetOptions)), CommandArgs.S_ARRAY_ANYE);
+        }
+
+        /// <summary><c>SLOWLOG GET</c> (server): Get the slow log's entries.</summary>
+        /// <remarks>Reply: <c>array&lt;any&gt;</c>. Since Redis 2.2.12.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>object[]</c>.</returns>
-        public object[] SlowlogGet(SlowlogGetOptions options = default(SlowlogGetOptions))
+        public object[] SlowlogGet(SlowlogGetOptions options)
         {
             return Run(CommandArgs.SlowlogGet(options), CommandArgs.S_ARRAY_ANYE);
         }
@@ -6502,9 +7192,18 @@ namespace Slotlane
         /// <summary><c>SORT</c> (generic): Sort the elements in a list, set or sorted set.</summary>
         /// <remarks>Reply: <c>array&lt;string?&gt;</c>. Since Redis 1.0.0.</remarks>
         /// <param name="key">The key (key).</param>
+        /// <returns>The reply as <c>string[]</c>.</returns>
+        public string[] Sort(string key)
+        {
+            return Run(CommandArgs.Sort(key, default(SortOptions)), CommandArgs.S_ARRAY_STRINGNE);
+        }
+
+        /// <summary><c>SORT</c> (generic): Sort the elements in a list, set or sorted set.</summary>
+        /// <remarks>Reply: <c>array&lt;string?&gt;</c>. Since Redis 1.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string[]</c>.</returns>
-        public string[] Sort(string key, SortOptions options = default(SortOptions))
+        public string[] Sort(string key, SortOptions options)
         {
             return Run(CommandArgs.Sort(key, options), CommandArgs.S_ARRAY_STRINGNE);
         }
@@ -6512,9 +7211,18 @@ namespace Slotlane
         /// <summary><c>SORT_RO</c> (generic): Sort the elements in a list, set or sorted set. Read-only variant of SORT.</summary>
         /// <remarks>Reply: <c>array&lt;string?&gt;</c>. Since Redis 7.0.0.</remarks>
         /// <param name="key">The key (key).</param>
+        /// <returns>The reply as <c>string[]</c>.</returns>
+        public string[] SortRo(string key)
+        {
+            return Run(CommandArgs.SortRo(key, default(SortRoOptions)), CommandArgs.S_ARRAY_STRINGNE);
+        }
+
+        /// <summary><c>SORT_RO</c> (generic): Sort the elements in a list, set or sorted set. Read-only variant of SORT.</summary>
+        /// <remarks>Reply: <c>array&lt;string?&gt;</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string[]</c>.</returns>
-        public string[] SortRo(string key, SortRoOptions options = default(SortRoOptions))
+        public string[] SortRo(string key, SortRoOptions options)
         {
             return Run(CommandArgs.SortRo(key, options), CommandArgs.S_ARRAY_STRINGNE);
         }
@@ -6523,9 +7231,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>int</c>. Since Redis 1.0.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="store">The store (key).</param>
+        /// <returns>The reply as <c>long</c>.</returns>
+        public long SortStore(string key, string store)
+        {
+            return Run(CommandArgs.SortStore(key, store, default(SortStoreOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>SORT</c> (generic): Sort the elements in a list, set or sorted set.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 1.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="store">The store (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long</c>.</returns>
-        public long SortStore(string key, string store, SortStoreOptions options = default(SortStoreOptions))
+        public long SortStore(string key, string store, SortStoreOptions options)
         {
             return Run(CommandArgs.SortStore(key, store, options), CommandArgs.S_INT);
         }
@@ -6592,9 +7310,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>tuple&lt;cursor,array&lt;string&gt;&gt;</c>. Since Redis 2.8.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="cursor">The cursor (integer).</param>
+        /// <returns>The reply as <c>ValueTuple&lt;ulong, string[]&gt;</c>.</returns>
+        public ValueTuple<ulong, string[]> Sscan(string key, long cursor)
+        {
+            return Run(CommandArgs.Sscan(key, cursor, default(SscanOptions)), CommandArgs.S_TUPLE_CURSOR_ARRAY_STRINGEE);
+        }
+
+        /// <summary><c>SSCAN</c> (set): Incrementally iterate Set elements.</summary>
+        /// <remarks>Reply: <c>tuple&lt;cursor,array&lt;string&gt;&gt;</c>. Since Redis 2.8.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="cursor">The cursor (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>ValueTuple&lt;ulong, string[]&gt;</c>.</returns>
-        public ValueTuple<ulong, string[]> Sscan(string key, long cursor, SscanOptions options = default(SscanOptions))
+        public ValueTuple<ulong, string[]> Sscan(string key, long cursor, SscanOptions options)
         {
             return Run(CommandArgs.Sscan(key, cursor, options), CommandArgs.S_TUPLE_CURSOR_ARRAY_STRINGEE);
         }
@@ -6697,9 +7425,20 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="id">The id (value).</param>
         /// <param name="fieldValue">The (field, value) tuples.</param>
+        /// <returns>The reply as <c>string</c>.</returns>
+        public string Xadd(string key, object id, ValueTuple<object, object>[] fieldValue)
+        {
+            return Run(CommandArgs.Xadd(key, id, fieldValue, default(XaddOptions)), CommandArgs.S_STRINGN);
+        }
+
+        /// <summary><c>XADD</c> (stream): Appends a new entry to a stream.</summary>
+        /// <remarks>Reply: <c>string?</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="id">The id (value).</param>
+        /// <param name="fieldValue">The (field, value) tuples.</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string</c>.</returns>
-        public string Xadd(string key, object id, ValueTuple<object, object>[] fieldValue, XaddOptions options = default(XaddOptions))
+        public string Xadd(string key, object id, ValueTuple<object, object>[] fieldValue, XaddOptions options)
         {
             return Run(CommandArgs.Xadd(key, id, fieldValue, options), CommandArgs.S_STRINGN);
         }
@@ -6711,9 +7450,22 @@ namespace Slotlane
         /// <param name="consumer">The consumer (value).</param>
         /// <param name="minIdleTime">The min idle time (value).</param>
         /// <param name="start">The start (value).</param>
+        /// <returns>The reply as <c>object</c>.</returns>
+        public object Xautoclaim(string key, object group, object consumer, object minIdleTime, object start)
+        {
+            return Run(CommandArgs.Xautoclaim(key, group, consumer, minIdleTime, start, default(XautoclaimOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>XAUTOCLAIM</c> (stream): Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="group">The group (value).</param>
+        /// <param name="consumer">The consumer (value).</param>
+        /// <param name="minIdleTime">The min idle time (value).</param>
+        /// <param name="start">The start (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>object</c>.</returns>
-        public object Xautoclaim(string key, object group, object consumer, object minIdleTime, object start, XautoclaimOptions options = default(XautoclaimOptions))
+        public object Xautoclaim(string key, object group, object consumer, object minIdleTime, object start, XautoclaimOptions options)
         {
             return Run(CommandArgs.Xautoclaim(key, group, consumer, minIdleTime, start, options), CommandArgs.S_ANY);
         }
@@ -6725,9 +7477,22 @@ namespace Slotlane
         /// <param name="consumer">The consumer (value).</param>
         /// <param name="minIdleTime">The min idle time (value).</param>
         /// <param name="ids">The ids (values).</param>
+        /// <returns>The reply as <c>object</c>.</returns>
+        public object Xclaim(string key, object group, object consumer, object minIdleTime, object[] ids)
+        {
+            return Run(CommandArgs.Xclaim(key, group, consumer, minIdleTime, ids, default(XclaimOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>XCLAIM</c> (stream): Changes (or acquires) ownership of a message in a consumer group, as if the message was delivered to the specified consumer.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="group">The group (value).</param>
+        /// <param name="consumer">The consumer (value).</param>
+        /// <param name="minIdleTime">The min idle time (value).</param>
+        /// <param name="ids">The ids (values).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>object</c>.</returns>
-        public object Xclaim(string key, object group, object consumer, object minIdleTime, object[] ids, XclaimOptions options = default(XclaimOptions))
+        public object Xclaim(string key, object group, object consumer, object minIdleTime, object[] ids, XclaimOptions options)
         {
             return Run(CommandArgs.Xclaim(key, group, consumer, minIdleTime, ids, options), CommandArgs.S_ANY);
         }
@@ -6747,9 +7512,20 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="groupname">The groupname (value).</param>
         /// <param name="id">The id (value).</param>
+        /// <returns>The reply as <c>bool</c>.</returns>
+        public bool XgroupCreate(string key, object groupname, object id)
+        {
+            return Run(CommandArgs.XgroupCreate(key, groupname, id, default(XgroupCreateOptions)), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>XGROUP CREATE</c> (stream): Create a consumer group.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="groupname">The groupname (value).</param>
+        /// <param name="id">The id (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>bool</c>.</returns>
-        public bool XgroupCreate(string key, object groupname, object id, XgroupCreateOptions options = default(XgroupCreateOptions))
+        public bool XgroupCreate(string key, object groupname, object id, XgroupCreateOptions options)
         {
             return Run(CommandArgs.XgroupCreate(key, groupname, id, options), CommandArgs.S_OK);
         }
@@ -6791,9 +7567,20 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="groupname">The groupname (value).</param>
         /// <param name="id">The id (value).</param>
+        /// <returns>The reply as <c>bool</c>.</returns>
+        public bool XgroupSetid(string key, object groupname, object id)
+        {
+            return Run(CommandArgs.XgroupSetid(key, groupname, id, default(XgroupSetidOptions)), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>XGROUP SETID</c> (stream): Set a consumer group to an arbitrary last delivered ID value.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="groupname">The groupname (value).</param>
+        /// <param name="id">The id (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>bool</c>.</returns>
-        public bool XgroupSetid(string key, object groupname, object id, XgroupSetidOptions options = default(XgroupSetidOptions))
+        public bool XgroupSetid(string key, object groupname, object id, XgroupSetidOptions options)
         {
             return Run(CommandArgs.XgroupSetid(key, groupname, id, options), CommandArgs.S_OK);
         }
@@ -6820,9 +7607,18 @@ namespace Slotlane
         /// <summary><c>XINFO STREAM</c> (stream): Get information about a stream.</summary>
         /// <remarks>Reply: <c>map&lt;string,any&gt;</c>. Since Redis 5.0.0.</remarks>
         /// <param name="key">The key (key).</param>
+        /// <returns>The reply as <c>Dictionary&lt;string, object&gt;</c>.</returns>
+        public Dictionary<string, object> XinfoStream(string key)
+        {
+            return Run(CommandArgs.XinfoStream(key, default(XinfoStreamOptions)), CommandArgs.S_MAP_STRING_ANYE);
+        }
+
+        /// <summary><c>XINFO STREAM</c> (stream): Get information about a stream.</summary>
+        /// <remarks>Reply: <c>map&lt;string,any&gt;</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>Dictionary&lt;string, object&gt;</c>.</returns>
-        public Dictionary<string, object> XinfoStream(string key, XinfoStreamOptions options = default(XinfoStreamOptions))
+        public Dictionary<string, object> XinfoStream(string key, XinfoStreamOptions options)
         {
             return Run(CommandArgs.XinfoStream(key, options), CommandArgs.S_MAP_STRING_ANYE);
         }
@@ -6840,9 +7636,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>any</c>. Since Redis 5.0.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="group">The group (value).</param>
+        /// <returns>The reply as <c>object</c>.</returns>
+        public object Xpending(string key, object group)
+        {
+            return Run(CommandArgs.Xpending(key, group, default(XpendingOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>XPENDING</c> (stream): Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="group">The group (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>object</c>.</returns>
-        public object Xpending(string key, object group, XpendingOptions options = default(XpendingOptions))
+        public object Xpending(string key, object group, XpendingOptions options)
         {
             return Run(CommandArgs.Xpending(key, group, options), CommandArgs.S_ANY);
         }
@@ -6852,9 +7658,20 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="start">The start (value).</param>
         /// <param name="end">The end (value).</param>
+        /// <returns>The reply as <c>ValueTuple&lt;string, KeyValuePair&lt;string, string&gt;[]&gt;[]</c>.</returns>
+        public ValueTuple<string, KeyValuePair<string, string>[]>[] Xrange(string key, object start, object end)
+        {
+            return Run(CommandArgs.Xrange(key, start, end, default(XrangeOptions)), CommandArgs.S_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE);
+        }
+
+        /// <summary><c>XRANGE</c> (stream): Return a range of elements in a stream, with IDs matching the specified IDs interval.</summary>
+        /// <remarks>Reply: <c>array&lt;tuple&lt;string,pairs&lt;string,string&gt;&gt;&gt;</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="start">The start (value).</param>
+        /// <param name="end">The end (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>ValueTuple&lt;string, KeyValuePair&lt;string, string&gt;[]&gt;[]</c>.</returns>
-        public ValueTuple<string, KeyValuePair<string, string>[]>[] Xrange(string key, object start, object end, XrangeOptions options = default(XrangeOptions))
+        public ValueTuple<string, KeyValuePair<string, string>[]>[] Xrange(string key, object start, object end, XrangeOptions options)
         {
             return Run(CommandArgs.Xrange(key, start, end, options), CommandArgs.S_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE);
         }
@@ -6863,9 +7680,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>map&lt;string,array&lt;tuple&lt;string,pairs&lt;string,string&gt;&gt;&gt;&gt;?</c>. Since Redis 5.0.0.</remarks>
         /// <param name="keys">The keys (keys).</param>
         /// <param name="ids">The ids (values).</param>
+        /// <returns>The reply as <c>Dictionary&lt;string, ValueTuple&lt;string, KeyValuePair&lt;string, string&gt;[]&gt;[]&gt;</c>.</returns>
+        public Dictionary<string, ValueTuple<string, KeyValuePair<string, string>[]>[]> Xread(string[] keys, object[] ids)
+        {
+            return Run(CommandArgs.Xread(keys, ids, default(XreadOptions)), CommandArgs.S_MAP_STRING_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEEEN);
+        }
+
+        /// <summary><c>XREAD</c> (stream): Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.</summary>
+        /// <remarks>Reply: <c>map&lt;string,array&lt;tuple&lt;string,pairs&lt;string,string&gt;&gt;&gt;&gt;?</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="ids">The ids (values).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>Dictionary&lt;string, ValueTuple&lt;string, KeyValuePair&lt;string, string&gt;[]&gt;[]&gt;</c>.</returns>
-        public Dictionary<string, ValueTuple<string, KeyValuePair<string, string>[]>[]> Xread(string[] keys, object[] ids, XreadOptions options = default(XreadOptions))
+        public Dictionary<string, ValueTuple<string, KeyValuePair<string, string>[]>[]> Xread(string[] keys, object[] ids, XreadOptions options)
         {
             return Run(CommandArgs.Xread(keys, ids, options), CommandArgs.S_MAP_STRING_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEEEN);
         }
@@ -6876,9 +7703,21 @@ namespace Slotlane
         /// <param name="consumer">The consumer (value).</param>
         /// <param name="keys">The keys (keys).</param>
         /// <param name="ids">The ids (values).</param>
+        /// <returns>The reply as <c>object</c>.</returns>
+        public object Xreadgroup(object group, object consumer, string[] keys, object[] ids)
+        {
+            return Run(CommandArgs.Xreadgroup(group, consumer, keys, ids, default(XreadgroupOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>XREADGROUP</c> (stream): Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="group">The group (value).</param>
+        /// <param name="consumer">The consumer (value).</param>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="ids">The ids (values).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>object</c>.</returns>
-        public object Xreadgroup(object group, object consumer, string[] keys, object[] ids, XreadgroupOptions options = default(XreadgroupOptions))
+        public object Xreadgroup(object group, object consumer, string[] keys, object[] ids, XreadgroupOptions options)
         {
             return Run(CommandArgs.Xreadgroup(group, consumer, keys, ids, options), CommandArgs.S_ANY);
         }
@@ -6888,9 +7727,20 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="end">The end (value).</param>
         /// <param name="start">The start (value).</param>
+        /// <returns>The reply as <c>ValueTuple&lt;string, KeyValuePair&lt;string, string&gt;[]&gt;[]</c>.</returns>
+        public ValueTuple<string, KeyValuePair<string, string>[]>[] Xrevrange(string key, object end, object start)
+        {
+            return Run(CommandArgs.Xrevrange(key, end, start, default(XrevrangeOptions)), CommandArgs.S_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE);
+        }
+
+        /// <summary><c>XREVRANGE</c> (stream): Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE.</summary>
+        /// <remarks>Reply: <c>array&lt;tuple&lt;string,pairs&lt;string,string&gt;&gt;&gt;</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="end">The end (value).</param>
+        /// <param name="start">The start (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>ValueTuple&lt;string, KeyValuePair&lt;string, string&gt;[]&gt;[]</c>.</returns>
-        public ValueTuple<string, KeyValuePair<string, string>[]>[] Xrevrange(string key, object end, object start, XrevrangeOptions options = default(XrevrangeOptions))
+        public ValueTuple<string, KeyValuePair<string, string>[]>[] Xrevrange(string key, object end, object start, XrevrangeOptions options)
         {
             return Run(CommandArgs.Xrevrange(key, end, start, options), CommandArgs.S_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE);
         }
@@ -6899,9 +7749,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>ok</c>. Since Redis 5.0.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="lastId">The last id (value).</param>
+        /// <returns>The reply as <c>bool</c>.</returns>
+        public bool Xsetid(string key, object lastId)
+        {
+            return Run(CommandArgs.Xsetid(key, lastId, default(XsetidOptions)), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>XSETID</c> (stream): An internal command for replicating stream values.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="lastId">The last id (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>bool</c>.</returns>
-        public bool Xsetid(string key, object lastId, XsetidOptions options = default(XsetidOptions))
+        public bool Xsetid(string key, object lastId, XsetidOptions options)
         {
             return Run(CommandArgs.Xsetid(key, lastId, options), CommandArgs.S_OK);
         }
@@ -6910,9 +7770,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>int</c>. Since Redis 5.0.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="threshold">The threshold (value).</param>
+        /// <returns>The reply as <c>long</c>.</returns>
+        public long Xtrim(string key, object threshold)
+        {
+            return Run(CommandArgs.Xtrim(key, threshold, default(XtrimOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>XTRIM</c> (stream): Trims the stream to (approximately if '~' is passed) a certain size.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="threshold">The threshold (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long</c>.</returns>
-        public long Xtrim(string key, object threshold, XtrimOptions options = default(XtrimOptions))
+        public long Xtrim(string key, object threshold, XtrimOptions options)
         {
             return Run(CommandArgs.Xtrim(key, threshold, options), CommandArgs.S_INT);
         }
@@ -6921,9 +7791,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>int</c>. Since Redis 1.2.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="scoreMember">The (score, member) tuples.</param>
+        /// <returns>The reply as <c>long</c>.</returns>
+        public long Zadd(string key, ValueTuple<double, object>[] scoreMember)
+        {
+            return Run(CommandArgs.Zadd(key, scoreMember, default(ZaddOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>ZADD</c> (sorted-set): Add one or more members to a sorted set, or update its score if it already exists.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 1.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="scoreMember">The (score, member) tuples.</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long</c>.</returns>
-        public long Zadd(string key, ValueTuple<double, object>[] scoreMember, ZaddOptions options = default(ZaddOptions))
+        public long Zadd(string key, ValueTuple<double, object>[] scoreMember, ZaddOptions options)
         {
             return Run(CommandArgs.Zadd(key, scoreMember, options), CommandArgs.S_INT);
         }
@@ -6932,9 +7812,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>double?</c>. Since Redis 1.2.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="scoreMember">The (score, member) tuples.</param>
+        /// <returns>The reply as <c>double?</c>.</returns>
+        public double? ZaddIncr(string key, ValueTuple<double, object>[] scoreMember)
+        {
+            return Run(CommandArgs.ZaddIncr(key, scoreMember, default(ZaddIncrOptions)), CommandArgs.S_DOUBLEN);
+        }
+
+        /// <summary><c>ZADD</c> (sorted-set): Add one or more members to a sorted set, or update its score if it already exists.</summary>
+        /// <remarks>Reply: <c>double?</c>. Since Redis 1.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="scoreMember">The (score, member) tuples.</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>double?</c>.</returns>
-        public double? ZaddIncr(string key, ValueTuple<double, object>[] scoreMember, ZaddIncrOptions options = default(ZaddIncrOptions))
+        public double? ZaddIncr(string key, ValueTuple<double, object>[] scoreMember, ZaddIncrOptions options)
         {
             return Run(CommandArgs.ZaddIncr(key, scoreMember, options), CommandArgs.S_DOUBLEN);
         }
@@ -7001,9 +7891,18 @@ namespace Slotlane
         /// <summary><c>ZINTER</c> (sorted-set): Intersect multiple sorted sets.</summary>
         /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 6.2.0.</remarks>
         /// <param name="keys">The keys (keys).</param>
+        /// <returns>The reply as <c>string[]</c>.</returns>
+        public string[] Zinter(string[] keys)
+        {
+            return Run(CommandArgs.Zinter(keys, default(ZinterOptions)), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>ZINTER</c> (sorted-set): Intersect multiple sorted sets.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string[]</c>.</returns>
-        public string[] Zinter(string[] keys, ZinterOptions options = default(ZinterOptions))
+        public string[] Zinter(string[] keys, ZinterOptions options)
         {
             return Run(CommandArgs.Zinter(keys, options), CommandArgs.S_ARRAY_STRINGE);
         }
@@ -7011,9 +7910,18 @@ namespace Slotlane
         /// <summary><c>ZINTER</c> (sorted-set): Intersect multiple sorted sets.</summary>
         /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 6.2.0.</remarks>
         /// <param name="keys">The keys (keys).</param>
+        /// <returns>The reply as <c>KeyValuePair&lt;string, double&gt;[]</c>.</returns>
+        public KeyValuePair<string, double>[] ZinterWithscores(string[] keys)
+        {
+            return Run(CommandArgs.ZinterWithscores(keys, default(ZinterWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+        }
+
+        /// <summary><c>ZINTER</c> (sorted-set): Intersect multiple sorted sets.</summary>
+        /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>KeyValuePair&lt;string, double&gt;[]</c>.</returns>
-        public KeyValuePair<string, double>[] ZinterWithscores(string[] keys, ZinterWithscoresOptions options = default(ZinterWithscoresOptions))
+        public KeyValuePair<string, double>[] ZinterWithscores(string[] keys, ZinterWithscoresOptions options)
         {
             return Run(CommandArgs.ZinterWithscores(keys, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
         }
@@ -7021,9 +7929,18 @@ namespace Slotlane
         /// <summary><c>ZINTERCARD</c> (sorted-set): Intersect multiple sorted sets and return the cardinality of the result.</summary>
         /// <remarks>Reply: <c>int</c>. Since Redis 7.0.0.</remarks>
         /// <param name="keys">The keys (keys).</param>
+        /// <returns>The reply as <c>long</c>.</returns>
+        public long Zintercard(string[] keys)
+        {
+            return Run(CommandArgs.Zintercard(keys, default(ZintercardOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>ZINTERCARD</c> (sorted-set): Intersect multiple sorted sets and return the cardinality of the result.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long</c>.</returns>
-        public long Zintercard(string[] keys, ZintercardOptions options = default(ZintercardOptions))
+        public long Zintercard(string[] keys, ZintercardOptions options)
         {
             return Run(CommandArgs.Zintercard(keys, options), CommandArgs.S_INT);
         }
@@ -7032,9 +7949,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>int</c>. Since Redis 2.0.0.</remarks>
         /// <param name="destination">The destination (key).</param>
         /// <param name="keys">The keys (keys).</param>
+        /// <returns>The reply as <c>long</c>.</returns>
+        public long Zinterstore(string destination, string[] keys)
+        {
+            return Run(CommandArgs.Zinterstore(destination, keys, default(ZinterstoreOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>ZINTERSTORE</c> (sorted-set): Intersect multiple sorted sets and store the resulting sorted set in a new key.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 2.0.0.</remarks>
+        /// <param name="destination">The destination (key).</param>
+        /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long</c>.</returns>
-        public long Zinterstore(string destination, string[] keys, ZinterstoreOptions options = default(ZinterstoreOptions))
+        public long Zinterstore(string destination, string[] keys, ZinterstoreOptions options)
         {
             return Run(CommandArgs.Zinterstore(destination, keys, options), CommandArgs.S_INT);
         }
@@ -7053,9 +7980,18 @@ namespace Slotlane
         /// <summary><c>ZMPOP</c> (sorted-set): Remove and return members with scores in a sorted set.</summary>
         /// <remarks>Reply: <c>tuple&lt;string,pairs&lt;string,double&gt;&gt;?</c>. Since Redis 7.0.0.</remarks>
         /// <param name="keys">The keys (keys).</param>
+        /// <returns>The reply as <c>ValueTuple&lt;string, KeyValuePair&lt;string, double&gt;[]&gt;?</c>.</returns>
+        public ValueTuple<string, KeyValuePair<string, double>[]>? Zmpop(string[] keys)
+        {
+            return Run(CommandArgs.Zmpop(keys, default(ZmpopOptions)), CommandArgs.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN);
+        }
+
+        /// <summary><c>ZMPOP</c> (sorted-set): Remove and return members with scores in a sorted set.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,pairs&lt;string,double&gt;&gt;?</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>ValueTuple&lt;string, KeyValuePair&lt;string, double&gt;[]&gt;?</c>.</returns>
-        public ValueTuple<string, KeyValuePair<string, double>[]>? Zmpop(string[] keys, ZmpopOptions options = default(ZmpopOptions))
+        public ValueTuple<string, KeyValuePair<string, double>[]>? Zmpop(string[] keys, ZmpopOptions options)
         {
             return Run(CommandArgs.Zmpop(keys, options), CommandArgs.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN);
         }
@@ -7073,9 +8009,18 @@ namespace Slotlane
         /// <summary><c>ZPOPMAX</c> (sorted-set): Remove and return members with the highest scores in a sorted set.</summary>
         /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 5.0.0.</remarks>
         /// <param name="key">The key (key).</param>
+        /// <returns>The reply as <c>KeyValuePair&lt;string, double&gt;[]</c>.</returns>
+        public KeyValuePair<string, double>[] Zpopmax(string key)
+        {
+            return Run(CommandArgs.Zpopmax(key, default(ZpopmaxOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+        }
+
+        /// <summary><c>ZPOPMAX</c> (sorted-set): Remove and return members with the highest scores in a sorted set.</summary>
+        /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>KeyValuePair&lt;string, double&gt;[]</c>.</returns>
-        public KeyValuePair<string, double>[] Zpopmax(string key, ZpopmaxOptions options = default(ZpopmaxOptions))
+        public KeyValuePair<string, double>[] Zpopmax(string key, ZpopmaxOptions options)
         {
             return Run(CommandArgs.Zpopmax(key, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
         }
@@ -7083,9 +8028,18 @@ namespace Slotlane
         /// <summary><c>ZPOPMIN</c> (sorted-set): Remove and return members with the lowest scores in a sorted set.</summary>
         /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 5.0.0.</remarks>
         /// <param name="key">The key (key).</param>
+        /// <returns>The reply as <c>KeyValuePair&lt;string, double&gt;[]</c>.</returns>
+        public KeyValuePair<string, double>[] Zpopmin(string key)
+        {
+            return Run(CommandArgs.Zpopmin(key, default(ZpopminOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+        }
+
+        /// <summary><c>ZPOPMIN</c> (sorted-set): Remove and return members with the lowest scores in a sorted set.</summary>
+        /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>KeyValuePair&lt;string, double&gt;[]</c>.</returns>
-        public KeyValuePair<string, double>[] Zpopmin(string key, ZpopminOptions options = default(ZpopminOptions))
+        public KeyValuePair<string, double>[] Zpopmin(string key, ZpopminOptions options)
         {
             return Run(CommandArgs.Zpopmin(key, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
         }
@@ -7124,9 +8078,20 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="start">The start (value).</param>
         /// <param name="stop">The stop (value).</param>
+        /// <returns>The reply as <c>string[]</c>.</returns>
+        public string[] Zrange(string key, object start, object stop)
+        {
+            return Run(CommandArgs.Zrange(key, start, stop, default(ZrangeOptions)), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>ZRANGE</c> (sorted-set): Return a range of members in a sorted set.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 1.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="start">The start (value).</param>
+        /// <param name="stop">The stop (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string[]</c>.</returns>
-        public string[] Zrange(string key, object start, object stop, ZrangeOptions options = default(ZrangeOptions))
+        public string[] Zrange(string key, object start, object stop, ZrangeOptions options)
         {
             return Run(CommandArgs.Zrange(key, start, stop, options), CommandArgs.S_ARRAY_STRINGE);
         }
@@ -7136,11 +8101,34 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="start">The start (value).</param>
         /// <param name="stop">The stop (value).</param>
+        /// <returns>The reply as <c>KeyValuePair&lt;string, double&gt;[]</c>.</returns>
+        public KeyValuePair<string, double>[] ZrangeWithscores(string key, object start, object stop)
+        {
+            return Run(CommandArgs.ZrangeWithscores(key, start, stop, default(ZrangeWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+        }
+
+        /// <summary><c>ZRANGE</c> (sorted-set): Return a range of members in a sorted set.</summary>
+        /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 1.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="start">The start (value).</param>
+        /// <param name="stop">The stop (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>KeyValuePair&lt;string, double&gt;[]</c>.</returns>
-        public KeyValuePair<string, double>[] ZrangeWithscores(string key, object start, object stop, ZrangeWithscoresOptions options = default(ZrangeWithscoresOptions))
+        public KeyValuePair<string, double>[] ZrangeWithscores(string key, object start, object stop, ZrangeWithscoresOptions options)
         {
             return Run(CommandArgs.ZrangeWithscores(key, start, stop, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+        }
+
+        /// <summary><c>ZRANGEBYLEX</c> (sorted-set): Return a range of members in a sorted set, by lexicographical range.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 2.8.9. Deprecated since Redis 6.2.0; use ZRANGE with the BYLEX argument.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="min">The min (value).</param>
+        /// <param name="max">The max (value).</param>
+        /// <returns>The reply as <c>string[]</c>.</returns>
+        [Obsolete("ZRANGEBYLEX is deprecated since Redis 6.2.0")]
+        public string[] Zrangebylex(string key, object min, object max)
+        {
+            return Run(CommandArgs.Zrangebylex(key, min, max, default(ZrangebylexOptions)), CommandArgs.S_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZRANGEBYLEX</c> (sorted-set): Return a range of members in a sorted set, by lexicographical range.</summary>
@@ -7151,9 +8139,21 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string[]</c>.</returns>
         [Obsolete("ZRANGEBYLEX is deprecated since Redis 6.2.0")]
-        public string[] Zrangebylex(string key, object min, object max, ZrangebylexOptions options = default(ZrangebylexOptions))
+        public string[] Zrangebylex(string key, object min, object max, ZrangebylexOptions options)
         {
             return Run(CommandArgs.Zrangebylex(key, min, max, options), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>ZRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 1.0.5. Deprecated since Redis 6.2.0; use ZRANGE with the BYSCORE argument.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="min">The min (value).</param>
+        /// <param name="max">The max (value).</param>
+        /// <returns>The reply as <c>string[]</c>.</returns>
+        [Obsolete("ZRANGEBYSCORE is deprecated since Redis 6.2.0")]
+        public string[] Zrangebyscore(string key, object min, object max)
+        {
+            return Run(CommandArgs.Zrangebyscore(key, min, max, default(ZrangebyscoreOptions)), CommandArgs.S_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score.</summary>
@@ -7164,9 +8164,21 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string[]</c>.</returns>
         [Obsolete("ZRANGEBYSCORE is deprecated since Redis 6.2.0")]
-        public string[] Zrangebyscore(string key, object min, object max, ZrangebyscoreOptions options = default(ZrangebyscoreOptions))
+        public string[] Zrangebyscore(string key, object min, object max, ZrangebyscoreOptions options)
         {
             return Run(CommandArgs.Zrangebyscore(key, min, max, options), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>ZRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score.</summary>
+        /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 1.0.5. Deprecated since Redis 6.2.0; use ZRANGE with the BYSCORE argument.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="min">The min (value).</param>
+        /// <param name="max">The max (value).</param>
+        /// <returns>The reply as <c>KeyValuePair&lt;string, double&gt;[]</c>.</returns>
+        [Obsolete("ZRANGEBYSCORE is deprecated since Redis 6.2.0")]
+        public KeyValuePair<string, double>[] ZrangebyscoreWithscores(string key, object min, object max)
+        {
+            return Run(CommandArgs.ZrangebyscoreWithscores(key, min, max, default(ZrangebyscoreWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score.</summary>
@@ -7177,7 +8189,7 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>KeyValuePair&lt;string, double&gt;[]</c>.</returns>
         [Obsolete("ZRANGEBYSCORE is deprecated since Redis 6.2.0")]
-        public KeyValuePair<string, double>[] ZrangebyscoreWithscores(string key, object min, object max, ZrangebyscoreWithscoresOptions options = default(ZrangebyscoreWithscoresOptions))
+        public KeyValuePair<string, double>[] ZrangebyscoreWithscores(string key, object min, object max, ZrangebyscoreWithscoresOptions options)
         {
             return Run(CommandArgs.ZrangebyscoreWithscores(key, min, max, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
         }
@@ -7188,9 +8200,21 @@ namespace Slotlane
         /// <param name="src">The src (key).</param>
         /// <param name="min">The min (value).</param>
         /// <param name="max">The max (value).</param>
+        /// <returns>The reply as <c>long</c>.</returns>
+        public long Zrangestore(string dst, string src, object min, object max)
+        {
+            return Run(CommandArgs.Zrangestore(dst, src, min, max, default(ZrangestoreOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>ZRANGESTORE</c> (sorted-set): Store a range of members from sorted set into another key.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="dst">The dst (key).</param>
+        /// <param name="src">The src (key).</param>
+        /// <param name="min">The min (value).</param>
+        /// <param name="max">The max (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long</c>.</returns>
-        public long Zrangestore(string dst, string src, object min, object max, ZrangestoreOptions options = default(ZrangestoreOptions))
+        public long Zrangestore(string dst, string src, object min, object max, ZrangestoreOptions options)
         {
             return Run(CommandArgs.Zrangestore(dst, src, min, max, options), CommandArgs.S_INT);
         }
@@ -7277,12 +8301,36 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="max">The max (value).</param>
         /// <param name="min">The min (value).</param>
+        /// <returns>The reply as <c>string[]</c>.</returns>
+        [Obsolete("ZREVRANGEBYLEX is deprecated since Redis 6.2.0")]
+        public string[] Zrevrangebylex(string key, object max, object min)
+        {
+            return Run(CommandArgs.Zrevrangebylex(key, max, min, default(ZrevrangebylexOptions)), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>ZREVRANGEBYLEX</c> (sorted-set): Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 2.8.9. Deprecated since Redis 6.2.0; use ZRANGE with the REV and BYLEX arguments.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="max">The max (value).</param>
+        /// <param name="min">The min (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string[]</c>.</returns>
         [Obsolete("ZREVRANGEBYLEX is deprecated since Redis 6.2.0")]
-        public string[] Zrevrangebylex(string key, object max, object min, ZrevrangebylexOptions options = default(ZrevrangebylexOptions))
+        public string[] Zrevrangebylex(string key, object max, object min, ZrevrangebylexOptions options)
         {
             return Run(CommandArgs.Zrevrangebylex(key, max, min, options), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>ZREVRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score, with scores ordered from high to low.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 2.2.0. Deprecated since Redis 6.2.0; use ZRANGE with the REV and BYSCORE arguments.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="max">The max (value).</param>
+        /// <param name="min">The min (value).</param>
+        /// <returns>The reply as <c>string[]</c>.</returns>
+        [Obsolete("ZREVRANGEBYSCORE is deprecated since Redis 6.2.0")]
+        public string[] Zrevrangebyscore(string key, object max, object min)
+        {
+            return Run(CommandArgs.Zrevrangebyscore(key, max, min, default(ZrevrangebyscoreOptions)), CommandArgs.S_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZREVRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score, with scores ordered from high to low.</summary>
@@ -7293,9 +8341,21 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string[]</c>.</returns>
         [Obsolete("ZREVRANGEBYSCORE is deprecated since Redis 6.2.0")]
-        public string[] Zrevrangebyscore(string key, object max, object min, ZrevrangebyscoreOptions options = default(ZrevrangebyscoreOptions))
+        public string[] Zrevrangebyscore(string key, object max, object min, ZrevrangebyscoreOptions options)
         {
             return Run(CommandArgs.Zrevrangebyscore(key, max, min, options), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>ZREVRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score, with scores ordered from high to low.</summary>
+        /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 2.2.0. Deprecated since Redis 6.2.0; use ZRANGE with the REV and BYSCORE arguments.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="max">The max (value).</param>
+        /// <param name="min">The min (value).</param>
+        /// <returns>The reply as <c>KeyValuePair&lt;string, double&gt;[]</c>.</returns>
+        [Obsolete("ZREVRANGEBYSCORE is deprecated since Redis 6.2.0")]
+        public KeyValuePair<string, double>[] ZrevrangebyscoreWithscores(string key, object max, object min)
+        {
+            return Run(CommandArgs.ZrevrangebyscoreWithscores(key, max, min, default(ZrevrangebyscoreWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZREVRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score, with scores ordered from high to low.</summary>
@@ -7306,7 +8366,7 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>KeyValuePair&lt;string, double&gt;[]</c>.</returns>
         [Obsolete("ZREVRANGEBYSCORE is deprecated since Redis 6.2.0")]
-        public KeyValuePair<string, double>[] ZrevrangebyscoreWithscores(string key, object max, object min, ZrevrangebyscoreWithscoresOptions options = default(ZrevrangebyscoreWithscoresOptions))
+        public KeyValuePair<string, double>[] ZrevrangebyscoreWithscores(string key, object max, object min, ZrevrangebyscoreWithscoresOptions options)
         {
             return Run(CommandArgs.ZrevrangebyscoreWithscores(key, max, min, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
         }
@@ -7325,9 +8385,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>tuple&lt;cursor,pairs&lt;string,double&gt;&gt;</c>. Since Redis 2.8.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="cursor">The cursor (integer).</param>
+        /// <returns>The reply as <c>ValueTuple&lt;ulong, KeyValuePair&lt;string, double&gt;[]&gt;</c>.</returns>
+        public ValueTuple<ulong, KeyValuePair<string, double>[]> Zscan(string key, long cursor)
+        {
+            return Run(CommandArgs.Zscan(key, cursor, default(ZscanOptions)), CommandArgs.S_TUPLE_CURSOR_PAIRS_STRING_DOUBLEEE);
+        }
+
+        /// <summary><c>ZSCAN</c> (sorted-set): Incrementally iterate sorted sets elements and associated scores.</summary>
+        /// <remarks>Reply: <c>tuple&lt;cursor,pairs&lt;string,double&gt;&gt;</c>. Since Redis 2.8.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="cursor">The cursor (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>ValueTuple&lt;ulong, KeyValuePair&lt;string, double&gt;[]&gt;</c>.</returns>
-        public ValueTuple<ulong, KeyValuePair<string, double>[]> Zscan(string key, long cursor, ZscanOptions options = default(ZscanOptions))
+        public ValueTuple<ulong, KeyValuePair<string, double>[]> Zscan(string key, long cursor, ZscanOptions options)
         {
             return Run(CommandArgs.Zscan(key, cursor, options), CommandArgs.S_TUPLE_CURSOR_PAIRS_STRING_DOUBLEEE);
         }
@@ -7345,9 +8415,18 @@ namespace Slotlane
         /// <summary><c>ZUNION</c> (sorted-set): Add multiple sorted sets.</summary>
         /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 6.2.0.</remarks>
         /// <param name="keys">The keys (keys).</param>
+        /// <returns>The reply as <c>string[]</c>.</returns>
+        public string[] Zunion(string[] keys)
+        {
+            return Run(CommandArgs.Zunion(keys, default(ZunionOptions)), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>ZUNION</c> (sorted-set): Add multiple sorted sets.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>string[]</c>.</returns>
-        public string[] Zunion(string[] keys, ZunionOptions options = default(ZunionOptions))
+        public string[] Zunion(string[] keys, ZunionOptions options)
         {
             return Run(CommandArgs.Zunion(keys, options), CommandArgs.S_ARRAY_STRINGE);
         }
@@ -7355,9 +8434,18 @@ namespace Slotlane
         /// <summary><c>ZUNION</c> (sorted-set): Add multiple sorted sets.</summary>
         /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 6.2.0.</remarks>
         /// <param name="keys">The keys (keys).</param>
+        /// <returns>The reply as <c>KeyValuePair&lt;string, double&gt;[]</c>.</returns>
+        public KeyValuePair<string, double>[] ZunionWithscores(string[] keys)
+        {
+            return Run(CommandArgs.ZunionWithscores(keys, default(ZunionWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+        }
+
+        /// <summary><c>ZUNION</c> (sorted-set): Add multiple sorted sets.</summary>
+        /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>KeyValuePair&lt;string, double&gt;[]</c>.</returns>
-        public KeyValuePair<string, double>[] ZunionWithscores(string[] keys, ZunionWithscoresOptions options = default(ZunionWithscoresOptions))
+        public KeyValuePair<string, double>[] ZunionWithscores(string[] keys, ZunionWithscoresOptions options)
         {
             return Run(CommandArgs.ZunionWithscores(keys, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
         }
@@ -7366,9 +8454,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>int</c>. Since Redis 2.0.0.</remarks>
         /// <param name="destination">The destination (key).</param>
         /// <param name="keys">The keys (keys).</param>
+        /// <returns>The reply as <c>long</c>.</returns>
+        public long Zunionstore(string destination, string[] keys)
+        {
+            return Run(CommandArgs.Zunionstore(destination, keys, default(ZunionstoreOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>ZUNIONSTORE</c> (sorted-set): Add multiple sorted sets and store the resulting sorted set in a new key.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 2.0.0.</remarks>
+        /// <param name="destination">The destination (key).</param>
+        /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The reply as <c>long</c>.</returns>
-        public long Zunionstore(string destination, string[] keys, ZunionstoreOptions options = default(ZunionstoreOptions))
+        public long Zunionstore(string destination, string[] keys, ZunionstoreOptions options)
         {
             return Run(CommandArgs.Zunionstore(destination, keys, options), CommandArgs.S_INT);
         }
@@ -7379,9 +8477,17 @@ namespace Slotlane
     {
         /// <summary><c>ACL CAT</c> (server): List the ACL categories or the commands inside a category.</summary>
         /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 6.0.0.</remarks>
+        /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
+        public Reply<string[]> AclCat()
+        {
+            return Queue(CommandArgs.AclCat(default(AclCatOptions)), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>ACL CAT</c> (server): List the ACL categories or the commands inside a category.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 6.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
-        public Reply<string[]> AclCat(AclCatOptions options = default(AclCatOptions))
+        public Reply<string[]> AclCat(AclCatOptions options)
         {
             return Queue(CommandArgs.AclCat(options), CommandArgs.S_ARRAY_STRINGE);
         }
@@ -7399,18 +8505,36 @@ namespace Slotlane
         /// <remarks>Reply: <c>any</c>. Since Redis 7.0.0.</remarks>
         /// <param name="username">The username (value).</param>
         /// <param name="command">The command (value).</param>
+        /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
+        public Reply<object> AclDryrun(object username, object command)
+        {
+            return Queue(CommandArgs.AclDryrun(username, command, default(AclDryrunOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>ACL DRYRUN</c> (server): Returns whether the user can execute the given command without executing the command.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="username">The username (value).</param>
+        /// <param name="command">The command (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
-        public Reply<object> AclDryrun(object username, object command, AclDryrunOptions options = default(AclDryrunOptions))
+        public Reply<object> AclDryrun(object username, object command, AclDryrunOptions options)
         {
             return Queue(CommandArgs.AclDryrun(username, command, options), CommandArgs.S_ANY);
         }
 
         /// <summary><c>ACL GENPASS</c> (server): Generate a pseudorandom secure password to use for ACL users.</summary>
         /// <remarks>Reply: <c>string</c>. Since Redis 6.0.0.</remarks>
+        /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
+        public Reply<string> AclGenpass()
+        {
+            return Queue(CommandArgs.AclGenpass(default(AclGenpassOptions)), CommandArgs.S_STRING);
+        }
+
+        /// <summary><c>ACL GENPASS</c> (server): Generate a pseudorandom secure password to use for ACL users.</summary>
+        /// <remarks>Reply: <c>string</c>. Since Redis 6.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
-        public Reply<string> AclGenpass(AclGenpassOptions options = default(AclGenpassOptions))
+        public Reply<string> AclGenpass(AclGenpassOptions options)
         {
             return Queue(CommandArgs.AclGenpass(options), CommandArgs.S_STRING);
         }
@@ -7442,9 +8566,17 @@ namespace Slotlane
 
         /// <summary><c>ACL LOG</c> (server): List latest events denied because of ACLs in place.</summary>
         /// <remarks>Reply: <c>array&lt;map&lt;string,any&gt;&gt;</c>. Since Redis 6.0.0.</remarks>
+        /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;[]</c> after the execution).</returns>
+        public Reply<Dictionary<string, object>[]> AclLog()
+        {
+            return Queue(CommandArgs.AclLog(default(AclLogOptions)), CommandArgs.S_ARRAY_MAP_STRING_ANYEE);
+        }
+
+        /// <summary><c>ACL LOG</c> (server): List latest events denied because of ACLs in place.</summary>
+        /// <remarks>Reply: <c>array&lt;map&lt;string,any&gt;&gt;</c>. Since Redis 6.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;[]</c> after the execution).</returns>
-        public Reply<Dictionary<string, object>[]> AclLog(AclLogOptions options = default(AclLogOptions))
+        public Reply<Dictionary<string, object>[]> AclLog(AclLogOptions options)
         {
             return Queue(CommandArgs.AclLog(options), CommandArgs.S_ARRAY_MAP_STRING_ANYEE);
         }
@@ -7468,9 +8600,18 @@ namespace Slotlane
         /// <summary><c>ACL SETUSER</c> (server): Modify or create the rules for a specific ACL user.</summary>
         /// <remarks>Reply: <c>ok</c>. Since Redis 6.0.0.</remarks>
         /// <param name="username">The username (value).</param>
+        /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
+        public Reply<bool> AclSetuser(object username)
+        {
+            return Queue(CommandArgs.AclSetuser(username, default(AclSetuserOptions)), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>ACL SETUSER</c> (server): Modify or create the rules for a specific ACL user.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 6.0.0.</remarks>
+        /// <param name="username">The username (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
-        public Reply<bool> AclSetuser(object username, AclSetuserOptions options = default(AclSetuserOptions))
+        public Reply<bool> AclSetuser(object username, AclSetuserOptions options)
         {
             return Queue(CommandArgs.AclSetuser(username, options), CommandArgs.S_OK);
         }
@@ -7498,7 +8639,23 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Append(string key, object value)
         {
-            return QueueKeyValue(CommandArgs.P_Append, key, value, CommandArgs.S_INT);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (value == null) throw new ArgumentNullException(nameof(value));
+            _w.Append(CommandArgs.P_Append, key, value);
+            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+        }
+
+        /// <summary><c>BITCOUNT</c> (bitmap): Count set bits in a string.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 2.6.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
+        public Reply<long> Bitcount(string key)
+        {
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Bitcount, key);
+            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
         }
 
         /// <summary><c>BITCOUNT</c> (bitmap): Count set bits in a string.</summary>
@@ -7506,10 +8663,25 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
-        public Reply<long> Bitcount(string key, BitcountOptions options = default(BitcountOptions))
+        public Reply<long> Bitcount(string key, BitcountOptions options)
         {
-            if (options.Start == null && options.End == null && !options.Byte && !options.Bit) return QueueKey(CommandArgs.P_Bitcount, key, CommandArgs.S_INT);
+            if (options.Start == null && options.End == null && !options.Byte && !options.Bit)
+            {
+                Check();
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                _w.AppendKey(CommandArgs.P_Bitcount, key);
+                return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+            }
             return Queue(CommandArgs.Bitcount(key, options), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>BITFIELD_RO</c> (bitmap): Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD.</summary>
+        /// <remarks>Reply: <c>array&lt;int?&gt;</c>. Since Redis 6.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <returns>The queued command's reply (<c>long?[]</c> after the execution).</returns>
+        public Reply<long?[]> BitfieldRo(string key)
+        {
+            return Queue(CommandArgs.BitfieldRo(key, default(BitfieldRoOptions)), CommandArgs.S_ARRAY_INTNE);
         }
 
         /// <summary><c>BITFIELD_RO</c> (bitmap): Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD.</summary>
@@ -7517,7 +8689,7 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long?[]</c> after the execution).</returns>
-        public Reply<long?[]> BitfieldRo(string key, BitfieldRoOptions options = default(BitfieldRoOptions))
+        public Reply<long?[]> BitfieldRo(string key, BitfieldRoOptions options)
         {
             return Queue(CommandArgs.BitfieldRo(key, options), CommandArgs.S_ARRAY_INTNE);
         }
@@ -7537,9 +8709,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>int</c>. Since Redis 2.8.7.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="bit">The bit (integer).</param>
+        /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
+        public Reply<long> Bitpos(string key, long bit)
+        {
+            return Queue(CommandArgs.Bitpos(key, bit, default(BitposOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>BITPOS</c> (bitmap): Find first bit set or clear in a string.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 2.8.7.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="bit">The bit (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
-        public Reply<long> Bitpos(string key, long bit, BitposOptions options = default(BitposOptions))
+        public Reply<long> Bitpos(string key, long bit, BitposOptions options)
         {
             return Queue(CommandArgs.Bitpos(key, bit, options), CommandArgs.S_INT);
         }
@@ -7578,18 +8760,34 @@ namespace Slotlane
 
         /// <summary><c>CLIENT KILL</c> (connection): Kill the connection of a client.</summary>
         /// <remarks>Reply: <c>int</c>. Since Redis 2.4.0.</remarks>
+        /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
+        public Reply<long> ClientKill()
+        {
+            return Queue(CommandArgs.ClientKill(default(ClientKillOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>CLIENT KILL</c> (connection): Kill the connection of a client.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 2.4.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
-        public Reply<long> ClientKill(ClientKillOptions options = default(ClientKillOptions))
+        public Reply<long> ClientKill(ClientKillOptions options)
         {
             return Queue(CommandArgs.ClientKill(options), CommandArgs.S_INT);
         }
 
         /// <summary><c>CLIENT LIST</c> (connection): Get the list of client connections.</summary>
         /// <remarks>Reply: <c>string</c>. Since Redis 2.4.0.</remarks>
+        /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
+        public Reply<string> ClientList()
+        {
+            return Queue(CommandArgs.ClientList(default(ClientListOptions)), CommandArgs.S_STRING);
+        }
+
+        /// <summary><c>CLIENT LIST</c> (connection): Get the list of client connections.</summary>
+        /// <remarks>Reply: <c>string</c>. Since Redis 2.4.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
-        public Reply<string> ClientList(ClientListOptions options = default(ClientListOptions))
+        public Reply<string> ClientList(ClientListOptions options)
         {
             return Queue(CommandArgs.ClientList(options), CommandArgs.S_STRING);
         }
@@ -7605,9 +8803,18 @@ namespace Slotlane
         /// <summary><c>CLIENT UNBLOCK</c> (connection): Unblock a client blocked in a blocking command from a different connection.</summary>
         /// <remarks>Reply: <c>bool</c>. Since Redis 5.0.0.</remarks>
         /// <param name="clientId">The client id (integer).</param>
+        /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
+        public Reply<bool> ClientUnblock(long clientId)
+        {
+            return Queue(CommandArgs.ClientUnblock(clientId, default(ClientUnblockOptions)), CommandArgs.S_BOOL);
+        }
+
+        /// <summary><c>CLIENT UNBLOCK</c> (connection): Unblock a client blocked in a blocking command from a different connection.</summary>
+        /// <remarks>Reply: <c>bool</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="clientId">The client id (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
-        public Reply<bool> ClientUnblock(long clientId, ClientUnblockOptions options = default(ClientUnblockOptions))
+        public Reply<bool> ClientUnblock(long clientId, ClientUnblockOptions options)
         {
             return Queue(CommandArgs.ClientUnblock(clientId, options), CommandArgs.S_BOOL);
         }
@@ -7630,27 +8837,51 @@ namespace Slotlane
 
         /// <summary><c>COMMAND DOCS</c> (server): Get array of specific Redis command documentation.</summary>
         /// <remarks>Reply: <c>map&lt;string,any&gt;</c>. Since Redis 7.0.0.</remarks>
+        /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
+        public Reply<Dictionary<string, object>> CommandDocs()
+        {
+            return Queue(CommandArgs.CommandDocs(default(CommandDocsOptions)), CommandArgs.S_MAP_STRING_ANYE);
+        }
+
+        /// <summary><c>COMMAND DOCS</c> (server): Get array of specific Redis command documentation.</summary>
+        /// <remarks>Reply: <c>map&lt;string,any&gt;</c>. Since Redis 7.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
-        public Reply<Dictionary<string, object>> CommandDocs(CommandDocsOptions options = default(CommandDocsOptions))
+        public Reply<Dictionary<string, object>> CommandDocs(CommandDocsOptions options)
         {
             return Queue(CommandArgs.CommandDocs(options), CommandArgs.S_MAP_STRING_ANYE);
         }
 
         /// <summary><c>COMMAND INFO</c> (server): Get array of specific Redis command details, or all when no argument is given.</summary>
         /// <remarks>Reply: <c>array&lt;any&gt;</c>. Since Redis 2.8.13.</remarks>
+        /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
+        public Reply<object[]> CommandInfo()
+        {
+            return Queue(CommandArgs.CommandInfo(default(CommandInfoOptions)), CommandArgs.S_ARRAY_ANYE);
+        }
+
+        /// <summary><c>COMMAND INFO</c> (server): Get array of specific Redis command details, or all when no argument is given.</summary>
+        /// <remarks>Reply: <c>array&lt;any&gt;</c>. Since Redis 2.8.13.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
-        public Reply<object[]> CommandInfo(CommandInfoOptions options = default(CommandInfoOptions))
+        public Reply<object[]> CommandInfo(CommandInfoOptions options)
         {
             return Queue(CommandArgs.CommandInfo(options), CommandArgs.S_ARRAY_ANYE);
         }
 
         /// <summary><c>COMMAND LIST</c> (server): Get an array of Redis command names.</summary>
         /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 7.0.0.</remarks>
+        /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
+        public Reply<string[]> CommandList()
+        {
+            return Queue(CommandArgs.CommandList(default(CommandListOptions)), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>COMMAND LIST</c> (server): Get an array of Redis command names.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 7.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
-        public Reply<string[]> CommandList(CommandListOptions options = default(CommandListOptions))
+        public Reply<string[]> CommandList(CommandListOptions options)
         {
             return Queue(CommandArgs.CommandList(options), CommandArgs.S_ARRAY_STRINGE);
         }
@@ -7693,9 +8924,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>bool</c>. Since Redis 6.2.0.</remarks>
         /// <param name="source">The source (key).</param>
         /// <param name="destination">The destination (key).</param>
+        /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
+        public Reply<bool> Copy(string source, string destination)
+        {
+            return Queue(CommandArgs.Copy(source, destination, default(CopyOptions)), CommandArgs.S_BOOL);
+        }
+
+        /// <summary><c>COPY</c> (generic): Copy a key.</summary>
+        /// <remarks>Reply: <c>bool</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="source">The source (key).</param>
+        /// <param name="destination">The destination (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
-        public Reply<bool> Copy(string source, string destination, CopyOptions options = default(CopyOptions))
+        public Reply<bool> Copy(string source, string destination, CopyOptions options)
         {
             return Queue(CommandArgs.Copy(source, destination, options), CommandArgs.S_BOOL);
         }
@@ -7714,7 +8955,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Decr(string key)
         {
-            return QueueKey(CommandArgs.P_Decr, key, CommandArgs.S_INT);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Decr, key);
+            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
         }
 
         /// <summary><c>DECRBY</c> (string): Decrement the integer value of a key by the given number.</summary>
@@ -7742,7 +8986,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Dump(string key)
         {
-            return QueueKey(CommandArgs.P_Dump, key, CommandArgs.S_STRINGN);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Dump, key);
+            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
         }
 
         /// <summary><c>ECHO</c> (connection): Echo the given string.</summary>
@@ -7757,9 +9004,18 @@ namespace Slotlane
         /// <summary><c>EVAL</c> (scripting): Execute a Lua script server side.</summary>
         /// <remarks>Reply: <c>any</c>. Since Redis 2.6.0.</remarks>
         /// <param name="script">The script (value).</param>
+        /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
+        public Reply<object> Eval(object script)
+        {
+            return Queue(CommandArgs.Eval(script, default(EvalOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>EVAL</c> (scripting): Execute a Lua script server side.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 2.6.0.</remarks>
+        /// <param name="script">The script (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
-        public Reply<object> Eval(object script, EvalOptions options = default(EvalOptions))
+        public Reply<object> Eval(object script, EvalOptions options)
         {
             return Queue(CommandArgs.Eval(script, options), CommandArgs.S_ANY);
         }
@@ -7767,9 +9023,18 @@ namespace Slotlane
         /// <summary><c>EVAL_RO</c> (scripting): Execute a read-only Lua script server side.</summary>
         /// <remarks>Reply: <c>any</c>. Since Redis 7.0.0.</remarks>
         /// <param name="script">The script (value).</param>
+        /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
+        public Reply<object> EvalRo(object script)
+        {
+            return Queue(CommandArgs.EvalRo(script, default(EvalRoOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>EVAL_RO</c> (scripting): Execute a read-only Lua script server side.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="script">The script (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
-        public Reply<object> EvalRo(object script, EvalRoOptions options = default(EvalRoOptions))
+        public Reply<object> EvalRo(object script, EvalRoOptions options)
         {
             return Queue(CommandArgs.EvalRo(script, options), CommandArgs.S_ANY);
         }
@@ -7777,9 +9042,18 @@ namespace Slotlane
         /// <summary><c>EVALSHA</c> (scripting): Execute a Lua script server side.</summary>
         /// <remarks>Reply: <c>any</c>. Since Redis 2.6.0.</remarks>
         /// <param name="sha1">The sha1 (value).</param>
+        /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
+        public Reply<object> Evalsha(object sha1)
+        {
+            return Queue(CommandArgs.Evalsha(sha1, default(EvalshaOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>EVALSHA</c> (scripting): Execute a Lua script server side.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 2.6.0.</remarks>
+        /// <param name="sha1">The sha1 (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
-        public Reply<object> Evalsha(object sha1, EvalshaOptions options = default(EvalshaOptions))
+        public Reply<object> Evalsha(object sha1, EvalshaOptions options)
         {
             return Queue(CommandArgs.Evalsha(sha1, options), CommandArgs.S_ANY);
         }
@@ -7787,9 +9061,18 @@ namespace Slotlane
         /// <summary><c>EVALSHA_RO</c> (scripting): Execute a read-only Lua script server side.</summary>
         /// <remarks>Reply: <c>any</c>. Since Redis 7.0.0.</remarks>
         /// <param name="sha1">The sha1 (value).</param>
+        /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
+        public Reply<object> EvalshaRo(object sha1)
+        {
+            return Queue(CommandArgs.EvalshaRo(sha1, default(EvalshaRoOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>EVALSHA_RO</c> (scripting): Execute a read-only Lua script server side.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="sha1">The sha1 (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
-        public Reply<object> EvalshaRo(object sha1, EvalshaRoOptions options = default(EvalshaRoOptions))
+        public Reply<object> EvalshaRo(object sha1, EvalshaRoOptions options)
         {
             return Queue(CommandArgs.EvalshaRo(sha1, options), CommandArgs.S_ANY);
         }
@@ -7807,9 +9090,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>bool</c>. Since Redis 1.0.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="seconds">The seconds (integer).</param>
+        /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
+        public Reply<bool> Expire(string key, long seconds)
+        {
+            return Queue(CommandArgs.Expire(key, seconds, default(ExpireOptions)), CommandArgs.S_BOOL);
+        }
+
+        /// <summary><c>EXPIRE</c> (generic): Set a key's time to live in seconds.</summary>
+        /// <remarks>Reply: <c>bool</c>. Since Redis 1.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="seconds">The seconds (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
-        public Reply<bool> Expire(string key, long seconds, ExpireOptions options = default(ExpireOptions))
+        public Reply<bool> Expire(string key, long seconds, ExpireOptions options)
         {
             return Queue(CommandArgs.Expire(key, seconds, options), CommandArgs.S_BOOL);
         }
@@ -7818,9 +9111,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>bool</c>. Since Redis 1.2.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="unixTimeSeconds">The unix time seconds (integer).</param>
+        /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
+        public Reply<bool> Expireat(string key, long unixTimeSeconds)
+        {
+            return Queue(CommandArgs.Expireat(key, unixTimeSeconds, default(ExpireatOptions)), CommandArgs.S_BOOL);
+        }
+
+        /// <summary><c>EXPIREAT</c> (generic): Set the expiration for a key as a UNIX timestamp.</summary>
+        /// <remarks>Reply: <c>bool</c>. Since Redis 1.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="unixTimeSeconds">The unix time seconds (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
-        public Reply<bool> Expireat(string key, long unixTimeSeconds, ExpireatOptions options = default(ExpireatOptions))
+        public Reply<bool> Expireat(string key, long unixTimeSeconds, ExpireatOptions options)
         {
             return Queue(CommandArgs.Expireat(key, unixTimeSeconds, options), CommandArgs.S_BOOL);
         }
@@ -7831,7 +9134,19 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Expiretime(string key)
         {
-            return QueueKey(CommandArgs.P_Expiretime, key, CommandArgs.S_INT);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Expiretime, key);
+            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+        }
+
+        /// <summary><c>FCALL</c> (scripting): Invoke a function.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="function">The function (value).</param>
+        /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
+        public Reply<object> Fcall(object function)
+        {
+            return Queue(CommandArgs.Fcall(function, default(FcallOptions)), CommandArgs.S_ANY);
         }
 
         /// <summary><c>FCALL</c> (scripting): Invoke a function.</summary>
@@ -7839,7 +9154,7 @@ namespace Slotlane
         /// <param name="function">The function (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
-        public Reply<object> Fcall(object function, FcallOptions options = default(FcallOptions))
+        public Reply<object> Fcall(object function, FcallOptions options)
         {
             return Queue(CommandArgs.Fcall(function, options), CommandArgs.S_ANY);
         }
@@ -7847,27 +9162,52 @@ namespace Slotlane
         /// <summary><c>FCALL_RO</c> (scripting): Invoke a read-only function.</summary>
         /// <remarks>Reply: <c>any</c>. Since Redis 7.0.0.</remarks>
         /// <param name="function">The function (value).</param>
+        /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
+        public Reply<object> FcallRo(object function)
+        {
+            return Queue(CommandArgs.FcallRo(function, default(FcallRoOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>FCALL_RO</c> (scripting): Invoke a read-only function.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="function">The function (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
-        public Reply<object> FcallRo(object function, FcallRoOptions options = default(FcallRoOptions))
+        public Reply<object> FcallRo(object function, FcallRoOptions options)
         {
             return Queue(CommandArgs.FcallRo(function, options), CommandArgs.S_ANY);
         }
 
         /// <summary><c>FLUSHALL</c> (server): Remove all keys from all databases.</summary>
         /// <remarks>Reply: <c>ok</c>. Since Redis 1.0.0.</remarks>
+        /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
+        public Reply<bool> Flushall()
+        {
+            return Queue(CommandArgs.Flushall(default(FlushallOptions)), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>FLUSHALL</c> (server): Remove all keys from all databases.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 1.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
-        public Reply<bool> Flushall(FlushallOptions options = default(FlushallOptions))
+        public Reply<bool> Flushall(FlushallOptions options)
         {
             return Queue(CommandArgs.Flushall(options), CommandArgs.S_OK);
         }
 
         /// <summary><c>FLUSHDB</c> (server): Remove all keys from the current database.</summary>
         /// <remarks>Reply: <c>ok</c>. Since Redis 1.0.0.</remarks>
+        /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
+        public Reply<bool> Flushdb()
+        {
+            return Queue(CommandArgs.Flushdb(default(FlushdbOptions)), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>FLUSHDB</c> (server): Remove all keys from the current database.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 1.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
-        public Reply<bool> Flushdb(FlushdbOptions options = default(FlushdbOptions))
+        public Reply<bool> Flushdb(FlushdbOptions options)
         {
             return Queue(CommandArgs.Flushdb(options), CommandArgs.S_OK);
         }
@@ -7891,9 +9231,17 @@ namespace Slotlane
 
         /// <summary><c>FUNCTION FLUSH</c> (scripting): Deleting all functions.</summary>
         /// <remarks>Reply: <c>ok</c>. Since Redis 7.0.0.</remarks>
+        /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
+        public Reply<bool> FunctionFlush()
+        {
+            return Queue(CommandArgs.FunctionFlush(default(FunctionFlushOptions)), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>FUNCTION FLUSH</c> (scripting): Deleting all functions.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 7.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
-        public Reply<bool> FunctionFlush(FunctionFlushOptions options = default(FunctionFlushOptions))
+        public Reply<bool> FunctionFlush(FunctionFlushOptions options)
         {
             return Queue(CommandArgs.FunctionFlush(options), CommandArgs.S_OK);
         }
@@ -7908,9 +9256,17 @@ namespace Slotlane
 
         /// <summary><c>FUNCTION LIST</c> (scripting): List information about all the functions.</summary>
         /// <remarks>Reply: <c>array&lt;map&lt;string,any&gt;&gt;</c>. Since Redis 7.0.0.</remarks>
+        /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;[]</c> after the execution).</returns>
+        public Reply<Dictionary<string, object>[]> FunctionList()
+        {
+            return Queue(CommandArgs.FunctionList(default(FunctionListOptions)), CommandArgs.S_ARRAY_MAP_STRING_ANYEE);
+        }
+
+        /// <summary><c>FUNCTION LIST</c> (scripting): List information about all the functions.</summary>
+        /// <remarks>Reply: <c>array&lt;map&lt;string,any&gt;&gt;</c>. Since Redis 7.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;[]</c> after the execution).</returns>
-        public Reply<Dictionary<string, object>[]> FunctionList(FunctionListOptions options = default(FunctionListOptions))
+        public Reply<Dictionary<string, object>[]> FunctionList(FunctionListOptions options)
         {
             return Queue(CommandArgs.FunctionList(options), CommandArgs.S_ARRAY_MAP_STRING_ANYEE);
         }
@@ -7918,9 +9274,18 @@ namespace Slotlane
         /// <summary><c>FUNCTION LOAD</c> (scripting): Create a function with the given arguments (name, code, description).</summary>
         /// <remarks>Reply: <c>string</c>. Since Redis 7.0.0.</remarks>
         /// <param name="functionCode">The function code (value).</param>
+        /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
+        public Reply<string> FunctionLoad(object functionCode)
+        {
+            return Queue(CommandArgs.FunctionLoad(functionCode, default(FunctionLoadOptions)), CommandArgs.S_STRING);
+        }
+
+        /// <summary><c>FUNCTION LOAD</c> (scripting): Create a function with the given arguments (name, code, description).</summary>
+        /// <remarks>Reply: <c>string</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="functionCode">The function code (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
-        public Reply<string> FunctionLoad(object functionCode, FunctionLoadOptions options = default(FunctionLoadOptions))
+        public Reply<string> FunctionLoad(object functionCode, FunctionLoadOptions options)
         {
             return Queue(CommandArgs.FunctionLoad(functionCode, options), CommandArgs.S_STRING);
         }
@@ -7928,9 +9293,18 @@ namespace Slotlane
         /// <summary><c>FUNCTION RESTORE</c> (scripting): Restore all the functions on the given payload.</summary>
         /// <remarks>Reply: <c>ok</c>. Since Redis 7.0.0.</remarks>
         /// <param name="serializedValue">The serialized value (value).</param>
+        /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
+        public Reply<bool> FunctionRestore(object serializedValue)
+        {
+            return Queue(CommandArgs.FunctionRestore(serializedValue, default(FunctionRestoreOptions)), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>FUNCTION RESTORE</c> (scripting): Restore all the functions on the given payload.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="serializedValue">The serialized value (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
-        public Reply<bool> FunctionRestore(object serializedValue, FunctionRestoreOptions options = default(FunctionRestoreOptions))
+        public Reply<bool> FunctionRestore(object serializedValue, FunctionRestoreOptions options)
         {
             return Queue(CommandArgs.FunctionRestore(serializedValue, options), CommandArgs.S_OK);
         }
@@ -7947,9 +9321,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>int</c>. Since Redis 3.2.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="longitudeLatitudeMember">The (longitude, latitude, member) tuples.</param>
+        /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
+        public Reply<long> Geoadd(string key, ValueTuple<double, double, object>[] longitudeLatitudeMember)
+        {
+            return Queue(CommandArgs.Geoadd(key, longitudeLatitudeMember, default(GeoaddOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>GEOADD</c> (geo): Add one or more geospatial items in the geospatial index represented using a sorted set.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 3.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="longitudeLatitudeMember">The (longitude, latitude, member) tuples.</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
-        public Reply<long> Geoadd(string key, ValueTuple<double, double, object>[] longitudeLatitudeMember, GeoaddOptions options = default(GeoaddOptions))
+        public Reply<long> Geoadd(string key, ValueTuple<double, double, object>[] longitudeLatitudeMember, GeoaddOptions options)
         {
             return Queue(CommandArgs.Geoadd(key, longitudeLatitudeMember, options), CommandArgs.S_INT);
         }
@@ -7959,9 +9343,20 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="member1">The member1 (value).</param>
         /// <param name="member2">The member2 (value).</param>
+        /// <returns>The queued command's reply (<c>double?</c> after the execution).</returns>
+        public Reply<double?> Geodist(string key, object member1, object member2)
+        {
+            return Queue(CommandArgs.Geodist(key, member1, member2, default(GeodistOptions)), CommandArgs.S_DOUBLEN);
+        }
+
+        /// <summary><c>GEODIST</c> (geo): Returns the distance between two members of a geospatial index.</summary>
+        /// <remarks>Reply: <c>double?</c>. Since Redis 3.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="member1">The member1 (value).</param>
+        /// <param name="member2">The member2 (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>double?</c> after the execution).</returns>
-        public Reply<double?> Geodist(string key, object member1, object member2, GeodistOptions options = default(GeodistOptions))
+        public Reply<double?> Geodist(string key, object member1, object member2, GeodistOptions options)
         {
             return Queue(CommandArgs.Geodist(key, member1, member2, options), CommandArgs.S_DOUBLEN);
         }
@@ -7992,12 +9387,38 @@ namespace Slotlane
         /// <param name="longitude">The longitude (number).</param>
         /// <param name="latitude">The latitude (number).</param>
         /// <param name="radius">The radius (number).</param>
+        /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
+        [Obsolete("GEORADIUS is deprecated since Redis 6.2.0")]
+        public Reply<string[]> Georadius(string key, double longitude, double latitude, double radius)
+        {
+            return Queue(CommandArgs.Georadius(key, longitude, latitude, radius, default(GeoradiusOptions)), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>GEORADIUS</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 3.2.0. Deprecated since Redis 6.2.0; use GEOSEARCH and GEOSEARCHSTORE with the BYRADIUS argument.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="longitude">The longitude (number).</param>
+        /// <param name="latitude">The latitude (number).</param>
+        /// <param name="radius">The radius (number).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         [Obsolete("GEORADIUS is deprecated since Redis 6.2.0")]
-        public Reply<string[]> Georadius(string key, double longitude, double latitude, double radius, GeoradiusOptions options = default(GeoradiusOptions))
+        public Reply<string[]> Georadius(string key, double longitude, double latitude, double radius, GeoradiusOptions options)
         {
             return Queue(CommandArgs.Georadius(key, longitude, latitude, radius, options), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>GEORADIUS_RO</c> (geo): A read-only variant for GEORADIUS.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 3.2.10. Deprecated since Redis 6.2.0; use GEOSEARCH with the BYRADIUS argument.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="longitude">The longitude (number).</param>
+        /// <param name="latitude">The latitude (number).</param>
+        /// <param name="radius">The radius (number).</param>
+        /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
+        [Obsolete("GEORADIUS_RO is deprecated since Redis 6.2.0")]
+        public Reply<string[]> GeoradiusRo(string key, double longitude, double latitude, double radius)
+        {
+            return Queue(CommandArgs.GeoradiusRo(key, longitude, latitude, radius, default(GeoradiusRoOptions)), CommandArgs.S_ARRAY_STRINGE);
         }
 
         /// <summary><c>GEORADIUS_RO</c> (geo): A read-only variant for GEORADIUS.</summary>
@@ -8009,9 +9430,22 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         [Obsolete("GEORADIUS_RO is deprecated since Redis 6.2.0")]
-        public Reply<string[]> GeoradiusRo(string key, double longitude, double latitude, double radius, GeoradiusRoOptions options = default(GeoradiusRoOptions))
+        public Reply<string[]> GeoradiusRo(string key, double longitude, double latitude, double radius, GeoradiusRoOptions options)
         {
             return Queue(CommandArgs.GeoradiusRo(key, longitude, latitude, radius, options), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>GEORADIUS_RO</c> (geo): A read-only variant for GEORADIUS.</summary>
+        /// <remarks>Reply: <c>array&lt;any&gt;</c>. Since Redis 3.2.10. Deprecated since Redis 6.2.0; use GEOSEARCH with the BYRADIUS argument.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="longitude">The longitude (number).</param>
+        /// <param name="latitude">The latitude (number).</param>
+        /// <param name="radius">The radius (number).</param>
+        /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
+        [Obsolete("GEORADIUS_RO is deprecated since Redis 6.2.0")]
+        public Reply<object[]> GeoradiusRoWith(string key, double longitude, double latitude, double radius)
+        {
+            return Queue(CommandArgs.GeoradiusRoWith(key, longitude, latitude, radius, default(GeoradiusRoWithOptions)), CommandArgs.S_ARRAY_ANYE);
         }
 
         /// <summary><c>GEORADIUS_RO</c> (geo): A read-only variant for GEORADIUS.</summary>
@@ -8023,9 +9457,23 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
         [Obsolete("GEORADIUS_RO is deprecated since Redis 6.2.0")]
-        public Reply<object[]> GeoradiusRoWith(string key, double longitude, double latitude, double radius, GeoradiusRoWithOptions options = default(GeoradiusRoWithOptions))
+        public Reply<object[]> GeoradiusRoWith(string key, double longitude, double latitude, double radius, GeoradiusRoWithOptions options)
         {
             return Queue(CommandArgs.GeoradiusRoWith(key, longitude, latitude, radius, options), CommandArgs.S_ARRAY_ANYE);
+        }
+
+        /// <summary><c>GEORADIUS</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 3.2.0. Deprecated since Redis 6.2.0; use GEOSEARCH and GEOSEARCHSTORE with the BYRADIUS argument.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="longitude">The longitude (number).</param>
+        /// <param name="latitude">The latitude (number).</param>
+        /// <param name="radius">The radius (number).</param>
+        /// <param name="store">The store (key).</param>
+        /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
+        [Obsolete("GEORADIUS is deprecated since Redis 6.2.0")]
+        public Reply<long> GeoradiusStore(string key, double longitude, double latitude, double radius, string store)
+        {
+            return Queue(CommandArgs.GeoradiusStore(key, longitude, latitude, radius, store, default(GeoradiusStoreOptions)), CommandArgs.S_INT);
         }
 
         /// <summary><c>GEORADIUS</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point.</summary>
@@ -8038,9 +9486,22 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         [Obsolete("GEORADIUS is deprecated since Redis 6.2.0")]
-        public Reply<long> GeoradiusStore(string key, double longitude, double latitude, double radius, string store, GeoradiusStoreOptions options = default(GeoradiusStoreOptions))
+        public Reply<long> GeoradiusStore(string key, double longitude, double latitude, double radius, string store, GeoradiusStoreOptions options)
         {
             return Queue(CommandArgs.GeoradiusStore(key, longitude, latitude, radius, store, options), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>GEORADIUS</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point.</summary>
+        /// <remarks>Reply: <c>array&lt;any&gt;</c>. Since Redis 3.2.0. Deprecated since Redis 6.2.0; use GEOSEARCH and GEOSEARCHSTORE with the BYRADIUS argument.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="longitude">The longitude (number).</param>
+        /// <param name="latitude">The latitude (number).</param>
+        /// <param name="radius">The radius (number).</param>
+        /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
+        [Obsolete("GEORADIUS is deprecated since Redis 6.2.0")]
+        public Reply<object[]> GeoradiusWith(string key, double longitude, double latitude, double radius)
+        {
+            return Queue(CommandArgs.GeoradiusWith(key, longitude, latitude, radius, default(GeoradiusWithOptions)), CommandArgs.S_ARRAY_ANYE);
         }
 
         /// <summary><c>GEORADIUS</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point.</summary>
@@ -8052,9 +9513,21 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
         [Obsolete("GEORADIUS is deprecated since Redis 6.2.0")]
-        public Reply<object[]> GeoradiusWith(string key, double longitude, double latitude, double radius, GeoradiusWithOptions options = default(GeoradiusWithOptions))
+        public Reply<object[]> GeoradiusWith(string key, double longitude, double latitude, double radius, GeoradiusWithOptions options)
         {
             return Queue(CommandArgs.GeoradiusWith(key, longitude, latitude, radius, options), CommandArgs.S_ARRAY_ANYE);
+        }
+
+        /// <summary><c>GEORADIUSBYMEMBER</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 3.2.0. Deprecated since Redis 6.2.0; use GEOSEARCH and GEOSEARCHSTORE with the BYRADIUS and FROMMEMBER arguments.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="member">The member (value).</param>
+        /// <param name="radius">The radius (number).</param>
+        /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
+        [Obsolete("GEORADIUSBYMEMBER is deprecated since Redis 6.2.0")]
+        public Reply<string[]> Georadiusbymember(string key, object member, double radius)
+        {
+            return Queue(CommandArgs.Georadiusbymember(key, member, radius, default(GeoradiusbymemberOptions)), CommandArgs.S_ARRAY_STRINGE);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.</summary>
@@ -8065,9 +9538,21 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         [Obsolete("GEORADIUSBYMEMBER is deprecated since Redis 6.2.0")]
-        public Reply<string[]> Georadiusbymember(string key, object member, double radius, GeoradiusbymemberOptions options = default(GeoradiusbymemberOptions))
+        public Reply<string[]> Georadiusbymember(string key, object member, double radius, GeoradiusbymemberOptions options)
         {
             return Queue(CommandArgs.Georadiusbymember(key, member, radius, options), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>GEORADIUSBYMEMBER_RO</c> (geo): A read-only variant for GEORADIUSBYMEMBER.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 3.2.10. Deprecated since Redis 6.2.0; use GEOSEARCH with the BYRADIUS and FROMMEMBER arguments.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="member">The member (value).</param>
+        /// <param name="radius">The radius (number).</param>
+        /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
+        [Obsolete("GEORADIUSBYMEMBER_RO is deprecated since Redis 6.2.0")]
+        public Reply<string[]> GeoradiusbymemberRo(string key, object member, double radius)
+        {
+            return Queue(CommandArgs.GeoradiusbymemberRo(key, member, radius, default(GeoradiusbymemberRoOptions)), CommandArgs.S_ARRAY_STRINGE);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER_RO</c> (geo): A read-only variant for GEORADIUSBYMEMBER.</summary>
@@ -8078,9 +9563,21 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         [Obsolete("GEORADIUSBYMEMBER_RO is deprecated since Redis 6.2.0")]
-        public Reply<string[]> GeoradiusbymemberRo(string key, object member, double radius, GeoradiusbymemberRoOptions options = default(GeoradiusbymemberRoOptions))
+        public Reply<string[]> GeoradiusbymemberRo(string key, object member, double radius, GeoradiusbymemberRoOptions options)
         {
             return Queue(CommandArgs.GeoradiusbymemberRo(key, member, radius, options), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>GEORADIUSBYMEMBER_RO</c> (geo): A read-only variant for GEORADIUSBYMEMBER.</summary>
+        /// <remarks>Reply: <c>array&lt;any&gt;</c>. Since Redis 3.2.10. Deprecated since Redis 6.2.0; use GEOSEARCH with the BYRADIUS and FROMMEMBER arguments.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="member">The member (value).</param>
+        /// <param name="radius">The radius (number).</param>
+        /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
+        [Obsolete("GEORADIUSBYMEMBER_RO is deprecated since Redis 6.2.0")]
+        public Reply<object[]> GeoradiusbymemberRoWith(string key, object member, double radius)
+        {
+            return Queue(CommandArgs.GeoradiusbymemberRoWith(key, member, radius, default(GeoradiusbymemberRoWithOptions)), CommandArgs.S_ARRAY_ANYE);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER_RO</c> (geo): A read-only variant for GEORADIUSBYMEMBER.</summary>
@@ -8091,9 +9588,22 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
         [Obsolete("GEORADIUSBYMEMBER_RO is deprecated since Redis 6.2.0")]
-        public Reply<object[]> GeoradiusbymemberRoWith(string key, object member, double radius, GeoradiusbymemberRoWithOptions options = default(GeoradiusbymemberRoWithOptions))
+        public Reply<object[]> GeoradiusbymemberRoWith(string key, object member, double radius, GeoradiusbymemberRoWithOptions options)
         {
             return Queue(CommandArgs.GeoradiusbymemberRoWith(key, member, radius, options), CommandArgs.S_ARRAY_ANYE);
+        }
+
+        /// <summary><c>GEORADIUSBYMEMBER</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 3.2.0. Deprecated since Redis 6.2.0; use GEOSEARCH and GEOSEARCHSTORE with the BYRADIUS and FROMMEMBER arguments.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="member">The member (value).</param>
+        /// <param name="radius">The radius (number).</param>
+        /// <param name="store">The store (key).</param>
+        /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
+        [Obsolete("GEORADIUSBYMEMBER is deprecated since Redis 6.2.0")]
+        public Reply<long> GeoradiusbymemberStore(string key, object member, double radius, string store)
+        {
+            return Queue(CommandArgs.GeoradiusbymemberStore(key, member, radius, store, default(GeoradiusbymemberStoreOptions)), CommandArgs.S_INT);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.</summary>
@@ -8105,9 +9615,21 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         [Obsolete("GEORADIUSBYMEMBER is deprecated since Redis 6.2.0")]
-        public Reply<long> GeoradiusbymemberStore(string key, object member, double radius, string store, GeoradiusbymemberStoreOptions options = default(GeoradiusbymemberStoreOptions))
+        public Reply<long> GeoradiusbymemberStore(string key, object member, double radius, string store, GeoradiusbymemberStoreOptions options)
         {
             return Queue(CommandArgs.GeoradiusbymemberStore(key, member, radius, store, options), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>GEORADIUSBYMEMBER</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.</summary>
+        /// <remarks>Reply: <c>array&lt;any&gt;</c>. Since Redis 3.2.0. Deprecated since Redis 6.2.0; use GEOSEARCH and GEOSEARCHSTORE with the BYRADIUS and FROMMEMBER arguments.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="member">The member (value).</param>
+        /// <param name="radius">The radius (number).</param>
+        /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
+        [Obsolete("GEORADIUSBYMEMBER is deprecated since Redis 6.2.0")]
+        public Reply<object[]> GeoradiusbymemberWith(string key, object member, double radius)
+        {
+            return Queue(CommandArgs.GeoradiusbymemberWith(key, member, radius, default(GeoradiusbymemberWithOptions)), CommandArgs.S_ARRAY_ANYE);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.</summary>
@@ -8118,7 +9640,7 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
         [Obsolete("GEORADIUSBYMEMBER is deprecated since Redis 6.2.0")]
-        public Reply<object[]> GeoradiusbymemberWith(string key, object member, double radius, GeoradiusbymemberWithOptions options = default(GeoradiusbymemberWithOptions))
+        public Reply<object[]> GeoradiusbymemberWith(string key, object member, double radius, GeoradiusbymemberWithOptions options)
         {
             return Queue(CommandArgs.GeoradiusbymemberWith(key, member, radius, options), CommandArgs.S_ARRAY_ANYE);
         }
@@ -8126,12 +9648,42 @@ namespace Slotlane
         /// <summary><c>GEOSEARCH</c> (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.</summary>
         /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 6.2.0.</remarks>
         /// <param name="key">The key (key).</param>
+        /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
+        public Reply<string[]> Geosearch(string key)
+        {
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Geosearch, key);
+            return new Reply<string[]>(this, _w.Count - 1, _gen, CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>GEOSEARCH</c> (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
-        public Reply<string[]> Geosearch(string key, GeosearchOptions options = default(GeosearchOptions))
+        public Reply<string[]> Geosearch(string key, GeosearchOptions options)
         {
-            if (options.Frommember == null && options.Longitude == null && options.Latitude == null && options.Byradius == null && !options.M && !options.Km && !options.Ft && !options.Mi && options.Bybox == null && options.Height == null && !options.Asc && !options.Desc && options.Count == null && !options.Any) return QueueKey(CommandArgs.P_Geosearch, key, CommandArgs.S_ARRAY_STRINGE);
+            if (options.Frommember == null && options.Longitude == null && options.Latitude == null && options.Byradius == null && !options.M && !options.Km && !options.Ft && !options.Mi && options.Bybox == null && options.Height == null && !options.Asc && !options.Desc && options.Count == null && !options.Any)
+            {
+                Check();
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                _w.AppendKey(CommandArgs.P_Geosearch, key);
+                return new Reply<string[]>(this, _w.Count - 1, _gen, CommandArgs.S_ARRAY_STRINGE);
+            }
             return Queue(CommandArgs.Geosearch(key, options), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>GEOSEARCH</c> (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.</summary>
+        /// <remarks>Reply: <c>array&lt;any&gt;</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
+        public Reply<object[]> GeosearchWith(string key)
+        {
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_GeosearchWith, key);
+            return new Reply<object[]>(this, _w.Count - 1, _gen, CommandArgs.S_ARRAY_ANYE);
         }
 
         /// <summary><c>GEOSEARCH</c> (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.</summary>
@@ -8139,10 +9691,26 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
-        public Reply<object[]> GeosearchWith(string key, GeosearchWithOptions options = default(GeosearchWithOptions))
+        public Reply<object[]> GeosearchWith(string key, GeosearchWithOptions options)
         {
-            if (options.Frommember == null && options.Longitude == null && options.Latitude == null && options.Byradius == null && !options.M && !options.Km && !options.Ft && !options.Mi && options.Bybox == null && options.Height == null && !options.Asc && !options.Desc && options.Count == null && !options.Any && !options.Withcoord && !options.Withdist && !options.Withhash) return QueueKey(CommandArgs.P_GeosearchWith, key, CommandArgs.S_ARRAY_ANYE);
+            if (options.Frommember == null && options.Longitude == null && options.Latitude == null && options.Byradius == null && !options.M && !options.Km && !options.Ft && !options.Mi && options.Bybox == null && options.Height == null && !options.Asc && !options.Desc && options.Count == null && !options.Any && !options.Withcoord && !options.Withdist && !options.Withhash)
+            {
+                Check();
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                _w.AppendKey(CommandArgs.P_GeosearchWith, key);
+                return new Reply<object[]>(this, _w.Count - 1, _gen, CommandArgs.S_ARRAY_ANYE);
+            }
             return Queue(CommandArgs.GeosearchWith(key, options), CommandArgs.S_ARRAY_ANYE);
+        }
+
+        /// <summary><c>GEOSEARCHSTORE</c> (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle, and store the result in another key.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="destination">The destination (key).</param>
+        /// <param name="source">The source (key).</param>
+        /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
+        public Reply<long> Geosearchstore(string destination, string source)
+        {
+            return Queue(CommandArgs.Geosearchstore(destination, source, default(GeosearchstoreOptions)), CommandArgs.S_INT);
         }
 
         /// <summary><c>GEOSEARCHSTORE</c> (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle, and store the result in another key.</summary>
@@ -8151,7 +9719,7 @@ namespace Slotlane
         /// <param name="source">The source (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
-        public Reply<long> Geosearchstore(string destination, string source, GeosearchstoreOptions options = default(GeosearchstoreOptions))
+        public Reply<long> Geosearchstore(string destination, string source, GeosearchstoreOptions options)
         {
             return Queue(CommandArgs.Geosearchstore(destination, source, options), CommandArgs.S_INT);
         }
@@ -8162,7 +9730,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Get(string key)
         {
-            return QueueKey(CommandArgs.P_Get, key, CommandArgs.S_STRINGN);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Get, key);
+            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
         }
 
         /// <summary><c>GETBIT</c> (bitmap): Returns the bit value at offset in the string value stored at key.</summary>
@@ -8181,7 +9752,22 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Getdel(string key)
         {
-            return QueueKey(CommandArgs.P_Getdel, key, CommandArgs.S_STRINGN);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Getdel, key);
+            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
+        }
+
+        /// <summary><c>GETEX</c> (string): Get the value of a key and optionally set its expiration.</summary>
+        /// <remarks>Reply: <c>string?</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
+        public Reply<string> Getex(string key)
+        {
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Getex, key);
+            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
         }
 
         /// <summary><c>GETEX</c> (string): Get the value of a key and optionally set its expiration.</summary>
@@ -8189,9 +9775,15 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
-        public Reply<string> Getex(string key, GetexOptions options = default(GetexOptions))
+        public Reply<string> Getex(string key, GetexOptions options)
         {
-            if (options.Ex == null && options.Px == null && options.Exat == null && options.Pxat == null && !options.Persist) return QueueKey(CommandArgs.P_Getex, key, CommandArgs.S_STRINGN);
+            if (options.Ex == null && options.Px == null && options.Exat == null && options.Pxat == null && !options.Persist)
+            {
+                Check();
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                _w.AppendKey(CommandArgs.P_Getex, key);
+                return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
+            }
             return Queue(CommandArgs.Getex(key, options), CommandArgs.S_STRINGN);
         }
 
@@ -8214,7 +9806,11 @@ namespace Slotlane
         [Obsolete("GETSET is deprecated since Redis 6.2.0")]
         public Reply<string> Getset(string key, object value)
         {
-            return QueueKeyValue(CommandArgs.P_Getset, key, value, CommandArgs.S_STRINGN);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (value == null) throw new ArgumentNullException(nameof(value));
+            _w.Append(CommandArgs.P_Getset, key, value);
+            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
         }
 
         /// <summary><c>HDEL</c> (hash): Delete one or more hash fields.</summary>
@@ -8234,7 +9830,11 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Hexists(string key, object field)
         {
-            return QueueKeyValue(CommandArgs.P_Hexists, key, field, CommandArgs.S_BOOL);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (field == null) throw new ArgumentNullException(nameof(field));
+            _w.Append(CommandArgs.P_Hexists, key, field);
+            return new Reply<bool>(this, _w.Count - 1, _gen, CommandArgs.S_BOOL);
         }
 
         /// <summary><c>HGET</c> (hash): Get the value of a hash field.</summary>
@@ -8244,7 +9844,11 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Hget(string key, object field)
         {
-            return QueueKeyValue(CommandArgs.P_Hget, key, field, CommandArgs.S_STRINGN);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (field == null) throw new ArgumentNullException(nameof(field));
+            _w.Append(CommandArgs.P_Hget, key, field);
+            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
         }
 
         /// <summary><c>HGETALL</c> (hash): Get all the fields and values in a hash.</summary>
@@ -8253,7 +9857,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, string&gt;</c> after the execution).</returns>
         public Reply<Dictionary<string, string>> Hgetall(string key)
         {
-            return QueueKey(CommandArgs.P_Hgetall, key, CommandArgs.S_MAP_STRING_STRINGE);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Hgetall, key);
+            return new Reply<Dictionary<string, string>>(this, _w.Count - 1, _gen, CommandArgs.S_MAP_STRING_STRINGE);
         }
 
         /// <summary><c>HINCRBY</c> (hash): Increment the integer value of a hash field by the given number.</summary>
@@ -8284,7 +9891,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> Hkeys(string key)
         {
-            return QueueKey(CommandArgs.P_Hkeys, key, CommandArgs.S_ARRAY_STRINGE);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Hkeys, key);
+            return new Reply<string[]>(this, _w.Count - 1, _gen, CommandArgs.S_ARRAY_STRINGE);
         }
 
         /// <summary><c>HLEN</c> (hash): Get the number of fields in a hash.</summary>
@@ -8293,7 +9903,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Hlen(string key)
         {
-            return QueueKey(CommandArgs.P_Hlen, key, CommandArgs.S_INT);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Hlen, key);
+            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
         }
 
         /// <summary><c>HMGET</c> (hash): Get the values of all the given hash fields.</summary>
@@ -8323,7 +9936,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Hrandfield(string key)
         {
-            return QueueKey(CommandArgs.P_Hrandfield, key, CommandArgs.S_STRINGN);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Hrandfield, key);
+            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
         }
 
         /// <summary><c>HRANDFIELD</c> (hash): Get one or multiple random fields from a hash.</summary>
@@ -8350,9 +9966,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>tuple&lt;cursor,pairs&lt;string,string&gt;&gt;</c>. Since Redis 2.8.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="cursor">The cursor (integer).</param>
+        /// <returns>The queued command's reply (<c>ValueTuple&lt;ulong, KeyValuePair&lt;string, string&gt;[]&gt;</c> after the execution).</returns>
+        public Reply<ValueTuple<ulong, KeyValuePair<string, string>[]>> Hscan(string key, long cursor)
+        {
+            return Queue(CommandArgs.Hscan(key, cursor, default(HscanOptions)), CommandArgs.S_TUPLE_CURSOR_PAIRS_STRING_STRINGEE);
+        }
+
+        /// <summary><c>HSCAN</c> (hash): Incrementally iterate hash fields and associated values.</summary>
+        /// <remarks>Reply: <c>tuple&lt;cursor,pairs&lt;string,string&gt;&gt;</c>. Since Redis 2.8.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="cursor">The cursor (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>ValueTuple&lt;ulong, KeyValuePair&lt;string, string&gt;[]&gt;</c> after the execution).</returns>
-        public Reply<ValueTuple<ulong, KeyValuePair<string, string>[]>> Hscan(string key, long cursor, HscanOptions options = default(HscanOptions))
+        public Reply<ValueTuple<ulong, KeyValuePair<string, string>[]>> Hscan(string key, long cursor, HscanOptions options)
         {
             return Queue(CommandArgs.Hscan(key, cursor, options), CommandArgs.S_TUPLE_CURSOR_PAIRS_STRING_STRINGEE);
         }
@@ -8385,7 +10011,11 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Hstrlen(string key, object field)
         {
-            return QueueKeyValue(CommandArgs.P_Hstrlen, key, field, CommandArgs.S_INT);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (field == null) throw new ArgumentNullException(nameof(field));
+            _w.Append(CommandArgs.P_Hstrlen, key, field);
+            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
         }
 
         /// <summary><c>HVALS</c> (hash): Get all the values in a hash.</summary>
@@ -8394,7 +10024,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> Hvals(string key)
         {
-            return QueueKey(CommandArgs.P_Hvals, key, CommandArgs.S_ARRAY_STRINGE);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Hvals, key);
+            return new Reply<string[]>(this, _w.Count - 1, _gen, CommandArgs.S_ARRAY_STRINGE);
         }
 
         /// <summary><c>INCR</c> (string): Increment the integer value of a key by one.</summary>
@@ -8403,7 +10036,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Incr(string key)
         {
-            return QueueKey(CommandArgs.P_Incr, key, CommandArgs.S_INT);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Incr, key);
+            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
         }
 
         /// <summary><c>INCRBY</c> (string): Increment the integer value of a key by the given amount.</summary>
@@ -8428,9 +10064,17 @@ namespace Slotlane
 
         /// <summary><c>INFO</c> (server): Get information and statistics about the server.</summary>
         /// <remarks>Reply: <c>string</c>. Since Redis 1.0.0.</remarks>
+        /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
+        public Reply<string> Info()
+        {
+            return Queue(CommandArgs.Info(default(InfoOptions)), CommandArgs.S_STRING);
+        }
+
+        /// <summary><c>INFO</c> (server): Get information and statistics about the server.</summary>
+        /// <remarks>Reply: <c>string</c>. Since Redis 1.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
-        public Reply<string> Info(InfoOptions options = default(InfoOptions))
+        public Reply<string> Info(InfoOptions options)
         {
             return Queue(CommandArgs.Info(options), CommandArgs.S_STRING);
         }
@@ -8471,9 +10115,17 @@ namespace Slotlane
 
         /// <summary><c>LATENCY HISTOGRAM</c> (server): Return the cumulative distribution of latencies of a subset of commands or all.</summary>
         /// <remarks>Reply: <c>map&lt;string,any&gt;</c>. Since Redis 7.0.0.</remarks>
+        /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
+        public Reply<Dictionary<string, object>> LatencyHistogram()
+        {
+            return Queue(CommandArgs.LatencyHistogram(default(LatencyHistogramOptions)), CommandArgs.S_MAP_STRING_ANYE);
+        }
+
+        /// <summary><c>LATENCY HISTOGRAM</c> (server): Return the cumulative distribution of latencies of a subset of commands or all.</summary>
+        /// <remarks>Reply: <c>map&lt;string,any&gt;</c>. Since Redis 7.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
-        public Reply<Dictionary<string, object>> LatencyHistogram(LatencyHistogramOptions options = default(LatencyHistogramOptions))
+        public Reply<Dictionary<string, object>> LatencyHistogram(LatencyHistogramOptions options)
         {
             return Queue(CommandArgs.LatencyHistogram(options), CommandArgs.S_MAP_STRING_ANYE);
         }
@@ -8497,9 +10149,17 @@ namespace Slotlane
 
         /// <summary><c>LATENCY RESET</c> (server): Reset latency data for one or more events.</summary>
         /// <remarks>Reply: <c>int</c>. Since Redis 2.8.13.</remarks>
+        /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
+        public Reply<long> LatencyReset()
+        {
+            return Queue(CommandArgs.LatencyReset(default(LatencyResetOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>LATENCY RESET</c> (server): Reset latency data for one or more events.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 2.8.13.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
-        public Reply<long> LatencyReset(LatencyResetOptions options = default(LatencyResetOptions))
+        public Reply<long> LatencyReset(LatencyResetOptions options)
         {
             return Queue(CommandArgs.LatencyReset(options), CommandArgs.S_INT);
         }
@@ -8518,9 +10178,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>map&lt;string,any&gt;</c>. Since Redis 7.0.0.</remarks>
         /// <param name="key1">The key1 (key).</param>
         /// <param name="key2">The key2 (key).</param>
+        /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
+        public Reply<Dictionary<string, object>> LcsIdx(string key1, string key2)
+        {
+            return Queue(CommandArgs.LcsIdx(key1, key2, default(LcsIdxOptions)), CommandArgs.S_MAP_STRING_ANYE);
+        }
+
+        /// <summary><c>LCS</c> (string): Find longest common substring.</summary>
+        /// <remarks>Reply: <c>map&lt;string,any&gt;</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="key1">The key1 (key).</param>
+        /// <param name="key2">The key2 (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
-        public Reply<Dictionary<string, object>> LcsIdx(string key1, string key2, LcsIdxOptions options = default(LcsIdxOptions))
+        public Reply<Dictionary<string, object>> LcsIdx(string key1, string key2, LcsIdxOptions options)
         {
             return Queue(CommandArgs.LcsIdx(key1, key2, options), CommandArgs.S_MAP_STRING_ANYE);
         }
@@ -8550,9 +10220,20 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="pivot">The pivot (value).</param>
         /// <param name="element">The element (value).</param>
+        /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
+        public Reply<long> Linsert(string key, object pivot, object element)
+        {
+            return Queue(CommandArgs.Linsert(key, pivot, element, default(LinsertOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>LINSERT</c> (list): Insert an element before or after another element in a list.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 2.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="pivot">The pivot (value).</param>
+        /// <param name="element">The element (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
-        public Reply<long> Linsert(string key, object pivot, object element, LinsertOptions options = default(LinsertOptions))
+        public Reply<long> Linsert(string key, object pivot, object element, LinsertOptions options)
         {
             return Queue(CommandArgs.Linsert(key, pivot, element, options), CommandArgs.S_INT);
         }
@@ -8563,7 +10244,20 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Llen(string key)
         {
-            return QueueKey(CommandArgs.P_Llen, key, CommandArgs.S_INT);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Llen, key);
+            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+        }
+
+        /// <summary><c>LMOVE</c> (list): Pop an element from a list, push it to another list and return it.</summary>
+        /// <remarks>Reply: <c>string?</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="source">The source (key).</param>
+        /// <param name="destination">The destination (key).</param>
+        /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
+        public Reply<string> Lmove(string source, string destination)
+        {
+            return Queue(CommandArgs.Lmove(source, destination, default(LmoveOptions)), CommandArgs.S_STRINGN);
         }
 
         /// <summary><c>LMOVE</c> (list): Pop an element from a list, push it to another list and return it.</summary>
@@ -8572,7 +10266,7 @@ namespace Slotlane
         /// <param name="destination">The destination (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
-        public Reply<string> Lmove(string source, string destination, LmoveOptions options = default(LmoveOptions))
+        public Reply<string> Lmove(string source, string destination, LmoveOptions options)
         {
             return Queue(CommandArgs.Lmove(source, destination, options), CommandArgs.S_STRINGN);
         }
@@ -8580,18 +10274,35 @@ namespace Slotlane
         /// <summary><c>LMPOP</c> (list): Pop elements from a list.</summary>
         /// <remarks>Reply: <c>tuple&lt;string,array&lt;string&gt;&gt;?</c>. Since Redis 7.0.0.</remarks>
         /// <param name="keys">The keys (keys).</param>
+        /// <returns>The queued command's reply (<c>ValueTuple&lt;string, string[]&gt;?</c> after the execution).</returns>
+        public Reply<ValueTuple<string, string[]>?> Lmpop(string[] keys)
+        {
+            return Queue(CommandArgs.Lmpop(keys, default(LmpopOptions)), CommandArgs.S_TUPLE_STRING_ARRAY_STRINGEEN);
+        }
+
+        /// <summary><c>LMPOP</c> (list): Pop elements from a list.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,array&lt;string&gt;&gt;?</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>ValueTuple&lt;string, string[]&gt;?</c> after the execution).</returns>
-        public Reply<ValueTuple<string, string[]>?> Lmpop(string[] keys, LmpopOptions options = default(LmpopOptions))
+        public Reply<ValueTuple<string, string[]>?> Lmpop(string[] keys, LmpopOptions options)
         {
             return Queue(CommandArgs.Lmpop(keys, options), CommandArgs.S_TUPLE_STRING_ARRAY_STRINGEEN);
         }
 
         /// <summary><c>LOLWUT</c> (server): Display some computer art and the Redis version.</summary>
         /// <remarks>Reply: <c>string</c>. Since Redis 5.0.0.</remarks>
+        /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
+        public Reply<string> Lolwut()
+        {
+            return Queue(CommandArgs.Lolwut(default(LolwutOptions)), CommandArgs.S_STRING);
+        }
+
+        /// <summary><c>LOLWUT</c> (server): Display some computer art and the Redis version.</summary>
+        /// <remarks>Reply: <c>string</c>. Since Redis 5.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
-        public Reply<string> Lolwut(LolwutOptions options = default(LolwutOptions))
+        public Reply<string> Lolwut(LolwutOptions options)
         {
             return Queue(CommandArgs.Lolwut(options), CommandArgs.S_STRING);
         }
@@ -8602,7 +10313,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Lpop(string key)
         {
-            return QueueKey(CommandArgs.P_Lpop, key, CommandArgs.S_STRINGN);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Lpop, key);
+            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
         }
 
         /// <summary><c>LPOP</c> (list): Remove and get the first elements in a list.</summary>
@@ -8619,12 +10333,44 @@ namespace Slotlane
         /// <remarks>Reply: <c>int?</c>. Since Redis 6.0.6.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="element">The element (value).</param>
+        /// <returns>The queued command's reply (<c>long?</c> after the execution).</returns>
+        public Reply<long?> Lpos(string key, object element)
+        {
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (element == null) throw new ArgumentNullException(nameof(element));
+            _w.Append(CommandArgs.P_Lpos, key, element);
+            return new Reply<long?>(this, _w.Count - 1, _gen, CommandArgs.S_INTN);
+        }
+
+        /// <summary><c>LPOS</c> (list): Return the index of matching elements on a list.</summary>
+        /// <remarks>Reply: <c>int?</c>. Since Redis 6.0.6.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="element">The element (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long?</c> after the execution).</returns>
-        public Reply<long?> Lpos(string key, object element, LposOptions options = default(LposOptions))
+        public Reply<long?> Lpos(string key, object element, LposOptions options)
         {
-            if (options.Rank == null && options.Maxlen == null) return QueueKeyValue(CommandArgs.P_Lpos, key, element, CommandArgs.S_INTN);
+            if (options.Rank == null && options.Maxlen == null)
+            {
+                Check();
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                if (element == null) throw new ArgumentNullException(nameof(element));
+                _w.Append(CommandArgs.P_Lpos, key, element);
+                return new Reply<long?>(this, _w.Count - 1, _gen, CommandArgs.S_INTN);
+            }
             return Queue(CommandArgs.Lpos(key, element, options), CommandArgs.S_INTN);
+        }
+
+        /// <summary><c>LPOS</c> (list): Return the index of matching elements on a list.</summary>
+        /// <remarks>Reply: <c>array&lt;int&gt;</c>. Since Redis 6.0.6.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="element">The element (value).</param>
+        /// <param name="count">The count (integer).</param>
+        /// <returns>The queued command's reply (<c>long[]</c> after the execution).</returns>
+        public Reply<long[]> LposCount(string key, object element, long count)
+        {
+            return Queue(CommandArgs.LposCount(key, element, count, default(LposCountOptions)), CommandArgs.S_ARRAY_INTE);
         }
 
         /// <summary><c>LPOS</c> (list): Return the index of matching elements on a list.</summary>
@@ -8634,7 +10380,7 @@ namespace Slotlane
         /// <param name="count">The count (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long[]</c> after the execution).</returns>
-        public Reply<long[]> LposCount(string key, object element, long count, LposCountOptions options = default(LposCountOptions))
+        public Reply<long[]> LposCount(string key, object element, long count, LposCountOptions options)
         {
             return Queue(CommandArgs.LposCount(key, element, count, options), CommandArgs.S_ARRAY_INTE);
         }
@@ -8738,9 +10484,18 @@ namespace Slotlane
         /// <summary><c>MEMORY USAGE</c> (server): Estimate the memory usage of a key.</summary>
         /// <remarks>Reply: <c>int?</c>. Since Redis 4.0.0.</remarks>
         /// <param name="key">The key (key).</param>
+        /// <returns>The queued command's reply (<c>long?</c> after the execution).</returns>
+        public Reply<long?> MemoryUsage(string key)
+        {
+            return Queue(CommandArgs.MemoryUsage(key, default(MemoryUsageOptions)), CommandArgs.S_INTN);
+        }
+
+        /// <summary><c>MEMORY USAGE</c> (server): Estimate the memory usage of a key.</summary>
+        /// <remarks>Reply: <c>int?</c>. Since Redis 4.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long?</c> after the execution).</returns>
-        public Reply<long?> MemoryUsage(string key, MemoryUsageOptions options = default(MemoryUsageOptions))
+        public Reply<long?> MemoryUsage(string key, MemoryUsageOptions options)
         {
             return Queue(CommandArgs.MemoryUsage(key, options), CommandArgs.S_INTN);
         }
@@ -8761,9 +10516,22 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="destinationDb">The destination db (integer).</param>
         /// <param name="timeout">The timeout (integer).</param>
+        /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
+        public Reply<string> Migrate(object host, long port, string key, long destinationDb, long timeout)
+        {
+            return Queue(CommandArgs.Migrate(host, port, key, destinationDb, timeout, default(MigrateOptions)), CommandArgs.S_STATUS);
+        }
+
+        /// <summary><c>MIGRATE</c> (generic): Atomically transfer a key from a Redis instance to another one.</summary>
+        /// <remarks>Reply: <c>status</c>. Since Redis 2.6.0.</remarks>
+        /// <param name="host">The host (value).</param>
+        /// <param name="port">The port (integer).</param>
+        /// <param name="key">The key (key).</param>
+        /// <param name="destinationDb">The destination db (integer).</param>
+        /// <param name="timeout">The timeout (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
-        public Reply<string> Migrate(object host, long port, string key, long destinationDb, long timeout, MigrateOptions options = default(MigrateOptions))
+        public Reply<string> Migrate(object host, long port, string key, long destinationDb, long timeout, MigrateOptions options)
         {
             return Queue(CommandArgs.Migrate(host, port, key, destinationDb, timeout, options), CommandArgs.S_STATUS);
         }
@@ -8846,7 +10614,20 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Persist(string key)
         {
-            return QueueKey(CommandArgs.P_Persist, key, CommandArgs.S_BOOL);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Persist, key);
+            return new Reply<bool>(this, _w.Count - 1, _gen, CommandArgs.S_BOOL);
+        }
+
+        /// <summary><c>PEXPIRE</c> (generic): Set a key's time to live in milliseconds.</summary>
+        /// <remarks>Reply: <c>bool</c>. Since Redis 2.6.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="milliseconds">The milliseconds (integer).</param>
+        /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
+        public Reply<bool> Pexpire(string key, long milliseconds)
+        {
+            return Queue(CommandArgs.Pexpire(key, milliseconds, default(PexpireOptions)), CommandArgs.S_BOOL);
         }
 
         /// <summary><c>PEXPIRE</c> (generic): Set a key's time to live in milliseconds.</summary>
@@ -8855,7 +10636,7 @@ namespace Slotlane
         /// <param name="milliseconds">The milliseconds (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
-        public Reply<bool> Pexpire(string key, long milliseconds, PexpireOptions options = default(PexpireOptions))
+        public Reply<bool> Pexpire(string key, long milliseconds, PexpireOptions options)
         {
             return Queue(CommandArgs.Pexpire(key, milliseconds, options), CommandArgs.S_BOOL);
         }
@@ -8864,9 +10645,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>bool</c>. Since Redis 2.6.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="unixTimeMilliseconds">The unix time milliseconds (integer).</param>
+        /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
+        public Reply<bool> Pexpireat(string key, long unixTimeMilliseconds)
+        {
+            return Queue(CommandArgs.Pexpireat(key, unixTimeMilliseconds, default(PexpireatOptions)), CommandArgs.S_BOOL);
+        }
+
+        /// <summary><c>PEXPIREAT</c> (generic): Set the expiration for a key as a UNIX timestamp specified in milliseconds.</summary>
+        /// <remarks>Reply: <c>bool</c>. Since Redis 2.6.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="unixTimeMilliseconds">The unix time milliseconds (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
-        public Reply<bool> Pexpireat(string key, long unixTimeMilliseconds, PexpireatOptions options = default(PexpireatOptions))
+        public Reply<bool> Pexpireat(string key, long unixTimeMilliseconds, PexpireatOptions options)
         {
             return Queue(CommandArgs.Pexpireat(key, unixTimeMilliseconds, options), CommandArgs.S_BOOL);
         }
@@ -8877,7 +10668,19 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Pexpiretime(string key)
         {
-            return QueueKey(CommandArgs.P_Pexpiretime, key, CommandArgs.S_INT);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Pexpiretime, key);
+            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+        }
+
+        /// <summary><c>PFADD</c> (hyperloglog): Adds the specified elements to the specified HyperLogLog.</summary>
+        /// <remarks>Reply: <c>bool</c>. Since Redis 2.8.9.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
+        public Reply<bool> Pfadd(string key)
+        {
+            return Queue(CommandArgs.Pfadd(key, default(PfaddOptions)), CommandArgs.S_BOOL);
         }
 
         /// <summary><c>PFADD</c> (hyperloglog): Adds the specified elements to the specified HyperLogLog.</summary>
@@ -8885,7 +10688,7 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
-        public Reply<bool> Pfadd(string key, PfaddOptions options = default(PfaddOptions))
+        public Reply<bool> Pfadd(string key, PfaddOptions options)
         {
             return Queue(CommandArgs.Pfadd(key, options), CommandArgs.S_BOOL);
         }
@@ -8934,7 +10737,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Pttl(string key)
         {
-            return QueueKey(CommandArgs.P_Pttl, key, CommandArgs.S_INT);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Pttl, key);
+            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
         }
 
         /// <summary><c>PUBLISH</c> (pubsub): Post a message to a channel.</summary>
@@ -8949,9 +10755,17 @@ namespace Slotlane
 
         /// <summary><c>PUBSUB CHANNELS</c> (pubsub): List active channels.</summary>
         /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 2.8.0.</remarks>
+        /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
+        public Reply<string[]> PubsubChannels()
+        {
+            return Queue(CommandArgs.PubsubChannels(default(PubsubChannelsOptions)), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>PUBSUB CHANNELS</c> (pubsub): List active channels.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 2.8.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
-        public Reply<string[]> PubsubChannels(PubsubChannelsOptions options = default(PubsubChannelsOptions))
+        public Reply<string[]> PubsubChannels(PubsubChannelsOptions options)
         {
             return Queue(CommandArgs.PubsubChannels(options), CommandArgs.S_ARRAY_STRINGE);
         }
@@ -8966,27 +10780,51 @@ namespace Slotlane
 
         /// <summary><c>PUBSUB NUMSUB</c> (pubsub): Get the count of subscribers for channels.</summary>
         /// <remarks>Reply: <c>pairs&lt;string,int&gt;</c>. Since Redis 2.8.0.</remarks>
+        /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, long&gt;[]</c> after the execution).</returns>
+        public Reply<KeyValuePair<string, long>[]> PubsubNumsub()
+        {
+            return Queue(CommandArgs.PubsubNumsub(default(PubsubNumsubOptions)), CommandArgs.S_PAIRS_STRING_INTE);
+        }
+
+        /// <summary><c>PUBSUB NUMSUB</c> (pubsub): Get the count of subscribers for channels.</summary>
+        /// <remarks>Reply: <c>pairs&lt;string,int&gt;</c>. Since Redis 2.8.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, long&gt;[]</c> after the execution).</returns>
-        public Reply<KeyValuePair<string, long>[]> PubsubNumsub(PubsubNumsubOptions options = default(PubsubNumsubOptions))
+        public Reply<KeyValuePair<string, long>[]> PubsubNumsub(PubsubNumsubOptions options)
         {
             return Queue(CommandArgs.PubsubNumsub(options), CommandArgs.S_PAIRS_STRING_INTE);
         }
 
         /// <summary><c>PUBSUB SHARDCHANNELS</c> (pubsub): List active shard channels.</summary>
         /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 7.0.0.</remarks>
+        /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
+        public Reply<string[]> PubsubShardchannels()
+        {
+            return Queue(CommandArgs.PubsubShardchannels(default(PubsubShardchannelsOptions)), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>PUBSUB SHARDCHANNELS</c> (pubsub): List active shard channels.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 7.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
-        public Reply<string[]> PubsubShardchannels(PubsubShardchannelsOptions options = default(PubsubShardchannelsOptions))
+        public Reply<string[]> PubsubShardchannels(PubsubShardchannelsOptions options)
         {
             return Queue(CommandArgs.PubsubShardchannels(options), CommandArgs.S_ARRAY_STRINGE);
         }
 
         /// <summary><c>PUBSUB SHARDNUMSUB</c> (pubsub): Get the count of subscribers for shard channels.</summary>
         /// <remarks>Reply: <c>pairs&lt;string,int&gt;</c>. Since Redis 7.0.0.</remarks>
+        /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, long&gt;[]</c> after the execution).</returns>
+        public Reply<KeyValuePair<string, long>[]> PubsubShardnumsub()
+        {
+            return Queue(CommandArgs.PubsubShardnumsub(default(PubsubShardnumsubOptions)), CommandArgs.S_PAIRS_STRING_INTE);
+        }
+
+        /// <summary><c>PUBSUB SHARDNUMSUB</c> (pubsub): Get the count of subscribers for shard channels.</summary>
+        /// <remarks>Reply: <c>pairs&lt;string,int&gt;</c>. Since Redis 7.0.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, long&gt;[]</c> after the execution).</returns>
-        public Reply<KeyValuePair<string, long>[]> PubsubShardnumsub(PubsubShardnumsubOptions options = default(PubsubShardnumsubOptions))
+        public Reply<KeyValuePair<string, long>[]> PubsubShardnumsub(PubsubShardnumsubOptions options)
         {
             return Queue(CommandArgs.PubsubShardnumsub(options), CommandArgs.S_PAIRS_STRING_INTE);
         }
@@ -9024,9 +10862,20 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="ttl">The ttl (integer).</param>
         /// <param name="serializedValue">The serialized value (value).</param>
+        /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
+        public Reply<bool> Restore(string key, long ttl, object serializedValue)
+        {
+            return Queue(CommandArgs.Restore(key, ttl, serializedValue, default(RestoreOptions)), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>RESTORE</c> (generic): Create a key using the provided serialized value, previously obtained using DUMP.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 2.6.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="ttl">The ttl (integer).</param>
+        /// <param name="serializedValue">The serialized value (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
-        public Reply<bool> Restore(string key, long ttl, object serializedValue, RestoreOptions options = default(RestoreOptions))
+        public Reply<bool> Restore(string key, long ttl, object serializedValue, RestoreOptions options)
         {
             return Queue(CommandArgs.Restore(key, ttl, serializedValue, options), CommandArgs.S_OK);
         }
@@ -9045,7 +10894,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Rpop(string key)
         {
-            return QueueKey(CommandArgs.P_Rpop, key, CommandArgs.S_STRINGN);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Rpop, key);
+            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
         }
 
         /// <summary><c>RPOP</c> (list): Remove and get the last elements in a list.</summary>
@@ -9110,9 +10962,18 @@ namespace Slotlane
         /// <summary><c>SCAN</c> (generic): Incrementally iterate the keys space.</summary>
         /// <remarks>Reply: <c>tuple&lt;cursor,array&lt;string&gt;&gt;</c>. Since Redis 2.8.0.</remarks>
         /// <param name="cursor">The cursor (integer).</param>
+        /// <returns>The queued command's reply (<c>ValueTuple&lt;ulong, string[]&gt;</c> after the execution).</returns>
+        public Reply<ValueTuple<ulong, string[]>> Scan(long cursor)
+        {
+            return Queue(CommandArgs.Scan(cursor, default(ScanOptions)), CommandArgs.S_TUPLE_CURSOR_ARRAY_STRINGEE);
+        }
+
+        /// <summary><c>SCAN</c> (generic): Incrementally iterate the keys space.</summary>
+        /// <remarks>Reply: <c>tuple&lt;cursor,array&lt;string&gt;&gt;</c>. Since Redis 2.8.0.</remarks>
+        /// <param name="cursor">The cursor (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>ValueTuple&lt;ulong, string[]&gt;</c> after the execution).</returns>
-        public Reply<ValueTuple<ulong, string[]>> Scan(long cursor, ScanOptions options = default(ScanOptions))
+        public Reply<ValueTuple<ulong, string[]>> Scan(long cursor, ScanOptions options)
         {
             return Queue(CommandArgs.Scan(cursor, options), CommandArgs.S_TUPLE_CURSOR_ARRAY_STRINGEE);
         }
@@ -9123,7 +10984,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Scard(string key)
         {
-            return QueueKey(CommandArgs.P_Scard, key, CommandArgs.S_INT);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Scard, key);
+            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
         }
 
         /// <summary><c>SCRIPT EXISTS</c> (scripting): Check existence of scripts in the script cache.</summary>
@@ -9137,9 +11001,17 @@ namespace Slotlane
 
         /// <summary><c>SCRIPT FLUSH</c> (scripting): Remove all the scripts from the script cache.</summary>
         /// <remarks>Reply: <c>ok</c>. Since Redis 2.6.0.</remarks>
+        /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
+        public Reply<bool> ScriptFlush()
+        {
+            return Queue(CommandArgs.ScriptFlush(default(ScriptFlushOptions)), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>SCRIPT FLUSH</c> (scripting): Remove all the scripts from the script cache.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 2.6.0.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
-        public Reply<bool> ScriptFlush(ScriptFlushOptions options = default(ScriptFlushOptions))
+        public Reply<bool> ScriptFlush(ScriptFlushOptions options)
         {
             return Queue(CommandArgs.ScriptFlush(options), CommandArgs.S_OK);
         }
@@ -9184,12 +11056,43 @@ namespace Slotlane
         /// <remarks>Reply: <c>ok?</c> &#8212; true when the value was set, false when NX or XX prevented it. Since Redis 1.0.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="value">The value (value).</param>
+        /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
+        public Reply<bool> Set(string key, object value)
+        {
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (value == null) throw new ArgumentNullException(nameof(value));
+            _w.Append(CommandArgs.P_Set, key, value);
+            return new Reply<bool>(this, _w.Count - 1, _gen, CommandArgs.S_OKN);
+        }
+
+        /// <summary><c>SET</c> (string): Set the string value of a key.</summary>
+        /// <remarks>Reply: <c>ok?</c> &#8212; true when the value was set, false when NX or XX prevented it. Since Redis 1.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="value">The value (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
-        public Reply<bool> Set(string key, object value, SetOptions options = default(SetOptions))
+        public Reply<bool> Set(string key, object value, SetOptions options)
         {
-            if (!options.Nx && !options.Xx && options.Ex == null && options.Px == null && options.Exat == null && options.Pxat == null && !options.Keepttl) return QueueKeyValue(CommandArgs.P_Set, key, value, CommandArgs.S_OKN);
+            if (!options.Nx && !options.Xx && options.Ex == null && options.Px == null && options.Exat == null && options.Pxat == null && !options.Keepttl)
+            {
+                Check();
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                if (value == null) throw new ArgumentNullException(nameof(value));
+                _w.Append(CommandArgs.P_Set, key, value);
+                return new Reply<bool>(this, _w.Count - 1, _gen, CommandArgs.S_OKN);
+            }
             return Queue(CommandArgs.Set(key, value, options), CommandArgs.S_OKN);
+        }
+
+        /// <summary><c>SET</c> (string): Set the string value of a key.</summary>
+        /// <remarks>Reply: <c>string?</c> &#8212; SET ... GET: the old value (nil when there was none). Since Redis 1.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="value">The value (value).</param>
+        /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
+        public Reply<string> SetGet(string key, object value)
+        {
+            return Queue(CommandArgs.SetGet(key, value, default(SetGetOptions)), CommandArgs.S_STRINGN);
         }
 
         /// <summary><c>SET</c> (string): Set the string value of a key.</summary>
@@ -9198,7 +11101,7 @@ namespace Slotlane
         /// <param name="value">The value (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
-        public Reply<string> SetGet(string key, object value, SetGetOptions options = default(SetGetOptions))
+        public Reply<string> SetGet(string key, object value, SetGetOptions options)
         {
             return Queue(CommandArgs.SetGet(key, value, options), CommandArgs.S_STRINGN);
         }
@@ -9232,7 +11135,11 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Setnx(string key, object value)
         {
-            return QueueKeyValue(CommandArgs.P_Setnx, key, value, CommandArgs.S_BOOL);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (value == null) throw new ArgumentNullException(nameof(value));
+            _w.Append(CommandArgs.P_Setnx, key, value);
+            return new Reply<bool>(this, _w.Count - 1, _gen, CommandArgs.S_BOOL);
         }
 
         /// <summary><c>SETRANGE</c> (string): Overwrite part of a string at key starting at the specified offset.</summary>
@@ -9258,9 +11165,18 @@ namespace Slotlane
         /// <summary><c>SINTERCARD</c> (set): Intersect multiple sets and return the cardinality of the result.</summary>
         /// <remarks>Reply: <c>int</c>. Since Redis 7.0.0.</remarks>
         /// <param name="keys">The keys (keys).</param>
+        /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
+        public Reply<long> Sintercard(string[] keys)
+        {
+            return Queue(CommandArgs.Sintercard(keys, default(SintercardOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>SINTERCARD</c> (set): Intersect multiple sets and return the cardinality of the result.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
-        public Reply<long> Sintercard(string[] keys, SintercardOptions options = default(SintercardOptions))
+        public Reply<long> Sintercard(string[] keys, SintercardOptions options)
         {
             return Queue(CommandArgs.Sintercard(keys, options), CommandArgs.S_INT);
         }
@@ -9282,14 +11198,26 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Sismember(string key, object member)
         {
-            return QueueKeyValue(CommandArgs.P_Sismember, key, member, CommandArgs.S_BOOL);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (member == null) throw new ArgumentNullException(nameof(member));
+            _w.Append(CommandArgs.P_Sismember, key, member);
+            return new Reply<bool>(this, _w.Count - 1, _gen, CommandArgs.S_BOOL);
+        }
+
+        /// <summary><c>SLOWLOG GET</c> (server): Get the slow log's entries.</summary>
+        /// <remarks>Reply: <c>array&lt;any&gt;</c>. Since Redis 2.2.12.</remarks>
+        /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
+        public Reply<object[]> SlowlogGet()
+        {
+            return Queue(CommandArgs.SlowlogGet(default(SlowlogGetOptions)), CommandArgs.S_ARRAY_ANYE);
         }
 
         /// <summary><c>SLOWLOG GET</c> (server): Get the slow log's entries.</summary>
         /// <remarks>Reply: <c>array&lt;any&gt;</c>. Since Redis 2.2.12.</remarks>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
-        public Reply<object[]> SlowlogGet(SlowlogGetOptions options = default(SlowlogGetOptions))
+        public Reply<object[]> SlowlogGet(SlowlogGetOptions options)
         {
             return Queue(CommandArgs.SlowlogGet(options), CommandArgs.S_ARRAY_ANYE);
         }
@@ -9316,7 +11244,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>HashSet&lt;string&gt;</c> after the execution).</returns>
         public Reply<HashSet<string>> Smembers(string key)
         {
-            return QueueKey(CommandArgs.P_Smembers, key, CommandArgs.S_SET_STRINGE);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Smembers, key);
+            return new Reply<HashSet<string>>(this, _w.Count - 1, _gen, CommandArgs.S_SET_STRINGE);
         }
 
         /// <summary><c>SMISMEMBER</c> (set): Returns the membership associated with the given elements for a set.</summary>
@@ -9343,9 +11274,18 @@ namespace Slotlane
         /// <summary><c>SORT</c> (generic): Sort the elements in a list, set or sorted set.</summary>
         /// <remarks>Reply: <c>array&lt;string?&gt;</c>. Since Redis 1.0.0.</remarks>
         /// <param name="key">The key (key).</param>
+        /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
+        public Reply<string[]> Sort(string key)
+        {
+            return Queue(CommandArgs.Sort(key, default(SortOptions)), CommandArgs.S_ARRAY_STRINGNE);
+        }
+
+        /// <summary><c>SORT</c> (generic): Sort the elements in a list, set or sorted set.</summary>
+        /// <remarks>Reply: <c>array&lt;string?&gt;</c>. Since Redis 1.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
-        public Reply<string[]> Sort(string key, SortOptions options = default(SortOptions))
+        public Reply<string[]> Sort(string key, SortOptions options)
         {
             return Queue(CommandArgs.Sort(key, options), CommandArgs.S_ARRAY_STRINGNE);
         }
@@ -9353,9 +11293,18 @@ namespace Slotlane
         /// <summary><c>SORT_RO</c> (generic): Sort the elements in a list, set or sorted set. Read-only variant of SORT.</summary>
         /// <remarks>Reply: <c>array&lt;string?&gt;</c>. Since Redis 7.0.0.</remarks>
         /// <param name="key">The key (key).</param>
+        /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
+        public Reply<string[]> SortRo(string key)
+        {
+            return Queue(CommandArgs.SortRo(key, default(SortRoOptions)), CommandArgs.S_ARRAY_STRINGNE);
+        }
+
+        /// <summary><c>SORT_RO</c> (generic): Sort the elements in a list, set or sorted set. Read-only variant of SORT.</summary>
+        /// <remarks>Reply: <c>array&lt;string?&gt;</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
-        public Reply<string[]> SortRo(string key, SortRoOptions options = default(SortRoOptions))
+        public Reply<string[]> SortRo(string key, SortRoOptions options)
         {
             return Queue(CommandArgs.SortRo(key, options), CommandArgs.S_ARRAY_STRINGNE);
         }
@@ -9364,9 +11313,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>int</c>. Since Redis 1.0.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="store">The store (key).</param>
+        /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
+        public Reply<long> SortStore(string key, string store)
+        {
+            return Queue(CommandArgs.SortStore(key, store, default(SortStoreOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>SORT</c> (generic): Sort the elements in a list, set or sorted set.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 1.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="store">The store (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
-        public Reply<long> SortStore(string key, string store, SortStoreOptions options = default(SortStoreOptions))
+        public Reply<long> SortStore(string key, string store, SortStoreOptions options)
         {
             return Queue(CommandArgs.SortStore(key, store, options), CommandArgs.S_INT);
         }
@@ -9377,7 +11336,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Spop(string key)
         {
-            return QueueKey(CommandArgs.P_Spop, key, CommandArgs.S_STRINGN);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Spop, key);
+            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
         }
 
         /// <summary><c>SPOP</c> (set): Remove and return one or multiple random members from a set.</summary>
@@ -9406,7 +11368,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Srandmember(string key)
         {
-            return QueueKey(CommandArgs.P_Srandmember, key, CommandArgs.S_STRINGN);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Srandmember, key);
+            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
         }
 
         /// <summary><c>SRANDMEMBER</c> (set): Get one or multiple random members from a set.</summary>
@@ -9433,9 +11398,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>tuple&lt;cursor,array&lt;string&gt;&gt;</c>. Since Redis 2.8.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="cursor">The cursor (integer).</param>
+        /// <returns>The queued command's reply (<c>ValueTuple&lt;ulong, string[]&gt;</c> after the execution).</returns>
+        public Reply<ValueTuple<ulong, string[]>> Sscan(string key, long cursor)
+        {
+            return Queue(CommandArgs.Sscan(key, cursor, default(SscanOptions)), CommandArgs.S_TUPLE_CURSOR_ARRAY_STRINGEE);
+        }
+
+        /// <summary><c>SSCAN</c> (set): Incrementally iterate Set elements.</summary>
+        /// <remarks>Reply: <c>tuple&lt;cursor,array&lt;string&gt;&gt;</c>. Since Redis 2.8.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="cursor">The cursor (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>ValueTuple&lt;ulong, string[]&gt;</c> after the execution).</returns>
-        public Reply<ValueTuple<ulong, string[]>> Sscan(string key, long cursor, SscanOptions options = default(SscanOptions))
+        public Reply<ValueTuple<ulong, string[]>> Sscan(string key, long cursor, SscanOptions options)
         {
             return Queue(CommandArgs.Sscan(key, cursor, options), CommandArgs.S_TUPLE_CURSOR_ARRAY_STRINGEE);
         }
@@ -9446,7 +11421,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Strlen(string key)
         {
-            return QueueKey(CommandArgs.P_Strlen, key, CommandArgs.S_INT);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Strlen, key);
+            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
         }
 
         /// <summary><c>SUNION</c> (set): Add multiple sets.</summary>
@@ -9501,7 +11479,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Ttl(string key)
         {
-            return QueueKey(CommandArgs.P_Ttl, key, CommandArgs.S_INT);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Ttl, key);
+            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
         }
 
         /// <summary><c>TYPE</c> (generic): Determine the type stored at key.</summary>
@@ -9510,7 +11491,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Type(string key)
         {
-            return QueueKey(CommandArgs.P_Type, key, CommandArgs.S_STATUS);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Type, key);
+            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STATUS);
         }
 
         /// <summary><c>UNLINK</c> (generic): Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.</summary>
@@ -9538,9 +11522,20 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="id">The id (value).</param>
         /// <param name="fieldValue">The (field, value) tuples.</param>
+        /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
+        public Reply<string> Xadd(string key, object id, ValueTuple<object, object>[] fieldValue)
+        {
+            return Queue(CommandArgs.Xadd(key, id, fieldValue, default(XaddOptions)), CommandArgs.S_STRINGN);
+        }
+
+        /// <summary><c>XADD</c> (stream): Appends a new entry to a stream.</summary>
+        /// <remarks>Reply: <c>string?</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="id">The id (value).</param>
+        /// <param name="fieldValue">The (field, value) tuples.</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
-        public Reply<string> Xadd(string key, object id, ValueTuple<object, object>[] fieldValue, XaddOptions options = default(XaddOptions))
+        public Reply<string> Xadd(string key, object id, ValueTuple<object, object>[] fieldValue, XaddOptions options)
         {
             return Queue(CommandArgs.Xadd(key, id, fieldValue, options), CommandArgs.S_STRINGN);
         }
@@ -9552,9 +11547,22 @@ namespace Slotlane
         /// <param name="consumer">The consumer (value).</param>
         /// <param name="minIdleTime">The min idle time (value).</param>
         /// <param name="start">The start (value).</param>
+        /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
+        public Reply<object> Xautoclaim(string key, object group, object consumer, object minIdleTime, object start)
+        {
+            return Queue(CommandArgs.Xautoclaim(key, group, consumer, minIdleTime, start, default(XautoclaimOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>XAUTOCLAIM</c> (stream): Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="group">The group (value).</param>
+        /// <param name="consumer">The consumer (value).</param>
+        /// <param name="minIdleTime">The min idle time (value).</param>
+        /// <param name="start">The start (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
-        public Reply<object> Xautoclaim(string key, object group, object consumer, object minIdleTime, object start, XautoclaimOptions options = default(XautoclaimOptions))
+        public Reply<object> Xautoclaim(string key, object group, object consumer, object minIdleTime, object start, XautoclaimOptions options)
         {
             return Queue(CommandArgs.Xautoclaim(key, group, consumer, minIdleTime, start, options), CommandArgs.S_ANY);
         }
@@ -9566,9 +11574,22 @@ namespace Slotlane
         /// <param name="consumer">The consumer (value).</param>
         /// <param name="minIdleTime">The min idle time (value).</param>
         /// <param name="ids">The ids (values).</param>
+        /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
+        public Reply<object> Xclaim(string key, object group, object consumer, object minIdleTime, object[] ids)
+        {
+            return Queue(CommandArgs.Xclaim(key, group, consumer, minIdleTime, ids, default(XclaimOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>XCLAIM</c> (stream): Changes (or acquires) ownership of a message in a consumer group, as if the message was delivered to the specified consumer.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="group">The group (value).</param>
+        /// <param name="consumer">The consumer (value).</param>
+        /// <param name="minIdleTime">The min idle time (value).</param>
+        /// <param name="ids">The ids (values).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
-        public Reply<object> Xclaim(string key, object group, object consumer, object minIdleTime, object[] ids, XclaimOptions options = default(XclaimOptions))
+        public Reply<object> Xclaim(string key, object group, object consumer, object minIdleTime, object[] ids, XclaimOptions options)
         {
             return Queue(CommandArgs.Xclaim(key, group, consumer, minIdleTime, ids, options), CommandArgs.S_ANY);
         }
@@ -9588,9 +11609,20 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="groupname">The groupname (value).</param>
         /// <param name="id">The id (value).</param>
+        /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
+        public Reply<bool> XgroupCreate(string key, object groupname, object id)
+        {
+            return Queue(CommandArgs.XgroupCreate(key, groupname, id, default(XgroupCreateOptions)), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>XGROUP CREATE</c> (stream): Create a consumer group.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="groupname">The groupname (value).</param>
+        /// <param name="id">The id (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
-        public Reply<bool> XgroupCreate(string key, object groupname, object id, XgroupCreateOptions options = default(XgroupCreateOptions))
+        public Reply<bool> XgroupCreate(string key, object groupname, object id, XgroupCreateOptions options)
         {
             return Queue(CommandArgs.XgroupCreate(key, groupname, id, options), CommandArgs.S_OK);
         }
@@ -9632,9 +11664,20 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="groupname">The groupname (value).</param>
         /// <param name="id">The id (value).</param>
+        /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
+        public Reply<bool> XgroupSetid(string key, object groupname, object id)
+        {
+            return Queue(CommandArgs.XgroupSetid(key, groupname, id, default(XgroupSetidOptions)), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>XGROUP SETID</c> (stream): Set a consumer group to an arbitrary last delivered ID value.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="groupname">The groupname (value).</param>
+        /// <param name="id">The id (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
-        public Reply<bool> XgroupSetid(string key, object groupname, object id, XgroupSetidOptions options = default(XgroupSetidOptions))
+        public Reply<bool> XgroupSetid(string key, object groupname, object id, XgroupSetidOptions options)
         {
             return Queue(CommandArgs.XgroupSetid(key, groupname, id, options), CommandArgs.S_OK);
         }
@@ -9661,9 +11704,18 @@ namespace Slotlane
         /// <summary><c>XINFO STREAM</c> (stream): Get information about a stream.</summary>
         /// <remarks>Reply: <c>map&lt;string,any&gt;</c>. Since Redis 5.0.0.</remarks>
         /// <param name="key">The key (key).</param>
+        /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
+        public Reply<Dictionary<string, object>> XinfoStream(string key)
+        {
+            return Queue(CommandArgs.XinfoStream(key, default(XinfoStreamOptions)), CommandArgs.S_MAP_STRING_ANYE);
+        }
+
+        /// <summary><c>XINFO STREAM</c> (stream): Get information about a stream.</summary>
+        /// <remarks>Reply: <c>map&lt;string,any&gt;</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
-        public Reply<Dictionary<string, object>> XinfoStream(string key, XinfoStreamOptions options = default(XinfoStreamOptions))
+        public Reply<Dictionary<string, object>> XinfoStream(string key, XinfoStreamOptions options)
         {
             return Queue(CommandArgs.XinfoStream(key, options), CommandArgs.S_MAP_STRING_ANYE);
         }
@@ -9674,7 +11726,24 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Xlen(string key)
         {
-            return QueueKey(CommandArgs.P_Xlen, key, CommandArgs.S_INT);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Xlen, key);
+            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+        }
+
+        /// <summary><c>XPENDING</c> (stream): Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="group">The group (value).</param>
+        /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
+        public Reply<object> Xpending(string key, object group)
+        {
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (group == null) throw new ArgumentNullException(nameof(group));
+            _w.Append(CommandArgs.P_Xpending, key, group);
+            return new Reply<object>(this, _w.Count - 1, _gen, CommandArgs.S_ANY);
         }
 
         /// <summary><c>XPENDING</c> (stream): Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged.</summary>
@@ -9683,10 +11752,28 @@ namespace Slotlane
         /// <param name="group">The group (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
-        public Reply<object> Xpending(string key, object group, XpendingOptions options = default(XpendingOptions))
+        public Reply<object> Xpending(string key, object group, XpendingOptions options)
         {
-            if (options.Idle == null && options.Start == null && options.End == null && options.Count == null && options.Consumer == null) return QueueKeyValue(CommandArgs.P_Xpending, key, group, CommandArgs.S_ANY);
+            if (options.Idle == null && options.Start == null && options.End == null && options.Count == null && options.Consumer == null)
+            {
+                Check();
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                if (group == null) throw new ArgumentNullException(nameof(group));
+                _w.Append(CommandArgs.P_Xpending, key, group);
+                return new Reply<object>(this, _w.Count - 1, _gen, CommandArgs.S_ANY);
+            }
             return Queue(CommandArgs.Xpending(key, group, options), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>XRANGE</c> (stream): Return a range of elements in a stream, with IDs matching the specified IDs interval.</summary>
+        /// <remarks>Reply: <c>array&lt;tuple&lt;string,pairs&lt;string,string&gt;&gt;&gt;</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="start">The start (value).</param>
+        /// <param name="end">The end (value).</param>
+        /// <returns>The queued command's reply (<c>ValueTuple&lt;string, KeyValuePair&lt;string, string&gt;[]&gt;[]</c> after the execution).</returns>
+        public Reply<ValueTuple<string, KeyValuePair<string, string>[]>[]> Xrange(string key, object start, object end)
+        {
+            return Queue(CommandArgs.Xrange(key, start, end, default(XrangeOptions)), CommandArgs.S_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE);
         }
 
         /// <summary><c>XRANGE</c> (stream): Return a range of elements in a stream, with IDs matching the specified IDs interval.</summary>
@@ -9696,7 +11783,7 @@ namespace Slotlane
         /// <param name="end">The end (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>ValueTuple&lt;string, KeyValuePair&lt;string, string&gt;[]&gt;[]</c> after the execution).</returns>
-        public Reply<ValueTuple<string, KeyValuePair<string, string>[]>[]> Xrange(string key, object start, object end, XrangeOptions options = default(XrangeOptions))
+        public Reply<ValueTuple<string, KeyValuePair<string, string>[]>[]> Xrange(string key, object start, object end, XrangeOptions options)
         {
             return Queue(CommandArgs.Xrange(key, start, end, options), CommandArgs.S_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE);
         }
@@ -9705,9 +11792,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>map&lt;string,array&lt;tuple&lt;string,pairs&lt;string,string&gt;&gt;&gt;&gt;?</c>. Since Redis 5.0.0.</remarks>
         /// <param name="keys">The keys (keys).</param>
         /// <param name="ids">The ids (values).</param>
+        /// <returns>The queued command's reply (<c>Dictionary&lt;string, ValueTuple&lt;string, KeyValuePair&lt;string, string&gt;[]&gt;[]&gt;</c> after the execution).</returns>
+        public Reply<Dictionary<string, ValueTuple<string, KeyValuePair<string, string>[]>[]>> Xread(string[] keys, object[] ids)
+        {
+            return Queue(CommandArgs.Xread(keys, ids, default(XreadOptions)), CommandArgs.S_MAP_STRING_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEEEN);
+        }
+
+        /// <summary><c>XREAD</c> (stream): Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.</summary>
+        /// <remarks>Reply: <c>map&lt;string,array&lt;tuple&lt;string,pairs&lt;string,string&gt;&gt;&gt;&gt;?</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="ids">The ids (values).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, ValueTuple&lt;string, KeyValuePair&lt;string, string&gt;[]&gt;[]&gt;</c> after the execution).</returns>
-        public Reply<Dictionary<string, ValueTuple<string, KeyValuePair<string, string>[]>[]>> Xread(string[] keys, object[] ids, XreadOptions options = default(XreadOptions))
+        public Reply<Dictionary<string, ValueTuple<string, KeyValuePair<string, string>[]>[]>> Xread(string[] keys, object[] ids, XreadOptions options)
         {
             return Queue(CommandArgs.Xread(keys, ids, options), CommandArgs.S_MAP_STRING_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEEEN);
         }
@@ -9718,9 +11815,21 @@ namespace Slotlane
         /// <param name="consumer">The consumer (value).</param>
         /// <param name="keys">The keys (keys).</param>
         /// <param name="ids">The ids (values).</param>
+        /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
+        public Reply<object> Xreadgroup(object group, object consumer, string[] keys, object[] ids)
+        {
+            return Queue(CommandArgs.Xreadgroup(group, consumer, keys, ids, default(XreadgroupOptions)), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>XREADGROUP</c> (stream): Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.</summary>
+        /// <remarks>Reply: <c>any</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="group">The group (value).</param>
+        /// <param name="consumer">The consumer (value).</param>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="ids">The ids (values).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
-        public Reply<object> Xreadgroup(object group, object consumer, string[] keys, object[] ids, XreadgroupOptions options = default(XreadgroupOptions))
+        public Reply<object> Xreadgroup(object group, object consumer, string[] keys, object[] ids, XreadgroupOptions options)
         {
             return Queue(CommandArgs.Xreadgroup(group, consumer, keys, ids, options), CommandArgs.S_ANY);
         }
@@ -9730,9 +11839,20 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="end">The end (value).</param>
         /// <param name="start">The start (value).</param>
+        /// <returns>The queued command's reply (<c>ValueTuple&lt;string, KeyValuePair&lt;string, string&gt;[]&gt;[]</c> after the execution).</returns>
+        public Reply<ValueTuple<string, KeyValuePair<string, string>[]>[]> Xrevrange(string key, object end, object start)
+        {
+            return Queue(CommandArgs.Xrevrange(key, end, start, default(XrevrangeOptions)), CommandArgs.S_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE);
+        }
+
+        /// <summary><c>XREVRANGE</c> (stream): Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE.</summary>
+        /// <remarks>Reply: <c>array&lt;tuple&lt;string,pairs&lt;string,string&gt;&gt;&gt;</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="end">The end (value).</param>
+        /// <param name="start">The start (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>ValueTuple&lt;string, KeyValuePair&lt;string, string&gt;[]&gt;[]</c> after the execution).</returns>
-        public Reply<ValueTuple<string, KeyValuePair<string, string>[]>[]> Xrevrange(string key, object end, object start, XrevrangeOptions options = default(XrevrangeOptions))
+        public Reply<ValueTuple<string, KeyValuePair<string, string>[]>[]> Xrevrange(string key, object end, object start, XrevrangeOptions options)
         {
             return Queue(CommandArgs.Xrevrange(key, end, start, options), CommandArgs.S_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE);
         }
@@ -9741,12 +11861,43 @@ namespace Slotlane
         /// <remarks>Reply: <c>ok</c>. Since Redis 5.0.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="lastId">The last id (value).</param>
+        /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
+        public Reply<bool> Xsetid(string key, object lastId)
+        {
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (lastId == null) throw new ArgumentNullException(nameof(lastId));
+            _w.Append(CommandArgs.P_Xsetid, key, lastId);
+            return new Reply<bool>(this, _w.Count - 1, _gen, CommandArgs.S_OK);
+        }
+
+        /// <summary><c>XSETID</c> (stream): An internal command for replicating stream values.</summary>
+        /// <remarks>Reply: <c>ok</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="lastId">The last id (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
-        public Reply<bool> Xsetid(string key, object lastId, XsetidOptions options = default(XsetidOptions))
+        public Reply<bool> Xsetid(string key, object lastId, XsetidOptions options)
         {
-            if (options.Entriesadded == null && options.Maxdeletedid == null) return QueueKeyValue(CommandArgs.P_Xsetid, key, lastId, CommandArgs.S_OK);
+            if (options.Entriesadded == null && options.Maxdeletedid == null)
+            {
+                Check();
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                if (lastId == null) throw new ArgumentNullException(nameof(lastId));
+                _w.Append(CommandArgs.P_Xsetid, key, lastId);
+                return new Reply<bool>(this, _w.Count - 1, _gen, CommandArgs.S_OK);
+            }
             return Queue(CommandArgs.Xsetid(key, lastId, options), CommandArgs.S_OK);
+        }
+
+        /// <summary><c>XTRIM</c> (stream): Trims the stream to (approximately if '~' is passed) a certain size.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="threshold">The threshold (value).</param>
+        /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
+        public Reply<long> Xtrim(string key, object threshold)
+        {
+            return Queue(CommandArgs.Xtrim(key, threshold, default(XtrimOptions)), CommandArgs.S_INT);
         }
 
         /// <summary><c>XTRIM</c> (stream): Trims the stream to (approximately if '~' is passed) a certain size.</summary>
@@ -9755,7 +11906,7 @@ namespace Slotlane
         /// <param name="threshold">The threshold (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
-        public Reply<long> Xtrim(string key, object threshold, XtrimOptions options = default(XtrimOptions))
+        public Reply<long> Xtrim(string key, object threshold, XtrimOptions options)
         {
             return Queue(CommandArgs.Xtrim(key, threshold, options), CommandArgs.S_INT);
         }
@@ -9764,9 +11915,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>int</c>. Since Redis 1.2.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="scoreMember">The (score, member) tuples.</param>
+        /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
+        public Reply<long> Zadd(string key, ValueTuple<double, object>[] scoreMember)
+        {
+            return Queue(CommandArgs.Zadd(key, scoreMember, default(ZaddOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>ZADD</c> (sorted-set): Add one or more members to a sorted set, or update its score if it already exists.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 1.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="scoreMember">The (score, member) tuples.</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
-        public Reply<long> Zadd(string key, ValueTuple<double, object>[] scoreMember, ZaddOptions options = default(ZaddOptions))
+        public Reply<long> Zadd(string key, ValueTuple<double, object>[] scoreMember, ZaddOptions options)
         {
             return Queue(CommandArgs.Zadd(key, scoreMember, options), CommandArgs.S_INT);
         }
@@ -9775,9 +11936,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>double?</c>. Since Redis 1.2.0.</remarks>
         /// <param name="key">The key (key).</param>
         /// <param name="scoreMember">The (score, member) tuples.</param>
+        /// <returns>The queued command's reply (<c>double?</c> after the execution).</returns>
+        public Reply<double?> ZaddIncr(string key, ValueTuple<double, object>[] scoreMember)
+        {
+            return Queue(CommandArgs.ZaddIncr(key, scoreMember, default(ZaddIncrOptions)), CommandArgs.S_DOUBLEN);
+        }
+
+        /// <summary><c>ZADD</c> (sorted-set): Add one or more members to a sorted set, or update its score if it already exists.</summary>
+        /// <remarks>Reply: <c>double?</c>. Since Redis 1.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="scoreMember">The (score, member) tuples.</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>double?</c> after the execution).</returns>
-        public Reply<double?> ZaddIncr(string key, ValueTuple<double, object>[] scoreMember, ZaddIncrOptions options = default(ZaddIncrOptions))
+        public Reply<double?> ZaddIncr(string key, ValueTuple<double, object>[] scoreMember, ZaddIncrOptions options)
         {
             return Queue(CommandArgs.ZaddIncr(key, scoreMember, options), CommandArgs.S_DOUBLEN);
         }
@@ -9788,7 +11959,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Zcard(string key)
         {
-            return QueueKey(CommandArgs.P_Zcard, key, CommandArgs.S_INT);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Zcard, key);
+            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
         }
 
         /// <summary><c>ZCOUNT</c> (sorted-set): Count the members in a sorted set with scores within the given values.</summary>
@@ -9844,9 +12018,18 @@ namespace Slotlane
         /// <summary><c>ZINTER</c> (sorted-set): Intersect multiple sorted sets.</summary>
         /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 6.2.0.</remarks>
         /// <param name="keys">The keys (keys).</param>
+        /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
+        public Reply<string[]> Zinter(string[] keys)
+        {
+            return Queue(CommandArgs.Zinter(keys, default(ZinterOptions)), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>ZINTER</c> (sorted-set): Intersect multiple sorted sets.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
-        public Reply<string[]> Zinter(string[] keys, ZinterOptions options = default(ZinterOptions))
+        public Reply<string[]> Zinter(string[] keys, ZinterOptions options)
         {
             return Queue(CommandArgs.Zinter(keys, options), CommandArgs.S_ARRAY_STRINGE);
         }
@@ -9854,9 +12037,18 @@ namespace Slotlane
         /// <summary><c>ZINTER</c> (sorted-set): Intersect multiple sorted sets.</summary>
         /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 6.2.0.</remarks>
         /// <param name="keys">The keys (keys).</param>
+        /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
+        public Reply<KeyValuePair<string, double>[]> ZinterWithscores(string[] keys)
+        {
+            return Queue(CommandArgs.ZinterWithscores(keys, default(ZinterWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+        }
+
+        /// <summary><c>ZINTER</c> (sorted-set): Intersect multiple sorted sets.</summary>
+        /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
-        public Reply<KeyValuePair<string, double>[]> ZinterWithscores(string[] keys, ZinterWithscoresOptions options = default(ZinterWithscoresOptions))
+        public Reply<KeyValuePair<string, double>[]> ZinterWithscores(string[] keys, ZinterWithscoresOptions options)
         {
             return Queue(CommandArgs.ZinterWithscores(keys, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
         }
@@ -9864,9 +12056,18 @@ namespace Slotlane
         /// <summary><c>ZINTERCARD</c> (sorted-set): Intersect multiple sorted sets and return the cardinality of the result.</summary>
         /// <remarks>Reply: <c>int</c>. Since Redis 7.0.0.</remarks>
         /// <param name="keys">The keys (keys).</param>
+        /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
+        public Reply<long> Zintercard(string[] keys)
+        {
+            return Queue(CommandArgs.Zintercard(keys, default(ZintercardOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>ZINTERCARD</c> (sorted-set): Intersect multiple sorted sets and return the cardinality of the result.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
-        public Reply<long> Zintercard(string[] keys, ZintercardOptions options = default(ZintercardOptions))
+        public Reply<long> Zintercard(string[] keys, ZintercardOptions options)
         {
             return Queue(CommandArgs.Zintercard(keys, options), CommandArgs.S_INT);
         }
@@ -9875,9 +12076,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>int</c>. Since Redis 2.0.0.</remarks>
         /// <param name="destination">The destination (key).</param>
         /// <param name="keys">The keys (keys).</param>
+        /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
+        public Reply<long> Zinterstore(string destination, string[] keys)
+        {
+            return Queue(CommandArgs.Zinterstore(destination, keys, default(ZinterstoreOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>ZINTERSTORE</c> (sorted-set): Intersect multiple sorted sets and store the resulting sorted set in a new key.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 2.0.0.</remarks>
+        /// <param name="destination">The destination (key).</param>
+        /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
-        public Reply<long> Zinterstore(string destination, string[] keys, ZinterstoreOptions options = default(ZinterstoreOptions))
+        public Reply<long> Zinterstore(string destination, string[] keys, ZinterstoreOptions options)
         {
             return Queue(CommandArgs.Zinterstore(destination, keys, options), CommandArgs.S_INT);
         }
@@ -9896,9 +12107,18 @@ namespace Slotlane
         /// <summary><c>ZMPOP</c> (sorted-set): Remove and return members with scores in a sorted set.</summary>
         /// <remarks>Reply: <c>tuple&lt;string,pairs&lt;string,double&gt;&gt;?</c>. Since Redis 7.0.0.</remarks>
         /// <param name="keys">The keys (keys).</param>
+        /// <returns>The queued command's reply (<c>ValueTuple&lt;string, KeyValuePair&lt;string, double&gt;[]&gt;?</c> after the execution).</returns>
+        public Reply<ValueTuple<string, KeyValuePair<string, double>[]>?> Zmpop(string[] keys)
+        {
+            return Queue(CommandArgs.Zmpop(keys, default(ZmpopOptions)), CommandArgs.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN);
+        }
+
+        /// <summary><c>ZMPOP</c> (sorted-set): Remove and return members with scores in a sorted set.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,pairs&lt;string,double&gt;&gt;?</c>. Since Redis 7.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>ValueTuple&lt;string, KeyValuePair&lt;string, double&gt;[]&gt;?</c> after the execution).</returns>
-        public Reply<ValueTuple<string, KeyValuePair<string, double>[]>?> Zmpop(string[] keys, ZmpopOptions options = default(ZmpopOptions))
+        public Reply<ValueTuple<string, KeyValuePair<string, double>[]>?> Zmpop(string[] keys, ZmpopOptions options)
         {
             return Queue(CommandArgs.Zmpop(keys, options), CommandArgs.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN);
         }
@@ -9916,12 +12136,42 @@ namespace Slotlane
         /// <summary><c>ZPOPMAX</c> (sorted-set): Remove and return members with the highest scores in a sorted set.</summary>
         /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 5.0.0.</remarks>
         /// <param name="key">The key (key).</param>
+        /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
+        public Reply<KeyValuePair<string, double>[]> Zpopmax(string key)
+        {
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Zpopmax, key);
+            return new Reply<KeyValuePair<string, double>[]>(this, _w.Count - 1, _gen, CommandArgs.S_PAIRS_STRING_DOUBLEE);
+        }
+
+        /// <summary><c>ZPOPMAX</c> (sorted-set): Remove and return members with the highest scores in a sorted set.</summary>
+        /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
-        public Reply<KeyValuePair<string, double>[]> Zpopmax(string key, ZpopmaxOptions options = default(ZpopmaxOptions))
+        public Reply<KeyValuePair<string, double>[]> Zpopmax(string key, ZpopmaxOptions options)
         {
-            if (options.Count == null) return QueueKey(CommandArgs.P_Zpopmax, key, CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            if (options.Count == null)
+            {
+                Check();
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                _w.AppendKey(CommandArgs.P_Zpopmax, key);
+                return new Reply<KeyValuePair<string, double>[]>(this, _w.Count - 1, _gen, CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            }
             return Queue(CommandArgs.Zpopmax(key, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+        }
+
+        /// <summary><c>ZPOPMIN</c> (sorted-set): Remove and return members with the lowest scores in a sorted set.</summary>
+        /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 5.0.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
+        public Reply<KeyValuePair<string, double>[]> Zpopmin(string key)
+        {
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Zpopmin, key);
+            return new Reply<KeyValuePair<string, double>[]>(this, _w.Count - 1, _gen, CommandArgs.S_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZPOPMIN</c> (sorted-set): Remove and return members with the lowest scores in a sorted set.</summary>
@@ -9929,9 +12179,15 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
-        public Reply<KeyValuePair<string, double>[]> Zpopmin(string key, ZpopminOptions options = default(ZpopminOptions))
+        public Reply<KeyValuePair<string, double>[]> Zpopmin(string key, ZpopminOptions options)
         {
-            if (options.Count == null) return QueueKey(CommandArgs.P_Zpopmin, key, CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            if (options.Count == null)
+            {
+                Check();
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                _w.AppendKey(CommandArgs.P_Zpopmin, key);
+                return new Reply<KeyValuePair<string, double>[]>(this, _w.Count - 1, _gen, CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            }
             return Queue(CommandArgs.Zpopmin(key, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
         }
 
@@ -9941,7 +12197,10 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Zrandmember(string key)
         {
-            return QueueKey(CommandArgs.P_Zrandmember, key, CommandArgs.S_STRINGN);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            _w.AppendKey(CommandArgs.P_Zrandmember, key);
+            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
         }
 
         /// <summary><c>ZRANDMEMBER</c> (sorted-set): Get one or multiple random elements from a sorted set.</summary>
@@ -9969,9 +12228,20 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="start">The start (value).</param>
         /// <param name="stop">The stop (value).</param>
+        /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
+        public Reply<string[]> Zrange(string key, object start, object stop)
+        {
+            return Queue(CommandArgs.Zrange(key, start, stop, default(ZrangeOptions)), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>ZRANGE</c> (sorted-set): Return a range of members in a sorted set.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 1.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="start">The start (value).</param>
+        /// <param name="stop">The stop (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
-        public Reply<string[]> Zrange(string key, object start, object stop, ZrangeOptions options = default(ZrangeOptions))
+        public Reply<string[]> Zrange(string key, object start, object stop, ZrangeOptions options)
         {
             return Queue(CommandArgs.Zrange(key, start, stop, options), CommandArgs.S_ARRAY_STRINGE);
         }
@@ -9981,11 +12251,34 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="start">The start (value).</param>
         /// <param name="stop">The stop (value).</param>
+        /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
+        public Reply<KeyValuePair<string, double>[]> ZrangeWithscores(string key, object start, object stop)
+        {
+            return Queue(CommandArgs.ZrangeWithscores(key, start, stop, default(ZrangeWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+        }
+
+        /// <summary><c>ZRANGE</c> (sorted-set): Return a range of members in a sorted set.</summary>
+        /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 1.2.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="start">The start (value).</param>
+        /// <param name="stop">The stop (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
-        public Reply<KeyValuePair<string, double>[]> ZrangeWithscores(string key, object start, object stop, ZrangeWithscoresOptions options = default(ZrangeWithscoresOptions))
+        public Reply<KeyValuePair<string, double>[]> ZrangeWithscores(string key, object start, object stop, ZrangeWithscoresOptions options)
         {
             return Queue(CommandArgs.ZrangeWithscores(key, start, stop, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+        }
+
+        /// <summary><c>ZRANGEBYLEX</c> (sorted-set): Return a range of members in a sorted set, by lexicographical range.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 2.8.9. Deprecated since Redis 6.2.0; use ZRANGE with the BYLEX argument.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="min">The min (value).</param>
+        /// <param name="max">The max (value).</param>
+        /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
+        [Obsolete("ZRANGEBYLEX is deprecated since Redis 6.2.0")]
+        public Reply<string[]> Zrangebylex(string key, object min, object max)
+        {
+            return Queue(CommandArgs.Zrangebylex(key, min, max, default(ZrangebylexOptions)), CommandArgs.S_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZRANGEBYLEX</c> (sorted-set): Return a range of members in a sorted set, by lexicographical range.</summary>
@@ -9996,9 +12289,21 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         [Obsolete("ZRANGEBYLEX is deprecated since Redis 6.2.0")]
-        public Reply<string[]> Zrangebylex(string key, object min, object max, ZrangebylexOptions options = default(ZrangebylexOptions))
+        public Reply<string[]> Zrangebylex(string key, object min, object max, ZrangebylexOptions options)
         {
             return Queue(CommandArgs.Zrangebylex(key, min, max, options), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>ZRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 1.0.5. Deprecated since Redis 6.2.0; use ZRANGE with the BYSCORE argument.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="min">The min (value).</param>
+        /// <param name="max">The max (value).</param>
+        /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
+        [Obsolete("ZRANGEBYSCORE is deprecated since Redis 6.2.0")]
+        public Reply<string[]> Zrangebyscore(string key, object min, object max)
+        {
+            return Queue(CommandArgs.Zrangebyscore(key, min, max, default(ZrangebyscoreOptions)), CommandArgs.S_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score.</summary>
@@ -10009,9 +12314,21 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         [Obsolete("ZRANGEBYSCORE is deprecated since Redis 6.2.0")]
-        public Reply<string[]> Zrangebyscore(string key, object min, object max, ZrangebyscoreOptions options = default(ZrangebyscoreOptions))
+        public Reply<string[]> Zrangebyscore(string key, object min, object max, ZrangebyscoreOptions options)
         {
             return Queue(CommandArgs.Zrangebyscore(key, min, max, options), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>ZRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score.</summary>
+        /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 1.0.5. Deprecated since Redis 6.2.0; use ZRANGE with the BYSCORE argument.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="min">The min (value).</param>
+        /// <param name="max">The max (value).</param>
+        /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
+        [Obsolete("ZRANGEBYSCORE is deprecated since Redis 6.2.0")]
+        public Reply<KeyValuePair<string, double>[]> ZrangebyscoreWithscores(string key, object min, object max)
+        {
+            return Queue(CommandArgs.ZrangebyscoreWithscores(key, min, max, default(ZrangebyscoreWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score.</summary>
@@ -10022,7 +12339,7 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
         [Obsolete("ZRANGEBYSCORE is deprecated since Redis 6.2.0")]
-        public Reply<KeyValuePair<string, double>[]> ZrangebyscoreWithscores(string key, object min, object max, ZrangebyscoreWithscoresOptions options = default(ZrangebyscoreWithscoresOptions))
+        public Reply<KeyValuePair<string, double>[]> ZrangebyscoreWithscores(string key, object min, object max, ZrangebyscoreWithscoresOptions options)
         {
             return Queue(CommandArgs.ZrangebyscoreWithscores(key, min, max, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
         }
@@ -10033,9 +12350,21 @@ namespace Slotlane
         /// <param name="src">The src (key).</param>
         /// <param name="min">The min (value).</param>
         /// <param name="max">The max (value).</param>
+        /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
+        public Reply<long> Zrangestore(string dst, string src, object min, object max)
+        {
+            return Queue(CommandArgs.Zrangestore(dst, src, min, max, default(ZrangestoreOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>ZRANGESTORE</c> (sorted-set): Store a range of members from sorted set into another key.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="dst">The dst (key).</param>
+        /// <param name="src">The src (key).</param>
+        /// <param name="min">The min (value).</param>
+        /// <param name="max">The max (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
-        public Reply<long> Zrangestore(string dst, string src, object min, object max, ZrangestoreOptions options = default(ZrangestoreOptions))
+        public Reply<long> Zrangestore(string dst, string src, object min, object max, ZrangestoreOptions options)
         {
             return Queue(CommandArgs.Zrangestore(dst, src, min, max, options), CommandArgs.S_INT);
         }
@@ -10047,7 +12376,11 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long?</c> after the execution).</returns>
         public Reply<long?> Zrank(string key, object member)
         {
-            return QueueKeyValue(CommandArgs.P_Zrank, key, member, CommandArgs.S_INTN);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (member == null) throw new ArgumentNullException(nameof(member));
+            _w.Append(CommandArgs.P_Zrank, key, member);
+            return new Reply<long?>(this, _w.Count - 1, _gen, CommandArgs.S_INTN);
         }
 
         /// <summary><c>ZREM</c> (sorted-set): Remove one or more members from a sorted set.</summary>
@@ -10122,12 +12455,36 @@ namespace Slotlane
         /// <param name="key">The key (key).</param>
         /// <param name="max">The max (value).</param>
         /// <param name="min">The min (value).</param>
+        /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
+        [Obsolete("ZREVRANGEBYLEX is deprecated since Redis 6.2.0")]
+        public Reply<string[]> Zrevrangebylex(string key, object max, object min)
+        {
+            return Queue(CommandArgs.Zrevrangebylex(key, max, min, default(ZrevrangebylexOptions)), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>ZREVRANGEBYLEX</c> (sorted-set): Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 2.8.9. Deprecated since Redis 6.2.0; use ZRANGE with the REV and BYLEX arguments.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="max">The max (value).</param>
+        /// <param name="min">The min (value).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         [Obsolete("ZREVRANGEBYLEX is deprecated since Redis 6.2.0")]
-        public Reply<string[]> Zrevrangebylex(string key, object max, object min, ZrevrangebylexOptions options = default(ZrevrangebylexOptions))
+        public Reply<string[]> Zrevrangebylex(string key, object max, object min, ZrevrangebylexOptions options)
         {
             return Queue(CommandArgs.Zrevrangebylex(key, max, min, options), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>ZREVRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score, with scores ordered from high to low.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 2.2.0. Deprecated since Redis 6.2.0; use ZRANGE with the REV and BYSCORE arguments.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="max">The max (value).</param>
+        /// <param name="min">The min (value).</param>
+        /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
+        [Obsolete("ZREVRANGEBYSCORE is deprecated since Redis 6.2.0")]
+        public Reply<string[]> Zrevrangebyscore(string key, object max, object min)
+        {
+            return Queue(CommandArgs.Zrevrangebyscore(key, max, min, default(ZrevrangebyscoreOptions)), CommandArgs.S_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZREVRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score, with scores ordered from high to low.</summary>
@@ -10138,9 +12495,21 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         [Obsolete("ZREVRANGEBYSCORE is deprecated since Redis 6.2.0")]
-        public Reply<string[]> Zrevrangebyscore(string key, object max, object min, ZrevrangebyscoreOptions options = default(ZrevrangebyscoreOptions))
+        public Reply<string[]> Zrevrangebyscore(string key, object max, object min, ZrevrangebyscoreOptions options)
         {
             return Queue(CommandArgs.Zrevrangebyscore(key, max, min, options), CommandArgs.S_ARRAY_STRINGE);
+        }
+
+        /// <summary><c>ZREVRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score, with scores ordered from high to low.</summary>
+        /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 2.2.0. Deprecated since Redis 6.2.0; use ZRANGE with the REV and BYSCORE arguments.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="max">The max (value).</param>
+        /// <param name="min">The min (value).</param>
+        /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
+        [Obsolete("ZREVRANGEBYSCORE is deprecated since Redis 6.2.0")]
+        public Reply<KeyValuePair<string, double>[]> ZrevrangebyscoreWithscores(string key, object max, object min)
+        {
+            return Queue(CommandArgs.ZrevrangebyscoreWithscores(key, max, min, default(ZrevrangebyscoreWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZREVRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score, with scores ordered from high to low.</summary>
@@ -10151,7 +12520,7 @@ namespace Slotlane
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
         [Obsolete("ZREVRANGEBYSCORE is deprecated since Redis 6.2.0")]
-        public Reply<KeyValuePair<string, double>[]> ZrevrangebyscoreWithscores(string key, object max, object min, ZrevrangebyscoreWithscoresOptions options = default(ZrevrangebyscoreWithscoresOptions))
+        public Reply<KeyValuePair<string, double>[]> ZrevrangebyscoreWithscores(string key, object max, object min, ZrevrangebyscoreWithscoresOptions options)
         {
             return Queue(CommandArgs.ZrevrangebyscoreWithscores(key, max, min, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
         }
@@ -10163,7 +12532,21 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long?</c> after the execution).</returns>
         public Reply<long?> Zrevrank(string key, object member)
         {
-            return QueueKeyValue(CommandArgs.P_Zrevrank, key, member, CommandArgs.S_INTN);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (member == null) throw new ArgumentNullException(nameof(member));
+            _w.Append(CommandArgs.P_Zrevrank, key, member);
+            return new Reply<long?>(this, _w.Count - 1, _gen, CommandArgs.S_INTN);
+        }
+
+        /// <summary><c>ZSCAN</c> (sorted-set): Incrementally iterate sorted sets elements and associated scores.</summary>
+        /// <remarks>Reply: <c>tuple&lt;cursor,pairs&lt;string,double&gt;&gt;</c>. Since Redis 2.8.0.</remarks>
+        /// <param name="key">The key (key).</param>
+        /// <param name="cursor">The cursor (integer).</param>
+        /// <returns>The queued command's reply (<c>ValueTuple&lt;ulong, KeyValuePair&lt;string, double&gt;[]&gt;</c> after the execution).</returns>
+        public Reply<ValueTuple<ulong, KeyValuePair<string, double>[]>> Zscan(string key, long cursor)
+        {
+            return Queue(CommandArgs.Zscan(key, cursor, default(ZscanOptions)), CommandArgs.S_TUPLE_CURSOR_PAIRS_STRING_DOUBLEEE);
         }
 
         /// <summary><c>ZSCAN</c> (sorted-set): Incrementally iterate sorted sets elements and associated scores.</summary>
@@ -10172,7 +12555,7 @@ namespace Slotlane
         /// <param name="cursor">The cursor (integer).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>ValueTuple&lt;ulong, KeyValuePair&lt;string, double&gt;[]&gt;</c> after the execution).</returns>
-        public Reply<ValueTuple<ulong, KeyValuePair<string, double>[]>> Zscan(string key, long cursor, ZscanOptions options = default(ZscanOptions))
+        public Reply<ValueTuple<ulong, KeyValuePair<string, double>[]>> Zscan(string key, long cursor, ZscanOptions options)
         {
             return Queue(CommandArgs.Zscan(key, cursor, options), CommandArgs.S_TUPLE_CURSOR_PAIRS_STRING_DOUBLEEE);
         }
@@ -10184,7 +12567,20 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>double?</c> after the execution).</returns>
         public Reply<double?> Zscore(string key, object member)
         {
-            return QueueKeyValue(CommandArgs.P_Zscore, key, member, CommandArgs.S_DOUBLEN);
+            Check();
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (member == null) throw new ArgumentNullException(nameof(member));
+            _w.Append(CommandArgs.P_Zscore, key, member);
+            return new Reply<double?>(this, _w.Count - 1, _gen, CommandArgs.S_DOUBLEN);
+        }
+
+        /// <summary><c>ZUNION</c> (sorted-set): Add multiple sorted sets.</summary>
+        /// <remarks>Reply: <c>array&lt;string&gt;</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
+        /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
+        public Reply<string[]> Zunion(string[] keys)
+        {
+            return Queue(CommandArgs.Zunion(keys, default(ZunionOptions)), CommandArgs.S_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZUNION</c> (sorted-set): Add multiple sorted sets.</summary>
@@ -10192,7 +12588,7 @@ namespace Slotlane
         /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
-        public Reply<string[]> Zunion(string[] keys, ZunionOptions options = default(ZunionOptions))
+        public Reply<string[]> Zunion(string[] keys, ZunionOptions options)
         {
             return Queue(CommandArgs.Zunion(keys, options), CommandArgs.S_ARRAY_STRINGE);
         }
@@ -10200,9 +12596,18 @@ namespace Slotlane
         /// <summary><c>ZUNION</c> (sorted-set): Add multiple sorted sets.</summary>
         /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 6.2.0.</remarks>
         /// <param name="keys">The keys (keys).</param>
+        /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
+        public Reply<KeyValuePair<string, double>[]> ZunionWithscores(string[] keys)
+        {
+            return Queue(CommandArgs.ZunionWithscores(keys, default(ZunionWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+        }
+
+        /// <summary><c>ZUNION</c> (sorted-set): Add multiple sorted sets.</summary>
+        /// <remarks>Reply: <c>pairs&lt;string,double&gt;</c>. Since Redis 6.2.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
-        public Reply<KeyValuePair<string, double>[]> ZunionWithscores(string[] keys, ZunionWithscoresOptions options = default(ZunionWithscoresOptions))
+        public Reply<KeyValuePair<string, double>[]> ZunionWithscores(string[] keys, ZunionWithscoresOptions options)
         {
             return Queue(CommandArgs.ZunionWithscores(keys, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
         }
@@ -10211,9 +12616,19 @@ namespace Slotlane
         /// <remarks>Reply: <c>int</c>. Since Redis 2.0.0.</remarks>
         /// <param name="destination">The destination (key).</param>
         /// <param name="keys">The keys (keys).</param>
+        /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
+        public Reply<long> Zunionstore(string destination, string[] keys)
+        {
+            return Queue(CommandArgs.Zunionstore(destination, keys, default(ZunionstoreOptions)), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>ZUNIONSTORE</c> (sorted-set): Add multiple sorted sets and store the resulting sorted set in a new key.</summary>
+        /// <remarks>Reply: <c>int</c>. Since Redis 2.0.0.</remarks>
+        /// <param name="destination">The destination (key).</param>
+        /// <param name="keys">The keys (keys).</param>
         /// <param name="options">The options (fields left at their defaults are left out).</param>
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
-        public Reply<long> Zunionstore(string destination, string[] keys, ZunionstoreOptions options = default(ZunionstoreOptions))
+        public Reply<long> Zunionstore(string destination, string[] keys, ZunionstoreOptions options)
         {
             return Queue(CommandArgs.Zunionstore(destination, keys, options), CommandArgs.S_INT);
         }

@@ -39,25 +39,6 @@ namespace Slotlane
             return new Reply<T>(this, _w.Count - 1, _gen, shape);
         }
 
-        /// <summary>The typed fast path of a one-key command with a pre-encoded prefix (GET).</summary>
-        internal Reply<T> QueueKey<T>(byte[] prefix, string key, Func<object, T> shape)
-        {
-            Check();
-            if (key == null) throw new ArgumentNullException(nameof(key));
-            _w.AppendKey(prefix, key);
-            return new Reply<T>(this, _w.Count - 1, _gen, shape);
-        }
-
-        /// <summary>The typed fast path of a key-and-value command with a pre-encoded prefix (SET).</summary>
-        internal Reply<T> QueueKeyValue<T>(byte[] prefix, string key, object value, Func<object, T> shape)
-        {
-            Check();
-            if (key == null) throw new ArgumentNullException(nameof(key));
-            if (value == null) throw new ArgumentNullException(nameof(value));
-            _w.Append(prefix, key, value);
-            return new Reply<T>(this, _w.Count - 1, _gen, shape);
-        }
-
         /// <summary>A Reply's raw result: command i of execution g.</summary>
         internal object Result(int i, int g)
         {
