@@ -355,17 +355,21 @@ def render_commands(ctx):
     return "\n".join(L) + "\n"
 
 
+def file_head(ctx, doc):
+    """The generated note, package, imports and the class's Javadoc of ClientCommands/PipelineCommands."""
+    return ([ctx.generated_note("//"), "", "package io.slotlane;", "",
+             "import java.util.List;", "import java.util.Map;", "import java.util.Set;", "", "/**"]
+            + [" * " + x for x in doc] + [" */"])
+
+
 def render_client(ctx):
     ms = [M(m) for m in ctx.methods]
-    L = [ctx.generated_note("//"), "", "package io.slotlane;", "",
-         "import java.util.List;", "import java.util.Map;", "import java.util.Set;", "",
-         "/**",
-         " * The typed methods of every command of the spec (bindings/spec/README.md), inherited by",
-         " * {@link SlotlaneClient}: each encodes its command by the spec's encoding program, runs it",
-         " * and returns the reply as its type. Failures throw {@link SlotlaneException} (a",
-         " * {@link ReplyException} for an error reply); bad arguments throw",
-         " * {@link IllegalArgumentException} before anything is sent.",
-         " */",
+    L = file_head(ctx, [
+        "The typed methods of every command of the spec (bindings/spec/README.md), inherited by",
+        "{@link SlotlaneClient}: each encodes its command by the spec's encoding program, runs it",
+        "and returns the reply as its type. Failures throw {@link SlotlaneException} (a",
+        "{@link ReplyException} for an error reply); bad arguments throw",
+        "{@link IllegalArgumentException} before anything is sent."]) + [
          "public abstract class ClientCommands {",
          "    ClientCommands() {}", "",
          "    /** Encodes one command, runs it and shapes its reply (or throws its failure). */",
@@ -386,14 +390,11 @@ def render_client(ctx):
 
 def render_pipeline(ctx):
     ms = [M(m) for m in ctx.methods]
-    L = [ctx.generated_note("//"), "", "package io.slotlane;", "",
-         "import java.util.List;", "import java.util.Map;", "import java.util.Set;", "",
-         "/**",
-         " * The typed methods of every command of the spec (bindings/spec/README.md), inherited by",
-         " * {@link Pipeline}: each queues its command and returns a {@link Reply} whose",
-         " * {@link Reply#get()} gives the reply as its type after {@link Pipeline#sync()}. Bad",
-         " * arguments throw {@link IllegalArgumentException} at once, and nothing is queued.",
-         " */",
+    L = file_head(ctx, [
+        "The typed methods of every command of the spec (bindings/spec/README.md), inherited by",
+        "{@link Pipeline}: each queues its command and returns a {@link Reply} whose",
+        "{@link Reply#get()} gives the reply as its type after {@link Pipeline#sync()}. Bad",
+        "arguments throw {@link IllegalArgumentException} at once, and nothing is queued."]) + [
          "public abstract class PipelineCommands {",
          "    PipelineCommands() {}", "",
          "    /** The pipeline's buffer (throws when the pipeline is closed). */",
