@@ -91,6 +91,7 @@ namespace Slotlane
             Check();
             int n = _w.Count;
             int g = _gen++;
+            _last = null; // the previous results are not kept alive while these are decoded (no promotion by the GC)
             if (n == 0) return Done(new object[0], g);
             CoreHandle h = _client.Rent();
             try
@@ -157,6 +158,7 @@ namespace Slotlane
             Check();
             int n = _w.Count;
             int g = _gen++;
+            _last = null;
             if (n == 0) return Task.FromResult(Done(new object[0], g));
             try
             {

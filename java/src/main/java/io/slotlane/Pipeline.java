@@ -77,6 +77,7 @@ public final class Pipeline extends PipelineCommands implements AutoCloseable {
      */
     public List<Object> sync() {
         if (closed) throw new IllegalStateException("the pipeline is closed");
+        last = null; // the previous replies are not kept alive while these are decoded
         if (n == 0) {
             last = new ArrayList<>(0);
             gen++;
