@@ -19,33 +19,18 @@ func (e *sentinel) Error() string { return e.msg }
 func (e *sentinel) Timeout() bool { return e.timeout }
 
 // Errors to test for with errors.Is. A command's *ResponseError and an execution's
-// *Error wrap the one that matches their kind or code; when ctx caused the failure,
-// they wrap ctx.Err() (context.Canceled or context.DeadlineExceeded) as well.
+// *Error wrap the one that matches their kind or code (errors_gen.go has the sentinels
+// of errors.json's types: ErrInvalid, ErrConnection, ErrTimeout, ErrProtocol, ErrCluster,
+// ErrCancelled, ErrResource); when ctx caused the failure, they wrap ctx.Err()
+// (context.Canceled or context.DeadlineExceeded) as well. The Go-only ones:
 var (
 	// ErrNil is returned by the typed accessors and helpers when the reply is nil
 	// (a missing key for GET, for example). It is not a failure of the command.
 	ErrNil error = &sentinel{msg: "slotlane: nil reply"}
 	// ErrClosed: the client was closed before or during the call.
 	ErrClosed error = &sentinel{msg: "slotlane: client is closed"}
-	// ErrTimeout: a connect or execution deadline passed. errors.As to
-	// interface{ Timeout() bool } also reports it.
-	ErrTimeout error = &sentinel{msg: "slotlane: timeout", timeout: true}
-	// ErrConnection: connecting to, writing to or reading from a node failed.
-	ErrConnection error = &sentinel{msg: "slotlane: connection error"}
-	// ErrCancelled: the execution was cancelled (its ctx was cancelled, or the client closed).
-	ErrCancelled error = &sentinel{msg: "slotlane: cancelled"}
-	// ErrProtocol: a node sent bytes that are not RESP, or exceeded a reply limit.
-	ErrProtocol error = &sentinel{msg: "slotlane: protocol error"}
 	// ErrRedirects: too many MOVED/ASK/TRYAGAIN/CLUSTERDOWN redirects for a command.
 	ErrRedirects error = &sentinel{msg: "slotlane: too many redirects"}
-	// ErrCluster: cluster discovery failed, no node owns a slot, or the core refused a
-	// command (a transaction across slots).
-	ErrCluster error = &sentinel{msg: "slotlane: cluster error"}
-	// ErrInvalid: a bad argument or option, refused before anything was sent.
-	ErrInvalid error = &sentinel{msg: "slotlane: invalid argument"}
-	// ErrResource: the core could not allocate memory, a buffer was too small, or the call
-	// is not valid in the handle's state (errors.json's ResourceError).
-	ErrResource error = &sentinel{msg: "slotlane: resource error"}
 	// ErrUnsupported: a feature this build does not have (rediss:// TLS, for example).
 	ErrUnsupported error = &sentinel{msg: "slotlane: unsupported"}
 	// ErrUnexpectedType: a typed accessor was used on a reply of another type.

@@ -6,6 +6,25 @@ package slotlane
 // slotlane.h -> the sentinel a *Error or *ResponseError wraps (errors.Is). A too-many-
 // redirects failure also wraps ErrRedirects.
 
+// The sentinels of errors.json's types (errors.go has the Go-only ones: ErrNil, ErrClosed,
+// ErrRedirects, ErrUnsupported, ErrUnexpectedType); a *ResponseError is the ResponseError.
+var (
+	// ErrConnection: Connecting to the command's node, writing to it or reading from it failed. (errors.json ConnectionError)
+	ErrConnection error = &sentinel{msg: "slotlane: connection error"}
+	// ErrProtocol: The node sent bytes that are not RESP, or a reply exceeded a limit. (errors.json ProtocolError)
+	ErrProtocol error = &sentinel{msg: "slotlane: protocol error"}
+	// ErrTimeout: A connect or execution deadline passed before the reply. (errors.json TimeoutError)
+	ErrTimeout error = &sentinel{msg: "slotlane: timeout", timeout: true}
+	// ErrCluster: Cluster trouble: discovery failed, no node owns the slot, the redirect limit was reached, or the client refused the command (a CROSSSLOT transaction, a failed split part). (errors.json ClusterError)
+	ErrCluster error = &sentinel{msg: "slotlane: cluster error"}
+	// ErrCancelled: The call was cancelled: the client was closed (sl_client_cancel) while it ran. Every language raises this type for a cancelled call, never its connection error or the base type. (errors.json CancelledError)
+	ErrCancelled error = &sentinel{msg: "slotlane: cancelled"}
+	// ErrInvalid: The client refused the command's arguments or bytes before sending anything (a bad argument, malformed command bytes, a bad option or URL). Python also makes it a ValueError, Java an IllegalArgumentException-like unchecked error, C# an ArgumentException subclass where the language allows. (errors.json ArgumentError)
+	ErrInvalid error = &sentinel{msg: "slotlane: invalid argument"}
+	// ErrResource: The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS), or the client's in-flight bound is reached and the call asked to fail fast (SL_EBUSY), or the client was made before a fork() and used in the child (SL_EFORK: make a new client after forking). (errors.json ResourceError)
+	ErrResource error = &sentinel{msg: "slotlane: resource error"}
+)
+
 func sentinelOfCode(code int) error {
 	switch code {
 	case -1: // SL_EINVAL -> ArgumentError

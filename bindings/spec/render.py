@@ -21,7 +21,7 @@ sys.path.insert(0, HERE)
 
 import spec as speclib  # noqa: E402
 
-LANGS = ["python", "node", "go", "rust"]  # in the order of the issue; each added when its binding is finished
+LANGS = ["python", "node", "go", "rust", "java", "csharp"]  # in the order of the issue; each added when its binding is finished
 HEADER = os.path.join(ROOT, "core", "include", "slotlane.h")
 
 

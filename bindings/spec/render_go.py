@@ -9,6 +9,8 @@ queues and returns a Reply[T] (a value, no allocation) whose Result() gives (T, 
 Exec. The output goes through gofmt (CI's gofmt -l stays clean)."""
 import subprocess
 
+from render_common import is_varargs, type_ident
+
 OUT = "go/commands_gen.go"
 OUT_ERR = "go/errors_gen.go"
 
@@ -81,17 +83,9 @@ def shaper(t):
 
 
 def var_name(reply):
-    out = "shp"
-    for ch in reply:
-        out += ch if ch.isalnum() else {"<": "_", ">": "E", ",": "_", "?": "N"}.get(ch, "_")
-    return out
+    return type_ident("shp", reply)
 
 
-def is_varargs(m):
-    req = [p for p in m["params"] if not p["optional"]]
-    lists = [p for p in m["params"] if p.get("list")]
-    return (len(lists) == 1 and req and req[-1] is lists[0] and lists[0]["type"] != "tuple"
-            and len(req) == len(m["params"]))
 
 
 def tuple_go(p):
@@ -340,6 +334,20 @@ def render_errors(ctx):
          "// The errors table of bindings/spec/errors.json: every SL_E* code and sl_err_kind of",
          "// slotlane.h -> the sentinel a *Error or *ResponseError wraps (errors.Is). A too-many-",
          "// redirects failure also wraps ErrRedirects.",
+         "",
+         "// The sentinels of errors.json's types (errors.go has the Go-only ones: ErrNil, ErrClosed,",
+         "// ErrRedirects, ErrUnsupported, ErrUnexpectedType); a *ResponseError is the ResponseError.",
+         "var ("]
+    for t in e["types"]:
+        s = sentinel.get(t["name"])
+        if not s:
+            continue
+        L.append("\t// %s: %s (errors.json %s)" % (s, t["doc"], t["name"]))
+        text = {"ErrInvalid": "invalid argument", "ErrConnection": "connection error", "ErrTimeout": "timeout",
+                "ErrProtocol": "protocol error", "ErrCluster": "cluster error", "ErrCancelled": "cancelled",
+                "ErrResource": "resource error"}[s]
+        L.append('\t%s error = &sentinel{msg: "slotlane: %s"%s}' % (s, text, ", timeout: true" if s == "ErrTimeout" else ""))
+    L += [")",
          "",
          "func sentinelOfCode(code int) error {",
          "\tswitch code {"]

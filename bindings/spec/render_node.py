@@ -8,6 +8,8 @@ Idiom: camelCase methods; required parameters positional, options in one trailin
 client's methods return Promise<T> with T the spec's reply type (strings, or Buffers with
 returnBuffers: Client<Buffer>); a pipeline's methods queue and return the pipeline, exec()
 gives the shaped values. Shapers are built once per type (node/lib/shapes.js)."""
+from render_common import is_varargs  # ...rest (a rest parameter cannot be followed by the options object)
+
 import json
 import re
 
@@ -66,13 +68,6 @@ def ts_type(t, s="S"):
 SCALAR_TS = {"key": "Key", "value": "Value", "int": "Int", "double": "number"}
 
 
-def is_varargs(m):
-    """...rest for the one list when it is the last parameter of all (JavaScript's rest
-    parameter cannot be followed by the options object)."""
-    req = [p for p in m["params"] if not p["optional"]]
-    lists = [p for p in m["params"] if p.get("list")]
-    return (len(lists) == 1 and req and req[-1] is lists[0] and lists[0]["type"] != "tuple"
-            and len(req) == len(m["params"]))
 
 
 def swapped(p):

@@ -60,10 +60,11 @@ namespace Slotlane.Tests
         [Test]
         public void UrlsTheCoreRejectsAreArgumentExceptions()
         {
-            // parsed by the core (url.c): its message is passed on
-            Assert.Catch<ArgumentException>(() => SlotlaneClient.Connect("http://127.0.0.1:" + Servers.UnusedPort));
-            Assert.Catch<ArgumentException>(() => SlotlaneClient.Connect("redis://127.0.0.1:notaport"));
-            Assert.Catch<NotSupportedException>(() => SlotlaneClient.Connect("rediss://127.0.0.1:" + Servers.UnusedPort));
+            // parsed by the core (url.c): its message is passed on, as errors.json's ArgumentError (SL_EINVAL)
+            Assert.That(Assert.Catch<SlotlaneArgumentException>(() => SlotlaneClient.Connect("http://127.0.0.1:" + Servers.UnusedPort)).Kind, Is.EqualTo(ErrorKind.Argument));
+            Assert.Catch<SlotlaneArgumentException>(() => SlotlaneClient.Connect("redis://127.0.0.1:notaport"));
+            // SL_EUNSUPPORTED (a build without TLS): errors.json's ResourceError
+            Assert.That(Assert.Catch<SlotlaneResourceException>(() => SlotlaneClient.Connect("rediss://127.0.0.1:" + Servers.UnusedPort)).Kind, Is.EqualTo(ErrorKind.Client));
         }
 
         [Test]
@@ -80,29 +81,38 @@ namespace Slotlane.Tests
         }
 
         [Test]
-        public void BadHelperArguments()
+        public void BadTypedArguments()
         {
             Assert.Throws<ArgumentNullException>(() => _c.Get(null));
-            Assert.Throws<ArgumentNullException>(() => _c.GetBytes(null));
             Assert.Throws<ArgumentNullException>(() => _c.Set(null, "v"));
             Assert.Throws<ArgumentNullException>(() => _c.Set("k", null));
-            Throws(() => _c.Set("k", "v", TimeSpan.Zero), "expiry");
-            Throws(() => _c.Set("k", "v", null, (SetWhen)9), "SetWhen");
-            Throws(() => _c.Del(), "at least one key");
-            Assert.Throws<ArgumentNullException>(() => _c.Del((string[])null));
-            Throws(() => _c.Exists("a", null), "key 1 is null");
-            Throws(() => _c.MGet(), "at least one key");
-            Assert.Throws<ArgumentNullException>(() => _c.MSet(null));
-            Throws(() => _c.MSet(new KeyValuePair<string, object>[0]), "at least one key");
-            Throws(() => _c.MSet(new[] { new KeyValuePair<string, object>("k", null) }), "value of \"k\" is null");
-            Throws(() => _c.Expire("k", TimeSpan.Zero), "ttl");
-            Assert.Throws<ArgumentNullException>(() => _c.HSet("h", null, "v"));
-            Assert.Throws<ArgumentNullException>(() => _c.HGet(null, "f"));
-            Throws(() => _c.RPush("l"), "at least one value");
-            Throws(() => _c.LPush("l"), "at least one value");
-            Throws(() => _c.SAdd("s"), "at least one value");
+            Throws(() => _c.Set("k", true), "bool");
+            Throws(() => _c.Set("k", new object()), "type System.Object");
+            Throws(() => _c.Delete(), "keys needs at least one element");
+            Assert.Throws<ArgumentNullException>(() => _c.Delete((string[])null));
+            Throws(() => _c.Exists("a", null), "argument 2 is null");
+            Throws(() => _c.Mget(), "keys needs at least one element");
+            Assert.Throws<ArgumentNullException>(() => _c.Mset(null));
+            Throws(() => _c.Mset(new ValueTuple<string, object>[0]), "key_value needs at least one element");
+            Throws(() => _c.Mset(new (string, object)[] { ("k", null) }), "argument 2 is null");
+            Throws(() => _c.Zadd("z", new (double, object)[] { (double.NaN, "m") }), "NaN");
+            Assert.Throws<ArgumentNullException>(() => _c.Hget(null, "f"));
+            Assert.Throws<ArgumentNullException>(() => _c.Hget("h", null));
+            Throws(() => _c.Rpush("l"), "elements needs at least one element");
+            Throws(() => _c.Lpush("l"), "elements needs at least one element");
+            Throws(() => _c.Sadd("s"), "members needs at least one element");
             Assert.Throws<ArgumentNullException>(() => SlotlaneClient.KeySlot((string)null));
             Assert.Throws<ArgumentNullException>(() => SlotlaneClient.KeySlot((byte[])null));
+            using (var p = _c.CreatePipeline())
+            {
+                Assert.Throws<ArgumentNullException>(() => p.Get(null));
+                Throws(() => p.Set("k", false), "bool");
+                Throws(() => p.Zadd("z", new (double, object)[] { (1, "a"), (2, null) }), "is null");
+                Assert.That(p.Count, Is.EqualTo(0), "a refused command is not queued");
+                var ok = p.Set("ok", 1);
+                p.Execute();
+                Assert.That(ok.Value, Is.True);
+            }
         }
 
         [Test]

@@ -20,7 +20,7 @@ namespace Slotlane.Tests
             {
                 Assert.That(c.ExecuteAsync("SET", "ak", "av").Result, Is.EqualTo("OK"));
                 Assert.That(c.ExecuteAsync("GET", "ak").Result, Is.EqualTo(Encoding.UTF8.GetBytes("av")));
-                c.RPush("alist", "x");
+                c.Rpush("alist", "x");
                 var t = c.ExecuteAsync("GET", "alist");
                 var agg = Assert.Throws<AggregateException>(() => t.Wait(5000));
                 Assert.That(agg.InnerException, Is.InstanceOf<SlotlaneReplyException>());

@@ -96,7 +96,7 @@ namespace Slotlane.Tests
             Assert.That(failures, Is.Empty, string.Join("\n", failures));
         }
 
-        private static List<int> RespVersions(object r)
+        internal static List<int> RespVersions(object r)
         {
             var l = new List<int>();
             var list = r as List<object>;
@@ -105,14 +105,14 @@ namespace Slotlane.Tests
             return l;
         }
 
-        private static object Arg(object a)
+        internal static object Arg(object a)
         {
             var s = a as string;
             if (s != null) return s;
             return Hex((string)((Dictionary<string, object>)a)["hex"]);
         }
 
-        private static byte[] Hex(string h)
+        internal static byte[] Hex(string h)
         {
             var b = new byte[h.Length / 2];
             for (int i = 0; i < b.Length; i++) b[i] = byte.Parse(h.Substring(2 * i, 2), NumberStyles.HexNumber);
@@ -121,7 +121,7 @@ namespace Slotlane.Tests
 
         private static string RunCase(SlotlaneClient client, Dictionary<string, object> c, int resp)
         {
-            client.FlushAll();
+            client.Flushall();
             object setup;
             using (var p = client.CreatePipeline())
             {
@@ -178,11 +178,13 @@ namespace Slotlane.Tests
 
         private static readonly string[] Kinds = { "server", "io", "timeout", "redirects", "protocol", "cancelled", "cluster", "argument" };
 
-        private static string Match(Dictionary<string, object> e, object v)
+        internal static string Match(Dictionary<string, object> e, object v)
         {
             string t = (string)e["type"];
             object val;
             e.TryGetValue("value", out val);
+            if (val == null && !e.ContainsKey("hex") && !e.ContainsKey("children") && t != "nil" && t != "error")
+                return null; // a "loose" reply of the spec's cases (its value varies): only its type was recorded
             switch (t)
             {
                 case "string":

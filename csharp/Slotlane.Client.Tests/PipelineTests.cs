@@ -40,11 +40,11 @@ namespace Slotlane.Tests
         [Test]
         public void PipelineOverAllSlots()
         {
-            _c.FlushAll();
+            _c.Flushall();
             string[] keys = KeyPerSlot();
             using (var p = _c.CreatePipeline())
             {
-                for (int s = 0; s < keys.Length; s++) Assert.That(p.Set(keys[s], "v" + s), Is.EqualTo(s));
+                for (int s = 0; s < keys.Length; s++) p.Set(keys[s], "v" + s);
                 object[] r = p.Execute();
                 Assert.That(r.Length, Is.EqualTo(16384));
                 Assert.That(r.All(x => "OK".Equals(x)), Is.True);
@@ -55,7 +55,7 @@ namespace Slotlane.Tests
                 for (int s = 0; s < keys.Length; s++) Assert.That(Encoding.UTF8.GetString((byte[])r[s]), Is.EqualTo("v" + s));
                 Assert.That((long)r[16384], Is.GreaterThan(0).And.LessThanOrEqualTo(16384));
             }
-            Assert.That(_c.DbSize(), Is.EqualTo(16384));
+            Assert.That(_c.Dbsize(), Is.EqualTo(16384));
             // each of the 4 shards holds its quarter
             long sum = 0;
             for (int i = 0; i < 4; i++)
@@ -70,7 +70,7 @@ namespace Slotlane.Tests
         [Test]
         public void ErrorsFailOnlyTheirOwnCommand()
         {
-            _c.FlushAll();
+            _c.Flushall();
             using (var p = _c.CreatePipeline())
             {
                 p.Add("RPUSH", "list", "a");
@@ -117,7 +117,7 @@ namespace Slotlane.Tests
         [Test]
         public void LargeRepliesGrowTheBuffersWithoutResending()
         {
-            _c.FlushAll();
+            _c.Flushall();
             var big = new byte[3 << 20];
             new Random(7).NextBytes(big);
             _c.Set("big", big);
@@ -151,7 +151,7 @@ namespace Slotlane.Tests
         [Test]
         public void SplitCommandsKeepTheirPlaceInThePipeline()
         {
-            _c.FlushAll();
+            _c.Flushall();
             using (var p = _c.CreatePipeline())
             {
                 p.Add("MSET", "a:1", "1", "b:2", "2", "c:3", "3", "d:4", "4");

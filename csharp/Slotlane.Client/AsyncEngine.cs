@@ -86,7 +86,7 @@ namespace Slotlane
             if (rc != 0)
             {
                 _core.Dispose();
-                throw SlotlaneException.FromCode(rc, "sl_loop_new failed");
+                throw Errors.FromCode(rc, "sl_loop_new failed");
             }
             _loop = loop;
         }
@@ -104,7 +104,7 @@ namespace Slotlane
                 {
                     IntPtr b;
                     int rc0 = Native.sl_batch_new(_core.Client, &b);
-                    if (rc0 != 0) throw SlotlaneException.FromCode(rc0, "sl_batch_new failed");
+                    if (rc0 != 0) throw Errors.FromCode(rc0, "sl_batch_new failed");
                     s = new Slot { Batch = b, Owner = this };
                     s.Self = GCHandle.Alloc(s);
                     _all.Add(s);
@@ -114,7 +114,7 @@ namespace Slotlane
                 if (rc != 0)
                 {
                     _idle.Push(s);
-                    throw SlotlaneException.FromCode(rc, "sl_batch_append refused the commands");
+                    throw Errors.FromCode(rc, "sl_batch_append refused the commands");
                 }
                 var tcs = new TaskCompletionSource<object[]>(TaskCreationOptions.RunContinuationsAsynchronously);
                 s.Tcs = tcs;
@@ -125,7 +125,7 @@ namespace Slotlane
                     s.Tcs = null;
                     _idle.Push(s);
                     if (rc == (int)SlCode.SL_ESTATE) throw new ObjectDisposedException(nameof(SlotlaneClient));
-                    throw SlotlaneException.FromCode(rc, "sl_loop_submit failed");
+                    throw Errors.FromCode(rc, "sl_loop_submit failed");
                 }
                 return tcs.Task;
             }
@@ -155,7 +155,7 @@ namespace Slotlane
                     byte* data;
                     SlReply* recs = Native.sl_batch_replies(batch, &nrec, &data, &dlen);
                     if (sizes == null || (long)sizes->commands != s.Count)
-                        tcs.TrySetException(SlotlaneException.FromCode(status == 0 ? (int)SlCode.SL_ESTATE : status, ""));
+                        tcs.TrySetException(Errors.FromCode(status == 0 ? (int)SlCode.SL_ESTATE : status, ""));
                     else
                         tcs.TrySetResult(ReplyDecoder.DecodeAll(recs, (long)nrec, data, s.Count));
                 }

@@ -45,8 +45,7 @@ namespace Slotlane
                 {
                     string msg = Native.PtrToUtf8((IntPtr)err);
                     h.Dispose();
-                    if (rc == (int)SlCode.SL_EINVAL) throw new ArgumentException("bad client options: " + msg, "options");
-                    throw SlotlaneException.FromCode(rc, msg);
+                    throw Errors.FromCode(rc, msg);
                 }
                 h.Client = cl;
                 IntPtr b;
@@ -55,7 +54,7 @@ namespace Slotlane
                 {
                     string msg = h.ErrMsg();
                     h.Dispose();
-                    throw SlotlaneException.FromCode(rc, msg);
+                    throw Errors.FromCode(rc, msg);
                 }
                 h.Batch = b;
                 return h;
@@ -86,7 +85,7 @@ namespace Slotlane
         {
             Native.sl_batch_reset(Batch);
             int rc = Native.sl_batch_append(Batch, route, cmds, (UIntPtr)len, (UIntPtr)count);
-            if (rc != 0) throw SlotlaneException.FromCode(rc, ErrMsg());
+            if (rc != 0) throw Errors.FromCode(rc, ErrMsg());
             SlSizes sz;
             rc = Native.sl_batch_exec(Batch, timeoutMs, &sz);
             int crc = Native.sl_batch_copy_out(Batch, Recs.Ptr, (UIntPtr)Recs.Capacity, Data.Ptr, (UIntPtr)Data.Capacity, &sz);
@@ -109,7 +108,7 @@ namespace Slotlane
             if ((long)sz.commands != count || rc == (int)SlCode.SL_EINVAL || rc == (int)SlCode.SL_ENOMEM || rc == (int)SlCode.SL_ETOOSMALL)
             {
                 if (rc == 0) rc = (int)SlCode.SL_ESTATE;
-                throw SlotlaneException.FromCode(rc, ErrMsg());
+                throw Errors.FromCode(rc, ErrMsg());
             }
             if (KeepTypes)
             {
@@ -125,7 +124,7 @@ namespace Slotlane
             s.version = Native.SL_STATS_VERSION;
             s.size = (uint)sizeof(SlStats);
             int rc = Native.sl_client_stats(Client, &s);
-            if (rc != 0) throw SlotlaneException.FromCode(rc, ErrMsg());
+            if (rc != 0) throw Errors.FromCode(rc, ErrMsg());
             return s;
         }
 

@@ -14,15 +14,45 @@ namespace Slotlane
     /// boolean → <c>bool</c>, big number → <c>BigInteger</c>, verbatim → <see cref="VerbatimString"/>.
     /// A failed command's result is a <see cref="SlotlaneException"/> subclass (returned, not thrown), so one
     /// error fails only its own command.</para>
+    /// <para>The typed methods of every command of the spec (rendered into Commands.g.cs) queue their command
+    /// and return a <see cref="Reply{T}"/> whose <see cref="Reply{T}.Value"/> is the reply as its type after the
+    /// execution; <see cref="Add(object[])"/> queues any command.</para>
     /// <para>A pipeline is used by one thread at a time; it can be executed many times (it is emptied by each
     /// execution). Dispose it to free its buffer.</para></summary>
-    public sealed unsafe class Pipeline : IDisposable
+    public sealed unsafe partial class Pipeline : IDisposable
     {
         private readonly SlotlaneClient _client;
         private readonly RespWriter _w = new RespWriter(1024);
         private bool _disposed;
+        // the results of the last execution, for the typed methods' Reply handles: _gen counts the
+        // executions begun, _lastGen is the one whose results _last holds
+        private object[] _last;
+        private int _gen, _lastGen = -1;
 
         internal Pipeline(SlotlaneClient client) { _client = client; }
+
+        /// <summary>Queues a typed command's arguments; its Reply (nothing is queued on a bad argument).</summary>
+        internal Reply<T> Queue<T>(object[] args, Func<object, T> shape)
+        {
+            Check();
+            _w.Append(args);
+            return new Reply<T>(this, _w.Count - 1, _gen, shape);
+        }
+
+        /// <summary>A Reply's raw result: command i of execution g.</summary>
+        internal object Result(int i, int g)
+        {
+            if (g != _lastGen || _last == null || i >= _last.Length)
+                throw new InvalidOperationException("the pipeline has not executed this command (execute first; a Reply is valid until the next execution)");
+            return _last[i];
+        }
+
+        private object[] Done(object[] r, int g)
+        {
+            _last = r;
+            _lastGen = g;
+            return r;
+        }
 
         /// <summary>Commands queued and not yet executed.</summary>
         public int Count { get { return _w.Count; } }
@@ -35,30 +65,6 @@ namespace Slotlane
         {
             Check();
             _w.Append(args);
-            return _w.Count - 1;
-        }
-
-        /// <summary>Queues <c>GET key</c>.</summary>
-        /// <param name="key">The key.</param>
-        /// <returns>The command's index in the results.</returns>
-        public int Get(string key)
-        {
-            Check();
-            if (key == null) throw new ArgumentNullException(nameof(key));
-            _w.AppendKey(RespWriter.GetPrefix, key);
-            return _w.Count - 1;
-        }
-
-        /// <summary>Queues <c>SET key value</c>.</summary>
-        /// <param name="key">The key.</param>
-        /// <param name="value">The value: a string, byte array or number.</param>
-        /// <returns>The command's index in the results.</returns>
-        public int Set(string key, object value)
-        {
-            Check();
-            if (key == null) throw new ArgumentNullException(nameof(key));
-            if (value == null) throw new ArgumentNullException(nameof(value));
-            _w.Append(RespWriter.SetPrefix, key, value);
             return _w.Count - 1;
         }
 
@@ -84,17 +90,19 @@ namespace Slotlane
         {
             Check();
             int n = _w.Count;
-            if (n == 0) return new object[0];
+            int g = _gen++;
+            _last = null; // the previous results are not kept alive while these are decoded (no promotion by the GC)
+            if (n == 0) return Done(new object[0], g);
             CoreHandle h = _client.Rent();
             try
             {
-                if (!cancellationToken.CanBeCanceled) return h.Run(_w.Ptr, _w.Length, n, _client.TimeoutMs);
+                if (!cancellationToken.CanBeCanceled) return Done(h.Run(_w.Ptr, _w.Length, n, _client.TimeoutMs), g);
                 // Disposing the registration waits for a running callback, so no cancel can reach the
                 // handle after it went back to the pool (and the core ignores a cancel between executions).
                 using (cancellationToken.Register(CancelHandle, h))
                 {
                     cancellationToken.ThrowIfCancellationRequested();
-                    return h.Run(_w.Ptr, _w.Length, n, _client.TimeoutMs);
+                    return Done(h.Run(_w.Ptr, _w.Length, n, _client.TimeoutMs), g);
                 }
             }
             finally
@@ -149,10 +157,14 @@ namespace Slotlane
         {
             Check();
             int n = _w.Count;
-            if (n == 0) return Task.FromResult(new object[0]);
+            int g = _gen++;
+            _last = null;
+            if (n == 0) return Task.FromResult(Done(new object[0], g));
             try
             {
-                return _client.Async().Submit(_w.Ptr, _w.Length, n);
+                // the results are recorded for the Reply handles before the caller's await resumes
+                return _client.Async().Submit(_w.Ptr, _w.Length, n)
+                    .ContinueWith(t => Done(t.GetAwaiter().GetResult(), g), TaskContinuationOptions.ExecuteSynchronously);
             }
             finally { _w.Clear(); }
         }

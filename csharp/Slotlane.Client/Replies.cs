@@ -77,7 +77,7 @@ namespace Slotlane
                     return b;
                 }
                 case 2: return Status(data, r);
-                case 3: return SlotlaneException.FromKind(r->flags, Utf8(data, r));
+                case 3: return Errors.FromKind(r->flags, Utf8(data, r));
                 case 4: return BoxLong(r->value);
                 case 5: return null;
                 case 6:

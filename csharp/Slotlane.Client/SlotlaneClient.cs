@@ -293,7 +293,7 @@ namespace Slotlane
             try
             {
                 int rc = Native.sl_client_refresh(h.Client);
-                if (rc != 0) throw SlotlaneException.FromCode(rc, h.ErrMsg());
+                if (rc != 0) throw Errors.FromCode(rc, h.ErrMsg());
             }
             finally { Return(h); }
         }

@@ -24,6 +24,8 @@ final class CommandBuffer {
     int pos;
     /** Commands encoded. */
     int count;
+    /** Arguments encoded (what end() counts). */
+    private int args;
 
     CommandBuffer(int capacity) {
         arr = new byte[capacity];
@@ -72,6 +74,7 @@ final class CommandBuffer {
 
     void add(byte[] arg) {
         int n = arg.length;
+        args++;
         ensure(n + 16);
         int p = header(n);
         System.arraycopy(arg, 0, arr, p, n);
@@ -86,6 +89,7 @@ final class CommandBuffer {
                 return;
             }
         }
+        args++;
         ensure(n + 16);
         int p = header(n);
         ascii(arg, n, arr, p);
@@ -99,19 +103,92 @@ final class CommandBuffer {
     }
 
     void add(long v) {
+        args++;
         ensure(48);
         int p = header(decimalLength(v));
         crlf(digits(arr, p, v));
     }
 
+    /** A double by the spec's argument rule: +inf/-inf, an integral value as an integer, else the round-trip text. */
     void add(double v) {
         String s;
         if (v == Double.POSITIVE_INFINITY) s = "+inf";
         else if (v == Double.NEGATIVE_INFINITY) s = "-inf";
         else if (Double.isNaN(v)) throw new IllegalArgumentException("a NaN score or value is not allowed");
-        else if (v == Math.rint(v) && Math.abs(v) < 1e15) s = Long.toString((long) v);
+        else if (v == Math.rint(v) && Math.abs(v) < 1e16) s = Long.toString((long) v);
         else s = Double.toString(v);
         add(s);
+    }
+
+    /**
+     * A value parameter by the spec's argument rule: String (UTF-8), byte[], an integer
+     * (Long, Integer, Short, Byte) or a float (Double, Float). A Boolean is never a value
+     * (bools are only flags); null and other types are refused.
+     */
+    void addValue(Object v, String what) {
+        if (v instanceof String) add((String) v);
+        else if (v instanceof byte[]) add((byte[]) v);
+        else if (v instanceof Long || v instanceof Integer || v instanceof Short || v instanceof Byte) add(((Number) v).longValue());
+        else if (v instanceof Double || v instanceof Float) add(((Number) v).doubleValue());
+        else throw badArg(v, what, "a String, byte[] or number");
+    }
+
+    /** A key inside a tuple (MSET's key_value): String or byte[]. */
+    void addKey(Object v, String what) {
+        if (v instanceof String) add((String) v);
+        else if (v instanceof byte[]) add((byte[]) v);
+        else throw badArg(v, what, "a String or byte[]");
+    }
+
+    /** An int parameter given as an object (inside a tuple). */
+    void addInt(Object v, String what) {
+        if (v instanceof Long || v instanceof Integer || v instanceof Short || v instanceof Byte) add(((Number) v).longValue());
+        else throw badArg(v, what, "an integer");
+    }
+
+    /** A double parameter given as an object (inside a tuple or a list): any number but a Boolean. */
+    void addDouble(Object v, String what) {
+        if (v instanceof Number) add(((Number) v).doubleValue());
+        else throw badArg(v, what, "a number");
+    }
+
+    static IllegalArgumentException badArg(Object v, String what, String want) {
+        if (v == null) return new IllegalArgumentException(what + " must not be null");
+        if (v instanceof Boolean) return new IllegalArgumentException(what + ": a Boolean is not a key, value or number (bools are only flags)");
+        return new IllegalArgumentException(what + " must be " + want + ", not a " + v.getClass().getName());
+    }
+
+    // ------------------------------------------------------------------ commands of variable length
+
+    private int varStart;
+    private int varArgs;
+
+    /** Starts a command whose argument count is known at its end: add()s, then end(). */
+    void begin() {
+        varStart = pos;
+        varArgs = args;
+    }
+
+    private final byte[] head = new byte[24];
+
+    /** Ends the command begun: writes its "*argc" header before its arguments. */
+    void end() {
+        byte[] head = this.head;
+        head[0] = '*';
+        int h = digits(head, 1, args - varArgs);
+        head[h++] = '\r';
+        head[h++] = '\n';
+        ensure(h);
+        System.arraycopy(arr, varStart, arr, varStart + h, pos - varStart);
+        System.arraycopy(head, 0, arr, varStart, h);
+        pos += h;
+        count++;
+    }
+
+    /** Drops what was encoded since (pos, count) were read: a command refused while encoding leaves nothing queued. */
+    void rollback(int toPos, int toCount) {
+        pos = toPos;
+        count = toCount;
     }
 
     /** Writes "$len\r\n" at pos; returns where the argument's bytes go. */

@@ -130,7 +130,7 @@ final class CoreHandle {
         long needRec = scratch.getLong(SIZES) * ReplyDecoder.RECORD;
         long needData = scratch.getLong(SIZES + 8);
         if (needRec > Integer.MAX_VALUE || needData > Integer.MAX_VALUE)
-            throw new SlotlaneException(ErrorKind.PROTOCOL, "slotlane: replies exceed 2 GiB");
+            throw new ProtocolException(ErrorKind.PROTOCOL, "slotlane: replies exceed 2 GiB");
         if (needRec > rec.capacity()) growRecords((int) needRec);
         if (needData > data.capacity()) growData((int) needData);
         return slotlane.sl_batch_copy_out(batch, recAddr, rec.capacity(), dataAddr, data.capacity(), scratchAddr + SIZES);
@@ -270,19 +270,6 @@ final class CoreHandle {
     static RuntimeException failure(int rc, String message, String url) {
         String msg = (message == null || message.isEmpty()) ? slotlane.sl_strerror(rc) : message;
         if (url != null) msg = msg + " (" + url + ")";
-        switch (rc) {
-            case sl_error_code.SL_EINVAL: return new IllegalArgumentException(msg);
-            case sl_error_code.SL_ENOMEM: return new SlotlaneException(ErrorKind.IO, "the core ran out of memory: " + msg);
-            case sl_error_code.SL_EIO: return new ConnectionException(ErrorKind.IO, msg);
-            case sl_error_code.SL_ETIMEOUT: return new SlotlaneTimeoutException(msg);
-            case sl_error_code.SL_EPROTO: return new ConnectionException(ErrorKind.PROTOCOL, msg);
-            case sl_error_code.SL_ESERVER: return new ReplyException(msg);
-            case sl_error_code.SL_EREDIRECT: return new ClusterException(ErrorKind.REDIRECTS, msg);
-            case sl_error_code.SL_ECANCELLED: return new SlotlaneException(ErrorKind.CANCELLED, msg);
-            case sl_error_code.SL_ECLUSTER: return new ClusterException(ErrorKind.CLUSTER, msg);
-            case sl_error_code.SL_EUNSUPPORTED: return new UnsupportedOperationException(msg);
-            case sl_error_code.SL_ESTATE: return new IllegalStateException(msg);
-            default: return new SlotlaneException(ErrorKind.IO, "slotlane error " + rc + ": " + msg);
-        }
+        return Errors.ofCode(rc, msg);
     }
 }

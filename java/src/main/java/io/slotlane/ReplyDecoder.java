@@ -54,7 +54,7 @@ final class ReplyDecoder {
             case NIL:
                 return null;
             case ERROR:
-                return SlotlaneException.of(ErrorKind.ofRecordFlags(r.get(o + 1) & 0xff), string(o));
+                return Errors.ofKind(ErrorKind.ofRecordFlags(r.get(o + 1) & 0xff), string(o));
             case ARRAY:
             case PUSH: {
                 int n = r.getInt(o + 4);

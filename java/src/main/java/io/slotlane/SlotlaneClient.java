@@ -4,8 +4,6 @@ import io.slotlane.internal.slotlane;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Semaphore;
@@ -18,6 +16,7 @@ import java.util.concurrent.Semaphore;
  * <pre>{@code
  * try (SlotlaneClient c = SlotlaneClient.create(ClientOptions.builder().uri("redis://127.0.0.1:7000").build())) {
  *     c.set("greeting", "hello");
+ *     long n = c.incr("visits");
  *     try (Pipeline p = c.pipeline()) {
  *         for (int i = 0; i < 100; i++) p.get("key:" + i);
  *         List<Object> values = p.sync();
@@ -28,10 +27,11 @@ import java.util.concurrent.Semaphore;
  * <p>Thread-safe: the client keeps a pool of core handles (each with its own connections,
  * at most {@link ClientOptions#poolSize()}); a call borrows one for its execution. A
  * command or pipeline crosses into C once; replies are decoded in Java from the core's
- * records. Failed commands throw {@link SlotlaneException} (or a subclass); bad arguments
- * throw {@link IllegalArgumentException}.
+ * records. The typed methods of every command of the spec are rendered into
+ * {@link ClientCommands}; {@link #command(String...)} runs any other. Failed commands throw
+ * {@link SlotlaneException} (or a subclass); bad arguments throw {@link IllegalArgumentException}.
  */
-public final class SlotlaneClient implements AutoCloseable {
+public final class SlotlaneClient extends ClientCommands implements AutoCloseable {
     private final ClientOptions options;
     private final ConcurrentLinkedDeque<CoreHandle> idle = new ConcurrentLinkedDeque<>();
     private final CopyOnWriteArrayList<CoreHandle> all = new CopyOnWriteArrayList<>();
@@ -126,7 +126,7 @@ public final class SlotlaneClient implements AutoCloseable {
             permits.acquire();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new SlotlaneException(ErrorKind.CANCELLED, "interrupted while waiting for a connection");
+            throw new CancelledException(ErrorKind.CANCELLED, "interrupted while waiting for a connection");
         }
         CoreHandle h = idle.pollFirst();
         if (h == null) {
@@ -171,11 +171,12 @@ public final class SlotlaneClient implements AutoCloseable {
 
     // ------------------------------------------------------------------ execution
 
-    private Object call(byte conv, Encoder e) {
-        return call(conv, null, e);
+    @Override
+    <T> T run(Shape<T> shape, Encoder e) {
+        return call(shape, null, e);
     }
 
-    private Object call(byte conv, Route route, Encoder e) {
+    private <T> T call(Shape<T> shape, Route route, Encoder e) {
         CoreHandle h = acquire();
         try {
             Object v;
@@ -185,10 +186,10 @@ public final class SlotlaneClient implements AutoCloseable {
                 e.encode(b);
                 if (route == null) h.execute(b, 0);
                 else h.execute(b, route, 0);
-                v = h.dec.next(Conv.asBytes(conv));
+                v = h.dec.next(shape == Shape.BYTES);
             }
             if (v instanceof SlotlaneException) throw (SlotlaneException) v;
-            return Conv.apply(conv, v);
+            return shape.apply(v);
         } finally {
             release(h);
         }
@@ -235,7 +236,7 @@ public final class SlotlaneClient implements AutoCloseable {
      * @return the decoded reply
      */
     public Object command(String... args) {
-        return call(Conv.ANY, b -> Cmd.raw(b, args));
+        return call(Shape.ANY, null, b -> Cmd.raw(b, args));
     }
 
     /**
@@ -245,7 +246,7 @@ public final class SlotlaneClient implements AutoCloseable {
      * @return the decoded reply
      */
     public Object command(byte[]... args) {
-        return call(Conv.BYTES, b -> Cmd.raw(b, args));
+        return call(Shape.BYTES, null, b -> Cmd.raw(b, args));
     }
 
     /**
@@ -257,372 +258,7 @@ public final class SlotlaneClient implements AutoCloseable {
      */
     public Object command(Route route, String... args) {
         Cmd.notNull(route, "route");
-        return call(Conv.ANY, route, b -> Cmd.raw(b, args));
-    }
-
-    /**
-     * @return {@code "PONG"} from the default node
-     */
-    public String ping() {
-        return (String) call(Conv.ANY, b -> Cmd.noArgs(b, Cmd.PING));
-    }
-
-    /** Deletes every key of every primary (FLUSHALL routed to all primaries). */
-    public void flushAll() {
-        call(Conv.ANY, Route.allPrimaries(), b -> Cmd.noArgs(b, Cmd.FLUSHALL));
-    }
-
-    /**
-     * @return the number of keys, summed over every primary
-     */
-    public long dbSize() {
-        return (Long) call(Conv.ANY, Route.allPrimaries(), b -> Cmd.noArgs(b, Cmd.DBSIZE));
-    }
-
-    // ------------------------------------------------------------------ strings
-
-    /**
-     * @param key the key
-     * @return its value, or null
-     */
-    public String get(String key) {
-        return (String) call(Conv.ANY, b -> Cmd.key(b, Cmd.GET, key));
-    }
-
-    /**
-     * @param key the key
-     * @return its value, or null
-     */
-    public byte[] get(byte[] key) {
-        return (byte[]) call(Conv.BYTES, b -> Cmd.key(b, Cmd.GET, key));
-    }
-
-    /**
-     * @param key the key
-     * @param value the value
-     * @return {@code "OK"}
-     */
-    public String set(String key, String value) {
-        return (String) call(Conv.ANY, b -> Cmd.set(b, key, value, null));
-    }
-
-    /**
-     * @param key the key
-     * @param value the value
-     * @return {@code "OK"}
-     */
-    public String set(byte[] key, byte[] value) {
-        return (String) call(Conv.ANY, b -> Cmd.set(b, key, value, null));
-    }
-
-    /**
-     * SET with options.
-     *
-     * @param key    the key
-     * @param value  the value
-     * @param params expiry and NX/XX
-     * @return {@code "OK"}, or null when an NX/XX condition was not met
-     */
-    public String set(String key, String value, SetParams params) {
-        Cmd.notNull(params, "params");
-        return (String) call(Conv.ANY, b -> Cmd.set(b, key, value, params));
-    }
-
-    /**
-     * SET with options.
-     *
-     * @param key    the key
-     * @param value  the value
-     * @param params expiry and NX/XX
-     * @return {@code "OK"}, or null when an NX/XX condition was not met
-     */
-    public String set(byte[] key, byte[] value, SetParams params) {
-        Cmd.notNull(params, "params");
-        return (String) call(Conv.ANY, b -> Cmd.set(b, key, value, params));
-    }
-
-    /**
-     * @param keys keys, in any slots
-     * @return their values in the keys' order (null for missing ones)
-     */
-    public List<String> mget(String... keys) {
-        return Conv.cast(call(Conv.ANY, b -> Cmd.keys(b, Cmd.MGET, keys)));
-    }
-
-    /**
-     * @param keys keys, in any slots
-     * @return their values in the keys' order (null for missing ones)
-     */
-    public List<byte[]> mget(byte[]... keys) {
-        return Conv.cast(call(Conv.BYTES, b -> Cmd.keys(b, Cmd.MGET, keys)));
-    }
-
-    /**
-     * @param keysAndValues k1, v1, k2, v2... (any slots)
-     * @return {@code "OK"}
-     */
-    public String mset(String... keysAndValues) {
-        return (String) call(Conv.ANY, b -> Cmd.mset(b, keysAndValues));
-    }
-
-    /**
-     * @param keysAndValues keys and values (any slots)
-     * @return {@code "OK"}
-     */
-    public String mset(Map<String, String> keysAndValues) {
-        return (String) call(Conv.ANY, b -> Cmd.mset(b, keysAndValues));
-    }
-
-    /**
-     * @param keys keys, in any slots
-     * @return how many existed and were deleted
-     */
-    public long del(String... keys) {
-        return (Long) call(Conv.ANY, b -> Cmd.keys(b, Cmd.DEL, keys));
-    }
-
-    /**
-     * @param keys keys, in any slots
-     * @return how many exist (a key given twice counts twice)
-     */
-    public long exists(String... keys) {
-        return (Long) call(Conv.ANY, b -> Cmd.keys(b, Cmd.EXISTS, keys));
-    }
-
-    /**
-     * @param key the key
-     * @param seconds time to live
-     * @return whether the key exists (and got the expiry)
-     */
-    public boolean expire(String key, long seconds) {
-        return (Boolean) call(Conv.BOOL, b -> Cmd.keyLong(b, Cmd.EXPIRE, key, seconds));
-    }
-
-    /**
-     * @param key the key
-     * @return seconds to live, -1 without expiry, -2 when the key does not exist
-     */
-    public long ttl(String key) {
-        return (Long) call(Conv.ANY, b -> Cmd.key(b, Cmd.TTL, key));
-    }
-
-    /**
-     * @param key the key
-     * @return the value after the increment
-     */
-    public long incr(String key) {
-        return (Long) call(Conv.ANY, b -> Cmd.key(b, Cmd.INCR, key));
-    }
-
-    /**
-     * @param key the key
-     * @param by the increment
-     * @return the value after the increment
-     */
-    public long incrBy(String key, long by) {
-        return (Long) call(Conv.ANY, b -> Cmd.keyLong(b, Cmd.INCRBY, key, by));
-    }
-
-    /**
-     * @param key the key
-     * @return the value after the decrement
-     */
-    public long decr(String key) {
-        return (Long) call(Conv.ANY, b -> Cmd.key(b, Cmd.DECR, key));
-    }
-
-    // ------------------------------------------------------------------ lists
-
-    /**
-     * @param key the list
-     * @param values pushed at the head, in order
-     * @return the list's length
-     */
-    public long lpush(String key, String... values) {
-        return (Long) call(Conv.ANY, b -> Cmd.keyArgs(b, Cmd.LPUSH, key, "value", values));
-    }
-
-    /**
-     * @param key the list
-     * @param values pushed at the tail, in order
-     * @return the list's length
-     */
-    public long rpush(String key, String... values) {
-        return (Long) call(Conv.ANY, b -> Cmd.keyArgs(b, Cmd.RPUSH, key, "value", values));
-    }
-
-    /**
-     * @param key the list
-     * @return the first element, removed, or null
-     */
-    public String lpop(String key) {
-        return (String) call(Conv.ANY, b -> Cmd.key(b, Cmd.LPOP, key));
-    }
-
-    /**
-     * @param key the list
-     * @return the last element, removed, or null
-     */
-    public String rpop(String key) {
-        return (String) call(Conv.ANY, b -> Cmd.key(b, Cmd.RPOP, key));
-    }
-
-    /**
-     * @param key the list
-     * @param start first index
-     * @param stop last index (inclusive; -1: the end)
-     * @return the elements
-     */
-    public List<String> lrange(String key, long start, long stop) {
-        return Conv.cast(call(Conv.ANY, b -> Cmd.keyRange(b, Cmd.LRANGE, key, start, stop)));
-    }
-
-    /**
-     * @param key the list
-     * @return its length
-     */
-    public long llen(String key) {
-        return (Long) call(Conv.ANY, b -> Cmd.key(b, Cmd.LLEN, key));
-    }
-
-    // ------------------------------------------------------------------ hashes
-
-    /**
-     * @param key the hash
-     * @param field the field
-     * @param value the value
-     * @return fields added (0 or 1)
-     */
-    public long hset(String key, String field, String value) {
-        return (Long) call(Conv.ANY, b -> Cmd.hset(b, key, field, value));
-    }
-
-    /**
-     * @param key the hash
-     * @param fields fields and values
-     * @return fields added
-     */
-    public long hset(String key, Map<String, String> fields) {
-        return (Long) call(Conv.ANY, b -> Cmd.hset(b, key, fields));
-    }
-
-    /**
-     * @param key the hash
-     * @param field the field
-     * @return its value, or null
-     */
-    public String hget(String key, String field) {
-        return (String) call(Conv.ANY, b -> Cmd.keyArg(b, Cmd.HGET, key, "field", field));
-    }
-
-    /**
-     * @param key the hash
-     * @return every field and value (empty when the key does not exist)
-     */
-    public Map<String, String> hgetAll(String key) {
-        return Conv.cast(call(Conv.MAP, b -> Cmd.key(b, Cmd.HGETALL, key)));
-    }
-
-    /**
-     * @param key the hash
-     * @param fields fields to delete
-     * @return how many were deleted
-     */
-    public long hdel(String key, String... fields) {
-        return (Long) call(Conv.ANY, b -> Cmd.keyArgs(b, Cmd.HDEL, key, "field", fields));
-    }
-
-    // ------------------------------------------------------------------ sets
-
-    /**
-     * @param key the set
-     * @param members members to add
-     * @return how many were added
-     */
-    public long sadd(String key, String... members) {
-        return (Long) call(Conv.ANY, b -> Cmd.keyArgs(b, Cmd.SADD, key, "member", members));
-    }
-
-    /**
-     * @param key the set
-     * @param members members to remove
-     * @return how many were removed
-     */
-    public long srem(String key, String... members) {
-        return (Long) call(Conv.ANY, b -> Cmd.keyArgs(b, Cmd.SREM, key, "member", members));
-    }
-
-    /**
-     * @param key the set
-     * @return its members
-     */
-    public Set<String> smembers(String key) {
-        return Conv.cast(call(Conv.SET, b -> Cmd.key(b, Cmd.SMEMBERS, key)));
-    }
-
-    /**
-     * @param key the set
-     * @param member the member
-     * @return whether it is a member
-     */
-    public boolean sismember(String key, String member) {
-        return (Boolean) call(Conv.BOOL, b -> Cmd.keyArg(b, Cmd.SISMEMBER, key, "member", member));
-    }
-
-    /**
-     * @param key the set
-     * @return its size
-     */
-    public long scard(String key) {
-        return (Long) call(Conv.ANY, b -> Cmd.key(b, Cmd.SCARD, key));
-    }
-
-    // ------------------------------------------------------------------ sorted sets
-
-    /**
-     * @param key the sorted set
-     * @param score the score (not NaN)
-     * @param member the member
-     * @return members added (0 or 1)
-     */
-    public long zadd(String key, double score, String member) {
-        return (Long) call(Conv.ANY, b -> Cmd.zadd(b, key, score, member));
-    }
-
-    /**
-     * @param key the sorted set
-     * @param member the member
-     * @return its score, or null
-     */
-    public Double zscore(String key, String member) {
-        return (Double) call(Conv.DOUBLE, b -> Cmd.keyArg(b, Cmd.ZSCORE, key, "member", member));
-    }
-
-    /**
-     * @param key the sorted set
-     * @param start first rank
-     * @param stop last rank (inclusive; -1: the end)
-     * @return the members by score
-     */
-    public List<String> zrange(String key, long start, long stop) {
-        return Conv.cast(call(Conv.ANY, b -> Cmd.keyRange(b, Cmd.ZRANGE, key, start, stop)));
-    }
-
-    /**
-     * @param key the sorted set
-     * @param members members to remove
-     * @return how many were removed
-     */
-    public long zrem(String key, String... members) {
-        return (Long) call(Conv.ANY, b -> Cmd.keyArgs(b, Cmd.ZREM, key, "member", members));
-    }
-
-    /**
-     * @param key the sorted set
-     * @return its size
-     */
-    public long zcard(String key) {
-        return (Long) call(Conv.ANY, b -> Cmd.key(b, Cmd.ZCARD, key));
+        return call(Shape.ANY, route, b -> Cmd.raw(b, args));
     }
 
     @Override

@@ -16,7 +16,7 @@ class ConcurrencyTest {
     void sixteenThreadsShareAClient() throws Exception {
         ClientOptions o = ClientOptions.builder().uri(TestServers.bundledCluster()).poolSize(4).build();
         try (SlotlaneClient c = SlotlaneClient.create(o)) {
-            c.flushAll();
+            c.flushall();
             ExecutorService pool = Executors.newFixedThreadPool(16);
             List<Future<Integer>> fs = new ArrayList<>();
             for (int t = 0; t < 16; t++) {
@@ -26,13 +26,16 @@ class ConcurrencyTest {
                     try (Pipeline p = c.pipeline()) {
                         for (int round = 0; round < 50; round++) {
                             String k = "t" + thread + ":r" + round;
-                            assertEquals("OK", c.set(k, k));
+                            assertTrue(c.set(k, k));
                             assertEquals(k, c.get(k));
                             assertEquals(round + 1, c.incr("ctr:" + thread));
-                            for (int i = 0; i < 20; i++) p.set(k + ":" + i, "v" + i).get(k + ":" + i);
+                            for (int i = 0; i < 20; i++) {
+                                p.set(k + ":" + i, "v" + i);
+                                p.get(k + ":" + i);
+                            }
                             List<Object> r = p.sync();
                             for (int i = 0; i < 20; i++) {
-                                assertEquals("OK", r.get(2 * i));
+                                assertEquals(true, r.get(2 * i));
                                 assertEquals("v" + i, r.get(2 * i + 1));
                             }
                             checked += 43;

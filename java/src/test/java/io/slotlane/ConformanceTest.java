@@ -42,9 +42,16 @@ class ConformanceTest {
     }
 
     static List<JsonObject> cases() throws Exception {
+        List<JsonObject> out = cases("bindings/conformance/cases");
+        assertTrue(out.size() >= 30, "conformance cases found: " + out.size());
+        return out;
+    }
+
+    /** Every case of the case files of dir (relative to the repository), in file order, each with its "_file". */
+    static List<JsonObject> cases(String dir) throws Exception {
         List<JsonObject> out = new ArrayList<>();
         List<Path> files = new ArrayList<>();
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(TestServers.ROOT.resolve("bindings/conformance/cases"), "*.json")) {
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(TestServers.ROOT.resolve(dir), "*.json")) {
             ds.forEach(files::add);
         }
         files.sort(null);
@@ -56,7 +63,6 @@ class ConformanceTest {
                 out.add(o);
             }
         }
-        assertTrue(out.size() >= 30, "conformance cases found: " + out.size());
         return out;
     }
 
@@ -127,7 +133,7 @@ class ConformanceTest {
                 }
             Assumptions.assumeTrue(unknown.isEmpty(), "the bundled server lacks " + unknown);
         }
-        cl.flushAll();
+        cl.flushall();
         if (setup.size() > 0) {
             try (Pipeline p = cl.pipeline()) {
                 for (JsonElement cmd : setup) p.command(args(cmd.getAsJsonArray()));
@@ -164,8 +170,12 @@ class ConformanceTest {
     static String mismatch(JsonObject e, Object got) {
         String type = e.get("type").getAsString();
         String bad = "expected " + e + ", got " + show(got);
+        if (!e.has("value") && !e.has("hex") && !e.has("children") && !type.equals("nil") && !type.equals("error"))
+            return null; // a "loose" reply of the spec's cases (its value varies): only its type was recorded
         switch (type) {
             case "string":
+                if (got instanceof String) // the typed methods' text (SpecConformanceTest)
+                    return got.equals(new String(expectedBytes(e), StandardCharsets.UTF_8)) ? null : bad;
                 return got instanceof byte[] && Arrays.equals(expectedBytes(e), (byte[]) got) ? null : bad;
             case "status":
                 return got instanceof String && got.equals(e.get("value").getAsString()) ? null : bad;

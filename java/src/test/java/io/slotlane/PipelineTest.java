@@ -2,6 +2,7 @@ package io.slotlane;
 
 import static org.junit.jupiter.api.Assertions.*;
 
+import io.slotlane.CommandOptions.SetOptions;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -29,7 +30,7 @@ class PipelineTest {
 
     @BeforeEach
     void flush() {
-        c.flushAll();
+        c.flushall();
     }
 
     /** One key per slot, 16384 keys: key i has slot i. */
@@ -56,7 +57,7 @@ class PipelineTest {
             assertEquals(16384, p.size());
             List<Object> r = p.sync();
             assertEquals(16384, r.size());
-            for (Object o : r) assertEquals("OK", o);
+            for (Object o : r) assertEquals(true, o);
             assertEquals(0, p.size());
             for (int s = 0; s < keys.length; s++) p.get(keys[s]);
             r = p.sync();
@@ -66,35 +67,72 @@ class PipelineTest {
         assertEquals(4, after.nodes());
         assertEquals(0, after.moved() - before.moved());
         assertEquals(2 * 16384, after.commands() - before.commands());
-        assertEquals(16384, c.dbSize());
+        assertEquals(16384, c.dbsize());
     }
 
     @Test
-    void everyMethodAndConversions() {
+    void typedRepliesAndConversions() {
         Pipeline p = c.pipeline();
-        p.set("a", "1").set("b".getBytes(StandardCharsets.UTF_8), "2".getBytes(StandardCharsets.UTF_8))
-                .set("c", "3", SetParams.setParams().nx()).set("c", "4", SetParams.setParams().nx())
-                .get("a").get("b".getBytes(StandardCharsets.UTF_8)).get("missing")
-                .mget("a", "b", "missing").mset("d", "4", "e", "5").mset(Map.of("f", "6"))
-                .exists("a", "b", "zz").expire("a", 100).expire("zz", 100).ttl("a")
-                .incr("n").incrBy("n", 5)
-                .rpush("l", "x", "y").lpush("l", "w").lrange("l", 0, -1)
-                .hset("h", "f", "v").hget("h", "f").hgetAll("h")
-                .sadd("s", "m1", "m2").smembers("s")
-                .zadd("z", 2.5, "m").zscore("z", "m").zscore("z", "none")
-                .command("ECHO", "hi").command("ECHO".getBytes(StandardCharsets.UTF_8), new byte[] {1, 2})
-                .del("a", "b", "zz");
+        Reply<Boolean> set = p.set("a", "1");
+        p.set("b", "2".getBytes(StandardCharsets.UTF_8));
+        Reply<Boolean> nx1 = p.set("c", "3", new SetOptions().nx());
+        Reply<Boolean> nx2 = p.set("c", "4", new SetOptions().nx());
+        Reply<String> get = p.get("a");
+        Reply<String> missing = p.get("missing");
+        Reply<List<String>> mget = p.mget("a", "b", "missing");
+        Reply<Boolean> mset = p.mset(List.of(Pair.of("d", "4"), Pair.of("e", 5)));
+        Reply<Long> exists = p.exists("a", "b", "zz");
+        Reply<Boolean> expire = p.expire("a", 100);
+        Reply<Boolean> expireMissing = p.expire("zz", 100);
+        Reply<Long> incr = p.incrby("n", 5);
+        Reply<Long> rpush = p.rpush("l", "x", "y");
+        Reply<List<String>> lrange = p.lrange("l", 0, -1);
+        Reply<Long> hset = p.hset("h", List.of(Pair.of("f", "v")));
+        Reply<Map<String, String>> hgetall = p.hgetall("h");
+        Reply<Long> sadd = p.sadd("s", "m1", "m2");
+        Reply<Set<String>> smembers = p.smembers("s");
+        Reply<Long> zadd = p.zadd("z", List.of(Pair.of(2.5, "m")));
+        Reply<Double> zscore = p.zscore("z", "m");
+        Reply<Double> zscoreNone = p.zscore("z", "none");
+        Reply<List<Pair<String, Double>>> withScores = p.zrangeWithscores("z", 0, -1);
+        p.command("ECHO", "hi");
+        p.command("ECHO".getBytes(StandardCharsets.UTF_8), new byte[] {1, 2});
+        Reply<Long> del = p.delete("a", "b", "zz");
+        assertThrows(IllegalStateException.class, get::get, "a Reply before sync");
         assertTrue(p.toString().contains("commands"));
         List<Object> r = p.sync();
-        List<Object> want = Arrays.asList("OK", "OK", "OK", null, "1", null /* bytes, checked below */, null,
-                Arrays.asList("1", "2", null), "OK", "OK", 2L, true, false, 100L, 1L, 6L, 2L, 3L,
-                List.of("w", "x", "y"), 1L, "v", Map.of("f", "v"), 2L, Set.of("m1", "m2"), 1L, 2.5, null, "hi", null, 2L);
-        assertEquals(want.size(), r.size());
-        for (int i = 0; i < want.size(); i++) {
-            if (i == 5) assertArrayEquals("2".getBytes(StandardCharsets.UTF_8), (byte[]) r.get(i));
-            else if (i == 28) assertArrayEquals(new byte[] {1, 2}, (byte[]) r.get(i));
-            else assertEquals(want.get(i), r.get(i), "command #" + i);
-        }
+        assertTrue(set.get());
+        assertTrue(nx1.get());
+        assertFalse(nx2.get());
+        assertEquals("1", get.get());
+        assertNull(missing.get());
+        assertEquals(Arrays.asList("1", "2", null), mget.get());
+        assertTrue(mset.get());
+        assertEquals(2L, exists.get());
+        assertTrue(expire.get());
+        assertFalse(expireMissing.get());
+        assertEquals(5L, incr.get());
+        assertEquals(2L, rpush.get());
+        assertEquals(List.of("x", "y"), lrange.get());
+        assertEquals(1L, hset.get());
+        assertEquals(Map.of("f", "v"), hgetall.get());
+        assertEquals(2L, sadd.get());
+        assertEquals(Set.of("m1", "m2"), smembers.get());
+        assertEquals(1L, zadd.get());
+        assertEquals(2.5, zscore.get());
+        assertNull(zscoreNone.get());
+        assertEquals(List.of(Pair.of("m", 2.5)), withScores.get());
+        assertEquals(2L, del.get());
+        // sync's values are the same shaped values, the raw commands' as decoded
+        assertEquals(25, r.size());
+        assertEquals(true, r.get(0));
+        assertEquals(Map.of("f", "v"), r.get(15));
+        assertEquals("hi", r.get(22));
+        assertArrayEquals(new byte[] {1, 2}, (byte[]) r.get(23));
+        // a Reply is valid until the next sync
+        p.get("a");
+        p.sync();
+        assertThrows(IllegalStateException.class, get::get);
         p.close();
         assertThrows(IllegalStateException.class, () -> p.get("a"));
         assertThrows(IllegalStateException.class, p::sync);
@@ -104,9 +142,15 @@ class PipelineTest {
     void errorsFailOnlyTheirCommand() {
         c.set("str", "x");
         try (Pipeline p = c.pipeline()) {
-            p.set("k1", "v1").lpush("str", "y").get("k1").command("NOSUCH", "arg").incr("str").get("str");
+            p.set("k1", "v1");
+            Reply<Long> lpush = p.lpush("str", "y");
+            p.get("k1");
+            p.command("NOSUCH", "arg");
+            p.incr("str");
+            p.get("str");
             List<Object> r = p.sync();
-            assertEquals("OK", r.get(0));
+            assertEquals(true, r.get(0));
+            assertEquals("WRONGTYPE", assertThrows(ReplyException.class, lpush::get).prefix());
             ReplyException wrongType = assertInstanceOf(ReplyException.class, r.get(1));
             assertEquals("WRONGTYPE", wrongType.prefix());
             assertEquals("v1", r.get(2));
@@ -147,12 +191,9 @@ class PipelineTest {
             assertEquals(value, p.sync().get(0));
         }
         // a big command (the command buffer starts at 8 KiB)
-        List<String> kv = new ArrayList<>();
-        for (int i = 0; i < 3000; i++) {
-            kv.add("{t}k" + i);
-            kv.add(value.substring(0, 100));
-        }
-        assertEquals("OK", c.mset(kv.toArray(new String[0])));
+        List<Pair<String, String>> kv = new ArrayList<>();
+        for (int i = 0; i < 3000; i++) kv.add(Pair.of("{t}k" + i, value.substring(0, 100)));
+        assertTrue(c.mset(kv));
         assertEquals(value.substring(0, 100), c.get("{t}k2999"));
     }
 

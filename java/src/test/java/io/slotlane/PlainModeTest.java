@@ -12,8 +12,8 @@ class PlainModeTest {
         ClientOptions o = ClientOptions.builder().uri(TestServers.bundledPlain()).mode(Mode.PLAIN).build();
         try (SlotlaneClient c = SlotlaneClient.create(o)) {
             assertEquals(Mode.PLAIN, c.mode());
-            c.flushAll();
-            c.mset("a", "1", "b", "2");
+            c.flushall();
+            c.mset(List.of(Pair.of("a", "1"), Pair.of("b", "2")));
             assertEquals(List.of("1", "2"), c.mget("a", "b"));
             assertEquals(1, c.stats().nodes());
         }

@@ -281,7 +281,7 @@ public final class RoutingCostBench {
                 p.set(keysSpread[i], valsSpread[i]);
                 p.set(keysTagged[i], valsTagged[i]);
             }
-            for (Object o : p.sync()) if (!"OK".equals(o)) throw new IllegalStateException("fill: " + o);
+            for (Object o : p.sync()) if (!Boolean.TRUE.equals(o)) throw new IllegalStateException("fill: " + o);
         }
     }
 
@@ -451,7 +451,7 @@ public final class RoutingCostBench {
 
     static void check(List<Object> r, int idx, String[] vals, boolean get) {
         for (int i = 0; i < r.size(); i++) {
-            Object want = get ? vals[idx] : "OK";
+            Object want = get ? vals[idx] : Boolean.TRUE;
             if (!want.equals(r.get(i))) throw new AssertionError("reply #" + i + ": expected " + want + ", got " + r.get(i));
             idx = (idx + 1) & (KEYS - 1);
         }
