@@ -34,11 +34,25 @@ REDIS_SERVER=${REDIS_SERVER:-redis-server}
 REDIS_CLI=${REDIS_CLI:-redis-cli}
 TIMEOUT=${SL_CLUSTER_TIMEOUT:-30}
 HOST=127.0.0.1
+# TLS: SL_REDIS_TLS_DIR (certificates of ci/tls-certs.sh) serves TLS only (port 0,
+# tls-port PORT) with $SL_REDIS_TLS_CERT.crt/.key (default server), client certificates
+# SL_REDIS_TLS_AUTH_CLIENTS (no, optional (default) or yes); redis-cli then speaks TLS.
+TLS_DIR=${SL_REDIS_TLS_DIR:-}
+CLI_TLS=()
+[ -n "$TLS_DIR" ] && CLI_TLS=(--tls --cacert "$TLS_DIR/ca.crt" --cert "$TLS_DIR/client.crt" --key "$TLS_DIR/client.key")
+# a server that serves another certificate (an expired one, for tests) is still checked for PONG
+[ -n "$TLS_DIR" ] && [ "${SL_REDIS_TLS_CERT:-server}" != server ] && CLI_TLS+=(--insecure)
+tls_conf() { # tls_conf PORT: the config lines of the client port
+  if [ -z "$TLS_DIR" ]; then echo "port $1"; return; fi
+  local crt=${SL_REDIS_TLS_CERT:-server}
+  printf 'port 0\ntls-port %s\ntls-cert-file %s\ntls-key-file %s\ntls-ca-cert-file %s\ntls-auth-clients %s\n' \
+    "$1" "$TLS_DIR/$crt.crt" "$TLS_DIR/$crt.key" "$TLS_DIR/ca.crt" "${SL_REDIS_TLS_AUTH_CLIENTS:-optional}"
+}
 
 die() { echo "redis-cluster.sh: $*" >&2; exit 1; }
 usage() { sed -n '2,12p' "$0" >&2; exit 2; }
 
-cli() { local port=$1; shift; "$REDIS_CLI" -h "$HOST" -p "$port" --raw "$@" 2>&1; }
+cli() { local port=$1; shift; "$REDIS_CLI" "${CLI_TLS[@]}" -h "$HOST" -p "$port" --raw "$@" 2>&1; }
 
 # alive PID: the process exists and is not a zombie (an orphaned server's exit status may
 # be collected late, or never, by whatever reaps orphans here)
@@ -50,7 +64,7 @@ alive() {
 }
 
 dead() { ! alive "$1"; }
-ping_ok() { [ "$("$REDIS_CLI" -h "$HOST" -p "$1" ping 2>/dev/null)" = "PONG" ]; }
+ping_ok() { [ "$("$REDIS_CLI" "${CLI_TLS[@]}" -h "$HOST" -p "$1" ping 2>/dev/null)" = "PONG" ]; }
 
 # wait_until SECONDS DESCRIPTION COMMAND...: polls COMMAND every 0.1 s.
 wait_until() {
@@ -111,7 +125,8 @@ write_conf() {
   cat > "$nd/redis.conf" <<EOF
 # written by ci/redis-cluster.sh
 bind $HOST
-port $port
+$(tls_conf "$port")
+$([ -n "$TLS_DIR" ] && printf 'tls-cluster yes\ntls-replication yes\n')
 protected-mode no
 daemonize no
 dir $nd
@@ -230,7 +245,7 @@ cmd_start() {
     local addrs=()
     for port in "${ports[@]}"; do addrs+=("$HOST:$port"); done
     local out
-    if ! out=$("$REDIS_CLI" --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes 2>&1); then
+    if ! out=$("$REDIS_CLI" "${CLI_TLS[@]}" --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes 2>&1); then
       echo "$out" >&2; die "redis-cli --cluster create failed"
     fi
   else

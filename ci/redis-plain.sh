@@ -11,6 +11,20 @@ REDIS_SERVER=${REDIS_SERVER:-redis-server}
 REDIS_CLI=${REDIS_CLI:-redis-cli}
 TIMEOUT=${SL_CLUSTER_TIMEOUT:-30}
 HOST=127.0.0.1
+# TLS: SL_REDIS_TLS_DIR (certificates of ci/tls-certs.sh) serves TLS only (port 0,
+# tls-port PORT) with $SL_REDIS_TLS_CERT.crt/.key (default server), client certificates
+# SL_REDIS_TLS_AUTH_CLIENTS (no, optional (default) or yes); redis-cli then speaks TLS.
+TLS_DIR=${SL_REDIS_TLS_DIR:-}
+CLI_TLS=()
+[ -n "$TLS_DIR" ] && CLI_TLS=(--tls --cacert "$TLS_DIR/ca.crt" --cert "$TLS_DIR/client.crt" --key "$TLS_DIR/client.key")
+# a server that serves another certificate (an expired one, for tests) is still checked for PONG
+[ -n "$TLS_DIR" ] && [ "${SL_REDIS_TLS_CERT:-server}" != server ] && CLI_TLS+=(--insecure)
+tls_conf() { # tls_conf PORT: the config lines of the client port
+  if [ -z "$TLS_DIR" ]; then echo "port $1"; return; fi
+  local crt=${SL_REDIS_TLS_CERT:-server}
+  printf 'port 0\ntls-port %s\ntls-cert-file %s\ntls-key-file %s\ntls-ca-cert-file %s\ntls-auth-clients %s\n' \
+    "$1" "$TLS_DIR/$crt.crt" "$TLS_DIR/$crt.key" "$TLS_DIR/ca.crt" "${SL_REDIS_TLS_AUTH_CLIENTS:-optional}"
+}
 
 die() { echo "redis-plain.sh: $*" >&2; exit 1; }
 usage() { sed -n '2,5p' "$0" >&2; exit 2; }
@@ -22,7 +36,7 @@ alive() {
   st=${st##*) }; st=${st%% *}   # the state field follows "(comm) "
   [ -n "$st" ] && [ "$st" != Z ]
 }
-ping_ok() { [ "$("$REDIS_CLI" -h "$HOST" -p "$1" ping 2>/dev/null)" = "PONG" ]; }
+ping_ok() { [ "$("$REDIS_CLI" "${CLI_TLS[@]}" -h "$HOST" -p "$1" ping 2>/dev/null)" = "PONG" ]; }
 port_in_use() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
 
 cmd_stop() {
@@ -51,7 +65,7 @@ cmd_start() {
   cat > "$DIR/redis.conf" <<EOC
 # written by ci/redis-plain.sh
 bind $HOST
-port $port
+$(tls_conf "$port")
 protected-mode no
 daemonize no
 dir $DIR

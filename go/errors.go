@@ -46,7 +46,10 @@ var (
 	// ErrResource: the core could not allocate memory, a buffer was too small, or the call
 	// is not valid in the handle's state (errors.json's ResourceError).
 	ErrResource error = &sentinel{msg: "slotlane: resource error"}
-	// ErrUnsupported: a feature this build does not have (rediss:// TLS, for example).
+	// ErrTLS: TLS failed: the server's certificate did not verify, the handshake failed
+	// (a plaintext port), or the server refused the client certificate (errors.json's TlsError).
+	ErrTLS error = &sentinel{msg: "slotlane: TLS error"}
+	// ErrUnsupported: a feature this build does not have (TLS without OpenSSL, for example).
 	ErrUnsupported error = &sentinel{msg: "slotlane: unsupported"}
 	// ErrUnexpectedType: a typed accessor was used on a reply of another type.
 	ErrUnexpectedType error = &sentinel{msg: "slotlane: unexpected reply type"}

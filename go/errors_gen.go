@@ -30,6 +30,8 @@ func sentinelOfCode(code int) error {
 		return ErrUnsupported
 	case -12: // SL_ESTATE -> ResourceError
 		return ErrResource
+	case -13: // SL_ETLS -> TlsError
+		return ErrTLS
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ namespace Slotlane
         public IntPtr node;
     }
 
-    /// <summary>Mirror of <c>sl_client_options</c> (version 1).</summary>
+    /// <summary>Mirror of <c>sl_client_options</c> (version 2).</summary>
     [StructLayout(LayoutKind.Sequential)]
     internal struct SlClientOptions
     {
@@ -83,6 +83,7 @@ namespace Slotlane
         public ulong max_bulk_len;
         public ulong max_aggregate_len;
         public int max_depth;
+        public IntPtr tls;          // sl_tls *: the C# binding has no TLS options yet (NULL)
     }
 
     /// <summary>Return codes of the core (<c>sl_error_code</c>).</summary>
@@ -101,6 +102,7 @@ namespace Slotlane
         SL_ETOOSMALL = -10,
         SL_EUNSUPPORTED = -11,
         SL_ESTATE = -12,
+        SL_ETLS = -13,
     }
 
     /// <summary>Reply record types (<c>sl_reply_type</c>).</summary>
@@ -129,7 +131,7 @@ namespace Slotlane
     {
         internal const string Lib = "slotlane";
 
-        internal const uint SL_CLIENT_OPTIONS_VERSION = 1;
+        internal const uint SL_CLIENT_OPTIONS_VERSION = 2;
         internal const uint SL_STATS_VERSION = 1;
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -217,6 +219,10 @@ namespace Slotlane
             "sl_client_attach_loop",  // the caller's-loop engine is for runtimes with a libuv loop (Node)
             "sl_batch_exec_async",
             "sl_client_detach_loop",
+            "sl_tls_options_init",    // TLS: not in the C# binding yet (core/README.md, "TLS")
+            "sl_tls_supported",
+            "sl_tls_new",
+            "sl_tls_free",
         };
 
         internal static string PtrToUtf8(IntPtr p)

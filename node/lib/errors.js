@@ -53,7 +53,12 @@ class ArgumentError extends SlotlaneError {
   constructor(message, kind = 'argument') { super(message, kind); }
 }
 
-/** The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS). */
+/** TLS failed: the server's certificate did not verify (its chain, its name, its dates), the handshake failed (a plaintext port), the server refused the client certificate, or a CA, certificate or key could not be loaded. The message says which. */
+class TlsError extends ConnectionError {
+  constructor(message, kind = 'io') { super(message, kind); }
+}
+
+/** The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS in a build without OpenSSL). */
 class ResourceError extends SlotlaneError {
   constructor(message, kind = 'client') { super(message, kind); }
 }
@@ -81,6 +86,7 @@ const CODES = {
   [-10]: [ResourceError, 'toosmall'], // SL_ETOOSMALL
   [-11]: [ResourceError, 'unsupported'], // SL_EUNSUPPORTED
   [-12]: [ResourceError, 'state'], // SL_ESTATE
+  [-13]: [TlsError, 'io'], // SL_ETLS
 };
 
 function errorFromCode(code, message) {
@@ -89,6 +95,6 @@ function errorFromCode(code, message) {
 }
 
 module.exports = {
-  SlotlaneError, ReplyError, ConnectionError, ProtocolError, TimeoutError, ClusterError, CancelledError, ArgumentError, ResourceError,
+  SlotlaneError, ReplyError, ConnectionError, ProtocolError, TimeoutError, ClusterError, CancelledError, ArgumentError, TlsError, ResourceError,
   errorFromRecord, errorFromCode, KINDS, CODES,
 };

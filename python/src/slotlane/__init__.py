@@ -15,7 +15,7 @@ from ._native import ffi as _ffi, lib as _lib
 from ._codec import Verbatim
 from ._client import ALL_PRIMARIES, RANDOM, Client, Pipeline
 from ._errors import (ArgumentError, CancelledError, ClusterError, ConnectionError, Error,
-                      ProtocolError, ResourceError, ResponseError, TimeoutError)
+                      ProtocolError, ResourceError, ResponseError, TimeoutError, TlsError)
 
 __version__: str = _ffi.string(_lib.sl_version()).decode("ascii")
 
@@ -30,5 +30,5 @@ def key_slot(key: "bytes | str") -> int:
 
 
 __all__ = ["Client", "Pipeline", "Error", "ResponseError", "ConnectionError", "TimeoutError",
-           "ClusterError", "ProtocolError", "CancelledError", "ArgumentError", "ResourceError", "Verbatim", "ALL_PRIMARIES",
+           "ClusterError", "ProtocolError", "CancelledError", "ArgumentError", "ResourceError", "TlsError", "Verbatim", "ALL_PRIMARIES",
            "RANDOM", "key_slot", "__version__"]
