@@ -1,7 +1,10 @@
 """CFFI (API, out-of-line mode) build of slotlane._native: the core's C sources compiled
 into the extension, with the declarations generated from core/include/slotlane.h. What
 is compiled and how comes from the core's one build description, core/build.cfg, read
-through the core's own describe.py (its "core" part: the synchronous API, no libuv).
+through the core's own describe.py (its "core" part: the synchronous API, no libuv; and
+its "tls" part, OpenSSL 3 linked from the system through pkg-config — core/README.md's one
+linkage rule — when pkg-config finds openssl; SLOTLANE_TLS=0 leaves it out, and TLS then
+answers SL_EUNSUPPORTED).
 
 Where the core comes from, first match wins:
   1. $SLOTLANE_CORE_DIR (a directory holding build.cfg and describe.py);
@@ -12,6 +15,8 @@ Where the core comes from, first match wins:
 import importlib.util
 import os
 import re
+import shutil
+import subprocess
 import sys
 
 from cffi import FFI
@@ -91,6 +96,18 @@ static int slpy_run(sl_batch *batch, const void *cmds, size_t len, size_t count,
 """
 
 
+def pkg_config(module):
+    """(cflags, libs) of a system library from pkg-config, or None when it is not there."""
+    if not shutil.which("pkg-config"):
+        return None
+    try:
+        cflags = subprocess.run(["pkg-config", "--cflags", module], check=True, capture_output=True, text=True).stdout
+        libs = subprocess.run(["pkg-config", "--libs", module], check=True, capture_output=True, text=True).stdout
+    except subprocess.CalledProcessError:
+        return None
+    return cflags.split(), libs.split()
+
+
 def make_ffi():
     core = core_dir()
     with open(os.path.join(core, "include", "slotlane.h")) as f:
@@ -98,18 +115,29 @@ def make_ffi():
     ffi = FFI()
     ffi.cdef(cdef_from_header(header) + GLUE_CDEF)
     desc = load_description(core)
-    # The "core" part only: this package uses the synchronous API and needs no libuv.
-    sources = desc.sources(("core",))
+    # The synchronous API needs no libuv: the "core" part, and "tls" with the system's OpenSSL.
+    parts = ["core"]
+    flags = None
+    if os.environ.get("SLOTLANE_TLS", "1") != "0":
+        modules = desc.modules(("tls",))
+        flags = pkg_config(modules[0]) if modules else None
+        if flags is None and os.environ.get("SLOTLANE_TLS") == "1":
+            raise RuntimeError("slotlane: SLOTLANE_TLS=1 but pkg-config finds no openssl (Debian: apt install libssl-dev)")
+        if flags is not None:
+            parts.append("tls")
+    sources = desc.sources(tuple(parts))
     # setuptools wants source paths relative to setup.py when they are inside the project.
     sources = [os.path.relpath(s, HERE) if s.startswith(HERE + os.sep) else s for s in sources]
-    defines = [tuple(d.split("=", 1)) if "=" in d else (d, None) for d in desc.defines]
+    defines = [tuple(d.split("=", 1)) if "=" in d else (d, None) for d in desc.part_defines(tuple(parts))]
+    cflags, libs = flags if flags else ([], [])
     ffi.set_source(
         "slotlane._native",
         '#include "slotlane.h"\n' + GLUE_SRC,
         sources=sources,
         include_dirs=desc.includes(),
         define_macros=[("SL_VERSION_STRING", '"%s"' % desc.version())] + defines,
-        extra_compile_args=["-O2", "-std=" + desc.std, "-fvisibility=hidden", "-Wno-unused-parameter"],
+        extra_compile_args=["-O2", "-std=" + desc.std, "-fvisibility=hidden", "-Wno-unused-parameter"] + cflags,
+        extra_link_args=libs,
         libraries=["pthread"] if sys.platform != "win32" else [],
     )
     return ffi
