@@ -123,7 +123,7 @@ def make_ffi():
         flags = pkg_config(modules[0]) if modules else None
         if flags is None and os.environ.get("SLOTLANE_TLS") == "1":
             raise RuntimeError("slotlane: SLOTLANE_TLS=1 but pkg-config finds no openssl (Debian: apt install libssl-dev)")
-        if flags is not None:
+        if flags is not None and desc.sources(("tls",)):  # a copy of the core without src/tls/: no TLS
             parts.append("tls")
     sources = desc.sources(tuple(parts))
     # setuptools wants source paths relative to setup.py when they are inside the project.
