@@ -92,6 +92,26 @@ fn part_sources(core: &Path, d: &Description, part: &str) -> Vec<PathBuf> {
     out
 }
 
+/// (cflags, libs) of a system library from `pkg-config`, or None when it is not there.
+fn pkg_config(module: &str) -> Option<(Vec<String>, Vec<String>)> {
+    let run = |what: &str| -> Option<Vec<String>> {
+        let out = std::process::Command::new("pkg-config")
+            .args([what, module])
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        Some(
+            String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .map(String::from)
+                .collect(),
+        )
+    };
+    Some((run("--cflags")?, run("--libs")?))
+}
+
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let monorepo = manifest.join("../../core");
@@ -124,11 +144,28 @@ fn main() {
         .to_string();
 
     // The synchronous API only: the libuv driver is another part, so users need no libuv.
-    let sources = part_sources(&core, &d, "core");
+    let mut sources = part_sources(&core, &d, "core");
     assert!(
         !sources.is_empty(),
         "slotlane-sys: the core part has no C sources"
     );
+    // TLS: the tls part with the system's OpenSSL through pkg-config (core/README.md, "one
+    // linkage rule"), when pkg-config finds it; SLOTLANE_TLS=0 leaves it out (TLS then
+    // answers SL_EUNSUPPORTED), SLOTLANE_TLS=1 makes a missing OpenSSL an error.
+    println!("cargo:rerun-if-env-changed=SLOTLANE_TLS");
+    let want_tls = env::var("SLOTLANE_TLS").ok();
+    let tls_sources = part_sources(&core, &d, "tls");
+    let openssl = if want_tls.as_deref() == Some("0") || tls_sources.is_empty() {
+        None
+    } else {
+        pkg_config("openssl")
+    };
+    if openssl.is_none() && want_tls.as_deref() == Some("1") {
+        panic!("slotlane-sys: SLOTLANE_TLS=1 but pkg-config finds no openssl (Debian: apt install libssl-dev)");
+    }
+    if openssl.is_some() {
+        sources.extend(tls_sources);
+    }
 
     let mut build = cc::Build::new();
     build
@@ -149,7 +186,24 @@ fn main() {
             None => build.define(def, None),
         };
     }
-    build.compile("slotlane");
+    if let Some((cflags, libs)) = &openssl {
+        build.define("SL_WITH_TLS", None); // build.cfg: SL_WITH_<PART> for every part compiled in
+        for f in cflags {
+            if let Some(dir) = f.strip_prefix("-I") {
+                build.include(dir);
+            }
+        }
+        build.compile("slotlane");
+        for f in libs {
+            if let Some(dir) = f.strip_prefix("-L") {
+                println!("cargo:rustc-link-search=native={dir}");
+            } else if let Some(lib) = f.strip_prefix("-l") {
+                println!("cargo:rustc-link-lib={lib}");
+            }
+        }
+    } else {
+        build.compile("slotlane");
+    }
     println!("cargo:rustc-link-lib=pthread");
 
     // For dependents (DEP_SLOTLANE_INCLUDE) and for this crate's ABI test.

@@ -34,7 +34,11 @@ pub enum Error {
     Cluster(String),
     /// A bad argument: a bad URL or option, a malformed command.
     InvalidArgument(String),
-    /// A feature this build does not have (`rediss://` TLS).
+    /// TLS failed: the server's certificate did not verify (chain, name, dates), the
+    /// handshake failed (a plaintext port), the server refused the client certificate, or
+    /// a CA, certificate or key could not be loaded. The message says which.
+    Tls(String),
+    /// A feature this build does not have (TLS in a build without OpenSSL).
     Unsupported(String),
     /// A reply of another type than the one asked for (a typed method or
     /// [`FromValue`](crate::FromValue) conversion).
@@ -72,6 +76,7 @@ impl Error {
             sys::SL_ECANCELLED => Error::Cancelled(m()),
             sys::SL_ECLUSTER => Error::Cluster(m()),
             sys::SL_EUNSUPPORTED => Error::Unsupported(m()),
+            sys::SL_ETLS => Error::Tls(m()),
             _ => Error::Other { code, message: m() },
         }
     }
@@ -120,6 +125,7 @@ impl Error {
             | Error::Cancelled(message)
             | Error::Cluster(message)
             | Error::InvalidArgument(message)
+            | Error::Tls(message)
             | Error::Unsupported(message)
             | Error::UnexpectedReply(message)
             | Error::Other { message, .. } => message,
@@ -138,6 +144,7 @@ impl fmt::Display for Error {
             Error::Cancelled(m) => write!(f, "cancelled: {m}"),
             Error::Cluster(m) => write!(f, "cluster error: {m}"),
             Error::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
+            Error::Tls(m) => write!(f, "TLS error: {m}"),
             Error::Unsupported(m) => write!(f, "unsupported: {m}"),
             Error::UnexpectedReply(m) => write!(f, "unexpected reply: {m}"),
             Error::Other { code, message } => write!(f, "error {code}: {message}"),
