@@ -1350,21 +1350,17 @@ int fs_set_tls(fs_node *n, const fs_tls *t)
 #endif
 }
 
-uint64_t fs_tls_handshakes(fs_node *n)
+/* A counter of the node, read under its mutex. */
+static uint64_t locked_counter(fs_node *n, const uint64_t *counter)
 {
     pthread_mutex_lock(&n->mu);
-    uint64_t v = n->tls_handshakes;
+    uint64_t v = *counter;
     pthread_mutex_unlock(&n->mu);
     return v;
 }
 
-uint64_t fs_tls_failures(fs_node *n)
-{
-    pthread_mutex_lock(&n->mu);
-    uint64_t v = n->tls_failures;
-    pthread_mutex_unlock(&n->mu);
-    return v;
-}
+uint64_t fs_tls_handshakes(fs_node *n) { return locked_counter(n, &n->tls_handshakes); }
+uint64_t fs_tls_failures(fs_node *n) { return locked_counter(n, &n->tls_failures); }
 
 int fs_add_rule(fs_node *n, const fs_rule *r)
 {

@@ -40,14 +40,10 @@ def _tls_config(ca_certs: Optional[str], ca_path: Optional[str], ca_data: Union[
                 certfile: Optional[str], keyfile: Optional[str], cert_reqs: Union[str, int],
                 check_hostname: bool, server_hostname: Optional[str], node_names: str) -> Any:
     """The core's TLS configuration (sl_tls) for redis-py's ssl_* options; freed by the GC."""
-    if isinstance(cert_reqs, str):
-        if cert_reqs.lower() not in _CERT_REQS:
-            raise ValueError("ssl_cert_reqs must be 'none', 'optional' or 'required' (or ssl.CERT_*), got %r"
-                             % (cert_reqs,))
-        reqs = _CERT_REQS[cert_reqs.lower()]
-    elif isinstance(cert_reqs, int) and 0 <= int(cert_reqs) <= 2:
-        reqs = int(cert_reqs)  # ssl.CERT_NONE, CERT_OPTIONAL, CERT_REQUIRED
-    else:
+    # "none", "optional", "required", or ssl.CERT_NONE, CERT_OPTIONAL, CERT_REQUIRED (0, 1, 2)
+    reqs = (_CERT_REQS.get(cert_reqs.lower(), -1) if isinstance(cert_reqs, str) else
+            int(cert_reqs) if isinstance(cert_reqs, int) and 0 <= int(cert_reqs) <= 2 else -1)
+    if reqs < 0:
         raise ValueError("ssl_cert_reqs must be 'none', 'optional' or 'required' (or ssl.CERT_*), got %r"
                          % (cert_reqs,))
     if node_names not in _NODE_NAMES:
