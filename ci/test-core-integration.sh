@@ -51,6 +51,7 @@ for build in ${SL_BUILDS:-build build-asan}; do
     fi
   done
 done
+plain_s=$SECONDS
 
 # The same over TLS.
 ci/tls-certs.sh "$WORK/certs"
@@ -73,5 +74,6 @@ for build in ${SL_BUILDS:-build build-asan}; do
     fi
   done
 done
+echo "core integration: plaintext part $plain_s s, TLS part $((SECONDS - plain_s)) s"
 [ $status = 0 ] && echo "core integration: all passed"
 exit $status
