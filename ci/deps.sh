@@ -4,7 +4,7 @@
 # and only when a package is missing.
 set -euo pipefail
 
-APT_PKGS=(build-essential cmake pkg-config libuv1-dev libcmocka-dev swig
+APT_PKGS=(build-essential cmake pkg-config libuv1-dev libssl-dev openssl libcmocka-dev swig
           redis-server redis-tools libhiredis-dev clang valgrind python3-venv
           mono-complete nunit-console libnunit-cil-dev nuget unzip
           liblua5.1-0-dev lua-cjson-dev lua-bitop-dev)

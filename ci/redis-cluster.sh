@@ -34,11 +34,12 @@ REDIS_SERVER=${REDIS_SERVER:-redis-server}
 REDIS_CLI=${REDIS_CLI:-redis-cli}
 TIMEOUT=${SL_CLUSTER_TIMEOUT:-30}
 HOST=127.0.0.1
+. "$(dirname "$0")/redis-tls.sh"   # SL_REDIS_TLS_*: TLS servers (tls_conf, CLI_TLS)
 
 die() { echo "redis-cluster.sh: $*" >&2; exit 1; }
 usage() { sed -n '2,12p' "$0" >&2; exit 2; }
 
-cli() { local port=$1; shift; "$REDIS_CLI" -h "$HOST" -p "$port" --raw "$@" 2>&1; }
+cli() { local port=$1; shift; "$REDIS_CLI" "${CLI_TLS[@]}" -h "$HOST" -p "$port" --raw "$@" 2>&1; }
 
 # alive PID: the process exists and is not a zombie (an orphaned server's exit status may
 # be collected late, or never, by whatever reaps orphans here)
@@ -50,7 +51,7 @@ alive() {
 }
 
 dead() { ! alive "$1"; }
-ping_ok() { [ "$("$REDIS_CLI" -h "$HOST" -p "$1" ping 2>/dev/null)" = "PONG" ]; }
+ping_ok() { [ "$("$REDIS_CLI" "${CLI_TLS[@]}" -h "$HOST" -p "$1" ping 2>/dev/null)" = "PONG" ]; }
 
 # wait_until SECONDS DESCRIPTION COMMAND...: polls COMMAND every 0.1 s.
 wait_until() {
@@ -111,7 +112,8 @@ write_conf() {
   cat > "$nd/redis.conf" <<EOF
 # written by ci/redis-cluster.sh
 bind $HOST
-port $port
+$(tls_conf "$port")
+$([ -n "$TLS_DIR" ] && printf 'tls-cluster yes\ntls-replication yes\n')
 protected-mode no
 daemonize no
 dir $nd
@@ -230,7 +232,7 @@ cmd_start() {
     local addrs=()
     for port in "${ports[@]}"; do addrs+=("$HOST:$port"); done
     local out
-    if ! out=$("$REDIS_CLI" --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes 2>&1); then
+    if ! out=$("$REDIS_CLI" "${CLI_TLS[@]}" --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes 2>&1); then
       echo "$out" >&2; die "redis-cli --cluster create failed"
     fi
   else

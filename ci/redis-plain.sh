@@ -11,6 +11,7 @@ REDIS_SERVER=${REDIS_SERVER:-redis-server}
 REDIS_CLI=${REDIS_CLI:-redis-cli}
 TIMEOUT=${SL_CLUSTER_TIMEOUT:-30}
 HOST=127.0.0.1
+. "$(dirname "$0")/redis-tls.sh"   # SL_REDIS_TLS_*: TLS servers (tls_conf, CLI_TLS)
 
 die() { echo "redis-plain.sh: $*" >&2; exit 1; }
 usage() { sed -n '2,5p' "$0" >&2; exit 2; }
@@ -22,7 +23,7 @@ alive() {
   st=${st##*) }; st=${st%% *}   # the state field follows "(comm) "
   [ -n "$st" ] && [ "$st" != Z ]
 }
-ping_ok() { [ "$("$REDIS_CLI" -h "$HOST" -p "$1" ping 2>/dev/null)" = "PONG" ]; }
+ping_ok() { [ "$("$REDIS_CLI" "${CLI_TLS[@]}" -h "$HOST" -p "$1" ping 2>/dev/null)" = "PONG" ]; }
 port_in_use() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
 
 cmd_stop() {
@@ -51,7 +52,7 @@ cmd_start() {
   cat > "$DIR/redis.conf" <<EOC
 # written by ci/redis-plain.sh
 bind $HOST
-port $port
+$(tls_conf "$port")
 protected-mode no
 daemonize no
 dir $DIR

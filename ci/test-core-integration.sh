@@ -4,19 +4,27 @@
 # core/itests' programs (itest_cluster random-plain, random-cluster, scan, scripts, migrate, kill) from the release (build/)
 # and the ASan+UBSan (build-asan/) builds. The cluster is started afresh for each build,
 # since the kill test restarts a node and a failed migration may leave a slot half-moved.
-# Ports: 7 free consecutive ones from $SL_ITEST_PORT (default: the first free block of
-# the suite's range in ci/lib.sh). SL_ITEST_SEED sets the PRNG seed of the random pipelines (default 1).
+# Then the same over TLS (certificates made by ci/tls-certs.sh now): a TLS-only
+# redis-server requiring client certificates, one serving an expired certificate and a
+# 3-primary cluster with tls-cluster yes, running random-plain, random-cluster, migrate (a
+# live reshard over TLS) and tls-errors.
+# Ports: 15 free consecutive ones from $SL_ITEST_PORT (default: the first free block of
+# the suite's range in ci/lib.sh): plain BASE, cluster BASE+1..+6, TLS plain BASE+7,
+# expired BASE+8, TLS cluster BASE+9..+14. SL_ITEST_SEED sets the PRNG seed of the random pipelines (default 1).
 # SL_BUILDS: the build directories to test (default "build build-asan").
 SL_SUITE=core-integration
 . "$(dirname "$0")/lib.sh"
 cd "$SL_ROOT"
 ROOT=$SL_ROOT
 
-BASE=${SL_ITEST_PORT:-$(sl_free_block core-integration 7)}
+BASE=${SL_ITEST_PORT:-$(sl_free_block core-integration 15)}
 WORK=$(mktemp -d /tmp/sl-itest.XXXXXX)
 sl_on_exit "rm -rf '$WORK'"
 sl_on_exit "ci/redis-plain.sh stop '$WORK/plain'"
 sl_on_exit "ci/redis-cluster.sh stop '$WORK/cluster'"
+sl_on_exit "SL_REDIS_TLS_DIR='$WORK/certs' ci/redis-plain.sh stop '$WORK/tls-plain'"
+sl_on_exit "SL_REDIS_TLS_DIR='$WORK/certs' ci/redis-plain.sh stop '$WORK/tls-expired'"
+sl_on_exit "SL_REDIS_TLS_DIR='$WORK/certs' ci/redis-cluster.sh stop '$WORK/tls-cluster'"
 
 export SL_ITEST_PLAIN_PORT=$BASE
 export SL_ITEST_CLUSTER_PORT=$((BASE + 1))   # the cluster uses BASE+1 .. BASE+6
@@ -43,5 +51,29 @@ for build in ${SL_BUILDS:-build build-asan}; do
     fi
   done
 done
+plain_s=$SECONDS
+
+# The same over TLS.
+ci/tls-certs.sh "$WORK/certs"
+TLS_ENV=(SL_REDIS_TLS_DIR="$WORK/certs")
+env "${TLS_ENV[@]}" SL_REDIS_TLS_AUTH_CLIENTS=yes ci/redis-plain.sh start "$WORK/tls-plain" $((BASE + 7))
+env "${TLS_ENV[@]}" SL_REDIS_TLS_CERT=expired ci/redis-plain.sh start "$WORK/tls-expired" $((BASE + 8))
+for build in ${SL_BUILDS:-build build-asan}; do
+  bin=$build/core/itests/itest_cluster
+  [ -x "$bin" ] || continue
+  env "${TLS_ENV[@]}" ci/redis-cluster.sh stop "$WORK/tls-cluster" >/dev/null
+  env "${TLS_ENV[@]}" ci/redis-cluster.sh start "$WORK/tls-cluster" $((BASE + 9)) 3
+  for t in random-plain random-cluster migrate tls-errors; do
+    echo "--- $build: itest_cluster $t (TLS)"
+    if ! env "${TLS_ENV[@]}" SL_ITEST_TLS_DIR="$WORK/certs" SL_ITEST_PLAIN_PORT=$((BASE + 7)) \
+         SL_ITEST_CLUSTER_PORT=$((BASE + 9)) SL_ITEST_CLUSTER_DIR="$WORK/tls-cluster" \
+         SL_ITEST_TLS_PORT=$((BASE + 7)) SL_ITEST_TLS_EXPIRED_PORT=$((BASE + 8)) SL_ITEST_NOTLS_PORT=$BASE \
+         timeout 120 "$bin" "$t"; then
+      echo "test-core-integration.sh: FAILED: $build itest_cluster $t (TLS)" >&2
+      status=1
+    fi
+  done
+done
+echo "core integration: plaintext part $plain_s s, TLS part $((SECONDS - plain_s)) s"
 [ $status = 0 ] && echo "core integration: all passed"
 exit $status

@@ -10,7 +10,8 @@ csharp/build-native.sh and ci/vendor-core.sh run it. Standard library only.
     parts             every part: NAME FOLDER [MODULE]
     modules PART...   the pkg-config modules those parts need
     includes          public then private include directories
-    defines           NAME[=VALUE] of every definition but the version
+    defines PART...   NAME[=VALUE] of every definition but the version, with SL_WITH_<PART>
+                      for each of those parts but core
     version           the version string
     std               the C standard (c11)
     cflags PART...    -std=, -I and -D flags (SL_VERSION_STRING included), one per line
@@ -109,9 +110,14 @@ class Core:
                     return f.read().strip()
         raise SystemExit("describe.py: none of %s exists beside %s" % (", ".join(self.version_files), self.dir))
 
-    def cflags(self, show=lambda p: p):
+    def part_defines(self, parts=("core",)):
+        """build.cfg's definitions, and SL_WITH_<PART> for every listed part but core."""
+        return list(self.defines) + ["SL_WITH_" + p.upper() for name, _, _ in self.parts
+                                     for p in [name] if p in parts and p != "core"]
+
+    def cflags(self, show=lambda p: p, parts=("core",)):
         return (["-std=" + self.std] + ["-I" + show(d) for d in self.includes()]
-                + ["-D" + d for d in self.defines] + ['-DSL_VERSION_STRING="%s"' % self.version()])
+                + ["-D" + d for d in self.part_defines(parts)] + ['-DSL_VERSION_STRING="%s"' % self.version()])
 
 
 def main(argv):
@@ -139,13 +145,13 @@ def main(argv):
     elif q == "includes":
         out = [show(p) for p in c.includes()]
     elif q == "defines":
-        out = list(c.defines)
+        out = c.part_defines(parts)
     elif q == "version":
         out = [c.version()]
     elif q == "std":
         out = [c.std]
     elif q == "cflags":
-        out = c.cflags(show)
+        out = c.cflags(show, parts)
     elif q == "check":
         if not c.sources(("core",)):
             raise SystemExit("describe.py: the core part has no sources")

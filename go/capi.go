@@ -53,9 +53,10 @@ static int slgo_run(sl_client *cl, sl_batch *b, int route_kind, int slot, const 
 
 static int slgo_new(sl_client **out, const char *url, int mode, const char *user, const char *pass,
                     int db, int resp, int connect_ms, int command_ms, int max_redirects, int refresh_ms,
-                    int reconnect_min_ms, int reconnect_max_ms, char *errmsg, size_t cap)
+                    int reconnect_min_ms, int reconnect_max_ms, sl_tls *tls, char *errmsg, size_t cap)
 {
 	sl_client_options o = SL_CLIENT_OPTIONS_INIT;
+	o.tls = tls;
 	o.url = url;
 	o.mode = (sl_mode)mode;
 	o.username = user;
@@ -112,6 +113,7 @@ import "C"
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 	"unsafe"
@@ -140,6 +142,7 @@ type createParams struct {
 	connectMs, commandMs    int
 	maxRedirects, refreshMs int
 	reconnMin, reconnMax    int
+	tls                     *tlsRef // the client's TLS configuration (each handle takes a reference), or nil
 }
 
 // newHandle creates a core client (connect, and in cluster mode discovery) and its batch.
@@ -159,7 +162,8 @@ func newHandle(p *createParams) (*handle, error) {
 	var cl *C.sl_client
 	rc := C.slgo_new(&cl, curl, C.int(p.mode), cuser, cpass, C.int(p.db), C.int(p.resp),
 		C.int(p.connectMs), C.int(p.commandMs), C.int(p.maxRedirects), C.int(p.refreshMs),
-		C.int(p.reconnMin), C.int(p.reconnMax), &errbuf[0], C.size_t(len(errbuf)))
+		C.int(p.reconnMin), C.int(p.reconnMax), p.tls.ptr(), &errbuf[0], C.size_t(len(errbuf)))
+	runtime.KeepAlive(p.tls) // the configuration outlives the call (the core took its own reference)
 	if rc != 0 {
 		return nil, newError(int(rc), C.GoString(&errbuf[0]), nil)
 	}

@@ -43,7 +43,7 @@ func (m Mode) String() string {
 // defaults written beside them.
 type Options struct {
 	// URL is "redis://[user:password@]host:port[/db]", or "host:port", or several seeds
-	// separated by commas. "rediss://" is refused (ErrUnsupported).
+	// separated by commas; "rediss://..." connects with TLS (TLS, else the system's CAs).
 	URL string
 	// Addrs are seed nodes as "host:port" (any node of a cluster; the one node when plain).
 	Addrs []string
@@ -71,6 +71,9 @@ type Options struct {
 	// pipeline engine) — the number of executions that run at the same time. Handles are
 	// created when needed. Default 10 × GOMAXPROCS.
 	PoolSize int
+	// TLS makes every connection TLS (seeds, discovered nodes, reconnects); loaded once
+	// by NewClient and shared by the client's handles. See TLSConfig.
+	TLS *TLSConfig
 }
 
 // Stats are the counters of a client, summed over its handles (Nodes: the largest
@@ -194,6 +197,11 @@ func NewClient(ctx context.Context, opts *Options) (*Client, error) {
 	}
 	if p.reconnMax, err = durMillis(opts.ReconnectMax, "Options.ReconnectMax"); err != nil {
 		return nil, err
+	}
+	if opts.TLS != nil {
+		if p.tls, err = newTLSRef(opts.TLS); err != nil {
+			return nil, err
+		}
 	}
 	size := opts.PoolSize
 	if size == 0 {

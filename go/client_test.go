@@ -43,9 +43,10 @@ func TestVersionMatchesVendoredCore(t *testing.T) {
 }
 
 // TestEveryCoreSourceIsCompiled checks the cgo shims against the vendored core's own
-// description (internal/csrc/build.cfg): one core_*.c per source of the "core" part (every
-// .c under its folder but those under another part's folder, such as the libuv driver in
-// src/uv/, which the Go binding does not use: it runs the blocking engine from goroutines).
+// description (internal/csrc/build.cfg): one core_*.c per source of the "core" and "tls"
+// parts (every .c under their folders but those under another part's folder, such as the
+// libuv driver in src/uv/, which the Go binding does not use: it runs the blocking engine
+// from goroutines).
 func TestEveryCoreSourceIsCompiled(t *testing.T) {
 	cfg, err := os.ReadFile(filepath.Join("internal", "csrc", "build.cfg"))
 	if err != nil {
@@ -81,7 +82,7 @@ func TestEveryCoreSourceIsCompiled(t *testing.T) {
 		rel, _ := filepath.Rel(filepath.Join("internal", "csrc"), p)
 		rel = filepath.ToSlash(rel)
 		shim := "core_" + strings.ReplaceAll(strings.TrimPrefix(rel, coreFolder+"/"), "/", "_")
-		if partOf(rel) != "core" {
+		if part := partOf(rel); part != "core" && part != "tls" { // the package compiles the core and tls parts
 			if _, err := os.Stat(shim); err == nil {
 				t.Errorf("%s compiles %s, a source of part %s", shim, rel, partOf(rel))
 			}
@@ -178,7 +179,7 @@ func TestNewClientBadOptions(t *testing.T) {
 		{"dial timeout", &Options{URL: bundledURL, DialTimeout: -time.Second}, ErrInvalid},
 		{"refresh", &Options{URL: bundledURL, RefreshInterval: -time.Second}, ErrInvalid},
 		{"bad url", &Options{URL: "redis://[::1"}, ErrInvalid},
-		{"tls", &Options{URL: "rediss://127.0.0.1:23000"}, ErrUnsupported},
+		{"tls on a plaintext port", &Options{URL: "rediss://" + bundledURL[len("redis://"):]}, ErrTLS},
 		{"refused", &Options{URL: "redis://127.0.0.1:23499", DialTimeout: time.Second}, ErrConnection},
 	}
 	for _, tc := range bad {

@@ -31,7 +31,7 @@ var (
 	ErrClosed error = &sentinel{msg: "slotlane: client is closed"}
 	// ErrRedirects: too many MOVED/ASK/TRYAGAIN/CLUSTERDOWN redirects for a command.
 	ErrRedirects error = &sentinel{msg: "slotlane: too many redirects"}
-	// ErrUnsupported: a feature this build does not have (rediss:// TLS, for example).
+	// ErrUnsupported: a feature this build does not have (TLS without OpenSSL, for example).
 	ErrUnsupported error = &sentinel{msg: "slotlane: unsupported"}
 	// ErrUnexpectedType: a typed accessor was used on a reply of another type.
 	ErrUnexpectedType error = &sentinel{msg: "slotlane: unexpected reply type"}

@@ -21,7 +21,9 @@ var (
 	ErrCancelled error = &sentinel{msg: "slotlane: cancelled"}
 	// ErrInvalid: The client refused the command's arguments or bytes before sending anything (a bad argument, malformed command bytes, a bad option or URL). Python also makes it a ValueError, Java an IllegalArgumentException-like unchecked error, C# an ArgumentException subclass where the language allows. (errors.json ArgumentError)
 	ErrInvalid error = &sentinel{msg: "slotlane: invalid argument"}
-	// ErrResource: The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS), or the client's in-flight bound is reached and the call asked to fail fast (SL_EBUSY), or the client was made before a fork() and used in the child (SL_EFORK: make a new client after forking). (errors.json ResourceError)
+	// ErrTLS: TLS failed: the server's certificate did not verify (its chain, its name, its dates), the handshake failed (a plaintext port), the server refused the client certificate, or a CA, certificate or key could not be loaded. The message says which. (errors.json TlsError)
+	ErrTLS error = &sentinel{msg: "slotlane: TLS error"}
+	// ErrResource: The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS in a build without OpenSSL), or the client's in-flight bound is reached and the call asked to fail fast (SL_EBUSY), or the client was made before a fork() and used in the child (SL_EFORK: make a new client after forking). (errors.json ResourceError)
 	ErrResource error = &sentinel{msg: "slotlane: resource error"}
 )
 
@@ -53,6 +55,8 @@ func sentinelOfCode(code int) error {
 		return ErrResource
 	case -14: // SL_EFORK -> ResourceError
 		return ErrResource
+	case -15: // SL_ETLS -> TlsError
+		return ErrTLS
 	}
 	return nil
 }

@@ -1,11 +1,14 @@
 {
   # The addon compiles the core as its one build description says (core/build.cfg, read
-  # by the core's describe.py): the "core" and "uv" parts, the include folders, the
+  # by the core's describe.py): the "core", "uv" and "tls" parts, the include folders, the
   # definitions, the standard and the version. Which core: ../core in the monorepo (where
   # ../ci/vendor-core.sh exists), else vendor/core, the copy `npm pack` carries (prepack
   # writes it with ci/vendor-core.sh, postpack removes it; never committed). The uv part is
   # compiled against Node's own uv.h (node-gyp's include path) and links no libuv: the
-  # symbols are the node binary's.
+  # symbols are the node binary's. Likewise the tls part is compiled against Node's own
+  # OpenSSL headers (node-gyp's include/node/openssl) and links no libssl: the node binary
+  # carries OpenSSL and exports it to addons (core/README.md: the one exception to the
+  # linkage rule — two OpenSSLs in one process would not share state).
   "variables": {
     "core_dir": "<!(node -p \"require('fs').existsSync('../ci/vendor-core.sh') ? '../core' : 'vendor/core'\")"
   },
@@ -14,10 +17,10 @@
       "target_name": "slotlane",
       "sources": [
         "src/addon.c",
-        "<!@(python3 <(core_dir)/describe.py --relative-to . sources core uv)"
+        "<!@(python3 <(core_dir)/describe.py --relative-to . sources core uv tls)"
       ],
       "include_dirs": ["<!@(python3 <(core_dir)/describe.py --relative-to . includes)"],
-      "defines": ["NAPI_VERSION=8", "<!@(python3 <(core_dir)/describe.py defines)",
+      "defines": ["NAPI_VERSION=8", "<!@(python3 <(core_dir)/describe.py defines core uv tls)",
                   "SL_VERSION_STRING=\"<!(python3 <(core_dir)/describe.py version)\""],
       "cflags_c": ["-std=<!(python3 <(core_dir)/describe.py std)", "-O2", "-fvisibility=hidden", "-Wall", "-Wno-unused-parameter"],
       "cflags!": ["-O3"],

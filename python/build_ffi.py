@@ -5,7 +5,9 @@ core/build.cfg, read through the core's own describe.py: its "core" part (the
 synchronous API) and its "uv" part (the core's loop thread and completion queues, which
 slotlane.asyncio uses), whose libuv comes from the system through pkg-config and is
 linked dynamically (core/README.md, "one linkage rule": Debian's libuv1-dev to build,
-libuv1 to run).
+libuv1 to run). And its
+"tls" part, OpenSSL 3 linked the same way, when pkg-config finds openssl (SLOTLANE_TLS=0
+leaves it out, and TLS then answers SL_EUNSUPPORTED).
 
 Where the core comes from, first match wins:
   1. $SLOTLANE_CORE_DIR (a directory holding build.cfg and describe.py);
@@ -16,7 +18,7 @@ Where the core comes from, first match wins:
 import importlib.util
 import os
 import re
-import shlex
+import shutil
 import subprocess
 import sys
 
@@ -115,14 +117,16 @@ static int slpy_submit(sl_loop *loop, sl_batch *batch, const void *cmds, size_t 
 """
 
 
-def pkg_config(module, what):
-    """pkg-config's --cflags or --libs of a module, split into words."""
+def pkg_config(module):
+    """(cflags, libs) of a system library from pkg-config, or None when it is not there."""
+    if not shutil.which("pkg-config"):
+        return None
     try:
-        out = subprocess.check_output(["pkg-config", what, module], universal_newlines=True)
-    except (OSError, subprocess.CalledProcessError) as e:
-        raise RuntimeError("slotlane: pkg-config %s %s failed (%s): install the development package "
-                           "of %s (Debian: libuv1-dev)" % (what, module, e, module))
-    return shlex.split(out)
+        cflags = subprocess.run(["pkg-config", "--cflags", module], check=True, capture_output=True, text=True).stdout
+        libs = subprocess.run(["pkg-config", "--libs", module], check=True, capture_output=True, text=True).stdout
+    except subprocess.CalledProcessError:
+        return None
+    return cflags.split(), libs.split()
 
 
 def make_ffi():
@@ -134,15 +138,30 @@ def make_ffi():
     ffi = FFI()
     ffi.cdef(cdef_from_header(header) + UV_PRELUDE + cdef_from_header(uv_header) + GLUE_CDEF)
     desc = load_description(core)
-    parts = ("core", "uv")
-    sources = desc.sources(parts)
+    # The "core" part (the synchronous API), "uv" (the loop thread and completion queues of
+    # slotlane.asyncio, with the system's libuv) and "tls" with the system's OpenSSL.
+    parts = ["core", "uv"]
     cflags, libs = [], []
-    for module in desc.modules(parts):
-        cflags += pkg_config(module, "--cflags")
-        libs += pkg_config(module, "--libs")
+    for module in desc.modules(("uv",)):
+        flags = pkg_config(module)
+        if flags is None:
+            raise RuntimeError("slotlane: pkg-config finds no %s: install its development package "
+                               "(Debian: libuv1-dev)" % module)
+        cflags += flags[0]
+        libs += flags[1]
+    if os.environ.get("SLOTLANE_TLS", "1") != "0":
+        modules = desc.modules(("tls",))
+        flags = pkg_config(modules[0]) if modules else None
+        if flags is None and os.environ.get("SLOTLANE_TLS") == "1":
+            raise RuntimeError("slotlane: SLOTLANE_TLS=1 but pkg-config finds no openssl (Debian: apt install libssl-dev)")
+        if flags is not None and desc.sources(("tls",)):  # a copy of the core without src/tls/: no TLS
+            parts.append("tls")
+            cflags += flags[0]
+            libs += flags[1]
+    sources = desc.sources(tuple(parts))
     # setuptools wants source paths relative to setup.py when they are inside the project.
     sources = [os.path.relpath(s, HERE) if s.startswith(HERE + os.sep) else s for s in sources]
-    defines = [tuple(d.split("=", 1)) if "=" in d else (d, None) for d in desc.defines]
+    defines = [tuple(d.split("=", 1)) if "=" in d else (d, None) for d in desc.part_defines(tuple(parts))]
     ffi.set_source(
         "slotlane._native",
         '#include "slotlane.h"\n#include "slotlane_uv.h"\n' + GLUE_SRC,

@@ -91,6 +91,8 @@ static struct {
     int timeout_ms;
     int quick;
     int fill;
+    const char *tls_ca, *tls_cert, *tls_key; /* --tls-ca: every slotlane client over TLS */
+    sl_tls *tls;             /* the one configuration all workers' clients share */
 } cfg;
 
 /* The key spaces and values: read-only after setup, shared by every worker. */
@@ -477,6 +479,7 @@ static void *slotlane_worker(void *arg)
     o.url = rw->kind == ROW_PLAIN ? cfg.plain_url : cfg.cluster_url;
     o.mode = rw->kind == ROW_PLAIN ? SL_MODE_PLAIN : SL_MODE_CLUSTER;
     o.command_timeout_ms = cfg.timeout_ms;
+    o.tls = cfg.tls;
     char em[256] = "";
     int rc = sl_client_new(&c, &o, em, sizeof em);
     if (rc != 0) wfail(w, "sl_client_new(%s): %d (%s): %s", o.url, rc, sl_strerror(rc), em);
@@ -741,6 +744,7 @@ static int fill_slotlane(const char *url, sl_mode mode, int keyset, char *err, s
     o.url = url;
     o.mode = mode;
     o.command_timeout_ms = cfg.timeout_ms;
+    o.tls = cfg.tls;
     char em[256] = "";
     int rc = sl_client_new(&c, &o, em, sizeof em);
     if (rc != 0) {
@@ -1203,8 +1207,9 @@ static void write_record(FILE *f, row *rows, int nrows, int all_ok)
     fprintf(f, ", \"warmup_seconds\": ");
     jnum(f, cfg.warmup);
     fprintf(f, ", \"rounds\": %d, \"keys\": %d, \"value_bytes\": %d, \"api\": \"%s\", \"timeout_ms\": %d, \"quick\": %s,"
-               " \"order\": \"round-major: every row once per round, in table order\"},\n",
-            cfg.rounds, cfg.nkeys, VALUE_LEN, cfg.argv_api ? "argv" : "resp", cfg.timeout_ms, cfg.quick ? "true" : "false");
+               " \"order\": \"round-major: every row once per round, in table order\", \"tls\": %s},\n",
+            cfg.rounds, cfg.nkeys, VALUE_LEN, cfg.argv_api ? "argv" : "resp", cfg.timeout_ms, cfg.quick ? "true" : "false",
+            cfg.tls ? "true" : "false");
     fprintf(f, "  \"rows\": [");
     for (int i = 0; i < nrows; i++) {
         row *r = &rows[i];
@@ -1387,7 +1392,11 @@ static void usage(FILE *f)
             "  --server-desc TXT  a description of the servers, kept in the record\n"
             "  --invocation TXT   the command that started the run (e.g. `make bench`), kept in the record\n"
             "  --timeout-ms MS    execution deadline (default 10000)\n"
-            "  --quick            a short run: 1 s per row, 0.3 s warmup\n");
+            "  --quick            a short run: 1 s per row, 0.3 s warmup\n"
+            "  --tls-ca FILE      every slotlane client speaks TLS, trusting this CA (full verification;\n"
+            "                     one configuration shared by every worker); hiredis 0.14 has no TLS: no\n"
+            "                     hiredis rows\n"
+            "  --tls-cert FILE, --tls-key FILE  a client certificate for mutual TLS\n");
 }
 
 int main(int argc, char **argv)
@@ -1453,6 +1462,9 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--invocation")) cfg.invocation = NEXT();
         else if (!strcmp(a, "--timeout-ms")) cfg.timeout_ms = atoi(NEXT());
         else if (!strcmp(a, "--quick")) cfg.quick = 1;
+        else if (!strcmp(a, "--tls-ca")) cfg.tls_ca = NEXT();
+        else if (!strcmp(a, "--tls-cert")) cfg.tls_cert = NEXT();
+        else if (!strcmp(a, "--tls-key")) cfg.tls_key = NEXT();
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
@@ -1475,6 +1487,16 @@ int main(int argc, char **argv)
     if (!cfg.plain_url && !cfg.cluster_url) {
         usage(stderr);
         die("give --plain URL and/or --cluster URL");
+    }
+    if (cfg.tls_ca) {
+        sl_tls_options to = SL_TLS_OPTIONS_INIT;
+        to.ca_file = cfg.tls_ca;
+        to.cert_file = cfg.tls_cert;
+        to.key_file = cfg.tls_key;
+        char em[256] = "";
+        int rc = sl_tls_new(&cfg.tls, &to, em, sizeof em);
+        if (rc) die("sl_tls_new: %s: %s", sl_strerror(rc), em);
+        cfg.with_hiredis = 0;
     }
     if (cfg.rounds < 1 || cfg.rounds > MAX_ROUNDS) die("--rounds must be 1..%d", MAX_ROUNDS);
     if (cfg.workers < 1 || cfg.workers > MAX_WORKERS) die("--workers must be 1..%d", MAX_WORKERS);

@@ -25,7 +25,7 @@ EXC = {"Error": "SlotlaneException", "ResponseError": "SlotlaneReplyException",
        "ConnectionError": "SlotlaneConnectionException", "ProtocolError": "SlotlaneProtocolException",
        "TimeoutError": "SlotlaneTimeoutException", "ClusterError": "SlotlaneClusterException",
        "CancelledError": "SlotlaneCancelledException", "ArgumentError": "SlotlaneArgumentException",
-       "ResourceError": "SlotlaneResourceException"}
+       "ResourceError": "SlotlaneResourceException", "TlsError": "SlotlaneTlsException"}
 
 
 def pascal(n):

@@ -25,7 +25,7 @@ throw throws transient try void volatile while true false null var record yield 
 EXC = {"Error": "SlotlaneException", "ResponseError": "ReplyException", "ConnectionError": "ConnectionException",
        "ProtocolError": "ProtocolException", "TimeoutError": "SlotlaneTimeoutException",
        "ClusterError": "ClusterException", "CancelledError": "CancelledException",
-       "ArgumentError": "ArgumentException", "ResourceError": "ResourceException"}
+       "ArgumentError": "ArgumentException", "ResourceError": "ResourceException", "TlsError": "TlsException"}
 
 
 def camel(n):

@@ -384,7 +384,7 @@ RUST_CODES = {"SL_EINVAL": "InvalidArgument", "SL_EIO": "Io", "SL_ETIMEOUT": "Ti
               "SL_ESERVER": None, "SL_EREDIRECT": "RedirectsExhausted", "SL_ECANCELLED": "Cancelled",
               "SL_ECLUSTER": "Cluster", "SL_EUNSUPPORTED": "Unsupported", "SL_ENOMEM": "Other",
               "SL_ETOOSMALL": "Other", "SL_ESTATE": "Other",
-              "SL_EBUSY": "Other", "SL_EFORK": "Other"}
+              "SL_EBUSY": "Other", "SL_EFORK": "Other", "SL_ETLS": "Tls"}
 RUST_KINDS = {"SL_ERR_SERVER": None, "SL_ERR_IO": "Io", "SL_ERR_TIMEOUT": "Timeout",
               "SL_ERR_REDIRECTS": "RedirectsExhausted", "SL_ERR_PROTOCOL": "Protocol",
               "SL_ERR_CANCELLED": "Cancelled", "SL_ERR_CLUSTER": "Cluster", "SL_ERR_ARGUMENT": "InvalidArgument"}
@@ -399,7 +399,9 @@ RUST_VARIANTS = [
     ("Cancelled", "CancelledError", "cancelled", "[`CancelHandle::cancel`](crate::CancelHandle::cancel) stopped the execution."),
     ("Cluster", "ClusterError", "cluster error", ""),
     ("InvalidArgument", "ArgumentError", "invalid argument", ""),
-    ("Unsupported", "ResourceError", "unsupported", "A feature this build does not have (`rediss://` TLS)."),
+    ("Tls", "TlsError", "TLS error",
+     "The handshake or the certificate's verification failed (a wrong CA, an expired certificate, a host name mismatch, a plaintext port), the server refused the client certificate, or a CA, certificate or key could not be loaded. The message says which."),
+    ("Unsupported", "ResourceError", "unsupported", "A feature this build does not have (TLS in a build without OpenSSL)."),
     ("UnexpectedReply", "ProtocolError", "unexpected reply",
      "A reply of another type than the one asked for (a typed method or [`FromValue`](crate::FromValue) conversion)."),
     ("Other", "ResourceError", "error", "Out of memory, a buffer too small, a call in the wrong state: `code` is the core's `SL_E*` code (below -1000: an unknown record kind)."),

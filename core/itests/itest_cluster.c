@@ -17,6 +17,16 @@
  *   itest_cluster scripts   SCRIPT LOAD/EXISTS/FLUSH and FUNCTION LOAD/DELETE on every
  *                           primary; EVALSHA with keys on every shard; a script flushed on
  *                           one node is loaded there again, once; FCALL on every shard
+ *   itest_cluster tls-errors  TLS failures against real servers, each a clear error: no
+ *                           client certificate where one is required, a wrong CA, an expired
+ *                           certificate, a wrong host name, a plaintext server under TLS and
+ *                           a TLS server without it; and rediss:// with mutual TLS
+ *
+ * With SL_ITEST_TLS_DIR (certificates of ci/tls-certs.sh) every client speaks TLS (that
+ * CA, the client certificate): random, migrate and kill run over TLS servers.
+ * tls-errors needs SL_ITEST_TLS_PORT (a TLS server requiring client certificates),
+ * SL_ITEST_TLS_EXPIRED_PORT (one serving an expired certificate) and SL_ITEST_NOTLS_PORT
+ * (a plaintext server).
  *
  * Environment: SL_ITEST_CLUSTER_PORT (a node of the cluster), SL_ITEST_CLUSTER_DIR (the
  * harness directory of that cluster, for migrate/kill/restart), SL_ITEST_PLAIN_PORT,
@@ -96,6 +106,34 @@ static const char *env_req(const char *name)
 
 /* ------------------------------------------------------------ client helpers */
 
+static sl_tls *g_tls; /* SL_ITEST_TLS_DIR: every client's TLS configuration */
+
+static const char *tls_file(const char *name)
+{
+    static char paths[4][512];
+    static int next;
+    char *p = paths[next++ % 4];
+    snprintf(p, 512, "%s/%s", env_req("SL_ITEST_TLS_DIR"), name);
+    return p;
+}
+
+/* A TLS configuration trusting ca, with the client certificate when client is set. */
+static sl_tls *tls_new(const char *ca, int client, const char *server_name)
+{
+    sl_tls_options o = SL_TLS_OPTIONS_INIT;
+    o.ca_file = tls_file(ca);
+    if (client) {
+        o.cert_file = tls_file("client.crt");
+        o.key_file = tls_file("client.key");
+    }
+    o.server_name = server_name;
+    sl_tls *t = NULL;
+    char err[256] = "";
+    int rc = sl_tls_new(&t, &o, err, sizeof err);
+    CHECK(rc == 0, "sl_tls_new: %s: %s", sl_strerror(rc), err);
+    return t;
+}
+
 static sl_client *client_new(int port, int resp)
 {
     char url[64], err[256] = "";
@@ -105,10 +143,27 @@ static sl_client *client_new(int port, int resp)
     o.resp_version = resp;
     o.command_timeout_ms = 10000;
     o.connect_timeout_ms = 1000;
+    o.tls = g_tls;
     sl_client *c = NULL;
     int rc = sl_client_new(&c, &o, err, sizeof err);
     CHECK(rc == 0 && c, "sl_client_new(%s): %s: %s", url, sl_strerror(rc), err);
     return c;
+}
+
+/* sl_client_new on url with t (released here) fails with code and a message holding want. */
+static void refused(const char *url, sl_tls *t, int code, const char *want)
+{
+    sl_client_options o = SL_CLIENT_OPTIONS_INIT;
+    o.url = url;
+    o.tls = t;
+    o.connect_timeout_ms = 2000;
+    sl_client *c = NULL;
+    char err[512] = "";
+    int rc = sl_client_new(&c, &o, err, sizeof err);
+    sl_tls_free(t);
+    CHECK(rc == code && !c && strstr(err, want), "%s: expected %s \"%s\", got %s \"%s\"", url, sl_strerror(code),
+          want, sl_strerror(rc), err);
+    printf("  %s: %s\n", url, err);
 }
 
 static void appendv(sl_batch *b, int argc, const char *const *argv)
@@ -1080,6 +1135,55 @@ static void scripts_test(int port)
     sl_client_free(c);
 }
 
+/* ------------------------------------------------------------ TLS failures */
+
+static void tls_errors_test(void)
+{
+    g_phase = "tls-errors";
+    int tport = atoi(env_req("SL_ITEST_TLS_PORT")), xport = atoi(env_req("SL_ITEST_TLS_EXPIRED_PORT"));
+    int pport = atoi(env_req("SL_ITEST_NOTLS_PORT"));
+    char url[96];
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", tport);
+    /* rediss:// with mutual TLS: works, and every command's reply is there. */
+    sl_client_options o = SL_CLIENT_OPTIONS_INIT;
+    o.url = url;
+    o.tls = tls_new("ca.crt", 1, NULL);
+    sl_client *c = NULL;
+    char err[512] = "";
+    int rc = sl_client_new(&c, &o, err, sizeof err);
+    sl_tls_free(o.tls);
+    CHECK(rc == 0, "%s: %s", url, err);
+    sl_batch *b;
+    CHECK(sl_batch_new(c, &b) == 0, "sl_batch_new");
+    for (int i = 0; i < 1000; i++) {
+        char k[32];
+        snprintf(k, sizeof k, "tls:%d", i);
+        const char *set[] = {"SET", k, k};
+        appendv(b, 3, set);
+    }
+    sl_sizes sz;
+    CHECK(sl_batch_exec(b, 0, &sz) == 0 && sz.errors == 0 && sz.commands == 1000, "1000 SETs over TLS");
+    sl_batch_free(b);
+    sl_client_free(c);
+    /* No client certificate where the server requires one. */
+    refused(url, tls_new("ca.crt", 0, NULL), SL_ETLS, "TLS");
+    /* A CA that did not sign the server's certificate. */
+    refused(url, tls_new("other-ca.crt", 1, NULL), SL_ETLS, "certificate verify failed");
+    /* The server's certificate names 127.0.0.1 and localhost, not this. */
+    refused(url, tls_new("ca.crt", 1, "wrong.example"), SL_ETLS,
+            "host name mismatch: expected wrong.example, certificate names 127.0.0.1, ::1, localhost");
+    /* An expired certificate. */
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", xport);
+    refused(url, tls_new("ca.crt", 1, NULL), SL_ETLS, "certificate verify failed: certificate has expired");
+    /* A plaintext server under TLS. */
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", pport);
+    refused(url, tls_new("ca.crt", 1, NULL), SL_ETLS, "TLS to 127.0.0.1:");
+    /* A TLS server without TLS. */
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", tport);
+    refused(url, NULL, SL_EIO, "if the port speaks TLS, use rediss://");
+    printf("tls-errors: ok\n");
+}
+
 /* ------------------------------------------------------------ main */
 
 int main(int argc, char **argv)
@@ -1091,6 +1195,7 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     int all = !strcmp(what, "all");
     int known = 0;
+    if (getenv("SL_ITEST_TLS_DIR") && *getenv("SL_ITEST_TLS_DIR")) g_tls = tls_new("ca.crt", 1, NULL);
     if (all || !strcmp(what, "random") || !strcmp(what, "random-plain")) {
         known = 1;
         int pport = atoi(env_req("SL_ITEST_PLAIN_PORT"));
@@ -1119,9 +1224,14 @@ int main(int argc, char **argv)
         known = 1;
         scripts_test(atoi(env_req("SL_ITEST_CLUSTER_PORT")));
     }
+    if (!strcmp(what, "tls-errors")) {
+        known = 1;
+        tls_errors_test();
+    }
     if (!known) {
-        fprintf(stderr, "usage: itest_cluster [random|random-plain|random-cluster|migrate|kill|scan|scripts|all]\n");
+        fprintf(stderr, "usage: itest_cluster [random|random-plain|random-cluster|migrate|kill|scan|scripts|tls-errors|all]\n");
         return 2;
     }
+    sl_tls_free(g_tls);
     return 0;
 }

@@ -14,6 +14,8 @@ struct sl_client {
     sl__alloc alloc;
     sl_client_options opts;      /* strings below are the client's copies */
     sl__url url;
+    sl_tls *tls;                 /* the client's reference to its TLS configuration, or NULL */
+    int tls_failed;              /* a TLS handshake, verification or record failed (SL_ETLS) */
     int mode;                    /* SL_MODE_PLAIN or SL_MODE_CLUSTER */
     sl__topology topo;
     sl_stats stats;

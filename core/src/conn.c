@@ -1,6 +1,8 @@
-/* conn: non-blocking TCP connections to nodes (TCP_NODELAY, connect deadline), the
- * connection handshake (HELLO 3, AUTH, SELECT) and reconnect backoff with jitter.
- * The batch engine drives the sockets; this module only opens, checks and closes them. */
+/* conn: non-blocking TCP connections to nodes (TCP_NODELAY, connect deadline), TLS on
+ * them (the handshake is part of connecting: a node is CONNECTED only once the server's
+ * certificate is verified, so nothing is written before), the connection handshake
+ * (HELLO 3, AUTH, SELECT) and reconnect backoff with jitter. The batch engine drives the
+ * sockets; this module only opens, checks, reads, writes and closes them. */
 #include "client.h"
 #include "conn.h"
 #include "engine.h"
@@ -10,6 +12,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -61,6 +64,8 @@ int sl__node_connect_start(sl_client *c, sl__node *n)
     }
     n->fd = fd;
     n->state = SL__CONNECTING;
+    n->tcp_up = 0;
+    n->tls_want = 0;
     n->connect_deadline_ms = sl__now_ms() + (uint64_t)(c->opts.connect_timeout_ms > 0 ? c->opts.connect_timeout_ms : 2000);
     n->rbuf.len = n->rpos = 0;
     sl__resp_parser_init(&n->parser, &(sl__resp_limits){c->opts.max_bulk_len, c->opts.max_aggregate_len, c->opts.max_depth});
@@ -70,16 +75,68 @@ fail:
     return rc;
 }
 
+/* The name node n's certificate is verified against, and its SNI (tls.h). */
+static void tls_peer(const sl_client *c, const sl__node *n, sl__tls_peer *p)
+{
+    const char *server_name = sl__tls_server_name(c->tls);
+    p->name = n->host;
+    if (n->seed) {
+        if (server_name) p->name = server_name;
+    } else {
+        switch (sl__tls_node_names(c->tls)) {
+        case SL_TLS_NODES_HOSTNAME:
+            if (n->announced[0]) p->name = n->announced;
+            break;
+        case SL_TLS_NODES_SERVER_NAME:
+            if (server_name) p->name = server_name;
+            break;
+        case SL_TLS_NODES_CHAIN_ONLY:
+            p->name = NULL;
+            break;
+        default:
+            break;
+        }
+    }
+    p->sni = p->name ? p->name : (n->announced[0] ? n->announced : n->host);
+}
+
 int sl__node_connect_check(sl_client *c, sl__node *n)
 {
-    int err = 0;
-    socklen_t len = sizeof err;
-    if (getsockopt(n->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-    if (err) {
-        /* The caller fails the node (sl__engine_node_failed), which closes the socket once:
-         * closing it here as well counted the failure twice in the reconnect backoff. */
-        sl__set_err(c, "connect to %s: %s", n->addr, strerror(err));
-        return SL_EIO;
+    if (!n->tcp_up) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (getsockopt(n->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+        if (err) {
+            /* The caller fails the node (sl__engine_node_failed), which closes the socket once:
+             * closing it here as well counted the failure twice in the reconnect backoff. */
+            sl__set_err(c, "connect to %s: %s", n->addr, strerror(err));
+            return SL_EIO;
+        }
+        n->tcp_up = 1;
+        if (c->tls) {
+            char why[256];
+            sl__tls_peer peer;
+            tls_peer(c, n, &peer);
+            int rc = sl__tls_conn_new(c->tls, n->fd, &peer, &n->tls, why, sizeof why);
+            if (rc) {
+                sl__set_err(c, "TLS to %s: %s", n->addr, why);
+                c->tls_failed = 1;
+                return rc;
+            }
+        }
+    }
+    if (n->tls) {
+        char why[400];
+        int rc = sl__tls_handshake(n->tls, why, sizeof why);
+        if (rc > 0) {
+            n->tls_want = rc;
+            return 1;
+        }
+        if (rc < 0) {
+            sl__set_err(c, "TLS to %s: %s", n->addr, why);
+            c->tls_failed = 1;
+            return rc;
+        }
     }
     n->state = SL__CONNECTED;
     n->failures = 0;
@@ -87,6 +144,54 @@ int sl__node_connect_check(sl_client *c, sl__node *n)
     if (n->ever_connected) c->stats.reconnects++;
     n->ever_connected = 1;
     return 0;
+}
+
+int sl__node_connect_events(const sl__node *n)
+{
+    if (!n->tcp_up) return POLLOUT;
+    return n->tls_want == SL__TLS_WANT_WRITE ? POLLOUT : POLLIN;
+}
+
+void sl__node_connect_timed_out(sl_client *c, sl__node *n)
+{
+    if (n->tcp_up && n->tls) {
+        sl__set_err(c, "TLS to %s: the handshake timed out (the server does not answer in TLS: a plaintext port?)", n->addr);
+        c->tls_failed = 1;
+    } else
+        sl__set_err(c, "connect to %s timed out", n->addr);
+}
+
+ssize_t sl__node_recv(sl__node *n, void *buf, size_t len)
+{
+    if (n->tls) return sl__tls_read(n->tls, buf, len);
+    return recv(n->fd, buf, len, 0);
+}
+
+ssize_t sl__node_send(sl__node *n, const void *buf, size_t len)
+{
+    if (!n->tls) return send(n->fd, buf, len, MSG_NOSIGNAL);
+    ssize_t w = sl__tls_write(n->tls, buf, len);
+    if (w < 0 && errno != EAGAIN) {
+        /* A server that refused the connection (TLS 1.3: our certificate, checked after our
+         * handshake ended) sent an alert and closed: the alert, still in the socket, says why
+         * better than the reset the write met. */
+        int saved = errno;
+        char tmp[512];
+        if (sl__tls_read(n->tls, tmp, sizeof tmp) < 0 && errno == EPROTO) return -1;
+        errno = saved;
+    }
+    return w;
+}
+
+size_t sl__node_pending(const sl__node *n)
+{
+    return n->tls ? sl__tls_pending(n->tls) : 0;
+}
+
+const char *sl__node_io_error(const sl__node *n, int err)
+{
+    if (n->tls && sl__tls_errmsg(n->tls)[0]) return sl__tls_errmsg(n->tls);
+    return strerror(err);
 }
 
 /* The only place a node's socket is closed. An event-loop driver polling the fd hears of
@@ -97,6 +202,10 @@ void sl__node_close(sl_client *c, sl__node *n, int failed)
 {
     int was_connected = n->state == SL__CONNECTED;
     if (n->async && c->async_hooks) c->async_hooks->closing(c, n);
+    sl__tls_conn_free(n->tls);
+    n->tls = NULL;
+    n->tcp_up = 0;
+    n->tls_want = 0;
     if (n->fd >= 0) close(n->fd);
     n->fd = -1;
     n->state = SL__DISCONNECTED;

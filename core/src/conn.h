@@ -8,6 +8,7 @@
 #include "alloc.h"
 #include "resp.h"
 #include "slotlane.h"
+#include "tls.h"
 #include "url.h"
 
 #define SL__ERRMSG_MAX 512
@@ -16,7 +17,7 @@ struct sl_batch;
 
 typedef enum sl__conn_state {
     SL__DISCONNECTED = 0,
-    SL__CONNECTING = 1,          /* non-blocking connect in progress */
+    SL__CONNECTING = 1,          /* non-blocking connect (and TLS handshake) in progress */
     SL__CONNECTED = 2
 } sl__conn_state;
 
@@ -37,6 +38,12 @@ typedef struct sl__node {
     uint64_t retry_at_ms;        /* backoff: no connect attempt before this */
     int failures;                /* consecutive failed connects */
     int handshake_replies;       /* handshake replies still to come on this connection */
+    int seed;                    /* a seed of the URL (TLS: verified against server_name) */
+    char announced[SL__HOST_MAX];/* the host name the cluster announces for it, or "" */
+    int tcp_up;                  /* the TCP connect completed (CONNECTING: the TLS handshake runs) */
+    int tls_want;                /* the handshake waits for SL__TLS_WANT_READ or _WRITE */
+    sl__tls_conn *tls;           /* the connection's TLS, NULL for plaintext */
+    uint64_t conn_read;          /* bytes read on this connection (0: the server never answered) */
 
     sl__bytes rbuf;              /* bytes read, not yet parsed: rbuf.ptr[rpos, len) */
     size_t rpos;
@@ -75,7 +82,17 @@ typedef struct sl__async_hooks {
 
 /* conn.c */
 int sl__node_connect_start(sl_client *c, sl__node *n);    /* 0, or <0 with errmsg */
-int sl__node_connect_check(sl_client *c, sl__node *n);    /* after POLLOUT: 0 connected, <0 failed (the caller fails the node) */
+/* After the socket was ready (any event while CONNECTING): 0 connected (TLS verified),
+ * 1 still connecting (the TLS handshake waits: poll for sl__node_connect_events), <0 failed
+ * (the caller fails the node). */
+int sl__node_connect_check(sl_client *c, sl__node *n);
+int sl__node_connect_events(const sl__node *n);           /* CONNECTING: POLLIN and/or POLLOUT */
+void sl__node_connect_timed_out(sl_client *c, sl__node *n); /* sets the message of a connect past its deadline */
+/* I/O on a connected node, plaintext or TLS, as recv()/send() (never SIGPIPE). */
+ssize_t sl__node_recv(sl__node *n, void *buf, size_t len);
+ssize_t sl__node_send(sl__node *n, const void *buf, size_t len);
+size_t sl__node_pending(const sl__node *n);               /* bytes TLS holds that poll() will not report */
+const char *sl__node_io_error(const sl__node *n, int err); /* what a failed recv/send means */
 /* failed: 0 a clean close; 1 a failure (backoff unless the connection had been working);
  * 2 a failure that always backs off (the handshake was refused). */
 void sl__node_close(sl_client *c, sl__node *n, int failed);

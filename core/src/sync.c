@@ -29,7 +29,7 @@ static int read_arrived(sl_batch *b)
         sl__node *n = c->topo.nodes[k];
         while (n->state == SL__CONNECTED && sl__engine_node_busy(n) && b->inflight > 0) {
             struct pollfd p = {n->fd, POLLIN, 0};
-            if (poll(&p, 1, 0) <= 0 || !(p.revents & (POLLIN | POLLHUP | POLLERR))) break;
+            if (!sl__node_pending(n) && (poll(&p, 1, 0) <= 0 || !(p.revents & (POLLIN | POLLHUP | POLLERR)))) break;
             int rc = sl__engine_read(c, k);
             if (rc) return rc;
         }
@@ -99,15 +99,17 @@ int sl__engine_run_sync(sl_batch *b)
             if (n->state == SL__DISCONNECTED || !sl__engine_node_busy(n)) continue;
             if (n->state == SL__CONNECTING) {
                 if (now >= n->connect_deadline_ms) {
-                    sl__set_err(c, "connect to %s timed out", n->addr);
+                    sl__node_connect_timed_out(c, n);
                     if ((status = sl__engine_node_failed(c, k, SL_ERR_IO, SL_EIO)) != 0) goto out;
                     continue;
                 }
                 if (n->connect_deadline_ms < wake) wake = n->connect_deadline_ms;
             }
             pfds[np].fd = n->fd;
-            pfds[np].events =
-                (short)(POLLIN | ((n->state == SL__CONNECTING || sl__engine_node_unwritten(n)) ? POLLOUT : 0));
+            /* Connecting: what the TCP connect or the TLS handshake waits for (a handshake
+             * waiting to read must not be woken by writability over and over). */
+            pfds[np].events = (short)(n->state == SL__CONNECTING ? sl__node_connect_events(n)
+                                                               : POLLIN | (sl__engine_node_unwritten(n) ? POLLOUT : 0));
             pfds[np].revents = 0;
             map[np++] = (uint16_t)k;
         }
@@ -146,11 +148,11 @@ int sl__engine_run_sync(sl_batch *b)
             sl__node *n = c->topo.nodes[k];
             int rc;
             if (n->state == SL__CONNECTING) {
-                if (!(re & (POLLOUT | POLLERR | POLLHUP))) continue;
-                if ((rc = sl__node_connect_check(c, n)) != 0) {
+                if ((rc = sl__node_connect_check(c, n)) < 0) {
                     if ((status = sl__engine_node_failed(c, k, SL_ERR_IO, rc)) != 0) goto out;
                     continue;
                 }
+                if (rc > 0) continue; /* the TLS handshake goes on */
                 re |= POLLOUT;
             }
             if ((re & POLLOUT) && (rc = sl__engine_write(c, k)) != 0) {

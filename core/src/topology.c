@@ -189,6 +189,8 @@ static void map_commit(sl_client *c, const uint16_t *table)
         if (table[s] != SL__NO_NODE) t->nodes[table[s]]->primary = 1;
 }
 
+static void note_hostname(sl_client *c, uint16_t idx, const sl_reply *node, size_t n, const uint8_t *data);
+
 int sl__topo_apply_slots(sl_client *c, uint16_t asked, const sl_reply *r, size_t n, const uint8_t *data)
 {
     if (n == 0 || r[0].type != SL_REPLY_ARRAY) return SL_ECLUSTER;
@@ -215,6 +217,7 @@ int sl__topo_apply_slots(sl_client *c, uint16_t asked, const sl_reply *r, size_t
         int rc = endpoint_node(c, asked, host->type == SL_REPLY_NIL || host->len == 0 ? NULL : data + host->offset,
                                host->type == SL_REPLY_NIL ? 0 : host->len, port, &idx);
         if (rc) return rc;
+        note_hostname(c, idx, primary, n - i - 3, data);
         for (int64_t s = lo; s <= hi; s++) table[s] = idx;
         ranges++;
         /* The replicas follow the primary: [host, port, id, ...] each. */
@@ -277,6 +280,26 @@ static int shard_node(const sl_reply *nd, size_t ns, const uint8_t *data, size_t
     if ((l == 6 && memcmp(t, "master", 6) == 0) || (l == 7 && memcmp(t, "primary", 7) == 0)) return 1;
     if (l == 7 && memcmp(t, "replica", 7) == 0) return 2;
     return 0;
+}
+
+/* Keeps the host name a CLUSTER SLOTS node entry [ip, port, id, {hostname: ...}] announces
+ * (Redis 7 cluster-announce-hostname), which TLS may verify its certificate against. */
+static void note_hostname(sl_client *c, uint16_t idx, const sl_reply *node, size_t n, const uint8_t *data)
+{
+    if (node->type != SL_REPLY_ARRAY || node->len < 4) return;
+    size_t i = 1;
+    for (int e = 0; e < 3; e++) {
+        if (i >= n) return;
+        i += subtree(&node[i], n - i);
+    }
+    if (i >= n) return;
+    size_t v = map_get(&node[i], n - i, data, "hostname");
+    if (!v) return;
+    const sl_reply *h = &node[i + v];
+    if (!is_text(h) || h->len == 0 || h->len >= SL__HOST_MAX) return;
+    sl__node *nd = c->topo.nodes[idx];
+    memcpy(nd->announced, data + h->offset, h->len);
+    nd->announced[h->len] = '\0';
 }
 
 int sl__topo_apply_shards(sl_client *c, uint16_t asked, const sl_reply *r, size_t n, const uint8_t *data)

@@ -132,10 +132,13 @@ static int parse_hostport(const char *s, size_t n, sl__endpoint *ep, int k, char
 /* One element of the list, s[0, n), trimmed. */
 static int parse_one(const char *s, size_t n, sl__url *out, int k, int *creds_seen, char *errmsg)
 {
-    int scheme = 0;
-    if (has_prefix(s, n, "rediss://"))
-        return fail(errmsg, SL_EUNSUPPORTED, "TLS not supported yet (rediss://)");
-    if (has_prefix(s, n, "redis://")) {
+    int scheme = 0, tls = 0;
+    if (has_prefix(s, n, "rediss://")) {
+        s += 9;
+        n -= 9;
+        scheme = 1;
+        tls = 1;
+    } else if (has_prefix(s, n, "redis://")) {
         s += 8;
         n -= 8;
         scheme = 1;
@@ -147,9 +150,12 @@ static int parse_one(const char *s, size_t n, sl__url *out, int k, int *creds_se
                 break;
             }
         if (sep)
-            return fail(errmsg, SL_EINVAL, "address %d: unsupported scheme \"%.*s\" (use redis://)", k,
+            return fail(errmsg, SL_EINVAL, "address %d: unsupported scheme \"%.*s\" (use redis:// or rediss://)", k,
                         (int)((sep - s) > 16 ? 16 : (sep - s)), s);
     }
+    if (k > 1 && tls != out->tls)
+        return fail(errmsg, SL_EINVAL, "address %d: rediss:// and plain addresses mixed in one list", k);
+    out->tls = tls;
 
     /* The authority ends at the path; the userinfo ends at the authority's last '@'. */
     const char *slash = memchr(s, '/', n);

@@ -111,8 +111,6 @@ static void test_options_rejected(void **state)
     o.max_depth = 0;
     expect_new_fails(&o, SL_EINVAL, "max_depth");
     o = (sl_client_options)SL_CLIENT_OPTIONS_INIT;
-    o.url = "rediss://127.0.0.1:6379";
-    expect_new_fails(&o, SL_EUNSUPPORTED, "TLS");
     o.url = "redis://127.0.0.1:notaport";
     expect_new_fails(&o, SL_EINVAL, "port");
     o.url = "127.0.0.1:1"; /* nothing listens on port 1 */

@@ -129,8 +129,17 @@ static void test_seed_lists(void **state)
 static void test_malformed(void **state)
 {
     (void)state;
-    fails("rediss://h:6379", SL_EUNSUPPORTED, "TLS not supported yet");
-    fails("h1:1,rediss://h2:2", SL_EUNSUPPORTED, "TLS not supported yet");
+    ok("rediss://u:p@h:6380/2"); /* TLS: whether this build has it is the client's question */
+    assert_int_equal(u.tls, 1);
+    assert_string_equal(u.seeds[0].host, "h");
+    assert_int_equal(u.seeds[0].port, 6380);
+    assert_int_equal(u.db, 2);
+    ok("rediss://h1:1,rediss://h2:2");
+    assert_int_equal(u.tls, 1);
+    ok("redis://h1:1");
+    assert_int_equal(u.tls, 0);
+    fails("h1:1,rediss://h2:2", SL_EINVAL, "mixed");
+    fails("rediss://h1:1,redis://h2:2", SL_EINVAL, "mixed");
     fails(NULL, SL_EINVAL, "no address");
     fails("", SL_EINVAL, "empty address");
     fails("h1:1,,h2:2", SL_EINVAL, "empty address");

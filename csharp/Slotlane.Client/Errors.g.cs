@@ -10,7 +10,7 @@ namespace Slotlane
     {
         /// <summary>The server answered the command with an error (ERR, WRONGTYPE, NOSCRIPT, CROSSSLOT from a server...). code is its first word. (<c>SL_ERR_SERVER</c>: <see cref="SlotlaneReplyException"/>)</summary>
         Server = 0,
-        /// <summary>Connecting to the command's node, writing to it or reading from it failed. (<c>SL_ERR_IO</c>: <see cref="SlotlaneConnectionException"/>)</summary>
+        /// <summary>TLS failed: the server's certificate did not verify (its chain, its name, its dates), the handshake failed (a plaintext port), the server refused the client certificate, or a CA, certificate or key could not be loaded. The message says which. (<c>SL_ERR_IO</c>: <see cref="SlotlaneConnectionException"/>)</summary>
         Io = 1,
         /// <summary>A connect or execution deadline passed before the reply. (<c>SL_ERR_TIMEOUT</c>: <see cref="SlotlaneTimeoutException"/>)</summary>
         Timeout = 2,
@@ -145,7 +145,17 @@ namespace Slotlane
         public SlotlaneArgumentException(string message) : base(ErrorKind.Argument, message) { }
     }
 
-    /// <summary>The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS), or the client's in-flight bound is reached and the call asked to fail fast (SL_EBUSY), or the client was made before a fork() and used in the child (SL_EFORK: make a new client after forking).</summary>
+    /// <summary>TLS failed: the server's certificate did not verify (its chain, its name, its dates), the handshake failed (a plaintext port), the server refused the client certificate, or a CA, certificate or key could not be loaded. The message says which.</summary>
+    /// <remarks>errors.json type <c>TlsError</c>; codes <c>SL_ETLS</c>.</remarks>
+    public class SlotlaneTlsException : SlotlaneConnectionException
+    {
+        /// <summary>Creates the exception.</summary>
+        /// <param name="kind">What failed.</param>
+        /// <param name="message">The message.</param>
+        public SlotlaneTlsException(ErrorKind kind, string message) : base(kind, message) { }
+    }
+
+    /// <summary>The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS in a build without OpenSSL), or the client's in-flight bound is reached and the call asked to fail fast (SL_EBUSY), or the client was made before a fork() and used in the child (SL_EFORK: make a new client after forking).</summary>
     /// <remarks>errors.json type <c>ResourceError</c>; codes <c>SL_EBUSY</c>, <c>SL_EFORK</c>, <c>SL_ENOMEM</c>, <c>SL_ESTATE</c>, <c>SL_ETOOSMALL</c>, <c>SL_EUNSUPPORTED</c>.</remarks>
     public class SlotlaneResourceException : SlotlaneException
     {
@@ -199,6 +209,7 @@ namespace Slotlane
                 case -12: return new SlotlaneResourceException(ErrorKind.Client, message); // SL_ESTATE
                 case -13: return new SlotlaneResourceException(ErrorKind.Client, message); // SL_EBUSY
                 case -14: return new SlotlaneResourceException(ErrorKind.Client, message); // SL_EFORK
+                case -15: return new SlotlaneTlsException(ErrorKind.Client, message); // SL_ETLS
                 default: return new SlotlaneException(ErrorKind.Client, message + " (code " + code + ")");
             }
         }

@@ -110,6 +110,7 @@ namespace Slotlane
         public int max_depth;
         public uint max_inflight_batches;
         public ulong max_inflight_bytes;
+        public IntPtr tls;          // sl_tls *: the C# binding has no TLS options yet (NULL)
     }
 
     /// <summary>Return codes of the core (<c>sl_error_code</c>).</summary>
@@ -130,6 +131,7 @@ namespace Slotlane
         SL_ESTATE = -12,
         SL_EBUSY = -13,
         SL_EFORK = -14,
+        SL_ETLS = -15,
     }
 
     /// <summary>Reply record types (<c>sl_reply_type</c>).</summary>
@@ -158,7 +160,7 @@ namespace Slotlane
     {
         internal const string Lib = "slotlane";
 
-        internal const uint SL_CLIENT_OPTIONS_VERSION = 2;
+        internal const uint SL_CLIENT_OPTIONS_VERSION = 3;
         internal const uint SL_STATS_VERSION = 1;
         internal const uint SL_ROUTE_VERSION = 1;
 
@@ -290,6 +292,10 @@ namespace Slotlane
             "sl_cq_wait",
             "sl_loop_submit_cq",
             "sl_batch_cancel",
+            "sl_tls_options_init",    // TLS: not in the C# binding yet (core/README.md, "TLS")
+            "sl_tls_supported",
+            "sl_tls_new",
+            "sl_tls_free",
         };
 
         internal static string PtrToUtf8(IntPtr p)

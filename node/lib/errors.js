@@ -53,7 +53,12 @@ class ArgumentError extends SlotlaneError {
   constructor(message, kind = 'argument') { super(message, kind); }
 }
 
-/** The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS), or the client's in-flight bound is reached and the call asked to fail fast (SL_EBUSY), or the client was made before a fork() and used in the child (SL_EFORK: make a new client after forking). */
+/** TLS failed: the server's certificate did not verify (its chain, its name, its dates), the handshake failed (a plaintext port), the server refused the client certificate, or a CA, certificate or key could not be loaded. The message says which. */
+class TlsError extends ConnectionError {
+  constructor(message, kind = 'io') { super(message, kind); }
+}
+
+/** The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS in a build without OpenSSL), or the client's in-flight bound is reached and the call asked to fail fast (SL_EBUSY), or the client was made before a fork() and used in the child (SL_EFORK: make a new client after forking). */
 class ResourceError extends SlotlaneError {
   constructor(message, kind = 'client') { super(message, kind); }
 }
@@ -83,6 +88,7 @@ const CODES = {
   [-12]: [ResourceError, 'state'], // SL_ESTATE
   [-13]: [ResourceError, 'busy'], // SL_EBUSY
   [-14]: [ResourceError, 'fork'], // SL_EFORK
+  [-15]: [TlsError, 'io'], // SL_ETLS
 };
 
 function errorFromCode(code, message) {
@@ -91,6 +97,6 @@ function errorFromCode(code, message) {
 }
 
 module.exports = {
-  SlotlaneError, ReplyError, ConnectionError, ProtocolError, TimeoutError, ClusterError, CancelledError, ArgumentError, ResourceError,
+  SlotlaneError, ReplyError, ConnectionError, ProtocolError, TimeoutError, ClusterError, CancelledError, ArgumentError, TlsError, ResourceError,
   errorFromRecord, errorFromCode, KINDS, CODES,
 };

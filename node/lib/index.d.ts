@@ -49,6 +49,23 @@ export interface ClientOptions {
   maxRedirects?: number;
   /** Bulk strings as Buffers instead of UTF-8 strings (default false). */
   returnBuffers?: boolean;
+  /** TLS, as ioredis (true: the defaults; "rediss://" alone uses the system's CAs). */
+  tls?: boolean | TlsOptions;
+}
+
+/** PEM text (a string or a Buffer). */
+export type Pem = string | Buffer;
+
+export interface TlsOptions {
+  /** Trusted CAs (none: the system's). */
+  ca?: Pem | Pem[];
+  /** Client certificate chain and its unencrypted key (mutual TLS): both or neither. */
+  cert?: Pem;
+  key?: Pem;
+  /** The name the seeds' certificates are verified against and sent as SNI, instead of their address. */
+  servername?: string;
+  /** false verifies nothing: whoever is on the path can read and change the traffic (default true). */
+  rejectUnauthorized?: boolean;
 }
 
 export interface SendOptions {
@@ -171,5 +188,7 @@ export class ProtocolError extends ConnectionError {}
 export class CancelledError extends SlotlaneError {}
 /** The core refused an argument or option before sending anything. */
 export class ArgumentError extends SlotlaneError {}
-/** Out of memory, a feature this build lacks (TLS), a call invalid in the handle's state. */
+/** TLS failed: verification (chain, name, dates), the handshake, a refused client certificate, an unreadable PEM. */
+export class TlsError extends ConnectionError {}
+/** Out of memory, a feature this build lacks, a call invalid in the handle's state. */
 export class ResourceError extends SlotlaneError {}

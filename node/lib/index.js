@@ -119,9 +119,37 @@ function checkOptions(o) {
       connectTimeout: int('connectTimeout', 1, 0x7fffffff),
       commandTimeout: int('commandTimeout', 0, 0x7fffffff),
       maxRedirects: int('maxRedirects', 0, 1000),
+      tls: tlsOptions(o.tls),
     },
     returnBuffers: o.returnBuffers === true,
   };
+}
+
+// ioredis's tls: { ca, cert, key, servername, rejectUnauthorized } (PEM strings or Buffers;
+// ca may be an array), or true for the defaults; the core's OpenSSL does the handshake, so
+// a tls.SecureContext or checkServerIdentity callback cannot be used.
+function tlsOptions(t) {
+  if (t === undefined || t === null || t === false) return undefined;
+  if (t === true) t = {};
+  if (typeof t !== 'object') throw new TypeError(`slotlane: option tls must be an object or true (got ${typeName(t)})`);
+  const pem = (k) => {
+    const v = t[k];
+    if (v === undefined || v === null) return undefined;
+    if (typeof v === 'string') return v;
+    if (Buffer.isBuffer(v)) return v.toString('latin1');
+    if (Array.isArray(v) && k === 'ca') return v.map((x) => (Buffer.isBuffer(x) ? x.toString('latin1') : String(x))).join('\n');
+    throw new TypeError(`slotlane: option tls.${k} must be PEM text (a string or a Buffer) (got ${typeName(v)})`);
+  };
+  if (t.servername !== undefined && typeof t.servername !== 'string') {
+    throw new TypeError(`slotlane: option tls.servername must be a string (got ${typeName(t.servername)})`);
+  }
+  if (t.rejectUnauthorized !== undefined && typeof t.rejectUnauthorized !== 'boolean') {
+    throw new TypeError(`slotlane: option tls.rejectUnauthorized must be a boolean (got ${typeName(t.rejectUnauthorized)})`);
+  }
+  if ((t.cert === undefined) !== (t.key === undefined)) throw new TypeError('slotlane: option tls needs both cert and key');
+  // rejectUnauthorized: false verifies nothing (SL_TLS_VERIFY_NONE_INSECURE)
+  return { ca: pem('ca'), cert: pem('cert'), key: pem('key'), servername: t.servername,
+           verify: t.rejectUnauthorized === false ? 2 : 0 };
 }
 
 function parseRoute(route) {
@@ -733,7 +761,9 @@ commands.install(Client, Pipeline);
  * Creates a client and starts connecting (in the background: discovery of a cluster runs on
  * a worker thread). Commands issued before the connection is up are queued.
  * options: a URL string or { url | host/port, cluster, username, password, db, resp,
- * connectTimeout, commandTimeout, maxRedirects, returnBuffers }.
+ * connectTimeout, commandTimeout, maxRedirects, returnBuffers, tls }. tls (as ioredis):
+ * { ca, cert, key, servername, rejectUnauthorized } or true; "rediss://" alone uses the
+ * system's CAs.
  */
 function createClient(options) {
   return new Client(options);
@@ -754,5 +784,5 @@ module.exports = {
   SlotlaneError, ReplyError, ConnectionError, ProtocolError,
   TimeoutError: errors.TimeoutError, ClusterError: errors.ClusterError,
   CancelledError: errors.CancelledError, ArgumentError: errors.ArgumentError,
-  ResourceError: errors.ResourceError,
+  ResourceError: errors.ResourceError, TlsError: errors.TlsError,
 };

@@ -214,6 +214,8 @@ typedef struct connect_work {
     napi_async_work work;
     napi_ref cb, recv, fn;
     char *url, *username, *password;
+    int tls_on, tls_verify;           /* options.tls (lib/index.js checked it) */
+    char *tls_ca, *tls_cert, *tls_key, *tls_servername;
     sl_client_options opts;
     sl_client *client;
     int rc;
@@ -229,6 +231,10 @@ static void free_connect_work(napi_env env, connect_work *w)
     free(w->url);
     free(w->username);
     free(w->password);
+    free(w->tls_ca);
+    free(w->tls_cert);
+    free(w->tls_key);
+    free(w->tls_servername);
     free(w);
 }
 
@@ -240,7 +246,20 @@ static void connect_execute(napi_env env, void *data)
     w->opts.username = w->username;
     w->opts.password = w->password;
     w->err[0] = 0;
+    sl_tls *tls = NULL;
+    if (w->tls_on) { /* PEM text, parsed here off the JS thread; the client takes its own reference */
+        sl_tls_options t = SL_TLS_OPTIONS_INIT;
+        t.ca_pem = w->tls_ca;
+        t.cert_pem = w->tls_cert;
+        t.key_pem = w->tls_key;
+        t.server_name = w->tls_servername;
+        t.verify = (sl_tls_verify)w->tls_verify;
+        w->rc = sl_tls_new(&tls, &t, w->err, sizeof w->err);
+        if (w->rc) return;
+        w->opts.tls = tls;
+    }
     w->rc = sl_client_new(&w->client, &w->opts, w->err, sizeof w->err);
+    sl_tls_free(tls);
 }
 
 static napi_value new_output_buffer(napi_env env, size_t cap, uint8_t **ptr, napi_ref *ref)
@@ -353,6 +372,21 @@ static napi_value js_connect(napi_env env, napi_callback_info info)
     bad |= get_int_prop(env, argv[0], "connectTimeout", &w->opts.connect_timeout_ms);
     bad |= get_int_prop(env, argv[0], "commandTimeout", &w->opts.command_timeout_ms);
     bad |= get_int_prop(env, argv[0], "maxRedirects", &w->opts.max_redirects);
+    napi_value tls;
+    napi_valuetype tt;
+    napi_get_named_property(env, argv[0], "tls", &tls);
+    if (napi_typeof(env, tls, &tt) == napi_ok && tt == napi_object) {
+        w->tls_on = 1;
+        napi_get_named_property(env, tls, "ca", &v);
+        bad |= get_opt_string(env, v, &w->tls_ca);
+        napi_get_named_property(env, tls, "cert", &v);
+        bad |= get_opt_string(env, v, &w->tls_cert);
+        napi_get_named_property(env, tls, "key", &v);
+        bad |= get_opt_string(env, v, &w->tls_key);
+        napi_get_named_property(env, tls, "servername", &v);
+        bad |= get_opt_string(env, v, &w->tls_servername);
+        bad |= get_int_prop(env, tls, "verify", &w->tls_verify);
+    }
     if (bad) {
         free_connect_work(env, w);
         napi_throw_type_error(env, NULL, "slotlane addon: bad connect options");

@@ -75,21 +75,22 @@ function startSlotlaneServer(port, shards) {
   return { port, shards, pid: proc.pid, url: `redis://127.0.0.1:${port}`, stop, proc };
 }
 
-function script(name, args) {
-  return execFileSync('bash', [path.join(ROOT, 'ci', name), ...args.map(String)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+function script(name, args, env) {
+  return execFileSync('bash', [path.join(ROOT, 'ci', name), ...args.map(String)],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: env ? { ...process.env, ...env } : process.env });
 }
 
-/** A standalone redis-server (ci/redis-plain.sh). */
-function startRedisPlain(port) {
+/** A standalone redis-server (ci/redis-plain.sh); env: e.g. SL_REDIS_TLS_DIR for TLS only. */
+function startRedisPlain(port, env) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slotlane-node-plain-'));
   const stop = () => {
     stoppers.delete(stop);
-    try { script('redis-plain.sh', ['stop', dir]); } catch { /* already gone */ }
+    try { script('redis-plain.sh', ['stop', dir], env); } catch { /* already gone */ }
     fs.rmSync(dir, { recursive: true, force: true });
   };
   stoppers.add(stop);
   try {
-    script('redis-plain.sh', ['start', dir, port]);
+    script('redis-plain.sh', ['start', dir, port], env);
   } catch (e) {
     stop();
     throw e;

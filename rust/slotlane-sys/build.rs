@@ -97,19 +97,24 @@ fn part_sources(core: &Path, d: &Description, part: &str) -> Vec<PathBuf> {
     out
 }
 
-/// `pkg-config WHAT MODULE`: a part's system library, found the one way every package finds it.
-fn pkg_config(module: &str, what: &str) -> String {
-    let out = std::process::Command::new("pkg-config")
-        .args([what, module])
-        .output()
-        .unwrap_or_else(|e| panic!("slotlane-sys: cannot run pkg-config: {e}"));
-    if !out.status.success() {
-        panic!(
-            "slotlane-sys: pkg-config {what} {module} failed: install its development package (Debian: libuv1-dev for libuv): {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// (cflags, libs) of a system library from `pkg-config`, or None when it is not there.
+fn pkg_config(module: &str) -> Option<(Vec<String>, Vec<String>)> {
+    let run = |what: &str| -> Option<Vec<String>> {
+        let out = std::process::Command::new("pkg-config")
+            .args([what, module])
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        Some(
+            String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .map(String::from)
+                .collect(),
+        )
+    };
+    Some((run("--cflags")?, run("--libs")?))
 }
 
 fn main() {
@@ -143,19 +148,41 @@ fn main() {
         .trim()
         .to_string();
 
-    // The synchronous API and the loop thread (slotlane::aio).
-    let sources = part_sources(&core, &d, "core");
+    // The synchronous API, the loop thread (slotlane::aio) and, when OpenSSL is there, TLS.
+    let mut sources = part_sources(&core, &d, "core");
     assert!(
         !sources.is_empty(),
         "slotlane-sys: the core part has no C sources"
     );
-    let mut sources = sources;
+    // The uv part (the loop thread and completion queues of slotlane::aio) with the system's
+    // libuv through pkg-config (core/README.md, "one linkage rule").
     sources.extend(part_sources(&core, &d, "uv"));
-    let module = d
+    let uv_module = d
         .parts
         .iter()
         .find(|(n, _, _)| n == "uv")
-        .and_then(|(_, _, m)| m.clone());
+        .and_then(|(_, _, m)| m.clone())
+        .unwrap_or_else(|| "libuv".to_string());
+    let libuv = pkg_config(&uv_module).unwrap_or_else(|| {
+        panic!("slotlane-sys: pkg-config finds no {uv_module}: install its development package (Debian: libuv1-dev)")
+    });
+    // TLS: the tls part with the system's OpenSSL through pkg-config (core/README.md, "one
+    // linkage rule"), when pkg-config finds it; SLOTLANE_TLS=0 leaves it out (TLS then
+    // answers SL_EUNSUPPORTED), SLOTLANE_TLS=1 makes a missing OpenSSL an error.
+    println!("cargo:rerun-if-env-changed=SLOTLANE_TLS");
+    let want_tls = env::var("SLOTLANE_TLS").ok();
+    let tls_sources = part_sources(&core, &d, "tls");
+    let openssl = if want_tls.as_deref() == Some("0") || tls_sources.is_empty() {
+        None
+    } else {
+        pkg_config("openssl")
+    };
+    if openssl.is_none() && want_tls.as_deref() == Some("1") {
+        panic!("slotlane-sys: SLOTLANE_TLS=1 but pkg-config finds no openssl (Debian: apt install libssl-dev)");
+    }
+    if openssl.is_some() {
+        sources.extend(tls_sources);
+    }
 
     let mut build = cc::Build::new();
     build
@@ -176,24 +203,27 @@ fn main() {
             None => build.define(def, None),
         };
     }
-    if let Some(m) = &module {
-        let cflags = pkg_config(m, "--cflags");
-        for f in cflags.split_whitespace() {
+    build.define("SL_WITH_UV", None); // build.cfg: SL_WITH_<PART> for every part compiled in
+    let mut libs: Vec<String> = Vec::new();
+    for (cflags, l) in std::iter::once(&libuv).chain(openssl.iter()) {
+        for f in cflags {
             if let Some(dir) = f.strip_prefix("-I") {
                 build.include(dir);
             } else {
                 build.flag(f);
             }
         }
+        libs.extend(l.iter().cloned());
+    }
+    if openssl.is_some() {
+        build.define("SL_WITH_TLS", None);
     }
     build.compile("slotlane");
-    if let Some(m) = &module {
-        for f in pkg_config(m, "--libs").split_whitespace() {
-            if let Some(dir) = f.strip_prefix("-L") {
-                println!("cargo:rustc-link-search=native={dir}");
-            } else if let Some(lib) = f.strip_prefix("-l") {
-                println!("cargo:rustc-link-lib=dylib={lib}");
-            }
+    for f in &libs {
+        if let Some(dir) = f.strip_prefix("-L") {
+            println!("cargo:rustc-link-search=native={dir}");
+        } else if let Some(lib) = f.strip_prefix("-l") {
+            println!("cargo:rustc-link-lib=dylib={lib}");
         }
     }
     println!("cargo:rustc-link-lib=pthread");

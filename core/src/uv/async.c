@@ -15,6 +15,7 @@
 #include "topology.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -86,7 +87,8 @@ static void set_events(sl_client *c, size_t k)
      * cost two epoll_ctl a round trip, and an idle read hears a server-side close (or
      * bytes nobody asked for: a protocol error) at once. Writability is asked for only
      * while bytes are left over that the socket did not take (process() writes eagerly). */
-    if (n->state == SL__CONNECTING) want = UV_WRITABLE | UV_READABLE;
+    if (n->state == SL__CONNECTING) /* what the TCP connect or the TLS handshake waits for */
+        want = (sl__node_connect_events(n) & POLLOUT) ? UV_WRITABLE | UV_READABLE : UV_READABLE;
     else if (n->state == SL__CONNECTED) want = UV_READABLE | (sl__engine_node_unwritten(n) ? UV_WRITABLE : 0);
     /* Waiting only to swallow the late replies of executions that gave up is idle too:
      * it must not keep the loop alive. */
@@ -157,10 +159,9 @@ static void socket_error(sl_client *c, size_t k, int status)
 {
     sl__node *n = c->topo.nodes[k];
     if (n->state == SL__CONNECTING) {
-        if (sl__node_connect_check(c, n) != 0) {
-            (void)sl__engine_node_failed(c, k, SL_ERR_IO, SL_EIO);
-            return;
-        }
+        int rc = sl__node_connect_check(c, n);
+        if (rc < 0) (void)sl__engine_node_failed(c, k, SL_ERR_IO, rc);
+        if (rc != 0) return;
     } else if (n->state == SL__CONNECTED) {
         if (sl__engine_read(c, k) == SL_ENOMEM || n->state == SL__DISCONNECTED) return;
     } else {
@@ -188,8 +189,9 @@ static void on_node(uv_poll_t *p, int status, int events)
         return;
     }
     if (n->state == SL__CONNECTING) {
-        if (sl__node_connect_check(c, n) != 0) {
-            (void)sl__engine_node_failed(c, k, SL_ERR_IO, SL_EIO);
+        int rc = sl__node_connect_check(c, n);
+        if (rc < 0) (void)sl__engine_node_failed(c, k, SL_ERR_IO, rc);
+        if (rc != 0) { /* failed, or the TLS handshake goes on: process() sets the events */
             process(c);
             return;
         }
@@ -285,7 +287,7 @@ static void on_timer(uv_timer_t *t)
     for (size_t k = 0; k < c->topo.nnodes; k++) {
         sl__node *n = c->topo.nodes[k];
         if (n->state == SL__CONNECTING && now >= n->connect_deadline_ms) {
-            sl__set_err(c, "connect to %s timed out", n->addr);
+            sl__node_connect_timed_out(c, n);
             (void)sl__engine_node_failed(c, k, SL_ERR_IO, SL_EIO);
         }
     }

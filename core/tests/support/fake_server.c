@@ -16,8 +16,14 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifdef SL_WITH_TLS
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#endif
 
 #define FS_MAX_ARGS 4096
 #define FS_LOG_ARG 64
@@ -203,6 +209,8 @@ typedef struct conn {
     unsigned stall_gen;
     buf held;           /* the held answer of a stalled request */
     int closing;        /* close once out is written */
+    void *ssl;          /* TLS mode: the connection's SSL */
+    int tls_up;         /* its handshake completed */
 } conn;
 
 struct fs_node {
@@ -240,6 +248,11 @@ struct fs_node {
     size_t nstore, capstore;
 
     struct args *scratch;   /* the argv views of the request being handled */
+
+    void *ssl_ctx;          /* TLS mode (fs_set_tls): the SSL_CTX new connections use */
+    int tls_stall;          /* TLS mode: never answer a ClientHello */
+    uint64_t tls_handshakes;
+    uint64_t tls_failures;
 };
 
 static void node_wake(fs_node *n)
@@ -949,6 +962,9 @@ static long parse_request(const buf *in, args *a)
 
 static void conn_free(conn *c)
 {
+#ifdef SL_WITH_TLS
+    SSL_free(c->ssl);
+#endif
     if (c->fd >= 0) close(c->fd);
     free(c->in.p);
     free(c->out.p);
@@ -1043,6 +1059,22 @@ static void conn_process(fs_node *n, conn *c)
 static int conn_flush(conn *c)
 {
     size_t off = 0;
+#ifdef SL_WITH_TLS
+    if (c->ssl) {
+        while (c->tls_up && off < c->out.len) {
+            ERR_clear_error();
+            int w = SSL_write(c->ssl, c->out.p + off, (int)(c->out.len - off));
+            if (w <= 0) {
+                int e = SSL_get_error(c->ssl, w);
+                if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) break;
+                return -1;
+            }
+            off += (size_t)w;
+        }
+        buf_consume(&c->out, off);
+        return 0;
+    }
+#endif
     while (off < c->out.len) {
         ssize_t w = send(c->fd, c->out.p + off, c->out.len - off, MSG_NOSIGNAL);
         if (w < 0) {
@@ -1090,6 +1122,14 @@ static void accept_all(fs_node *n)
         memset(c, 0, sizeof *c);
         c->fd = fd;
         c->id = ++n->next_conn_id;
+#ifdef SL_WITH_TLS
+        if (n->ssl_ctx) {
+            c->ssl = SSL_new(n->ssl_ctx);
+            if (!c->ssl) fs_die("SSL_new");
+            SSL_set_fd(c->ssl, fd);
+            SSL_set_accept_state(c->ssl);
+        }
+#endif
         if (n->nconns == n->capconns) {
             n->capconns = n->capconns ? n->capconns * 2 : 8;
             n->conns = xrealloc(n->conns, n->capconns * sizeof(conn *));
@@ -1098,6 +1138,45 @@ static void accept_all(fs_node *n)
         n->connections++;
     }
 }
+
+#ifdef SL_WITH_TLS
+/* TLS mode: the handshake, then what the connection sent. Returns 1 when the connection is
+ * gone (EOF, a failed handshake), 0 otherwise. */
+static int tls_read(fs_node *n, conn *c)
+{
+    if (!c->tls_up) {
+        if (n->tls_stall) { /* read the ClientHello and answer nothing */
+            uint8_t tmp[4096];
+            ssize_t r;
+            while ((r = recv(c->fd, tmp, sizeof tmp, 0)) > 0) n->bytes_received += (uint64_t)r;
+            return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+        }
+        ERR_clear_error();
+        int r = SSL_accept(c->ssl);
+        if (r != 1) {
+            int e = SSL_get_error(c->ssl, r);
+            if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return 0;
+            n->tls_failures++;
+            return 1;
+        }
+        c->tls_up = 1;
+        n->tls_handshakes++;
+    }
+    for (;;) {
+        buf_reserve(&c->in, 16384);
+        ERR_clear_error();
+        int r = SSL_read(c->ssl, c->in.p + c->in.len, (int)(c->in.cap - c->in.len));
+        if (r > 0) {
+            c->in.len += (size_t)r;
+            n->bytes_received += (uint64_t)r;
+            continue;
+        }
+        int e = SSL_get_error(c->ssl, r);
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return 0;
+        return 1;
+    }
+}
+#endif
 
 static void *node_main(void *arg)
 {
@@ -1175,6 +1254,18 @@ static void *node_main(void *arg)
             if (!(pfds[j + 2].revents & (POLLIN | POLLERR | POLLHUP))) continue;
             conn *c = n->conns[j];
             int gone = 0;
+#ifdef SL_WITH_TLS
+            if (c->ssl && (gone = tls_read(n, c)) >= 0) {
+                if (c->closing) c->in.len = 0;
+                conn_process(n, c);
+                if (gone) {
+                    conn_flush(c);
+                    remove_conn(n, j);
+                }
+                continue;
+            }
+            gone = 0;
+#endif
             for (;;) {
                 buf_reserve(&c->in, 16384);
                 ssize_t r = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
@@ -1255,6 +1346,9 @@ void fs_stop(fs_node *n)
     close(n->lfd);
     close(n->wake[0]);
     close(n->wake[1]);
+#ifdef SL_WITH_TLS
+    if (n->ssl_ctx) SSL_CTX_free(n->ssl_ctx);
+#endif
     free(n->conns);
     free(n->slots);
     free(n->password);
@@ -1311,6 +1405,46 @@ void fs_set_password(fs_node *n, const char *password)
     n->password = password ? xstrndup(password, strlen(password)) : NULL;
     pthread_mutex_unlock(&n->mu);
 }
+
+int fs_set_tls(fs_node *n, const fs_tls *t)
+{
+#ifdef SL_WITH_TLS
+    SSL_CTX *ctx = NULL;
+    if (t) {
+        signal(SIGPIPE, SIG_IGN); /* OpenSSL's socket BIO write()s: a gone client must not kill the test */
+        ctx = SSL_CTX_new(TLS_server_method());
+        if (!ctx || SSL_CTX_use_certificate_chain_file(ctx, t->cert_file) != 1 ||
+            SSL_CTX_use_PrivateKey_file(ctx, t->key_file, SSL_FILETYPE_PEM) != 1)
+            fs_die("fs_set_tls: cannot load the server certificate or key");
+        if (t->client_ca_file) {
+            if (SSL_CTX_load_verify_file(ctx, t->client_ca_file) != 1) fs_die("fs_set_tls: cannot load the client CA");
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+        }
+    }
+    pthread_mutex_lock(&n->mu);
+    if (n->ssl_ctx) SSL_CTX_free(n->ssl_ctx);
+    n->ssl_ctx = ctx;
+    n->tls_stall = t ? t->stall_handshake : 0;
+    pthread_mutex_unlock(&n->mu);
+    return 0;
+#else
+    (void)n;
+    (void)t;
+    return -1;
+#endif
+}
+
+/* A counter of the node, read under its mutex. */
+static uint64_t locked_counter(fs_node *n, const uint64_t *counter)
+{
+    pthread_mutex_lock(&n->mu);
+    uint64_t v = *counter;
+    pthread_mutex_unlock(&n->mu);
+    return v;
+}
+
+uint64_t fs_tls_handshakes(fs_node *n) { return locked_counter(n, &n->tls_handshakes); }
+uint64_t fs_tls_failures(fs_node *n) { return locked_counter(n, &n->tls_failures); }
 
 int fs_add_rule(fs_node *n, const fs_rule *r)
 {

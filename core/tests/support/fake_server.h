@@ -92,6 +92,21 @@ void fs_set_empty_host(fs_node *n, int on);
 /* Require AUTH with this password (NULL: none required, AUTH answers +OK). */
 void fs_set_password(fs_node *n, const char *password);
 
+/* TLS mode (a build with the tls part, SL_WITH_TLS): connections accepted from now on
+ * speak TLS with this certificate (files are read now; aborts when they cannot be).
+ * client_ca_file not NULL: a client certificate of that CA is required (mutual TLS).
+ * stall_handshake: read the ClientHello and never answer (a handshake that hangs).
+ * NULL: plaintext again. Returns 0, or -1 in a build without TLS. */
+typedef struct fs_tls {
+    const char *cert_file;
+    const char *key_file;
+    const char *client_ca_file;
+    int stall_handshake;
+} fs_tls;
+int fs_set_tls(fs_node *n, const fs_tls *tls);
+uint64_t fs_tls_handshakes(fs_node *n);  /* TLS handshakes completed */
+uint64_t fs_tls_failures(fs_node *n);    /* TLS handshakes the server failed (bad client cert...) */
+
 /* Adds a rule (copied) after the existing ones; rules are tried in order and the first
  * live match wins. Returns the rule's id. */
 int fs_add_rule(fs_node *n, const fs_rule *rule);

@@ -16,7 +16,7 @@ from ._codec import Verbatim
 from ._client import ALL_PRIMARIES, RANDOM, Client, Pipeline
 from ._cluster import Node, Script
 from ._errors import (ArgumentError, CancelledError, ClusterError, ConnectionError, Error,
-                      ProtocolError, ResourceError, ResponseError, TimeoutError)
+                      ProtocolError, ResourceError, ResponseError, TimeoutError, TlsError)
 
 __version__: str = _ffi.string(_lib.sl_version()).decode("ascii")
 
@@ -31,5 +31,5 @@ def key_slot(key: "bytes | str") -> int:
 
 
 __all__ = ["Client", "Pipeline", "Error", "ResponseError", "ConnectionError", "TimeoutError",
-           "ClusterError", "ProtocolError", "CancelledError", "ArgumentError", "ResourceError", "Verbatim", "ALL_PRIMARIES",
+           "ClusterError", "ProtocolError", "CancelledError", "ArgumentError", "ResourceError", "TlsError", "Verbatim", "ALL_PRIMARIES",
            "RANDOM", "Node", "Script", "key_slot", "__version__"]

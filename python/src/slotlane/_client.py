@@ -52,6 +52,56 @@ def _payload2(pfx: bytes, a: Any, b: Any, enc: str, errs: str) -> bytes:
                      _HDR[n] if n < 4096 else b"$%d\r\n" % n, b, _CRLF))
 
 
+_CERT_REQS = {"none": 0, "optional": 1, "required": 2}
+_NODE_NAMES = {"address": "SL_TLS_NODES_ADDRESS", "hostname": "SL_TLS_NODES_HOSTNAME",
+               "server_name": "SL_TLS_NODES_SERVER_NAME", "chain": "SL_TLS_NODES_CHAIN_ONLY"}
+
+
+def _tls_config(ca_certs: Optional[str], ca_path: Optional[str], ca_data: Union[None, str, bytes],
+                certfile: Optional[str], keyfile: Optional[str], cert_reqs: Union[str, int],
+                check_hostname: bool, server_hostname: Optional[str], node_names: str) -> Any:
+    """The core's TLS configuration (sl_tls) for redis-py's ssl_* options; freed by the GC."""
+    # "none", "optional", "required", or ssl.CERT_NONE, CERT_OPTIONAL, CERT_REQUIRED (0, 1, 2)
+    reqs = (_CERT_REQS.get(cert_reqs.lower(), -1) if isinstance(cert_reqs, str) else
+            int(cert_reqs) if isinstance(cert_reqs, int) and 0 <= int(cert_reqs) <= 2 else -1)
+    if reqs < 0:
+        raise ValueError("ssl_cert_reqs must be 'none', 'optional' or 'required' (or ssl.CERT_*), got %r"
+                         % (cert_reqs,))
+    if node_names not in _NODE_NAMES:
+        raise ValueError("ssl_node_names must be one of %s, got %r" % (", ".join(_NODE_NAMES), node_names))
+    if keyfile is not None and certfile is None:
+        raise ValueError("ssl_keyfile needs ssl_certfile")
+    o = ffi.new("sl_tls_options *")
+    rc = lib.sl_tls_options_init(o, lib.SL_TLS_OPTIONS_VERSION)
+    if rc != 0:
+        _raise_code(rc, "sl_tls_options_init failed")
+    keep = []
+
+    def cstr(name: str, v: Union[None, str, bytes]) -> Any:
+        b = _opt_str(name, v)
+        if b is None:
+            return ffi.NULL
+        c = ffi.new("char[]", b)
+        keep.append(c)
+        return c
+
+    o.ca_file = cstr("ssl_ca_certs", ca_certs)
+    o.ca_dir = cstr("ssl_ca_path", ca_path)
+    o.ca_pem = cstr("ssl_ca_data", ca_data)
+    o.cert_file = cstr("ssl_certfile", certfile)
+    o.key_file = cstr("ssl_keyfile", keyfile if keyfile is not None else certfile)  # redis-py: key in the cert file
+    o.server_name = cstr("ssl_server_hostname", server_hostname)
+    o.verify = (lib.SL_TLS_VERIFY_NONE_INSECURE if reqs == 0 else
+                lib.SL_TLS_VERIFY_FULL if check_hostname else lib.SL_TLS_VERIFY_CHAIN)
+    o.node_names = getattr(lib, _NODE_NAMES[node_names])
+    out = ffi.new("sl_tls **")
+    errbuf = ffi.new("char[512]")
+    rc = lib.sl_tls_new(out, o, errbuf, 512)
+    if rc != 0:
+        _raise_code(rc, ffi.string(errbuf).decode("utf-8", "replace"))
+    return ffi.gc(out[0], lib.sl_tls_free)
+
+
 class _Handle:
     """One core client (its own connections) with its batch and out-parameters."""
 
@@ -144,6 +194,21 @@ class Client(ClientCommands[_S]):
     use at once; a thread that finds them all busy waits (``pool_timeout`` seconds,
     None: forever).
 
+    TLS (as redis-py): ``ssl=True`` or a ``rediss://`` URL. ``ssl_ca_certs`` (a PEM file),
+    ``ssl_ca_path`` (a hashed directory) and ``ssl_ca_data`` (PEM text) are the trusted CAs
+    (none given: the system's); ``ssl_certfile``/``ssl_keyfile`` a client certificate
+    (mutual TLS); ``ssl_cert_reqs`` ``"required"`` (default), ``"optional"`` (verified like
+    required: OpenSSL has no "optional" for a client) or ``"none"`` (no verification:
+    insecure), or ``ssl.CERT_*``; ``ssl_check_hostname=False`` verifies the chain only;
+    ``ssl_server_hostname`` the name the seeds' certificates are checked against and sent
+    as SNI instead of their address. ``ssl_node_names``: what the certificates of nodes
+    learned from the cluster are checked against — ``"address"`` (the address the cluster
+    announces, the default), ``"hostname"`` (its announced host name), ``"server_name"``
+    (``ssl_server_hostname`` for every node) or ``"chain"`` (the chain only). TLS failures
+    raise ``TlsError`` (a ``ConnectionError``) saying what failed. One configuration, made
+    once, serves every handle of the client. A ``*ssl.SSLContext`` cannot be used: the
+    handshake is OpenSSL's in the C core, not Python's.
+
     A Client may be shared by threads; the GIL is released during I/O. ``close()`` or
     ``with Client(...) as c:`` releases every connection.
     """
@@ -157,7 +222,12 @@ class Client(ClientCommands[_S]):
                  reconnect_backoff: Tuple[float, float] = (0.01, 1.0),
                  decode_responses: Literal[False] = False, encoding: str = "utf-8",
                  encoding_errors: str = "strict", max_handles: int = 64,
-                 pool_timeout: Optional[float] = None) -> None: ...
+                 pool_timeout: Optional[float] = None, ssl: bool = False,
+                 ssl_ca_certs: Optional[str] = None, ssl_ca_path: Optional[str] = None,
+                 ssl_ca_data: Union[None, str, bytes] = None, ssl_certfile: Optional[str] = None,
+                 ssl_keyfile: Optional[str] = None, ssl_cert_reqs: Union[str, int] = "required",
+                 ssl_check_hostname: bool = True, ssl_server_hostname: Optional[str] = None,
+                 ssl_node_names: str = "address") -> None: ...
 
     @overload
     def __init__(self: "Client[str]", url_or_host: str = "localhost", port: Optional[int] = None, *,
@@ -168,7 +238,12 @@ class Client(ClientCommands[_S]):
                  reconnect_backoff: Tuple[float, float] = (0.01, 1.0),
                  decode_responses: Literal[True], encoding: str = "utf-8",
                  encoding_errors: str = "strict", max_handles: int = 64,
-                 pool_timeout: Optional[float] = None) -> None: ...
+                 pool_timeout: Optional[float] = None, ssl: bool = False,
+                 ssl_ca_certs: Optional[str] = None, ssl_ca_path: Optional[str] = None,
+                 ssl_ca_data: Union[None, str, bytes] = None, ssl_certfile: Optional[str] = None,
+                 ssl_keyfile: Optional[str] = None, ssl_cert_reqs: Union[str, int] = "required",
+                 ssl_check_hostname: bool = True, ssl_server_hostname: Optional[str] = None,
+                 ssl_node_names: str = "address") -> None: ...
 
     def __init__(self, url_or_host: str = "localhost", port: Optional[int] = None, *,
                  cluster: Optional[bool] = None, username: Optional[str] = None,
@@ -178,7 +253,12 @@ class Client(ClientCommands[_S]):
                  reconnect_backoff: Tuple[float, float] = (0.01, 1.0),
                  decode_responses: bool = False, encoding: str = "utf-8",
                  encoding_errors: str = "strict", max_handles: int = 64,
-                 pool_timeout: Optional[float] = None) -> None:
+                 pool_timeout: Optional[float] = None, ssl: bool = False,
+                 ssl_ca_certs: Optional[str] = None, ssl_ca_path: Optional[str] = None,
+                 ssl_ca_data: Union[None, str, bytes] = None, ssl_certfile: Optional[str] = None,
+                 ssl_keyfile: Optional[str] = None, ssl_cert_reqs: Union[str, int] = "required",
+                 ssl_check_hostname: bool = True, ssl_server_hostname: Optional[str] = None,
+                 ssl_node_names: str = "address") -> None:
         self._closed = True  # until fully constructed (close() and __del__ stay safe)
         self._free: List[_Handle] = []
         self._all: List[_Handle] = []
@@ -187,7 +267,11 @@ class Client(ClientCommands[_S]):
             protocol=protocol, socket_connect_timeout=socket_connect_timeout,
             socket_timeout=socket_timeout, max_redirects=max_redirects,
             refresh_interval=refresh_interval, reconnect_backoff=reconnect_backoff,
-            decode_responses=decode_responses, encoding=encoding, encoding_errors=encoding_errors)
+            decode_responses=decode_responses, encoding=encoding, encoding_errors=encoding_errors,
+            ssl=ssl, ssl_ca_certs=ssl_ca_certs, ssl_ca_path=ssl_ca_path, ssl_ca_data=ssl_ca_data,
+            ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, ssl_cert_reqs=ssl_cert_reqs,
+            ssl_check_hostname=ssl_check_hostname, ssl_server_hostname=ssl_server_hostname,
+            ssl_node_names=ssl_node_names)
         self.max_handles = _opt_int("max_handles", max_handles, 1, 100000)
         self._pool_timeout = None if pool_timeout is None else float(pool_timeout)
         self.decode_responses = decode_responses
@@ -210,7 +294,12 @@ class Client(ClientCommands[_S]):
                  max_redirects: int = 5, refresh_interval: Optional[float] = None,
                  reconnect_backoff: Tuple[float, float] = (0.01, 1.0),
                  decode_responses: bool = False, encoding: str = "utf-8",
-                 encoding_errors: str = "strict") -> Tuple[Any, List[Any], str, str, Optional[Tuple[str, str]]]:
+                 encoding_errors: str = "strict", ssl: bool = False,
+                 ssl_ca_certs: Optional[str] = None, ssl_ca_path: Optional[str] = None,
+                 ssl_ca_data: Union[None, str, bytes] = None, ssl_certfile: Optional[str] = None,
+                 ssl_keyfile: Optional[str] = None, ssl_cert_reqs: Union[str, int] = "required",
+                 ssl_check_hostname: bool = True, ssl_server_hostname: Optional[str] = None,
+                 ssl_node_names: str = "address") -> Tuple[Any, List[Any], str, str, Optional[Tuple[str, str]]]:
         """Checks the options (the asyncio client's too) and fills the core's options
         struct: (opts, the strings it points to, encoding, errors, the decode pair)."""
         if not isinstance(url_or_host, str):
@@ -268,6 +357,11 @@ class Client(ClientCommands[_S]):
             raise TypeError("reconnect_backoff must be a (first, max) tuple of seconds")
         opts.reconnect_min_ms = _seconds_to_ms("reconnect_backoff[0]", reconnect_backoff[0], 0)
         opts.reconnect_max_ms = _seconds_to_ms("reconnect_backoff[1]", reconnect_backoff[1], 0)
+        if ssl or address.lower().startswith("rediss://"):
+            tls = _tls_config(ssl_ca_certs, ssl_ca_path, ssl_ca_data, ssl_certfile, ssl_keyfile,
+                              ssl_cert_reqs, ssl_check_hostname, ssl_server_hostname, ssl_node_names)
+            opts.tls = tls  # each core handle takes its own reference
+            keep.append(tls)
         text: Optional[Tuple[str, str]] = (encoding, encoding_errors) if decode_responses else None
         return opts, keep, encoding, encoding_errors, text
 

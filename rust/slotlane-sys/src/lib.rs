@@ -33,6 +33,7 @@ pub const SL_EUNSUPPORTED: sl_error_code = -11;
 pub const SL_ESTATE: sl_error_code = -12;
 pub const SL_EBUSY: sl_error_code = -13;
 pub const SL_EFORK: sl_error_code = -14;
+pub const SL_ETLS: sl_error_code = -15;
 
 // ---------------------------------------------------------------- allocator
 pub const SL_ALLOCATOR_VERSION: c_uint = 1;
@@ -59,7 +60,48 @@ pub const SL_MODE_AUTO: sl_mode = 0;
 pub const SL_MODE_PLAIN: sl_mode = 1;
 pub const SL_MODE_CLUSTER: sl_mode = 2;
 
-pub const SL_CLIENT_OPTIONS_VERSION: c_uint = 2;
+// ---------------------------------------------------------------------- TLS
+/// Opaque: `sl_tls` (a shared, refcounted TLS configuration; any thread).
+#[repr(C)]
+pub struct sl_tls {
+    _private: [u8; 0],
+}
+/// `sl_tls_verify` (an `int`-sized C enum).
+pub type sl_tls_verify = c_int;
+pub const SL_TLS_VERIFY_FULL: sl_tls_verify = 0;
+pub const SL_TLS_VERIFY_CHAIN: sl_tls_verify = 1;
+pub const SL_TLS_VERIFY_NONE_INSECURE: sl_tls_verify = 2;
+/// `sl_tls_node_names` (an `int`-sized C enum).
+pub type sl_tls_node_names = c_int;
+pub const SL_TLS_NODES_ADDRESS: sl_tls_node_names = 0;
+pub const SL_TLS_NODES_HOSTNAME: sl_tls_node_names = 1;
+pub const SL_TLS_NODES_SERVER_NAME: sl_tls_node_names = 2;
+pub const SL_TLS_NODES_CHAIN_ONLY: sl_tls_node_names = 3;
+
+pub const SL_TLS_OPTIONS_VERSION: c_uint = 1;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sl_tls_options {
+    pub version: c_uint,
+    pub size: c_uint,
+    pub ca_file: *const c_char,
+    pub ca_dir: *const c_char,
+    pub ca_pem: *const c_char,
+    pub ca_pem_len: usize,
+    pub system_roots: c_int,
+    pub cert_file: *const c_char,
+    pub key_file: *const c_char,
+    pub cert_pem: *const c_char,
+    pub cert_pem_len: usize,
+    pub key_pem: *const c_char,
+    pub key_pem_len: usize,
+    pub verify: sl_tls_verify,
+    pub server_name: *const c_char,
+    pub node_names: sl_tls_node_names,
+}
+
+pub const SL_CLIENT_OPTIONS_VERSION: c_uint = 3;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -84,6 +126,7 @@ pub struct sl_client_options {
     pub max_depth: c_int,
     pub max_inflight_batches: c_uint,
     pub max_inflight_bytes: u64,
+    pub tls: *mut sl_tls,
 }
 
 // ------------------------------------------------------------------- client
@@ -234,6 +277,15 @@ extern "C" {
     pub fn sl_version() -> *const c_char;
     pub fn sl_strerror(code: c_int) -> *const c_char;
 
+    pub fn sl_tls_options_init(opts: *mut sl_tls_options, version: c_uint) -> c_int;
+    pub fn sl_tls_supported() -> c_int;
+    pub fn sl_tls_new(
+        out: *mut *mut sl_tls,
+        opts: *const sl_tls_options,
+        errmsg: *mut c_char,
+        errmsg_cap: usize,
+    ) -> c_int;
+    pub fn sl_tls_free(tls: *mut sl_tls);
     pub fn sl_client_options_init(opts: *mut sl_client_options, version: c_uint) -> c_int;
     pub fn sl_client_new(
         out: *mut *mut sl_client,
@@ -416,4 +468,5 @@ pub const SL_CLIENT_OPTIONS_INIT: sl_client_options = sl_client_options {
     max_depth: 32,
     max_inflight_batches: 4096,
     max_inflight_bytes: 64 << 20,
+    tls: core::ptr::null_mut(),
 };

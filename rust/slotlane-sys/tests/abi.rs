@@ -149,6 +149,14 @@ fn layouts() -> Vec<Layout> {
             allocator => "allocator", max_bulk_len => "max_bulk_len",
             max_aggregate_len => "max_aggregate_len", max_depth => "max_depth",
             max_inflight_batches => "max_inflight_batches", max_inflight_bytes => "max_inflight_bytes",
+            tls => "tls",
+        }),
+        layout!(sl_tls_options {
+            version => "version", size => "size", ca_file => "ca_file", ca_dir => "ca_dir", ca_pem => "ca_pem",
+            ca_pem_len => "ca_pem_len", system_roots => "system_roots", cert_file => "cert_file",
+            key_file => "key_file", cert_pem => "cert_pem", cert_pem_len => "cert_pem_len", key_pem => "key_pem",
+            key_pem_len => "key_pem_len", verify => "verify", server_name => "server_name",
+            node_names => "node_names",
         }),
         layout!(sl_stats {
             version => "version", size => "size", commands => "commands", moved => "moved", ask => "ask",
@@ -346,7 +354,7 @@ fn options_init_matches_the_macro_and_the_function() {
     for (f, v) in &checks {
         writeln!(c, "  if ((long long)o.{f} != (long long){v}LL) {{ printf(\"{f}: C %lld, Rust {v}\\n\", (long long)o.{f}); bad = 1; }}").unwrap();
     }
-    c.push_str("  if (o.url || o.username || o.password || o.allocator) { puts(\"pointers not NULL\"); bad = 1; }\n  return bad;\n}\n");
+    c.push_str("  if (o.url || o.username || o.password || o.allocator || o.tls) { puts(\"pointers not NULL\"); bad = 1; }\n  return bad;\n}\n");
     compile("options_init_check", &c, true);
 
     // The run-time initialiser agrees with the constant.

@@ -131,6 +131,7 @@ pub struct ConnectOptions {
     max_bulk_len: Option<u64>,
     max_aggregate_len: Option<u64>,
     max_depth: Option<i64>,
+    tls: Option<crate::Tls>,
 }
 
 impl ConnectOptions {
@@ -152,6 +153,7 @@ impl ConnectOptions {
             max_bulk_len: None,
             max_aggregate_len: None,
             max_depth: None,
+            tls: None,
         }
     }
     /// Plain, cluster, or detect (the default).
@@ -226,6 +228,13 @@ impl ConnectOptions {
     /// Deepest nesting of a reply (default 32).
     pub fn max_depth(mut self, n: u32) -> Self {
         self.max_depth = Some(n as i64);
+        self
+    }
+    /// Every connection over TLS with this configuration (made once with
+    /// [`TlsConfig::build`](crate::TlsConfig::build), shared by any number of clients). A
+    /// `rediss://` URL without it uses the defaults: the system's CAs, full verification.
+    pub fn tls(mut self, tls: crate::Tls) -> Self {
+        self.tls = Some(tls);
         self
     }
     /// The URL.
@@ -455,6 +464,9 @@ impl Client {
         }
         if let Some(n) = max_inflight {
             c.max_inflight_batches = n;
+        }
+        if let Some(t) = &o.tls {
+            c.tls = t.raw(); // the core client takes its own reference
         }
         let mut raw: *mut sys::sl_client = ptr::null_mut();
         let mut msg = [0 as c_char; 512];

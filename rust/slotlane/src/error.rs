@@ -32,11 +32,13 @@ pub enum Error {
     Cluster(String),
     /// The client refused the command's arguments or bytes before sending anything (a bad argument, malformed command bytes, a bad option or URL). Python also makes it a ValueError, Java an IllegalArgumentException-like unchecked error, C# an ArgumentException subclass where the language allows. (errors.json `ArgumentError`)
     InvalidArgument(String),
-    /// The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS), or the client's in-flight bound is reached and the call asked to fail fast (SL_EBUSY), or the client was made before a fork() and used in the child (SL_EFORK: make a new client after forking). A feature this build does not have (`rediss://` TLS). (errors.json `ResourceError`)
+    /// TLS failed: the server's certificate did not verify (its chain, its name, its dates), the handshake failed (a plaintext port), the server refused the client certificate, or a CA, certificate or key could not be loaded. The message says which. The handshake or the certificate's verification failed (a wrong CA, an expired certificate, a host name mismatch, a plaintext port), the server refused the client certificate, or a CA, certificate or key could not be loaded. The message says which. (errors.json `TlsError`)
+    Tls(String),
+    /// The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS in a build without OpenSSL), or the client's in-flight bound is reached and the call asked to fail fast (SL_EBUSY), or the client was made before a fork() and used in the child (SL_EFORK: make a new client after forking). A feature this build does not have (TLS in a build without OpenSSL). (errors.json `ResourceError`)
     Unsupported(String),
     /// The node sent bytes that are not RESP, or a reply exceeded a limit. A reply of another type than the one asked for (a typed method or [`FromValue`](crate::FromValue) conversion). (errors.json `ProtocolError`)
     UnexpectedReply(String),
-    /// The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS), or the client's in-flight bound is reached and the call asked to fail fast (SL_EBUSY), or the client was made before a fork() and used in the child (SL_EFORK: make a new client after forking). Out of memory, a buffer too small, a call in the wrong state: `code` is the core's `SL_E*` code (below -1000: an unknown record kind). (errors.json `ResourceError`)
+    /// The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS in a build without OpenSSL), or the client's in-flight bound is reached and the call asked to fail fast (SL_EBUSY), or the client was made before a fork() and used in the child (SL_EFORK: make a new client after forking). Out of memory, a buffer too small, a call in the wrong state: `code` is the core's `SL_E*` code (below -1000: an unknown record kind). (errors.json `ResourceError`)
     Other {
         /// The core's `SL_E*` code (or below -1000: an unknown record kind).
         code: i32,
@@ -73,6 +75,7 @@ impl Error {
             sys::SL_ESTATE => Error::Other { code, message: m() },
             sys::SL_EBUSY => Error::Other { code, message: m() },
             sys::SL_EFORK => Error::Other { code, message: m() },
+            sys::SL_ETLS => Error::Tls(m()),
             _ => Error::Other { code, message: m() },
         }
     }
@@ -121,6 +124,7 @@ impl Error {
             | Error::Cancelled(message)
             | Error::Cluster(message)
             | Error::InvalidArgument(message)
+            | Error::Tls(message)
             | Error::Unsupported(message)
             | Error::UnexpectedReply(message)
             | Error::Other { message, .. } => message,
@@ -139,6 +143,7 @@ impl Error {
             Error::Cancelled(_) => "CancelledError",
             Error::Cluster(_) => "ClusterError",
             Error::InvalidArgument(_) => "ArgumentError",
+            Error::Tls(_) => "TlsError",
             Error::Unsupported(_) => "ResourceError",
             Error::UnexpectedReply(_) => "ProtocolError",
             Error::Other { .. } => "ResourceError",
@@ -157,6 +162,7 @@ impl fmt::Display for Error {
             Error::Cancelled(m) => write!(f, "cancelled: {m}"),
             Error::Cluster(m) => write!(f, "cluster error: {m}"),
             Error::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
+            Error::Tls(m) => write!(f, "TLS error: {m}"),
             Error::Unsupported(m) => write!(f, "unsupported: {m}"),
             Error::UnexpectedReply(m) => write!(f, "unexpected reply: {m}"),
             Error::Other { code, message } => write!(f, "error {code}: {message}"),
@@ -221,6 +227,7 @@ mod tests {
             Error::from_code(sys::SL_ETIMEOUT, "m").type_name(),
             "TimeoutError"
         );
+        assert_eq!(Error::from_code(sys::SL_ETLS, "m").type_name(), "TlsError");
         assert_eq!(
             Error::from_code(sys::SL_ETOOSMALL, "m").type_name(),
             "ResourceError"

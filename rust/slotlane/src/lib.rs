@@ -44,6 +44,7 @@ mod error;
 mod pipeline;
 mod pool;
 pub mod shape;
+mod tls;
 mod value;
 
 pub use client::{CancelHandle, Client, ConnectOptions, Mode, Route, Stats};
@@ -54,6 +55,7 @@ pub use error::Error;
 pub use pipeline::Pipeline;
 pub use pool::{Pool, PooledClient};
 pub use shape::Slot;
+pub use tls::{Tls, TlsConfig, TlsNodeNames, TlsVerify};
 pub use value::{FromValue, Value};
 
 /// The version of the C core (`sl_version()`), e.g. `"0.1.0"`.

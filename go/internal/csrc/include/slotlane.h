@@ -60,12 +60,14 @@ typedef enum sl_error_code {
     SL_ECANCELLED = -8,   /* sl_client_cancel() was called during the execution */
     SL_ECLUSTER = -9,     /* discovery failed, no node for a slot, or CROSSSLOT refused */
     SL_ETOOSMALL = -10,   /* caller buffers too small: the sizes say how much is needed */
-    SL_EUNSUPPORTED = -11,/* a feature this build does not have (e.g. rediss:// TLS) */
+    SL_EUNSUPPORTED = -11,/* a feature this build does not have (e.g. TLS in a build without OpenSSL) */
     SL_ESTATE = -12,      /* the call is not valid in the handle's state */
     SL_EBUSY = -13,       /* the client's in-flight bound (max_inflight_batches / _bytes) is
                              reached and the submission asked to fail fast (slotlane_uv.h) */
-    SL_EFORK = -14        /* the client (or loop) was made in another process: it was used in
+    SL_EFORK = -14,      /* the client (or loop) was made in another process: it was used in
                              a child after fork(); make a new one in the child */
+    SL_ETLS = -15         /* TLS failed: a certificate, key or CA that cannot be loaded, a
+                             handshake or verification that failed (the message says what) */
 } sl_error_code;
 
 /* A short static description of a code, e.g. "I/O error". Never NULL. */
@@ -99,7 +101,78 @@ typedef enum sl_mode {
     SL_MODE_CLUSTER = 2   /* discover the slot map and route every command by its key */
 } sl_mode;
 
-#define SL_CLIENT_OPTIONS_VERSION 2
+/* ---------------------------------------------------------------------- TLS */
+
+/* A TLS configuration (OpenSSL 3): made once, shared by any number of clients on any
+ * threads. It is immutable after sl_tls_new(); each client holds a reference of its own,
+ * so the caller may sl_tls_free() its reference at once after sl_client_new(). */
+typedef struct sl_tls sl_tls;
+
+typedef enum sl_tls_verify {
+    SL_TLS_VERIFY_FULL = 0,          /* the chain to a trusted CA and the host name (default) */
+    SL_TLS_VERIFY_CHAIN = 1,         /* the chain only: a certificate of the CA for any name */
+    SL_TLS_VERIFY_NONE_INSECURE = 2  /* nothing: whoever is on the path can read and change
+                                        the traffic. For tests only. */
+} sl_tls_verify;
+
+/* The name a node learned from the cluster's topology (not a seed) is verified against. */
+typedef enum sl_tls_node_names {
+    SL_TLS_NODES_ADDRESS = 0,        /* the address the cluster announced it by, IP or host
+                                        name (an IP is matched against the IP SANs) (default) */
+    SL_TLS_NODES_HOSTNAME = 1,       /* the host name the node announces (Redis 7
+                                        cluster-announce-hostname), else its address */
+    SL_TLS_NODES_SERVER_NAME = 2,    /* server_name for every node: one certificate for all */
+    SL_TLS_NODES_CHAIN_ONLY = 3      /* the chain only (seeds are still verified by name) */
+} sl_tls_node_names;
+
+#define SL_TLS_OPTIONS_VERSION 1
+
+/* TLS options. Initialise with SL_TLS_OPTIONS_INIT or sl_tls_options_init(). Strings and
+ * PEM bytes are only read during sl_tls_new(). Trusted CAs: any of ca_file, ca_dir and
+ * ca_pem, and the system's store when system_roots says so. A client certificate (mutual
+ * TLS) is cert_file or cert_pem (the leaf first, then its chain) with key_file or key_pem
+ * (unencrypted PEM). */
+typedef struct sl_tls_options {
+    unsigned int version;       /* SL_TLS_OPTIONS_VERSION */
+    unsigned int size;          /* sizeof(sl_tls_options) as the caller compiled it */
+    const char *ca_file;        /* PEM file of trusted CAs; NULL: none */
+    const char *ca_dir;         /* directory of hashed CA certificates (c_rehash); NULL: none */
+    const char *ca_pem;         /* PEM bytes of trusted CAs; NULL: none */
+    size_t ca_pem_len;          /* 0: strlen(ca_pem) */
+    int system_roots;           /* 1: trust the system's store too; 0: never;
+                                   -1 (default): only when no CA above is given */
+    const char *cert_file;      /* client certificate chain, PEM; NULL: none */
+    const char *key_file;       /* its private key, PEM */
+    const char *cert_pem;       /* or the same as bytes */
+    size_t cert_pem_len;        /* 0: strlen(cert_pem) */
+    const char *key_pem;
+    size_t key_pem_len;         /* 0: strlen(key_pem) */
+    sl_tls_verify verify;       /* default SL_TLS_VERIFY_FULL */
+    const char *server_name;    /* the name the seeds are verified against and sent as SNI,
+                                   instead of their address; NULL: the address */
+    sl_tls_node_names node_names; /* default SL_TLS_NODES_ADDRESS */
+} sl_tls_options;
+
+#define SL_TLS_OPTIONS_INIT { SL_TLS_OPTIONS_VERSION, (unsigned int)sizeof(sl_tls_options), NULL, NULL, \
+        NULL, 0, -1, NULL, NULL, NULL, 0, NULL, 0, SL_TLS_VERIFY_FULL, NULL, SL_TLS_NODES_ADDRESS }
+
+/* Fills opts with the defaults of the given version; SL_EINVAL for an unknown version. */
+SL_EXTERN int sl_tls_options_init(sl_tls_options *opts, unsigned int version);
+
+/* 1 when this build has TLS (OpenSSL), else 0 (sl_tls_new then answers SL_EUNSUPPORTED). */
+SL_EXTERN int sl_tls_supported(void);
+
+/* Makes a TLS configuration: loads the CAs, the client certificate and key now, so a bad
+ * file fails here (SL_ETLS, or SL_EINVAL for contradictory options, SL_EUNSUPPORTED in a
+ * build without TLS) with a message in errmsg (at most errmsg_cap bytes, NUL-terminated).
+ * *out is the caller's reference: release it with sl_tls_free(). Any thread. */
+SL_EXTERN int sl_tls_new(sl_tls **out, const sl_tls_options *opts, char *errmsg, size_t errmsg_cap);
+
+/* Releases the caller's reference; the configuration is freed when no client holds it any
+ * more. NULL is a no-op. Any thread. */
+SL_EXTERN void sl_tls_free(sl_tls *tls);
+
+#define SL_CLIENT_OPTIONS_VERSION 3
 
 /* Client options. Initialise with SL_CLIENT_OPTIONS_INIT or sl_client_options_init()
  * and set what differs. Strings are only read during sl_client_new() (copied). */
@@ -109,7 +182,9 @@ typedef struct sl_client_options {
 
     /* Where to connect: "redis://[user:password@]host:port[/db]", "host:port", or several
      * seeds separated by commas ("h1:p1,h2:p2"); NULL means "127.0.0.1:6379".
-     * "rediss://" fails with SL_EUNSUPPORTED.
+     * "rediss://..." connects with TLS: with the tls field's configuration, or one with the
+     * defaults (the system's CAs, full verification) when tls is NULL; SL_EUNSUPPORTED in
+     * a build without TLS. Every seed of a list has the same scheme.
      * Credentials and db in the URL are used unless the fields below are set. */
     const char *url;
     sl_mode mode;
@@ -135,11 +210,17 @@ typedef struct sl_client_options {
      * nothing else is in flight. Callers of version 1 get the defaults. */
     unsigned int max_inflight_batches; /* default 4096; 0 = the default */
     uint64_t max_inflight_bytes;       /* default 64 MiB; 0 = the default */
+    /* Version 3. */
+    sl_tls *tls;                /* not NULL: every connection the client opens (seeds,
+                                   discovered nodes, reconnects) uses TLS with it, whatever the
+                                   URL's scheme; the client takes its own reference. The
+                                   handshake runs within connect_timeout_ms, and nothing is
+                                   sent before the server's certificate is verified. */
 } sl_client_options;
 
 #define SL_CLIENT_OPTIONS_INIT { SL_CLIENT_OPTIONS_VERSION, (unsigned int)sizeof(sl_client_options), \
         NULL, SL_MODE_AUTO, NULL, NULL, -1, 2, 2000, 5000, 5, 0, 10, 1000, NULL,                     \
-        (uint64_t)512 << 20, (uint64_t)1 << 30, 32, 4096, (uint64_t)64 << 20 }
+        (uint64_t)512 << 20, (uint64_t)1 << 30, 32, 4096, (uint64_t)64 << 20, NULL }
 
 /* Fills opts with the defaults of the given version (SL_CLIENT_OPTIONS_VERSION) and sets
  * size to sizeof(sl_client_options). Returns SL_EINVAL for an unknown version.

@@ -42,6 +42,7 @@ const char *sl_strerror(int code)
     case SL_ESTATE: return "invalid state";
     case SL_EBUSY: return "the client's in-flight limit is reached";
     case SL_EFORK: return "used in a child after fork()";
+    case SL_ETLS: return "TLS error";
     default: return "unknown error";
     }
 }
@@ -191,6 +192,7 @@ int sl_client_new(sl_client **out, const sl_client_options *opts, char *errmsg, 
             o.max_inflight_batches = d.max_inflight_batches;
             o.max_inflight_bytes = d.max_inflight_bytes;
         }
+        if (opts->version < 3) o.tls = NULL; /* likewise: not a field of versions 1 and 2 */
     }
     if (check_options(&o, why, sizeof why)) {
         set_errbuf(errmsg, errmsg_cap, why);
@@ -239,6 +241,21 @@ int sl_client_new(sl_client **out, const sl_client_options *opts, char *errmsg, 
     c->opts.username = c->url.username[0] ? c->url.username : NULL;
     c->opts.password = c->url.has_password ? c->url.password : NULL;
     if (o.db < 0) c->opts.db = c->url.db >= 0 ? c->url.db : 0;
+    c->opts.tls = NULL;
+    if (o.tls || c->url.tls) {
+        if (!sl_tls_supported()) {
+            set_errbuf(errmsg, errmsg_cap, "TLS (rediss://) is not supported by this build of slotlane (built without OpenSSL)");
+            rc = SL_EUNSUPPORTED;
+            goto fail;
+        }
+        if (o.tls) {
+            sl__tls_ref(o.tls);
+            c->tls = o.tls;
+        } else if ((rc = sl_tls_new(&c->tls, NULL, why, sizeof why)) != 0) {
+            set_errbuf(errmsg, errmsg_cap, why);
+            goto fail;
+        }
+    }
     if (pipe(c->cancel_pipe) != 0 || fcntl(c->cancel_pipe[0], F_SETFL, O_NONBLOCK) != 0 ||
         fcntl(c->cancel_pipe[1], F_SETFL, O_NONBLOCK) != 0 || fcntl(c->cancel_pipe[0], F_SETFD, FD_CLOEXEC) != 0 ||
         fcntl(c->cancel_pipe[1], F_SETFD, FD_CLOEXEC) != 0) {
@@ -254,6 +271,7 @@ int sl_client_new(sl_client **out, const sl_client_options *opts, char *errmsg, 
             set_errbuf(errmsg, errmsg_cap, c->errmsg);
             goto fail;
         }
+        c->topo.nodes[idx]->seed = 1;
     }
     if ((rc = sl_batch_new(c, &c->internal)) != 0 || (rc = sl_batch_new(c, &c->disco)) != 0) {
         set_errbuf(errmsg, errmsg_cap, "out of memory");
@@ -288,6 +306,8 @@ int sl_client_new(sl_client **out, const sl_client_options *opts, char *errmsg, 
         }
     }
     if (rc) {
+        /* A seed that failed TLS (handshake, verification, an alert) says so by its code. */
+        if (c->tls_failed && rc != SL_ENOMEM && rc != SL_EINVAL) rc = SL_ETLS;
         set_errbuf(errmsg, errmsg_cap, c->errmsg[0] ? c->errmsg : sl_strerror(rc));
         goto fail;
     }
@@ -310,6 +330,7 @@ void sl_client_free(sl_client *c)
     if (c->internal) sl_batch_free(c->internal);
     if (c->disco) sl_batch_free(c->disco);
     sl__topo_free(c);
+    sl_tls_free(c->tls);
     if (c->cancel_pipe[0] >= 0) close(c->cancel_pipe[0]);
     if (c->cancel_pipe[1] >= 0) close(c->cancel_pipe[1]);
     sl__alloc a = c->alloc;

@@ -265,7 +265,7 @@ int sl__engine_write(sl_client *c, size_t k)
             n->oext_owner = NULL;
             return 0;
         }
-        ssize_t w = send(n->fd, p, left, MSG_NOSIGNAL);
+        ssize_t w = sl__node_send(n, p, left);
         if (w > 0) {
             n->opos += (size_t)w;
             c->stats.bytes_written += (uint64_t)w;
@@ -273,7 +273,8 @@ int sl__engine_write(sl_client *c, size_t k)
         }
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
         if (w < 0 && errno == EINTR) continue;
-        sl__set_err(c, "write to %s: %s", n->addr, w < 0 ? strerror(errno) : "closed");
+        if (w < 0 && n->tls && errno == EPROTO) c->tls_failed = 1; /* an alert: e.g. our certificate refused */
+        sl__set_err(c, "write to %s: %s", n->addr, w < 0 ? sl__node_io_error(n, errno) : "closed");
         return SL_EIO;
     }
 }
@@ -282,6 +283,15 @@ int sl__engine_write(sl_client *c, size_t k)
 static void part_done(sl_batch *b)
 {
     if (b->inflight > 0 && --b->inflight == 0) b->round_over = 1;
+}
+
+/* A plaintext connection that a server broke before it answered anything, or a reply that
+ * opens with a TLS record's first byte (a handshake or an alert): most likely a TLS port. */
+static const char *tls_port_hint(const sl_client *c, const sl__node *n, int first_byte)
+{
+    if (c->tls) return "";
+    if (first_byte < 0 ? n->conn_read > 0 : (first_byte != 0x15 && first_byte != 0x16)) return "";
+    return " (the server sent no reply: if the port speaks TLS, use rediss:// or a TLS configuration)";
 }
 
 /* Parses every complete reply in node k's read buffer and hands it to its owner. */
@@ -304,7 +314,8 @@ static int parse_node(sl_client *c, size_t k)
         n->rpos += used;
         if (rc == SL__RESP_MORE) break;
         if (rc == SL__RESP_BAD) {
-            sl__set_err(c, "protocol error from %s: %s", n->addr, n->parser.errmsg);
+            sl__set_err(c, "protocol error from %s: %s%s", n->addr, n->parser.errmsg,
+                        tls_port_hint(c, n, n->rpos < n->rbuf.len ? n->rbuf.ptr[n->rpos] : -1));
             return SL_EPROTO;
         }
         if (rc < 0) return rc;
@@ -347,10 +358,12 @@ static int parse_node(sl_client *c, size_t k)
     return 0;
 }
 
+/* Reads what the socket has. Over TLS, also what OpenSSL already holds decrypted: poll()
+ * never reports those bytes again, so the read goes on while any are pending. */
 static int read_node(sl_client *c, size_t k)
 {
     sl__node *n = c->topo.nodes[k];
-    for (int loops = 0; loops < 64; loops++) {
+    for (int loops = 0; loops < 64 || sl__node_pending(n); loops++) {
         if (n->rpos > 0 && n->rbuf.cap - n->rbuf.len < 4096) {
             memmove(n->rbuf.ptr, n->rbuf.ptr + n->rpos, n->rbuf.len - n->rpos);
             n->rbuf.len -= n->rpos;
@@ -358,20 +371,22 @@ static int read_node(sl_client *c, size_t k)
         }
         if (sl__bytes_reserve(&c->alloc, &n->rbuf, n->rbuf.cap < 16384 ? 16384 : 4096)) return SL_ENOMEM;
         size_t room = n->rbuf.cap - n->rbuf.len;
-        ssize_t r = recv(n->fd, n->rbuf.ptr + n->rbuf.len, room, 0);
+        ssize_t r = sl__node_recv(n, n->rbuf.ptr + n->rbuf.len, room);
         if (r > 0) {
             n->rbuf.len += (size_t)r;
+            n->conn_read += (uint64_t)r;
             c->stats.bytes_read += (uint64_t)r;
-            if ((size_t)r < room) return 0; /* drained for now */
+            if ((size_t)r < room && !sl__node_pending(n)) return 0; /* drained for now */
             continue;
         }
         if (r == 0) {
-            sl__set_err(c, "connection to %s closed by the server", n->addr);
+            sl__set_err(c, "connection to %s closed by the server%s", n->addr, tls_port_hint(c, n, -1));
             return SL_EIO;
         }
         if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
         if (errno == EINTR) continue;
-        sl__set_err(c, "read from %s: %s", n->addr, strerror(errno));
+        if (n->tls && errno == EPROTO) c->tls_failed = 1; /* an alert: e.g. our certificate refused */
+        sl__set_err(c, "read from %s: %s%s", n->addr, sl__node_io_error(n, errno), tls_port_hint(c, n, -1));
         return SL_EIO;
     }
     return 0;

@@ -9,7 +9,7 @@ package io.slotlane;
 public enum ErrorKind {
     /** The server answered the command with an error (ERR, WRONGTYPE, NOSCRIPT, CROSSSLOT from a server...). code is its first word. ({@code SL_ERR_SERVER}: {@link ReplyException}) */
     SERVER,
-    /** Connecting to the command's node, writing to it or reading from it failed. ({@code SL_ERR_IO}: {@link ConnectionException}) */
+    /** TLS failed: the server's certificate did not verify (its chain, its name, its dates), the handshake failed (a plaintext port), the server refused the client certificate, or a CA, certificate or key could not be loaded. The message says which. ({@code SL_ERR_IO}: {@link ConnectionException}) */
     IO,
     /** A connect or execution deadline passed before the reply. ({@code SL_ERR_TIMEOUT}: {@link SlotlaneTimeoutException}) */
     TIMEOUT,

@@ -40,6 +40,7 @@ final class Errors {
             case sl_error_code.SL_ESTATE: return new ResourceException(ErrorKind.CLIENT, message);
             case sl_error_code.SL_EBUSY: return new ResourceException(ErrorKind.CLIENT, message);
             case sl_error_code.SL_EFORK: return new ResourceException(ErrorKind.CLIENT, message);
+            case sl_error_code.SL_ETLS: return new TlsException(ErrorKind.CLIENT, message);
             default: return new SlotlaneException(ErrorKind.CLIENT, "slotlane error " + rc + ": " + message);
         }
     }

@@ -3,7 +3,7 @@
 package io.slotlane;
 
 /**
- * The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS), or the client's in-flight bound is reached and the call asked to fail fast (SL_EBUSY), or the client was made before a fork() and used in the child (SL_EFORK: make a new client after forking).
+ * The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS in a build without OpenSSL), or the client's in-flight bound is reached and the call asked to fail fast (SL_EBUSY), or the client was made before a fork() and used in the child (SL_EFORK: make a new client after forking).
  *
  * <p>errors.json type {@code ResourceError}; codes {@code SL_EBUSY}, {@code SL_EFORK}, {@code SL_ENOMEM}, {@code SL_ESTATE}, {@code SL_ETOOSMALL}, {@code SL_EUNSUPPORTED}.
  */
