@@ -40,7 +40,7 @@ namespace Slotlane
                 IntPtr list;
                 UIntPtr n;
                 int rc = Native.sl_client_nodes(h.Client, &list, &n);
-                if (rc != 0) throw SlotlaneException.FromCode(rc, h.ErrMsg());
+                if (rc != 0) throw Errors.FromCode(rc, h.ErrMsg());
                 try
                 {
                     var raw = (SlNodeInfo*)list;
@@ -127,7 +127,7 @@ namespace Slotlane
                         o.count = count;
                         IntPtr s;
                         int rc = Native.sl_scan_new(_h.Client, &o, &s);
-                        if (rc != 0) throw SlotlaneException.FromCode(rc, _h.ErrMsg());
+                        if (rc != 0) throw Errors.FromCode(rc, _h.ErrMsg());
                         _scan = s;
                     }
                 }
@@ -156,7 +156,7 @@ namespace Slotlane
                 {
                     int done;
                     int rc = Native.sl_scan_next(_scan, _h.Batch, &done);
-                    if (rc != 0) throw SlotlaneException.FromCode(rc, _h.ErrMsg());
+                    if (rc != 0) throw Errors.FromCode(rc, _h.ErrMsg());
                     _done = done != 0;
                     UIntPtr n, dlen;
                     byte* data;

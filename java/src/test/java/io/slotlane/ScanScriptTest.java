@@ -56,7 +56,7 @@ class ScanScriptTest {
     void everyKeyOnceMatchTypeEmptyAndNodes() {
         for (String[] t : targets()) {
             try (SlotlaneClient c = TestServers.client(t[1])) {
-                c.flushAll();
+                c.flushall();
                 assertTrue(scan(c, null, 0, null).isEmpty(), t[0] + ": empty");
                 for (int i = 0; i < 10000; i += 1000) {
                     Pipeline p = c.pipeline();
@@ -84,7 +84,7 @@ class ScanScriptTest {
                 try (ScanIterable.Iter it = ScanIterable.of(c, null, 10, null).iterator()) {
                     assertTrue(it.hasNext());
                 }
-                c.flushAll();
+                c.flushall();
             }
         }
     }
@@ -93,7 +93,7 @@ class ScanScriptTest {
     void scriptOnEveryShardReloadedOnceAndFunctions() {
         for (String[] t : targets()) {
             try (SlotlaneClient c = TestServers.client(t[1])) {
-                c.flushAll();
+                c.flushall();
                 c.command("SCRIPT", "FLUSH");
                 Script s = Script.of(c, "return redis.call('INCRBY', KEYS[1], ARGV[1])");
                 assertEquals(s.sha(), c.command("SCRIPT", "LOAD", "return redis.call('INCRBY', KEYS[1], ARGV[1])"), t[0]);
@@ -124,7 +124,7 @@ class ScanScriptTest {
                 }
                 c.command("FUNCTION", "DELETE", "jlib");
                 assertThrows(SlotlaneException.class, () -> c.command("FCALL", "jf", "1", keys.get(0)));
-                c.flushAll();
+                c.flushall();
             }
         }
     }
