@@ -536,7 +536,9 @@ static void test_async(void **state)
     sl_batch_reset(b);
     char addr[32];
     snprintf(addr, sizeof addr, "127.0.0.1:%d", fs_port(stall));
-    sl_route route = {SL_ROUTE_NODE, 0, addr};
+    sl_route route = SL_ROUTE_INIT;
+    route.kind = SL_ROUTE_NODE;
+    route.node = addr;
     assert_int_equal(sl_batch_append_argv(b, &route, 1, (const char *const[]){"PING"}, NULL), 0);
     run_async(&loop, b, &d);
     size_t nr;
