@@ -39,7 +39,6 @@ Usage: server/bench/datatypes.py [--rounds 3] [--requests 400000] [--quick] [--o
 """
 import argparse
 import datetime
-import json
 import os
 import platform
 import socket
@@ -51,32 +50,11 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "server", "tests", "integration"))
 from resp import Conn, encode  # noqa: E402
+import benchlib  # noqa: E402
+from benchlib import cpu_ns, free_port, git_state, load1, stop  # noqa: E402
 
 SERVER = os.environ.get("SV_SERVER_BIN", os.path.join(ROOT, "build", "server", "slotlane-server"))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def load1():
-    return float(open("/proc/loadavg").read().split()[0])
-
-
-def free_port():
-    for p in range(21200, 21999):
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", p))
-            return p
-        except OSError:
-            continue
-        finally:
-            s.close()
-    raise RuntimeError("no free port")
-
-
-def cpu_ns(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) * 1_000_000_000 // CLK_TCK, int(fields[12]) * 1_000_000_000 // CLK_TCK
 
 
 def rss_kb(pid):
@@ -91,30 +69,10 @@ BINARIES = {"slotlane": SERVER}
 
 
 def start(kind, cpu):
-    port = free_port()
-    if kind in BINARIES:
-        cmd = ["taskset", "-c", cpu, BINARIES[kind], "--shards", "1", "--port", str(port), "--cpus", cpu, "--loglevel", "warning"]
-    else:
-        cmd = ["taskset", "-c", cpu, "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-               "--appendonly", "no", "--logfile", "/dev/null"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(250):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc, port, cmd
-        except OSError:
-            time.sleep(0.02)
-    proc.kill()
-    raise RuntimeError(f"{kind} did not start")
-
-
-def stop(proc):
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    """benchlib.start on a free port: (proc, port, command)."""
+    port = benchlib.free_port(21200)
+    proc, cmd = benchlib.start(kind, port, cpu, binary=BINARIES.get("baseline"))
+    return proc, port, cmd
 
 
 def fill_zset(port, key, n, batch=1000):
@@ -244,31 +202,7 @@ def callgrind_zadd(size, n):
 
 
 def write_record(record, host, suffix="server-datatypes"):
-    records = os.path.join(ROOT, "bench", "records")
-    os.makedirs(records, exist_ok=True)
-    tmp = os.path.join(records, f".{host}-{os.getpid()}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(record, f, indent=2)
-        f.write("\n")
-    t = datetime.datetime.now(datetime.timezone.utc)
-    try:
-        for _ in range(120):
-            name = os.path.join(records, f"{host}-{t.strftime('%Y-%m-%d-%H%M%S')}-{suffix}.json")
-            try:
-                os.link(tmp, name)
-                return name
-            except FileExistsError:
-                t += datetime.timedelta(seconds=1)
-        raise RuntimeError("no free record name")
-    finally:
-        os.unlink(tmp)
-
-
-def git_state():
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = bool(subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "server"], capture_output=True,
-                                text=True).stdout.strip())
-    return {"commit": commit if len(commit) == 40 else "unknown", "dirty": dirty}
+    return benchlib.write_record(record, suffix, host, datetime.datetime.now(datetime.timezone.utc))
 
 
 def callgrind_only(args):
