@@ -58,7 +58,7 @@ namespace Slotlane.Tests
             foreach (string[] t in Targets())
                 using (var c = SlotlaneClient.Connect(new ClientOptions { Url = t[1] }))
                 {
-                    c.FlushAll();
+                    c.Flushall();
                     Assert.That(Scan(c).Count, Is.EqualTo(0), t[0] + ": empty");
                     for (int i = 0; i < 10000; i += 1000)
                     {
@@ -80,7 +80,7 @@ namespace Slotlane.Tests
                     foreach (var n in ps) Assert.That(c.Execute(Route.Node(n.Address), "PING"), Is.EqualTo("PONG"));
                     Assert.Throws<ArgumentException>(() => ClusterScan.Keys(c, null, -1));
                     using (var e = ClusterScan.Keys(c, null, 10).GetEnumerator()) Assert.That(e.MoveNext(), Is.True);
-                    c.FlushAll();
+                    c.Flushall();
                 }
         }
 
@@ -90,7 +90,7 @@ namespace Slotlane.Tests
             foreach (string[] t in Targets())
                 using (var c = SlotlaneClient.Connect(new ClientOptions { Url = t[1] }))
                 {
-                    c.FlushAll();
+                    c.Flushall();
                     c.Execute("SCRIPT", "FLUSH");
                     var s = Script.Create(c, "return redis.call('INCRBY', KEYS[1], ARGV[1])");
                     object sha = c.Execute("SCRIPT", "LOAD", "return redis.call('INCRBY', KEYS[1], ARGV[1])");
@@ -119,7 +119,7 @@ namespace Slotlane.Tests
                     }
                     c.Execute("FUNCTION", "DELETE", "cslib");
                     Assert.Throws<SlotlaneReplyException>(() => c.Execute("FCALL", "csf", "1", keys[0]));
-                    c.FlushAll();
+                    c.Flushall();
                 }
         }
     }

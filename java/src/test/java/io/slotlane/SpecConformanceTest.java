@@ -81,7 +81,7 @@ class SpecConformanceTest {
     private static final Map<String, String> JAVA_NAMES = Map.of("Error", "SlotlaneException", "ResponseError", "ReplyException",
             "ConnectionError", "ConnectionException", "ProtocolError", "ProtocolException", "TimeoutError", "SlotlaneTimeoutException",
             "ClusterError", "ClusterException", "CancelledError", "CancelledException", "ArgumentError", "ArgumentException",
-            "ResourceError", "ResourceException");
+            "ResourceError", "ResourceException", "TlsError", "TlsException");
 
     /** Every SL_E* code and sl_err_kind of slotlane.h (as SWIG reads it) raises errors.json's type; the table names them all. */
     @Test
