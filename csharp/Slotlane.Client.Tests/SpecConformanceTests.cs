@@ -75,7 +75,7 @@ namespace Slotlane.Tests
         {
             { "Error", "SlotlaneException" }, { "ResponseError", "SlotlaneReplyException" }, { "ConnectionError", "SlotlaneConnectionException" },
             { "ProtocolError", "SlotlaneProtocolException" }, { "TimeoutError", "SlotlaneTimeoutException" }, { "ClusterError", "SlotlaneClusterException" },
-            { "CancelledError", "SlotlaneCancelledException" }, { "ArgumentError", "SlotlaneArgumentException" }, { "ResourceError", "SlotlaneResourceException" },
+            { "CancelledError", "SlotlaneCancelledException" }, { "ArgumentError", "SlotlaneArgumentException" }, { "ResourceError", "SlotlaneResourceException" }, { "TlsError", "SlotlaneTlsException" },
         };
 
         /// <summary>Every SL_E* code and sl_err_kind (Native.cs's copies of slotlane.h) raises errors.json's type.</summary>
