@@ -122,6 +122,7 @@ cluster-enabled yes
 cluster-config-file $nd/nodes.conf
 cluster-port $bus
 cluster-announce-ip $HOST
+$([ "${SL_REDIS_TLS_HOSTNAMES:-}" = 1 ] && echo "cluster-announce-hostname node-$port.slotlane.test")
 cluster-node-timeout 3000
 cluster-require-full-coverage no
 save ""

@@ -8,16 +8,18 @@
 # redis-server requiring client certificates, one serving an expired certificate and a
 # 3-primary cluster with tls-cluster yes, running random-plain, random-cluster, migrate (a
 # live reshard over TLS) and tls-errors.
-# Ports: 15 free consecutive ones from $SL_ITEST_PORT (default: the first free block of
+# Last a TLS cluster whose nodes announce host names and serve certificates naming only
+# them (tls-hostnames: verification by the announced name).
+# Ports: 21 free consecutive ones from $SL_ITEST_PORT (default: the first free block of
 # the suite's range in ci/lib.sh): plain BASE, cluster BASE+1..+6, TLS plain BASE+7,
-# expired BASE+8, TLS cluster BASE+9..+14. SL_ITEST_SEED sets the PRNG seed of the random pipelines (default 1).
+# expired BASE+8, TLS cluster BASE+9..+14, host-name TLS cluster BASE+15..+20. SL_ITEST_SEED sets the PRNG seed of the random pipelines (default 1).
 # SL_BUILDS: the build directories to test (default "build build-asan").
 SL_SUITE=core-integration
 . "$(dirname "$0")/lib.sh"
 cd "$SL_ROOT"
 ROOT=$SL_ROOT
 
-BASE=${SL_ITEST_PORT:-$(sl_free_block core-integration 15)}
+BASE=${SL_ITEST_PORT:-$(sl_free_block core-integration 21)}
 WORK=$(mktemp -d /tmp/sl-itest.XXXXXX)
 sl_on_exit "rm -rf '$WORK'"
 sl_on_exit "ci/redis-plain.sh stop '$WORK/plain'"
@@ -25,6 +27,7 @@ sl_on_exit "ci/redis-cluster.sh stop '$WORK/cluster'"
 sl_on_exit "SL_REDIS_TLS_DIR='$WORK/certs' ci/redis-plain.sh stop '$WORK/tls-plain'"
 sl_on_exit "SL_REDIS_TLS_DIR='$WORK/certs' ci/redis-plain.sh stop '$WORK/tls-expired'"
 sl_on_exit "SL_REDIS_TLS_DIR='$WORK/certs' ci/redis-cluster.sh stop '$WORK/tls-cluster'"
+sl_on_exit "SL_REDIS_TLS_DIR='$WORK/certs' SL_REDIS_TLS_HOSTNAMES=1 ci/redis-cluster.sh stop '$WORK/tls-hosts'"
 
 export SL_ITEST_PLAIN_PORT=$BASE
 export SL_ITEST_CLUSTER_PORT=$((BASE + 1))   # the cluster uses BASE+1 .. BASE+6
@@ -54,7 +57,9 @@ done
 plain_s=$SECONDS
 
 # The same over TLS.
-ci/tls-certs.sh "$WORK/certs"
+HOSTS_PORT=$((BASE + 15))
+ci/tls-certs.sh "$WORK/certs" node-$HOSTS_PORT.slotlane.test node-$((HOSTS_PORT + 1)).slotlane.test \
+  node-$((HOSTS_PORT + 2)).slotlane.test
 TLS_ENV=(SL_REDIS_TLS_DIR="$WORK/certs")
 env "${TLS_ENV[@]}" SL_REDIS_TLS_AUTH_CLIENTS=yes ci/redis-plain.sh start "$WORK/tls-plain" $((BASE + 7))
 env "${TLS_ENV[@]}" SL_REDIS_TLS_CERT=expired ci/redis-plain.sh start "$WORK/tls-expired" $((BASE + 8))
@@ -73,6 +78,16 @@ for build in ${SL_BUILDS:-build build-asan}; do
       status=1
     fi
   done
+done
+env "${TLS_ENV[@]}" SL_REDIS_TLS_HOSTNAMES=1 ci/redis-cluster.sh start "$WORK/tls-hosts" "$HOSTS_PORT" 3
+for build in ${SL_BUILDS:-build build-asan}; do
+  bin=$build/core/itests/itest_cluster
+  [ -x "$bin" ] || continue
+  echo "--- $build: itest_cluster tls-hostnames"
+  if ! env SL_ITEST_TLS_DIR="$WORK/certs" SL_ITEST_CLUSTER_PORT=$HOSTS_PORT timeout 120 "$bin" tls-hostnames; then
+    echo "test-core-integration.sh: FAILED: $build itest_cluster tls-hostnames" >&2
+    status=1
+  fi
 done
 echo "core integration: plaintext part $plain_s s, TLS part $((SECONDS - plain_s)) s"
 [ $status = 0 ] && echo "core integration: all passed"

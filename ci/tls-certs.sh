@@ -3,7 +3,7 @@
 # is ever committed). Every suite that tests TLS calls it: core/tests (test_tls),
 # core/itests (ci/test-core-integration.sh) and the bindings' harnesses.
 #
-#   ci/tls-certs.sh DIR
+#   ci/tls-certs.sh DIR [HOSTNAME...]
 #
 # Writes into DIR (created; EC P-256 keys, unencrypted PEM):
 #   ca.crt ca.key             the test CA
@@ -15,9 +15,13 @@
 #   expired.crt expired.key   a server certificate of the CA that expired yesterday
 #   wrong-name.crt wrong-name.key  a server certificate of the CA for DNS:wrong.example only
 #   cadir/                    ca.crt under its subject hash (a CA directory, c_rehash form)
+#   host-NAME.crt host-NAME.key  for each HOSTNAME given: a server certificate of the CA for
+#                             DNS:NAME only (no IP): a node that announces NAME (ci/redis-cluster.sh
+#                             with SL_REDIS_TLS_HOSTNAMES=1) verifies only by that name
 set -euo pipefail
-[ $# -eq 1 ] || { sed -n '2,18p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,21p' "$0" >&2; exit 2; }
 DIR=$1
+shift
 mkdir -p "$DIR"
 cd "$DIR"
 OSSL="openssl"
@@ -47,3 +51,7 @@ leaf wrong-name wrong.example 2 "subjectAltName=DNS:wrong.example
 extendedKeyUsage=serverAuth,clientAuth"
 mkdir -p cadir
 cp ca.crt "cadir/$($OSSL x509 -in ca.crt -noout -subject_hash).0"
+for h in "$@"; do
+  leaf "host-$h" "$h" 2 "subjectAltName=DNS:$h
+extendedKeyUsage=serverAuth,clientAuth"
+done

@@ -21,12 +21,19 @@
  *                           client certificate where one is required, a wrong CA, an expired
  *                           certificate, a wrong host name, a plaintext server under TLS and
  *                           a TLS server without it; and rediss:// with mutual TLS
+ *   itest_cluster tls-hostnames  a TLS cluster whose nodes announce host names
+ *                           (node-PORT.slotlane.test) and serve certificates naming only
+ *                           them: with SL_TLS_NODES_HOSTNAME every node is verified by its own
+ *                           announced name and 1000 SET/GETs over every slot succeed; with
+ *                           the default (the address) the other nodes fail with a host name
+ *                           mismatch naming 127.0.0.1, the seed's commands still succeed
  *
  * With SL_ITEST_TLS_DIR (certificates of ci/tls-certs.sh) every client speaks TLS (that
  * CA, the client certificate): random, migrate and kill run over TLS servers.
  * tls-errors needs SL_ITEST_TLS_PORT (a TLS server requiring client certificates),
  * SL_ITEST_TLS_EXPIRED_PORT (one serving an expired certificate) and SL_ITEST_NOTLS_PORT
- * (a plaintext server).
+ * (a plaintext server). tls-hostnames needs SL_ITEST_CLUSTER_PORT to be such a cluster
+ * (ci/redis-cluster.sh with SL_REDIS_TLS_HOSTNAMES=1).
  *
  * Environment: SL_ITEST_CLUSTER_PORT (a node of the cluster), SL_ITEST_CLUSTER_DIR (the
  * harness directory of that cluster, for migrate/kill/restart), SL_ITEST_PLAIN_PORT,
@@ -1184,6 +1191,113 @@ static void tls_errors_test(void)
     printf("tls-errors: ok\n");
 }
 
+/* One TLS client of the host-name cluster: the seed verified by its own announced name (the
+ * seed is dialled by address, so server_name says which name its certificate has). */
+static sl_client *hostname_client(int port, sl_tls_node_names policy)
+{
+    char url[64], name[64], err[512] = "";
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", port);
+    snprintf(name, sizeof name, "node-%d.slotlane.test", port);
+    sl_tls_options t = SL_TLS_OPTIONS_INIT;
+    t.ca_file = tls_file("ca.crt");
+    t.cert_file = tls_file("client.crt");
+    t.key_file = tls_file("client.key");
+    t.server_name = name;
+    t.node_names = policy;
+    sl_tls *tls = NULL;
+    int rc = sl_tls_new(&tls, &t, err, sizeof err);
+    CHECK(rc == 0, "sl_tls_new: %s: %s", sl_strerror(rc), err);
+    sl_client_options o = SL_CLIENT_OPTIONS_INIT;
+    o.url = url;
+    o.tls = tls;
+    o.connect_timeout_ms = 5000;
+    o.command_timeout_ms = 10000;
+    sl_client *c = NULL;
+    rc = sl_client_new(&c, &o, err, sizeof err);
+    sl_tls_free(tls); /* the client holds its own reference */
+    CHECK(rc == 0 && c, "sl_client_new(%s): %s: %s", url, sl_strerror(rc), err);
+    return c;
+}
+
+/* Whether data[0, len) holds the string want. */
+static int contains(const uint8_t *data, size_t len, const char *want)
+{
+    size_t w = strlen(want);
+    for (size_t i = 0; i + w <= len; i++)
+        if (!memcmp(data + i, want, w)) return 1;
+    return 0;
+}
+
+static void tls_hostnames_test(int port)
+{
+    g_phase = "tls-hostnames";
+    enum { N = 1000 };
+    /* Verified by announced host name: everything works, on every node. */
+    sl_client *c = hostname_client(port, SL_TLS_NODES_HOSTNAME);
+    sl_node_info *nodes = NULL;
+    size_t nn = 0;
+    CHECK(sl_client_nodes(c, &nodes, &nn) == 0 && nn >= 3, "the node list has the 3 primaries");
+    sl_client_nodes_free(c, nodes);
+    sl_batch *b;
+    CHECK(sl_batch_new(c, &b) == 0, "sl_batch_new");
+    char k[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(k, sizeof k, "host:%d", i);
+        const char *set[] = {"SET", k, k};
+        appendv(b, 3, set);
+    }
+    for (int i = 0; i < N; i++) {
+        snprintf(k, sizeof k, "host:%d", i);
+        const char *get[] = {"GET", k};
+        appendv(b, 2, get);
+    }
+    sl_sizes sz;
+    int rc = sl_batch_exec(b, 0, &sz);
+    CHECK(rc == 0 && sz.commands == 2 * N, "exec: %s (%s)", sl_strerror(rc), sl_client_errmsg(c));
+    size_t nrec;
+    const uint8_t *d;
+    const sl_reply *r = sl_batch_replies(b, &nrec, &d, NULL);
+    for (int i = 0; i < N; i++) {
+        snprintf(k, sizeof k, "host:%d", i);
+        CHECK(rec_is(&r[i], d, SL_REPLY_STATUS, "OK"), "SET %s: %s", k, rec_text(&r[i], d));
+        CHECK(rec_is(&r[N + i], d, SL_REPLY_STRING, k), "GET %s: %s", k, rec_text(&r[N + i], d));
+    }
+    sl_batch_free(b);
+    sl_client_free(c);
+    printf("ok   tls-hostnames: %d SET/GET over every slot, each node verified by its announced name\n", N);
+
+    /* Verified by address (the default): the seed passes (server_name), every other node's
+     * certificate names only its host name, so its commands fail with the mismatch. */
+    c = hostname_client(port, SL_TLS_NODES_ADDRESS);
+    CHECK(sl_batch_new(c, &b) == 0, "sl_batch_new");
+    for (int i = 0; i < N; i++) {
+        snprintf(k, sizeof k, "host:%d", i);
+        const char *get[] = {"GET", k};
+        appendv(b, 2, get);
+    }
+    rc = sl_batch_exec(b, 0, &sz);
+    CHECK(rc == 0, "exec: %s (%s)", sl_strerror(rc), sl_client_errmsg(c));
+    r = sl_batch_replies(b, &nrec, &d, NULL);
+    size_t good = 0, mismatch = 0;
+    for (int i = 0; i < N; i++) {
+        snprintf(k, sizeof k, "host:%d", i);
+        if (rec_is(&r[i], d, SL_REPLY_STRING, k)) {
+            good++;
+        } else {
+            const char *want = "host name mismatch: expected 127.0.0.1";
+            CHECK(r[i].type == SL_REPLY_ERROR && r[i].len >= strlen(want) &&
+                      contains(d + r[i].offset, r[i].len, want),
+                  "GET %s by address: expected an error naming \"%s\", got %s", k, want, rec_text(&r[i], d));
+            mismatch++;
+        }
+    }
+    CHECK(good > 0 && mismatch > 0 && good + mismatch == N, "%zu served by the seed, %zu refused", good, mismatch);
+    sl_batch_free(b);
+    sl_client_free(c);
+    printf("ok   tls-hostnames: by address, %zu GETs on the seed served, %zu on the other nodes refused\n", good,
+           mismatch);
+}
+
 /* ------------------------------------------------------------ main */
 
 int main(int argc, char **argv)
@@ -1228,8 +1342,13 @@ int main(int argc, char **argv)
         known = 1;
         tls_errors_test();
     }
+    if (!strcmp(what, "tls-hostnames")) {
+        known = 1;
+        tls_hostnames_test(atoi(env_req("SL_ITEST_CLUSTER_PORT")));
+    }
     if (!known) {
-        fprintf(stderr, "usage: itest_cluster [random|random-plain|random-cluster|migrate|kill|scan|scripts|tls-errors|all]\n");
+        fprintf(stderr, "usage: itest_cluster [random|random-plain|random-cluster|migrate|kill|scan|scripts|tls-errors|"
+                        "tls-hostnames|all]\n");
         return 2;
     }
     sl_tls_free(g_tls);
