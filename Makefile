@@ -2,7 +2,7 @@
 #   make test   installs what is missing, builds everything, runs every test
 #   make bench  installs what is missing, builds, starts the server, runs every language's cluster-cost benchmark
 #   make fuzz   the server's and the core's libFuzzer targets, FUZZ_SECONDS (60) each (not part of make test)
-.PHONY: all build build-asan build-tsan test bench fuzz deps clean
+.PHONY: all build build-asan build-tsan test bench bench-c bench-python bench-rust bench-go bench-node bench-java bench-csharp fuzz deps clean
 JOBS ?= $(shell nproc)
 
 all: build
@@ -33,6 +33,11 @@ test: build build-asan build-tsan
 BENCH_ARGS ?=
 bench: build
 	@SL_BENCH_INVOCATION="make bench$(if $(BENCH_ARGS), BENCH_ARGS=\"$(BENCH_ARGS)\")" python3 bench/run.py $(BENCH_ARGS)
+
+# One language's rows only (a run of one language, not eleven minutes of all), e.g.
+# make bench-python; BENCH_ARGS adds to it.
+bench-c bench-python bench-rust bench-go bench-node bench-java bench-csharp: bench-%: build
+	@SL_BENCH_INVOCATION="make bench-$*$(if $(BENCH_ARGS), BENCH_ARGS=\"$(BENCH_ARGS)\")" python3 bench/run.py --langs $* $(BENCH_ARGS)
 
 # Not in make test: clang + libFuzzer, bounded by FUZZ_SECONDS per target (server/fuzz/README.md,
 # core/fuzz/README.md).

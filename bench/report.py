@@ -5,11 +5,11 @@
     python3 bench/report.py server RECORD [--svg OUT.svg]
 
 cluster-cost: a combined record of bench/run.py (schema slotlane.bench.cluster-cost-report/1):
-prints its table (language x client x op x depth: plain, cluster and one-node user ns per
-request with the x plain ratios, bytes per request, slotlane over the ecosystem's
-comparison client) and with --svg writes the chart: one panel per op and depth, grouped
-bars of user ns per request (log scale) per language, slotlane's three rows and the
-comparison client's.
+prints its table (language x client x op x depth: plain, cluster and one-node total CPU ns
+per request — user + system, the headline — with user and system beside it and the x plain
+ratios, bytes per request, slotlane over the ecosystem's comparison client on total CPU)
+and with --svg writes the chart: one panel per op and depth, grouped bars of total CPU ns
+per request (log scale) per language, slotlane's three rows and the comparison client's.
 
 server: a record of bench/server/run (schema slotlane.bench.server/1): with --svg writes its
 chart: server CPU ns per request and requests per second, per op, for slotlane-server
@@ -90,15 +90,17 @@ def cluster_table(rec):
     idx, labels, api_notes = _index(rec)
     m = rec.get("machine") or {}
     cfg = rec.get("config") or {}
-    out = ["Cluster cost per client: user CPU ns per request of the client process (medians of %s round(s) "
-           "of %s s), × its own plain row; bytes the client wrote per request; slotlane ÷ the ecosystem's "
-           "usual client in the same cell." % (cfg.get("rounds"), cfg.get("seconds")),
+    out = ["Cluster cost per client: total CPU ns per request of the client process, user + system "
+           "(user / system beside it; medians of %s round(s) of %s s), × its own plain row on total; bytes "
+           "the client wrote per request; slotlane ÷ the ecosystem's usual client in the same cell, on total "
+           "CPU." % (cfg.get("rounds"), cfg.get("seconds")),
            "Machine: %s, %s, %s cores; server: %s. Commit %s%s. Command: `%s`." % (
                m.get("hostname"), m.get("cpu_model"), m.get("cores"),
                (rec.get("server") or {}).get("description", "?"), (rec.get("git") or {}).get("commit", "?")[:12],
                " (dirty)" if (rec.get("git") or {}).get("dirty") else "", " ".join(rec.get("command") or [])),
            "",
-           "| language | client | op, depth | plain | cluster (× plain) | one-node (× plain) "
+           "| language | client | op, depth | plain total (user / sys) | cluster total (user / sys) × plain "
+           "| one-node total (user / sys) × plain "
            "| bytes/req plain · cluster · one-node | ÷ comparison plain · cluster · one-node |",
            "|---|---|---|---:|---:|---:|---:|---:|"]
     order = [x for x in (cfg.get("langs") or []) if x in labels] + sorted(set(labels) - set(cfg.get("langs") or []))
@@ -119,8 +121,10 @@ def cluster_table(rec):
                         bytes_.append("—")
                         comp.append("—")
                     else:
-                        u = r["median"]["user_ns_per_req"]
-                        figs.append(_f0(u) + ("" if r["row"] == "plain" else _x(r.get("x_plain"))))
+                        m = r["median"]
+                        figs.append("%s (%s / %s)%s" % (_f0(m["cpu_ns_per_req"]), _f0(m["user_ns_per_req"]),
+                                                         _f0(m["sys_ns_per_req"]),
+                                                         "" if r["row"] == "plain" else _x(r.get("x_plain"))))
                         bytes_.append(_bytes(r))
                         comp.append("%.2f×" % r["x_comparison"] if r.get("x_comparison") is not None else "—")
                 role = next((r.get("role") for r in cells if r), None)
@@ -272,15 +276,15 @@ def cluster_svg(rec):
                  and r["depth"] == depth and r["row"] == row]
         if not cands:
             return None
-        good = [r["median"]["user_ns_per_req"] for r in cands
-                if r["ok"] and r["median"]["user_ns_per_req"] is not None]
+        good = [r["median"]["cpu_ns_per_req"] for r in cands
+                if r["ok"] and r["median"]["cpu_ns_per_req"] is not None]
         if good:
             return min(good)  # a client with several APIs: its cheapest (0 draws no bar: below the log axis)
         return ("FAILED", cands[0].get("error"))
     pw, ph = 620, 330
     svg = Svg(2 * pw + 30, 2 * ph + 150)
     m = rec.get("machine") or {}
-    svg.text(20, 24, "Cluster cost: client user CPU ns per request (log scale), medians of %s round(s)" % (
+    svg.text(20, 24, "Cluster cost: client total CPU ns per request, user + system (log scale), medians of %s round(s)" % (
         (rec.get("config") or {}).get("rounds")), size=16, weight="bold")
     svg.text(20, 42, "%s · %s · %s · commit %s · %s" % (
         m.get("hostname"), m.get("cpu_model"), rec.get("finished_at"), (rec.get("git") or {}).get("commit", "?")[:12],
@@ -295,7 +299,7 @@ def cluster_svg(rec):
                    [value(lang, "slotlane", op, depth, r) for r in ROWS] +
                    [value(lang, "comparison", op, depth, r) for r in ROWS]) for lang in langs]
         bar_panel(svg, 15 + (i % 2) * (pw + 10), 100 + (i // 2) * ph, pw, ph, "%s, depth %d" % (op, depth),
-                  groups, series, log=True, unit="user ns / request")
+                  groups, series, log=True, unit="total CPU ns / request")
     return svg.render()
 
 

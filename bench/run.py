@@ -473,23 +473,30 @@ def check_rows(lang, rows, args):
 
 
 def add_ratios(rows):
-    """x_plain (same language and client, op, depth), x_comparison (slotlane / comparison, same cell)."""
-    def u(r):
+    """x_plain (same language and client, op, depth) and x_comparison (slotlane / comparison, same
+    cell) on total CPU per request (user + system, the headline); x_plain_user and
+    x_comparison_user the same on user CPU alone."""
+    def total(r):
+        return r["median"]["cpu_ns_per_req"] if r["ok"] else None
+
+    def user(r):
         return r["median"]["user_ns_per_req"] if r["ok"] else None
-    best = {}
-    for r in rows:
-        k = (r["lang"], r["client"], r["row"], r["op"], r["depth"])
-        if u(r) is not None and (k not in best or u(r) < u(best[k])):
-            best[k] = r  # a client measured through several APIs: its cheapest one
-    for r in rows:
-        p = best.get((r["lang"], r["client"], "plain", r["op"], r["depth"]))
-        r["x_plain"] = round(u(r) / u(p), 3) if u(r) is not None and p is not None and u(p) else None
-        r["x_comparison"] = None
-        if r["role"] == "slotlane":
-            comp = LANGS[r["lang"]].comparison
-            c = best.get((r["lang"], comp, r["row"], r["op"], r["depth"])) if comp else None
-            if u(r) is not None and c is not None and u(c):
-                r["x_comparison"] = round(u(r) / u(c), 3)
+
+    for suffix, f in (("", total), ("_user", user)):
+        best = {}
+        for r in rows:
+            k = (r["lang"], r["client"], r["row"], r["op"], r["depth"])
+            if f(r) is not None and (k not in best or f(r) < f(best[k])):
+                best[k] = r  # a client measured through several APIs: its cheapest one
+        for r in rows:
+            p = best.get((r["lang"], r["client"], "plain", r["op"], r["depth"]))
+            r["x_plain" + suffix] = round(f(r) / f(p), 3) if f(r) is not None and p is not None and f(p) else None
+            r["x_comparison" + suffix] = None
+            if r["role"] == "slotlane":
+                comp = LANGS[r["lang"]].comparison
+                c = best.get((r["lang"], comp, r["row"], r["op"], r["depth"])) if comp else None
+                if f(r) is not None and c is not None and f(c):
+                    r["x_comparison" + suffix] = round(f(r) / f(c), 3)
 
 
 def rc_explained(run, rows):

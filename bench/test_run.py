@@ -151,31 +151,34 @@ def test_real_run(tmp):
               "row %s total CPU median = the tool's, at least its user CPU" % (k,))
         check(r["role"] == ("slotlane" if r["client"] == "slotlane" else "comparison"), "row %s role" % (k,))
     for (client, row, op, depth), r in by.items():
-        pu = by[(client, "plain", op, depth)]["median"]["user_ns_per_req"]
-        want = round(r["median"]["user_ns_per_req"] / pu, 3) if pu else None
-        check(r["x_plain"] == want, "x_plain of %s %s %s %d = %s (got %s)" % (client, row, op, depth, want,
-                                                                                 r["x_plain"]))
-        if client == "slotlane" and row == "plain":
-            h = by[("hiredis", "plain", op, depth)]["median"]["user_ns_per_req"]
-            want = round(r["median"]["user_ns_per_req"] / h, 3) if h else None
-            check(r["x_comparison"] == want, "x_comparison %s %d" % (op, depth))
+        for suffix, field in (("", "cpu_ns_per_req"), ("_user", "user_ns_per_req")):  # total, the headline; user
+            pu = by[(client, "plain", op, depth)]["median"][field]
+            want = round(r["median"][field] / pu, 3) if pu else None
+            check(r["x_plain" + suffix] == want, "x_plain%s of %s %s %s %d = %s (got %s)" % (
+                suffix, client, row, op, depth, want, r["x_plain" + suffix]))
+            if client == "slotlane" and row == "plain":
+                h = by[("hiredis", "plain", op, depth)]["median"][field]
+                want = round(r["median"][field] / h, 3) if h else None
+                check(r["x_comparison" + suffix] == want, "x_comparison%s %s %d" % (suffix, op, depth))
     table = rec["table_markdown"]
     check(table in p.stdout, "the table is printed")
     for r in rows:
-        check("%.0f" % r["median"]["user_ns_per_req"] in table, "table shows %s %s %s %d" % (
-            r["client"], r["row"], r["op"], r["depth"]))
+        m = r["median"]
+        cell = "%.0f (%.0f / %.0f)" % (m["cpu_ns_per_req"], m["user_ns_per_req"], m["sys_ns_per_req"])
+        check(cell in table, "table shows %s %s %s %d as total (user / sys): %s" % (
+            r["client"], r["row"], r["op"], r["depth"], cell))
     check("FAILED" not in table, "no FAILED in a good run's table")
     svg = files[0][:-5] + ".svg"
     check(os.path.exists(svg) and os.path.exists(os.path.join(charts, "cluster-cost.svg")),
           "chart next to the record and the stable copy")
     if os.path.exists(svg):
         bars, crosses = svg_bars(svg)
-        drawn = [r for r in rows if r["median"]["user_ns_per_req"] > 0]
+        drawn = [r for r in rows if r["median"]["cpu_ns_per_req"] > 0]
         check(len(bars) == len(drawn), "one bar per measured cell (%d, got %d)" % (len(drawn), len(bars)))
         check(all(h > 0 for _, h in bars), "bars have height")
         for r in drawn:
             label = "%s %s" % ("slotlane" if r["client"] == "slotlane" else "comparison client", r["row"])
-            want = "C, %s: %.0f user ns / request" % (label, r["median"]["user_ns_per_req"])
+            want = "C, %s: %.0f total CPU ns / request" % (label, r["median"]["cpu_ns_per_req"])
             check(any(t == want for t, _ in bars), "the chart has the bar '%s'" % want)
         check(not crosses, "no failure marks in a good run's chart")
 
@@ -254,11 +257,11 @@ def test_failed_rows(tmp):
         missing = [r for r in rows if r["error"] == "the runner's record has no such row"]
         check(len(missing) == 14, "rows missing from the runner's record are failed rows (got %d)" % len(missing))
         check(all(r["median"]["user_ns_per_req"] is None for r in rows if not r["ok"]), "no failed row has a figure")
-        check("| C | slotlane | GET 16 | 123 | FAILED: GET key:7 returned a wrong value | FAILED: the runner's "
+        check("| C | slotlane | GET 16 | 132 (123 / 9) | FAILED: GET key:7 returned a wrong value | FAILED: the runner's "
               "record has no such row |" in "\n".join(body), "the table: the figure, the row's error: %s" % body)
         check(not any(re.search(r"\b77\b", ln) for ln in body), "the failed row's figure is nowhere in the table")
         bars, crosses = svg_bars(svg)
-        check([t for t, _ in bars] == ["C, slotlane plain: 123 user ns / request"], "one bar, the good row's: %s" % bars)
+        check([t for t, _ in bars] == ["C, slotlane plain: 132 total CPU ns / request"], "one bar, the good row's: %s" % bars)
         check(any("wrong value" in c for c in crosses), "the chart marks the failed row")
     rec, body, svg = run_fake(tmp, "badschema")
     if rec:
