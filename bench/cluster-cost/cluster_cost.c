@@ -1563,7 +1563,10 @@ int main(int argc, char **argv)
         int need_tk = cfg.rows[ROW_ONENODE] && cfg.with_slotlane;
         if (need_pk) {
 #if SL_HAVE_HIREDIS
-            if (fill_hiredis(cfg.plain_url, 0, err, sizeof err)) die("%s", err);
+            /* (Debian's hiredis 0.14 has no TLS: over TLS slotlane fills the plain row too) */
+            if (cfg.tls ? fill_slotlane(cfg.plain_url, SL_MODE_PLAIN, 0, err, sizeof err)
+                        : fill_hiredis(cfg.plain_url, 0, err, sizeof err))
+                die("%s", err);
 #else
             if (fill_slotlane(cfg.plain_url, SL_MODE_PLAIN, 0, err, sizeof err)) die("%s", err);
 #endif

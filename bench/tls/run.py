@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""bench/tls/run.py — what TLS costs the C client: sl-cluster-cost's plain and cluster rows
-over TLS beside the same rows without TLS, against the same servers, in one run.
+"""bench/tls/run.py — what TLS costs each client: the cluster-cost runners' plain and cluster
+rows over TLS beside the same rows without TLS, against the same servers, in one run — the C
+tool (slotlane's C client; Debian's hiredis 0.14 has no TLS) and the Python runner (slotlane
+and redis-py with hiredis, both with ssl=True and the test CA).
 
-  python3 bench/tls/run.py [--rounds 3] [--seconds 1] [--warmup 0.3] [--depths 16,64]
-                           [--ops GET,SET] [--records bench/records] [--port-base 24720]
+  python3 bench/tls/run.py [--langs c,python] [--rounds 3] [--seconds 1] [--warmup 0.3]
+                           [--depths 16,64] [--ops GET,SET] [--records bench/records]
+                           [--port-base 24720]
 
 Servers (Debian's redis-server 7.0, every one pinned to CPU 1; the client to CPU 0): a
 standalone server and a 3-primary Redis Cluster (ci/redis-plain.sh, ci/redis-cluster.sh)
@@ -17,8 +20,10 @@ Rounds are interleaved: round r runs the tool once without TLS and once with (th
 alternates by round), each with --rounds 1, so a ratio is measured under the same load.
 The headline is total CPU (user + system) per request of the client process; a row's ratio
 is the median of its per-round ratios TLS / plaintext. Target (issue 19): <= 1.3 at depth
-16. One record in bench/records/: `<host>-<date>-<time>-cluster-cost-tls.json` (schema
-slotlane.bench.cluster-cost-tls/1: every round of both tools' records, the medians, the
+16, and slotlane's ratio to the ecosystem's client over TLS no worse than without TLS (the
+"vs comparison" columns: per round, slotlane's total over the comparison client's, TLS and
+plaintext, medians). One record in bench/records/: `<host>-<date>-<time>-cluster-cost-tls.json` (schema
+slotlane.bench.cluster-cost-tls/2: every round of both tools' records, the medians, the
 ratios, the load averages before and after), and a table on stdout.
 """
 import argparse
@@ -63,10 +68,20 @@ def main():
     ap.add_argument("--records", default=os.path.join(ROOT, "bench", "records"))
     ap.add_argument("--port-base", type=int, default=24720)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--langs", default="c,python", help="c and/or python")
     a = ap.parse_args()
+    a.quick = False
+    langs = [x for x in a.langs.split(",") if x]
+    for x in langs:
+        if x not in ("c", "python"):
+            raise SystemExit("bench/tls/run.py: --langs: c or python, not %r" % x)
     tool = os.path.join(a.build, "bench", "sl-cluster-cost")
     if not os.access(tool, os.X_OK):
         raise SystemExit("bench/tls/run.py: %s is not built (cmake --build build --target sl-cluster-cost)" % tool)
+    if "python" in langs:  # the venv bench/run.py uses, with this tree's binding
+        err = bench_run.prepare(bench_run.Procs(), "python", a, os.path.join(tempfile.gettempdir(), "sl-bench-tls-prepare.log"))
+        if err:
+            raise SystemExit("bench/tls/run.py: " + err)
     base = a.port_base
     work = tempfile.mkdtemp(prefix="sl-bench-tls.")
     certs = os.path.join(work, "certs")
@@ -91,49 +106,74 @@ def main():
                 True: ("redis://%s:%d" % (HOST, base), "redis://%s:%d" % (HOST, base + 2))}
         for r in range(a.rounds):
             for tls in ((False, True) if r % 2 == 0 else (True, False)):
-                out = os.path.join(work, "r%d-%s.json" % (r, "tls" if tls else "plain"))
-                cmd = ["taskset", "-c", CLIENT_CPU, tool, "--plain", urls[tls][0], "--cluster", urls[tls][1],
-                       "--rows", "plain,cluster", "--ops", a.ops, "--depths", a.depths, "--rounds", "1",
-                       "--seconds", str(a.seconds), "--warmup", str(a.warmup), "--workers", str(a.workers),
-                       "--clients", "slotlane", "--json", out,
-                       "--server-desc", "redis-server 7.0 standalone + 3-primary cluster, TLS and plaintext on "
-                       "the same processes, pinned to CPU %s" % SERVER_CPU,
-                       "--invocation", "bench/tls/run.py"]
-                if tls:  # the tool fills keys with hiredis (no TLS): the plaintext run of round 0 did
-                    cmd += ["--tls-ca", os.path.join(certs, "ca.crt"), "--no-fill"]
-                p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
-                if p.returncode != 0:
-                    raise SystemExit("bench/tls/run.py: %s failed (%d):\n%s" % (" ".join(cmd), p.returncode, p.stdout))
-                with open(out) as f:
-                    runs.append({"round": r, "tls": tls, "record": json.load(f)})
+                for lang in langs:
+                    out = os.path.join(work, "r%d-%s-%s.json" % (r, lang, "tls" if tls else "plain"))
+                    common = ["--plain", urls[tls][0], "--cluster", urls[tls][1], "--rows", "plain,cluster",
+                              "--ops", a.ops, "--depths", a.depths, "--rounds", "1", "--seconds", str(a.seconds),
+                              "--warmup", str(a.warmup), "--json", out,
+                              "--server-desc", "redis-server 7.0 standalone + 3-primary cluster, TLS and plaintext "
+                              "on the same processes, pinned to CPU %s" % SERVER_CPU,
+                              "--invocation", "bench/tls/run.py"]
+                    if lang == "c":
+                        cmd = ["taskset", "-c", CLIENT_CPU, tool] + common + ["--workers", str(a.workers),
+                                                                              "--clients", "slotlane"]
+                        if tls:  # (every runner fills the keys with its own values first)
+                            cmd += ["--tls-ca", os.path.join(certs, "ca.crt")]
+                    else:
+                        py = os.path.join(a.build, "python-venv", "bin", "python")
+                        cmd = ["taskset", "-c", CLIENT_CPU, py, os.path.join(ROOT, "python", "bench", "cluster_cost.py"),
+                               "--cluster-cost", "--clients", "slotlane-python,redis-py", "--json-only"] + common
+                        if tls:
+                            cmd += ["--tls-ca", os.path.join(certs, "ca.crt")]
+                    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+                    if p.returncode != 0:
+                        raise SystemExit("bench/tls/run.py: %s failed (%d):\n%s" % (" ".join(cmd), p.returncode,
+                                                                                    p.stdout[-3000:]))
+                    with open(out) as f:
+                        runs.append({"round": r, "tls": tls, "lang": lang, "record": json.load(f)})
     finally:
         for kind, d in reversed(started):
             harness(kind, "stop", d, env=env)
     t1 = bench_run.utcnow()
     load_after = bench_run.load1()
 
-    # (row, op, depth) -> {tls: [per-round (total, user, sys)]}
+    # (lang, client, row, op, depth) -> {tls: {round: (total, user, sys)}}
     cells = {}
     for run in runs:
         for row in run["record"]["rows"]:
             if not row["ok"]:
-                raise SystemExit("bench/tls/run.py: row %s %s d%d failed: %s" % (row["row"], row["op"], row["depth"],
-                                                                                row.get("error")))
-            key = (row["row"], row["op"], row["depth"])
+                raise SystemExit("bench/tls/run.py: %s %s row %s %s d%d failed: %s" % (
+                    run["lang"], row.get("client"), row["row"], row["op"], row["depth"], row.get("error")))
+            key = (run["lang"], row.get("client", "slotlane"), row["row"], row["op"], row["depth"])
             for rnd in row["rounds"]:
-                cells.setdefault(key, {False: [], True: []})[run["tls"]].append(per_request(rnd))
+                cells.setdefault(key, {False: {}, True: {}})[run["tls"]][run["round"]] = per_request(rnd)
+    comparison = {"python": ("slotlane-python", "redis-py")}
     table = []
-    for (rowname, op, depth), v in sorted(cells.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
-        ratios = [t[0] / p[0] for p, t in zip(v[False], v[True])]
-        med = {k: [statistics.median(x[i] for x in v[k]) for i in range(3)] for k in (False, True)}
-        table.append({"row": rowname, "op": op, "depth": depth,
-                      "plaintext": {"total_ns": med[False][0], "user_ns": med[False][1], "sys_ns": med[False][2]},
-                      "tls": {"total_ns": med[True][0], "user_ns": med[True][1], "sys_ns": med[True][2]},
-                      "ratio_rounds": ratios, "ratio_median": statistics.median(ratios),
-                      "target": "<= 1.3 at depth 16" if depth == 16 else None,
-                      "target_met": (statistics.median(ratios) <= 1.3) if depth == 16 else None})
+    for key, v in sorted(cells.items()):
+        lang, client, rowname, op, depth = key
+        rounds = sorted(set(v[False]) & set(v[True]))
+        ratios = [v[True][r][0] / v[False][r][0] for r in rounds]
+        med = {k: [statistics.median(v[k][r][i] for r in rounds) for i in range(3)] for k in (False, True)}
+        entry = {"lang": lang, "client": client, "row": rowname, "op": op, "depth": depth,
+                 "plaintext": {"total_ns": med[False][0], "user_ns": med[False][1], "sys_ns": med[False][2]},
+                 "tls": {"total_ns": med[True][0], "user_ns": med[True][1], "sys_ns": med[True][2]},
+                 "ratio_rounds": ratios, "ratio_median": statistics.median(ratios),
+                 "target": "<= 1.3 at depth 16" if depth == 16 else None,
+                 "target_met": (statistics.median(ratios) <= 1.3) if depth == 16 else None,
+                 "vs_comparison": None}
+        sl, other = comparison.get(lang, (None, None))
+        ck = (lang, other, rowname, op, depth)
+        if client == sl and ck in cells:
+            c = cells[ck]
+            vs = {}
+            for t in (False, True):
+                rr = sorted(set(v[t]) & set(c[t]))
+                vs[t] = statistics.median(v[t][r][0] / c[t][r][0] for r in rr)
+            entry["vs_comparison"] = {"comparison": other, "plaintext": vs[False], "tls": vs[True],
+                                      "target": "tls <= plaintext", "target_met": vs[True] <= vs[False]}
+        table.append(entry)
     rec = {
-        "schema": "slotlane.bench.cluster-cost-tls/1",
+        "schema": "slotlane.bench.cluster-cost-tls/2",
         "benchmark": "cluster-cost-tls",
         "tool": "bench/tls/run.py over sl-cluster-cost (bench/cluster-cost/cluster_cost.c)",
         "started_at": bench_run.iso(t0), "finished_at": bench_run.iso(t1),
@@ -142,20 +182,23 @@ def main():
         "command": sys.argv,
         "git": {"commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, stdout=subprocess.PIPE,
                                          text=True).stdout.strip()},
-        "config": {"rounds": a.rounds, "seconds": a.seconds, "warmup": a.warmup, "depths": a.depths,
+        "config": {"langs": langs, "rounds": a.rounds, "seconds": a.seconds, "warmup": a.warmup, "depths": a.depths,
                    "ops": a.ops, "workers": a.workers, "client_cpu": CLIENT_CPU, "server_cpu": SERVER_CPU,
                    "order": "interleaved: each round runs the plaintext and the TLS tool once, order alternating"},
         "rows": table,
         "runs": runs,
     }
     name = bench_run.write_record(rec, a.records, "cluster-cost-tls")
-    print("| row | op | depth | plaintext ns/req (user+sys) | TLS ns/req (user+sys) | TLS/plain (median of rounds) |")
-    print("|---|---|---|---|---|---|")
+    print("| lang | client | row | op | depth | plaintext ns/req (user+sys) | TLS ns/req (user+sys) "
+          "| TLS/plain (median of rounds) | ÷ comparison plaintext → TLS |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for t in table:
-        print("| %s | %s | %d | %.0f (%.0f+%.0f) | %.0f (%.0f+%.0f) | %.2f |" % (
-            t["row"], t["op"], t["depth"], t["plaintext"]["total_ns"], t["plaintext"]["user_ns"],
-            t["plaintext"]["sys_ns"], t["tls"]["total_ns"], t["tls"]["user_ns"], t["tls"]["sys_ns"],
-            t["ratio_median"]))
+        vs = t["vs_comparison"]
+        print("| %s | %s | %s | %s | %d | %.0f (%.0f+%.0f) | %.0f (%.0f+%.0f) | %.2f | %s |" % (
+            t["lang"], t["client"], t["row"], t["op"], t["depth"], t["plaintext"]["total_ns"],
+            t["plaintext"]["user_ns"], t["plaintext"]["sys_ns"], t["tls"]["total_ns"], t["tls"]["user_ns"],
+            t["tls"]["sys_ns"], t["ratio_median"],
+            "%.2f× → %.2f×" % (vs["plaintext"], vs["tls"]) if vs else "—"))
     print("load average: %s -> %s; record: %s" % (load_before, load_after, os.path.relpath(name, ROOT)))
 
 

@@ -45,6 +45,10 @@ import slotlane
 SCHEMA = "slotlane.bench.cluster-cost/1"
 TOOL = "python/bench/cluster_cost.py"
 
+# --tls-ca FILE: every client (both clients, and the runner's own INFO/CLUSTER SLOTS calls)
+# speaks TLS with that CA, with the options each client's users would pass (redis-py's names).
+TLS: Dict[str, Any] = {}
+
 
 # ------------------------------------------------------------------ helpers
 
@@ -61,7 +65,7 @@ def node_command(host: str, port: int, *args: str, timeout: float = 5.0) -> Any:
     """One command to one node with the package's own plain client (as a user would; the
     runner speaks no RESP of its own). A node that cannot be reached raises OSError."""
     try:
-        with slotlane.Client(host, port, cluster=False, socket_connect_timeout=timeout) as c:
+        with slotlane.Client(host, port, cluster=False, socket_connect_timeout=timeout, **TLS) as c:
             return c.execute_command(*args)
     except (slotlane.ConnectionError, slotlane.TimeoutError) as e:
         raise OSError(str(e)) from e
@@ -86,7 +90,7 @@ def parse_addr(url: str) -> Tuple[str, int]:
 
 def cluster_nodes(url: str) -> List[Tuple[str, int]]:
     """The primaries, from slotlane's own view (CLUSTER SLOTS through the client)."""
-    with slotlane.Client(url) as c:
+    with slotlane.Client(url, **TLS) as c:
         if c.mode != "cluster":
             return [parse_addr(url)]
         nodes = []
@@ -165,7 +169,7 @@ class SlotlaneRunner(Runner):
 
     def __init__(self, url: str, row: str, nkeys: int) -> None:
         super().__init__(url, row, nkeys)
-        self.c = slotlane.Client(url, cluster=(row != "plain"), socket_timeout=10)
+        self.c = slotlane.Client(url, cluster=(row != "plain"), socket_timeout=10, **TLS)
         self.fill()
 
     def fill(self) -> None:
@@ -239,11 +243,11 @@ class RedisPyRunner(Runner):
         host, port = parse_addr(url)
         self.c: Any
         if row == "plain":
-            self.c = redis.Redis(host=host, port=port, socket_timeout=10)
+            self.c = redis.Redis(host=host, port=port, socket_timeout=10, **TLS)
             self.pipe: Callable[[], Any] = lambda: self.c.pipeline(transaction=False)
         else:
             from redis.cluster import RedisCluster
-            self.c = RedisCluster(host=host, port=port, socket_timeout=10)
+            self.c = RedisCluster(host=host, port=port, socket_timeout=10, **TLS)
             self.pipe = lambda: self.c.pipeline()
         self.fill()
 
@@ -720,6 +724,8 @@ def cluster_cost(args: argparse.Namespace) -> int:
                        "keys": args.keys, "value_bytes": 32, "api": "pipeline", "quick": bool(args.quick),
                        "order": "every round: rows x ops x depths, the clients interleaved",
                        "clients": clients,
+                       "tls": ({"ca_file": args.tls_ca, "options": "ssl=True, ssl_ca_certs (both clients)"}
+                               if args.tls_ca else None),
                        "redis_py_classes": {"plain": "redis.Redis pipeline(transaction=False)",
                                             "cluster": "redis.cluster.RedisCluster pipeline()",
                                             "one-node": "redis.cluster.RedisCluster pipeline()"}},
@@ -791,7 +797,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--server-desc", default=None)
     ap.add_argument("--invocation", default=None)
     ap.add_argument("--json-only", action="store_true", help="no per-round lines on stderr")
+    ap.add_argument("--tls-ca", metavar="FILE", default=None,
+                    help="every client speaks TLS, trusting this CA (ssl=True, ssl_ca_certs=FILE); the record says tls")
     args = ap.parse_args(argv)
+    if args.tls_ca:
+        TLS.update(ssl=True, ssl_ca_certs=args.tls_ca)
     if not args.cluster_cost:
         ap.error("choose a benchmark: --cluster-cost")
     if args.rounds < 1 or args.keys < 64:
