@@ -2,7 +2,7 @@
 #   make test   installs what is missing, builds everything, runs every test
 #   make bench  installs what is missing, builds, starts the server, runs every language's cluster-cost benchmark
 #   make fuzz   the server's and the core's libFuzzer targets, FUZZ_SECONDS (60) each (not part of make test)
-.PHONY: all build build-asan build-tsan test bench bench-c bench-python bench-rust bench-go bench-node bench-java bench-csharp fuzz deps clean
+.PHONY: all build build-asan build-tsan test bench bench-tls bench-c bench-python bench-rust bench-go bench-node bench-java bench-csharp fuzz deps clean
 JOBS ?= $(shell nproc)
 
 all: build
@@ -31,8 +31,15 @@ test: build build-asan build-tsan
 # cluster-cost runner against it one after another, one combined record, table and chart
 # (bench/run.py --help). E.g. make bench BENCH_ARGS="--quick" or BENCH_ARGS="--langs c,go".
 BENCH_ARGS ?=
+# Then the TLS rows (bench/tls/run.py: C, Python and Node over TLS beside the same rows without
+# it, against redis-server with TLS); BENCH_TLS=0 leaves them out.
+BENCH_TLS ?= 1
 bench: build
 	@SL_BENCH_INVOCATION="make bench$(if $(BENCH_ARGS), BENCH_ARGS=\"$(BENCH_ARGS)\")" python3 bench/run.py $(BENCH_ARGS)
+	@if [ "$(BENCH_TLS)" = 1 ]; then flock /tmp/suite-bench.lock python3 bench/tls/run.py $(BENCH_TLS_ARGS); fi
+
+bench-tls: build
+	@flock /tmp/suite-bench.lock python3 bench/tls/run.py $(BENCH_TLS_ARGS)
 
 # One language's rows only (a run of one language, not eleven minutes of all), e.g.
 # make bench-python; BENCH_ARGS adds to it.

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """bench/tls/run.py — what TLS costs each client: the cluster-cost runners' plain and cluster
 rows over TLS beside the same rows without TLS, against the same servers, in one run — the C
-tool (slotlane's C client; Debian's hiredis 0.14 has no TLS) and the Python runner (slotlane
-and redis-py with hiredis, both with ssl=True and the test CA).
+tool (slotlane's C client; Debian's hiredis 0.14 has no TLS), the Python runner (slotlane
+and redis-py with hiredis, both with ssl=True and the test CA) and the Node runner (slotlane
+and ioredis, both with tls: { ca }).
 
-  python3 bench/tls/run.py [--langs c,python] [--rounds 3] [--seconds 1] [--warmup 0.3]
+  python3 bench/tls/run.py [--langs c,python,node] [--rounds 3] [--seconds 1] [--warmup 0.3]
                            [--depths 16,64] [--ops GET,SET] [--records bench/records]
                            [--port-base 24720]
 
@@ -68,20 +69,21 @@ def main():
     ap.add_argument("--records", default=os.path.join(ROOT, "bench", "records"))
     ap.add_argument("--port-base", type=int, default=24720)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--langs", default="c,python", help="c and/or python")
+    ap.add_argument("--langs", default="c,python,node", help="of c, python, node")
     a = ap.parse_args()
     a.quick = False
     langs = [x for x in a.langs.split(",") if x]
     for x in langs:
-        if x not in ("c", "python"):
-            raise SystemExit("bench/tls/run.py: --langs: c or python, not %r" % x)
+        if x not in ("c", "python", "node"):
+            raise SystemExit("bench/tls/run.py: --langs: c, python or node, not %r" % x)
     tool = os.path.join(a.build, "bench", "sl-cluster-cost")
     if not os.access(tool, os.X_OK):
         raise SystemExit("bench/tls/run.py: %s is not built (cmake --build build --target sl-cluster-cost)" % tool)
-    if "python" in langs:  # the venv bench/run.py uses, with this tree's binding
-        err = bench_run.prepare(bench_run.Procs(), "python", a, os.path.join(tempfile.gettempdir(), "sl-bench-tls-prepare.log"))
-        if err:
-            raise SystemExit("bench/tls/run.py: " + err)
+    for x in langs:  # what bench/run.py builds for the runner (the Python venv, node's addon and bench deps)
+        if x != "c":
+            err = bench_run.prepare(bench_run.Procs(), x, a, os.path.join(tempfile.gettempdir(), "sl-bench-tls-prepare.log"))
+            if err:
+                raise SystemExit("bench/tls/run.py: " + err)
     base = a.port_base
     work = tempfile.mkdtemp(prefix="sl-bench-tls.")
     certs = os.path.join(work, "certs")
@@ -119,6 +121,15 @@ def main():
                                                                               "--clients", "slotlane"]
                         if tls:  # (every runner fills the keys with its own values first)
                             cmd += ["--tls-ca", os.path.join(certs, "ca.crt")]
+                    elif lang == "node":  # (it pins its own children to CPU 0; --json DIR names the file)
+                        d = out[:-5]
+                        os.makedirs(d)
+                        cmd = ["node", os.path.join(ROOT, "node", "bench", "cluster-cost.js"), "--plain", urls[tls][0],
+                               "--cluster", urls[tls][1], "--rows", "plain,cluster", "--ops", a.ops, "--depths",
+                               a.depths, "--rounds", "1", "--seconds", str(a.seconds), "--warmup", str(a.warmup),
+                               "--workers", str(a.workers), "--clients", "slotlane,ioredis", "--json", d]
+                        if tls:
+                            cmd += ["--tls-ca", os.path.join(certs, "ca.crt")]
                     else:
                         py = os.path.join(a.build, "python-venv", "bin", "python")
                         cmd = ["taskset", "-c", CLIENT_CPU, py, os.path.join(ROOT, "python", "bench", "cluster_cost.py"),
@@ -129,6 +140,8 @@ def main():
                     if p.returncode != 0:
                         raise SystemExit("bench/tls/run.py: %s failed (%d):\n%s" % (" ".join(cmd), p.returncode,
                                                                                     p.stdout[-3000:]))
+                    if lang == "node":
+                        out = bench_run.find_record(out[:-5])[-1]
                     with open(out) as f:
                         runs.append({"round": r, "tls": tls, "lang": lang, "record": json.load(f)})
     finally:
@@ -147,7 +160,7 @@ def main():
             key = (run["lang"], row.get("client", "slotlane"), row["row"], row["op"], row["depth"])
             for rnd in row["rounds"]:
                 cells.setdefault(key, {False: {}, True: {}})[run["tls"]][run["round"]] = per_request(rnd)
-    comparison = {"python": ("slotlane-python", "redis-py")}
+    comparison = {"python": ("slotlane-python", "redis-py"), "node": ("slotlane", "ioredis")}
     table = []
     for key, v in sorted(cells.items()):
         lang, client, rowname, op, depth = key

@@ -10,6 +10,7 @@
 //   node bench/cluster-cost.js [--quick] [--rounds N] [--seconds S] [--warmup S]
 //        [--clients slotlane,ioredis,node-redis] [--rows plain,cluster,one-node]
 //        [--ops GET,SET] [--depths 16,64] [--workers 8] [--json DIR|-] [--plain URL --cluster URL]
+//        [--tls-ca FILE]   (every client over TLS trusting FILE: slotlane's and ioredis's tls: { ca })
 //
 // Servers: without --plain/--cluster it starts a standalone redis-server (plain rows, port
 // 25300) and a 3-primary Redis Cluster (cluster and one-node rows, ports 25310-25315) with the
@@ -29,6 +30,10 @@ const NODE_DIR = path.resolve(__dirname, '..');
 const ROOT = path.resolve(NODE_DIR, '..');
 const KEYS = 4096;
 const VALUE_BYTES = 32;
+// --tls-ca FILE: every client (and the runner's own INFO/CLUSTER SLOTS calls) speaks TLS with
+// this CA, as each client's users would pass it (tls: { ca }). Set in the parent and the children.
+let TLS_CA = null;
+const tlsOpts = () => (TLS_CA ? { tls: { ca: fs.readFileSync(TLS_CA) } } : {});
 
 function valueOf(i) {
   return `v${i}:`.padEnd(VALUE_BYTES, 'x');
@@ -45,7 +50,7 @@ async function serverInputBytes(urls) {
   const sl = require(NODE_DIR);
   let sum = 0;
   for (const url of urls) {
-    const c = sl.createClient({ url, cluster: false });
+    const c = sl.createClient({ url, cluster: false, ...tlsOpts() });
     const info = await c.sendCommand(['INFO', 'stats']);
     await c.close();
     const m = /total_net_input_bytes:(\d+)/.exec(info);
@@ -65,7 +70,7 @@ function makeDriver(client, row, spec) {
     return {
       api: 'auto-pipelining (one batch per tick)',
       async open() {
-        c = sl.createClient({ url, cluster: row !== 'plain' });
+        c = sl.createClient({ url, cluster: row !== 'plain', ...tlsOpts() });
         await c.connect();
       },
       run(op, keys, val) {
@@ -86,8 +91,8 @@ function makeDriver(client, row, spec) {
     return {
       api: pipelined ? 'pipeline().exec()' : 'enableAutoPipelining (Promise.all)',
       async open() {
-        if (row === 'plain') r = new Redis({ host, port, lazyConnect: true, enableAutoPipelining: false });
-        else r = new Redis.Cluster([{ host, port }], { enableAutoPipelining: !pipelined, lazyConnect: true });
+        if (row === 'plain') r = new Redis({ host, port, lazyConnect: true, enableAutoPipelining: false, ...tlsOpts() });
+        else r = new Redis.Cluster([{ host, port }], { enableAutoPipelining: !pipelined, lazyConnect: true, redisOptions: tlsOpts() });
         await r.connect();
       },
       async run(op, keys, val) {
@@ -142,6 +147,7 @@ function makeDriver(client, row, spec) {
 
 async function child(spec) {
   const { client, row, ops, depths, workers, seconds, warmup } = spec;
+  TLS_CA = spec.tlsCa || null;
   const keyNames = Array.from({ length: KEYS }, (_, i) => keyOf(row, i));
   const valueByKey = new Map(keyNames.map((k, i) => [k, valueOf(i)]));
   const val = (k) => valueByKey.get(k);
@@ -259,8 +265,9 @@ function parseArgs(argv) {
       case '--json': o.json = val(); break;
       case '--plain': o.plain = val(); break;
       case '--cluster': o.cluster = val(); break;
+      case '--tls-ca': o.tlsCa = val(); break;
       case '-h': case '--help':
-        console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(2, 23).join('\n'));
+        console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(2, 24).join('\n'));
         process.exit(0);
       // falls through
       default: throw new Error(`unknown option ${a}`);
@@ -334,7 +341,7 @@ function script(name, args) {
 
 async function clusterNodes(url) {
   const sl = require(NODE_DIR);
-  const c = sl.createClient({ url, cluster: true });
+  const c = sl.createClient({ url, cluster: true, ...tlsOpts() });
   const slots = await c.sendCommand(['CLUSTER', 'SLOTS']);
   await c.close();
   return [...new Set(slots.map((s) => `redis://${s[2][0]}:${s[2][1]}`))];
@@ -342,7 +349,7 @@ async function clusterNodes(url) {
 
 async function serverVersion(url) {
   const sl = require(NODE_DIR);
-  const c = sl.createClient({ url, cluster: false });
+  const c = sl.createClient({ url, cluster: false, ...tlsOpts() });
   const info = await c.sendCommand(['INFO', 'server']);
   await c.close();
   return (/redis_version:(\S+)/.exec(info) || [])[1] || null;
@@ -378,8 +385,9 @@ async function main() {
   } else {
     description = `given servers: plain ${o.plain}, cluster ${o.cluster}`;
   }
+  TLS_CA = o.tlsCa || null;
   const nodes = await clusterNodes(o.cluster);
-  const base = { ops: o.ops, depths: o.depths, workers: o.workers, seconds: o.seconds, warmup: o.warmup, plain: o.plain, cluster: o.cluster, clusterNodes: nodes };
+  const base = { ops: o.ops, depths: o.depths, workers: o.workers, seconds: o.seconds, warmup: o.warmup, plain: o.plain, cluster: o.cluster, clusterNodes: nodes, tlsCa: TLS_CA };
   const combos = [];
   for (const row of o.rows) for (const client of o.clients) combos.push({ ...base, client, row });
   const rounds = new Map(); // key -> [round results]
@@ -462,6 +470,7 @@ async function main() {
       workers: o.workers, seconds: o.seconds, warmup_seconds: o.warmup, rounds: o.rounds, keys: KEYS,
       value_bytes: VALUE_BYTES, quick: o.quick, order: 'rounds interleaved; one process per (client, row) and round',
       measure: 'process.cpuUsage() deltas of the client process over the timed loop; server input bytes from INFO total_net_input_bytes',
+      tls: o.tlsCa ? { ca_file: o.tlsCa, options: 'tls: { ca } (slotlane; ioredis, its Cluster through redisOptions)' } : null,
     },
     rows,
     targets,
