@@ -14,7 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int sv_aof_lock_fd = -1;
 
 static int arg_is(sv_str a, const char *s) { return a.len == strlen(s) && memcmp(a.p, s, a.len) == 0; }
 

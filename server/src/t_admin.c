@@ -13,8 +13,6 @@
 #include "server.h"
 #include "stream.h"
 
-atomic_int sv_active_expire = 1;
-_Atomic long long sv_lfu_log_factor = 10;
 
 static void unknown_subcommand(sv_ctx *c, sv_str sub, const char *cmd)
 {
