@@ -173,6 +173,9 @@ static void test_two_servers_one_process(void **state)
     assert_string_equal(CMD(fa, "PUBLISH", "ch", "m"), ":0");
     assert_string_equal(CMD(fb, "PUBLISH", "ch", "m"), ":1");
     close(sub);
+    /* SHUTDOWN does not end the host process: refused, the server keeps serving */
+    assert_non_null(strstr(CMD(fa, "SHUTDOWN"), "-ERR SHUTDOWN is refused by an embedded server"));
+    assert_string_equal(CMD(fa, "PING"), "+PONG");
     close(fa);
     close(fb);
     sl_server_free(a);
