@@ -27,27 +27,28 @@ from cffi import FFI
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def core_dir():
-    env = os.environ.get("SLOTLANE_CORE_DIR")
-    candidates = [env] if env else []
-    candidates += [os.path.join(HERE, "vendor", "core"), os.path.join(HERE, "..", "core")]
+def find_source(env, name, required):
+    """A description's folder (holding build.cfg), first match wins: $env, vendor/<name> (an
+    sdist's copy, written by ci/vendor-core.sh), ../<name> (the monorepo's own)."""
+    candidates = [os.environ[env]] if os.environ.get(env) else []
+    candidates += [os.path.join(HERE, "vendor", name), os.path.join(HERE, "..", name)]
     for c in candidates:
-        if c and os.path.isfile(os.path.join(c, "build.cfg")):
+        if os.path.isfile(os.path.join(c, "build.cfg")):
             return os.path.abspath(c)
-    raise RuntimeError("slotlane: cannot find the C core (tried %s): build from the repository or an sdist"
-                       % ", ".join(x for x in candidates if x))
+    if required:
+        raise RuntimeError("slotlane: cannot find the C %s (tried %s): build from the repository or an sdist"
+                           % (name, ", ".join(candidates)))
+    return None
+
+
+def core_dir():
+    return find_source("SLOTLANE_CORE_DIR", "core", True)
 
 
 def server_dir():
-    """The embeddable server's sources (server/build.cfg), like the core's: $SLOTLANE_SERVER_DIR,
-    vendor/server (an sdist's copy, written with vendor/core), ../server; None when absent."""
-    env = os.environ.get("SLOTLANE_SERVER_DIR")
-    candidates = [env] if env else []
-    candidates += [os.path.join(HERE, "vendor", "server"), os.path.join(HERE, "..", "server")]
-    for c in candidates:
-        if c and os.path.isfile(os.path.join(c, "build.cfg")):
-            return os.path.abspath(c)
-    return None
+    """The embeddable server's sources (server/build.cfg), like the core's:
+    $SLOTLANE_SERVER_DIR, vendor/server, ../server; None when absent."""
+    return find_source("SLOTLANE_SERVER_DIR", "server", False)
 
 
 def load_description(core, described=None):

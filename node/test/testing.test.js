@@ -10,16 +10,8 @@ const os = require('node:os');
 const path = require('node:path');
 const sl = require('..');
 const { startServer } = require('../testing');
+const { withClient } = require('./helpers');
 
-async function withClient(opts, fn) {
-  const c = sl.createClient(opts);
-  try {
-    await c.connect();
-    return await fn(c);
-  } finally {
-    await c.close();
-  }
-}
 
 const count = (dir) => fs.readdirSync(dir).length;
 

@@ -221,26 +221,14 @@ fn main() {
     build.define("SL_WITH_UV", None); // build.cfg: SL_WITH_<PART> for every part compiled in
     let mut libs: Vec<String> = Vec::new();
     for (cflags, l) in std::iter::once(&libuv).chain(openssl.iter()) {
-        for f in cflags {
-            if let Some(dir) = f.strip_prefix("-I") {
-                build.include(dir);
-            } else {
-                build.flag(f);
-            }
-        }
+        add_cflags(&mut build, cflags);
         libs.extend(l.iter().cloned());
     }
     if openssl.is_some() {
         build.define("SL_WITH_TLS", None);
     }
     build.compile("slotlane");
-    for f in &libs {
-        if let Some(dir) = f.strip_prefix("-L") {
-            println!("cargo:rustc-link-search=native={dir}");
-        } else if let Some(lib) = f.strip_prefix("-l") {
-            println!("cargo:rustc-link-lib=dylib={lib}");
-        }
-    }
+    link_libs(&libs);
     println!("cargo:rustc-link-lib=pthread");
 
     if env::var_os("CARGO_FEATURE_SERVER").is_some() {
@@ -252,6 +240,28 @@ fn main() {
     println!("cargo:include={}", include.display());
     println!("cargo:rustc-env=SLOTLANE_SYS_INCLUDE={}", include.display());
     println!("cargo:rustc-env=SLOTLANE_SYS_CORE_FLAVOR={flavor}");
+}
+
+/// A system library's pkg-config cflags into a build (-I as include folders).
+fn add_cflags(build: &mut cc::Build, cflags: &[String]) {
+    for f in cflags {
+        if let Some(dir) = f.strip_prefix("-I") {
+            build.include(dir);
+        } else {
+            build.flag(f);
+        }
+    }
+}
+
+/// A system library's pkg-config libs as cargo link directives.
+fn link_libs(libs: &[String]) {
+    for f in libs {
+        if let Some(dir) = f.strip_prefix("-L") {
+            println!("cargo:rustc-link-search=native={dir}");
+        } else if let Some(lib) = f.strip_prefix("-l") {
+            println!("cargo:rustc-link-lib=dylib={lib}");
+        }
+    }
 }
 
 /// Feature `server` (slotlane's `testing` feature): the embeddable slotlane-server
@@ -308,22 +318,10 @@ fn build_server(manifest: &Path, version: &str) {
         let (cflags, l) = pkg_config(m).unwrap_or_else(|| {
             panic!("slotlane-sys: feature `server` needs {m} (pkg-config; Debian: libuv1-dev liblua5.1-0-dev lua-cjson-dev lua-bitop-dev)")
         });
-        for f in cflags {
-            if let Some(inc) = f.strip_prefix("-I") {
-                build.include(inc);
-            } else {
-                build.flag(&f);
-            }
-        }
+        add_cflags(&mut build, &cflags);
         libs.extend(l);
     }
     build.compile("slotlane_server");
-    for f in &libs {
-        if let Some(dir) = f.strip_prefix("-L") {
-            println!("cargo:rustc-link-search=native={dir}");
-        } else if let Some(lib) = f.strip_prefix("-l") {
-            println!("cargo:rustc-link-lib=dylib={lib}");
-        }
-    }
+    link_libs(&libs);
     println!("cargo:rustc-link-lib=m");
 }
