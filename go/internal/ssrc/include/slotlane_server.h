@@ -11,6 +11,8 @@
  *  - A server runs one thread per shard. The library installs no signal handler and
  *    changes no process setting: its threads block SIGPIPE, SIGINT and SIGTERM (writes
  *    to a closed socket fail with EPIPE; the host's handlers run on the host's threads).
+ *  - The process is the host's: SHUTDOWN from a client is refused with an error (the host
+ *    stops the server), and nothing here exits or aborts on bad input or a bad client.
  *  - A handle is used by one thread at a time (any thread); sl_server_stop waits for
  *    the shard threads, so it must not be called from a callback of this server.
  *  - Option structs carry their version and their size; fields are only appended.

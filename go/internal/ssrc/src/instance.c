@@ -246,6 +246,7 @@ int sl_server_start(sl_server **out, const sl_server_options *opts, char *errmsg
     }
     sl_server *s = sv_calloc(1, sizeof(*s));
     sv_server_init_state(&s->srv);
+    s->srv.embedded = 1;
     s->srv.log_fn = o.log_fn;
     s->srv.log_ud = o.log_ud;
     sv_server *prev = sv_cur;

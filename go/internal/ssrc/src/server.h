@@ -303,6 +303,7 @@ typedef struct sv_server {
     int aof_lock_fd;                   /* the flock of --dir (aof_load.c), -1 */
     size_t script_mem_limit;           /* fuzz-only limits (script.h) */
     long long script_hook_budget;
+    int embedded; /* started through slotlane_server.h: SHUTDOWN is refused (t_admin.c) */
     /* where sv_log writes: NULL is stderr in the executable's format */
     void (*log_fn)(void *ud, int level, const char *msg);
     void *log_ud;

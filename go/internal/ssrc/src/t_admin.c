@@ -809,6 +809,10 @@ void sv_cmd_shutdown(sv_ctx *c, int argc, sv_str *argv)
         sv_add_error(&c->r, "No shutdown in progress.");
         return;
     }
+    if (sv_cur->embedded) { /* the host process is not ours to end: its code stops the server */
+        sv_add_error(&c->r, "SHUTDOWN is refused by an embedded server (the host stops it: sl_server_stop)");
+        return;
+    }
     sv_log(SV_LOG_NOTICE, "SHUTDOWN from a client: shutting down");
     c->close_after = 1;
     kill(getpid(), SIGTERM); /* the main thread takes it (shard threads block signals) */
