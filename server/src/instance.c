@@ -108,8 +108,7 @@ int sv_instance_start(sv_server *s, char *err, size_t cap)
         }
     }
     /* the logs are replayed before any port is open */
-    if (sv_aof_startup() != 0) {
-        snprintf(err, cap, "cannot use --dir %s (see the log)", sv_cfg.dir);
+    if (sv_aof_startup(err, cap) != 0) {
         discard_shards(s, n);
         rc = SV_START_EDIR;
         goto out;

@@ -49,8 +49,7 @@ int main(int argc, char **argv)
     char err[512];
     int rc = sv_instance_start(&srv, err, sizeof err);
     if (rc) {
-        /* the log replay printed its own reason */
-        if (rc != SV_START_EDIR) fprintf(stderr, "slotlane-server: %s\n", err);
+        fprintf(stderr, "slotlane-server: %s\n", err);
         sv_instance_free(&srv);
         return 1;
     }

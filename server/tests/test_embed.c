@@ -251,6 +251,7 @@ static void test_durability_always_restart(void **state)
     sl_server *t = (sl_server *)&t;
     assert_int_equal(sl_server_start(&t, &o, err, sizeof err), SL_SERVER_EDIR);
     assert_null(t);
+    assert_non_null(strstr(err, "is in use by another slotlane-server"));
     int fd = dial(sl_server_port(s, 0));
     for (int i = 0; i < 50; i++) {
         char key[16], val[16];
