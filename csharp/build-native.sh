@@ -35,23 +35,7 @@ gcc -shared -o "$LIB.tmp" "$OBJ"/*.o "${DEP_LIBS[@]}" -lpthread -Wl,--no-undefin
 mv "$LIB.tmp" "$LIB"
 
 # libslotlane_server.so: the embedded slotlane-server of Slotlane.Testing.SlotlaneServer, as
-# server/build.cfg describes it (read by the same describe.py), with its system libraries
-# (libuv, Lua 5.1 with cjson and bit) through pkg-config
-SERVER=$ROOT/server
-SLIB=$OUT/libslotlane_server.so
-if [ -f "$SERVER/build.cfg" ]; then
-  sdescribe() { python3 "$CORE/describe.py" --core "$SERVER" "$@"; }
-  mapfile -t SSRCS < <(sdescribe sources server)
-  mapfile -t SFLAGS < <(sdescribe cflags server)
-  mapfile -t SMODULES < <(sdescribe modules server)
-  read -r -a SDEP_CFLAGS <<<"$(pkg-config --cflags "${SMODULES[@]}")"
-  read -r -a SDEP_LIBS <<<"$(pkg-config --libs "${SMODULES[@]}")"
-  echo "build-native: compiling ${#SSRCS[@]} server sources into $SLIB" >&2
-  mkdir -p "$OBJ/server"   # one object per source, by its name (unique in server/build.cfg's list)
-  printf '%s\n' "${SSRCS[@]}" | xargs -P 2 -I{} sh -c \
-    'f=$1; shift; exec gcc "$@" -c "$f" -o "$OBJ/server/$(basename "$f" .c).o"' _ {} \
-    -O2 -g -fPIC -fvisibility=hidden "${SFLAGS[@]}" "${SDEP_CFLAGS[@]}"
-  [ "$(ls "$OBJ"/server/*.o | wc -l)" -eq ${#SSRCS[@]} ] || { echo "build-native: a server compilation failed" >&2; exit 1; }
-  gcc -shared -o "$SLIB.tmp" "$OBJ"/server/*.o "${SDEP_LIBS[@]}" -lpthread -lm -Wl,--no-undefined
-  mv "$SLIB.tmp" "$SLIB"
+# server/build.cfg describes it (server/build-shared.sh)
+if [ -f "$ROOT/server/build.cfg" ]; then
+  bash "$ROOT/server/build-shared.sh" "$OUT/libslotlane_server.so"
 fi

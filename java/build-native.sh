@@ -66,7 +66,7 @@ LIB=$LIB_DIR/libslotlane_jni.so
 WRAP=$TARGET/native/slotlane_wrap.c
 
 # ---------------------------------------------------------------- up to date?
-if [ -f "$LIB" ] && [ -f "$PKG_DIR/slotlaneJNI.java" ] && [ -f "$LIB_DIR/libslotlane_server_jni.so" ]; then
+if [ -f "$LIB" ] && [ -f "$PKG_DIR/slotlaneJNI.java" ] && { [ -f "$LIB_DIR/libslotlane_server_jni.so" ] || [ ! -d "$(dirname "$CORE")/server" ]; }; then
   newer=$(find "$IFACE" "$0" "$CORE" "$(dirname "$CORE")/VERSION" "$(dirname "$CORE")/server/src" \
           "$(dirname "$CORE")/server/include" "$HERE/src/main/native" -newer "$LIB" -print -quit 2>/dev/null || true)
   [ -z "$newer" ] && exit 0
@@ -125,26 +125,13 @@ n=$(ls "$OBJ_DIR"/*.o | wc -l)
 "$CC" -shared -o "$LIB.tmp" "$OBJ_DIR"/*.o -lpthread -lm -Wl,--no-undefined -Wl,-z,defs
 mv -f "$LIB.tmp" "$LIB"
 # ---------------------------------------------------------------- 4. the embedded server
-# libslotlane_server_jni.so (io.slotlane.testing.SlotlaneServer): the server's sources as
-# server/build.cfg describes them (read by the same describe.py) and src/main/native/server_jni.c,
-# with the server's system libraries (libuv, Lua 5.1 with cjson and bit) through pkg-config
+# libslotlane_server_jni.so (io.slotlane.testing.SlotlaneServer): the server as
+# server/build.cfg describes it, with src/main/native/server_jni.c (server/build-shared.sh);
+# only where the monorepo's server is (a jar rebuilt from the sources jar has none)
 SERVER=$(dirname "$CORE")/server
-[ -f "$SERVER/build.cfg" ] || SERVER=$HERE/native/server
-SLIB=$LIB_DIR/libslotlane_server_jni.so
-if [ -f "$SERVER/build.cfg" ]; then
-  sdescribe() { python3 "$CORE/describe.py" --core "$SERVER" "$@"; }
-  mapfile -t SSRCS < <(sdescribe sources server)
-  mapfile -t SFLAGS < <(sdescribe cflags server)
-  mapfile -t SMODULES < <(sdescribe modules server)
-  read -r -a SDEP_CFLAGS <<<"$(pkg-config --cflags "${SMODULES[@]}")"
-  read -r -a SDEP_LIBS <<<"$(pkg-config --libs "${SMODULES[@]}")"
-  mkdir -p "$OBJ_DIR/server"
-  printf '%s\n' "${SSRCS[@]}" "$HERE/src/main/native/server_jni.c" | xargs -P "$JOBS" -I{} sh -c \
-    'f=$1; shift; exec "$CC" "$@" -c "$f" -o "$OBJ_DIR/server/$(basename "$f" .c).o"' _ {} \
-    -O2 -g -fPIC -fvisibility=hidden "${SFLAGS[@]}" "${SDEP_CFLAGS[@]}" -I"$JAVA_HOME/include" -I"$JAVA_HOME/include/$os"
-  [ "$(ls "$OBJ_DIR"/server/*.o | wc -l)" -eq $(( ${#SSRCS[@]} + 1 )) ] || die "a server compilation failed"
-  "$CC" -shared -o "$SLIB.tmp" "$OBJ_DIR"/server/*.o "${SDEP_LIBS[@]}" -lpthread -lm -Wl,--no-undefined
-  mv -f "$SLIB.tmp" "$SLIB"
+if [ -f "$SERVER/build-shared.sh" ]; then
+  CC=$CC SL_NATIVE_JOBS=$JOBS bash "$SERVER/build-shared.sh" "$LIB_DIR/libslotlane_server_jni.so" \
+    "$HERE/src/main/native/server_jni.c" -- -I"$JAVA_HOME/include" -I"$JAVA_HOME/include/$os"
 fi
 
 # exports: the JNI entry points and the core's public sl_* API, nothing internal
