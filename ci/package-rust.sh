@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # ci/package-rust.sh [OUT] — the two crates as `cargo publish` would upload them: writes the
-# pack-time copy of the core into rust/slotlane-sys/core (ci/vendor-core.sh; never
-# committed), runs `cargo package -p slotlane-sys -p slotlane` (its verify step
+# pack-time copy of the core into rust/slotlane-sys/core and of the embeddable server into
+# rust/slotlane-sys/server (ci/vendor-core.sh; never committed), runs `cargo package -p slotlane-sys -p slotlane` (its verify step
 # builds each packaged crate from target/package/, slotlane against the packaged
 # slotlane-sys, where ../../core does not exist) and removes the copy again. The .crate
 # files are left in rust/target/package/ (copied to OUT when given).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 copy=$root/rust/slotlane-sys/core
-trap 'rm -rf "$copy"' EXIT
+server_copy=$root/rust/slotlane-sys/server  # the embeddable server (feature server)
+trap 'rm -rf "$copy" "$server_copy"' EXIT
 bash "$root/ci/vendor-core.sh" "$copy"
+bash "$root/ci/vendor-core.sh" --server "$server_copy"
 cd "$root/rust"
 export CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2}
 # cargo keeps what it unpacked from a path registry under CARGO_HOME, keyed by the registry's

@@ -58,6 +58,49 @@ got=$(cd "$WORK/outside/app" && GOFLAGS=-mod=mod go run .)
 want="$(cat VERSION) 12182"
 [ "$got" = "$want" ] || die "outside build printed '$got', want '$want'"
 echo "built and ran outside the monorepo: $got"
+# a user's test there: slotlanetest starts the embedded server (compiled from the module's
+# internal/ssrc) in the test process
+cat > "$WORK/outside/app/app_test.go" <<'EOM'
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	slotlane "github.com/slotlane/slotlane/go"
+	"github.com/slotlane/slotlane/go/slotlanetest"
+)
+
+func TestCluster(t *testing.T) {
+	ctx := context.Background()
+	srv := slotlanetest.NewServer(t, nil)
+	c, err := slotlane.NewClient(ctx, &slotlane.Options{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := 0; i < 64; i++ {
+		if _, err := c.Set(ctx, fmt.Sprintf("pkg:go:%d", i), i, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 64; i++ {
+		v, err := c.Get(ctx, fmt.Sprintf("pkg:go:%d", i))
+		if err != nil || v == nil || *v != fmt.Sprint(i) {
+			t.Fatal(i, v, err)
+		}
+	}
+	nodes, err := c.Nodes(ctx)
+	if err != nil || len(nodes) != 4 {
+		t.Fatal(nodes, err)
+	}
+	fmt.Printf("go-testing ok: 64 keys over %d shards at %s\n", len(srv.Ports), srv.URL)
+}
+EOM
+out=$(cd "$WORK/outside/app" && GOFLAGS=-mod=mod go test -count=1 -v . 2>&1) || { echo "$out" >&2; die "the outside module's slotlanetest test failed"; }
+grep -q '^go-testing ok' <<<"$out" || { echo "$out" >&2; die "the outside test did not print go-testing ok"; }
+grep '^go-testing ok' <<<"$out"
 
 step "go test -race ./..."
 (cd go && go test -race -count=1 -timeout 600s ./...)

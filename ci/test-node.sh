@@ -63,6 +63,7 @@ if [ "${SL_NODE_ASAN:-0}" = 1 ]; then
   cp -r node "$WORK/asan/node"
   rm -rf "$WORK/asan/node/build" "$WORK"/asan/node/bench/node_modules "$WORK"/asan/node/test/types/node_modules
   bash ci/vendor-core.sh "$WORK/asan/node/vendor/core"   # the copy a packed install builds from
+  bash ci/vendor-core.sh --server "$WORK/asan/node/vendor/server"   # and the embedded server's (slotlane/testing)
   ( cd "$WORK/asan/node" && CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer" \
       LDFLAGS="-fsanitize=address,undefined" npm run --silent install >/dev/null )
   preload="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"

@@ -12,12 +12,15 @@
 #   c       cmake --install of build/ into a prefix: include/, lib/libslotlane.{a,so},
 #           lib/pkgconfig/slotlane.pc, lib/cmake/slotlane/; one example program built with
 #           pkg-config (shared and --static) and with find_package(slotlane)
-#   python  python -m build: the sdist (its vendor/core written by setup.py's sdist step)
-#           and the wheel, each pip-installed into a fresh venv that runs ci/packages/example.py
+#   python  python -m build: the sdist (its vendor/core and vendor/server written by setup.py's
+#           sdist step) and the wheel, each pip-installed into a fresh venv that runs
+#           ci/packages/example.py, then pytest on ci/packages/test_example_testing.py (the
+#           plugin's fixtures start the embedded server: slotlane.testing)
 #   node    npm pack (prepack writes vendor/core, postpack removes it), npm install of the
 #           tarball into a scratch project (offline, node-gyp), ci/packages/example.js
 #   rust    ci/package-rust.sh (cargo package of both crates, verified), a scratch project
-#           depending on slotlane through [patch.crates-io] to the unpacked .crate folders
+#           depending on slotlane through [patch.crates-io] to the unpacked .crate folders;
+#           its test (dev-dependency with the feature testing) starts the embedded server
 #   java    mvn install: the jar (the JNI library for this platform inside) and the sources
 #           jar; the sources jar rebuilds the jar offline in a scratch folder; a scratch Maven
 #           project depends on io.slotlane:slotlane from the local repository (offline)
@@ -155,7 +158,8 @@ pkg_python() {
   wheel=$(ls "$Y"/dist/slotlane-*.whl)
   tar tzf "$sdist" > "$Y/sdist.list"
   for f in vendor/core/build.cfg vendor/core/describe.py vendor/core/src/client.c vendor/core/include/slotlane.h \
-           vendor/core/VERSION src/slotlane/py.typed; do
+           vendor/core/VERSION src/slotlane/py.typed vendor/server/build.cfg vendor/server/src/instance.c \
+           vendor/server/include/slotlane_server.h; do
     grep -q "/$f\$" "$Y/sdist.list" || die "the sdist lacks $f"
   done
   [ ! -e python/vendor ] || die "the sdist step wrote into python/ (python/vendor exists)"
@@ -176,6 +180,13 @@ pkg_python() {
       || { cat "$Y/$kind.out" >&2; die "the Python example failed with the $kind"; }
     grep -q "venv-$kind/lib" "$Y/$kind.out" || { cat "$Y/$kind.out" >&2; die "the example did not import the $kind's install"; }
     expect_ok python "$Y/$kind.out"
+    # a user's pytest test: the package's plugin (pytest11) starts the embedded server
+    mkdir -p "$Y/tests-$kind"
+    cp ci/packages/test_example_testing.py "$Y/tests-$kind/"
+    clean "$Y/venv-$kind/bin/pip" install -q pytest >/dev/null
+    ( cd "$Y/tests-$kind" && clean "$Y/venv-$kind/bin/python" -m pytest -q -s -p no:cacheprovider test_example_testing.py ) \
+      > "$Y/$kind-testing.out" 2>&1 || { cat "$Y/$kind-testing.out" >&2; die "the pytest example failed with the $kind"; }
+    expect_ok python-testing "$Y/$kind-testing.out"
   done
 }
 
@@ -191,7 +202,8 @@ pkg_node() {
   tar tzf "$tgz" > "$N/pack.list"
   for f in vendor/core/build.cfg vendor/core/describe.py vendor/core/src/batch.c vendor/core/src/uv/async.c \
            vendor/core/include/slotlane.h vendor/core/include/slotlane_uv.h vendor/core/VERSION \
-           binding.gyp src/addon.c lib/index.js lib/index.d.ts; do
+           binding.gyp src/addon.c lib/index.js lib/index.d.ts \
+           vendor/server/build.cfg vendor/server/include/slotlane_server.h src/server_addon.c testing.js testing.d.ts; do
     grep -qx "package/$f" "$N/pack.list" || die "the package lacks $f"
   done
   # offline: the package has no dependencies; node-gyp takes Node's headers from /usr
@@ -203,6 +215,10 @@ pkg_node() {
   ( cd "$N/app" && clean node example.js "$URL" ) > "$N/app.out" 2>&1 || { cat "$N/app.out" >&2; die "the Node example failed"; }
   grep -q "$N/app/node_modules/slotlane" "$N/app.out" || die "the example did not load the installed package"
   expect_ok node "$N/app.out"
+  # the testing helper of the installed package: the embedded server in the process
+  cp ci/packages/example_testing.js "$N/app/example_testing.js"
+  ( cd "$N/app" && clean node example_testing.js ) > "$N/testing.out" 2>&1 || { cat "$N/testing.out" >&2; die "the Node testing example failed"; }
+  expect_ok node-testing "$N/testing.out"
 }
 
 # ------------------------------------------------------------------ Rust
@@ -226,10 +242,30 @@ edition = "2021"
 publish = false
 [dependencies]
 slotlane = "$(basename "$app" | sed 's/^slotlane-//')"
+[dev-dependencies]
+slotlane = { version = "$(basename "$app" | sed 's/^slotlane-//')", features = ["testing"] }
 [patch.crates-io]
 slotlane = { path = "$app" }
 slotlane-sys = { path = "$sys" }
 TOML
+  # a user's test: slotlane::testing starts the embedded server (compiled from the packaged
+  # slotlane-sys's server/ copy) in the test process
+  mkdir -p "$R/app/tests"
+  cat > "$R/app/tests/helper.rs" <<'RS'
+#[test]
+fn a_cluster_from_the_helper() {
+    let srv = slotlane::testing::Server::start(4).unwrap();
+    let mut c = slotlane::Client::connect(srv.url()).unwrap();
+    for i in 0..64 {
+        c.set(format!("pkg:rs:{i}"), i, None).unwrap();
+    }
+    for i in 0..64 {
+        assert_eq!(c.get(format!("pkg:rs:{i}")).unwrap(), Some(i.to_string().into_bytes()));
+    }
+    assert_eq!(c.nodes().unwrap().len(), 4);
+    println!("rust-testing ok: 64 keys over 4 shards at {}", srv.url());
+}
+RS
   cat > "$R/app/src/main.rs" <<'RS'
 use slotlane::{Client, Pipeline, Value};
 fn main() -> Result<(), slotlane::Error> {
@@ -254,6 +290,10 @@ RS
   ( cd "$R/app" && clean CARGO_BUILD_JOBS=2 CARGO_TARGET_DIR="$R/target" cargo run -q --offline -- "$URL" ) > "$R/app.out" 2>&1 \
     || { cat "$R/app.out" >&2; die "the Rust scratch project failed"; }
   expect_ok rust "$R/app.out"
+  [ -f "$sys/server/build.cfg" ] && [ -f "$sys/server/src/instance.c" ] || die "the packaged slotlane-sys lacks its copy of the server"
+  ( cd "$R/app" && clean CARGO_BUILD_JOBS=2 CARGO_TARGET_DIR="$R/target" cargo test -q --offline --test helper -- --nocapture ) \
+    > "$R/test.out" 2>&1 || { cat "$R/test.out" >&2; die "the Rust scratch project's test failed"; }
+  expect_ok rust-testing "$R/test.out"
 }
 
 # ------------------------------------------------------------------ Java

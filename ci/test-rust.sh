@@ -2,7 +2,8 @@
 # ci/test-rust.sh — the Rust binding's tests (rust/: slotlane-sys and slotlane), as
 # `make test` runs them:
 #   1. cargo fmt --check, cargo clippy -D warnings (library, tests, examples, the bench)
-#   2. cargo test: unit tests, the ABI check against slotlane.h, integration tests, the
+#   2. cargo test (with slotlane's `testing` feature: the embedded server's own tests,
+#      tests/testing.rs): unit tests, the ABI check against slotlane.h, integration tests, the
 #      conformance cases, the Redis Cluster failure cases, the rustdoc examples — against
 #      a standalone redis-server, a 3-primary Redis Cluster and slotlane-server (4 shards,
 #      per-shard ports; built with cmake when missing)
@@ -33,7 +34,7 @@ cd rust
 step "cargo fmt --check"
 cargo fmt --all -- --check
 step "cargo clippy -D warnings"
-cargo clippy --all-targets -- -D warnings
+cargo clippy --all-targets --features slotlane/testing -- -D warnings
 # The bench crate (redis-rs included) only when asked: it is not a default member and
 # building redis-rs takes most of a minute on two cores.
 if [ "${SLOTLANE_RUST_CLIPPY_BENCH:-0}" = 1 ]; then
@@ -63,7 +64,7 @@ step "cargo test (unit, ABI, integration, conformance, cluster failures, doc exa
 # cargo's status is read from PIPESTATUS right after the pipeline (under pipefail a
 # "|| true" would run and reset PIPESTATUS to true's, hiding a failed test).
 set +e
-cargo test --no-fail-fast -- --nocapture 2>&1 | tee "$WORK/cargo-test.log" | grep -E '^(running |test result|conformance:|reshard:)|FAILED'
+cargo test --no-fail-fast --features slotlane/testing -- --nocapture 2>&1 | tee "$WORK/cargo-test.log" | grep -E '^(running |test result|conformance:|reshard:)|FAILED'
 rc=${PIPESTATUS[0]}
 set -e
 [ "$rc" = 0 ] || { tail -n 80 "$WORK/cargo-test.log" >&2; die "cargo test failed"; }

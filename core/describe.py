@@ -4,6 +4,8 @@ scripts: python/build_ffi.py imports it; node/binding.gyp, java/build-native.sh,
 csharp/build-native.sh and ci/vendor-core.sh run it. Standard library only.
 
   describe.py [--core DIR] [--relative-to DIR] QUESTION [PART...]
+  (--core server: the server library's server/build.cfg, part "server"; the same
+   questions; its `module`, `exclude` and `extra` statements are in that file)
     sources PART...   the .c files of those parts (default: core), one per line
     files PART...     what a copy of the core for those parts holds: the public include
                       folders' files and the .c, .h and .inc files of the parts
@@ -34,6 +36,9 @@ class Core:
         self.defines = []
         self.std = None
         self.version_files = []
+        self.more_modules = {}  # part -> [module]: `module` statements
+        self.exclude = set()    # absolute paths: `exclude`
+        self.extra = []         # (part, absolute path): `extra`
         with open(os.path.join(self.dir, "build.cfg"), encoding="utf-8") as f:
             for n, line in enumerate(f, 1):
                 words = line.split("#", 1)[0].split()
@@ -52,6 +57,12 @@ class Core:
                     self.std = args[0]
                 elif key == "version" and args:
                     self.version_files += args
+                elif key == "module" and len(args) >= 2:
+                    self.more_modules.setdefault(args[0], []).extend(args[1:])
+                elif key == "exclude" and args:
+                    self.exclude.update(self.path(a) for a in args)
+                elif key == "extra" and len(args) >= 2:
+                    self.extra += [(args[0], self.path(a)) for a in args[1:]]
                 else:
                     raise SystemExit("%s/build.cfg:%d: cannot read %r" % (self.dir, n, line.strip()))
 
@@ -77,7 +88,11 @@ class Core:
                 for fn in filenames:
                     if fn.endswith(endings):
                         p = os.path.join(dirpath, fn)
-                        out.add((self.part_of(os.path.relpath(p, self.dir)), p))
+                        if p not in self.exclude:
+                            out.add((self.part_of(os.path.relpath(p, self.dir)), p))
+        for part, p in self.extra:
+            if p.endswith(endings):
+                out.add((part, p))
         return sorted(out, key=lambda x: x[1])
 
     def files(self, parts=("core",)):
@@ -97,7 +112,8 @@ class Core:
         return [p for part, p in self.all_sources() if part in parts]
 
     def modules(self, parts=("core",)):
-        return [m for name, _, m in self.parts if name in parts and m]
+        return [m for name, _, m in self.parts if name in parts and m] + [
+            m for name, _, _ in self.parts if name in parts for m in self.more_modules.get(name, [])]
 
     def includes(self):
         return [self.path(d) for d in self.include + self.private]
@@ -131,8 +147,10 @@ def main(argv):
             raise SystemExit(__doc__)
     if not argv:
         raise SystemExit(__doc__)
+    if core_dir == "server":  # the server library beside the core
+        core_dir = os.path.join(HERE, "..", "server")
     c = Core(core_dir)
-    q, parts = argv[0], tuple(argv[1:]) or ("core",)
+    q, parts = argv[0], tuple(argv[1:]) or (c.parts[0][0] if c.parts else "core",)
     show = (lambda p: os.path.relpath(p, rel)) if rel else (lambda p: p)
     if q == "sources":
         out = [show(p) for p in c.sources(parts)]
@@ -153,8 +171,9 @@ def main(argv):
     elif q == "cflags":
         out = c.cflags(show, parts)
     elif q == "check":
-        if not c.sources(("core",)):
-            raise SystemExit("describe.py: the core part has no sources")
+        first = c.parts[0][0] if c.parts else "core"
+        if not c.sources((first,)):
+            raise SystemExit("describe.py: the %s part has no sources" % first)
         c.version()
         out = ["build.cfg: %d parts, %d sources, version %s" % (len(c.parts), len(c.all_sources()), c.version())]
     else:

@@ -11,7 +11,8 @@ CORE=$ROOT/core
 OUT=${1:-$HERE/out/native}
 mkdir -p "$OUT"
 LIB=$OUT/libslotlane.so
-if [ -f "$LIB" ] && [ -z "$(find "$CORE" "$ROOT/VERSION" "$0" -newer "$LIB" -print -quit)" ]; then
+if [ -f "$LIB" ] && [ -f "$OUT/libslotlane_server.so" ] && \
+   [ -z "$(find "$CORE" "$ROOT/server/src" "$ROOT/server/include" "$ROOT/VERSION" "$0" -newer "$LIB" -print -quit)" ]; then
   exit 0
 fi
 describe() { python3 "$CORE/describe.py" --core "$CORE" "$@"; }
@@ -32,3 +33,9 @@ printf '%s\n' "${SRCS[@]}" | xargs -P 2 -I{} sh -c \
 [ "$(ls "$OBJ"/*.o | wc -l)" -eq ${#SRCS[@]} ] || { echo "build-native: a compilation failed" >&2; exit 1; }
 gcc -shared -o "$LIB.tmp" "$OBJ"/*.o "${DEP_LIBS[@]}" -lpthread -Wl,--no-undefined
 mv "$LIB.tmp" "$LIB"
+
+# libslotlane_server.so: the embedded slotlane-server of Slotlane.Testing.SlotlaneServer, as
+# server/build.cfg describes it (server/build-shared.sh)
+if [ -f "$ROOT/server/build.cfg" ]; then
+  bash "$ROOT/server/build-shared.sh" "$OUT/libslotlane_server.so"
+fi

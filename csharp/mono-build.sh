@@ -17,6 +17,7 @@ say() { echo "csharp: $*" >&2; }
 mkdir -p "$OUT"
 bash "$HERE/build-native.sh" "$HERE/out/native"
 cp -p "$HERE/out/native/libslotlane.so" "$OUT/libslotlane.so"
+cp -p "$HERE/out/native/libslotlane_server.so" "$OUT/libslotlane_server.so"
 
 MCS=(mcs -langversion:7.2 -unsafe -optimize+ -debug:portable -warnaserror+ -nologo)
 say "mcs Slotlane.Client.dll"

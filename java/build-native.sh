@@ -66,8 +66,9 @@ LIB=$LIB_DIR/libslotlane_jni.so
 WRAP=$TARGET/native/slotlane_wrap.c
 
 # ---------------------------------------------------------------- up to date?
-if [ -f "$LIB" ] && [ -f "$PKG_DIR/slotlaneJNI.java" ]; then
-  newer=$(find "$IFACE" "$0" "$CORE" "$(dirname "$CORE")/VERSION" -newer "$LIB" -print -quit 2>/dev/null || true)
+if [ -f "$LIB" ] && [ -f "$PKG_DIR/slotlaneJNI.java" ] && { [ -f "$LIB_DIR/libslotlane_server_jni.so" ] || [ ! -d "$(dirname "$CORE")/server" ]; }; then
+  newer=$(find "$IFACE" "$0" "$CORE" "$(dirname "$CORE")/VERSION" "$(dirname "$CORE")/server/src" \
+          "$(dirname "$CORE")/server/include" "$HERE/src/main/native" -newer "$LIB" -print -quit 2>/dev/null || true)
   [ -z "$newer" ] && exit 0
 fi
 
@@ -123,6 +124,16 @@ n=$(ls "$OBJ_DIR"/*.o | wc -l)
 [ "$n" -eq $(( ${#SRCS[@]} + 1 )) ] || die "a compilation failed"
 "$CC" -shared -o "$LIB.tmp" "$OBJ_DIR"/*.o -lpthread -lm -Wl,--no-undefined -Wl,-z,defs
 mv -f "$LIB.tmp" "$LIB"
+# ---------------------------------------------------------------- 4. the embedded server
+# libslotlane_server_jni.so (io.slotlane.testing.SlotlaneServer): the server as
+# server/build.cfg describes it, with src/main/native/server_jni.c (server/build-shared.sh);
+# only where the monorepo's server is (a jar rebuilt from the sources jar has none)
+SERVER=$(dirname "$CORE")/server
+if [ -f "$SERVER/build-shared.sh" ]; then
+  CC=$CC SL_NATIVE_JOBS=$JOBS bash "$SERVER/build-shared.sh" "$LIB_DIR/libslotlane_server_jni.so" \
+    "$HERE/src/main/native/server_jni.c" -- -I"$JAVA_HOME/include" -I"$JAVA_HOME/include/$os"
+fi
+
 # exports: the JNI entry points and the core's public sl_* API, nothing internal
 bad=$(nm -D --defined-only "$LIB" | awk 'NF >= 3 {print $3}' | grep -v -E '^(Java_|sl_[a-z0-9])' | grep -v -E '^(_init|_fini)$' || true)
 [ -z "$bad" ] || die "libslotlane_jni.so exports internal symbols: $(echo "$bad" | head -5 | tr '\n' ' ')"

@@ -27,23 +27,36 @@ from cffi import FFI
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def core_dir():
-    env = os.environ.get("SLOTLANE_CORE_DIR")
-    candidates = [env] if env else []
-    candidates += [os.path.join(HERE, "vendor", "core"), os.path.join(HERE, "..", "core")]
+def find_source(env, name, required):
+    """A description's folder (holding build.cfg), first match wins: $env, vendor/<name> (an
+    sdist's copy, written by ci/vendor-core.sh), ../<name> (the monorepo's own)."""
+    candidates = [os.environ[env]] if os.environ.get(env) else []
+    candidates += [os.path.join(HERE, "vendor", name), os.path.join(HERE, "..", name)]
     for c in candidates:
-        if c and os.path.isfile(os.path.join(c, "build.cfg")):
+        if os.path.isfile(os.path.join(c, "build.cfg")):
             return os.path.abspath(c)
-    raise RuntimeError("slotlane: cannot find the C core (tried %s): build from the repository or an sdist"
-                       % ", ".join(x for x in candidates if x))
+    if required:
+        raise RuntimeError("slotlane: cannot find the C %s (tried %s): build from the repository or an sdist"
+                           % (name, ", ".join(candidates)))
+    return None
 
 
-def load_description(core):
+def core_dir():
+    return find_source("SLOTLANE_CORE_DIR", "core", True)
+
+
+def server_dir():
+    """The embeddable server's sources (server/build.cfg), like the core's:
+    $SLOTLANE_SERVER_DIR, vendor/server, ../server; None when absent."""
+    return find_source("SLOTLANE_SERVER_DIR", "server", False)
+
+
+def load_description(core, described=None):
     """The core's describe.Core for the copy at core (its own reader of build.cfg)."""
     spec = importlib.util.spec_from_file_location("slotlane_core_describe", os.path.join(core, "describe.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.Core(core)
+    return mod.Core(described or core)
 
 
 def cdef_from_header(text):
@@ -76,7 +89,7 @@ def cdef_from_header(text):
             out.append(line)
         i += 1
     body = "\n".join(out)
-    body = body.replace("SL_EXTERN ", "")
+    body = body.replace("SL_EXTERN ", "").replace("SL_SERVER_EXTERN ", "")
     # extern "C" braces are inside #ifdef __cplusplus blocks; a stray "}" from them is
     # removed with the preprocessor lines above. Nothing else is rewritten.
     return body
@@ -175,7 +188,51 @@ def make_ffi():
     return ffi
 
 
+def make_server_ffi():
+    """slotlane._server: the embeddable slotlane-server (server/build.cfg, read by the core's
+    describe.py), for slotlane.testing. None when the server's sources or its system
+    libraries (libuv, Lua 5.1 with cjson and bit: Debian's liblua5.1-0-dev, lua-cjson-dev,
+    lua-bitop-dev) are not there, or SLOTLANE_SERVER=0: the client is built alone and
+    slotlane.testing says what is missing."""
+    if os.environ.get("SLOTLANE_SERVER", "1") == "0":
+        return None
+    server = server_dir()
+    if server is None:
+        return None
+    desc = load_description(core_dir(), server)
+    cflags, libs = [], []
+    for module in desc.modules(("server",)):
+        flags = pkg_config(module)
+        if flags is None:
+            if os.environ.get("SLOTLANE_SERVER") == "1":
+                raise RuntimeError("slotlane: SLOTLANE_SERVER=1 but pkg-config finds no %s" % module)
+            sys.stderr.write("slotlane: no %s (pkg-config): slotlane.testing's server is not built\n" % module)
+            return None
+        cflags += flags[0]
+        libs += flags[1]
+    with open(os.path.join(server, "include", "slotlane_server.h")) as f:
+        header = f.read()
+    ffi = FFI()
+    ffi.cdef(cdef_from_header(header))
+    sources = desc.sources(("server",))
+    sources = [os.path.relpath(s, HERE) if s.startswith(HERE + os.sep) else s for s in sources]
+    ffi.set_source(
+        "slotlane._server",
+        '#include "slotlane_server.h"\n',
+        sources=sources,
+        include_dirs=desc.includes(),
+        define_macros=[tuple(d.split("=", 1)) if "=" in d else (d, None) for d in desc.part_defines(("server",))],
+        extra_compile_args=["-O2", "-std=" + desc.std, "-fvisibility=hidden", "-Wno-unused-parameter"] + cflags,
+        extra_link_args=libs + ["-lm"],
+        libraries=["pthread"],
+    )
+    return ffi
+
+
 ffi = make_ffi()
+server_ffi = make_server_ffi()
 
 if __name__ == "__main__":
     ffi.compile(verbose=True)
+    if server_ffi is not None:
+        server_ffi.compile(verbose=True)

@@ -23,6 +23,9 @@ class sdist_with_core(sdist):
         dest = os.path.join(base_dir, "vendor", "core")
         if os.path.isfile(VENDOR_SCRIPT):
             subprocess.check_call(["bash", VENDOR_SCRIPT, os.path.abspath(dest)])
+            # the embeddable server beside it (slotlane.testing): its build.cfg names the
+            # core's slot leaf as ../core/src/slot.c, which the copy of the core holds
+            subprocess.check_call(["bash", VENDOR_SCRIPT, "--server", os.path.abspath(os.path.join(base_dir, "vendor", "server"))])
         elif not os.path.isfile(os.path.join(dest, "build.cfg")):
             raise SystemExit("slotlane: no core to put into the sdist (neither ../ci/vendor-core.sh nor vendor/core)")
 
@@ -37,4 +40,12 @@ def version():
 # where making the objects in C pays — a Python loop per key costs more than the SCAN).
 PAGES = Extension("slotlane._pages", ["src/slotlane/_pages.c"], extra_compile_args=["-O2"])
 
-setup(version=version(), cffi_modules=["build_ffi.py:ffi"], ext_modules=[PAGES], cmdclass={"sdist": sdist_with_core})
+def cffi_modules():
+    """The client, and slotlane._server (the embedded server of slotlane.testing) when its
+    sources and libraries are there (build_ffi.make_server_ffi)."""
+    sys.path.insert(0, HERE)
+    import build_ffi
+    return ["build_ffi.py:ffi"] + (["build_ffi.py:server_ffi"] if build_ffi.server_ffi is not None else [])
+
+
+setup(version=version(), cffi_modules=cffi_modules(), ext_modules=[PAGES], cmdclass={"sdist": sdist_with_core})

@@ -141,4 +141,15 @@ async function ownerPort(client, slot) {
   throw new Error(`no owner for slot ${slot}`);
 }
 
-module.exports = { freeze, ROOT, BUILD, startSlotlaneServer, startRedisPlain, startRedisCluster, ownerPort, sleepSync };
+// A connected client for fn, closed after it (whatever fn does).
+async function withClient(opts, fn) {
+  const c = require('..').createClient(opts);
+  try {
+    await c.connect();
+    return await fn(c);
+  } finally {
+    await c.close();
+  }
+}
+
+module.exports = { freeze, ROOT, BUILD, startSlotlaneServer, startRedisPlain, startRedisCluster, ownerPort, sleepSync, withClient };

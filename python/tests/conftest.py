@@ -3,12 +3,13 @@
 Deployments (the ``client`` fixture runs a test once per deployment):
   redis-plain         Debian's redis-server, standalone (ci/redis-plain.sh), port BASE
   redis-cluster       a 3-primary Redis Cluster (ci/redis-cluster.sh), ports BASE+10..+15
-  slotlane-per-shard  build/server/slotlane-server --shards 4, per-shard ports BASE+40..+43
-  slotlane-one-port   build/server/slotlane-server --shards 4 one-port mode, port BASE+50
+  slotlane-per-shard  slotlane-server, 4 shards, per-shard ports BASE+40..+43
+  slotlane-one-port   slotlane-server, 4 shards, one-port mode, port BASE+50
 BASE is the first free block of 100 ports in the python range of ci/lib.sh's port map
 (ports.py), held with a lock file for the session.
-slotlane-server is built (ci/server-bin.sh, cmake) when it is missing, so a bare
-``pytest`` in python/ needs nothing started or built by hand. The failure tests use their own cluster (``chaos_cluster``,
+slotlane-server runs inside the test process through the package's own helper
+(slotlane.testing.Server, what users' tests use), so a bare ``pytest`` in python/ needs
+nothing started or built by hand; SL_SLOTLANE_SERVER=BINARY runs that executable instead. The failure tests use their own cluster (``chaos_cluster``,
 ports BASE+20..+25), rebuilt for every test that breaks it.
 
 Environment: SL_ROOT (the repository; default: two levels up), SL_TEST_DIR (where server
@@ -223,11 +224,20 @@ class Servers:
             c = RedisCluster("cluster", CLUSTER_PORT)
             self.stops.append(c.stop)
             return c.start().url
-        if not os.access(SERVER_BIN, os.X_OK) and not os.environ.get("SL_SLOTLANE_SERVER"):
-            script("server-bin.sh", timeout=900)  # a fresh clone: cmake builds it
+        if not os.environ.get("SL_SLOTLANE_SERVER"):
+            # the bundled server in this process, through the package's own helper
+            from slotlane.testing import Server
+            if dep == "slotlane-per-shard":
+                srv = Server(shards=4, port=SL_PERSHARD_PORT, bind=HOST)
+            elif dep == "slotlane-one-port":
+                srv = Server(shards=4, port=SL_ONEPORT_PORT, bind=HOST, port_mode="one-port")
+            else:
+                raise ValueError(dep)
+            self.stops.append(srv.stop)
+            return srv.url
         h = server_help()
         if not h:
-            raise RuntimeError("%s is not built and ci/server-bin.sh did not build it" % SERVER_BIN)
+            raise RuntimeError("%s is not built" % SERVER_BIN)
         if dep == "slotlane-per-shard":
             s = SlotlaneServer(SL_PERSHARD_PORT, ["--shards", "4", "--port", str(SL_PERSHARD_PORT),
                                                   "--bind", HOST] + (["--port-mode", "per-shard"] if "--port-mode" in h else []), 4)

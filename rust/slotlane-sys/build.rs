@@ -20,6 +20,10 @@ struct Description {
     defines: Vec<String>,
     std: String,
     version_files: Vec<String>,
+    // server/build.cfg's statements beyond the core's
+    modules: Vec<String>,  // `module PART MODULE...`
+    exclude: Vec<PathBuf>, // `exclude FILE...`
+    extra: Vec<PathBuf>,   // `extra PART FILE...`
 }
 
 fn read_description(core: &Path) -> Description {
@@ -34,6 +38,9 @@ fn read_description(core: &Path) -> Description {
         defines: Vec::new(),
         std: String::new(),
         version_files: Vec::new(),
+        modules: Vec::new(),
+        exclude: Vec::new(),
+        extra: Vec::new(),
     };
     for (n, line) in text.lines().enumerate() {
         let words: Vec<String> = line
@@ -57,6 +64,14 @@ fn read_description(core: &Path) -> Description {
             ("define", _) => d.defines.extend_from_slice(args),
             ("std", 1) => d.std = args[0].clone(),
             ("version", _) => d.version_files.extend_from_slice(args),
+            ("module", 2..) => d.modules.extend_from_slice(&args[1..]),
+            ("exclude", 1..) => d.exclude.extend(args.iter().map(|a| core.join(a))),
+            ("extra", 2..) => d.extra.extend(
+                args[1..]
+                    .iter()
+                    .filter(|a| a.ends_with(".c"))
+                    .map(|a| core.join(a)),
+            ),
             _ => panic!("{}:{}: cannot read {line:?}", path.display(), n + 1),
         }
     }
@@ -88,7 +103,7 @@ fn part_sources(core: &Path, d: &Description, part: &str) -> Vec<PathBuf> {
             let p = e.expect("dir entry").path();
             if p.is_dir() {
                 dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "c") {
+            } else if p.extension().is_some_and(|x| x == "c") && !d.exclude.contains(&p) {
                 out.push(p);
             }
         }
@@ -206,31 +221,107 @@ fn main() {
     build.define("SL_WITH_UV", None); // build.cfg: SL_WITH_<PART> for every part compiled in
     let mut libs: Vec<String> = Vec::new();
     for (cflags, l) in std::iter::once(&libuv).chain(openssl.iter()) {
-        for f in cflags {
-            if let Some(dir) = f.strip_prefix("-I") {
-                build.include(dir);
-            } else {
-                build.flag(f);
-            }
-        }
+        add_cflags(&mut build, cflags);
         libs.extend(l.iter().cloned());
     }
     if openssl.is_some() {
         build.define("SL_WITH_TLS", None);
     }
     build.compile("slotlane");
-    for f in &libs {
-        if let Some(dir) = f.strip_prefix("-L") {
-            println!("cargo:rustc-link-search=native={dir}");
-        } else if let Some(lib) = f.strip_prefix("-l") {
-            println!("cargo:rustc-link-lib=dylib={lib}");
-        }
-    }
+    link_libs(&libs);
     println!("cargo:rustc-link-lib=pthread");
+
+    if env::var_os("CARGO_FEATURE_SERVER").is_some() {
+        build_server(&manifest, &version);
+    }
 
     // For dependents (DEP_SLOTLANE_INCLUDE) and for this crate's ABI test.
     let include = core.join(&d.include[0]);
     println!("cargo:include={}", include.display());
     println!("cargo:rustc-env=SLOTLANE_SYS_INCLUDE={}", include.display());
     println!("cargo:rustc-env=SLOTLANE_SYS_CORE_FLAVOR={flavor}");
+}
+
+/// A system library's pkg-config cflags into a build (-I as include folders).
+fn add_cflags(build: &mut cc::Build, cflags: &[String]) {
+    for f in cflags {
+        if let Some(dir) = f.strip_prefix("-I") {
+            build.include(dir);
+        } else {
+            build.flag(f);
+        }
+    }
+}
+
+/// A system library's pkg-config libs as cargo link directives.
+fn link_libs(libs: &[String]) {
+    for f in libs {
+        if let Some(dir) = f.strip_prefix("-L") {
+            println!("cargo:rustc-link-search=native={dir}");
+        } else if let Some(lib) = f.strip_prefix("-l") {
+            println!("cargo:rustc-link-lib=dylib={lib}");
+        }
+    }
+}
+
+/// Feature `server` (slotlane's `testing` feature): the embeddable slotlane-server
+/// (slotlane_server.h) as its one build description says, `server/build.cfg` (every .c of
+/// its part but the excluded main.c, the core's slot leaf it names, the pkg-config modules:
+/// libuv, Lua 5.1 with cjson and bit). Inside the monorepo `../../server`; a packaged crate
+/// carries `server/` beside `core/` (ci/package-rust.sh).
+fn build_server(manifest: &Path, version: &str) {
+    let monorepo = manifest.join("../../server");
+    let packaged = manifest.join("server");
+    let dir = if monorepo.join("build.cfg").is_file() {
+        monorepo
+    } else if packaged.join("build.cfg").is_file() {
+        packaged
+    } else {
+        panic!(
+            "slotlane-sys: feature `server` but no server/build.cfg (neither {} nor {})",
+            monorepo.display(),
+            packaged.display()
+        );
+    };
+    let dir = dir.canonicalize().expect("canonicalize the server's path");
+    let d = read_description(&dir);
+    let (part, _, first_module) = d
+        .parts
+        .first()
+        .cloned()
+        .expect("server/build.cfg has a part");
+    let mut sources = part_sources(&dir, &d, &part);
+    for x in &d.extra {
+        println!("cargo:rerun-if-changed={}", x.display());
+        sources.push(x.clone());
+    }
+    let mut build = cc::Build::new();
+    build
+        .files(&sources)
+        .std(&d.std)
+        .opt_level(2)
+        .warnings(false)
+        .define("SL_VERSION_STRING", format!("\"{version}\"").as_str())
+        .define("SL_WITH_SERVER", None)
+        .flag_if_supported("-fvisibility=hidden");
+    for inc in d.include.iter().chain(&d.private) {
+        build.include(dir.join(inc));
+    }
+    for def in &d.defines {
+        match def.split_once('=') {
+            Some((k, v)) => build.define(k, v),
+            None => build.define(def, None),
+        };
+    }
+    let mut libs = Vec::new();
+    for m in first_module.iter().chain(&d.modules) {
+        let (cflags, l) = pkg_config(m).unwrap_or_else(|| {
+            panic!("slotlane-sys: feature `server` needs {m} (pkg-config; Debian: libuv1-dev liblua5.1-0-dev lua-cjson-dev lua-bitop-dev)")
+        });
+        add_cflags(&mut build, &cflags);
+        libs.extend(l);
+    }
+    build.compile("slotlane_server");
+    link_libs(&libs);
+    println!("cargo:rustc-link-lib=m");
 }

@@ -88,6 +88,7 @@ static int initialised;
 
 static void init_once(void)
 {
+    sv_server_for_tests();
     memset(&sv_cfg, 0, sizeof(sv_cfg));
     sv_cfg.shards = NSHARDS;
     sv_cfg.port = 7000;

@@ -27,9 +27,10 @@
 
 /* Before any shard listens: takes the directory lock, re-splits logs written with
  * another shard count, replays every shard's log into its keyspace, opens the logs
- * for appending. Returns 0, or 1 after printing why the server must not start.
+ * for appending. Returns 0, or 1 with why the server must not start in err (the replay
+ * and re-split steps log their details).
  * Does nothing with --durability memory. */
-int sv_aof_startup(void);
+int sv_aof_startup(char *err, size_t cap);
 
 /* After a WRITE-flagged command ran in sv_execute; reply_off is where its reply
  * starts in c->r.out (an error reply means nothing changed: not logged). */

@@ -43,7 +43,7 @@ typedef struct sv_aof {
     atomic_int a_in_progress, a_status; /* status: 0 ok, 1 err */
 } sv_aof;
 
-extern int sv_aof_lock_fd; /* the flock of --dir (aof_load.c) */
+#define sv_aof_lock_fd (sv_cur->aof_lock_fd) /* the flock of --dir (aof_load.c) */
 
 /* A RESP header such as "*3\r\n" or "$5\r\n" into tmp (32 bytes); returns its length. */
 size_t sv_aof_fmt_len(char *tmp, char t, size_t n);

@@ -14,7 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int sv_aof_lock_fd = -1;
 
 static int arg_is(sv_str a, const char *s) { return a.len == strlen(s) && memcmp(a.p, s, a.len) == 0; }
 
@@ -348,46 +347,48 @@ out:
     return rc;
 }
 
-int sv_aof_startup(void)
+int sv_aof_startup(char *err, size_t cap)
 {
     if (sv_cfg.durability == 0) return 0;
+    /* what the replay and re-split steps below report when they fail (they log the details) */
+    snprintf(err, cap, "the logs in %s cannot be replayed (the reason is in the log)", sv_cfg.dir);
     int n = sv_cfg.shards;
     struct stat st;
     if (stat(sv_cfg.dir, &st) != 0 && mkdir(sv_cfg.dir, 0755) != 0) {
-        fprintf(stderr, "slotlane-server: cannot create --dir %s: %s\n", sv_cfg.dir, strerror(errno));
+        snprintf(err, cap, "cannot create --dir %s: %s", sv_cfg.dir, strerror(errno));
         return 1;
     }
     char path[1100];
     snprintf(path, sizeof(path), "%s/slotlane.lock", sv_cfg.dir);
     sv_aof_lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (sv_aof_lock_fd < 0) {
-        fprintf(stderr, "slotlane-server: cannot use --dir %s: %s\n", sv_cfg.dir, strerror(errno));
+        snprintf(err, cap, "cannot use --dir %s: %s", sv_cfg.dir, strerror(errno));
         return 1;
     }
     if (flock(sv_aof_lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        fprintf(stderr, "slotlane-server: --dir %s is in use by another slotlane-server\n", sv_cfg.dir);
+        snprintf(err, cap, "--dir %s is in use by another slotlane-server", sv_cfg.dir);
         close(sv_aof_lock_fd);
         sv_aof_lock_fd = -1;
         return 1;
     }
     int have = read_manifest();
     if (have < 0) {
-        fprintf(stderr, "slotlane-server: %s/" MANIFEST " is unreadable or damaged\n", sv_cfg.dir);
+        snprintf(err, cap, "%s/" MANIFEST " is unreadable or damaged", sv_cfg.dir);
         return 1;
     }
     if (have == 0) {
         if (list_logs(0, 0)) {
-            fprintf(stderr, "slotlane-server: %s holds shard logs but no " MANIFEST "; not starting (move them away or restore the manifest)\n",
+            snprintf(err, cap, "%s holds shard logs but no " MANIFEST "; not starting (move them away or restore the manifest)",
                     sv_cfg.dir);
             return 1;
         }
         for (int i = 0; i < n; i++)
             if (create_empty(i, n) != 0) {
-                fprintf(stderr, "slotlane-server: cannot create the logs in %s: %s\n", sv_cfg.dir, strerror(errno));
+                snprintf(err, cap, "cannot create the logs in %s: %s", sv_cfg.dir, strerror(errno));
                 return 1;
             }
         if (write_manifest(n) != 0) {
-            fprintf(stderr, "slotlane-server: cannot write the manifest in %s: %s\n", sv_cfg.dir, strerror(errno));
+            snprintf(err, cap, "cannot write the manifest in %s: %s", sv_cfg.dir, strerror(errno));
             return 1;
         }
     } else if (have != n && resplit(have) != 0) {
@@ -404,14 +405,14 @@ int sv_aof_startup(void)
         if (replay_file(sh, a->path, i, n, &good, &size) != 0) return 1;
         a->fd = open(a->path, O_WRONLY | O_APPEND | O_CLOEXEC);
         if (a->fd < 0) {
-            fprintf(stderr, "slotlane-server: cannot open %s for appending: %s\n", a->path, strerror(errno));
+            snprintf(err, cap, "cannot open %s for appending: %s", a->path, strerror(errno));
             return 1;
         }
         if (good < size) {
             sv_log(SV_LOG_WARNING, "%s: dropped a torn last record (%zu bytes at offset %zu); truncated", a->path,
                    size - good, good);
             if (ftruncate(a->fd, (off_t)good) != 0 || fdatasync(a->fd) != 0) {
-                fprintf(stderr, "slotlane-server: cannot truncate %s: %s\n", a->path, strerror(errno));
+                snprintf(err, cap, "cannot truncate %s: %s", a->path, strerror(errno));
                 return 1;
             }
         }
@@ -421,7 +422,7 @@ int sv_aof_startup(void)
             sv_aofw_header(&w, i, n);
             sv_aofw_flush(&w);
             if (w.err || fdatasync(a->fd) != 0) {
-                fprintf(stderr, "slotlane-server: cannot write %s: %s\n", a->path, strerror(w.err ? w.err : errno));
+                snprintf(err, cap, "cannot write %s: %s", a->path, strerror(w.err ? w.err : errno));
                 return 1;
             }
         }

@@ -470,7 +470,15 @@ typedef struct ub_chan {
     uv_async_t async;
 } ub_chan;
 
-static ub_chan ub_chans[SV_MAX_SHARDS];
+/* one per shard of the instance (sv_server.ub_chans, made with it) */
+#define ub_chans (sv_cur->ub_chan_arr)
+
+void sv_block_init_state(sv_server *s) { s->ub_chan_arr = sv_calloc(SV_MAX_SHARDS, sizeof(ub_chan)); }
+void sv_block_free_state(sv_server *s)
+{
+    free(s->ub_chan_arr);
+    s->ub_chan_arr = NULL;
+}
 
 static void ub_waiter_gone(void *priv) { ((ub_req *)priv)->w = NULL; }
 static const sv_block_type ub_type = {NULL, NULL, ub_waiter_gone};

@@ -136,6 +136,9 @@ int sv_block_count(sv_shard *sh);
  * cross-shard XREAD BLOCK is parked everywhere once it counts one per owner shard. */
 int sv_block_parts_count(sv_shard *sh);
 
+/* The instance's CLIENT UNBLOCK channels, one per shard (sv_server_init_state). */
+void sv_block_init_state(sv_server *s);
+void sv_block_free_state(sv_server *s);
 void sv_block_init_shard(sv_shard *sh);
 /* At shutdown (in the loop, before forwarding closes): every waiter is cancelled. */
 void sv_block_close_shard(sv_shard *sh);

@@ -13,7 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-sv_config sv_cfg;
 
 void sv_log(int level, const char *fmt, ...)
 {
@@ -23,6 +22,10 @@ void sv_log(int level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    if (sv_cur->log_fn) {
+        sv_cur->log_fn(sv_cur->log_ud, level, msg);
+        return;
+    }
     char ts[32];
     time_t t = time(NULL);
     struct tm tm;
@@ -74,7 +77,7 @@ static const char *usage =
     "  --help                  this text\n"
     "  --version               print the version\n";
 
-static void defaults(void)
+void sv_config_defaults(void)
 {
     memset(&sv_cfg, 0, sizeof(sv_cfg));
     sv_cfg.shards = 1;
@@ -374,7 +377,7 @@ static void set_config_file(const char *path)
 void sv_config_load(int argc, char **argv)
 {
     char err[512];
-    defaults();
+    sv_config_defaults();
     /* the file first, so that flags override it wherever they appear */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--config")) {
@@ -426,13 +429,20 @@ void sv_config_load(int argc, char **argv)
             die(err);
         }
     }
-    if (sv_cfg.port_mode == 0 && (long long)sv_cfg.port + sv_cfg.shards - 1 > 65535) die("--port plus --shards exceeds port 65535");
+    const char *bad = sv_config_finish();
+    if (bad) die(bad);
+}
+
+const char *sv_config_finish(void)
+{
+    if (sv_cfg.port_mode == 0 && (long long)sv_cfg.port + sv_cfg.shards - 1 > 65535) return "--port plus --shards exceeds port 65535";
     if (!sv_cfg.announce[0]) {
         if (!strcmp(sv_cfg.bind, "0.0.0.0")) snprintf(sv_cfg.announce, sizeof(sv_cfg.announce), "127.0.0.1");
         else if (!strcmp(sv_cfg.bind, "::")) snprintf(sv_cfg.announce, sizeof(sv_cfg.announce), "::1");
         else snprintf(sv_cfg.announce, sizeof(sv_cfg.announce), "%s", sv_cfg.bind);
     }
     if (sv_cfg.port_mode == 1) sv_cfg.misrouted = 1; /* one port: keys of other shards are always forwarded */
+    return NULL;
 }
 
 void sv_config_free(void)

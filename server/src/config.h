@@ -15,6 +15,11 @@
  * 2 on a bad flag or value. */
 void sv_config_load(int argc, char **argv);
 void sv_config_free(void);
+/* The executable's defaults into sv_cfg (sv_config_load starts with them). */
+void sv_config_defaults(void);
+/* After the settings: checks what depends on several of them and derives the rest
+ * (announce address, one-port forwarding); NULL or the error. */
+const char *sv_config_finish(void);
 /* Applies one setting (name with '-' or '_'); returns NULL or an error message. */
 const char *sv_config_set(const char *name, const char *value, char *err, size_t errcap);
 /* Raises the soft open-files limit towards what `want` clients per shard need (up to

@@ -193,7 +193,6 @@ static sv_entry *lookup_notouch(sv_shard *sh, sv_str key)
     return e;
 }
 
-atomic_int sv_lfu_on;
 
 /* An access: OBJECT IDLETIME's time and, with an LFU maxmemory-policy, OBJECT FREQ's
  * counter. The time is stored only when it changed: the command reads this line anyway,

@@ -1,5 +1,6 @@
-/* main: load the settings, start one thread per shard, wait for SIGTERM or SIGINT,
- * then stop every shard, join and free everything (clean under ASan and valgrind). */
+/* main: the slotlane-server executable over the library (instance.c): load the
+ * settings from the flags, fit the open-files limit, start the instance, wait for
+ * SIGTERM or SIGINT, then stop it and free everything (clean under ASan and valgrind). */
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,12 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "aof.h"
 #include "config.h"
-#include "params.h"
-#include "fwd.h"
-#include "pubsub.h"
-#include "shard.h"
+#include "instance.h"
 
 /* As Redis does at start: maxclients needs that many open files; when even the hard
  * limit is too low, maxclients is lowered to fit and logged, so a client past it
@@ -35,57 +32,28 @@ static void adjust_fd_limit(void)
 
 int main(int argc, char **argv)
 {
+    static sv_server srv;
+    sv_server_init_state(&srv);
+    sv_cur = &srv;
     sv_config_load(argc, argv);
     adjust_fd_limit();
-    sv_params_init(); /* after the limit: CONFIG GET maxclients says what is in force */
-    sv_clock_init();
-    sv_hash_seed((uint64_t)sv_ustime() ^ ((uint64_t)getpid() << 32));
-    sv_cmdtable_init();
     signal(SIGPIPE, SIG_IGN);
 
-    /* shard threads inherit this mask: only the main thread takes the signals */
+    /* blocked before the shard threads exist: only the main thread takes the signals */
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
-    int n = sv_cfg.shards;
-    sv_shards = sv_calloc((size_t)n, sizeof(sv_shard));
-    for (int i = 0; i < n; i++) {
-        int r = sv_shard_init(&sv_shards[i], i);
-        if (r) {
-            fprintf(stderr, "slotlane-server: cannot start shard %d: %s\n", i, uv_strerror(r));
-            for (int j = 0; j <= i; j++) sv_shard_destroy(&sv_shards[j]);
-            sv_fwd_cleanup();
-    sv_pubsub_cleanup();
-            free(sv_shards);
-            sv_config_free();
-            return 1;
-        }
-    }
-    /* the logs are replayed before any port is open */
-    if (sv_aof_startup() != 0) {
-        for (int j = 0; j < n; j++) sv_shard_destroy(&sv_shards[j]);
-        sv_fwd_cleanup();
-    sv_pubsub_cleanup();
-        free(sv_shards);
-        sv_config_free();
+    char err[512];
+    int rc = sv_instance_start(&srv, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "slotlane-server: %s\n", err);
+        sv_instance_free(&srv);
         return 1;
     }
-    for (int i = 0; i < n; i++) {
-        int r = sv_shard_listen(&sv_shards[i]);
-        if (r) {
-            fprintf(stderr, "slotlane-server: cannot listen on %s:%d: %s\n", sv_cfg.bind, sv_shards[i].port ? sv_shards[i].port : sv_cfg.port, uv_strerror(r));
-            for (int j = 0; j < n; j++) sv_shard_destroy(&sv_shards[j]);
-            sv_fwd_cleanup();
-    sv_pubsub_cleanup();
-            free(sv_shards);
-            sv_config_free();
-            return 1;
-        }
-    }
-    for (int i = 0; i < n; i++) sv_shard_start(&sv_shards[i]);
+    int n = sv_cfg.shards;
     if (sv_cfg.port_mode == 1)
         sv_log(SV_LOG_NOTICE, "slotlane-server ready: %d shard%s, one port %s:%d, announce %s", n, n > 1 ? "s" : "",
                sv_cfg.bind, sv_cfg.port, sv_cfg.announce);
@@ -97,14 +65,8 @@ int main(int argc, char **argv)
     int sig = 0;
     sigwait(&set, &sig);
     sv_log(SV_LOG_NOTICE, "received %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    atomic_store(&sv_stop_requested, 1);
-    for (int i = 0; i < n; i++) sv_shard_stop(&sv_shards[i]);
-    for (int i = 0; i < n; i++) sv_shard_wait(&sv_shards[i]);
-    sv_fwd_cleanup();
-    sv_pubsub_cleanup();
-    for (int i = 0; i < n; i++) sv_shard_free(&sv_shards[i]);
-    free(sv_shards);
-    sv_config_free();
+    sv_instance_stop(&srv);
+    sv_instance_free(&srv);
     sv_log(SV_LOG_NOTICE, "bye");
     return 0;
 }

@@ -5,7 +5,6 @@
 
 #include "pubsub.h"
 
-_Atomic int sv_notify_flags = 0;
 _Thread_local int sv_notify_reads;
 
 /* ---- the queue of a running command ---- */

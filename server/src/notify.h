@@ -55,7 +55,7 @@ SV_EV_FIRE(blpop); SV_EV_FIRE(blmpop); SV_EV_FIRE(bzpop); SV_EV_FIRE(bzmpop); SV
 SV_EV_FIRE(getex); SV_EV_FIRE(rename); SV_EV_FIRE(lmove);
 SV_EV_FIRE(rename_step); SV_EV_FIRE(lmpop); SV_EV_FIRE(zmpop); SV_EV_FIRE(bitop); SV_EV_FIRE(copy); SV_EV_FIRE(georadius); SV_EV_FIRE(sort);
 
-extern _Atomic int sv_notify_flags;
+#define sv_notify_flags (sv_cur->notify_flags)
 /* Set by sv_call while a command whose lookups are reads runs (every non-WRITE command,
  * and the WRITE commands with SV_P_KEYMISS): a lookup that misses fires "keymiss". */
 extern _Thread_local int sv_notify_reads;

@@ -32,13 +32,28 @@ static const param table[] = {
 };
 #define NPARAMS (sizeof(table) / sizeof(table[0]))
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static char *val[NPARAMS];   /* canonical value of each canonical entry (aliases: NULL) */
+/* What the table implies (the same for every instance; made once). */
 static int canon[NPARAMS];   /* index of the entry holding the value */
-static unsigned char changed[NPARAMS]; /* set by CONFIG SET (REWRITE writes those) */
-static int inited;
-static atomic_llong nums[SV_PARAM__COUNT];
 static int id_index[SV_PARAM__COUNT];
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+/* The values, per instance (sv_server.params). */
+typedef struct sv_params_state {
+    pthread_mutex_t ps_lock;
+    char *ps_val[NPARAMS];   /* canonical value of each canonical entry (aliases: NULL) */
+    unsigned char ps_changed[NPARAMS]; /* set by CONFIG SET (REWRITE writes those) */
+    int ps_inited;
+    atomic_llong ps_nums[SV_PARAM__COUNT];
+    int ps_notify_parsed; /* see parse_value */
+} sv_params_state;
+#define PS (sv_cur->params)
+#define lock (PS->ps_lock)
+#define val (PS->ps_val)
+#define changed (PS->ps_changed)
+#define inited (PS->ps_inited)
+#define nums (PS->ps_nums)
+#define notify_parsed (PS->ps_notify_parsed)
+
 static const struct { enum sv_param_id id; const char *name; } ids[] = {
     {SV_PARAM_HASH_MAX_LISTPACK_ENTRIES, "hash-max-listpack-entries"},
     {SV_PARAM_HASH_MAX_LISTPACK_VALUE, "hash-max-listpack-value"},
@@ -80,15 +95,36 @@ static void store(int i, const char *v)
 }
 
 /* Defaults; called under the lock (or before the shards start). */
-static void ensure_init(void)
+static void table_init(void)
 {
-    if (inited) return;
-    inited = 1;
     for (size_t i = 0; i < NPARAMS; i++) {
         canon[i] = table[i].alias_of ? find(table[i].alias_of, strlen(table[i].alias_of)) : (int)i;
         if (canon[i] < 0) canon[i] = (int)i;
     }
     for (size_t k = 0; k < sizeof(ids) / sizeof(ids[0]); k++) id_index[ids[k].id] = find(ids[k].name, strlen(ids[k].name));
+}
+
+void sv_params_init_state(sv_server *s)
+{
+    pthread_once(&table_once, table_init);
+    s->params = sv_calloc(1, sizeof(sv_params_state));
+    pthread_mutex_init(&s->params->ps_lock, NULL);
+    s->params->ps_notify_parsed = -1;
+}
+
+void sv_params_free_state(sv_server *s)
+{
+    if (!s->params) return;
+    for (size_t i = 0; i < NPARAMS; i++) free(s->params->ps_val[i]);
+    pthread_mutex_destroy(&s->params->ps_lock);
+    free(s->params);
+    s->params = NULL;
+}
+
+static void ensure_init(void)
+{
+    if (inited) return;
+    inited = 1;
     for (size_t i = 0; i < NPARAMS; i++)
         if (canon[i] == (int)i) store((int)i, table[i].def);
 }
@@ -104,7 +140,7 @@ void sv_params_init(void)
     /* the settings our flags decide */
     snprintf(b, sizeof(b), "%d", sv_cfg.maxclients);
     store(find("maxclients", 10), b);
-    store(find("loglevel", 8), loglevels[sv_cfg.loglevel]);
+    store(find("loglevel", 8), loglevels[sv_cfg.loglevel > SV_LOG_WARNING ? SV_LOG_WARNING : sv_cfg.loglevel]);
     store(find("bind", 4), sv_cfg.bind);
     store(find("dir", 3), sv_cfg.dir);
     store(find("appendonly", 10), sv_cfg.durability ? "yes" : "no");
@@ -227,7 +263,7 @@ static const char *parse_cobl(const char *s, const char *cur, char *out, size_t 
 /* notify-keyspace-events as last parsed (under the lock): its canonical spelling does not
  * show every flag ("KEAn" reads back "AKE", as Redis), so apply() uses these flags when
  * it gets that spelling. */
-static int notify_parsed = -1;
+/* (sv_params_state.notify_parsed) */
 
 /* The canonical value of `v` for parameter i into out; NULL or Redis's message. */
 static const char *parse_value(int i, const char *v, char *out, size_t cap)

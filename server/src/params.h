@@ -2,7 +2,7 @@
  * redis-server 7.0 lists (aliases included), each value's parser and canonical form,
  * and the few that mean something here applied (server/README.md, "CONFIG").
  *
- * Values are process-wide: CONFIG SET on any shard changes them for every shard.
+ * Values are per instance: CONFIG SET on any shard changes them for every shard of it.
  * GET/SET take one mutex; the numeric values the data path reads (encoding
  * thresholds, slowlog) are also kept as relaxed atomics, read without it. */
 #ifndef SV_PARAMS_H
@@ -28,6 +28,9 @@ enum sv_param_id {
     SV_PARAM__COUNT
 };
 
+/* The instance's parameter state (sv_server_init_state; free: sv_server_free_state). */
+void sv_params_init_state(sv_server *s);
+void sv_params_free_state(sv_server *s);
 /* After sv_config_load: values from the flags (port, bind, dir, maxclients, ...). */
 void sv_params_init(void);
 void sv_params_free(void);

@@ -1,4 +1,4 @@
-/* pause: see pause.h. The pause is two process-wide words (type, end time) that
+/* pause: see pause.h. The pause is two words of the instance (type, end time) that
  * every shard reads before running a client's command; setting them takes a mutex
  * (two shards may PAUSE at once: the most restrictive type and the latest end win,
  * as Redis's pauseClients). A shard keeps its held connections in arrival order and
@@ -11,11 +11,10 @@
 #include "conn.h"
 #include "script.h"
 
-_Atomic int sv_pause_type;
-static _Atomic long long pause_end; /* unix ms: the pause holds while now <= pause_end */
-static uv_mutex_t pause_lock;
-static uv_once_t pause_once = UV_ONCE_INIT;
-static void pause_lock_init(void) { uv_mutex_init(&pause_lock); }
+/* the instance's (sv_server): the end in unix ms (the pause holds while now <=
+ * pause_end), the lock made with the instance */
+#define pause_end (sv_cur->pause_end)
+#define pause_lock (sv_cur->pause_lock)
 
 typedef struct sv_pause_shard {
     uv_async_t wake; /* UNPAUSE on any shard */
@@ -147,7 +146,6 @@ void sv_pause_forget(sv_conn *c)
 
 void sv_pause_init_shard(sv_shard *sh)
 {
-    uv_once(&pause_once, pause_lock_init);
     sh->pause = sv_calloc(1, sizeof(*sh->pause));
     uv_async_init(&sh->loop, &sh->pause->wake, on_wake);
     sh->pause->wake.data = sh;

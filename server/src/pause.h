@@ -16,7 +16,7 @@ struct sv_conn;
 enum { SV_PAUSE_OFF = 0, SV_PAUSE_WRITE = 1, SV_PAUSE_ALL = 2 };
 
 /* The pause in force (OFF once its end time passed); one relaxed load while none. */
-extern _Atomic int sv_pause_type;
+#define sv_pause_type (sv_cur->pause_type)
 int sv_pause_now(void);
 /* Whether the pause in force holds this command of this session. */
 int sv_pause_holds(sv_session *s, int argc, sv_str *argv);

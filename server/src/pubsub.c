@@ -52,20 +52,35 @@ typedef struct sv_pubsub_shard {
     atomic_uint_fast64_t sent, wakeups, received; /* INFO: messages to other shards, wakeups, messages taken */
 } sv_pubsub_shard;
 
-_Atomic long long sv_pubsub_limit = 33554432;
-_Atomic long long sv_pubsub_soft_limit = 8388608, sv_pubsub_soft_secs = 60;
 
-static sv_dict reg[NKINDS];
-static uv_rwlock_t reg_lock;
-static uv_once_t reg_once = UV_ONCE_INIT;
+/* The instance's registry (sv_server.pubsub_reg): made before its shards start. */
+typedef struct sv_pubsub_reg {
+    sv_dict d[NKINDS];
+    uv_rwlock_t lock;
+} sv_pubsub_reg;
+#define reg (sv_cur->pubsub_reg->d)
+#define reg_lock (sv_cur->pubsub_reg->lock)
 
-static void reg_init(void)
+void sv_pubsub_init(void)
 {
-    for (int k = 0; k < NKINDS; k++) sv_dict_init(&reg[k]);
-    uv_rwlock_init(&reg_lock);
+    if (sv_cur->pubsub_reg) return;
+    sv_pubsub_reg *r = sv_calloc(1, sizeof(*r));
+    for (int k = 0; k < NKINDS; k++) sv_dict_init(&r->d[k]);
+    uv_rwlock_init(&r->lock);
+    sv_cur->pubsub_reg = r;
 }
 
-void sv_pubsub_init(void) { uv_once(&reg_once, reg_init); }
+static void free_reg(sv_entry *e, void *priv);
+
+void sv_pubsub_free_state(sv_server *s)
+{
+    sv_pubsub_reg *r = s->pubsub_reg;
+    if (!r) return;
+    for (int k = 0; k < NKINDS; k++) sv_dict_clear(&r->d[k], free_reg, NULL);
+    uv_rwlock_destroy(&r->lock);
+    free(r);
+    s->pubsub_reg = NULL;
+}
 
 /* With one shard nobody else touches the registry: no lock. */
 static void rd_lock(void)

@@ -48,10 +48,12 @@ void sv_pubsub_info_counts(long long *channels, long long *patterns, long long *
 void sv_pubsub_counts(const sv_session *s, int *sub, int *psub, int *ssub);
 
 /* Hard output limit of subscribers in bytes (0: none); CONFIG SET/GET. */
-extern _Atomic long long sv_pubsub_limit;
-extern _Atomic long long sv_pubsub_soft_limit, sv_pubsub_soft_secs; /* kept for CONFIG GET */
+#define sv_pubsub_limit (sv_cur->pubsub_limit)
+#define sv_pubsub_soft_limit (sv_cur->pubsub_soft_limit) /* kept for CONFIG GET */
+#define sv_pubsub_soft_secs (sv_cur->pubsub_soft_secs)
 
-void sv_pubsub_init(void);   /* before the shards start */
+void sv_pubsub_init(void);   /* before the shards start (sv_server_init_state) */
+void sv_pubsub_free_state(sv_server *s); /* the registry, after sv_pubsub_cleanup */
 void sv_pubsub_cleanup(void); /* after every shard thread has exited */
 void sv_pubsub_init_shard(sv_shard *sh);
 void sv_pubsub_close_shard(sv_shard *sh);

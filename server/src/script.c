@@ -135,8 +135,6 @@ typedef struct sv_lua {
     int nfreed[LUA_POOL_CLASSES];
 } sv_lua;
 
-size_t sv_script_mem_limit;
-long long sv_script_hook_budget;
 
 /* Small blocks come from per-engine free lists of 16-byte size classes: every call
  * of a script makes and drops a dozen small strings and tables (its KEYS and ARGV,

@@ -26,8 +26,8 @@ int sv_script_library(sv_shard *sh, int i, const char **code, size_t *len);
 /* Test hooks for the fuzz target (0: off): a cap on the bytes each Lua state may
  * hold, and a number of count-hook calls (100,000 instructions each) after which a
  * script is stopped as by SCRIPT KILL. */
-extern size_t sv_script_mem_limit;
-extern long long sv_script_hook_budget;
+#define sv_script_mem_limit (sv_cur->script_mem_limit)
+#define sv_script_hook_budget (sv_cur->script_hook_budget)
 
 /* Default busy-reply-threshold (lua-time-limit) in milliseconds, as Redis. */
 #define SV_BUSY_REPLY_DEFAULT 5000

@@ -45,7 +45,8 @@ typedef struct sv_config {
     char *config_file;      /* --config FILE (absolute after sv_params_init): CONFIG REWRITE's target */
 } sv_config;
 
-extern sv_config sv_cfg;
+/* The settings of the server instance the calling thread works for (sv_cur, below). */
+#define sv_cfg (sv_cur->cfg)
 
 void sv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -194,8 +195,10 @@ typedef struct sv_stats {
 } sv_stats;
 
 struct sv_conn;
+struct sv_server;
 
 typedef struct sv_shard {
+    struct sv_server *srv; /* the instance it belongs to */
     int index;
     unsigned slot_lo, slot_hi; /* inclusive */
     int port;
@@ -266,11 +269,58 @@ typedef struct sv_shard {
     struct sv_trk_shard *trk;     /* CLIENT TRACKING's table (tracking.c), NULL until used */
 } sv_shard;
 
-extern sv_shard *sv_shards;
-/* Set by the main thread at SIGTERM/SIGINT: a running script is stopped so its
- * shard's loop can close (script.c). */
-extern atomic_int sv_stop_requested;
-extern atomic_uint_fast64_t sv_next_client_id;
+/* ---- the server instance ----
+ * Everything one server shares between its shards: settings, the shard array, the
+ * CONFIG parameters, the pub/sub registry, CLIENT PAUSE, ... Several instances run in
+ * one process (slotlane_server.h); nothing below is shared between two of them.
+ *
+ * How code reaches it: sv_cur, a thread-local pointer. Every thread that runs server
+ * code works for exactly one instance for its whole life — a shard thread sets it
+ * once when it starts (shard.c), and the thread calling sl_server_start/stop sets it
+ * for the duration of that call (instance.c) — so the pointer is right by
+ * construction. A pointer passed down instead would add a parameter to ~150
+ * functions that have no shard at hand (sv_slot_owner, the params getters, sv_log,
+ * the reply helpers' limits) for the same value; each shard also keeps sh->srv for
+ * code that has a shard. libuv's threadpool work (aof.c's fsync and close jobs)
+ * touches no instance state. */
+typedef struct sv_server {
+    sv_config cfg;
+    sv_shard *shards;
+    /* set at shutdown: a running script is stopped so its shard's loop can close (script.c) */
+    atomic_int stop_requested;
+    atomic_uint_fast64_t next_client_id;
+    atomic_int active_expire;          /* DEBUG SET-ACTIVE-EXPIRE (t_admin.c) */
+    atomic_int lfu_on;                 /* an LFU maxmemory-policy is set (db.c) */
+    _Atomic long long lfu_log_factor;
+    _Atomic int notify_flags;          /* notify-keyspace-events (notify.c) */
+    _Atomic int pause_type;            /* CLIENT PAUSE (pause.c) */
+    _Atomic long long pause_end;
+    uv_mutex_t pause_lock;
+    _Atomic long long pubsub_limit, pubsub_soft_limit, pubsub_soft_secs; /* pubsub.c */
+    struct sv_pubsub_reg *pubsub_reg;  /* channel -> subscribing shards (pubsub.c) */
+    struct sv_params_state *params;    /* CONFIG parameters (params.c) */
+    struct ub_chan *ub_chan_arr;        /* CLIENT UNBLOCK between shards (blocking.c) */
+    int aof_lock_fd;                   /* the flock of --dir (aof_load.c), -1 */
+    size_t script_mem_limit;           /* fuzz-only limits (script.h) */
+    long long script_hook_budget;
+    int embedded; /* started through slotlane_server.h: SHUTDOWN is refused (t_admin.c) */
+    /* where sv_log writes: NULL is stderr in the executable's format */
+    void (*log_fn)(void *ud, int level, const char *msg);
+    void *log_ud;
+} sv_server;
+
+extern _Thread_local sv_server *sv_cur;
+#define sv_shards (sv_cur->shards)
+#define sv_stop_requested (sv_cur->stop_requested)
+#define sv_next_client_id (sv_cur->next_client_id)
+
+/* The instance's state with its defaults (settings as the executable's defaults);
+ * sv_server_free_state frees what the modules made, not the struct. */
+void sv_server_init_state(sv_server *s);
+void sv_server_free_state(sv_server *s);
+/* For the unit tests and fuzz targets that run commands without starting shards: one
+ * instance with its state, made on the first call, set as the calling thread's sv_cur. */
+sv_server *sv_server_for_tests(void);
 
 /* ---- command execution ---- */
 typedef struct sv_ctx {
@@ -453,10 +503,10 @@ void sv_memory_overhead(sv_shard *sh, sv_memover *o);
 void sv_stats_sample(sv_shard *sh);
 void sv_stats_instantaneous(sv_shard *sh, double *ops, double *in_kbps, double *out_kbps);
 /* DEBUG SET-ACTIVE-EXPIRE: 0 stops the active expiry cycle (every shard). */
-extern atomic_int sv_active_expire;
+#define sv_active_expire (sv_cur->active_expire)
 /* An LFU maxmemory-policy is set: accesses keep OBJECT FREQ's counter (db.c). */
-extern atomic_int sv_lfu_on;
-extern _Atomic long long sv_lfu_log_factor;
+#define sv_lfu_on (sv_cur->lfu_on)
+#define sv_lfu_log_factor (sv_cur->lfu_log_factor)
 void sv_lfu_incr(sv_obj *o);
 
 /* ---- keyspace (db.c) ---- */

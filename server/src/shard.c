@@ -19,9 +19,6 @@
 #include "pubsub.h"
 #include "script.h"
 
-sv_shard *sv_shards;
-atomic_int sv_stop_requested;
-atomic_uint_fast64_t sv_next_client_id = 1;
 
 static void on_connection(uv_stream_t *server, int status)
 {
@@ -66,8 +63,10 @@ static void on_stop(uv_async_t *a)
 void sv_shard_init_data(sv_shard *sh, int index)
 {
     memset(sh, 0, sizeof(*sh));
+    sh->srv = sv_cur;
     sh->index = index;
-    sh->port = sv_cfg.port_mode == 1 ? sv_cfg.port : sv_cfg.port + index;
+    /* port 0: the kernel chooses when the shard listens (instance.c reads it back) */
+    sh->port = sv_cfg.port == 0 ? 0 : sv_cfg.port_mode == 1 ? sv_cfg.port : sv_cfg.port + index;
     sh->start_ms = sv_mstime();
     sh->now_ms = sh->start_ms;
     sv_dict_init(&sh->keys);
@@ -132,6 +131,7 @@ int sv_shard_listen(sv_shard *sh)
 static void thread_main(void *arg)
 {
     sv_shard *sh = arg;
+    sv_cur = sh->srv; /* this thread works for this instance for its whole life */
     if (sv_cfg.ncpus > 0) {
         cpu_set_t set;
         CPU_ZERO(&set);

@@ -13,8 +13,6 @@
 #include "server.h"
 #include "stream.h"
 
-atomic_int sv_active_expire = 1;
-_Atomic long long sv_lfu_log_factor = 10;
 
 static void unknown_subcommand(sv_ctx *c, sv_str sub, const char *cmd)
 {
@@ -809,6 +807,10 @@ void sv_cmd_shutdown(sv_ctx *c, int argc, sv_str *argv)
     }
     if (abort_) {
         sv_add_error(&c->r, "No shutdown in progress.");
+        return;
+    }
+    if (sv_cur->embedded) { /* the host process is not ours to end: its code stops the server */
+        sv_add_error(&c->r, "SHUTDOWN is refused by an embedded server (the host stops it: sl_server_stop)");
         return;
     }
     sv_log(SV_LOG_NOTICE, "SHUTDOWN from a client: shutting down");

@@ -38,6 +38,7 @@ static const sv_block_owner rec_ops = {rec_buf, rec_done, rec_gone};
 static int setup(void **state)
 {
     (void)state;
+    sv_server_for_tests();
     memset(&sv_cfg, 0, sizeof(sv_cfg));
     sv_cfg.shards = 1;
     sv_cfg.port = 7000;

@@ -80,6 +80,7 @@ static void test_known_events_check_rejects_others(void **state)
 
 int main(void)
 {
+    sv_server_for_tests();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_write_command_declares_its_events),
         cmocka_unit_test(test_known_events_check_rejects_others),

@@ -96,6 +96,7 @@ static void test_special_forms(void **state)
 
 int main(void)
 {
+    sv_server_for_tests();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memory_and_ints),
         cmocka_unit_test(test_aliases_share_one_value),

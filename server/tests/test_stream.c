@@ -34,6 +34,7 @@ static void shard_init(sv_shard *sh)
 static int setup(void **state)
 {
     (void)state;
+    sv_server_for_tests();
     memset(&sv_cfg, 0, sizeof(sv_cfg));
     sv_cfg.shards = 1;
     sv_cfg.port = 7000;

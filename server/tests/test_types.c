@@ -18,6 +18,7 @@ static sv_buf out;
 static int setup(void **state)
 {
     (void)state;
+    sv_server_for_tests();
     memset(&sv_cfg, 0, sizeof(sv_cfg));
     sv_cfg.shards = 1;
     sv_cfg.port = 7000;

@@ -470,3 +470,57 @@ pub const SL_CLIENT_OPTIONS_INIT: sl_client_options = sl_client_options {
     max_inflight_bytes: 64 << 20,
     tls: core::ptr::null_mut(),
 };
+
+/// The embeddable slotlane-server (`server/include/slotlane_server.h`), compiled in with the
+/// feature `server`: the declarations the testing helper of `slotlane` uses, checked
+/// against the header's sizes in this crate's tests.
+#[cfg(feature = "server")]
+pub mod server {
+    use core::ffi::{c_char, c_int, c_uint, c_void};
+
+    pub const SL_SERVER_OPTIONS_VERSION: c_uint = 1;
+    pub const SL_SERVER_OK: c_int = 0;
+    pub const SL_SERVER_EINVAL: c_int = -1;
+    pub const SL_SERVER_EBIND: c_int = -2;
+    pub const SL_SERVER_EDIR: c_int = -3;
+    pub const SL_SERVER_ESTATE: c_int = -4;
+
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy)]
+    pub struct sl_server_options {
+        pub version: c_uint,
+        pub size: c_uint,
+        pub shards: c_int,
+        pub port_mode: c_int,
+        pub misrouted: c_int,
+        pub durability: c_int,
+        pub dir: *const c_char,
+        pub bind: *const c_char,
+        pub port: c_int,
+        pub log_level: c_int,
+        pub log_fn: Option<unsafe extern "C" fn(ud: *mut c_void, level: c_int, msg: *const c_char)>,
+        pub log_ud: *mut c_void,
+        pub settings: *const *const c_char,
+        pub nsettings: usize,
+    }
+
+    #[repr(C)]
+    pub struct sl_server {
+        _private: [u8; 0],
+    }
+
+    extern "C" {
+        pub fn sl_server_options_init(opts: *mut sl_server_options, version: c_uint) -> c_int;
+        pub fn sl_server_start(
+            out: *mut *mut sl_server,
+            opts: *const sl_server_options,
+            errmsg: *mut c_char,
+            errmsg_cap: usize,
+        ) -> c_int;
+        pub fn sl_server_shards(s: *const sl_server) -> c_int;
+        pub fn sl_server_port(s: *const sl_server, i: c_int) -> c_int;
+        pub fn sl_server_url(s: *const sl_server, buf: *mut c_char, cap: usize) -> c_int;
+        pub fn sl_server_stop(s: *mut sl_server);
+        pub fn sl_server_free(s: *mut sl_server);
+    }
+}

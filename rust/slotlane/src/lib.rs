@@ -44,6 +44,8 @@ mod error;
 mod pipeline;
 mod pool;
 pub mod shape;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod tls;
 mod value;
 

@@ -93,7 +93,31 @@ public final class NativeLoader {
         return "/io/slotlane/native/" + os + "-" + arch + "/" + System.mapLibraryName(NAME);
     }
 
+    private static volatile boolean serverLoaded;
+
+    /**
+     * Loads the embedded slotlane-server's library ({@code libslotlane_server_jni}, beside the
+     * client's in the jar) for {@code io.slotlane.testing.SlotlaneServer}, unless loaded already.
+     *
+     * @throws UnsatisfiedLinkError when it cannot be loaded
+     */
+    public static synchronized void loadServer() {
+        if (serverLoaded) return;
+        String name = "slotlane_server_jni";
+        String resource = resourcePath().replace(System.mapLibraryName(NAME), System.mapLibraryName(name));
+        try {
+            System.load(extract(resource, name).toString());
+        } catch (IOException e) {
+            throw new UnsatisfiedLinkError("slotlane: cannot load " + resource + ": " + e);
+        }
+        serverLoaded = true;
+    }
+
     private static Path extract(String resource) throws IOException {
+        return extract(resource, NAME);
+    }
+
+    private static Path extract(String resource, String name) throws IOException {
         byte[] bytes;
         try (InputStream in = NativeLoader.class.getResourceAsStream(resource)) {
             if (in == null) throw new IOException("no such resource in the jar (platform not built)");
@@ -109,7 +133,7 @@ public final class NativeLoader {
                 ? NativeLoader.class.getPackage().getImplementationVersion() : "dev";
         Path base = Paths.get(System.getProperty("slotlane.native.workdir", System.getProperty("java.io.tmpdir")));
         Path dir = base.resolve("slotlane-" + version + "-" + digest);
-        Path file = dir.resolve(System.mapLibraryName(NAME));
+        Path file = dir.resolve(System.mapLibraryName(name));
         if (Files.isRegularFile(file) && Files.size(file) == bytes.length
                 && java.util.Arrays.equals(Files.readAllBytes(file), bytes)) {
             return file;

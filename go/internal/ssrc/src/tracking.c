@@ -1,0 +1,413 @@
+/* tracking: see tracking.h. A shard's state is made by its first TRACKING ON, so a
+ * shard without tracking clients pays one NULL test per modified key. The table
+ * maps each key read by a tracking client to the IDs of the clients that read it;
+ * an invalidation sends to each and forgets the key (as Redis's TrackingTable). */
+#include "tracking.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+
+typedef struct sv_trk {
+    int on, bcast, optin, optout, noloop, caching;
+    uint64_t redir;
+    int nprefix;
+    sv_str *prefix; /* owned copies, sorted */
+} sv_trk;
+
+typedef struct trk_ids {
+    uint64_t *ids;
+    size_t n, cap;
+} trk_ids;
+
+typedef struct sv_trk_shard {
+    sv_dict keys;     /* key -> trk_ids */
+    int nbcast;       /* sessions of this shard in BCAST mode */
+    int nclients;     /* sessions of this shard with tracking on (INFO tracking_clients) */
+    sv_session *cur;  /* the session whose command runs (NOLOOP; its own pushes wait) */
+    sv_buf pending;   /* invalidations for cur, written after its reply */
+} sv_trk_shard;
+
+static sv_trk_shard *shard_state(sv_shard *sh)
+{
+    if (!sh->trk) {
+        sh->trk = sv_calloc(1, sizeof(*sh->trk));
+        sv_dict_init(&sh->trk->keys);
+    }
+    return sh->trk;
+}
+
+static void free_ids(sv_entry *e, void *priv)
+{
+    (void)priv;
+    trk_ids *t = e->val;
+    if (t) free(t->ids);
+    free(t);
+}
+
+void sv_tracking_free_shard(sv_shard *sh)
+{
+    if (!sh->trk) return;
+    sv_dict_clear(&sh->trk->keys, free_ids, NULL);
+    sv_buf_free(&sh->trk->pending);
+    free(sh->trk);
+    sh->trk = NULL;
+}
+
+static void clear_prefixes(sv_trk *t)
+{
+    for (int i = 0; i < t->nprefix; i++) free((char *)t->prefix[i].p);
+    free(t->prefix);
+    t->prefix = NULL;
+    t->nprefix = 0;
+}
+
+int sv_tracking_clients(sv_shard *sh) { return sh->trk ? sh->trk->nclients : 0; }
+
+void sv_tracking_free_session(sv_shard *sh, sv_session *s)
+{
+    if (!s->trk) return;
+    if (s->trk->on && sh->trk) {
+        sh->trk->nclients--;
+        if (s->trk->bcast) sh->trk->nbcast--;
+    }
+    clear_prefixes(s->trk);
+    free(s->trk);
+    s->trk = NULL;
+}
+
+static sv_conn *conn_by_id(sv_shard *sh, uint64_t id)
+{
+    for (sv_conn *k = sh->conns; k; k = k->next)
+        if (k->sess.id == id && !k->closing) return k;
+    return NULL;
+}
+
+static int has_prefix(sv_str s, sv_str p) { return s.len >= p.len && memcmp(s.p, p.p, p.len) == 0; }
+
+/* ---- invalidation ---- */
+
+static void add_payload(sv_buf *b, const sv_str *key, int proto)
+{
+    char hdr[32];
+    if (key) {
+        int n = snprintf(hdr, sizeof(hdr), "*1\r\n$%zu\r\n", key->len);
+        sv_buf_append(b, hdr, (size_t)n);
+        sv_buf_append(b, key->p, key->len);
+        sv_buf_append(b, "\r\n", 2);
+    } else if (proto >= 3) {
+        sv_buf_append(b, "_\r\n", 3);
+    } else {
+        sv_buf_append(b, "$-1\r\n", 5);
+    }
+}
+
+/* One invalidation for the tracking client k (key NULL: everything, a flush). */
+static void send_to(sv_shard *sh, sv_conn *k, const sv_str *key)
+{
+    sv_trk *t = k->sess.trk;
+    sv_trk_shard *ts = sh->trk;
+    if (!t || !t->on) return;
+    if (key && t->noloop && ts->cur == &k->sess) return; /* its own write */
+    sv_conn *to = t->redir ? conn_by_id(sh, t->redir) : k;
+    if (!to) return; /* the redirect client left: nothing to send to */
+    sv_buf msg = {0};
+    if (to->sess.proto >= 3) {
+        static const char h[] = ">2\r\n$10\r\ninvalidate\r\n";
+        sv_buf_append(&msg, h, sizeof(h) - 1);
+    } else if (t->redir && to->sess.ps) {
+        static const char h[] = "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n";
+        sv_buf_append(&msg, h, sizeof(h) - 1);
+    } else {
+        return; /* RESP2 without a subscribed redirect: RESP2 has no pushes */
+    }
+    add_payload(&msg, key, to->sess.proto);
+    if (ts->cur == &to->sess) {
+        sv_buf_append(&ts->pending, msg.data, msg.len); /* after the reply it is building */
+    } else {
+        sv_buf_append(&to->out, msg.data, msg.len);
+        if (sh->aof) sv_conn_queue_flush(to); /* after the log, at the end of the turn */
+        else sv_conn_flush(to);
+    }
+    sv_buf_free(&msg);
+}
+
+void sv_tracking_invalidate(sv_shard *sh, sv_str key)
+{
+    sv_trk_shard *ts = sh->trk;
+    sv_entry *e = sv_dict_find(&ts->keys, key.p, key.len);
+    if (e) {
+        trk_ids *ids = e->val;
+        e->val = NULL;
+        sv_entry *gone = sv_dict_unlink(&ts->keys, key.p, key.len);
+        free(gone);
+        for (size_t i = 0; i < ids->n; i++) {
+            sv_conn *k = conn_by_id(sh, ids->ids[i]);
+            if (k && k->sess.trk && !k->sess.trk->bcast) send_to(sh, k, &key);
+        }
+        free(ids->ids);
+        free(ids);
+    }
+    if (!ts->nbcast) return;
+    for (sv_conn *k = sh->conns; k; k = k->next) {
+        sv_trk *t = k->sess.trk;
+        if (!t || !t->on || !t->bcast) continue;
+        for (int i = 0; i < t->nprefix; i++)
+            if (has_prefix(key, t->prefix[i])) {
+                send_to(sh, k, &key);
+                break;
+            }
+    }
+}
+
+void sv_tracking_flush(sv_shard *sh)
+{
+    sv_dict_clear(&sh->trk->keys, free_ids, NULL);
+    for (sv_conn *k = sh->conns; k; k = k->next)
+        if (k->sess.trk && k->sess.trk->on) send_to(sh, k, NULL);
+}
+
+/* ---- remembering reads ---- */
+
+void sv_tracking_after_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv)
+{
+    sv_trk *t = c->sess->trk;
+    if (!t->on || t->bcast || !(cmd->flags & SV_CMD_READONLY)) return;
+    if ((t->optin && !t->caching) || (t->optout && t->caching)) return;
+    int keys[64];
+    int *kp = argc > 64 ? sv_malloc(sizeof(int) * (size_t)argc) : keys;
+    int n = sv_cmd_keypos(cmd, argc, argv, kp, argc > 64 ? argc : 64);
+    sv_trk_shard *ts = shard_state(c->sh);
+    for (int i = 0; i < n; i++) {
+        sv_str k = argv[kp[i]];
+        sv_entry *e = sv_dict_find(&ts->keys, k.p, k.len);
+        if (!e) {
+            e = sv_dict_add(&ts->keys, k.p, k.len, NULL);
+            e->val = sv_calloc(1, sizeof(trk_ids));
+        }
+        trk_ids *ids = e->val;
+        size_t j = 0;
+        while (j < ids->n && ids->ids[j] != c->sess->id) j++;
+        if (j < ids->n) continue;
+        if (ids->n == ids->cap) {
+            ids->cap = ids->cap ? ids->cap * 2 : 2;
+            ids->ids = sv_realloc(ids->ids, ids->cap * sizeof(uint64_t));
+        }
+        ids->ids[ids->n++] = c->sess->id;
+    }
+    if (kp != keys) free(kp);
+}
+
+void sv_tracking_before_command(sv_shard *sh, sv_session *s)
+{
+    if (sh->trk) sh->trk->cur = s;
+}
+
+void sv_tracking_after_command(sv_shard *sh, sv_session *s, int argc, sv_str *argv, sv_buf *out)
+{
+    sv_trk_shard *ts = sh->trk;
+    if (!ts) return;
+    ts->cur = NULL;
+    if (ts->pending.len) {
+        sv_buf_append(out, ts->pending.data, ts->pending.len);
+        ts->pending.len = 0;
+    }
+    /* CACHING yes|no covers the command after it (a whole transaction: until EXEC) */
+    sv_trk *t = s->trk;
+    if (t && t->caching && !(s->tx && s->tx->in_multi) &&
+        !(argc >= 2 && sv_eq(argv[0], "client") && sv_eq(argv[1], "caching")))
+        t->caching = 0;
+}
+
+/* ---- the CLIENT subcommands ---- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    const sv_str *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int r = memcmp(x->p, y->p, n);
+    return r ? r : (x->len > y->len) - (x->len < y->len);
+}
+
+static int overlap(sv_str a, sv_str b) { return has_prefix(a, b) || has_prefix(b, a); }
+
+void sv_client_tracking(sv_ctx *c, int argc, sv_str *argv)
+{
+    sv_session *s = c->sess;
+    long long redir = 0;
+    int bcast = 0, optin = 0, optout = 0, noloop = 0, np = 0;
+    sv_str *pfx = sv_malloc(sizeof(sv_str) * (size_t)argc);
+    for (int j = 3; j < argc; j++) {
+        int more = argc - 1 - j;
+        if (sv_eq(argv[j], "redirect") && more) {
+            j++;
+            if (redir) {
+                sv_add_error(&c->r, "A client can only redirect to a single other client");
+                goto out;
+            }
+            if (!sv_get_ll(c, argv[j], &redir)) goto out;
+            if (redir <= 0 || !conn_by_id(c->sh, (uint64_t)redir)) {
+                sv_add_error(&c->r, "The client ID you want redirect to does not exist");
+                goto out;
+            }
+        } else if (sv_eq(argv[j], "bcast")) {
+            bcast = 1;
+        } else if (sv_eq(argv[j], "optin")) {
+            optin = 1;
+        } else if (sv_eq(argv[j], "optout")) {
+            optout = 1;
+        } else if (sv_eq(argv[j], "noloop")) {
+            noloop = 1;
+        } else if (sv_eq(argv[j], "prefix") && more) {
+            pfx[np++] = argv[++j];
+        } else {
+            sv_add_error(&c->r, SV_ERR_SYNTAX);
+            goto out;
+        }
+    }
+    sv_trk *t = s->trk;
+    if (sv_eq(argv[2], "on")) {
+        if (c->sh->fwd_on) {
+            /* a read may run on another shard here: its tracking table would not be this one's */
+            sv_add_error(&c->r, "CLIENT TRACKING is not supported with forwarding (one-port mode, --misrouted forward)");
+            goto out;
+        }
+        if (!bcast && np) {
+            sv_add_error(&c->r, "PREFIX option requires BCAST mode to be enabled");
+            goto out;
+        }
+        if (t && t->on && t->bcast != bcast) {
+            sv_add_error(&c->r, "You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.");
+            goto out;
+        }
+        if (bcast && (optin || optout)) {
+            sv_add_error(&c->r, "OPTIN and OPTOUT are not compatible with BCAST");
+            goto out;
+        }
+        if (optin && optout) {
+            sv_add_error(&c->r, "You can't specify both OPTIN mode and OPTOUT mode");
+            goto out;
+        }
+        if (t && t->on && ((optin && t->optout) || (optout && t->optin))) {
+            sv_add_error(&c->r, "You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.");
+            goto out;
+        }
+        for (int i = 0; bcast && i < np; i++) {
+            for (int k = 0; t && t->on && k < t->nprefix; k++)
+                if (overlap(pfx[i], t->prefix[k]) && !(pfx[i].len == t->prefix[k].len)) {
+                    sv_add_errorf(&c->r, "Prefix '%.*s' overlaps with an existing prefix '%.*s'. Prefixes for a single client must not overlap.",
+                                  (int)pfx[i].len, pfx[i].p, (int)t->prefix[k].len, t->prefix[k].p);
+                    goto out;
+                }
+            for (int k = i + 1; k < np; k++)
+                if (overlap(pfx[i], pfx[k])) {
+                    sv_add_errorf(&c->r, "Prefix '%.*s' overlaps with another provided prefix '%.*s'. Prefixes for a single client must not overlap.",
+                                  (int)pfx[i].len, pfx[i].p, (int)pfx[k].len, pfx[k].p);
+                    goto out;
+                }
+        }
+        if (!t) t = s->trk = sv_calloc(1, sizeof(*t));
+        sv_trk_shard *ts = shard_state(c->sh);
+        if (t->on && t->bcast) ts->nbcast--;
+        if (!t->on) ts->nclients++;
+        t->on = 1;
+        t->bcast = bcast;
+        t->optin = optin;
+        t->optout = optout;
+        t->noloop = noloop;
+        t->redir = (uint64_t)redir;
+        if (bcast) {
+            ts->nbcast++;
+            sv_str all = {"", 0};
+            for (int i = 0; i < (np ? np : 1); i++) {
+                sv_str p = np ? pfx[i] : all;
+                int k = 0;
+                while (k < t->nprefix && cmp_str(&t->prefix[k], &p) != 0) k++;
+                if (k < t->nprefix) continue;
+                t->prefix = sv_realloc(t->prefix, sizeof(sv_str) * (size_t)(t->nprefix + 1));
+                t->prefix[t->nprefix].p = p.len ? sv_memdup(p.p, p.len) : sv_calloc(1, 1);
+                t->prefix[t->nprefix++].len = p.len;
+            }
+            qsort(t->prefix, (size_t)t->nprefix, sizeof(sv_str), cmp_str);
+        }
+    } else if (sv_eq(argv[2], "off")) {
+        if (t) {
+            if (t->on && c->sh->trk) {
+                c->sh->trk->nclients--;
+                if (t->bcast) c->sh->trk->nbcast--;
+            }
+            clear_prefixes(t);
+            memset(t, 0, sizeof(*t));
+        }
+    } else {
+        sv_add_error(&c->r, SV_ERR_SYNTAX);
+        goto out;
+    }
+    sv_add_ok(&c->r);
+out:
+    free(pfx);
+}
+
+void sv_client_caching(sv_ctx *c, int argc, sv_str *argv)
+{
+    (void)argc;
+    sv_trk *t = c->sess->trk;
+    if (!t || !t->on) {
+        sv_add_error(&c->r, "CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled");
+        return;
+    }
+    if (sv_eq(argv[2], "yes")) {
+        if (!t->optin) {
+            sv_add_error(&c->r, "CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.");
+            return;
+        }
+    } else if (sv_eq(argv[2], "no")) {
+        if (!t->optout) {
+            sv_add_error(&c->r, "CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.");
+            return;
+        }
+    } else {
+        sv_add_error(&c->r, SV_ERR_SYNTAX);
+        return;
+    }
+    t->caching = 1;
+    sv_add_ok(&c->r);
+}
+
+void sv_client_getredir(sv_ctx *c)
+{
+    sv_trk *t = c->sess->trk;
+    sv_add_int(&c->r, t && t->on ? (long long)t->redir : -1);
+}
+
+void sv_client_trackinginfo(sv_ctx *c)
+{
+    sv_trk *t = c->sess->trk;
+    int on = t && t->on;
+    const char *flags[8];
+    int n = 0;
+    flags[n++] = on ? "on" : "off";
+    if (on && t->bcast) flags[n++] = "bcast";
+    if (on && t->optin) {
+        flags[n++] = "optin";
+        if (t->caching) flags[n++] = "caching-yes";
+    }
+    if (on && t->optout) {
+        flags[n++] = "optout";
+        if (t->caching) flags[n++] = "caching-no";
+    }
+    if (on && t->noloop) flags[n++] = "noloop";
+    if (on && t->redir && !conn_by_id(c->sh, t->redir)) flags[n++] = "broken_redirect";
+    sv_add_map(&c->r, 3);
+    sv_add_bulk_cstr(&c->r, "flags");
+    sv_add_set(&c->r, n);
+    for (int i = 0; i < n; i++) sv_add_bulk_cstr(&c->r, flags[i]);
+    sv_add_bulk_cstr(&c->r, "redirect");
+    sv_add_int(&c->r, on ? (long long)t->redir : -1);
+    sv_add_bulk_cstr(&c->r, "prefixes");
+    int np = on ? t->nprefix : 0;
+    sv_add_array(&c->r, np);
+    for (int i = 0; i < np; i++) sv_add_bulk(&c->r, t->prefix[i].p, t->prefix[i].len);
+}

@@ -1,0 +1,37 @@
+/* tracking: CLIENT TRACKING / CACHING / TRACKINGINFO / GETREDIR, Redis 7.0's client
+ * side caching, per shard as per node in Redis Cluster: a shard remembers which of its
+ * clients read which of its keys (or, BCAST, which prefixes they want), and when such
+ * a key is modified (sv_signal_modified_key: a write, an expiry, a flush) sends
+ * `invalidate` — a RESP3 push on the client's connection, or through REDIRECT to a
+ * client of the same shard: a RESP3 push, or to a RESP2 client with subscriptions
+ * the `message` of `__redis__:invalidate`. Where a connection's reads may run on
+ * another shard (one-port mode, --misrouted forward) TRACKING ON is refused. */
+#ifndef SV_TRACKING_H
+#define SV_TRACKING_H
+
+#include "server.h"
+
+struct sv_conn;
+
+/* CLIENT TRACKING|CACHING|TRACKINGINFO|GETREDIR (argv[1] the subcommand). */
+void sv_client_tracking(sv_ctx *c, int argc, sv_str *argv);
+void sv_client_caching(sv_ctx *c, int argc, sv_str *argv);
+void sv_client_trackinginfo(sv_ctx *c);
+void sv_client_getredir(sv_ctx *c);
+/* After a command of a tracking session: remembers the keys a read-only command
+ * read (unless BCAST, or OPTIN without CACHING yes, or OPTOUT with CACHING no). */
+void sv_tracking_after_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv);
+/* Before a command runs: who runs it (NOLOOP), its invalidations of its own
+ * connection wait until its reply is written (after_command). */
+void sv_tracking_before_command(sv_shard *sh, sv_session *s);
+void sv_tracking_after_command(sv_shard *sh, sv_session *s, int argc, sv_str *argv, sv_buf *out);
+/* A key of the shard was modified / the whole keyspace flushed. */
+void sv_tracking_invalidate(sv_shard *sh, sv_str key);
+void sv_tracking_flush(sv_shard *sh);
+/* A session's tracking state is freed with it. */
+void sv_tracking_free_session(sv_shard *sh, sv_session *s);
+/* Sessions of this shard with tracking on (INFO clients tracking_clients). */
+int sv_tracking_clients(sv_shard *sh);
+void sv_tracking_free_shard(sv_shard *sh);
+
+#endif

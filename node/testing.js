@@ -1,0 +1,3 @@
+'use strict';
+// require('slotlane/testing'): see lib/testing.js.
+module.exports = require('./lib/testing');
