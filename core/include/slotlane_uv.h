@@ -147,6 +147,29 @@ SL_EXTERN int sl_loop_submit_cq(sl_loop *loop, sl_batch *batch, int timeout_ms, 
  * submitted and have not taken the completion of. Returns 0, or SL_EINVAL for NULL. */
 SL_EXTERN int sl_batch_cancel(sl_batch *batch);
 
+/* ------------------------------------------------------ cluster-wide SCAN on a loop */
+
+/* sl_scan_next for a client driven by a loop: the steps of one page (CLUSTER NODES,
+ * SCAN, CLUSTER SLOTS after a failure — the map is refreshed by a step of its own, never
+ * by blocking) run on the loop's thread, and cb runs once, when the page is in batch (the
+ * scan's client's; status 0: read it as sl_scan_next's page; sl_scan_done() says whether
+ * it was the last) or when the page failed (status as sl_scan_next returns it, the message
+ * in sl_scan_errmsg; a failed pass is taken up again once within the call, and the scan
+ * stays usable). Until cb the scan and the batch belong to the engine. On the caller's
+ * loop, on its thread; timeout_ms applies to each step. SL_EINVAL (NULL, another client's
+ * batch), SL_ESTATE (not attached, the batch in flight): cb is then not called. */
+SL_EXTERN int sl_scan_next_async(sl_scan *scan, sl_batch *batch, int timeout_ms, sl_exec_cb cb, void *arg);
+
+/* From any thread: the next page of the scan as one sl_loop_submit_cq submission: it
+ * completes into cq once (with token), as sl_scan_next_async calls back. sl_batch_cancel
+ * of the batch cancels the page (SL_ECANCELLED; the scan stays usable: the next page
+ * re-reads what the cancelled one would have returned). Until the completion is taken,
+ * neither the scan nor the batch may be touched. Codes as sl_loop_submit_cq (a scan
+ * counts as one batch of no bytes in the in-flight bounds); SL_EINVAL also for another
+ * client's batch. */
+SL_EXTERN int sl_loop_submit_scan_cq(sl_loop *loop, sl_scan *scan, sl_batch *batch, int timeout_ms, sl_cq *cq,
+                                     void *token, int flags);
+
 /* From any thread but the loop's: detaches the client from the loop and waits until
  * that is done (its executions complete with SL_ECANCELLED first). Afterwards the client
  * may be used with the blocking API or freed. */

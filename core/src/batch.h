@@ -106,6 +106,12 @@ struct sl_batch {
     void *token;                 /* the submitter's, handed back in its completion */
     uint64_t q_bytes;            /* what this submission counts in the client's bounds */
     atomic_int cancel_req;       /* sl_batch_cancel: set by any thread, taken by the loop */
+    /* sl_scan_next_async / sl_loop_submit_scan_cq (async.c): the page being fetched. */
+    struct sl_scan *scan;        /* NULL: an ordinary execution */
+    void (*scan_cb)(struct sl_batch *b, int status, const sl_sizes *sizes, void *arg);
+    void *scan_arg;
+    int scan_timeout;
+    int scan_failures;           /* failed steps of this page: the second one is its answer */
 };
 
 /* batch.c */

@@ -12,6 +12,7 @@
 #include "conn.h"
 #include "cq.h"
 #include "engine.h"
+#include "scan.h"
 #include "topology.h"
 
 #include <errno.h>
@@ -420,6 +421,77 @@ static int start(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
     return 0;
 }
 
+/* ------------------------------------------------------------ cluster-wide SCAN */
+
+/* One page of a scan is a chain of executions of its batch, each one step of scan.c's
+ * (CLUSTER NODES, SCAN, CLUSTER SLOTS), all on the loop thread; the page's callback runs
+ * once at the end of the chain. */
+
+static void scan_finish(sl_batch *b, int status)
+{
+    sl_exec_cb cb = (sl_exec_cb)b->scan_cb;
+    void *arg = b->scan_arg;
+    b->scan = NULL;
+    b->scan_cb = NULL;
+    sl_sizes sizes = b->sizes;
+    cb(b, status, &sizes, arg);
+}
+
+static void scan_step_done(sl_batch *b, int status, const sl_sizes *sizes, void *arg);
+
+/* Starts the page's next step (the caller walks the client), or ends the page. */
+static void scan_run(sl_batch *b)
+{
+    for (;;) {
+        int end = 0;
+        int rc = sl__scan_prepare(b->scan, b, 1, &end);
+        if (rc == 0 && end) {
+            scan_finish(b, 0);
+            return;
+        }
+        if (rc == 0) {
+            start(b, b->scan_timeout, scan_step_done, NULL);
+            return;
+        }
+        if (rc == SL_ENOMEM || ++b->scan_failures == 2) {
+            scan_finish(b, rc);
+            return;
+        }
+    }
+}
+
+static void scan_step_done(sl_batch *b, int status, const sl_sizes *sizes, void *arg)
+{
+    (void)sizes;
+    (void)arg;
+    sl_client *c = b->client;
+    uv_client *uc = c->async;
+    int page = 0;
+    int rc = sl__scan_feed(b->scan, b, status, &page);
+    if (status == SL_ECANCELLED || !uc || uc->detaching) rc = SL_ECANCELLED; /* no further step */
+    if (rc == 0 && page) {
+        scan_finish(b, 0);
+        return;
+    }
+    if (rc && (rc == SL_ENOMEM || rc == SL_ECANCELLED || ++b->scan_failures == 2)) {
+        scan_finish(b, rc);
+        return;
+    }
+    scan_run(b);
+    process(c); /* callbacks run after process's walk: this step is written now */
+}
+
+/* Takes a page submission: checked by the caller. */
+static void scan_begin(sl_batch *b, sl_scan *s, int timeout_ms, sl_exec_cb cb, void *arg)
+{
+    b->scan = s;
+    b->scan_cb = (void (*)(sl_batch *, int, const sl_sizes *, void *))cb;
+    b->scan_arg = arg;
+    b->scan_timeout = timeout_ms;
+    b->scan_failures = 0;
+    scan_run(b);
+}
+
 /* ------------------------------------------------------------ public: caller's loop */
 
 static void on_cancel(uv_poll_t *p, int status, int events)
@@ -496,6 +568,39 @@ int sl_batch_exec_async(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
     int rc = exec_async_start(b, timeout_ms, cb, arg);
     if (rc == 0) process(b->client);
     return rc;
+}
+
+/* The checks of a page on an attached client (the loop's thread). */
+static int scan_async_check(sl_scan *s, sl_batch *b, int timeout_ms, sl_exec_cb cb)
+{
+    if (!cb) return SL_EINVAL;
+    int rc = sl__scan_check(s, b);
+    if (rc) return rc;
+    sl_client *c = b->client;
+    uv_client *uc = c->async;
+    if (!uc || uc->detaching) {
+        sl__set_err(c, "sl_scan_next_async: the client is not attached to a loop");
+        return SL_ESTATE;
+    }
+    if (b->in_flight || b->scan) {
+        sl__set_err(c, "sl_scan_next_async: the batch is already executing");
+        return SL_ESTATE;
+    }
+    if (timeout_ms < -1) {
+        sl__set_err(c, "timeout_ms must be -1, 0 or positive");
+        return SL_EINVAL;
+    }
+    return 0;
+}
+
+int sl_scan_next_async(sl_scan *s, sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
+{
+    int rc = scan_async_check(s, b, timeout_ms, cb);
+    if (rc) return rc;
+    atomic_store(&b->cancel_req, 0);
+    scan_begin(b, s, timeout_ms, cb, arg);
+    process(b->client);
+    return 0;
 }
 
 static void client_handle_closed(uv_handle_t *h)
@@ -671,7 +776,11 @@ static void drain(sl_loop *l)
                     l->clients = uc;
                 }
             }
-            if (rc == 0) rc = exec_async_start(b, b->submit_timeout, cb, arg);
+            sl_scan *scan = b->scan;
+            b->scan = NULL;
+            if (rc == 0 && scan) rc = scan_async_check(scan, b, b->submit_timeout, cb);
+            if (rc == 0 && scan) scan_begin(b, scan, b->submit_timeout, cb, arg);
+            else if (rc == 0) rc = exec_async_start(b, b->submit_timeout, cb, arg);
             if (rc == 0) {
                 int seen = 0;
                 for (int i = 0; i < nwalk && !seen; i++) seen = walk[i] == c;
@@ -860,15 +969,16 @@ static void cq_done(sl_batch *b, int status, const sl_sizes *sizes, void *arg)
     sl__cq_push_quiet(q, &done);
 }
 
-int sl_loop_submit_cq(sl_loop *l, sl_batch *b, int timeout_ms, sl_cq *q, void *token, int flags)
+/* sl_loop_submit_cq of a batch (scan NULL) or of a scan's page into the batch. */
+static int submit_cq(sl_loop *l, sl_batch *b, sl_scan *scan, int timeout_ms, sl_cq *q, void *token, int flags)
 {
     if (!l || !b || !q || timeout_ms < -1 || (flags & ~SL_SUBMIT_FAIL_FAST)) return SL_EINVAL;
     sl_client *c = b->client;
     if (forked(l, c)) return SL_EFORK;
     if (atomic_load(&l->stopping)) return SL_ESTATE;
-    if (b->nuser == 0) return SL_EINVAL;
-    if (b->in_flight || b->done_cb) return SL_ESTATE;
-    uint64_t bytes = (uint64_t)b->input.len;
+    if (!scan && b->nuser == 0) return SL_EINVAL;
+    if (b->in_flight || b->done_cb || b->scan) return SL_ESTATE;
+    uint64_t bytes = scan ? 0 : (uint64_t)b->input.len;
     int rc = admit(l, c, bytes, flags);
     if (rc) return rc;
     b->q_bytes = bytes;
@@ -878,8 +988,21 @@ int sl_loop_submit_cq(sl_loop *l, sl_batch *b, int timeout_ms, sl_cq *q, void *t
     b->done_cb = cq_done;
     b->done_arg = l;
     b->submit_timeout = timeout_ms;
+    b->scan = scan;
     push_inbox(l, b);
     return 0;
+}
+
+int sl_loop_submit_cq(sl_loop *l, sl_batch *b, int timeout_ms, sl_cq *q, void *token, int flags)
+{
+    return submit_cq(l, b, NULL, timeout_ms, q, token, flags);
+}
+
+int sl_loop_submit_scan_cq(sl_loop *l, sl_scan *s, sl_batch *b, int timeout_ms, sl_cq *q, void *token, int flags)
+{
+    if (!s || !b) return SL_EINVAL;
+    if (sl__scan_client(s) != b->client) return SL_EINVAL;
+    return submit_cq(l, b, s, timeout_ms, q, token, flags);
 }
 
 int sl_batch_cancel(sl_batch *b)
