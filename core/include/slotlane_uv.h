@@ -170,6 +170,26 @@ SL_EXTERN int sl_scan_next_async(sl_scan *scan, sl_batch *batch, int timeout_ms,
 SL_EXTERN int sl_loop_submit_scan_cq(sl_loop *loop, sl_scan *scan, sl_batch *batch, int timeout_ms, sl_cq *cq,
                                      void *token, int flags);
 
+/* ------------------------------------------------------ scripts on a loop */
+
+/* sl_batch_run_script for a client driven by a loop: the batch holds one queued command
+ * (EVALSHA or EVALSHA_RO, by sl_batch_append*), which is executed; when its reply is
+ * NOSCRIPT, body is loaded (SCRIPT LOAD) on the node that answered and the command is sent
+ * once more — each step on the loop's thread — and cb runs once with the answer (the
+ * second reply, or the failed SCRIPT LOAD's error record), status as sl_batch_run_script.
+ * body is the caller's and must stay valid until cb. On the caller's loop, on its thread.
+ * SL_EINVAL (NULL, not exactly one command), SL_ESTATE (not attached, in flight): cb is
+ * then not called. */
+SL_EXTERN int sl_script_exec_async(sl_batch *batch, const void *body, size_t body_len, int timeout_ms,
+                                   sl_exec_cb cb, void *arg);
+
+/* From any thread: sl_script_exec_async as one sl_loop_submit_cq submission (completes into
+ * cq once, with token; sl_batch_cancel ends it with SL_ECANCELLED, also between its steps).
+ * body must stay valid until the completion is taken. Codes as sl_loop_submit_cq;
+ * SL_EINVAL also when the batch does not hold exactly one command. */
+SL_EXTERN int sl_loop_submit_script_cq(sl_loop *loop, sl_batch *batch, const void *body, size_t body_len,
+                                       int timeout_ms, sl_cq *cq, void *token, int flags);
+
 /* From any thread but the loop's: detaches the client from the loop and waits until
  * that is done (its executions complete with SL_ECANCELLED first). Afterwards the client
  * may be used with the blocking API or freed. */

@@ -51,6 +51,8 @@ static int next_page(fx *f, sl_scan *s, int *done)
     return c.status;
 }
 
+static int run_script(fx *f, const char *body, const char *cmd, size_t len, sl_sizes *sz);
+
 static const char *scan_msg(fx *f, sl_scan *s) { return f->loop ? sl_scan_errmsg(s) : sl_client_errmsg(f->c); }
 
 static int key_index(fx *f, const uint8_t *k, size_t len)
@@ -400,6 +402,41 @@ static void test_async_bad_arguments(void **state)
     sl_scan_free(s);
 }
 
+static void test_async_script_cancelled(void **state)
+{
+    fx *f = *state;
+    fs_node *n2 = f->cl.nodes[2];
+    fs_rule r = {0};
+    r.cmd = "EVALSHA";
+    r.times = 1;
+    r.action = FS_STALL;
+    r.reply = "-NOSCRIPT No matching script.\r\n";
+    fs_add_rule(n2, &r);
+    char key[32], cmd[256];
+    key_on(&f->cl, 2, "k", key, sizeof key);
+    int len = snprintf(cmd, sizeof cmd, "*4\r\n$7\r\nEVALSHA\r\n$40\r\n%040d\r\n$1\r\n1\r\n$%zu\r\n%s\r\n", 0,
+                       strlen(key), key);
+    assert_int_equal(sl_batch_append(f->b, NULL, cmd, (size_t)len, 1), 0);
+    assert_int_equal(sl_loop_submit_script_cq(f->loop, f->b, "return 1", 8, 0, f->q, NULL, 0), 0);
+    assert_int_equal(fs_wait_stalled(n2, 1, WAIT_MS), 0);
+    assert_int_equal(sl_batch_cancel(f->b), 0);
+    sl_completion c;
+    assert_int_equal(sl_cq_wait(f->q, &c, 1, WAIT_MS), 1);
+    assert_int_equal(c.status, SL_ECANCELLED);
+    fs_release(n2);
+    /* no reload followed the cancelled EVALSHA, and the connection answers the next one */
+    sl_sizes sz;
+    fs_add_reply(n2, "EVALSHA", NULL, 0, ":7\r\n");
+    assert_int_equal(run_script(f, "return 1", cmd, (size_t)len, &sz), 0);
+    const uint8_t *d;
+    assert_int_equal(reply_at(f->b, 0, &d)->value.integer, 7);
+    assert_int_equal(fs_count(n2, "SCRIPT LOAD", NULL), 0);
+    /* bad arguments */
+    sl_batch_reset(f->b);
+    assert_int_equal(sl_loop_submit_script_cq(f->loop, f->b, "x", 1, 0, f->q, NULL, 0), SL_EINVAL); /* no command */
+    assert_int_equal(sl_script_exec_async(f->b, "x", 1, 0, NULL, NULL), SL_EINVAL);
+}
+
 static void test_sha1(void **state)
 {
     (void)state;
@@ -413,6 +450,20 @@ static void test_sha1(void **state)
     assert_string_equal(out, "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
     sl_script_sha1("return 1", 8, out); /* as SCRIPT LOAD of redis-server 7.0 answers */
     assert_string_equal(out, "e0e1f9fabfc9d4800c877a703b823ac0578ff8db");
+}
+
+/* sl_batch_run_script, or (async cases) the same as one submission to the loop. */
+static int run_script(fx *f, const char *body, const char *cmd, size_t len, sl_sizes *sz)
+{
+    if (!f->loop) return sl_batch_run_script(f->b, body, strlen(body), cmd, len, 0, NULL, 0, NULL, 0, sz);
+    sl_batch_reset(f->b);
+    int rc = sl_batch_append(f->b, NULL, cmd, len, 1);
+    if (rc) return rc;
+    if ((rc = sl_loop_submit_script_cq(f->loop, f->b, body, strlen(body), 0, f->q, NULL, 0)) != 0) return rc;
+    sl_completion c;
+    if (sl_cq_wait(f->q, &c, 1, WAIT_MS) != 1) fail_msg("no completion of the script");
+    *sz = c.sizes;
+    return c.status;
 }
 
 static void test_evalsha_reloads_once(void **state)
@@ -432,7 +483,7 @@ static void test_evalsha_reloads_once(void **state)
     snprintf(load, sizeof load, "$40\r\n%s\r\n", sha);
     fs_add_reply(n2, "SCRIPT LOAD", NULL, 0, load);
     sl_sizes sz;
-    assert_int_equal(sl_batch_run_script(f->b, body, strlen(body), cmd, (size_t)len, 0, NULL, 0, NULL, 0, &sz), 0);
+    assert_int_equal(run_script(f, body, cmd, (size_t)len, &sz), 0);
     assert_int_equal(sz.commands, 1);
     const uint8_t *d;
     const sl_reply *r = reply_at(f->b, 0, &d);
@@ -441,23 +492,23 @@ static void test_evalsha_reloads_once(void **state)
     assert_int_equal(fs_count(n2, "SCRIPT LOAD", NULL), 1);
     assert_int_equal(fs_count(n2, "EVALSHA", NULL), 2);
     /* loaded now: one EVALSHA, no LOAD */
-    assert_int_equal(sl_batch_run_script(f->b, body, strlen(body), cmd, (size_t)len, 0, NULL, 0, NULL, 0, &sz), 0);
+    assert_int_equal(run_script(f, body, cmd, (size_t)len, &sz), 0);
     assert_int_equal(fs_count(n2, "SCRIPT LOAD", NULL), 1);
     assert_int_equal(fs_count(n2, "EVALSHA", NULL), 3);
     /* a LOAD that fails is the answer; no third EVALSHA */
     fs_clear_rules(n2);
     fs_add_reply(n2, "EVALSHA", NULL, 0, "-NOSCRIPT No matching script. Please use EVAL.\r\n");
     fs_add_reply(n2, "SCRIPT LOAD", NULL, 0, "-ERR Error compiling script\r\n");
-    assert_int_equal(sl_batch_run_script(f->b, body, strlen(body), cmd, (size_t)len, 0, NULL, 0, NULL, 0, &sz), 0);
+    assert_int_equal(run_script(f, body, cmd, (size_t)len, &sz), 0);
     want_err_prefix(f->b, 0, SL_ERR_SERVER, "ERR Error compiling script");
     assert_int_equal(fs_count(n2, "EVALSHA", NULL), 4);
     /* other errors pass through without a LOAD */
     fs_clear_rules(n2);
     fs_add_reply(n2, "EVALSHA", NULL, 0, "-ERR boom\r\n");
-    assert_int_equal(sl_batch_run_script(f->b, body, strlen(body), cmd, (size_t)len, 0, NULL, 0, NULL, 0, &sz), 0);
+    assert_int_equal(run_script(f, body, cmd, (size_t)len, &sz), 0);
     want_err_prefix(f->b, 0, SL_ERR_SERVER, "ERR boom");
     assert_int_equal(fs_count(n2, "SCRIPT LOAD", NULL), 2);
-    assert_int_equal(sl_batch_run_script(f->b, body, strlen(body), "*1\r\n", 4, 0, NULL, 0, NULL, 0, &sz), SL_EINVAL);
+    assert_int_equal(run_script(f, body, "*1\r\n", 4, &sz), SL_EINVAL);
 }
 
 int main(void)
@@ -476,6 +527,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_node_fails_mid_pass, setup_async, teardown),
         cmocka_unit_test_setup_teardown(test_async_page_cancelled, setup_async, teardown),
         cmocka_unit_test_setup_teardown(test_async_bad_arguments, setup_async, teardown),
+        cmocka_unit_test_setup_teardown(test_evalsha_reloads_once, setup_async, teardown),
+        cmocka_unit_test_setup_teardown(test_async_script_cancelled, setup_async, teardown),
         cmocka_unit_test(test_sha1),
         cmocka_unit_test_setup_teardown(test_evalsha_reloads_once, setup, teardown),
     };
