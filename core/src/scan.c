@@ -45,7 +45,6 @@ struct sl_scan {
     int ending;                  /* the pass's cursor came back to 0: confirm, then finish */
     int partial;                 /* the pass claimed only some of the node's slots: filter */
     int need_map;                /* a pass failed or a slot moved: refresh the map first */
-    int done;                    /* every slot scanned */
     int step;                    /* the step whose command the batch holds */
     uint16_t first;              /* STEP_START_VIEW: the first unfinished slot */
     uint16_t asked;              /* STEP_MAP: the node asked */
@@ -69,7 +68,7 @@ const char *sl_scan_errmsg(const sl_scan *s) { return s ? s->errmsg : ""; }
 
 sl_client *sl__scan_client(const sl_scan *s) { return s->client; }
 
-int sl_scan_done(const sl_scan *s) { return s ? s->done : 0; }
+int sl_scan_done(const sl_scan *s) { return s ? s->left == 0 : 0; }
 
 static char *dup_bytes(sl_client *c, const char *s, size_t n)
 {
@@ -447,6 +446,7 @@ static int take_page(sl_scan *s, sl_batch *b, int status)
     memcpy(s->cursor, data + r[1].offset, r[1].len);
     s->cursor[r[1].len] = '\0';
     if (strcmp(s->cursor, "0") == 0) s->ending = 1;
+    if (s->ending && s->client->mode != SL_MODE_CLUSTER) end_plain_pass(s); /* nothing to confirm */
     size_t nkeys = r[2].len;
     sl_reply *keys = (sl_reply *)&r[3]; /* the batch's own records */
     if (s->partial) {
@@ -494,7 +494,6 @@ int sl__scan_prepare(sl_scan *s, sl_batch *b, int async_map, int *end)
     }
     if (!s->active) {
         if (s->left == 0) {
-            s->done = 1;
             *end = 1;
             return empty_page(b);
         }
