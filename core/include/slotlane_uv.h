@@ -19,8 +19,10 @@
  * Thread rules while a client is attached (either way): the executions run on the loop
  * thread; other threads may still call sl_batch_new, sl_batch_free, sl_batch_reset and
  * sl_batch_append / sl_batch_append_argv with a NULL route on batches that are not in
- * flight (they touch only the batch), serialized per batch by the caller, plus
- * sl_client_cancel and sl_loop_submit. Everything else on the client belongs to the loop.
+ * flight (they touch only the batch), serialized per batch by the caller, sl_scan_new /
+ * sl_scan_free / sl_scan_done / sl_scan_errmsg on scans with no page in flight (they touch
+ * only the scan and the client's allocator), plus sl_client_cancel and sl_loop_submit*.
+ * Everything else on the client belongs to the loop.
  */
 #ifndef SLOTLANE_UV_H
 #define SLOTLANE_UV_H
