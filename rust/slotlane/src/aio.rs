@@ -243,13 +243,32 @@ impl Client {
             Err(e) => (Vec::new(), Some(e)),
         };
         Call {
-            client: self.inner.clone(),
-            bytes,
-            err,
-            body: None,
-            op: None,
-            submitted: false,
+            exec: Exec::new(self.inner.clone(), bytes, 1, 0, err),
             _shape: PhantomData,
+        }
+    }
+
+    /// Runs a [`crate::Pipeline`] — the blocking client's builder, with the same rendered
+    /// typed methods, whose [`crate::Slot`]s read the results — as one batch: a
+    /// [`PipelineCall`] future of one owned result per command (a command that fails
+    /// fails alone; when the whole execution fails each holds that error). The commands
+    /// are copied at the call and sent at the first poll; dropping the future before it is
+    /// ready cancels the batch (`sl_batch_cancel`: the shared connections stay in step).
+    /// The pipeline's timeout applies; routing overrides are refused (as for commands).
+    pub fn exec(&self, pipe: &crate::Pipeline) -> PipelineCall {
+        let err = pipe.has_routes().then(|| {
+            Error::InvalidArgument(
+                "routing overrides are not supported by slotlane::aio yet".into(),
+            )
+        });
+        PipelineCall {
+            exec: Exec::new(
+                self.inner.clone(),
+                pipe.as_resp().to_vec(),
+                pipe.len(),
+                pipe.timeout_ms(),
+                err,
+            ),
         }
     }
 
@@ -287,7 +306,7 @@ impl Client {
         args: &[A],
     ) -> Call<Query<T>> {
         let mut call = self.shaped::<Query<T>>(Ok(script.command(name, keys, args)));
-        call.body = Some(script.body());
+        call.exec.body = Some(script.body());
         call
     }
 }
@@ -468,22 +487,40 @@ impl Drop for Op {
     }
 }
 
-/// The future of one command: submitted at its first poll, ready with the shaped reply.
-/// `Send + 'static`; dropping it before it is ready cancels its batch.
-#[must_use = "a Call does nothing until it is awaited (or polled)"]
-pub struct Call<S: Shape> {
+/// One batch of `count` commands (a command, a pipeline, a script) and its operation: what
+/// [`Call`] and [`PipelineCall`] share. Submitted at its first poll; dropping it while in
+/// flight cancels the batch.
+struct Exec {
     client: Arc<Inner>,
     bytes: Vec<u8>,
+    count: usize,
+    timeout_ms: i32,
     err: Option<Error>,
     body: Option<Arc<[u8]>>, // a script's: EVALSHA reloaded by the core on NOSCRIPT
     op: Option<Arc<Op>>,
     submitted: bool,
-    _shape: PhantomData<fn() -> S>,
 }
 
-impl<S: Shape> Unpin for Call<S> {}
+impl Exec {
+    fn new(
+        client: Arc<Inner>,
+        bytes: Vec<u8>,
+        count: usize,
+        timeout_ms: i32,
+        err: Option<Error>,
+    ) -> Exec {
+        Exec {
+            client,
+            bytes,
+            count,
+            timeout_ms,
+            err,
+            body: None,
+            op: None,
+            submitted: false,
+        }
+    }
 
-impl<S: Shape> Call<S> {
     /// Submits the batch: Ok(true) when submitted, Ok(false) when the in-flight bound
     /// is reached (the waker is queued for the next drain).
     fn submit(&mut self, e: &'static Engine, cx: &Context<'_>) -> Result<bool, Error> {
@@ -496,7 +533,7 @@ impl<S: Shape> Call<S> {
                     ptr::null(),
                     self.bytes.as_ptr().cast(),
                     self.bytes.len(),
-                    1,
+                    self.count,
                 )
             };
             if rc != 0 {
@@ -505,7 +542,7 @@ impl<S: Shape> Call<S> {
             self.op = Some(op);
         }
         let op = self.op.as_ref().unwrap();
-        let body = self.body.as_ref();
+        let (body, timeout) = (self.body.as_ref(), self.timeout_ms);
         submit_op(e, op, cx, |b, token| match body {
             // SAFETY: the batch holds one command; the body lives in op until the completion.
             Some(body) => unsafe {
@@ -514,49 +551,50 @@ impl<S: Shape> Call<S> {
                     b,
                     body.as_ptr().cast(),
                     body.len(),
-                    0,
+                    timeout,
                     e.cq,
                     token,
                     sys::SL_SUBMIT_FAIL_FAST,
                 )
             },
-            // SAFETY: the batch holds one command.
+            // SAFETY: the batch holds the commands.
             None => unsafe {
-                sys::sl_loop_submit_cq(e.lp, b, 0, e.cq, token, sys::SL_SUBMIT_FAIL_FAST)
+                sys::sl_loop_submit_cq(e.lp, b, timeout, e.cq, token, sys::SL_SUBMIT_FAIL_FAST)
             },
         })
     }
-}
 
-impl<S: Shape> Future for Call<S> {
-    type Output = Result<S::Out, Error>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = &mut *self;
-        if let Some(e) = this.err.take() {
+    /// Ready with decode(records, data) of the completed batch (the reply memory is
+    /// valid during the call), or with the error that kept its commands from running.
+    fn poll_with<T>(
+        &mut self,
+        cx: &Context<'_>,
+        decode_all: impl FnOnce(&[sys::sl_reply], &[u8]) -> T,
+    ) -> Poll<Result<T, Error>> {
+        if let Some(e) = self.err.take() {
             return Poll::Ready(Err(e));
         }
-        if !this.submitted {
+        if !self.submitted {
             let e = match engine() {
                 Ok(e) => e,
                 Err(err) => return Poll::Ready(Err(err)),
             };
-            return match this.submit(e, cx) {
+            return match self.submit(e, cx) {
                 Ok(sent) => {
-                    this.submitted = sent;
+                    self.submitted = sent;
                     Poll::Pending
                 }
                 Err(err) => {
-                    this.op = None;
+                    self.op = None;
                     Poll::Ready(Err(err))
                 }
             };
         }
-        let op = this.op.as_ref().unwrap();
+        let op = self.op.as_ref().unwrap();
         let Some((status, sizes)) = completion(op, cx) else {
             return Poll::Pending;
         };
-        let out = if sizes.commands != 1 {
+        let out = if sizes.commands != self.count as u64 {
             Err(Error::from_code(
                 if status != 0 { status } else { sys::SL_EPROTO },
                 "",
@@ -565,19 +603,67 @@ impl<S: Shape> Future for Call<S> {
             // SAFETY: the batch completed and is ours; its replies stay until it is reused
             // or freed (with op, after this borrow).
             let (recs, data) = unsafe { crate::client::batch_replies(op.batch.as_ptr()) };
-            let mut i = 0;
-            decode(recs, data, &mut i).and_then(S::shape)
+            Ok(decode_all(recs, data))
         };
-        this.op = None;
+        self.op = None;
         Poll::Ready(out)
     }
 }
 
-impl<S: Shape> Drop for Call<S> {
+impl Drop for Exec {
     fn drop(&mut self) {
         if let (true, Some(op)) = (self.submitted, &self.op) {
             cancel_in_flight(op);
         }
+    }
+}
+
+/// The future of one command: submitted at its first poll, ready with the shaped reply.
+/// `Send + 'static`; dropping it before it is ready cancels its batch.
+#[must_use = "a Call does nothing until it is awaited (or polled)"]
+pub struct Call<S: Shape> {
+    exec: Exec,
+    _shape: PhantomData<fn() -> S>,
+}
+
+impl<S: Shape> Unpin for Call<S> {}
+
+impl<S: Shape> Future for Call<S> {
+    type Output = Result<S::Out, Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.exec
+            .poll_with(cx, |recs, data| {
+                let mut i = 0;
+                decode(recs, data, &mut i).and_then(S::shape)
+            })
+            .map(|r| r.and_then(|v| v))
+    }
+}
+
+/// The future of [`Client::exec`]: one owned result per command of the pipeline, in order.
+/// `Send + 'static`; dropping it before it is ready cancels its batch.
+#[must_use = "a PipelineCall does nothing until it is awaited (or polled)"]
+pub struct PipelineCall {
+    exec: Exec,
+}
+
+impl Future for PipelineCall {
+    type Output = Vec<Result<Value<'static>, Error>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let count = self.exec.count;
+        if count == 0 {
+            return Poll::Ready(Vec::new());
+        }
+        self.exec
+            .poll_with(cx, |recs, data| {
+                let mut i = 0;
+                (0..count)
+                    .map(|_| decode(recs, data, &mut i).map(Value::into_owned))
+                    .collect::<Vec<_>>()
+            })
+            .map(|r| r.unwrap_or_else(|e| vec![Err(e); count]))
     }
 }
 
