@@ -609,6 +609,20 @@ static sl_scan *scan_of(nclient *nc, int32_t id)
     return nc->c && id >= 0 && id < nc->nscans ? nc->scans[id] : NULL;
 }
 
+/* The client and the scan id of a call's two arguments; NULL (an exception pending) when
+ * the first is not a client. */
+static nclient *client_and_id(napi_env env, napi_callback_info info, int32_t *id)
+{
+    size_t argc = 2;
+    napi_value argv[2];
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok ||
+        napi_get_value_int32(env, argv[1], id) != napi_ok) {
+        throw_last(env, "scan arguments");
+        return NULL;
+    }
+    return get_client(env, argv[0]);
+}
+
 /* scanNew(handle, match (Buffer or null), count, type (string or null)) -> an id (>= 0) or a
  * negative SL_E code (errmsg(handle) tells why). The scan lives until scanFree or the client. */
 static napi_value js_scan_new(napi_env env, napi_callback_info info)
@@ -657,13 +671,9 @@ static napi_value js_scan_new(napi_env env, napi_callback_info info)
  * scanErrmsg(handle, id) says why. */
 static napi_value js_scan_next(napi_env env, napi_callback_info info)
 {
-    size_t argc = 2;
-    napi_value argv[2];
-    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-    nclient *nc = get_client(env, argv[0]);
-    if (!nc) return NULL;
     int32_t id;
-    CHECK(napi_get_value_int32(env, argv[1], &id));
+    nclient *nc = client_and_id(env, info, &id);
+    if (!nc) return NULL;
     sl_scan *scan = scan_of(nc, id);
     if (!scan || nc->detaching) return make_int(env, scan ? SL_ESTATE : SL_EINVAL);
     nslot *s = free_slot(nc);
@@ -680,26 +690,20 @@ static napi_value js_scan_next(napi_env env, napi_callback_info info)
 /* scanDone(handle, id): true once every slot has been scanned. */
 static napi_value js_scan_done(napi_env env, napi_callback_info info)
 {
-    size_t argc = 2;
-    napi_value argv[2], r;
-    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-    nclient *nc = get_client(env, argv[0]);
-    if (!nc) return NULL;
     int32_t id;
-    CHECK(napi_get_value_int32(env, argv[1], &id));
+    napi_value r;
+    nclient *nc = client_and_id(env, info, &id);
+    if (!nc) return NULL;
     CHECK(napi_get_boolean(env, sl_scan_done(scan_of(nc, id)) != 0, &r));
     return r;
 }
 
 static napi_value js_scan_errmsg(napi_env env, napi_callback_info info)
 {
-    size_t argc = 2;
-    napi_value argv[2], r;
-    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-    nclient *nc = get_client(env, argv[0]);
-    if (!nc) return NULL;
     int32_t id;
-    CHECK(napi_get_value_int32(env, argv[1], &id));
+    napi_value r;
+    nclient *nc = client_and_id(env, info, &id);
+    if (!nc) return NULL;
     sl_scan *scan = scan_of(nc, id);
     CHECK(napi_create_string_utf8(env, scan ? sl_scan_errmsg(scan) : "the scan is closed", NAPI_AUTO_LENGTH, &r));
     return r;
@@ -708,14 +712,9 @@ static napi_value js_scan_errmsg(napi_env env, napi_callback_info info)
 /* scanFree(handle, id): not while a page of it is in flight (JS frees after the last). */
 static napi_value js_scan_free(napi_env env, napi_callback_info info)
 {
-    size_t argc = 2;
-    napi_value argv[2];
-    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-    nclient *nc = get_client(env, argv[0]);
-    if (!nc) return NULL;
     int32_t id;
-    CHECK(napi_get_value_int32(env, argv[1], &id));
-    if (scan_of(nc, id)) {
+    nclient *nc = client_and_id(env, info, &id);
+    if (nc && scan_of(nc, id)) {
         sl_scan_free(nc->scans[id]);
         nc->scans[id] = NULL;
     }

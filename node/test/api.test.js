@@ -6,7 +6,7 @@ const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
 const sl = require('..');
-const { startSlotlaneServer, freeze } = require('./helpers');
+const { startSlotlaneServer, freeze, withClient } = require('./helpers');
 
 let cluster, single;
 test.before(() => {
@@ -17,16 +17,6 @@ test.after(() => {
   cluster && cluster.stop();
   single && single.stop();
 });
-
-async function withClient(opts, fn) {
-  const c = sl.createClient(opts);
-  try {
-    await c.connect();
-    return await fn(c);
-  } finally {
-    await c.close();
-  }
-}
 
 test('module exports', () => {
   assert.equal(sl.version, require('../package.json').version);

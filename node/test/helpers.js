@@ -141,4 +141,15 @@ async function ownerPort(client, slot) {
   throw new Error(`no owner for slot ${slot}`);
 }
 
-module.exports = { freeze, ROOT, BUILD, startSlotlaneServer, startRedisPlain, startRedisCluster, ownerPort, sleepSync };
+/** Runs fn with a connected client of opts, closed afterwards (also when fn throws). */
+async function withClient(opts, fn) {
+  const c = require('..').createClient(opts);
+  try {
+    await c.connect();
+    return await fn(c);
+  } finally {
+    await c.close();
+  }
+}
+
+module.exports = { freeze, ROOT, BUILD, startSlotlaneServer, startRedisPlain, startRedisCluster, ownerPort, sleepSync, withClient };

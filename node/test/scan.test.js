@@ -8,7 +8,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const sl = require('..');
-const { startSlotlaneServer, startRedisCluster } = require('./helpers');
+const { startSlotlaneServer, startRedisCluster, withClient } = require('./helpers');
 
 let server, single, cluster;
 test.before(() => {
@@ -21,16 +21,6 @@ test.after(() => {
   single && single.stop();
   cluster && cluster.stop();
 });
-
-async function withClient(opts, fn) {
-  const c = sl.createClient(opts);
-  try {
-    await c.connect();
-    return await fn(c);
-  } finally {
-    await c.close();
-  }
-}
 
 async function fill(c, keys, value = 'v') {
   for (let i = 0; i < keys.length; i += 5000) await Promise.all(keys.slice(i, i + 5000).map((k) => c.set(k, value)));

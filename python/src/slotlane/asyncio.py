@@ -385,35 +385,27 @@ class Client(AsyncClientCommands[_S]):
             self._scans.discard(scan)
             lib.sl_scan_free(scan)
 
-    async def hscan_iter(self, name: Any, match: Any = None, count: Optional[int] = None) -> AsyncIterator[Any]:
+    async def _key_scan(self, scan: Any, name: Any, match: Any, count: Optional[int]) -> AsyncIterator[Any]:
+        """One key's *SCAN (scan: the typed method) from cursor 0 to the server's 0."""
+        cursor = 0
+        while True:
+            cursor, items = await scan(name, cursor, match=match, count=count)
+            for item in items:
+                yield item
+            if cursor == 0:
+                return
+
+    def hscan_iter(self, name: Any, match: Any = None, count: Optional[int] = None) -> AsyncIterator[Any]:
         """One hash's (field, value) pairs: HSCAN from cursor 0 to the server's 0."""
-        cursor = 0
-        while True:
-            cursor, items = await self.hscan(name, cursor, match=match, count=count)
-            for kv in items:
-                yield kv
-            if cursor == 0:
-                return
+        return self._key_scan(self.hscan, name, match, count)
 
-    async def sscan_iter(self, name: Any, match: Any = None, count: Optional[int] = None) -> AsyncIterator[Any]:
+    def sscan_iter(self, name: Any, match: Any = None, count: Optional[int] = None) -> AsyncIterator[Any]:
         """One set's members: SSCAN from cursor 0 to the server's 0."""
-        cursor = 0
-        while True:
-            cursor, items = await self.sscan(name, cursor, match=match, count=count)
-            for m in items:
-                yield m
-            if cursor == 0:
-                return
+        return self._key_scan(self.sscan, name, match, count)
 
-    async def zscan_iter(self, name: Any, match: Any = None, count: Optional[int] = None) -> AsyncIterator[Any]:
+    def zscan_iter(self, name: Any, match: Any = None, count: Optional[int] = None) -> AsyncIterator[Any]:
         """One sorted set's (member, score) pairs: ZSCAN from cursor 0 to the server's 0."""
-        cursor = 0
-        while True:
-            cursor, items = await self.zscan(name, cursor, match=match, count=count)
-            for ms in items:
-                yield ms
-            if cursor == 0:
-                return
+        return self._key_scan(self.zscan, name, match, count)
 
     def register_script(self, script: Any) -> "Script":
         """A Lua script bound to this client: ``await s(keys=[...], args=[...])`` runs

@@ -5,29 +5,10 @@
 //! bound, and the futures being Send + 'static.
 mod common;
 
+use common::runtimes;
 use slotlane::aio::{Call, Client};
 use slotlane::{cmd, Error, Value};
 use std::time::Duration;
-
-fn runtimes() -> Vec<(&'static str, tokio::runtime::Runtime)> {
-    vec![
-        (
-            "multi-thread",
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap(),
-        ),
-        (
-            "current-thread",
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap(),
-        ),
-    ]
-}
 
 fn assert_send_static<T: Send + 'static>(_: &T) {}
 

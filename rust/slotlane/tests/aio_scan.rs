@@ -7,42 +7,16 @@
 //! loaded again exactly once (the node's INFO commandstats) after SCRIPT FLUSH on one node.
 mod common;
 
+use common::{key_on, primaries, runtimes, script_loads, serial};
 use futures_core::Stream;
 use slotlane::aio::{Client, ScanStream};
-use slotlane::{cmd, ClusterNode as Node, Pipeline, Route, ScanOptions, Script, Value};
+use slotlane::{cmd, Pipeline, Route, ScanOptions, Script, Value};
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::task::Poll;
 use std::time::Duration;
 
-fn runtimes() -> Vec<(&'static str, tokio::runtime::Runtime)> {
-    vec![
-        (
-            "multi-thread",
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap(),
-        ),
-        (
-            "current-thread",
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap(),
-        ),
-    ]
-}
-
 fn assert_send_static<T: Send + 'static>(_: &T) {}
-
-/// The tests of this file flush and count whole keyspaces: one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 async fn scan_all(c: &Client, o: &ScanOptions) -> HashMap<Vec<u8>, usize> {
     let mut keys: ScanStream = c.scan_iter(o).unwrap();
@@ -71,36 +45,6 @@ fn del(c: &mut slotlane::Client, keys: &[String]) {
     for k in keys {
         let _: i64 = cmd("DEL").arg(k).query(c).unwrap();
     }
-}
-
-fn primaries(c: &slotlane::Client) -> Vec<Node> {
-    c.nodes()
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.primary)
-        .collect()
-}
-
-fn key_on(n: &Node, prefix: &str) -> String {
-    (0..)
-        .map(|i| format!("{prefix}{i}"))
-        .find(|k| {
-            let s = slotlane::Client::key_slot(k.as_bytes());
-            n.slots[0].0 <= s && s <= n.slots[0].1
-        })
-        .unwrap()
-}
-
-fn script_loads(c: &mut slotlane::Client, addr: &str) -> i64 {
-    let info: String = cmd("INFO")
-        .arg("commandstats")
-        .route(Route::Node(addr.to_string()))
-        .query(c)
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_script|load:calls="))
-        .map(|v| v.split(',').next().unwrap().parse().unwrap())
-        .unwrap_or(0)
 }
 
 #[test]
