@@ -101,6 +101,8 @@ export interface ScanOptions {
   count?: number;
   /** 'string', 'hash', 'list', 'set', 'zset', 'stream'... */
   type?: string;
+  /** Aborting cancels the page in flight; the iteration rejects with a CancelledError. */
+  signal?: AbortSignal;
 }
 
 /** The options of hscanIterator/sscanIterator/zscanIterator (no TYPE: one key). */

@@ -426,12 +426,27 @@ class Client {
     });
   }
 
-  // A scan's next page (scanIterator): its keys.
-  _scanPage(h, id) {
-    return this._startOwn(() => native.scanNext(h, id), (status) => {
-      if (status !== 0) throw errorFromCode(status, `slotlane: ${native.scanErrmsg(h, id)}`);
-      return this._value();
-    });
+  // A scan's next page (scanIterator): its keys. Aborting signal cancels the page's batch
+  // (between its steps too: the core takes the cancel at the next step's start).
+  async _scanPage(h, id, signal) {
+    const start = () => {
+      const idx = native.scanNext(h, id);
+      if (signal !== null && idx >= 0) {
+        const onAbort = () => native.cancel(h, idx);
+        signal.addEventListener('abort', onAbort, { once: true });
+        this._slotDone[idx] = () => signal.removeEventListener('abort', onAbort);
+      }
+      return idx;
+    };
+    try {
+      return await this._startOwn(start, (status) => {
+        if (status !== 0) throw errorFromCode(status, `slotlane: ${native.scanErrmsg(h, id)}`);
+        return this._value();
+      });
+    } catch (e) {
+      if (signal !== null && signal.aborted && e instanceof CancelledError) throw abortError(signal, e);
+      throw e;
+    }
   }
 
   // Script.run: EVALSHA as a batch of its own, reloaded by the core on NOSCRIPT.
@@ -470,6 +485,11 @@ class Client {
     }
     if (own !== undefined) {
       this._slotOwn[idx] = undefined;
+      const undo = this._slotDone[idx];
+      if (undo !== undefined) {
+        this._slotDone[idx] = undefined;
+        undo();
+      }
       this._inflight--;
       if (recs !== this._recs) {
         this._recs = recs;
@@ -677,9 +697,12 @@ class Client {
    * core's cluster SCAN (sl_scan_*) tracks slots, not node cursors: a key that exists for
    * the whole iteration comes at least once, also across a reshard or failover (a key of a
    * moved slot may come twice). Pages are fetched one at a time, on the client's connections.
+   * options.signal: an AbortSignal; aborting cancels the page in flight (its batch only) and
+   * the iteration rejects with a CancelledError whose cause is the signal's reason.
    */
   async *scanIterator(options) {
     const o = scanOptions(options, true);
+    if (o.signal !== null && o.signal.aborted) throw abortError(o.signal);
     if (this._h === null && this._state === CONNECTING) await this._ready;
     if (this._state >= CLOSING) throw this._closedError();
     const h = this._h;
@@ -687,7 +710,7 @@ class Client {
     if (id < 0) throw errorFromCode(id, `slotlane: ${native.strerror(id)}: ${native.errmsg(h)}`);
     try {
       while (!native.scanDone(h, id)) {
-        const keys = await this._scanPage(h, id);
+        const keys = await this._scanPage(h, id, o.signal);
         for (let i = 0; i < keys.length; i++) yield keys[i];
       }
     } finally {
@@ -790,7 +813,7 @@ class Client {
 // The options of scanIterator (cluster: type allowed) and the one-key iterators: match as
 // a Buffer (or null), count 0 for the server's default.
 function scanOptions(options, cluster, what) {
-  if (options === undefined || options === null) return cluster ? { match: null, count: 0, type: null } : undefined;
+  if (options === undefined || options === null) return cluster ? { match: null, count: 0, type: null, signal: null } : undefined;
   if (typeof options !== 'object') throw new TypeError(`slotlane: scan options must be an object (got ${typeName(options)})`);
   if (!cluster) return { match: options.match, count: options.count };
   const { match, count, type } = options;
@@ -812,7 +835,7 @@ function scanOptions(options, cluster, what) {
     if (typeof type !== 'string' || type.includes('\0')) throw new TypeError(`slotlane: scanIterator: type must be a string (got ${typeName(type)})`);
     t = type;
   }
-  return { match: m, count: c, type: t };
+  return { match: m, count: c, type: t, signal: checkSignal(options.signal) };
 }
 
 // One key's *SCAN from cursor 0 until the server answers cursor 0 again.

@@ -8,7 +8,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const sl = require('..');
-const { startSlotlaneServer, startRedisCluster, withClient } = require('./helpers');
+const { startSlotlaneServer, startRedisCluster, withClient, waitBlocked } = require('./helpers');
 
 let server, single, cluster;
 test.before(() => {
@@ -144,6 +144,33 @@ test('plain mode: scanIterator over the one node; a script', async () => {
     assert.ok([...seen.values()].every((n) => n === 1));
     assert.equal(await c.createScript('return 5').run(), 5);
     await c.sendCommand(['FLUSHALL']);
+  });
+});
+
+test('aborting a scan cancels only its page; the connection stays in step', async () => {
+  await withClient({ url: single.url, cluster: false }, async (c) => {
+    await withClient({ url: single.url, cluster: false }, async (admin) => {
+      await c.sendCommand(['FLUSHALL']);
+      await fill(c, Array.from({ length: 200 }, (_, i) => `ab:${i}`));
+      const connects = c.stats().connects;
+      const blpop = c.sendCommand(['BLPOP', 'ab:list', '0']); // holds the one connection
+      await waitBlocked(admin);
+      const ac = new AbortController();
+      const it = c.scanIterator({ signal: ac.signal });
+      const page = it.next(); // its SCAN is queued behind the BLPOP on the same connection
+      ac.abort(new Error('enough'));
+      await assert.rejects(page, (e) => e instanceof sl.CancelledError && e.cause.message === 'enough');
+      await admin.sendCommand(['RPUSH', 'ab:list', 'x']);
+      assert.deepEqual(await blpop, ['ab:list', 'x']); // its own reply; the SCAN's was dropped
+      assert.equal(await c.get('ab:7'), 'v');
+      assert.equal((await counted(c.scanIterator())).size, 200);
+      assert.equal(c.stats().connects, connects); // nothing was closed
+      const done = new AbortController();
+      done.abort();
+      await assert.rejects(c.scanIterator({ signal: done.signal }).next(), sl.CancelledError);
+      await assert.rejects(c.scanIterator({ signal: {} }).next(), TypeError);
+      await c.sendCommand(['FLUSHALL']);
+    });
   });
 });
 

@@ -56,7 +56,7 @@ async function main(): Promise<void> {
   await d.quit();
   await e.disconnect();
   console.log(m, open, v, n, s.moved, slot, ver, names);
-  for await (const key of c.scanIterator({ match: 'user:*', count: 500, type: 'hash' })) { const k: string = key; console.log(k); }
+  for await (const key of c.scanIterator({ match: 'user:*', count: 500, type: 'hash', signal: new AbortController().signal })) { const k: string = key; console.log(k); }
   for await (const key of b.scanIterator()) { const k: Buffer = key; console.log(k); }
   for await (const [f, fv] of c.hscanIterator('h', { match: 'f*', count: 10 })) console.log(f + fv);
   for await (const mem of c.sscanIterator('s')) { const x: string = mem; console.log(x); }
