@@ -109,6 +109,8 @@ int slpy_run(sl_batch *batch, const void *cmds, size_t len, size_t count, int ti
              sl_sizes *sizes, const sl_reply **records, const uint8_t **data);
 int slpy_submit(sl_loop *loop, sl_batch *batch, const void *cmds, size_t len, size_t count,
                 int timeout_ms, sl_cq *cq, void *token);
+int slpy_submit_script(sl_loop *loop, sl_batch *batch, const void *cmd, size_t len, const void *body,
+                       size_t body_len, sl_cq *cq, void *token);
 """
 GLUE_SRC = r"""
 static int slpy_run(sl_batch *batch, const void *cmds, size_t len, size_t count, int timeout_ms,
@@ -125,6 +127,15 @@ static int slpy_submit(sl_loop *loop, sl_batch *batch, const void *cmds, size_t 
     sl_batch_reset(batch);
     int rc = sl_batch_append(batch, NULL, cmds, len, count);
     if (rc == 0) rc = sl_loop_submit_cq(loop, batch, timeout_ms, cq, token, SL_SUBMIT_FAIL_FAST);
+    return rc;
+}
+
+static int slpy_submit_script(sl_loop *loop, sl_batch *batch, const void *cmd, size_t len, const void *body,
+                              size_t body_len, sl_cq *cq, void *token)
+{
+    sl_batch_reset(batch);
+    int rc = sl_batch_append(batch, NULL, cmd, len, 1);
+    if (rc == 0) rc = sl_loop_submit_script_cq(loop, batch, body, body_len, 0, cq, token, SL_SUBMIT_FAIL_FAST);
     return rc;
 }
 """

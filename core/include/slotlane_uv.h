@@ -19,8 +19,10 @@
  * Thread rules while a client is attached (either way): the executions run on the loop
  * thread; other threads may still call sl_batch_new, sl_batch_free, sl_batch_reset and
  * sl_batch_append / sl_batch_append_argv with a NULL route on batches that are not in
- * flight (they touch only the batch), serialized per batch by the caller, plus
- * sl_client_cancel and sl_loop_submit. Everything else on the client belongs to the loop.
+ * flight (they touch only the batch), serialized per batch by the caller, sl_scan_new /
+ * sl_scan_free / sl_scan_done / sl_scan_errmsg on scans with no page in flight (they touch
+ * only the scan and the client's allocator), plus sl_client_cancel and sl_loop_submit*.
+ * Everything else on the client belongs to the loop.
  */
 #ifndef SLOTLANE_UV_H
 #define SLOTLANE_UV_H
@@ -146,6 +148,49 @@ SL_EXTERN int sl_loop_submit_cq(sl_loop *loop, sl_batch *batch, int timeout_ms, 
  * with the batch's next submission, which it may then cancel: cancel only what you
  * submitted and have not taken the completion of. Returns 0, or SL_EINVAL for NULL. */
 SL_EXTERN int sl_batch_cancel(sl_batch *batch);
+
+/* ------------------------------------------------------ cluster-wide SCAN on a loop */
+
+/* sl_scan_next for a client driven by a loop: the steps of one page (CLUSTER NODES,
+ * SCAN, CLUSTER SLOTS after a failure — the map is refreshed by a step of its own, never
+ * by blocking) run on the loop's thread, and cb runs once, when the page is in batch (the
+ * scan's client's; status 0: read it as sl_scan_next's page; sl_scan_done() says whether
+ * it was the last) or when the page failed (status as sl_scan_next returns it, the message
+ * in sl_scan_errmsg; a failed pass is taken up again once within the call, and the scan
+ * stays usable). Until cb the scan and the batch belong to the engine. On the caller's
+ * loop, on its thread; timeout_ms applies to each step. SL_EINVAL (NULL, another client's
+ * batch), SL_ESTATE (not attached, the batch in flight): cb is then not called. */
+SL_EXTERN int sl_scan_next_async(sl_scan *scan, sl_batch *batch, int timeout_ms, sl_exec_cb cb, void *arg);
+
+/* From any thread: the next page of the scan as one sl_loop_submit_cq submission: it
+ * completes into cq once (with token), as sl_scan_next_async calls back. sl_batch_cancel
+ * of the batch cancels the page (SL_ECANCELLED; the scan stays usable: the next page
+ * re-reads what the cancelled one would have returned). Until the completion is taken,
+ * neither the scan nor the batch may be touched. Codes as sl_loop_submit_cq (a scan
+ * counts as one batch of no bytes in the in-flight bounds); SL_EINVAL also for another
+ * client's batch. */
+SL_EXTERN int sl_loop_submit_scan_cq(sl_loop *loop, sl_scan *scan, sl_batch *batch, int timeout_ms, sl_cq *cq,
+                                     void *token, int flags);
+
+/* ------------------------------------------------------ scripts on a loop */
+
+/* sl_batch_run_script for a client driven by a loop: the batch holds one queued command
+ * (EVALSHA or EVALSHA_RO, by sl_batch_append*), which is executed; when its reply is
+ * NOSCRIPT, body is loaded (SCRIPT LOAD) on the node that answered and the command is sent
+ * once more — each step on the loop's thread — and cb runs once with the answer (the
+ * second reply, or the failed SCRIPT LOAD's error record), status as sl_batch_run_script.
+ * body is the caller's and must stay valid until cb. On the caller's loop, on its thread.
+ * SL_EINVAL (NULL, not exactly one command), SL_ESTATE (not attached, in flight): cb is
+ * then not called. */
+SL_EXTERN int sl_script_exec_async(sl_batch *batch, const void *body, size_t body_len, int timeout_ms,
+                                   sl_exec_cb cb, void *arg);
+
+/* From any thread: sl_script_exec_async as one sl_loop_submit_cq submission (completes into
+ * cq once, with token; sl_batch_cancel ends it with SL_ECANCELLED, also between its steps).
+ * body must stay valid until the completion is taken. Codes as sl_loop_submit_cq;
+ * SL_EINVAL also when the batch does not hold exactly one command. */
+SL_EXTERN int sl_loop_submit_script_cq(sl_loop *loop, sl_batch *batch, const void *body, size_t body_len,
+                                       int timeout_ms, sl_cq *cq, void *token, int flags);
 
 /* From any thread but the loop's: detaches the client from the loop and waits until
  * that is done (its executions complete with SL_ECANCELLED first). Afterwards the client

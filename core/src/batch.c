@@ -103,6 +103,7 @@ void sl_batch_free(sl_batch *b)
     const sl__alloc *a = &b->client->alloc;
     sl__bytes_free(a, &b->input);
     sl__bytes_free(a, &b->synth);
+    sl__bytes_free(a, &b->script_cmd);
     sl__bytes_free(a, &b->data);
     sl__records_free(a, &b->xrecs);
     sl__records_free(a, &b->out);

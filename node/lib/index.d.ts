@@ -94,6 +94,34 @@ export interface ClusterNode {
   slots: Array<[number, number]>;
 }
 
+/** scanIterator's options: a MATCH pattern, a COUNT hint per SCAN call, a TYPE filter. */
+export interface ScanOptions {
+  match?: string | Buffer | Uint8Array;
+  /** A positive integer; absent: the server's default (10). */
+  count?: number;
+  /** 'string', 'hash', 'list', 'set', 'zset', 'stream'... */
+  type?: string;
+  /** Aborting cancels the page in flight; the iteration rejects with a CancelledError. */
+  signal?: AbortSignal;
+}
+
+/** The options of hscanIterator/sscanIterator/zscanIterator (no TYPE: one key). */
+export interface KeyScanOptions {
+  match?: Value;
+  count?: Int;
+}
+
+/** A Lua script bound to a client (Client.createScript). */
+export class Script<S extends string | Buffer = string> {
+  private constructor();
+  /** The script's body as sent by SCRIPT LOAD. */
+  readonly body: Buffer;
+  /** Its SHA1 (40 lowercase hex digits): what EVALSHA names. */
+  readonly sha: string;
+  /** EVALSHA (EVALSHA_RO with readonly); NOSCRIPT loads the script on that node and retries once. */
+  run(options?: { keys?: ReadonlyArray<Key>; args?: ReadonlyArray<Value>; readonly?: boolean }): Promise<Reply>;
+}
+
 export interface Stats {
   commands: number;
   moved: number;
@@ -130,6 +158,16 @@ export class Client<S extends string | Buffer = string> {
   stats(): Stats;
   /** The current topology (nothing is sent): primaries with their slot ranges, then replicas. */
   nodes(): ClusterNode[];
+  /** Every key of the cluster (every primary), at least once across reshards and failovers. */
+  scanIterator(options?: ScanOptions): AsyncGenerator<S, void, undefined>;
+  /** One hash's [field, value] pairs (HSCAN to its end). */
+  hscanIterator(key: Key, options?: KeyScanOptions): AsyncGenerator<[S, S], void, undefined>;
+  /** One set's members (SSCAN to its end). */
+  sscanIterator(key: Key, options?: KeyScanOptions): AsyncGenerator<S, void, undefined>;
+  /** One sorted set's [member, score] pairs (ZSCAN to its end). */
+  zscanIterator(key: Key, options?: KeyScanOptions): AsyncGenerator<[S, number], void, undefined>;
+  /** A Lua script bound to this client (EVALSHA, reloaded on NOSCRIPT by the core). */
+  createScript(body: string | Buffer | Uint8Array): Script<S>;
   /** Sends and answers what was issued, refuses later commands, closes the connections. */
   close(): Promise<void>;
   /** Alias of close(). */

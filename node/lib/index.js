@@ -8,6 +8,7 @@
 // the addon copies the 24-byte reply records and their data into two reused Buffers and
 // calls _onReply once per batch; the records are decoded here with a DataView.
 
+const crypto = require('crypto');
 const errors = require('./errors');
 const { ReplyError, ConnectionError, CancelledError, SlotlaneError, ProtocolError, errorFromRecord, errorFromCode } = errors;
 const commands = require('./commands');
@@ -188,6 +189,8 @@ class Client {
     this._slotRej = [];
     this._slotShp = [];
     this._slotDone = [];      // per slot: what to undo at its completion (an abort listener)
+    this._slotOwn = [];       // per slot: the decoder of a batch of its own (a scan page, a script)
+    this._early = null;       // a completion that came before its start returned (_startOwn)
     this._inflight = 0;
     this._closeWaiters = null;
     // output buffers (owned by the addon, reused) and their views
@@ -396,8 +399,108 @@ class Client {
 
   // ---------------------------------------------------------------- decoding
 
+  // Starts a batch of its own with start() (a native call answering its slot index or a
+  // negative code) and resolves with decode(status, ncmds) of its completion, which reads
+  // the records with _value(). A start may complete before it returns (a scan's last page
+  // needs no round trip): _onReply keeps that completion in _early for this to replay.
+  _startOwn(start, decode) {
+    return new Promise((resolve, reject) => {
+      const idx = start();
+      if (idx < 0) {
+        reject(errorFromCode(idx, `slotlane: ${native.strerror(idx)}: ${native.errmsg(this._h)}`));
+        return;
+      }
+      this._inflight++;
+      this._slotOwn[idx] = (status, ncmds) => {
+        try {
+          resolve(decode(status, ncmds));
+        } catch (e) {
+          reject(e);
+        }
+      };
+      const early = this._early;
+      if (early !== null && early[0] === idx) {
+        this._early = null;
+        this._onReply(...early);
+      }
+    });
+  }
+
+  // A scan's next page (scanIterator): its keys. Aborting signal cancels the page's batch
+  // (between its steps too: the core takes the cancel at the next step's start).
+  async _scanPage(h, id, signal) {
+    const start = () => {
+      const idx = native.scanNext(h, id);
+      if (signal !== null && idx >= 0) {
+        const onAbort = () => native.cancel(h, idx);
+        signal.addEventListener('abort', onAbort, { once: true });
+        this._slotDone[idx] = () => signal.removeEventListener('abort', onAbort);
+      }
+      return idx;
+    };
+    try {
+      return await this._startOwn(start, (status) => {
+        if (status !== 0) throw errorFromCode(status, `slotlane: ${native.scanErrmsg(h, id)}`);
+        return this._value();
+      });
+    } catch (e) {
+      if (signal !== null && signal.aborted && e instanceof CancelledError) throw abortError(signal, e);
+      throw e;
+    }
+  }
+
+  // Script.run: EVALSHA as a batch of its own, reloaded by the core on NOSCRIPT.
+  async _runScript(script, args) {
+    if (this._h === null && this._state === CONNECTING) await this._ready;
+    if (this._state >= CLOSING) throw this._closedError();
+    this._flush();
+    const off = this._len;
+    try {
+      this._encode(args);
+    } catch (e) {
+      this._len = off;
+      throw e;
+    }
+    const len = this._len - off;
+    this._len = off;
+    const h = this._h;
+    return this._startOwn(() => native.scriptExec(h, off ? this._buf.subarray(off) : this._buf, len, script.body),
+      (status, ncmds) => {
+        if (ncmds !== 1) throw errorFromCode(status < 0 ? status : -5, `slotlane: EVALSHA failed (${native.strerror(status < 0 ? status : -5)})`);
+        const o = 0;
+        if (this._dv.getUint8(o) === T_ERROR) {
+          this._pos++;
+          throw errorFromRecord(this._dv.getUint8(o + 1), utf8Slice(this._data, this._off(o), this._off(o) + this._dv.getUint32(o + 4, true)));
+        }
+        return this._value();
+      });
+  }
+
   // Called by the addon once per finished batch (records and data copied into recs/data).
   _onReply(idx, status, nrecs, ncmds, recs, data) {
+    const own = this._slotOwn[idx];
+    if (own === undefined && this._slotRes[idx] === undefined) {
+      this._early = [idx, status, nrecs, ncmds, recs, data]; // its start has not returned yet
+      return;
+    }
+    if (own !== undefined) {
+      this._slotOwn[idx] = undefined;
+      const undo = this._slotDone[idx];
+      if (undo !== undefined) {
+        this._slotDone[idx] = undefined;
+        undo();
+      }
+      this._inflight--;
+      if (recs !== this._recs) {
+        this._recs = recs;
+        this._dv = new DataView(recs.buffer, recs.byteOffset, recs.byteLength);
+      }
+      this._data = data;
+      this._pos = 0;
+      own(status, ncmds);
+      if (this._inflight === 0 && this._state === CLOSING) this._maybeFinishClose();
+      return;
+    }
     const res = this._slotRes[idx], rej = this._slotRej[idx], shp = this._slotShp[idx];
     this._slotRes[idx] = undefined;
     this._slotRej[idx] = undefined;
@@ -589,6 +692,57 @@ class Client {
   }
 
   /**
+   * Every key of the cluster (every primary; in plain mode the one node), as an async
+   * iterator: `for await (const key of client.scanIterator({ match, count, type }))`. The
+   * core's cluster SCAN (sl_scan_*) tracks slots, not node cursors: a key that exists for
+   * the whole iteration comes at least once, also across a reshard or failover (a key of a
+   * moved slot may come twice). Pages are fetched one at a time, on the client's connections.
+   * options.signal: an AbortSignal; aborting cancels the page in flight (its batch only) and
+   * the iteration rejects with a CancelledError whose cause is the signal's reason.
+   */
+  async *scanIterator(options) {
+    const o = scanOptions(options, true);
+    if (o.signal !== null && o.signal.aborted) throw abortError(o.signal);
+    if (this._h === null && this._state === CONNECTING) await this._ready;
+    if (this._state >= CLOSING) throw this._closedError();
+    const h = this._h;
+    const id = native.scanNew(h, o.match, o.count, o.type);
+    if (id < 0) throw errorFromCode(id, `slotlane: ${native.strerror(id)}: ${native.errmsg(h)}`);
+    try {
+      while (!native.scanDone(h, id)) {
+        const keys = await this._scanPage(h, id, o.signal);
+        for (let i = 0; i < keys.length; i++) yield keys[i];
+      }
+    } finally {
+      native.scanFree(h, id);
+    }
+  }
+
+  /** The fields of one hash as [field, value] pairs (HSCAN to its end; a field may come twice). */
+  hscanIterator(key, options) {
+    return cursorIterator((c) => this.hscan(key, c, scanOptions(options, false, 'HSCAN')));
+  }
+
+  /** The members of one set (SSCAN to its end; a member may come twice). */
+  sscanIterator(key, options) {
+    return cursorIterator((c) => this.sscan(key, c, scanOptions(options, false, 'SSCAN')));
+  }
+
+  /** The members of one sorted set as [member, score] pairs (ZSCAN to its end). */
+  zscanIterator(key, options) {
+    return cursorIterator((c) => this.zscan(key, c, scanOptions(options, false, 'ZSCAN')));
+  }
+
+  /**
+   * A Lua script bound to this client: `script.run({ keys, args })` sends EVALSHA; a node
+   * that answers NOSCRIPT gets the script (SCRIPT LOAD, on that node) and the command once
+   * more, in the core (sl_script_exec_async). `script.sha` is its SHA1.
+   */
+  createScript(body) {
+    return new Script(this, body);
+  }
+
+  /**
    * Closes the client: commands already issued are sent and answered first, later ones
    * reject with a ConnectionError. Resolves when the connections are closed.
    */
@@ -653,6 +807,66 @@ class Client {
 
   _finishClose() {
     if (this._closeWaiters) this._closeWaiters.resolve();
+  }
+}
+
+// The options of scanIterator (cluster: type allowed) and the one-key iterators: match as
+// a Buffer (or null), count 0 for the server's default.
+function scanOptions(options, cluster, what) {
+  if (options === undefined || options === null) return cluster ? { match: null, count: 0, type: null, signal: null } : undefined;
+  if (typeof options !== 'object') throw new TypeError(`slotlane: scan options must be an object (got ${typeName(options)})`);
+  if (!cluster) return { match: options.match, count: options.count };
+  const { match, count, type } = options;
+  let m = null;
+  if (match !== undefined && match !== null) {
+    if (typeof match === 'string') m = Buffer.from(match, 'utf8');
+    else if (match instanceof Uint8Array) m = Buffer.from(match);
+    else throw new TypeError(`slotlane: scanIterator: match must be a string or a Buffer (got ${typeName(match)})`);
+  }
+  let c = 0;
+  if (count !== undefined && count !== null) {
+    if (!Number.isInteger(count) || count <= 0 || count > 0x7fffffff) {
+      throw new RangeError(`slotlane: scanIterator: count must be a positive integer (got ${String(count)})`);
+    }
+    c = count;
+  }
+  let t = null;
+  if (type !== undefined && type !== null) {
+    if (typeof type !== 'string' || type.includes('\0')) throw new TypeError(`slotlane: scanIterator: type must be a string (got ${typeName(type)})`);
+    t = type;
+  }
+  return { match: m, count: c, type: t, signal: checkSignal(options.signal) };
+}
+
+// One key's *SCAN from cursor 0 until the server answers cursor 0 again.
+// (The reply's cursor is a string: 64-bit; it goes back as a BigInt.)
+async function* cursorIterator(page) {
+  let cursor = '0';
+  do {
+    const [next, items] = await page(BigInt(cursor));
+    for (let i = 0; i < items.length; i++) yield items[i];
+    cursor = next;
+  } while (cursor !== '0');
+}
+
+/** A Lua script bound to a client (Client.createScript). */
+class Script {
+  constructor(client, body) {
+    if (typeof body === 'string') this.body = Buffer.from(body, 'utf8');
+    else if (body instanceof Uint8Array) this.body = Buffer.from(body);
+    else throw new TypeError(`slotlane: a script body must be a string or a Buffer (got ${typeName(body)})`);
+    this.client = client;
+    this.sha = crypto.createHash('sha1').update(this.body).digest('hex');
+  }
+
+  /** EVALSHA (EVALSHA_RO with readonly) with keys and args; NOSCRIPT loads it on that node and retries once. */
+  run(options) {
+    const o = options === undefined || options === null ? {} : options;
+    if (typeof o !== 'object') return Promise.reject(new TypeError(`slotlane: Script.run options must be an object (got ${typeName(o)})`));
+    const keys = o.keys === undefined || o.keys === null ? [] : o.keys;
+    const args = o.args === undefined || o.args === null ? [] : o.args;
+    if (!Array.isArray(keys) || !Array.isArray(args)) return Promise.reject(new TypeError('slotlane: Script.run: keys and args must be arrays'));
+    return this.client._runScript(this, [o.readonly ? 'EVALSHA_RO' : 'EVALSHA', this.sha, keys.length, ...keys, ...args]);
   }
 }
 
@@ -780,7 +994,7 @@ function keySlot(key) {
 const version = native.version();
 
 module.exports = {
-  createClient, Client, Pipeline, keySlot, version, METHODS: commands.METHODS,
+  createClient, Client, Pipeline, Script, keySlot, version, METHODS: commands.METHODS,
   SlotlaneError, ReplyError, ConnectionError, ProtocolError,
   TimeoutError: errors.TimeoutError, ClusterError: errors.ClusterError,
   CancelledError: errors.CancelledError, ArgumentError: errors.ArgumentError,

@@ -37,6 +37,7 @@ typedef struct nslot {
     nclient *nc;
     int index;
     int busy;
+    void *body;                /* scriptExec: the script's copy, until the completion */
 } nslot;
 
 struct nclient {
@@ -56,6 +57,8 @@ struct nclient {
     int detached;              /* detach done, core memory freed */
     int finalized;             /* the external was collected */
     int tearing;               /* env teardown: call no JS */
+    sl_scan **scans;           /* scanNew's iterators by id (NULL: free), freed before the client */
+    int nscans;
 };
 
 /* ------------------------------------------------------------------ helpers */
@@ -134,6 +137,10 @@ static int get_int_prop(napi_env env, napi_value obj, const char *name, int *out
 
 static void free_core(nclient *nc)
 {
+    for (int i = 0; i < nc->nscans; i++) sl_scan_free(nc->scans[i]);
+    free(nc->scans);
+    nc->scans = NULL;
+    nc->nscans = 0;
     for (int i = 0; i < nc->nslots; i++) {
         sl_batch_free(nc->slots[i]->b);
         free(nc->slots[i]);
@@ -442,6 +449,8 @@ static void on_done(sl_batch *b, int status, const sl_sizes *sizes, void *arg)
     (void)sizes;
     nslot *s = arg;
     nclient *nc = s->nc;
+    free(s->body);
+    s->body = NULL;
     if (nc->tearing || !nc->recv) {
         s->busy = 0;
         nc->inflight--;
@@ -564,6 +573,184 @@ static napi_value js_exec(napi_env env, napi_callback_info info)
         uint32_t n;
         napi_reference_ref(env, nc->recv, &n);
         napi_reference_ref(env, nc->fn, &n);
+    }
+    return make_int(env, s->index);
+}
+
+/* Marks slot s in flight before a start that may complete at once (a chain whose first
+ * step needs no round trip calls back from inside its start): the completion then finds the
+ * counts right. undo_start when the start failed. */
+static void begin_start(napi_env env, nclient *nc, nslot *s)
+{
+    s->busy = 1;
+    if (nc->inflight++ == 0) {
+        uint32_t n;
+        napi_reference_ref(env, nc->recv, &n);
+        napi_reference_ref(env, nc->fn, &n);
+    }
+}
+
+static void undo_start(napi_env env, nclient *nc, nslot *s)
+{
+    s->busy = 0;
+    free(s->body);
+    s->body = NULL;
+    sl_batch_reset(s->b);
+    if (--nc->inflight == 0) {
+        uint32_t n;
+        napi_reference_unref(env, nc->recv, &n);
+        napi_reference_unref(env, nc->fn, &n);
+    }
+}
+
+/* The scan of id, or NULL. */
+static sl_scan *scan_of(nclient *nc, int32_t id)
+{
+    return nc->c && id >= 0 && id < nc->nscans ? nc->scans[id] : NULL;
+}
+
+/* The client and the scan id of a call's two arguments; NULL (an exception pending) when
+ * the first is not a client. */
+static nclient *client_and_id(napi_env env, napi_callback_info info, int32_t *id)
+{
+    size_t argc = 2;
+    napi_value argv[2];
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok ||
+        napi_get_value_int32(env, argv[1], id) != napi_ok) {
+        throw_last(env, "scan arguments");
+        return NULL;
+    }
+    return get_client(env, argv[0]);
+}
+
+/* scanNew(handle, match (Buffer or null), count, type (string or null)) -> an id (>= 0) or a
+ * negative SL_E code (errmsg(handle) tells why). The scan lives until scanFree or the client. */
+static napi_value js_scan_new(napi_env env, napi_callback_info info)
+{
+    size_t argc = 4;
+    napi_value argv[4];
+    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    nclient *nc = get_client(env, argv[0]);
+    if (!nc) return NULL;
+    if (!nc->c || nc->detaching) return make_int(env, SL_ESTATE);
+    sl_scan_options o = SL_SCAN_OPTIONS_INIT;
+    napi_valuetype t;
+    CHECK(napi_typeof(env, argv[1], &t));
+    if (t == napi_object) {
+        void *m;
+        size_t ml;
+        CHECK(napi_get_buffer_info(env, argv[1], &m, &ml));
+        o.match = m;
+        o.match_len = ml;
+        if (ml == 0) o.match = "";
+    }
+    int32_t count;
+    CHECK(napi_get_value_int32(env, argv[2], &count));
+    o.count = count;
+    char *type = NULL;
+    if (get_opt_string(env, argv[3], &type) != 0) return make_int(env, SL_EINVAL);
+    o.type = type;
+    int id = 0;
+    while (id < nc->nscans && nc->scans[id]) id++;
+    if (id == nc->nscans) {
+        sl_scan **grown = realloc(nc->scans, sizeof *grown * (size_t)(nc->nscans + 1));
+        if (!grown) {
+            free(type);
+            return make_int(env, SL_ENOMEM);
+        }
+        nc->scans = grown;
+        nc->scans[nc->nscans++] = NULL;
+    }
+    int rc = sl_scan_new(nc->c, &o, &nc->scans[id]);
+    free(type);
+    return make_int(env, rc ? rc : id);
+}
+
+/* scanNext(handle, id) -> the slot whose completion carries the page (one array reply), or a
+ * negative SL_E code. A failed page completes with its code and no records:
+ * scanErrmsg(handle, id) says why. */
+static napi_value js_scan_next(napi_env env, napi_callback_info info)
+{
+    int32_t id;
+    nclient *nc = client_and_id(env, info, &id);
+    if (!nc) return NULL;
+    sl_scan *scan = scan_of(nc, id);
+    if (!scan || nc->detaching) return make_int(env, scan ? SL_ESTATE : SL_EINVAL);
+    nslot *s = free_slot(nc);
+    if (!s) return make_int(env, SL_ENOMEM);
+    begin_start(env, nc, s);
+    int rc = sl_scan_next_async(scan, s->b, 0, on_done, s);
+    if (rc != 0) {
+        undo_start(env, nc, s);
+        return make_int(env, rc);
+    }
+    return make_int(env, s->index);
+}
+
+/* scanDone(handle, id): true once every slot has been scanned. */
+static napi_value js_scan_done(napi_env env, napi_callback_info info)
+{
+    int32_t id;
+    napi_value r;
+    nclient *nc = client_and_id(env, info, &id);
+    if (!nc) return NULL;
+    CHECK(napi_get_boolean(env, sl_scan_done(scan_of(nc, id)) != 0, &r));
+    return r;
+}
+
+static napi_value js_scan_errmsg(napi_env env, napi_callback_info info)
+{
+    int32_t id;
+    napi_value r;
+    nclient *nc = client_and_id(env, info, &id);
+    if (!nc) return NULL;
+    sl_scan *scan = scan_of(nc, id);
+    CHECK(napi_create_string_utf8(env, scan ? sl_scan_errmsg(scan) : "the scan is closed", NAPI_AUTO_LENGTH, &r));
+    return r;
+}
+
+/* scanFree(handle, id): not while a page of it is in flight (JS frees after the last). */
+static napi_value js_scan_free(napi_env env, napi_callback_info info)
+{
+    int32_t id;
+    nclient *nc = client_and_id(env, info, &id);
+    if (nc && scan_of(nc, id)) {
+        sl_scan_free(nc->scans[id]);
+        nc->scans[id] = NULL;
+    }
+    return NULL;
+}
+
+/* scriptExec(handle, buf, len, body) -> slot index or a negative SL_E code: buf[0, len) is one
+ * EVALSHA/EVALSHA_RO; a node that answers NOSCRIPT loads body (copied) and runs it once more
+ * (sl_script_exec_async). The completion carries the one reply, as exec's. */
+static napi_value js_script_exec(napi_env env, napi_callback_info info)
+{
+    size_t argc = 4;
+    napi_value argv[4];
+    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    nclient *nc = get_client(env, argv[0]);
+    if (!nc) return NULL;
+    if (!nc->c || nc->detaching) return make_int(env, SL_ESTATE);
+    void *buf, *body;
+    size_t buflen, body_len;
+    int64_t len;
+    CHECK(napi_get_buffer_info(env, argv[1], &buf, &buflen));
+    CHECK(napi_get_value_int64(env, argv[2], &len));
+    CHECK(napi_get_buffer_info(env, argv[3], &body, &body_len));
+    if (len <= 0 || (size_t)len > buflen) return make_int(env, SL_EINVAL);
+    nslot *s = free_slot(nc);
+    if (!s) return make_int(env, SL_ENOMEM);
+    begin_start(env, nc, s);
+    s->body = malloc(body_len ? body_len : 1);
+    int rc = s->body ? sl_batch_append(s->b, NULL, buf, (size_t)len, 1) : SL_ENOMEM;
+    if (rc == 0) {
+        memcpy(s->body, body, body_len);
+        rc = sl_script_exec_async(s->b, s->body, body_len, 0, on_done, s);
+    }
+    if (rc != 0) {
+        undo_start(env, nc, s);
+        return make_int(env, rc);
     }
     return make_int(env, s->index);
 }
@@ -740,6 +927,12 @@ static napi_value init(napi_env env, napi_value exports)
         {"errmsg", NULL, js_errmsg, NULL, NULL, NULL, napi_default, NULL},
         {"stats", NULL, js_stats, NULL, NULL, NULL, napi_default, NULL},
         {"nodes", NULL, js_nodes, NULL, NULL, NULL, napi_default, NULL},
+        {"scanNew", NULL, js_scan_new, NULL, NULL, NULL, napi_default, NULL},
+        {"scanNext", NULL, js_scan_next, NULL, NULL, NULL, napi_default, NULL},
+        {"scanDone", NULL, js_scan_done, NULL, NULL, NULL, napi_default, NULL},
+        {"scanErrmsg", NULL, js_scan_errmsg, NULL, NULL, NULL, napi_default, NULL},
+        {"scanFree", NULL, js_scan_free, NULL, NULL, NULL, napi_default, NULL},
+        {"scriptExec", NULL, js_script_exec, NULL, NULL, NULL, napi_default, NULL},
         {"keySlot", NULL, js_key_slot, NULL, NULL, NULL, napi_default, NULL},
         {"version", NULL, js_version, NULL, NULL, NULL, napi_default, NULL},
         {"strerror", NULL, js_strerror, NULL, NULL, NULL, napi_default, NULL},

@@ -7,23 +7,11 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const sl = require('..');
-const { startSlotlaneServer } = require('./helpers');
+const { startSlotlaneServer, waitBlocked } = require('./helpers');
 
 let server;
 test.before(() => { server = startSlotlaneServer(25050, 1); });
 test.after(() => { server && server.stop(); });
-
-// Until the server reports a blocked client (INFO clients): the event to wait for before
-// aborting. The limit only turns a client that never blocks into a failure.
-async function waitBlocked(admin) {
-  const limit = Date.now() + 30000;
-  while (Date.now() < limit) {
-    const info = String(await admin.sendCommand(['INFO', 'clients']));
-    if (/blocked_clients:[1-9]/.test(info)) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error('no client blocked');
-}
 
 async function clients() {
   const c = sl.createClient({ url: server.url });

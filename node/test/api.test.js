@@ -18,7 +18,6 @@ test.after(() => {
   single && single.stop();
 });
 
-
 test('module exports', () => {
   assert.equal(sl.version, require('../package.json').version);
   assert.equal(sl.keySlot('foo'), 12182);

@@ -141,7 +141,19 @@ async function ownerPort(client, slot) {
   throw new Error(`no owner for slot ${slot}`);
 }
 
-// A connected client for fn, closed after it (whatever fn does).
+// Until the server reports a blocked client (INFO clients): the event to wait for before
+// aborting. The limit only turns a client that never blocks into a failure.
+async function waitBlocked(admin) {
+  const limit = Date.now() + 30000;
+  while (Date.now() < limit) {
+    const info = String(await admin.sendCommand(['INFO', 'clients']));
+    if (/blocked_clients:[1-9]/.test(info)) return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error('no client blocked');
+}
+
+/** Runs fn with a connected client of opts, closed afterwards (also when fn throws). */
 async function withClient(opts, fn) {
   const c = require('..').createClient(opts);
   try {
@@ -152,4 +164,4 @@ async function withClient(opts, fn) {
   }
 }
 
-module.exports = { freeze, ROOT, BUILD, startSlotlaneServer, startRedisPlain, startRedisCluster, ownerPort, sleepSync, withClient };
+module.exports = { freeze, ROOT, BUILD, startSlotlaneServer, startRedisPlain, startRedisCluster, ownerPort, sleepSync, withClient, waitBlocked };

@@ -12,6 +12,8 @@
 #include "conn.h"
 #include "cq.h"
 #include "engine.h"
+#include "scan.h"
+#include "script.h"
 #include "topology.h"
 
 #include <errno.h>
@@ -420,6 +422,119 @@ static int start(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
     return 0;
 }
 
+/* ------------------------------------------------- chains: scan pages, scripts */
+
+/* A scan's page, or EVALSHA with its reload, is a chain of executions of one batch, all on
+ * the loop thread: each step is started when the previous one's reply has been read, and
+ * the chain's callback runs once, at its end. A cancel (sl_batch_cancel) between two steps
+ * is taken by the next step's start, so it ends the chain as well. */
+
+static void chain_finish(sl_batch *b, int status)
+{
+    sl_exec_cb cb = (sl_exec_cb)b->chain_cb;
+    void *arg = b->chain_arg;
+    b->chain = SL__CHAIN_NONE;
+    b->chain_cb = NULL;
+    b->scan = NULL;
+    b->script_body = NULL;
+    sl_sizes sizes = b->sizes;
+    cb(b, status, &sizes, arg);
+}
+
+/* Whether a chain may go on after a step that completed with status. */
+static int chain_goes_on(sl_batch *b, int status)
+{
+    uv_client *uc = b->client->async;
+    return status != SL_ECANCELLED && uc && !uc->detaching;
+}
+
+static void scan_step_done(sl_batch *b, int status, const sl_sizes *sizes, void *arg);
+
+/* Starts the page's next step (the caller walks the client), or ends the page. */
+static void scan_run(sl_batch *b)
+{
+    for (;;) {
+        int end = 0;
+        int rc = sl__scan_prepare(b->scan, b, 1, &end);
+        if (rc == 0 && end) {
+            chain_finish(b, 0);
+            return;
+        }
+        if (rc == 0) {
+            start(b, b->chain_timeout, scan_step_done, NULL);
+            return;
+        }
+        if (rc == SL_ENOMEM || ++b->scan_failures == 2) {
+            chain_finish(b, rc);
+            return;
+        }
+    }
+}
+
+static void scan_step_done(sl_batch *b, int status, const sl_sizes *sizes, void *arg)
+{
+    (void)sizes;
+    (void)arg;
+    int page = 0;
+    int rc = sl__scan_feed(b->scan, b, status, &page);
+    if (!chain_goes_on(b, status)) rc = SL_ECANCELLED;
+    if (rc == 0 && page) {
+        chain_finish(b, 0);
+        return;
+    }
+    if (rc && (rc == SL_ENOMEM || rc == SL_ECANCELLED || ++b->scan_failures == 2)) {
+        chain_finish(b, rc);
+        return;
+    }
+    scan_run(b);
+    process(b->client); /* callbacks run after process's walk: this step is written now */
+}
+
+static void script_step_done(sl_batch *b, int status, const sl_sizes *sizes, void *arg)
+{
+    (void)arg;
+    int step = b->script_step++;
+    int rc = 0;
+    if (chain_goes_on(b, status)) {
+        if (step == 0 && sl__script_noscript(b)) {
+            rc = sl__script_put_load(b, b->script_body, b->script_len);
+        } else if (step == 1 && status == 0 && sizes->errors == 0) {
+            sl_batch_reset(b);
+            rc = sl_batch_append(b, NULL, b->script_cmd.ptr, b->script_cmd.len, 1);
+        } else {
+            rc = 1; /* the answer: the first reply, or the failed SCRIPT LOAD's (it says why) */
+        }
+        if (rc == 0) {
+            start(b, b->chain_timeout, script_step_done, NULL);
+            process(b->client);
+            return;
+        }
+    }
+    chain_finish(b, rc < 0 ? rc : status);
+}
+
+/* Starts a checked chain (the caller walks the client). */
+static int chain_begin(sl_batch *b, int kind, int timeout_ms, sl_exec_cb cb, void *arg)
+{
+    b->chain = kind;
+    b->chain_cb = (void (*)(sl_batch *, int, const sl_sizes *, void *))cb;
+    b->chain_arg = arg;
+    b->chain_timeout = timeout_ms;
+    if (kind == SL__CHAIN_SCAN) {
+        b->scan_failures = 0;
+        scan_run(b);
+        return 0;
+    }
+    b->script_step = 0;
+    b->script_cmd.len = 0;
+    if (sl__bytes_append(&b->client->alloc, &b->script_cmd, b->input.ptr, b->input.len)) {
+        b->chain = SL__CHAIN_NONE;
+        return SL_ENOMEM;
+    }
+    start(b, timeout_ms, script_step_done, NULL);
+    return 0;
+}
+
 /* ------------------------------------------------------------ public: caller's loop */
 
 static void on_cancel(uv_poll_t *p, int status, int events)
@@ -496,6 +611,60 @@ int sl_batch_exec_async(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
     int rc = exec_async_start(b, timeout_ms, cb, arg);
     if (rc == 0) process(b->client);
     return rc;
+}
+
+/* The checks of a chain on an attached client (the loop's thread). */
+static int chain_check(sl_batch *b, int kind, sl_scan *scan, int timeout_ms, sl_exec_cb cb)
+{
+    if (!b || !cb) return SL_EINVAL;
+    sl_client *c = b->client;
+    if (kind == SL__CHAIN_SCAN) {
+        int rc = sl__scan_check(scan, b);
+        if (rc) return rc;
+    }
+    uv_client *uc = c->async;
+    const char *what = kind == SL__CHAIN_SCAN ? "sl_scan_next_async" : "sl_script_exec_async";
+    if (!uc || uc->detaching) {
+        sl__set_err(c, "%s: the client is not attached to a loop", what);
+        return SL_ESTATE;
+    }
+    if (b->in_flight || b->chain) {
+        sl__set_err(c, "%s: the batch is already executing", what);
+        return SL_ESTATE;
+    }
+    if (timeout_ms < -1) {
+        sl__set_err(c, "timeout_ms must be -1, 0 or positive");
+        return SL_EINVAL;
+    }
+    if (kind == SL__CHAIN_SCRIPT && b->nuser != 1) {
+        sl__set_err(c, "%s: the batch must hold one command (EVALSHA or EVALSHA_RO), not %zu", what, b->nuser);
+        return SL_EINVAL;
+    }
+    return 0;
+}
+
+int sl_scan_next_async(sl_scan *s, sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
+{
+    int rc = chain_check(b, SL__CHAIN_SCAN, s, timeout_ms, cb);
+    if (rc) return rc;
+    atomic_store(&b->cancel_req, 0);
+    b->scan = s;
+    chain_begin(b, SL__CHAIN_SCAN, timeout_ms, cb, arg);
+    process(b->client);
+    return 0;
+}
+
+int sl_script_exec_async(sl_batch *b, const void *body, size_t body_len, int timeout_ms, sl_exec_cb cb, void *arg)
+{
+    if (!body && body_len) return SL_EINVAL;
+    int rc = chain_check(b, SL__CHAIN_SCRIPT, NULL, timeout_ms, cb);
+    if (rc) return rc;
+    atomic_store(&b->cancel_req, 0);
+    b->script_body = body;
+    b->script_len = body_len;
+    if ((rc = chain_begin(b, SL__CHAIN_SCRIPT, timeout_ms, cb, arg)) != 0) return rc;
+    process(b->client);
+    return 0;
 }
 
 static void client_handle_closed(uv_handle_t *h)
@@ -671,7 +840,11 @@ static void drain(sl_loop *l)
                     l->clients = uc;
                 }
             }
-            if (rc == 0) rc = exec_async_start(b, b->submit_timeout, cb, arg);
+            int chain = b->chain;
+            b->chain = SL__CHAIN_NONE;
+            if (rc == 0 && chain) rc = chain_check(b, chain, b->scan, b->submit_timeout, cb);
+            if (rc == 0 && chain) rc = chain_begin(b, chain, b->submit_timeout, cb, arg);
+            else if (rc == 0) rc = exec_async_start(b, b->submit_timeout, cb, arg);
             if (rc == 0) {
                 int seen = 0;
                 for (int i = 0; i < nwalk && !seen; i++) seen = walk[i] == c;
@@ -860,15 +1033,17 @@ static void cq_done(sl_batch *b, int status, const sl_sizes *sizes, void *arg)
     sl__cq_push_quiet(q, &done);
 }
 
-int sl_loop_submit_cq(sl_loop *l, sl_batch *b, int timeout_ms, sl_cq *q, void *token, int flags)
+/* sl_loop_submit_cq of a batch (chain SL__CHAIN_NONE), of a scan's page into the batch or
+ * of the batch's EVALSHA with reload (b->scan / b->script_body set by the caller). */
+static int submit_cq(sl_loop *l, sl_batch *b, int chain, int timeout_ms, sl_cq *q, void *token, int flags)
 {
     if (!l || !b || !q || timeout_ms < -1 || (flags & ~SL_SUBMIT_FAIL_FAST)) return SL_EINVAL;
     sl_client *c = b->client;
     if (forked(l, c)) return SL_EFORK;
     if (atomic_load(&l->stopping)) return SL_ESTATE;
-    if (b->nuser == 0) return SL_EINVAL;
-    if (b->in_flight || b->done_cb) return SL_ESTATE;
-    uint64_t bytes = (uint64_t)b->input.len;
+    if (chain != SL__CHAIN_SCAN && b->nuser == 0) return SL_EINVAL;
+    if (b->in_flight || b->done_cb || b->chain) return SL_ESTATE;
+    uint64_t bytes = chain == SL__CHAIN_SCAN ? 0 : (uint64_t)b->input.len;
     int rc = admit(l, c, bytes, flags);
     if (rc) return rc;
     b->q_bytes = bytes;
@@ -878,8 +1053,32 @@ int sl_loop_submit_cq(sl_loop *l, sl_batch *b, int timeout_ms, sl_cq *q, void *t
     b->done_cb = cq_done;
     b->done_arg = l;
     b->submit_timeout = timeout_ms;
+    b->chain = chain;
     push_inbox(l, b);
     return 0;
+}
+
+int sl_loop_submit_cq(sl_loop *l, sl_batch *b, int timeout_ms, sl_cq *q, void *token, int flags)
+{
+    return submit_cq(l, b, SL__CHAIN_NONE, timeout_ms, q, token, flags);
+}
+
+int sl_loop_submit_scan_cq(sl_loop *l, sl_scan *s, sl_batch *b, int timeout_ms, sl_cq *q, void *token, int flags)
+{
+    if (!s || !b || sl__scan_client(s) != b->client) return SL_EINVAL;
+    if (b->in_flight || b->done_cb || b->chain) return SL_ESTATE;
+    b->scan = s;
+    return submit_cq(l, b, SL__CHAIN_SCAN, timeout_ms, q, token, flags);
+}
+
+int sl_loop_submit_script_cq(sl_loop *l, sl_batch *b, const void *body, size_t body_len, int timeout_ms, sl_cq *q,
+                             void *token, int flags)
+{
+    if (!b || (!body && body_len) || b->nuser != 1) return SL_EINVAL;
+    if (b->in_flight || b->done_cb || b->chain) return SL_ESTATE;
+    b->script_body = body;
+    b->script_len = body_len;
+    return submit_cq(l, b, SL__CHAIN_SCRIPT, timeout_ms, q, token, flags);
 }
 
 int sl_batch_cancel(sl_batch *b)

@@ -56,6 +56,19 @@ async function main(): Promise<void> {
   await d.quit();
   await e.disconnect();
   console.log(m, open, v, n, s.moved, slot, ver, names);
+  for await (const key of c.scanIterator({ match: 'user:*', count: 500, type: 'hash', signal: new AbortController().signal })) { const k: string = key; console.log(k); }
+  for await (const key of b.scanIterator()) { const k: Buffer = key; console.log(k); }
+  for await (const [f, fv] of c.hscanIterator('h', { match: 'f*', count: 10 })) console.log(f + fv);
+  for await (const mem of c.sscanIterator('s')) { const x: string = mem; console.log(x); }
+  for await (const [mem, score] of c.zscanIterator('z')) { const x: number = score; console.log(mem, x); }
+  const script = c.createScript('return 1');
+  const sha: string = script.sha;
+  const res: Reply = await script.run({ keys: ['k'], args: [1, 'a'], readonly: true });
+  console.log(sha, res);
+  // @ts-expect-error TYPE filters the cluster scan only
+  c.hscanIterator('h', { type: 'hash' });
+  // @ts-expect-error a script body is text or bytes
+  c.createScript(5);
   // @ts-expect-error cluster is a boolean
   createClient({ cluster: 'yes' });
   // @ts-expect-error a command is an array

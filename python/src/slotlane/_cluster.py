@@ -14,7 +14,7 @@ except ImportError:  # pragma: no cover - an interpreter without the C helper
 if TYPE_CHECKING:  # pragma: no cover
     from ._client import Client
 
-__all__ = ["Node", "Script", "nodes", "scan_iter"]
+__all__ = ["Node", "Script", "ScriptBody", "nodes", "scan_iter", "scan_options"]
 
 _SCAN = b"*1\r\n$4\r\nSCAN\r\n"      # for conv's messages: the command an argument is of
 _SCRIPT = b"*1\r\n$6\r\nSCRIPT\r\n"
@@ -79,9 +79,8 @@ def _page_keys(recs: Any, data: Any, text: Optional[Tuple[str, str]]) -> List[An
     return [data[o:o + n].decode(enc, errs) for o, n in zip(offs, lens)]
 
 
-def scan_iter(client: "Client[Any]", match: Any = None, count: Optional[int] = None,
-              _type: Any = None) -> Iterator[Any]:
-    from ._client import _raise_code
+def scan_options(client: Any, match: Any, count: Optional[int], _type: Any) -> Tuple[Any, List[Any]]:
+    """sl_scan_options for scan_iter's arguments (checked), and the buffers it points into."""
     enc, errs = client.encoding, client.encoding_errors
     opts = ffi.new("sl_scan_options *")
     opts.version = lib.SL_SCAN_OPTIONS_VERSION
@@ -102,6 +101,13 @@ def scan_iter(client: "Client[Any]", match: Any = None, count: Optional[int] = N
         if isinstance(count, bool) or not isinstance(count, int) or not 0 < count < 2 ** 31:
             raise ValueError("count must be a positive int, got %r" % (count,))
         opts.count = count
+    return opts, keep
+
+
+def scan_iter(client: "Client[Any]", match: Any = None, count: Optional[int] = None,
+              _type: Any = None) -> Iterator[Any]:
+    from ._client import _raise_code
+    opts, keep = scan_options(client, match, count, _type)
     text = client._text
     h = client._acquire()
     scan = ffi.new("sl_scan **")
@@ -125,27 +131,38 @@ def scan_iter(client: "Client[Any]", match: Any = None, count: Optional[int] = N
         client._release(h)
 
 
-class Script:
+class ScriptBody:
+    """A script's body (bytes) and SHA1, the part of Script that the asyncio client's shares."""
+
+    def __init__(self, client: Any, script: Any) -> None:
+        self.script: bytes = conv(script, client.encoding, client.encoding_errors, _SCRIPT, 1)
+        out = ffi.new("char[41]")
+        lib.sl_script_sha1(self.script, len(self.script), out)
+        self.sha: str = ffi.string(out).decode("ascii")
+
+    def payload(self, c: Any, keys: Sequence[Any], args: Sequence[Any], readonly: bool) -> bytes:
+        """The EVALSHA (EVALSHA_RO) command's bytes for client c."""
+        parts: List[bytes] = []
+        encode_into(parts, ("EVALSHA_RO" if readonly else "EVALSHA", self.sha, len(keys), *keys, *args),
+                    c.encoding, c.encoding_errors)
+        return b"".join(parts)
+
+
+class Script(ScriptBody):
     """A Lua script bound to a client (``Client.register_script``), called like redis-py's:
     ``script(keys=[...], args=[...])``. Runs EVALSHA; a node that answers NOSCRIPT gets the
     script (SCRIPT LOAD) and the command once more — in the core (sl_batch_run_script)."""
 
     def __init__(self, client: "Client[Any]", script: Any) -> None:
+        super().__init__(client, script)
         self.client = client
-        self.script: bytes = conv(script, client.encoding, client.encoding_errors, _SCRIPT, 1)
-        out = ffi.new("char[41]")
-        lib.sl_script_sha1(self.script, len(self.script), out)
-        self.sha: str = ffi.string(out).decode("ascii")
 
     def __call__(self, keys: Sequence[Any] = (), args: Sequence[Any] = (),
                  client: "Optional[Client[Any]]" = None, readonly: bool = False) -> Any:
         from ._client import _NO_RECORDS_CODES, _raise_code
         from . import _errors
         c = client or self.client
-        parts: List[bytes] = []
-        encode_into(parts, ("EVALSHA_RO" if readonly else "EVALSHA", self.sha, len(keys), *keys, *args),
-                    c.encoding, c.encoding_errors)
-        payload = b"".join(parts)
+        payload = self.payload(c, keys, args, readonly)
         h = c._acquire()
         try:
             rc = lib.sl_batch_run_script(h.batch, self.script, len(self.script), payload, len(payload), 0,

@@ -32,15 +32,16 @@ in the parent raises ResourceError naming the fork; make a new one in the child.
 """
 import asyncio as _asyncio
 import os
-from typing import Any, Dict, Generic, List, Literal, Optional, Tuple, TypeVar, overload
+from typing import (Any, AsyncIterator, Callable, Dict, Generic, List, Literal, Optional, Sequence, Set, Tuple,
+                    TypeVar, overload)
 
-from . import _errors
+from . import _cluster, _errors
 from ._client import Client as _SyncClient, Target, _payload1, _payload2, _Queue, _raise_code
 from ._codec import Callback, decode_records, encode_into
 from ._commands import AsyncClientCommands
 from ._native import ffi, lib
 
-__all__ = ["Client", "Pipeline"]
+__all__ = ["Client", "Pipeline", "Script"]
 
 _S = TypeVar("_S", bytes, str)
 _DRAIN = 256  # completions taken per sl_cq_drain
@@ -125,7 +126,11 @@ class Client(AsyncClientCommands[_S]):
         self._connecting: Optional["_asyncio.Future[None]"] = None
         self._cq: Any = None
         self._fd = -1
-        self._pending: Dict[int, Tuple["_asyncio.Future[List[Any]]", Any, int]] = {}
+        self._pending: Dict[int, Tuple["_asyncio.Future[Any]", Any, int]] = {}
+        # A chain's submission (a scan page, a script: count 0 in _pending) is answered by its
+        # handler(status, batch, sizes), also when its caller was cancelled.
+        self._handlers: Dict[int, Callable[[int, Any, Any], Any]] = {}
+        self._scans: Set[Any] = set()  # live sl_scan iterators: freed before the client
         self._batches: List[Any] = []
         self._all_batches: List[Any] = []
         self._next = 1
@@ -193,7 +198,9 @@ class Client(AsyncClientCommands[_S]):
                 c = comps[i]
                 token = int(ffi.cast("uintptr_t", c.token))
                 fut, b, count = pending.pop(token)
-                if not fut.done():  # a cancelled caller's batch only comes back to the pool
+                if count == 0:
+                    self._answer(fut, self._handlers.pop(token), c.status, b, c.sizes)
+                elif not fut.done():  # a cancelled caller's batch only comes back to the pool
                     status = c.status
                     sizes = c.sizes
                     if status < 0 and (status in _NO_RECORDS_CODES or sizes.commands != count):
@@ -209,6 +216,18 @@ class Client(AsyncClientCommands[_S]):
         room = self._room
         if room is not None and n and not room.is_set():
             room.set()
+
+    @staticmethod
+    def _answer(fut: "_asyncio.Future[Any]", handler: Callable[[int, Any, Any], Any], status: int, b: Any,
+                sizes: Any) -> None:
+        try:
+            value = handler(status, b, sizes)
+        except BaseException as e:  # the handler's verdict goes to the caller
+            if not fut.done():
+                fut.set_exception(e)
+            return
+        if not fut.done():
+            fut.set_result(value)
 
     # ------------------------------------------------------------ execution
 
@@ -256,6 +275,143 @@ class Client(AsyncClientCommands[_S]):
             if token in self._pending:
                 lib.sl_batch_cancel(b)  # its completion still comes, and returns the batch
             raise
+
+    async def _chain(self, submit: Callable[[Any, Any], int], handler: Callable[[int, Any, Any], Any]) -> Any:
+        """One submission of a chain in the core (a scan's page, EVALSHA with reload):
+        submit(batch, token) submits it (fail-fast); its completion is answered by
+        handler(status, batch, sizes). Cancelling the awaiting task cancels it."""
+        if self._client is None:
+            await self.connect()
+        if self._closed:
+            raise _errors.Error("the client is closed")
+        if _asyncio.get_running_loop() is not self._aloop:
+            raise _errors.Error("a slotlane.asyncio.Client is used on the event loop it was first used on")
+        b = self._batch()
+        token = self._next
+        self._next = token + 1
+        while True:
+            rc = submit(b, ffi.cast("void *", token))
+            if rc != lib.SL_EBUSY:
+                break
+            room = self._room
+            assert room is not None
+            room.clear()
+            await room.wait()
+        if rc != 0:
+            self._batches.append(b)
+            _raise_code(rc, _message(rc))
+        aloop = self._aloop
+        assert aloop is not None
+        fut: "_asyncio.Future[Any]" = aloop.create_future()
+        self._pending[token] = (fut, b, 0)
+        self._handlers[token] = handler
+        try:
+            return await fut
+        except _asyncio.CancelledError:
+            if token in self._pending:
+                lib.sl_batch_cancel(b)
+            raise
+
+    def _one_reply(self, status: int, b: Any, sizes: Any) -> Any:
+        """A chain's one reply (a script's answer), decoded; an error reply is raised."""
+        if status < 0 and (status in _NO_RECORDS_CODES or sizes.commands != 1):
+            raise _errors.CODE_CLASS.get(status, _errors.Error)(_message(status))
+        datap = self._datap
+        recs = lib.sl_batch_replies(b, ffi.NULL, datap, ffi.NULL)
+        nd = sizes.data
+        r = decode_records(_buffer(recs, sizes.records * 24), _buffer(datap[0], nd)[:] if nd else b"", self._text)[0]
+        if isinstance(r, _errors.Error):
+            raise r
+        return r
+
+    async def scan_iter(self, match: Any = None, count: Optional[int] = None,
+                        _type: Any = None) -> AsyncIterator[Any]:
+        """Every key of the cluster (every primary; in plain mode the one node):
+        ``async for key in r.scan_iter(match="user:*", count=1000, _type="hash")``. The
+        core's cluster SCAN, its pages fetched on the loop thread (sl_loop_submit_scan_cq):
+        it tracks slots, so a key that exists throughout comes at least once, also across a
+        reshard or failover (a key of a moved slot may come twice)."""
+        opts, keep = _cluster.scan_options(self, match, count, _type)
+        if self._client is None:
+            await self.connect()
+        if self._closed:
+            raise _errors.Error("the client is closed")
+        out = ffi.new("sl_scan **")
+        rc = lib.sl_scan_new(self._client, opts, out)
+        if rc != 0:
+            _raise_code(rc, _message(rc))
+        del keep
+        scan = out[0]
+        self._scans.add(scan)
+        state = {"inflight": False, "abandoned": False}
+        text = self._text
+        datap = self._datap
+        nrec = ffi.new("size_t *")
+        ndata = ffi.new("size_t *")
+
+        def page(status: int, b: Any, sizes: Any) -> List[Any]:
+            state["inflight"] = False
+            if state["abandoned"]:  # its iterator was closed while this page was in flight
+                self._free_scan(scan)
+            if status != 0:
+                raise _errors.CODE_CLASS.get(status, _errors.Error)(
+                    ffi.string(lib.sl_scan_errmsg(scan)).decode("utf-8", "replace") if scan in self._scans
+                    else _message(status))
+            recs = lib.sl_batch_replies(b, nrec, datap, ndata)
+            nd = ndata[0]
+            return _cluster._page_keys(_buffer(recs, nrec[0] * 24), _buffer(datap[0], nd) if nd else b"", text)
+
+        def submit(b: Any, token: Any) -> int:
+            return int(lib.sl_loop_submit_scan_cq(_core_loop(), scan, b, 0, self._cq, token, lib.SL_SUBMIT_FAIL_FAST))
+
+        try:
+            while scan in self._scans and not lib.sl_scan_done(scan):
+                state["inflight"] = True
+                try:
+                    keys = await self._chain(submit, page)
+                except BaseException:  # cancelled while in flight: its completion frees the scan
+                    state["inflight"] = any(h is page for h in self._handlers.values())
+                    raise
+                for k in keys:
+                    yield k
+        finally:
+            if state["inflight"]:
+                state["abandoned"] = True  # freed by its completion
+            else:
+                self._free_scan(scan)
+
+    def _free_scan(self, scan: Any) -> None:
+        if scan in self._scans:
+            self._scans.discard(scan)
+            lib.sl_scan_free(scan)
+
+    async def _key_scan(self, scan: Any, name: Any, match: Any, count: Optional[int]) -> AsyncIterator[Any]:
+        """One key's *SCAN (scan: the typed method) from cursor 0 to the server's 0."""
+        cursor = 0
+        while True:
+            cursor, items = await scan(name, cursor, match=match, count=count)
+            for item in items:
+                yield item
+            if cursor == 0:
+                return
+
+    def hscan_iter(self, name: Any, match: Any = None, count: Optional[int] = None) -> AsyncIterator[Any]:
+        """One hash's (field, value) pairs: HSCAN from cursor 0 to the server's 0."""
+        return self._key_scan(self.hscan, name, match, count)
+
+    def sscan_iter(self, name: Any, match: Any = None, count: Optional[int] = None) -> AsyncIterator[Any]:
+        """One set's members: SSCAN from cursor 0 to the server's 0."""
+        return self._key_scan(self.sscan, name, match, count)
+
+    def zscan_iter(self, name: Any, match: Any = None, count: Optional[int] = None) -> AsyncIterator[Any]:
+        """One sorted set's (member, score) pairs: ZSCAN from cursor 0 to the server's 0."""
+        return self._key_scan(self.zscan, name, match, count)
+
+    def register_script(self, script: Any) -> "Script":
+        """A Lua script bound to this client: ``await s(keys=[...], args=[...])`` runs
+        EVALSHA; a node that answers NOSCRIPT gets the script and the command once more,
+        on the core's loop thread (sl_loop_submit_script_cq)."""
+        return Script(self, script)
 
     async def _one(self, payload: bytes, cb: Optional[Callback]) -> Any:
         r = (await self._exec(payload, 1))[0]
@@ -327,6 +483,8 @@ class Client(AsyncClientCommands[_S]):
                 fut.set_exception(_errors.CancelledError("the client was closed"))
         if self._aloop is not None:
             self._aloop.remove_reader(self._fd)
+        for scan in list(self._scans):  # nothing is in flight now
+            self._free_scan(scan)
         for b in self._all_batches:
             lib.sl_batch_free(b)
         self._all_batches = []
@@ -346,6 +504,26 @@ class Client(AsyncClientCommands[_S]):
         url = ffi.string(self._opts.url).decode() if getattr(self, "_opts", None) else "?"
         url = url.split("@", 1)[-1] if "@" in url else url
         return "<slotlane.asyncio.Client %s %s%s>" % (url, self.mode, " closed" if self._closed else "")
+
+
+class Script(_cluster.ScriptBody):
+    """A Lua script bound to an asyncio client (``Client.register_script``):
+    ``await script(keys=[...], args=[...], readonly=False)``."""
+
+    def __init__(self, client: "Client[Any]", script: Any) -> None:
+        super().__init__(client, script)
+        self.client = client
+
+    async def __call__(self, keys: Sequence[Any] = (), args: Sequence[Any] = (),
+                       client: "Optional[Client[Any]]" = None, readonly: bool = False) -> Any:
+        c = client or self.client
+        payload = self.payload(c, keys, args, readonly)
+        body = self.script
+
+        def submit(b: Any, token: Any) -> int:
+            return int(lib.slpy_submit_script(_core_loop(), b, payload, len(payload), body, len(body), c._cq, token))
+
+        return await c._chain(submit, c._one_reply)
 
 
 class Pipeline(_Queue, Generic[_S]):

@@ -369,6 +369,8 @@ extern "C" {
         out: *mut *mut sl_scan,
     ) -> c_int;
     pub fn sl_scan_next(scan: *mut sl_scan, batch: *mut sl_batch, done: *mut c_int) -> c_int;
+    pub fn sl_scan_done(scan: *const sl_scan) -> c_int;
+    pub fn sl_scan_errmsg(scan: *const sl_scan) -> *const c_char;
     pub fn sl_scan_free(scan: *mut sl_scan);
 
     pub fn sl_script_sha1(body: *const c_void, len: usize, out: *mut c_char);
@@ -443,6 +445,25 @@ extern "C" {
         flags: c_int,
     ) -> c_int;
     pub fn sl_batch_cancel(batch: *mut sl_batch) -> c_int;
+    pub fn sl_loop_submit_scan_cq(
+        l: *mut sl_loop,
+        scan: *mut sl_scan,
+        batch: *mut sl_batch,
+        timeout_ms: c_int,
+        cq: *mut sl_cq,
+        token: *mut c_void,
+        flags: c_int,
+    ) -> c_int;
+    pub fn sl_loop_submit_script_cq(
+        l: *mut sl_loop,
+        batch: *mut sl_batch,
+        body: *const c_void,
+        body_len: usize,
+        timeout_ms: c_int,
+        cq: *mut sl_cq,
+        token: *mut c_void,
+        flags: c_int,
+    ) -> c_int;
 }
 
 /// The defaults of `SL_CLIENT_OPTIONS_INIT` (the macro's values, checked against the

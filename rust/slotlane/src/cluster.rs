@@ -74,40 +74,7 @@ impl Client {
     /// twice. `opts` are the typed SCAN's (`r#match`, `count`, `r#type`). An error is
     /// yielded once and ends the iteration.
     pub fn scan_iter(&mut self, opts: &ScanOptions) -> Result<ScanIter<'_>, Error> {
-        let count = match opts.count {
-            None => 0,
-            Some(n) if n > 0 && n <= i32::MAX as i64 => n as i32,
-            Some(n) => {
-                return Err(Error::InvalidArgument(format!(
-                    "SCAN count must be positive, not {n}"
-                )))
-            }
-        };
-        let mut o = sys::sl_scan_options {
-            version: sys::SL_SCAN_OPTIONS_VERSION,
-            size: std::mem::size_of::<sys::sl_scan_options>() as u32,
-            match_: ptr::null(),
-            match_len: 0,
-            type_: ptr::null(),
-            count,
-        };
-        if let Some(p) = &opts.r#match {
-            if p.is_empty() {
-                return Err(Error::InvalidArgument("an empty MATCH pattern".into()));
-            }
-            o.match_ = p.as_ptr().cast::<c_char>();
-            o.match_len = p.len();
-        }
-        let t = match &opts.r#type {
-            Some(t) => Some(
-                std::ffi::CString::new(t.as_slice())
-                    .map_err(|_| Error::InvalidArgument("a NUL in the TYPE".into()))?,
-            ),
-            None => None,
-        };
-        if let Some(t) = &t {
-            o.type_ = t.as_ptr();
-        }
+        let (o, _type) = scan_options(opts)?;
         let mut scan: *mut sys::sl_scan = ptr::null_mut();
         // SAFETY: raw is live; o and its strings live during the call (copied).
         let rc = unsafe { sys::sl_scan_new(self.raw.as_ptr(), &o, &mut scan) };
@@ -120,6 +87,74 @@ impl Client {
             page: VecDeque::new(),
             done: false,
         })
+    }
+}
+
+/// The core's options for a scan (`sl_scan_options`), checked, and the TYPE's C string it
+/// points into (kept alive by the caller during `sl_scan_new`, which copies the strings;
+/// the MATCH pattern points into `opts`).
+pub(crate) fn scan_options(
+    opts: &ScanOptions,
+) -> Result<(sys::sl_scan_options, Option<std::ffi::CString>), Error> {
+    let count = match opts.count {
+        None => 0,
+        Some(n) if n > 0 && n <= i32::MAX as i64 => n as i32,
+        Some(n) => {
+            return Err(Error::InvalidArgument(format!(
+                "SCAN count must be positive, not {n}"
+            )))
+        }
+    };
+    let mut o = sys::sl_scan_options {
+        version: sys::SL_SCAN_OPTIONS_VERSION,
+        size: std::mem::size_of::<sys::sl_scan_options>() as u32,
+        match_: ptr::null(),
+        match_len: 0,
+        type_: ptr::null(),
+        count,
+    };
+    if let Some(p) = &opts.r#match {
+        if p.is_empty() {
+            return Err(Error::InvalidArgument("an empty MATCH pattern".into()));
+        }
+        o.match_ = p.as_ptr().cast::<c_char>();
+        o.match_len = p.len();
+    }
+    let t = match &opts.r#type {
+        Some(t) => Some(
+            std::ffi::CString::new(t.as_slice())
+                .map_err(|_| Error::InvalidArgument("a NUL in the TYPE".into()))?,
+        ),
+        None => None,
+    };
+    if let Some(t) = &t {
+        o.type_ = t.as_ptr();
+    }
+    Ok((o, t))
+}
+
+/// The keys of a scan's page in batch b (an array record, then one string record per key),
+/// appended to page.
+///
+/// # Safety
+/// b is a live batch whose last execution produced a scan page.
+pub(crate) unsafe fn take_page(b: *mut sys::sl_batch, page: &mut VecDeque<Vec<u8>>) {
+    let (mut n, mut data, mut dlen) = (0usize, ptr::null::<u8>(), 0usize);
+    // SAFETY: b is live (the caller's promise); the page stays valid until its next use.
+    let recs = unsafe { sys::sl_batch_replies(b, &mut n, &mut data, &mut dlen) };
+    if recs.is_null() || n < 2 {
+        return;
+    }
+    // SAFETY: n records and dlen data bytes, as the core says.
+    let recs = unsafe { std::slice::from_raw_parts(recs, n) };
+    let data = if dlen == 0 {
+        &[][..]
+    } else {
+        unsafe { std::slice::from_raw_parts(data, dlen) }
+    };
+    for r in &recs[1..] {
+        let (off, len) = (r.offset as usize, r.len as usize);
+        page.push_back(data[off..off + len].to_vec());
     }
 }
 
@@ -141,23 +176,8 @@ impl ScanIter<'_> {
             return Err(Error::from_code(rc, &self.client.errmsg()));
         }
         self.done = done != 0;
-        let (mut n, mut data, mut dlen) = (0usize, ptr::null::<u8>(), 0usize);
-        // SAFETY: b is live; the page stays valid until the batch's next execution.
-        let recs = unsafe { sys::sl_batch_replies(b, &mut n, &mut data, &mut dlen) };
-        if recs.is_null() || n < 2 {
-            return Ok(());
-        }
-        // SAFETY: n records and dlen data bytes, as the core says.
-        let recs = unsafe { std::slice::from_raw_parts(recs, n) };
-        let data = if dlen == 0 {
-            &[][..]
-        } else {
-            unsafe { std::slice::from_raw_parts(data, dlen) }
-        };
-        for r in &recs[1..] {
-            let (off, len) = (r.offset as usize, r.len as usize);
-            self.page.push_back(data[off..off + len].to_vec());
-        }
+        // SAFETY: b is live and holds the page just fetched.
+        unsafe { take_page(b, &mut self.page) };
         Ok(())
     }
 }
@@ -202,7 +222,7 @@ impl Drop for ScanIter<'_> {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Script {
-    code: Vec<u8>,
+    code: std::sync::Arc<[u8]>,
     sha: String,
 }
 
@@ -217,7 +237,7 @@ impl Script {
             .to_string_lossy()
             .into_owned();
         Script {
-            code: code.as_bytes().to_vec(),
+            code: code.as_bytes().into(),
             sha,
         }
     }
@@ -247,13 +267,13 @@ impl Script {
         self.run(client, "EVALSHA_RO", keys, args)
     }
 
-    fn run<T: FromValue, K: ToArg, A: ToArg>(
+    /// EVALSHA (or EVALSHA_RO: name) of this script with keys and args.
+    pub(crate) fn command<K: ToArg, A: ToArg>(
         &self,
-        client: &mut Client,
         name: &str,
         keys: &[K],
         args: &[A],
-    ) -> Result<T, Error> {
+    ) -> crate::Cmd {
         let mut c = crate::cmd(name);
         c.arg(self.sha.as_str()).arg(keys.len() as i64);
         for k in keys {
@@ -262,6 +282,23 @@ impl Script {
         for a in args {
             c.arg(a);
         }
+        c
+    }
+
+    /// The body, shared with the futures of `slotlane::aio` (the core reads it until the
+    /// completion).
+    pub(crate) fn body(&self) -> std::sync::Arc<[u8]> {
+        self.code.clone()
+    }
+
+    fn run<T: FromValue, K: ToArg, A: ToArg>(
+        &self,
+        client: &mut Client,
+        name: &str,
+        keys: &[K],
+        args: &[A],
+    ) -> Result<T, Error> {
+        let c = self.command(name, keys, args);
         let mut buf = std::mem::take(&mut client.scratch);
         buf.clear();
         c.write_resp(&mut buf);

@@ -92,6 +92,19 @@ impl Pipeline {
         &self.buf
     }
 
+    /// Whether a command has a routing override (`slotlane::aio` refuses those).
+    pub(crate) fn has_routes(&self) -> bool {
+        !self.routes.is_empty()
+    }
+
+    /// The timeout as the core takes it: milliseconds, 0 for the client's default.
+    pub(crate) fn timeout_ms(&self) -> i32 {
+        match self.timeout {
+            None => 0,
+            Some(t) => t.as_millis().clamp(1, i32::MAX as u128) as i32,
+        }
+    }
+
     /// Starts a command named `name`; [`arg`](Pipeline::arg) adds its arguments.
     pub fn cmd(&mut self, name: &str) -> &mut Self {
         self.starts.push(self.buf.len());
@@ -198,10 +211,7 @@ impl Pipeline {
         if count == 0 {
             return Vec::new();
         }
-        let timeout_ms = match self.timeout {
-            None => 0,
-            Some(t) => t.as_millis().clamp(1, i32::MAX as u128) as i32,
-        };
+        let timeout_ms = self.timeout_ms();
         if self.routes.is_empty() {
             return client.run_all(&self.buf, count, None, timeout_ms);
         }

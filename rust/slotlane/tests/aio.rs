@@ -5,29 +5,10 @@
 //! bound, and the futures being Send + 'static.
 mod common;
 
+use common::runtimes;
 use slotlane::aio::{Call, Client};
 use slotlane::{cmd, Error, Value};
 use std::time::Duration;
-
-fn runtimes() -> Vec<(&'static str, tokio::runtime::Runtime)> {
-    vec![
-        (
-            "multi-thread",
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap(),
-        ),
-        (
-            "current-thread",
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap(),
-        ),
-    ]
-}
 
 fn assert_send_static<T: Send + 'static>(_: &T) {}
 
@@ -161,4 +142,101 @@ fn a_call_never_polled_sends_nothing_and_a_dead_server_errors() {
     let e = Client::connect("127.0.0.1:1").unwrap_err();
     assert!(matches!(e, Error::Io(_)), "{e:?}");
     assert!(slotlane::aio::block_on(c.ping()).is_ok());
+}
+
+#[test]
+fn pipelines_with_the_typed_methods_on_every_target_and_runtime() {
+    for (target, url) in common::targets() {
+        for (rt_name, rt) in runtimes() {
+            let c = Client::connect(url.as_str()).unwrap();
+            rt.block_on(async {
+                let k = format!("aio-pipe:{rt_name}:{{n}}");
+                let mut p = slotlane::Pipeline::new();
+                p.set(&k, "1", None);
+                let n = p.incr(&k);
+                p.cmd("LPOP").arg(&k); // WRONGTYPE: fails alone
+                let got = p.get(&k);
+                let spread: Vec<_> = (0..50)
+                    .map(|i| p.incr(format!("aio-pipe:{rt_name}:s{i}")))
+                    .collect();
+                let fut = c.exec(&p);
+                assert_send_static(&fut);
+                let replies = fut.await;
+                assert_eq!(replies.len(), 54, "{target} {rt_name}");
+                assert_eq!(n.get(&replies), Ok(2));
+                assert_eq!(
+                    replies[2].as_ref().unwrap_err().response_kind(),
+                    Some("WRONGTYPE"),
+                    "{target}"
+                );
+                assert_eq!(got.get(&replies).unwrap(), Some(b"2".to_vec()));
+                let first: Vec<i64> = spread.iter().map(|s| s.get(&replies).unwrap()).collect();
+                // run again: the same pipeline, one more each
+                let again = c.exec(&p).await;
+                assert!(spread
+                    .iter()
+                    .zip(&first)
+                    .all(|(s, f)| s.get(&again).unwrap() == f + 1));
+                assert!(c.exec(&slotlane::Pipeline::new()).await.is_empty());
+                let mut routed = slotlane::Pipeline::new();
+                routed.cmd("PING").route(slotlane::Route::Random);
+                let r = c.exec(&routed).await;
+                assert!(matches!(r[0], Err(Error::InvalidArgument(_))), "{r:?}");
+                let mut del = slotlane::Pipeline::new();
+                del.delete(&[k.as_str()]);
+                for i in 0..50 {
+                    del.delete(&[format!("aio-pipe:{rt_name}:s{i}")]);
+                }
+                assert!(c.exec(&del).await.iter().all(|r| r.is_ok()));
+            });
+        }
+    }
+}
+
+#[test]
+fn dropping_a_pipeline_future_cancels_only_its_batch() {
+    for url in [common::plain_url(), common::cluster_url()] {
+        for (rt_name, rt) in runtimes() {
+            let c = Client::connect(url.as_str()).unwrap();
+            let list = format!("{{aio-pdrop}}{rt_name}:l");
+            let key = format!("{{aio-pdrop}}{rt_name}:k");
+            rt.block_on(async {
+                assert!(c.set(key.clone(), "v", None).await.unwrap());
+                let pipe = tokio::spawn({
+                    let c = c.clone();
+                    let mut p = slotlane::Pipeline::new();
+                    p.incr(format!("{key}:n"));
+                    p.cmd("BLPOP").arg(&list).arg(0);
+                    p.incr(format!("{key}:n"));
+                    async move { c.exec(&p).await }
+                });
+                let u = url.clone();
+                tokio::task::spawn_blocking(move || common::wait_blocked(&u, "blpop"))
+                    .await
+                    .unwrap();
+                let behind = tokio::spawn({
+                    let c = c.clone();
+                    let key = key.clone();
+                    async move { c.get(key).await }
+                });
+                pipe.abort(); // drops the future: sl_batch_cancel of the pipeline's batch
+                assert!(pipe.await.unwrap_err().is_cancelled());
+                let mut other = slotlane::Client::connect(url.as_str()).unwrap();
+                let _: i64 = cmd("RPUSH").arg(&list).arg("x").query(&mut other).unwrap();
+                let got = tokio::time::timeout(Duration::from_secs(10), behind)
+                    .await
+                    .expect("the GET behind the cancelled pipeline got no reply")
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(got, Some(b"v".to_vec()));
+                let n: i64 = cmd("LLEN").arg(&list).query(&mut other).unwrap();
+                assert_eq!(n, 0, "the BLPOP ran (its reply was dropped)");
+                assert_eq!(c.get(key.clone()).await.unwrap(), Some(b"v".to_vec()));
+                let _: i64 = cmd("DEL")
+                    .arg(format!("{key}:n"))
+                    .query(&mut other)
+                    .unwrap();
+            });
+        }
+    }
 }

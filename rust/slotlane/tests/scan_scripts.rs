@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use slotlane::{cmd, Client, ClusterNode as Node, Pipeline, Route, ScanOptions, Script, Value};
+use slotlane::{cmd, Client, Pipeline, Route, ScanOptions, Script, Value};
 use std::collections::HashMap;
 
 fn scan_all(c: &mut Client, o: &ScanOptions) -> HashMap<Vec<u8>, usize> {
@@ -21,38 +21,9 @@ fn flushall(c: &mut Client) {
     let _: Value<'static> = cmd("FLUSHALL").query(c).unwrap();
 }
 
-fn primaries(c: &Client) -> Vec<Node> {
-    c.nodes()
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.primary)
-        .collect()
-}
-
-fn key_on(n: &Node, prefix: &str) -> String {
-    (0..)
-        .map(|i| format!("{prefix}{i}"))
-        .find(|k| {
-            let s = Client::key_slot(k.as_bytes());
-            n.slots[0].0 <= s && s <= n.slots[0].1
-        })
-        .unwrap()
-}
-
-fn script_loads(c: &mut Client, addr: &str) -> i64 {
-    let info: String = cmd("INFO")
-        .arg("commandstats")
-        .route(Route::Node(addr.to_string()))
-        .query(c)
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_script|load:calls="))
-        .map(|v| v.split(',').next().unwrap().parse().unwrap())
-        .unwrap_or(0)
-}
-
 #[test]
 fn scan_iter_every_key_match_type_and_nodes() {
+    let _one = serial(); // it flushes the keyspaces the script test uses
     for (name, url) in targets() {
         let mut c = Client::connect(url.as_str()).unwrap();
         flushall(&mut c);
@@ -134,6 +105,7 @@ fn scan_iter_every_key_match_type_and_nodes() {
 
 #[test]
 fn script_on_every_shard_reloaded_after_a_flush_and_functions() {
+    let _one = serial();
     for (name, url) in targets() {
         let mut c = Client::connect(url.as_str()).unwrap();
         let _: Value<'static> = cmd("SCRIPT").arg("FLUSH").query(&mut c).unwrap();

@@ -513,7 +513,16 @@ SL_EXTERN int sl_scan_new(sl_client *client, const sl_scan_options *opts, sl_sca
  * tries again. Each call is one to three round trips to one node (more after a failure). */
 SL_EXTERN int sl_scan_next(sl_scan *scan, sl_batch *batch, int *done);
 
-/* Frees the iterator. NULL is a no-op. */
+/* 1 once every slot has been scanned: no later page holds a key (sl_scan_next still
+ * answers the last, empty page with *done = 1), else 0 (NULL: 0). Read it after a page,
+ * never while the scan is paged on a loop (slotlane_uv.h). */
+SL_EXTERN int sl_scan_done(const sl_scan *scan);
+
+/* The last failure of the scan's pages, also of those paged on a loop (the loop does not
+ * write the client's message); "" when none. Owned by the scan, valid until its next page. */
+SL_EXTERN const char *sl_scan_errmsg(const sl_scan *scan);
+
+/* Frees the iterator (not while a page of it is in flight on a loop). NULL is a no-op. */
 SL_EXTERN void sl_scan_free(sl_scan *scan);
 
 /* ----------------------------------------------------------------- scripts */

@@ -2,6 +2,8 @@
  * EVALSHA), and one EVALSHA that survives a node without the script: on NOSCRIPT the script
  * is loaded on the node that answered and the command is sent once more. Every binding's
  * script object is this one loop, so none of them writes it again. */
+#include "script.h"
+
 #include "batch.h"
 #include "client.h"
 
@@ -65,12 +67,29 @@ void sl_script_sha1(const void *body, size_t len, char *out)
 
 /* ------------------------------------------------------------------ EVALSHA with reload */
 
-static int is_noscript(const sl_batch *b)
+int sl__script_noscript(const sl_batch *b)
 {
     if (!b->result || b->nresult == 0) return 0;
     const sl_reply *r = &b->result[0];
     return r->type == SL_REPLY_ERROR && r->flags == SL_ERR_SERVER && r->len >= 8 &&
            memcmp(b->data.ptr + r->offset, "NOSCRIPT", 8) == 0;
+}
+
+int sl__script_put_load(sl_batch *b, const void *body, size_t body_len)
+{
+    /* The node that answered NOSCRIPT (after any redirect) loads the script. */
+    sl_client *c = b->client;
+    uint16_t node = b->cmds[0].node;
+    if (node >= c->topo.nnodes) return 1;
+    char addr[sizeof c->topo.nodes[0]->addr];
+    memcpy(addr, c->topo.nodes[node]->addr, sizeof addr);
+    sl_route route = SL_ROUTE_INIT;
+    route.kind = SL_ROUTE_NODE;
+    route.node = addr;
+    const char *argv[3] = {"SCRIPT", "LOAD", body ? (const char *)body : ""};
+    size_t argvlen[3] = {6, 4, body_len};
+    sl_batch_reset(b);
+    return sl_batch_append_argv(b, &route, 3, argv, argvlen);
 }
 
 int sl_batch_run_script(sl_batch *b, const void *body, size_t body_len, const void *cmd, size_t len,
@@ -85,21 +104,13 @@ int sl_batch_run_script(sl_batch *b, const void *body, size_t body_len, const vo
     }
     sl_sizes s;
     int rc = sl_batch_run(b, cmd, len, 1, timeout_ms, NULL, 0, NULL, 0, &s);
-    if (rc == SL_EINVAL || rc == SL_ENOMEM || !is_noscript(b)) goto out;
-    /* The node that answered NOSCRIPT (after any redirect) loads the script; then the
-     * command goes once more (routed as before: a MOVED meanwhile is followed as usual). */
-    sl_client *c = b->client;
-    uint16_t node = b->cmds[0].node;
-    if (node >= c->topo.nnodes) goto out;
-    char addr[sizeof c->topo.nodes[0]->addr];
-    memcpy(addr, c->topo.nodes[node]->addr, sizeof addr);
-    sl_route route = SL_ROUTE_INIT;
-    route.kind = SL_ROUTE_NODE;
-    route.node = addr;
-    const char *argv[3] = {"SCRIPT", "LOAD", body ? (const char *)body : ""};
-    size_t argvlen[3] = {6, 4, body_len};
-    sl_batch_reset(b);
-    if ((rc = sl_batch_append_argv(b, &route, 3, argv, argvlen)) != 0) goto out;
+    if (rc == SL_EINVAL || rc == SL_ENOMEM || !sl__script_noscript(b)) goto out;
+    /* Then the command goes once more (routed as before: a MOVED meanwhile is followed). */
+    int put = sl__script_put_load(b, body, body_len);
+    if (put) {
+        if (put < 0) rc = put;
+        goto out;
+    }
     rc = sl_batch_exec(b, timeout_ms, &s);
     if (rc == 0 && s.errors == 0) rc = sl_batch_run(b, cmd, len, 1, timeout_ms, NULL, 0, NULL, 0, &s);
     /* else: the failed SCRIPT LOAD's record is the answer (it says why) */

@@ -143,3 +143,65 @@ pub fn wait_blocked(url: &str, command: &str) {
     }
     panic!("no client of {url} blocked in {command}");
 }
+
+/// tokio's multi-thread (2 workers) and current-thread runtimes, by name (the aio tests run on both).
+pub fn runtimes() -> Vec<(&'static str, tokio::runtime::Runtime)> {
+    vec![
+        (
+            "multi-thread",
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap(),
+        ),
+        (
+            "current-thread",
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap(),
+        ),
+    ]
+}
+
+/// The primaries of the client's node list.
+pub fn primaries(c: &slotlane::Client) -> Vec<slotlane::ClusterNode> {
+    c.nodes()
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.primary)
+        .collect()
+}
+
+/// A key whose slot the node's first range holds.
+pub fn key_on(n: &slotlane::ClusterNode, prefix: &str) -> String {
+    (0..)
+        .map(|i| format!("{prefix}{i}"))
+        .find(|k| {
+            let s = slotlane::Client::key_slot(k.as_bytes());
+            n.slots[0].0 <= s && s <= n.slots[0].1
+        })
+        .unwrap()
+}
+
+/// SCRIPT LOAD calls the node has counted (INFO commandstats; 0 when it counts none).
+pub fn script_loads(c: &mut slotlane::Client, addr: &str) -> i64 {
+    let info: String = slotlane::cmd("INFO")
+        .arg("commandstats")
+        .route(slotlane::Route::Node(addr.to_string()))
+        .query(c)
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_script|load:calls="))
+        .map(|v| v.split(',').next().unwrap().parse().unwrap())
+        .unwrap_or(0)
+}
+
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Held by the tests of one file that flush or count whole keyspaces of the shared
+/// servers, so that they run one at a time (cargo runs a file's tests in parallel).
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
