@@ -30,8 +30,10 @@ static int read_arrived(sl_batch *b)
         while (n->state == SL__CONNECTED && sl__engine_node_busy(n) && b->inflight > 0) {
             struct pollfd p = {n->fd, POLLIN, 0};
             if (!sl__node_pending(n) && (poll(&p, 1, 0) <= 0 || !(p.revents & (POLLIN | POLLHUP | POLLERR)))) break;
+            uint64_t got = n->conn_read;
             int rc = sl__engine_read(c, k);
             if (rc) return rc;
+            if (n->conn_read == got) break; /* nothing new (TLS: a partial record waits for its rest) */
         }
     }
     return 0;

@@ -210,6 +210,10 @@ int sl_tls_new(sl_tls **out, const sl_tls_options *opts, char *err, size_t cap)
     SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
     SSL_CTX_set_options(t->ctx, SSL_OP_IGNORE_UNEXPECTED_EOF); /* a close without close_notify is a close */
     SSL_CTX_set_mode(t->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    /* Read ahead: one recv() takes a whole record (or several) instead of its 5-byte header
+     * and then its body: one syscall per reply burst, as without TLS. What it buffers beyond
+     * the record is reported by sl__tls_pending (SSL_has_pending). */
+    SSL_CTX_set_read_ahead(t->ctx, 1);
     SSL_CTX_set_verify(t->ctx, o.verify == SL_TLS_VERIFY_NONE_INSECURE ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, verify_cb);
 
     int have_ca = 0;
@@ -486,8 +490,12 @@ ssize_t sl__tls_write(sl__tls_conn *tc, const void *buf, size_t len)
 
 size_t sl__tls_pending(const sl__tls_conn *tc)
 {
+    /* Decrypted bytes, or (read ahead) received bytes of records not yet decrypted: either
+     * way bytes poll() will not report again. A partial record counts too; reading it then
+     * meets EAGAIN until the rest arrives. */
     int p = SSL_pending(tc->ssl);
-    return p > 0 ? (size_t)p : 0;
+    if (p > 0) return (size_t)p;
+    return SSL_has_pending(tc->ssl) ? 1 : 0;
 }
 
 const char *sl__tls_errmsg(const sl__tls_conn *tc) { return tc->err; }
