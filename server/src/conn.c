@@ -68,6 +68,7 @@ void sv_conn_close(sv_conn *c)
     if (c->next) c->next->prev = c->prev;
     sh->nclients--;
     sv_pubsub_conn_closed(c); /* no message is written to it any more */
+    sv_tracking_conn_closed(sh, &c->sess);
     if (c->sess.tx) {
         if (sh->fwd_on) sv_fwd_release_watches(c, 1); /* those kept by other shards */
         sv_tx_free(sh, &c->sess);
@@ -247,12 +248,15 @@ static void process(sv_conn *c)
             struct sv_pend *tail0 = c->pend_tail;
             size_t len0 = tail0 ? sv_fwd_later_out(tail0)->len : c->out.len;
             if (sh->fwd_on) {
+                sv_tracking_before_command(sh, &c->sess);
                 if (sv_fwd_process(c, argc, c->argv)) {
                     /* backpressure: the request stays in the buffer, parsed again
                      * when the connection is resumed */
+                    sv_tracking_before_command(sh, NULL);
                     sv_parser_reset(&c->parser);
                     break;
                 }
+                sv_tracking_after_command(sh, &c->sess, argc, c->argv, NULL);
             } else {
                 sv_ctx ctx = {.sh = sh, .sess = &c->sess, .r = {&c->out, c->sess.proto}, .noroute = 0};
                 ctx.can_block = 1;
@@ -328,6 +332,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     c->sh->now_ms = sv_mstime();
     c->last_interaction_ms = c->sh->now_ms;
+    /* CLIENT TRACKING with forwarding: invalidations other shards sent this client
+     * before its request was read are written before its replies, as Redis does */
+    if (c->sess.trk && c->sh->fwd_on) sv_fwd_take_tracking(c->sh);
     process(c);
     if (c->closing) return;
     /* Replies still owed by other shards: the rest of the batch follows within a
@@ -418,6 +425,7 @@ static void conn_start(sv_shard *sh, int fd)
     c->next = sh->conns;
     if (sh->conns) sh->conns->prev = c;
     sh->conns = c;
+    sv_tracking_conn_opened(sh, c->sess.id);
     sh->nclients++;
     sh->stats.connections++;
     if (sh->nclients > sv_cfg.maxclients) {
