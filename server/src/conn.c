@@ -210,13 +210,24 @@ static void reply_mode(sv_conn *c, struct sv_pend *tail0, size_t len0)
     s->reply_skip_next = 0;
 }
 
+#define PREFETCH_BATCH 16 /* requests looked ahead at once */
+
 static void process(sv_conn *c)
 {
     sv_shard *sh = c->sh;
+    int ahead = 0; /* requests of the buffer whose keys are prefetched and not run yet */
     while (!c->close_when_flushed && !c->closing && !c->blk_wait && !c->cpause_wait) {
         const char *base = c->rbuf.data + c->rstart;
         size_t avail = c->rbuf.len - c->rstart;
         if (avail == 0) break;
+        if (ahead == 0 && c->parser.pos == 0) {
+            /* a pipelined batch: the keyspace lookups of its next requests start
+             * together (their bucket and entry misses overlap; sv_dict_prefetch) */
+            sv_str keys[PREFETCH_BATCH];
+            ahead = sv_peek_keys(base, avail, keys, PREFETCH_BATCH);
+            if (ahead > 1) sv_dict_prefetch(&sh->keys, keys, ahead);
+        }
+        if (ahead) ahead--;
         int r = sv_parse(&c->parser, base, avail);
         if (r == SV_PARSE_MORE) {
             if ((long long)query_bytes(c, avail) > SV_QUERYBUF_MAX) {
