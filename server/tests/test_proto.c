@@ -233,6 +233,29 @@ static void test_random_garbage(void **state)
     sv_parser_free(&p);
 }
 
+/* The look-ahead of the prefetch: keys of the complete multibulk requests, never past
+ * the buffer, stopping at an incomplete, inline or malformed one. */
+static void test_peek_keys(void **state)
+{
+    (void)state;
+    sv_str k[4];
+    const char *b = "*2\r\n$3\r\nGET\r\n$3\r\nfoo\r\n*1\r\n$4\r\nPING\r\n*3\r\n$3\r\nSET\r\n$2\r\nab\r\n$1\r\nv\r\n";
+    assert_int_equal(sv_peek_keys(b, strlen(b), k, 4), 3);
+    assert_int_equal(k[0].len, 3);
+    assert_memory_equal(k[0].p, "foo", 3);
+    assert_int_equal(k[1].len, 0);
+    assert_int_equal(k[2].len, 2);
+    assert_memory_equal(k[2].p, "ab", 2);
+    assert_int_equal(sv_peek_keys(b, strlen(b), k, 2), 2); /* at most max */
+    for (size_t cut = 0; cut < strlen(b); cut++) {           /* every prefix: only what is whole */
+        int n = sv_peek_keys(b, cut, k, 4);
+        assert_true(n >= 0 && n <= 2);
+        for (int i = 0; i < n; i++) assert_true(!k[i].len || (k[i].p >= b && k[i].p + k[i].len <= b + cut));
+    }
+    const char *bad[] = {"PING\r\n", "*x\r\n", "*2\r\n$99999999999999\r\n", "*2\r\n+3\r\nGET\r\n", "*-1\r\n", "*0\r\n", ""};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) assert_int_equal(sv_peek_keys(bad[i], strlen(bad[i]), k, 4), 0);
+}
+
 static void test_reply_writer(void **state)
 {
     (void)state;
@@ -289,7 +312,7 @@ int main(void)
         cmocka_unit_test(test_multibulk),     cmocka_unit_test(test_empty_requests),
         cmocka_unit_test(test_inline),        cmocka_unit_test(test_split_every_byte),
         cmocka_unit_test(test_malformed),     cmocka_unit_test(test_random_garbage),
-        cmocka_unit_test(test_reply_writer),
+        cmocka_unit_test(test_reply_writer),  cmocka_unit_test(test_peek_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

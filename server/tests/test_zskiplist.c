@@ -55,6 +55,7 @@ static void check(sv_zsl *l, sv_entry **ref, size_t n)
             r += y->level[i].span;
             assert_true(r >= 1 && r <= n);
             assert_ptr_equal(y->level[i].forward->e, ref[r - 1]);
+            assert_true(y->level[i].fscore == y->level[i].forward->score); /* the link's copy of it */
         }
     }
     assert_null(sv_zsl_at(l, 0));

@@ -89,6 +89,10 @@ STEPS = [
     ["XACK", "{k}xs", "g", "1-1"], ["XDEL", "{k}xs", "2-1"], ["XSETID", "{k}xs", "5-0"],
     ["XRANGE", "{k}nox", "-", "+"], ["XLEN", "{k}nox"], ["XINFO", "STREAM", "{k}nox"],
     ["XREAD", "STREAMS", "{k}nox", "0"], ["XPENDING", "{k}nox", "g"],
+    # a missing key: XREAD looks it up twice (two "keymiss"), XREADGROUP once before NOGROUP
+    ["XREAD", "STREAMS", "{k}nox", "{k}nox2", "0", "0"], ["XREAD", "COUNT", "1", "BLOCK", "1", "STREAMS", "{k}nox", "$"],
+    ["XREADGROUP", "GROUP", "g", "c1", "STREAMS", "{k}nox", ">"],
+    ["XREADGROUP", "GROUP", "g", "c1", "STREAMS", "{k}xs", "{k}nox", ">", ">"],
     ["XTRIM", "{k}xs", "MAXLEN", "0"], ["XGROUP", "DESTROY", "{k}xs", "g"],
     # an expiry seen by a read: the BLPOP's timeout is the server's own clock passing
     [["SET", "{k}ex", "v", "PX", "1"], ["BLPOP", "{k}never", "0.05"], ["GET", "{k}ex"]],
@@ -199,6 +203,21 @@ def test_cross_shard_steps_fire_what_redis_fires():
         ["SINTERSTORE", g3, g0 + "s", g1], ["LMPOP", "2", g0 + "l", g1, "LEFT"], ["RPUSH", g2 + "l", "a"],
         ["LMPOP", "2", g3, g2 + "l", "RIGHT"], ["COPY", g0, g3, "REPLACE"], ["SET", g1 + "b", "ab"],
         ["BITOP", "OR", g2 + "b", g0 + "q", g1 + "b"], ["PFADD", g0 + "h", "a"], ["PFMERGE", g3 + "h", g0 + "h"],
+        # an empty result deletes an existing destination and fires "del"; a missing one: nothing
+        ["SADD", g0 + "s2", "n"], ["SADD", g2 + "d", "old"], ["SINTERSTORE", g2 + "d", g0 + "s", g0 + "s2"],
+        ["SINTERSTORE", g2 + "d", g0 + "s", g0 + "s2"], ["SADD", g3 + "d", "old"],
+        ["SUNIONSTORE", g3 + "d", g1 + "none", g2 + "none"], ["SUNIONSTORE", g3 + "d", g1 + "none", g2 + "none"],
+        ["SADD", g1 + "d", "old"], ["SDIFFSTORE", g1 + "d", g0 + "s", g3 + "s"], ["SDIFFSTORE", g1 + "d", g0 + "s", g3 + "s"],
+        ["SADD", g1 + "d", "old"], ["SINTERSTORE", g1 + "d", g0 + "s", g2 + "none"],
+        ["ZADD", g2 + "z", "1", "a"], ["ZINTERSTORE", g2 + "z", "2", g0, g1], ["ZADD", g3 + "z", "1", "a"],
+        ["ZDIFFSTORE", g3 + "z", "2", g0, g0], ["ZADD", g1 + "z", "1", "a"], ["ZRANGESTORE", g1 + "z", g0, "5", "9"],
+        ["ZADD", g3 + "z", "1", "a"], ["ZUNIONSTORE", g3 + "z", "2", g1 + "none", g2 + "none"],
+        ["SET", g3 + "b", "x"], ["BITOP", "AND", g3 + "b", g1 + "none", g2 + "none"],
+        ["RPUSH", g3 + "l2", "a"], ["SORT", g1 + "none", "STORE", g3 + "l2"],
+        # XREADGROUP with keys on two shards, the second missing: its "keymiss", then NOGROUP
+        ["XADD", g0 + "x", "1-1", "f", "v"], ["XGROUP", "CREATE", g0 + "x", "g", "0"],
+        ["XREADGROUP", "GROUP", "g", "c", "STREAMS", g0 + "x", g1 + "x", ">", ">"],
+        ["XREAD", "STREAMS", g2 + "x", g1 + "x", "0", "0"],
     ]
     theirs = redis_events(steps, ends)
     s = Server(shards=4, extra=("--port-mode", "one-port"))
