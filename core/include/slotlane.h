@@ -265,6 +265,7 @@ SL_EXTERN void sl_client_cancel(sl_client *client);
 /* Re-reads the slot map from the known nodes now. */
 SL_EXTERN int sl_client_refresh(sl_client *client);
 
+
 #define SL_STATS_VERSION 1
 typedef struct sl_stats {
     unsigned int version;       /* set by the caller: SL_STATS_VERSION */
@@ -533,6 +534,17 @@ SL_EXTERN int sl_batch_run_script(sl_batch *batch, const void *body, size_t body
                                   sl_sizes *sizes);
 
 /* -------------------------------------------------------------- pub/sub */
+/* Out-of-band RESP3 pushes on the client's command connections (client-side caching's
+ * "invalidate", and any other push that answers no command) are given to fn instead of
+ * being dropped: records[0] is the push (SL_REPLY_PUSH), its children follow, offsets into
+ * data; all of it valid only during the call. fn runs on the thread that drives the
+ * connection (the executing thread, or the sl_loop's thread) and must not call into the
+ * client. fn NULL: pushes are dropped again. Set it before executions start (not
+ * concurrently with one). SL_EINVAL for a NULL client. */
+typedef void (*sl_push_fn)(void *ctx, const char *node, const sl_reply *records, size_t count,
+                           const uint8_t *data);
+SL_EXTERN int sl_client_set_push_handler(sl_client *client, sl_push_fn fn, void *ctx);
+
 
 /* A subscriber: connections of its own, never the command connections (classic and pattern
  * subscriptions on one connection to one node — a Redis Cluster delivers PUBLISH on every

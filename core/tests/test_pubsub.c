@@ -452,6 +452,66 @@ static void test_new_errors(void **state)
     fs_dead_port_close(&d);
 }
 
+typedef struct push_seen {
+    int count;
+    int type;
+    uint32_t children;
+    char first[32];
+    char second[32];
+    char node[64];
+} push_seen;
+
+static void on_push(void *ctx, const char *node, const sl_reply *r, size_t n, const uint8_t *data)
+{
+    push_seen *p = ctx;
+    p->count++;
+    p->type = r[0].type;
+    p->children = r[0].len;
+    snprintf(p->node, sizeof p->node, "%s", node);
+    if (n > 1) snprintf(p->first, sizeof p->first, "%.*s", (int)r[1].len, (const char *)data + r[1].offset);
+    if (n > 3) snprintf(p->second, sizeof p->second, "%.*s", (int)r[3].len, (const char *)data + r[3].offset);
+}
+
+/* A RESP3 push on a command connection (client-side caching's invalidate) reaches the push
+ * handler; the command's own reply is untouched; without a handler it is dropped. */
+static void test_push_handler_command_connection(void **state)
+{
+    (void)state;
+    fs_node *n = fs_start();
+    char url[64];
+    snprintf(url, sizeof url, "127.0.0.1:%d", fs_port(n));
+    sl_client_options o = SL_CLIENT_OPTIONS_INIT;
+    o.url = url;
+    o.mode = SL_MODE_PLAIN;
+    o.resp_version = 3;
+    sl_client *c = NULL;
+    assert_int_equal(sl_client_new(&c, &o, NULL, 0), 0);
+    push_seen seen;
+    memset(&seen, 0, sizeof seen);
+    assert_int_equal(sl_client_set_push_handler(NULL, on_push, &seen), SL_EINVAL);
+    assert_int_equal(sl_client_set_push_handler(c, on_push, &seen), 0);
+    const char *push_then_value = ">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n$1\r\nv\r\n";
+    fs_add_reply(n, "GET", "k", 2, push_then_value);
+    const char *argv[] = {"GET", "k"};
+    const sl_reply *r;
+    const uint8_t *d;
+    assert_int_equal(sl_client_command(c, NULL, 2, argv, NULL, &r, &d), 0);
+    assert_int_equal(r->type, SL_REPLY_STRING);
+    assert_memory_equal(d + r->offset, "v", 1);
+    assert_int_equal(seen.count, 1);
+    assert_int_equal(seen.type, SL_REPLY_PUSH);
+    assert_int_equal(seen.children, 2);
+    assert_string_equal(seen.first, "invalidate");
+    assert_string_equal(seen.second, "k");
+    assert_string_equal(seen.node, url);
+    assert_int_equal(sl_client_set_push_handler(c, NULL, NULL), 0);
+    assert_int_equal(sl_client_command(c, NULL, 2, argv, NULL, &r, &d), 0);
+    assert_memory_equal(d + r->offset, "v", 1);
+    assert_int_equal(seen.count, 1);
+    sl_client_free(c);
+    fs_stop(n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -466,6 +526,7 @@ int main(void)
         cmocka_unit_test(test_shard_moved_reply),
         cmocka_unit_test(test_fd_and_codes),
         cmocka_unit_test(test_new_errors),
+        cmocka_unit_test(test_push_handler_command_connection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
