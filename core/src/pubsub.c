@@ -56,6 +56,7 @@ struct sub_conn {
     uint64_t last_read_ms;
     uint64_t ping_sent_ms;
     int ping_out;
+    uint64_t hold_until_ms;      /* a subscription command was refused: send again after this */
 };
 
 typedef struct sub_op {
@@ -102,6 +103,7 @@ struct sl_subscriber {
     size_t nconns, capconns;
     size_t classic_pick;         /* which primary the classic connection goes to */
     int dirty;                   /* reconcile: something changed */
+    uint64_t dirty_at_ms;        /* ... or will be due then (a refused subscription's retry); 0: none */
     int refresh_wanted;
     uint64_t refresh_at;
     int refresh_fails;
@@ -258,7 +260,7 @@ static void conn_free(sl_subscriber *s, size_t i)
 /* The connection broke (or never came up): its subscriptions are in a gap. */
 static void conn_failed(sl_subscriber *s, sub_conn *k, const char *why, int failed)
 {
-    int was_up = k->ready;
+    int was_up = k->ready && k->handshake_left == 0; /* a refused handshake is no loss */
     char msg[SL__ERRMSG_MAX + SL__HOST_MAX + 16];
     snprintf(msg, sizeof msg, "%s: %s", k->node.addr, why);
     sl__node_close(s->c, &k->node, failed);
@@ -392,8 +394,9 @@ static void on_reply(sl_subscriber *s, sub_conn *k)
 {
     const sl_reply *r = k->recs.ptr;
     if (k->handshake_left > 0) {
-        k->handshake_left--;
-        if (r[0].type == SL_REPLY_ERROR) {
+        if (r[0].type != SL_REPLY_ERROR) {
+            k->handshake_left--;
+        } else {
             char why[300];
             snprintf(why, sizeof why, "connection setup failed: %.*s", (int)(r[0].len > 200 ? 200 : r[0].len),
                      (const char *)k->data.ptr + r[0].offset);
@@ -419,9 +422,17 @@ static void on_reply(sl_subscriber *s, sub_conn *k)
             s->dirty = 1;
             return;
         }
+        /* Refused (CLUSTERDOWN while a restarted node rejoins, LOADING...): report it, and
+         * send what is still unconfirmed here again after a backoff. */
         char msg[300];
         snprintf(msg, sizeof msg, "%.*s (from %s)", (int)(tl > 200 ? 200 : tl), t, k->node.addr);
         q_event(s, SL_MSG_ERROR, 0, 0, NULL, 0, msg);
+        for (size_t i = 0; i < s->nents; i++)
+            if (s->ents[i].conn == k && s->ents[i].state == ST_SENT) s->ents[i].state = ST_NONE;
+        uint64_t wait = (uint64_t)(s->c->opts.reconnect_max_ms > 0 ? s->c->opts.reconnect_max_ms : 100);
+        k->hold_until_ms = sl__now_ms() + wait;
+        if (!s->dirty_at_ms || s->dirty_at_ms > k->hold_until_ms) s->dirty_at_ms = k->hold_until_ms;
+        if (s->c->mode == SL_MODE_CLUSTER) s->refresh_wanted = 1;
         return;
     }
     if (r[0].type != SL_REPLY_ARRAY && r[0].type != SL_REPLY_PUSH) return; /* +PONG, +OK */
@@ -597,9 +608,18 @@ static int send_group(sl_subscriber *s, size_t first, int subscribe)
     return send_argv(s, f->conn, (int)n + 1, s->argv, s->argl);
 }
 
+static void connections(sl_subscriber *s, uint64_t now);
+
 static void reconcile(sl_subscriber *s, uint64_t now)
 {
-    if (!s->dirty) return;
+    if (s->dirty_at_ms && now >= s->dirty_at_ms) {
+        s->dirty_at_ms = 0;
+        s->dirty = 1;
+    }
+    if (!s->dirty) {
+        connections(s, now); /* reconnects whose backoff ended */
+        return;
+    }
     s->dirty = 0;
     for (size_t i = 0; i < s->nconns; i++) s->conns[i]->refs = 0;
     int any_pending = 0;
@@ -623,7 +643,7 @@ static void reconcile(sl_subscriber *s, uint64_t now)
         if (e->state == ST_NONE) e->conn = place(s, e);
         if (e->conn) {
             e->conn->refs++;
-            if (e->state == ST_NONE && e->conn->ready) {
+            if (e->state == ST_NONE && e->conn->ready && now >= e->conn->hold_until_ms) {
                 e->pending = 1;
                 any_pending = 1;
             }
@@ -641,13 +661,23 @@ static void reconcile(sl_subscriber *s, uint64_t now)
                 return;
             }
         }
-    /* connections: drop the unused ones, connect the wanted ones, write what is queued */
+    /* drop the connections nothing is placed on */
     for (size_t i = 0; i < s->nconns;) {
-        sub_conn *k = s->conns[i];
-        if (k->refs == 0) {
+        if (s->conns[i]->refs == 0) {
             conn_free(s, i);
             continue;
         }
+        i++;
+    }
+    connections(s, now);
+}
+
+/* Connects the wanted connections that are down (when their backoff allows), writes what is
+ * queued. */
+static void connections(sl_subscriber *s, uint64_t now)
+{
+    for (size_t i = 0; i < s->nconns;) {
+        sub_conn *k = s->conns[i];
         if (k->node.fd < 0 && sl__node_may_connect(s->c, &k->node, now)) {
             if (sl__node_connect_start(s->c, &k->node) != 0 && s->c->mode == SL_MODE_CLUSTER) s->refresh_wanted = 1;
         }
@@ -741,6 +771,10 @@ static void *sub_main(void *arg)
         }
         if (s->refresh_wanted && s->c->mode == SL_MODE_CLUSTER) {
             uint64_t wait = s->refresh_at > now ? s->refresh_at - now : 0;
+            if (wait < (uint64_t)timeout) timeout = (int)wait;
+        }
+        if (s->dirty_at_ms) {
+            uint64_t wait = s->dirty_at_ms > now ? s->dirty_at_ms - now : 0;
             if (wait < (uint64_t)timeout) timeout = (int)wait;
         }
         if (s->dirty) timeout = 0;

@@ -512,6 +512,55 @@ static void test_push_handler_command_connection(void **state)
     fs_stop(n);
 }
 
+/* A subscription the server refuses (-LOADING) is reported and sent again after a backoff. */
+static void test_refused_subscription_retried(void **state)
+{
+    (void)state;
+    fs_node *n = fs_start();
+    fs_add_reply(n, "SUBSCRIBE", NULL, 1, "-LOADING Redis is loading the dataset in memory\r\n");
+    sl_subscriber *s = new_sub(fs_port(n), SL_MODE_PLAIN, 2, NULL);
+    sl_subscriber_subscribe(s, SL_SUB_CHANNEL, "c", 1);
+    const sl_message *m = expect(s, SL_MSG_ERROR, NULL);
+    assert_non_null(strstr((const char *)payload_of(m), "LOADING"));
+    expect(s, SL_MSG_SUBSCRIBE, "c");
+    assert_int_equal(fs_count(n, "SUBSCRIBE", NULL), 2);
+    fs_publish(n, 0, "c", "m", 1);
+    expect(s, SL_MSG_MESSAGE, "c");
+    sl_subscriber_free(s);
+    fs_stop(n);
+}
+
+/* A reconnect that fails (the handshake is refused: backoff) is tried again when the backoff
+ * ends, with no other event to wake the subscriber. */
+static void test_reconnect_after_backoff(void **state)
+{
+    (void)state;
+    fs_node *n = fs_start();
+    fs_set_password(n, "pw");
+    char url[64];
+    snprintf(url, sizeof url, "redis://:pw@127.0.0.1:%d", fs_port(n));
+    sl_client_options o = SL_CLIENT_OPTIONS_INIT;
+    o.url = url;
+    o.mode = SL_MODE_PLAIN;
+    o.reconnect_min_ms = 1;
+    o.reconnect_max_ms = 20;
+    sl_subscriber *s = NULL;
+    assert_int_equal(sl_subscriber_new(&s, &o, NULL, NULL, 0), 0);
+    sl_subscriber_subscribe(s, SL_SUB_CHANNEL, "c", 1);
+    expect(s, SL_MSG_SUBSCRIBE, "c");
+    uint64_t auths = fs_count(n, "AUTH", NULL);
+    fs_set_password(n, "changed");
+    fs_drop_connections(n);
+    const sl_message *m = expect(s, SL_MSG_CONNECTION_LOST, NULL);
+    assert_non_null(strstr((const char *)payload_of(m), "closed by the server"));
+    assert_int_equal(fs_wait_count(n, "AUTH", NULL, auths + 2, WAIT_MS), 0); /* refused twice */
+    fs_set_password(n, "pw");
+    expect(s, SL_MSG_RESUBSCRIBED, "c");
+    assert_int_equal(stats(s).connection_losses, 1); /* refused handshakes are no losses */
+    sl_subscriber_free(s);
+    fs_stop(n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -527,6 +576,8 @@ int main(void)
         cmocka_unit_test(test_fd_and_codes),
         cmocka_unit_test(test_new_errors),
         cmocka_unit_test(test_push_handler_command_connection),
+        cmocka_unit_test(test_refused_subscription_retried),
+        cmocka_unit_test(test_reconnect_after_backoff),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
