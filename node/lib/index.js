@@ -11,6 +11,7 @@
 const errors = require('./errors');
 const { ReplyError, ConnectionError, CancelledError, SlotlaneError, ProtocolError, errorFromRecord, errorFromCode } = errors;
 const commands = require('./commands');
+const { PubSub } = require('./pubsub');
 
 function loadAddon() {
   const tried = [];
@@ -167,6 +168,7 @@ class Client {
   constructor(opts) {
     const o = checkOptions(opts);
     this._returnBuffers = o.returnBuffers;
+    this._nativeOpts = o.native;
     this._state = CONNECTING;
     this._h = null;
     this._mode = null;
@@ -220,6 +222,16 @@ class Client {
 
   /** Resolves with the client once connected (and the slot map known); rejects with the connect error. */
   connect() { return this._ready; }
+
+  /**
+   * A subscriber on connections of its own (lib/pubsub.js): an EventEmitter and an async
+   * iterator. options: { maxQueueBytes (default 64 MiB: then the newest messages are dropped
+   * and an 'overflow' event says how many), healthCheckInterval (ms of silence before a PING;
+   * default 30000, 0: never) }. It connects in the background (sub.connect() resolves).
+   */
+  pubsub(options) {
+    return new PubSub(native, this._nativeOpts, options, this._returnBuffers);
+  }
 
   /** 'plain' or 'cluster' once connected, else null. */
   get mode() { return this._mode; }
@@ -780,7 +792,7 @@ function keySlot(key) {
 const version = native.version();
 
 module.exports = {
-  createClient, Client, Pipeline, keySlot, version, METHODS: commands.METHODS,
+  createClient, Client, Pipeline, PubSub, keySlot, version, METHODS: commands.METHODS,
   SlotlaneError, ReplyError, ConnectionError, ProtocolError,
   TimeoutError: errors.TimeoutError, ClusterError: errors.ClusterError,
   CancelledError: errors.CancelledError, ArgumentError: errors.ArgumentError,
