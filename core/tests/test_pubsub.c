@@ -419,7 +419,11 @@ static void test_fd_and_codes(void **state)
     assert_int_equal(cnt, 5);
     assert_int_equal(used, 5 * 12);
     assert_int_equal(ms[4].offset, 4 * 12);
+    p.revents = 0;
+    assert_int_equal(poll(&p, 1, 0), 0);
     sl_subscriber_close(s);
+    p.revents = 0;
+    assert_int_equal(poll(&p, 1, WAIT_MS), 1); /* a watcher wakes up to see the close */
     assert_int_equal(sl_subscriber_subscribe(s, SL_SUB_CHANNEL, "y", 1), SL_ESTATE);
     assert_int_equal(sl_subscriber_drain(s, -1, ms, 8, data, sizeof data, &cnt, &used), SL_ESTATE);
     sl_subscriber_free(s);

@@ -638,9 +638,11 @@ SL_EXTERN int sl_subscriber_subscribe(sl_subscriber *sub, int kind, const void *
  * Not wanted: a no-op. Returns 0, SL_EINVAL, SL_ESTATE (closed). */
 SL_EXTERN int sl_subscriber_unsubscribe(sl_subscriber *sub, int kind, const void *name, size_t len);
 
-/* A file descriptor an event loop can watch for reading: readable while the queue holds
- * records (signalled when it goes from empty to non-empty, cleared by the drain that empties
- * it). Owned by the subscriber: never close or read it. */
+/* A file descriptor an event loop can watch for reading: from the first call on, readable
+ * while the queue holds records (signalled when it goes from empty to non-empty, cleared by
+ * the drain that empties it) and after sl_subscriber_close. A subscriber read only with
+ * blocking drains never calls it, and its queue then writes no fd at all. Owned by the
+ * subscriber: never close or read it. */
 SL_EXTERN int sl_subscriber_fd(const sl_subscriber *sub);
 
 /* Moves whole records from the queue, oldest first, into msgs (cap records) and data

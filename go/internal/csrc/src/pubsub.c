@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,9 @@ struct sl_subscriber {
     pthread_cond_t cond;
     int wake_fd;                 /* eventfd: ops or close for the thread */
     int q_fd;                    /* eventfd: the queue is not empty */
+    atomic_int fd_wanted;        /* sl_subscriber_fd was asked: only then is q_fd written (a
+                                    blocking drain needs only the condition variable) */
+    int waiters;                 /* drains blocked on cond (under mu) */
 
     /* under mu */
     int closing;
@@ -93,7 +97,8 @@ struct sl_subscriber {
     qrec *q;
     size_t qhead, qlen, qcap;
     sl__bytes qdata;
-    int q_signalled;
+    int q_signalled;             /* the queue went non-empty since the last drain emptied it */
+    int q_written;               /* ... and q_fd holds a count */
     sl_subscriber_stats st;
 
     /* the thread's */
@@ -150,12 +155,15 @@ static void q_push(sl_subscriber *s, int is_message, uint8_t kind, uint8_t flags
     s->qdata.len += need;
     s->st.queued_bytes += need + REC_OVERHEAD;
     if (is_message) s->st.messages++;
-    if (!s->q_signalled) {
-        uint64_t one = 1;
-        ssize_t w = write(s->q_fd, &one, sizeof one);
-        (void)w;
+    if (!s->q_signalled) { /* empty -> non-empty: wake whoever waits, once */
         s->q_signalled = 1;
-        pthread_cond_broadcast(&s->cond);
+        if (atomic_load_explicit(&s->fd_wanted, memory_order_relaxed)) {
+            uint64_t one = 1;
+            ssize_t w = write(s->q_fd, &one, sizeof one);
+            (void)w;
+            s->q_written = 1;
+        }
+        if (s->waiters) pthread_cond_broadcast(&s->cond);
     }
     return;
 oom:
@@ -946,7 +954,20 @@ int sl_subscriber_unsubscribe(sl_subscriber *s, int kind, const void *name, size
 
 int sl_subscriber_fd(const sl_subscriber *s)
 {
-    return s ? s->q_fd : -1;
+    if (!s) return -1;
+    sl_subscriber *m = (sl_subscriber *)s;
+    if (!atomic_exchange(&m->fd_wanted, 1)) {
+        /* from now on the fd follows the queue: signal it if records are waiting already */
+        pthread_mutex_lock(&m->mu);
+        if (m->qhead < m->qlen && !m->q_written) {
+            uint64_t one = 1;
+            ssize_t w = write(m->q_fd, &one, sizeof one);
+            (void)w;
+            m->q_written = 1;
+        }
+        pthread_mutex_unlock(&m->mu);
+    }
+    return s->q_fd;
 }
 
 static void deadline_after(struct timespec *ts, int ms)
@@ -970,12 +991,14 @@ int sl_subscriber_drain(sl_subscriber *s, int timeout_ms, sl_message *msgs, size
     if (s->qhead == s->qlen && timeout_ms != 0 && !s->closing) {
         struct timespec dl;
         if (timeout_ms > 0) deadline_after(&dl, timeout_ms);
+        s->waiters++;
         while (s->qhead == s->qlen && !s->closing) {
             if (timeout_ms < 0)
                 pthread_cond_wait(&s->cond, &s->mu);
             else if (pthread_cond_timedwait(&s->cond, &s->mu, &dl) == ETIMEDOUT)
                 break;
         }
+        s->waiters--;
     }
     if (s->qhead == s->qlen) {
         int closed = s->closing;
@@ -1004,9 +1027,12 @@ int sl_subscriber_drain(sl_subscriber *s, int timeout_ms, sl_message *msgs, size
     if (s->qhead == s->qlen) {
         s->qhead = s->qlen = 0;
         s->qdata.len = 0;
-        uint64_t v;
-        ssize_t r = read(s->q_fd, &v, sizeof v);
-        (void)r;
+        if (s->q_written) {
+            uint64_t v;
+            ssize_t r = read(s->q_fd, &v, sizeof v);
+            (void)r;
+            s->q_written = 0;
+        }
         s->q_signalled = 0;
     } else if (s->qhead > 1024 && s->qhead * 2 > s->qlen) {
         size_t off = s->q[s->qhead].off;
@@ -1044,6 +1070,12 @@ void sl_subscriber_close(sl_subscriber *s)
     pthread_mutex_lock(&s->mu);
     s->closing = 1;
     pthread_cond_broadcast(&s->cond);
+    if (atomic_load(&s->fd_wanted) && !s->q_written) { /* a watcher wakes and sees SL_ESTATE */
+        uint64_t one = 1;
+        ssize_t w = write(s->q_fd, &one, sizeof one);
+        (void)w;
+        s->q_written = 1;
+    }
     pthread_mutex_unlock(&s->mu);
     wake(s);
 }
