@@ -266,3 +266,16 @@ def test_bad_arguments(plain_url: str) -> None:
         assert p.get_message(timeout=0) is None
     with pytest.raises(slotlane.Error, match="closed"):
         r.pubsub()  # the client is closed
+
+
+def test_record_types_are_the_specs() -> None:
+    """Every record kind of slotlane.h has the type name of bindings/spec/errors.json."""
+    import json
+    import os
+    from slotlane._native import lib
+    from slotlane._pubsub import _KIND_TYPE
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    with open(os.path.join(root, "bindings", "spec", "errors.json")) as f:
+        table = json.load(f)["pubsub_records"]
+    kinds = {k: v for k, v in table.items() if k != "about"}
+    assert {getattr(lib, k): v for k, v in kinds.items()} == _KIND_TYPE
