@@ -10,7 +10,9 @@ One publisher (slotlane's Python client, PUBLISH pipelined 16 at a time, as fast
 and 1 or 16 subscriber processes of one client; every subscriber checks every message (its
 sequence number and length). Debian's redis-server (port 26800, the bench-pubsub range of
 ci/lib.sh; client-output-buffer-limit for pubsub off, so a slow subscriber is not
-disconnected) and the publisher run on CPU 1, the subscribers on CPU 0. Rounds are
+disconnected; slotlane's subscribers get max_queue_bytes 1 GiB for the same reason: the bench
+checks that nothing is lost, and a subscriber whose queue overflows fails its row) and the
+publisher run on CPU 1, the subscribers on CPU 0. Rounds are
 interleaved: in round r every client of a language runs once, the order alternating by
 round, so a ratio is measured under the same load. Figures per row: messages received per
 second (all subscribers) and the subscribers' CPU per message received (user + system,
@@ -88,7 +90,10 @@ def one_round(argv, url, subs, n, size, tag):
         results = []
         for p in procs:
             out, _ = p.communicate(timeout=600)
-            results.append(json.loads(out.strip().splitlines()[-1]))
+            lines = out.strip().splitlines()
+            if p.returncode != 0 or not lines:
+                raise RuntimeError("a subscriber failed (exit %s)" % p.returncode)
+            results.append(json.loads(lines[-1]))
         wall = time.monotonic() - t0
     finally:
         for p in procs:

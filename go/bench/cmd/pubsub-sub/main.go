@@ -37,7 +37,8 @@ func main() {
 		if err != nil {
 			panic(err)
 		}
-		p, err := c.PubSub(ctx, nil)
+		// the bench checks every message: none may be dropped
+		p, err := c.PubSub(ctx, &slotlane.PubSubOptions{MaxQueueBytes: 1 << 30})
 		if err != nil {
 			panic(err)
 		}
@@ -47,6 +48,9 @@ func main() {
 		}
 		payloads = func(yield func(string) bool) {
 			for m := range p.Channel() {
+				if m.Type == slotlane.TypeOverflow {
+					panic("messages were dropped")
+				}
 				if m.Type == slotlane.TypeMessage && !yield(m.Payload) {
 					return
 				}
