@@ -176,19 +176,28 @@ type createParams struct {
 	tls                     *tlsRef // the client's TLS configuration (each handle takes a reference), or nil
 }
 
-// newHandle creates a core client (connect, and in cluster mode discovery) and its batch.
-func newHandle(p *createParams) (*handle, error) {
-	curl := C.CString(p.url)
-	defer C.free(unsafe.Pointer(curl))
-	var cuser, cpass *C.char
+// cStrings are the C copies of the address and credentials (NULL for an empty one).
+func (p *createParams) cStrings() (url, user, pass *C.char) {
+	url = C.CString(p.url)
 	if p.username != "" {
-		cuser = C.CString(p.username)
-		defer C.free(unsafe.Pointer(cuser))
+		user = C.CString(p.username)
 	}
 	if p.password != "" {
-		cpass = C.CString(p.password)
-		defer C.free(unsafe.Pointer(cpass))
+		pass = C.CString(p.password)
 	}
+	return
+}
+
+func freeCStrings(ss ...*C.char) {
+	for _, s := range ss {
+		C.free(unsafe.Pointer(s)) // free(NULL) is a no-op
+	}
+}
+
+// newHandle creates a core client (connect, and in cluster mode discovery) and its batch.
+func newHandle(p *createParams) (*handle, error) {
+	curl, cuser, cpass := p.cStrings()
+	defer freeCStrings(curl, cuser, cpass)
 	var errbuf [512]C.char
 	var cl *C.sl_client
 	rc := C.slgo_new(&cl, curl, C.int(p.mode), cuser, cpass, C.int(p.db), C.int(p.resp),
@@ -550,17 +559,8 @@ const (
 )
 
 func newSubscriber(p *createParams, maxQueue int64, hcMs int) (*subscriber, error) {
-	curl := C.CString(p.url)
-	defer C.free(unsafe.Pointer(curl))
-	var cuser, cpass *C.char
-	if p.username != "" {
-		cuser = C.CString(p.username)
-		defer C.free(unsafe.Pointer(cuser))
-	}
-	if p.password != "" {
-		cpass = C.CString(p.password)
-		defer C.free(unsafe.Pointer(cpass))
-	}
+	curl, cuser, cpass := p.cStrings()
+	defer freeCStrings(curl, cuser, cpass)
 	var errbuf [512]C.char
 	var s *C.sl_subscriber
 	rc := C.slgo_sub_new(&s, curl, C.int(p.mode), cuser, cpass, C.int(p.db), C.int(p.resp), C.int(p.connectMs),

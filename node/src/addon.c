@@ -61,14 +61,6 @@ struct nclient {
 
 /* ------------------------------------------------------------------ helpers */
 
-#define CHECK(call)                                                                  \
-    do {                                                                             \
-        if ((call) != napi_ok) {                                                     \
-            throw_last(env, #call);                                                  \
-            return NULL;                                                             \
-        }                                                                            \
-    } while (0)
-
 void throw_last(napi_env env, const char *what)
 {
     bool pending = false;
@@ -260,7 +252,7 @@ static void connect_execute(napi_env env, void *data)
     sl_tls_free(tls);
 }
 
-static napi_value new_output_buffer(napi_env env, size_t cap, uint8_t **ptr, napi_ref *ref)
+napi_value new_output_buffer(napi_env env, size_t cap, uint8_t **ptr, napi_ref *ref)
 {
     napi_value buf;
     void *p = NULL;

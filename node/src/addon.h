@@ -22,7 +22,19 @@ typedef struct connect_work {
     char err[512];
 } connect_work;
 
+/* A failed N-API call throws (unless an exception is pending) and returns NULL. */
+#define CHECK(call)                                                                  \
+    do {                                                                             \
+        if ((call) != napi_ok) {                                                     \
+            throw_last(env, #call);                                                  \
+            return NULL;                                                             \
+        }                                                                            \
+    } while (0)
+
 void throw_last(napi_env env, const char *what);
+/* A new Buffer of cap bytes held by *ref (the old reference dropped); *ptr its memory.
+ * NULL on failure. */
+napi_value new_output_buffer(napi_env env, size_t cap, uint8_t **ptr, napi_ref *ref);
 napi_value make_int(napi_env env, int64_t v);
 /* Parses opts (a checked options object) into a new connect_work; NULL after throwing. */
 connect_work *connect_parse(napi_env env, napi_value opts);

@@ -40,14 +40,6 @@ typedef struct sub_work {
     sl_subscriber *s;
 } sub_work;
 
-#define CHECK(call)                                                                  \
-    do {                                                                             \
-        if ((call) != napi_ok) {                                                     \
-            throw_last(env, #call);                                                  \
-            return NULL;                                                             \
-        }                                                                            \
-    } while (0)
-
 static nsub *get_sub(napi_env env, napi_value v)
 {
     napi_valuetype t;
@@ -58,17 +50,6 @@ static nsub *get_sub(napi_env env, napi_value v)
         return NULL;
     }
     return p;
-}
-
-static int new_buffer(napi_env env, size_t cap, uint8_t **ptr, napi_ref *ref)
-{
-    napi_value buf;
-    void *p = NULL;
-    if (napi_create_buffer(env, cap, &p, &buf) != napi_ok) return -1;
-    if (*ref) napi_delete_reference(env, *ref);
-    if (napi_create_reference(env, buf, 1, ref) != napi_ok) return -1;
-    *ptr = p;
-    return 0;
 }
 
 static void on_poll_closed(uv_handle_t *h)
@@ -137,7 +118,7 @@ static void on_readable(uv_poll_t *h, int status, int events)
             napi_handle_scope scope;
             napi_open_handle_scope(env, &scope);
             size_t cap = ns->data_cap * 2 > used ? ns->data_cap * 2 : used;
-            int bad = new_buffer(env, cap, &ns->data, &ns->data_ref);
+            int bad = new_output_buffer(env, cap, &ns->data, &ns->data_ref) == NULL;
             napi_close_handle_scope(env, scope);
             if (bad) return;
             ns->data_cap = cap;
@@ -215,8 +196,8 @@ static void sub_complete(napi_env env, napi_status status, void *data)
     napi_async_init(env, NULL, name, &ns->actx);
     ns->recs_cap = 256;
     ns->data_cap = 1 << 16;
-    new_buffer(env, ns->recs_cap * sizeof(sl_message), &ns->recs, &ns->recs_ref);
-    new_buffer(env, ns->data_cap, &ns->data, &ns->data_ref);
+    new_output_buffer(env, ns->recs_cap * sizeof(sl_message), &ns->recs, &ns->recs_ref);
+    new_output_buffer(env, ns->data_cap, &ns->data, &ns->data_ref);
     napi_add_async_cleanup_hook(env, on_teardown, ns, &ns->cleanup);
     uv_poll_start(&ns->poll, UV_READABLE, on_readable);
     ns->polling = 1;
