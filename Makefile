@@ -18,8 +18,9 @@ build-asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSL_SANITIZE=ON >/dev/null
 	@cmake --build build-asan -j$(JOBS)
 
-# ThreadSanitizer: only test_cq, the threaded test of the loop thread and completion queues (ci/test.sh runs it).
-TSAN_TESTS = test_cq
+# ThreadSanitizer: test_cq (the loop thread and completion queues) and test_pubsub (the
+# subscriber's thread and queue), the threaded tests (ci/test.sh runs them).
+TSAN_TESTS = test_cq test_pubsub
 build-tsan: deps
 	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DSL_SANITIZE_THREAD=ON >/dev/null
 	@cmake --build build-tsan -j$(JOBS) --target $(TSAN_TESTS)
