@@ -18,8 +18,9 @@ build-asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSL_SANITIZE=ON >/dev/null
 	@cmake --build build-asan -j$(JOBS)
 
-# ThreadSanitizer: test_cq (the loop thread and completion queues) and test_scan (scans paged on the loop thread); ci/test.sh runs them.
-TSAN_TESTS = test_cq test_scan
+# ThreadSanitizer: test_cq (the loop thread and completion queues), test_scan (scans paged on the
+# loop thread) and test_pubsub (the subscriber's thread and queue); ci/test.sh runs them.
+TSAN_TESTS = test_cq test_scan test_pubsub
 build-tsan: deps
 	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DSL_SANITIZE_THREAD=ON >/dev/null
 	@cmake --build build-tsan -j$(JOBS) --target $(TSAN_TESTS)

@@ -106,6 +106,15 @@ SL_ADDRESS(sl_node_info **)
 SL_ADDRESS(const sl_scan_options *)
 SL_ADDRESS(int *done)
 SL_ADDRESS(char *out)
+/* the subscriber: its handle, options, records and counters (laid out by the binding) */
+SL_ADDRESS(sl_subscriber *)
+SL_ADDRESS(const sl_subscriber *)
+SL_ADDRESS(sl_subscriber **)
+SL_ADDRESS(const sl_subscriber_options *)
+SL_ADDRESS(sl_message *)
+SL_ADDRESS(sl_subscriber_stats *)
+/* a push handler is a C function: a binding passes 0 (no handler) or one of its own glue */
+SL_ADDRESS(sl_push_fn)
 
 /* The address of a direct ByteBuffer (JNI GetDirectBufferAddress; 0 for a heap buffer).
  * A binding reads it once per buffer and caches it: the buffers are reused across calls. */
@@ -189,6 +198,9 @@ static int sl_java_node_range(const void *nodes, int i, int k) {
 %ignore sl_route;
 %ignore sl_node_info;
 %ignore sl_scan_options;
+%ignore sl_message;
+%ignore sl_subscriber_options;
+%ignore sl_subscriber_stats;
 
 #ifdef SWIGJAVA
 /* sizeof() is not a Java expression: these four are read through JNI once. */

@@ -39,6 +39,7 @@ sl_ports() {
     packages)         echo "26000 26099" ;;  # ci/test-packages.sh
     load)             echo "26300 26399" ;;  # bench/load/test_load.sh
     bench-scan)       echo "26500 26599" ;;  # bench/scan/run.py (its Redis Cluster)
+    bench-pubsub)     echo "26800 26899" ;;  # bench/pubsub/run.py (its redis-server)
     embed)            echo "27000 27099" ;;  # reserved: the embedded server and the testing helpers use port 0 (ephemeral)
     *) die "sl_ports: no port range for '$1' (add it to ci/lib.sh)" ;;
   esac

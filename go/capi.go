@@ -51,9 +51,10 @@ static int slgo_run(sl_client *cl, sl_batch *b, int route_kind, int slot, const 
 	return rc;
 }
 
-static int slgo_new(sl_client **out, const char *url, int mode, const char *user, const char *pass,
-                    int db, int resp, int connect_ms, int command_ms, int max_redirects, int refresh_ms,
-                    int reconnect_min_ms, int reconnect_max_ms, sl_tls *tls, char *errmsg, size_t cap)
+// The client options of createParams (-1: the core's default), for clients and subscribers.
+static sl_client_options slgo_opts(const char *url, int mode, const char *user, const char *pass,
+                                   int db, int resp, int connect_ms, int command_ms, int max_redirects,
+                                   int refresh_ms, int reconnect_min_ms, int reconnect_max_ms, sl_tls *tls)
 {
 	sl_client_options o = SL_CLIENT_OPTIONS_INIT;
 	o.tls = tls;
@@ -69,7 +70,37 @@ static int slgo_new(sl_client **out, const char *url, int mode, const char *user
 	if (refresh_ms >= 0) o.refresh_interval_ms = refresh_ms;
 	if (reconnect_min_ms >= 0) o.reconnect_min_ms = reconnect_min_ms;
 	if (reconnect_max_ms >= 0) o.reconnect_max_ms = reconnect_max_ms;
+	return o;
+}
+
+static int slgo_new(sl_client **out, const char *url, int mode, const char *user, const char *pass,
+                    int db, int resp, int connect_ms, int command_ms, int max_redirects, int refresh_ms,
+                    int reconnect_min_ms, int reconnect_max_ms, sl_tls *tls, char *errmsg, size_t cap)
+{
+	sl_client_options o = slgo_opts(url, mode, user, pass, db, resp, connect_ms, command_ms, max_redirects,
+	                                refresh_ms, reconnect_min_ms, reconnect_max_ms, tls);
 	return sl_client_new(out, &o, errmsg, cap);
+}
+
+// A subscriber (pubsub.go) with the same client options; max_queue 0 and hc_ms 0: defaults.
+static int slgo_sub_new(sl_subscriber **out, const char *url, int mode, const char *user, const char *pass,
+                        int db, int resp, int connect_ms, int max_redirects, int reconnect_min_ms,
+                        int reconnect_max_ms, sl_tls *tls, uint64_t max_queue, int hc_ms, char *errmsg, size_t cap)
+{
+	sl_client_options o = slgo_opts(url, mode, user, pass, db, resp, connect_ms, -1, max_redirects, -1,
+	                                reconnect_min_ms, reconnect_max_ms, tls);
+	sl_subscriber_options so = SL_SUBSCRIBER_OPTIONS_INIT;
+	so.max_queue_bytes = max_queue;
+	so.health_check_interval_ms = hc_ms;
+	return sl_subscriber_new(out, &o, &so, errmsg, cap);
+}
+
+static int slgo_sub_stats(const sl_subscriber *s, sl_subscriber_stats *st)
+{
+	memset(st, 0, sizeof *st);
+	st->version = SL_SUBSCRIBER_STATS_VERSION;
+	st->size = sizeof *st;
+	return sl_subscriber_stats_get(s, st);
 }
 
 // The scan's next page and where it is (one crossing per page).
@@ -145,19 +176,28 @@ type createParams struct {
 	tls                     *tlsRef // the client's TLS configuration (each handle takes a reference), or nil
 }
 
-// newHandle creates a core client (connect, and in cluster mode discovery) and its batch.
-func newHandle(p *createParams) (*handle, error) {
-	curl := C.CString(p.url)
-	defer C.free(unsafe.Pointer(curl))
-	var cuser, cpass *C.char
+// cStrings are the C copies of the address and credentials (NULL for an empty one).
+func (p *createParams) cStrings() (url, user, pass *C.char) {
+	url = C.CString(p.url)
 	if p.username != "" {
-		cuser = C.CString(p.username)
-		defer C.free(unsafe.Pointer(cuser))
+		user = C.CString(p.username)
 	}
 	if p.password != "" {
-		cpass = C.CString(p.password)
-		defer C.free(unsafe.Pointer(cpass))
+		pass = C.CString(p.password)
 	}
+	return
+}
+
+func freeCStrings(ss ...*C.char) {
+	for _, s := range ss {
+		C.free(unsafe.Pointer(s)) // free(NULL) is a no-op
+	}
+}
+
+// newHandle creates a core client (connect, and in cluster mode discovery) and its batch.
+func newHandle(p *createParams) (*handle, error) {
+	curl, cuser, cpass := p.cStrings()
+	defer freeCStrings(curl, cuser, cpass)
 	var errbuf [512]C.char
 	var cl *C.sl_client
 	rc := C.slgo_new(&cl, curl, C.int(p.mode), cuser, cpass, C.int(p.db), C.int(p.resp),
@@ -502,4 +542,90 @@ func timeoutMillis(ctx context.Context) (ms int, ok bool) {
 		ms64 = 1<<31 - 1
 	}
 	return int(ms64), true
+}
+
+// subscriber is the core's sl_subscriber with its drain buffers (pubsub.go).
+type subscriber struct {
+	s    *C.sl_subscriber
+	msgs []C.sl_message
+	data []byte
+}
+
+const (
+	subChannel = int(C.SL_SUB_CHANNEL)
+	subPattern = int(C.SL_SUB_PATTERN)
+	subShard   = int(C.SL_SUB_SHARD)
+	msgResub   = int(C.SL_MSG_RESUBSCRIBED)
+)
+
+func newSubscriber(p *createParams, maxQueue int64, hcMs int) (*subscriber, error) {
+	curl, cuser, cpass := p.cStrings()
+	defer freeCStrings(curl, cuser, cpass)
+	var errbuf [512]C.char
+	var s *C.sl_subscriber
+	rc := C.slgo_sub_new(&s, curl, C.int(p.mode), cuser, cpass, C.int(p.db), C.int(p.resp), C.int(p.connectMs),
+		C.int(p.maxRedirects), C.int(p.reconnMin), C.int(p.reconnMax), p.tls.ptr(), C.uint64_t(maxQueue),
+		C.int(hcMs), &errbuf[0], C.size_t(len(errbuf)))
+	runtime.KeepAlive(p.tls)
+	if rc != 0 {
+		return nil, newError(int(rc), C.GoString(&errbuf[0]), nil)
+	}
+	return &subscriber{s: s, msgs: make([]C.sl_message, 256), data: make([]byte, 64<<10)}, nil
+}
+
+// op subscribes (or unsubscribes) name of kind; all: every subscription of kind.
+func (s *subscriber) op(subscribe bool, kind int, name []byte, all bool) int {
+	if all {
+		return int(C.sl_subscriber_unsubscribe(s.s, C.int(kind), nil, 0))
+	}
+	var one [1]byte
+	ptr := unsafe.Pointer(&one[0]) // the empty name
+	if len(name) > 0 {
+		ptr = unsafe.Pointer(&name[0])
+	}
+	if subscribe {
+		return int(C.sl_subscriber_subscribe(s.s, C.int(kind), ptr, C.size_t(len(name))))
+	}
+	return int(C.sl_subscriber_unsubscribe(s.s, C.int(kind), ptr, C.size_t(len(name))))
+}
+
+// drain waits for records (no limit: the core's close wakes it) and gives each to f; the
+// byte slices are valid only during f. It returns the code: 0, or SL_ESTATE when the
+// subscriber is closed and empty.
+func (s *subscriber) drain(f func(kind, flags int, ch, pat, pay []byte, count int64)) int {
+	var n, used C.size_t
+	for {
+		rc := C.sl_subscriber_drain(s.s, -1, &s.msgs[0], C.size_t(len(s.msgs)), unsafe.Pointer(&s.data[0]),
+			C.size_t(len(s.data)), &n, &used)
+		if rc == C.SL_ETOOSMALL {
+			s.data = make([]byte, int(used)+len(s.data))
+			continue
+		}
+		if rc != 0 {
+			return int(rc)
+		}
+		for i := 0; i < int(n); i++ {
+			m := &s.msgs[i]
+			off := int(m.offset)
+			chl, patl, payl := int(m.channel_len), int(m.pattern_len), int(m.payload_len)
+			f(int(m.kind), int(m.flags), s.data[off:off+chl], s.data[off+chl:off+chl+patl],
+				s.data[off+chl+patl:off+chl+patl+payl], int64(m.count))
+		}
+		return 0
+	}
+}
+
+func (s *subscriber) stats() PubSubStats {
+	var st C.sl_subscriber_stats
+	C.slgo_sub_stats(s.s, &st)
+	return PubSubStats{uint64(st.messages), uint64(st.dropped), uint64(st.connection_losses),
+		uint64(st.resubscribed), uint64(st.pings), uint64(st.refreshes), uint64(st.confirmed),
+		uint64(st.queued_bytes), uint64(st.bytes_read)}
+}
+
+func (s *subscriber) close() { C.sl_subscriber_close(s.s) }
+
+func (s *subscriber) free() {
+	C.sl_subscriber_free(s.s)
+	s.s = nil
 }

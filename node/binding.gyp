@@ -24,6 +24,7 @@
       "target_name": "slotlane",
       "sources": [
         "src/addon.c",
+        "src/pubsub.c",
         "<!@(python3 <(core_dir)/describe.py --relative-to . sources core uv tls)"
       ],
       "include_dirs": ["<!@(python3 <(core_dir)/describe.py --relative-to . includes)"],

@@ -30,7 +30,7 @@ def header_enums():
     with open(HEADER) as f:
         text = f.read()
     out = {}
-    for key, enum in (("codes", "sl_error_code"), ("kinds", "sl_err_kind")):
+    for key, enum in (("codes", "sl_error_code"), ("kinds", "sl_err_kind"), ("records", "sl_message_kind")):
         m = re.search(r"typedef enum %s \{(.*?)\} %s;" % (enum, enum), text, re.S)
         if not m:
             raise SystemExit("render.py: enum %s not found in slotlane.h" % enum)
@@ -49,6 +49,9 @@ class Ctx:
         codes = {k: v for k, v in self.enums["codes"].items() if k != "SL_OK"}
         missing = sorted(set(codes) - set(self.errors["codes"])) + sorted(set(self.enums["kinds"]) - set(self.errors["kinds"]))
         extra = sorted(set(self.errors["codes"]) - set(codes)) + sorted(set(self.errors["kinds"]) - set(self.enums["kinds"]))
+        records = {k for k in self.errors.get("pubsub_records", {}) if k != "about"}
+        missing += sorted(set(self.enums["records"]) - records)
+        extra += sorted(records - set(self.enums["records"]))
         if missing or extra:
             raise SystemExit("render.py: errors.json and slotlane.h differ: missing %s, unknown %s" % (missing, extra))
         self.methods = self.spec["methods"]

@@ -361,6 +361,14 @@ void sl_client_cancel(sl_client *c)
     }
 }
 
+int sl_client_set_push_handler(sl_client *c, sl_push_fn fn, void *ctx)
+{
+    if (!c) return SL_EINVAL;
+    c->push_fn = fn;
+    c->push_ctx = ctx;
+    return 0;
+}
+
 int sl_client_refresh(sl_client *c)
 {
     if (!c) return SL_EINVAL;

@@ -2,6 +2,8 @@
 
 /// <reference types="node" />
 
+import { EventEmitter } from 'events';
+
 /** An argument of a command: strings are sent as UTF-8, numbers and bigints as decimal text. */
 export type Arg = string | number | bigint | Buffer | Uint8Array;
 
@@ -152,6 +154,8 @@ export class Client<S extends string | Buffer = string> {
   sendCommand(args: Arg[], options?: SendOptions): Promise<Reply>;
   /** An explicit pipeline. */
   pipeline(): Pipeline<S>;
+  /** A subscriber on connections of its own (connects in the background). */
+  pubsub(options?: PubSubOptions): PubSub<S>;
   /** Alias of pipeline() (no MULTI is added). */
   batch(): Pipeline<S>;
   /** The core's counters. Throws ConnectionError when not connected or closed. */
@@ -174,6 +178,59 @@ export class Client<S extends string | Buffer = string> {
   quit(): Promise<void>;
   /** Closes at once: commands in flight reject with CancelledError (kind 'cancelled'). */
   disconnect(): Promise<void>;
+}
+
+export interface PubSubOptions {
+  /** Bytes queued in the core before the newest messages are dropped (an 'overflow' event
+   * says how many). Default 64 MiB. */
+  maxQueueBytes?: number;
+  /** Milliseconds of silence before a health-check PING (unanswered: 'connectionLost').
+   * Default 30000; 0: never. */
+  healthCheckInterval?: number;
+}
+
+/** One record of the subscriber, shaped as redis-py's messages. */
+export type PubSubMessage<S extends string | Buffer = string> =
+  | { type: 'message' | 'smessage'; pattern: null; channel: S; data: S }
+  | { type: 'pmessage'; pattern: S; channel: S; data: S }
+  | { type: 'subscribe' | 'psubscribe' | 'ssubscribe' | 'unsubscribe' | 'punsubscribe' | 'sunsubscribe';
+      pattern: null; channel: S; data: number }
+  | { type: 'resubscribed'; pattern: null; channel: S; data: 'subscribe' | 'psubscribe' | 'ssubscribe' }
+  | { type: 'overflow'; pattern: null; channel: null; data: number }
+  | { type: 'connectionLost' | 'subscriptionError'; pattern: null; channel: null; data: string };
+
+export interface PubSubStats {
+  messages: number; dropped: number; connectionLosses: number; resubscribed: number; pings: number;
+  refreshes: number; confirmed: number; queuedBytes: number; bytesRead: number;
+}
+
+/** client.pubsub(): the core keeps the subscriptions across lost connections, failovers and
+ * slot moves; 'resubscribed' marks the end of a gap (messages of the gap were missed). */
+export class PubSub<S extends string | Buffer = string> extends EventEmitter {
+  readonly channels: Set<string>;
+  readonly patterns: Set<string>;
+  readonly shardChannels: Set<string>;
+  connect(): Promise<this>;
+  /** Resolve with the server's subscription count once confirmed. */
+  subscribe(...channels: Array<string | Buffer | Array<string | Buffer>>): Promise<number>;
+  psubscribe(...patterns: Array<string | Buffer | Array<string | Buffer>>): Promise<number>;
+  ssubscribe(...channels: Array<string | Buffer | Array<string | Buffer>>): Promise<number>;
+  /** None: every one of the kind. */
+  unsubscribe(...channels: Array<string | Buffer>): Promise<number>;
+  punsubscribe(...patterns: Array<string | Buffer>): Promise<number>;
+  sunsubscribe(...channels: Array<string | Buffer>): Promise<number>;
+  stats(): PubSubStats;
+  close(): void;
+  quit(): Promise<'OK'>;
+  /** Every record from the call on; one iterator at a time. */
+  [Symbol.asyncIterator](): AsyncIterator<PubSubMessage<S>>;
+  on(event: 'message' | 'smessage', listener: (channel: S, message: S) => void): this;
+  on(event: 'pmessage', listener: (pattern: S, channel: S, message: S) => void): this;
+  on(event: 'subscribe' | 'psubscribe' | 'ssubscribe' | 'unsubscribe' | 'punsubscribe' | 'sunsubscribe',
+     listener: (channel: S, count: number) => void): this;
+  on(event: 'resubscribed', listener: (channel: S, kind: 'subscribe' | 'psubscribe' | 'ssubscribe') => void): this;
+  on(event: 'overflow', listener: (dropped: number) => void): this;
+  on(event: 'connectionLost' | 'subscriptionError', listener: (reason: string) => void): this;
 }
 
 export interface Pipeline<S extends string | Buffer = string> extends PipelineCommands<S> {}

@@ -12,6 +12,7 @@ const crypto = require('crypto');
 const errors = require('./errors');
 const { ReplyError, ConnectionError, CancelledError, SlotlaneError, ProtocolError, errorFromRecord, errorFromCode } = errors;
 const commands = require('./commands');
+const { PubSub } = require('./pubsub');
 
 function loadAddon() {
   const tried = [];
@@ -168,6 +169,7 @@ class Client {
   constructor(opts) {
     const o = checkOptions(opts);
     this._returnBuffers = o.returnBuffers;
+    this._nativeOpts = o.native;
     this._state = CONNECTING;
     this._h = null;
     this._mode = null;
@@ -223,6 +225,16 @@ class Client {
 
   /** Resolves with the client once connected (and the slot map known); rejects with the connect error. */
   connect() { return this._ready; }
+
+  /**
+   * A subscriber on connections of its own (lib/pubsub.js): an EventEmitter and an async
+   * iterator. options: { maxQueueBytes (default 64 MiB: then the newest messages are dropped
+   * and an 'overflow' event says how many), healthCheckInterval (ms of silence before a PING;
+   * default 30000, 0: never) }. It connects in the background (sub.connect() resolves).
+   */
+  pubsub(options) {
+    return new PubSub(native, this._nativeOpts, options, this._returnBuffers);
+  }
 
   /** 'plain' or 'cluster' once connected, else null. */
   get mode() { return this._mode; }
@@ -994,7 +1006,7 @@ function keySlot(key) {
 const version = native.version();
 
 module.exports = {
-  createClient, Client, Pipeline, Script, keySlot, version, METHODS: commands.METHODS,
+  createClient, Client, Pipeline, Script, PubSub, keySlot, version, METHODS: commands.METHODS,
   SlotlaneError, ReplyError, ConnectionError, ProtocolError,
   TimeoutError: errors.TimeoutError, ClusterError: errors.ClusterError,
   CancelledError: errors.CancelledError, ArgumentError: errors.ArgumentError,

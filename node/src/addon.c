@@ -25,6 +25,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "addon.h"
 #include "slotlane.h"
 #include "slotlane_uv.h"
 
@@ -63,15 +64,7 @@ struct nclient {
 
 /* ------------------------------------------------------------------ helpers */
 
-#define CHECK(call)                                                                  \
-    do {                                                                             \
-        if ((call) != napi_ok) {                                                     \
-            throw_last(env, #call);                                                  \
-            return NULL;                                                             \
-        }                                                                            \
-    } while (0)
-
-static void throw_last(napi_env env, const char *what)
+void throw_last(napi_env env, const char *what)
 {
     bool pending = false;
     napi_is_exception_pending(env, &pending);
@@ -84,7 +77,7 @@ static void throw_last(napi_env env, const char *what)
     napi_throw_error(env, NULL, msg);
 }
 
-static napi_value make_int(napi_env env, int64_t v)
+napi_value make_int(napi_env env, int64_t v)
 {
     napi_value r;
     napi_create_int64(env, v, &r);
@@ -217,19 +210,7 @@ static void on_finalize(napi_env env, void *data, void *hint)
 
 /* ------------------------------------------------------------------ connect */
 
-typedef struct connect_work {
-    napi_async_work work;
-    napi_ref cb, recv, fn;
-    char *url, *username, *password;
-    int tls_on, tls_verify;           /* options.tls (lib/index.js checked it) */
-    char *tls_ca, *tls_cert, *tls_key, *tls_servername;
-    sl_client_options opts;
-    sl_client *client;
-    int rc;
-    char err[512];
-} connect_work;
-
-static void free_connect_work(napi_env env, connect_work *w)
+void free_connect_work(napi_env env, connect_work *w)
 {
     if (w->cb) napi_delete_reference(env, w->cb);
     if (w->recv) napi_delete_reference(env, w->recv);
@@ -245,10 +226,9 @@ static void free_connect_work(napi_env env, connect_work *w)
     free(w);
 }
 
-static void connect_execute(napi_env env, void *data)
+int connect_prepare(connect_work *w, sl_tls **tlsp)
 {
-    (void)env;
-    connect_work *w = data;
+    *tlsp = NULL;
     w->opts.url = w->url;
     w->opts.username = w->username;
     w->opts.password = w->password;
@@ -262,14 +242,24 @@ static void connect_execute(napi_env env, void *data)
         t.server_name = w->tls_servername;
         t.verify = (sl_tls_verify)w->tls_verify;
         w->rc = sl_tls_new(&tls, &t, w->err, sizeof w->err);
-        if (w->rc) return;
+        if (w->rc) return w->rc;
         w->opts.tls = tls;
     }
+    *tlsp = tls;
+    return 0;
+}
+
+static void connect_execute(napi_env env, void *data)
+{
+    (void)env;
+    connect_work *w = data;
+    sl_tls *tls = NULL;
+    if (connect_prepare(w, &tls)) return;
     w->rc = sl_client_new(&w->client, &w->opts, w->err, sizeof w->err);
     sl_tls_free(tls);
 }
 
-static napi_value new_output_buffer(napi_env env, size_t cap, uint8_t **ptr, napi_ref *ref)
+napi_value new_output_buffer(napi_env env, size_t cap, uint8_t **ptr, napi_ref *ref)
 {
     napi_value buf;
     void *p = NULL;
@@ -348,15 +338,9 @@ static void connect_complete(napi_env env, napi_status status, void *data)
 
 /* connect(opts, recv, onReply, cb): opts {url, mode, username, password, db, resp,
  * connectTimeout, commandTimeout, maxRedirects}; cb(code, handleOrMessage, mode). */
-static napi_value js_connect(napi_env env, napi_callback_info info)
+connect_work *connect_parse(napi_env env, napi_value opts)
 {
-    size_t argc = 4;
-    napi_value argv[4];
-    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-    if (argc < 4) {
-        napi_throw_type_error(env, NULL, "slotlane addon: connect(opts, recv, onReply, cb)");
-        return NULL;
-    }
+    napi_value argv[1] = {opts};
     connect_work *w = calloc(1, sizeof *w);
     if (!w) {
         napi_throw_error(env, NULL, "out of memory");
@@ -399,6 +383,20 @@ static napi_value js_connect(napi_env env, napi_callback_info info)
         napi_throw_type_error(env, NULL, "slotlane addon: bad connect options");
         return NULL;
     }
+    return w;
+}
+
+static napi_value js_connect(napi_env env, napi_callback_info info)
+{
+    size_t argc = 4;
+    napi_value argv[4];
+    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    if (argc < 4) {
+        napi_throw_type_error(env, NULL, "slotlane addon: connect(opts, recv, onReply, cb)");
+        return NULL;
+    }
+    connect_work *w = connect_parse(env, argv[0]);
+    if (!w) return NULL;
     napi_value name;
     napi_create_reference(env, argv[1], 1, &w->recv);
     napi_create_reference(env, argv[2], 1, &w->fn);
@@ -939,6 +937,7 @@ static napi_value init(napi_env env, napi_value exports)
         {"layout", NULL, js_layout, NULL, NULL, NULL, napi_default, NULL},
     };
     CHECK(napi_define_properties(env, exports, sizeof d / sizeof d[0], d));
+    if (pubsub_init(env, exports) != napi_ok) return NULL;
     return exports;
 }
 

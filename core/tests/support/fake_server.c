@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <fnmatch.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -211,7 +212,16 @@ typedef struct conn {
     int closing;        /* close once out is written */
     void *ssl;          /* TLS mode: the connection's SSL */
     int tls_up;         /* its handshake completed */
+    /* pub/sub: what the connection is subscribed to (kind 0 channel, 1 pattern, 2 shard) */
+    struct fs_sub *subs;
+    size_t nsubs, capsubs;
 } conn;
+
+typedef struct fs_sub {
+    int kind;
+    char *name;         /* NUL-terminated copy (fnmatch) */
+    size_t len;
+} fs_sub;
 
 struct fs_node {
     pthread_mutex_t mu;
@@ -583,10 +593,10 @@ static int key_indexes(const char *name, const args *a, int *idx, int cap)
     if (!strcmp(name, "GET") || !strcmp(name, "SET") || !strcmp(name, "INCR") ||
         !strcmp(name, "DECR") || !strcmp(name, "INCRBY") || !strcmp(name, "APPEND") ||
         !strcmp(name, "STRLEN") || !strcmp(name, "TYPE") || !strcmp(name, "EXPIRE") ||
-        !strcmp(name, "TTL")) {
+        !strcmp(name, "TTL") || !strcmp(name, "SPUBLISH")) {
         if (a->argc > 1 && k < cap) idx[k++] = 1;
     } else if (!strcmp(name, "DEL") || !strcmp(name, "EXISTS") || !strcmp(name, "MGET") ||
-               !strcmp(name, "UNLINK") || !strcmp(name, "TOUCH")) {
+               !strcmp(name, "UNLINK") || !strcmp(name, "TOUCH") || !strcmp(name, "SSUBSCRIBE")) {
         for (int i = 1; i < a->argc && k < cap; i++) idx[k++] = i;
     } else if (!strcmp(name, "MSET")) {
         for (int i = 1; i < a->argc && k < cap; i += 2) idx[k++] = i;
@@ -682,6 +692,98 @@ static void cmd_hello(fs_node *n, conn *c, const args *a, buf *o)
 }
 
 /* The default answer of a request (the store, the cluster commands). */
+/* ------------------------------------------------------------------ pub/sub */
+
+static const char *const sub_words[2][3] = {{"unsubscribe", "punsubscribe", "sunsubscribe"},
+                                            {"subscribe", "psubscribe", "ssubscribe"}};
+
+/* [word, name, count] as a push (RESP3) or an array (RESP2). */
+static void r_sub(buf *o, int resp3, const char *word, const char *name, size_t len, long long count)
+{
+    buf_printf(o, "%c3\r\n", resp3 ? '>' : '*');
+    r_str(o, word);
+    if (name)
+        r_bulk(o, name, len);
+    else
+        r_nil(o, resp3);
+    r_int(o, count);
+}
+
+static long sub_find(const conn *c, int kind, const char *name, size_t len)
+{
+    for (size_t i = 0; i < c->nsubs; i++)
+        if (c->subs[i].kind == kind && c->subs[i].len == len && memcmp(c->subs[i].name, name, len) == 0) return (long)i;
+    return -1;
+}
+
+static void sub_drop(conn *c, size_t i)
+{
+    free(c->subs[i].name);
+    c->subs[i] = c->subs[--c->nsubs];
+}
+
+static void cmd_subscribe(conn *c, int kind, int subscribe, const args *a, buf *o)
+{
+    if (subscribe) {
+        for (int i = 1; i < a->argc; i++) {
+            if (sub_find(c, kind, a->v[i], a->l[i]) < 0) {
+                if (c->nsubs == c->capsubs) {
+                    c->capsubs = c->capsubs ? c->capsubs * 2 : 8;
+                    c->subs = xrealloc(c->subs, c->capsubs * sizeof *c->subs);
+                }
+                c->subs[c->nsubs++] = (fs_sub){kind, xstrndup(a->v[i], a->l[i]), a->l[i]};
+            }
+            r_sub(o, c->resp3, sub_words[1][kind], a->v[i], a->l[i], (long long)c->nsubs);
+        }
+        return;
+    }
+    if (a->argc == 1) {
+        int any = 0;
+        for (size_t i = c->nsubs; i-- > 0;)
+            if (c->subs[i].kind == kind) {
+                char *nm = xstrndup(c->subs[i].name, c->subs[i].len);
+                size_t l = c->subs[i].len;
+                sub_drop(c, i);
+                r_sub(o, c->resp3, sub_words[0][kind], nm, l, (long long)c->nsubs);
+                free(nm);
+                any = 1;
+            }
+        if (!any) r_sub(o, c->resp3, sub_words[0][kind], NULL, 0, (long long)c->nsubs);
+        return;
+    }
+    for (int i = 1; i < a->argc; i++) {
+        long k = sub_find(c, kind, a->v[i], a->l[i]);
+        if (k >= 0) sub_drop(c, (size_t)k);
+        r_sub(o, c->resp3, sub_words[0][kind], a->v[i], a->l[i], (long long)c->nsubs);
+    }
+}
+
+/* Delivers a message to the node's subscribers (kind 0: PUBLISH, 2: SPUBLISH); returns the
+ * receivers. */
+static long long deliver(fs_node *n, int shard, const char *ch, size_t chl, const char *msg, size_t ml)
+{
+    long long got = 0;
+    char *chz = xstrndup(ch, chl);
+    for (size_t i = 0; i < n->nconns; i++) {
+        conn *c = n->conns[i];
+        for (size_t j = 0; j < c->nsubs; j++) {
+            fs_sub *u = &c->subs[j];
+            int hit = shard ? (u->kind == 2 && u->len == chl && memcmp(u->name, ch, chl) == 0)
+                            : (u->kind == 0 && u->len == chl && memcmp(u->name, ch, chl) == 0) ||
+                                  (u->kind == 1 && fnmatch(u->name, chz, 0) == 0);
+            if (!hit) continue;
+            got++;
+            buf_printf(&c->out, "%c%d\r\n", c->resp3 ? '>' : '*', u->kind == 1 ? 4 : 3);
+            r_str(&c->out, u->kind == 1 ? "pmessage" : shard ? "smessage" : "message");
+            if (u->kind == 1) r_bulk(&c->out, u->name, u->len);
+            r_bulk(&c->out, ch, chl);
+            r_bulk(&c->out, msg, ml);
+        }
+    }
+    free(chz);
+    return got;
+}
+
 static void default_answer(fs_node *n, conn *c, const char *name, const args *a, buf *o)
 {
     int was_asking = c->asking;
@@ -713,7 +815,11 @@ static void default_answer(fs_node *n, conn *c, const char *name, const args *a,
         return;
     }
     if (!strcmp(name, "PING")) {
-        if (a->argc > 1)
+        if (c->nsubs && !c->resp3) {
+            r_arr(o, 2);
+            r_str(o, "pong");
+            r_bulk(o, a->argc > 1 ? a->v[1] : "", a->argc > 1 ? a->l[1] : 0);
+        } else if (a->argc > 1)
             r_bulk(o, a->v[1], a->l[1]);
         else
             r_simple(o, "PONG");
@@ -759,6 +865,24 @@ static void default_answer(fs_node *n, conn *c, const char *name, const args *a,
         int refused = check_owner(n, c, name, a, o);
         c->asking = 0;
         if (refused) return;
+    }
+    static const char *const subcmds[2][3] = {{"UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE"},
+                                              {"SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE"}};
+    for (int sub = 0; sub < 2; sub++)
+        for (int kind = 0; kind < 3; kind++)
+            if (!strcmp(name, subcmds[sub][kind])) {
+                if (sub && a->argc < 2)
+                    r_err(o, "ERR wrong number of arguments");
+                else
+                    cmd_subscribe(c, kind, sub, a, o);
+                return;
+            }
+    if (!strcmp(name, "PUBLISH") || !strcmp(name, "SPUBLISH")) {
+        if (a->argc != 3)
+            r_err(o, "ERR wrong number of arguments");
+        else
+            r_int(o, deliver(n, name[0] == 'S', a->v[1], a->l[1], a->v[2], a->l[2]));
+        return;
     }
     if (!strcmp(name, "GET")) {
         if (a->argc != 2) {
@@ -969,6 +1093,8 @@ static void conn_free(conn *c)
     free(c->in.p);
     free(c->out.p);
     free(c->held.p);
+    for (size_t i = 0; i < c->nsubs; i++) free(c->subs[i].name);
+    free(c->subs);
     free(c);
 }
 
@@ -1381,7 +1507,47 @@ void fs_set_slots(fs_node *n, const fs_range *ranges, size_t count)
         memcpy(n->slots, ranges, count * sizeof *ranges);
         n->nslots = count;
     }
+    /* as Redis: a shard channel whose slot left the node is unsubscribed, with a push */
+    for (size_t i = 0; count && i < n->nconns; i++) {
+        conn *c = n->conns[i];
+        for (size_t j = c->nsubs; j-- > 0;)
+            if (c->subs[j].kind == 2 && slot_owner(n, fs_key_slot(c->subs[j].name, c->subs[j].len)) != n->port) {
+                char *nm = xstrndup(c->subs[j].name, c->subs[j].len);
+                size_t l = c->subs[j].len;
+                sub_drop(c, j);
+                r_sub(&c->out, c->resp3, "sunsubscribe", nm, l, (long long)c->nsubs);
+                free(nm);
+            }
+    }
+    node_wake(n);
     pthread_mutex_unlock(&n->mu);
+}
+
+long long fs_publish(fs_node *n, int shard, const char *channel, const void *msg, size_t len)
+{
+    pthread_mutex_lock(&n->mu);
+    long long got = deliver(n, shard, channel, strlen(channel), msg, len);
+    node_wake(n);
+    pthread_mutex_unlock(&n->mu);
+    return got;
+}
+
+void fs_push_raw(fs_node *n, const void *bytes, size_t len)
+{
+    pthread_mutex_lock(&n->mu);
+    for (size_t i = 0; i < n->nconns; i++)
+        if (n->conns[i]->nsubs) buf_add(&n->conns[i]->out, bytes, len);
+    node_wake(n);
+    pthread_mutex_unlock(&n->mu);
+}
+
+size_t fs_subscriptions(fs_node *n)
+{
+    pthread_mutex_lock(&n->mu);
+    size_t k = 0;
+    for (size_t i = 0; i < n->nconns; i++) k += n->conns[i]->nsubs;
+    pthread_mutex_unlock(&n->mu);
+    return k;
 }
 
 void fs_set_enforce(fs_node *n, int on)

@@ -165,6 +165,17 @@ int fs_wait_open_connections(fs_node *n, uint64_t atmost, int timeout_ms);
 /* Waits until at least `atleast` connections are stalled; 0, or -1 after timeout_ms. */
 int fs_wait_stalled(fs_node *n, int atleast, int timeout_ms);
 
+/* Pub/sub: SUBSCRIBE PSUBSCRIBE SSUBSCRIBE (ownership checked like a key in cluster mode),
+ * their UNSUBSCRIBEs, PUBLISH and SPUBLISH answer as Redis (RESP3 connections get pushes),
+ * PING on a subscribed RESP2 connection answers ["pong", ""], and fs_set_slots unsubscribes
+ * (with a "sunsubscribe" push) shard channels whose slot left the node, as Redis does.
+ * fs_publish delivers from the test (shard 0: PUBLISH, 1: SPUBLISH) and returns the
+ * receivers; fs_push_raw appends raw bytes to every connection that has a subscription (a
+ * message in pieces, malformed bytes); fs_subscriptions counts the node's subscriptions. */
+long long fs_publish(fs_node *n, int shard, const char *channel, const void *msg, size_t len);
+void fs_push_raw(fs_node *n, const void *bytes, size_t len);
+size_t fs_subscriptions(fs_node *n);
+
 /* ------------------------------------------------------------ a fake cluster */
 
 #define FS_MAX_NODES 8

@@ -69,6 +69,18 @@ async function main(): Promise<void> {
   c.hscanIterator('h', { type: 'hash' });
   // @ts-expect-error a script body is text or bytes
   c.createScript(5);
+  const sub = c.pubsub({ maxQueueBytes: 1 << 20, healthCheckInterval: 5000 });
+  const count: number = await sub.subscribe('a', ['b']);
+  sub.on('message', (ch: string, msg: string) => console.log(ch, msg));
+  sub.on('resubscribed', (ch, kind) => console.log(ch, kind === 'ssubscribe'));
+  for await (const rec of sub) {
+    if (rec.type === 'pmessage') console.log(rec.pattern.length, rec.data);
+    break;
+  }
+  console.log(count, sub.stats().dropped);
+  sub.close();
+  // @ts-expect-error options are named
+  c.pubsub({ maxQueue: 1 });
   // @ts-expect-error cluster is a boolean
   createClient({ cluster: 'yes' });
   // @ts-expect-error a command is an array

@@ -15,6 +15,7 @@ from ._native import ffi as _ffi, lib as _lib
 from ._codec import Verbatim
 from ._client import ALL_PRIMARIES, RANDOM, Client, Pipeline
 from ._cluster import Node, Script
+from ._pubsub import PubSub
 from ._errors import (ArgumentError, CancelledError, ClusterError, ConnectionError, Error,
                       ProtocolError, ResourceError, ResponseError, TimeoutError, TlsError)
 
@@ -32,4 +33,4 @@ def key_slot(key: "bytes | str") -> int:
 
 __all__ = ["Client", "Pipeline", "Error", "ResponseError", "ConnectionError", "TimeoutError",
            "ClusterError", "ProtocolError", "CancelledError", "ArgumentError", "ResourceError", "TlsError", "Verbatim", "ALL_PRIMARIES",
-           "RANDOM", "Node", "Script", "key_slot", "__version__"]
+           "RANDOM", "Node", "Script", "PubSub", "key_slot", "__version__"]

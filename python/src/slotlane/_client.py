@@ -2,7 +2,7 @@
 import threading
 from typing import Any, Dict, Generic, Iterator, List, Literal, Optional, Tuple, TypeVar, Union, overload
 
-from . import _cluster, _errors
+from . import _cluster, _errors, _pubsub
 from ._codec import _CRLF, _HDR, Callback, conv, decode_records, encode_into
 from ._commands import ClientCommands, PipelineCommands
 from ._native import ffi, lib
@@ -540,6 +540,20 @@ class Client(ClientCommands[_S]):
         ``execute()`` sends them all at once — one crossing into C, every node written
         before any is read — and returns their results in order."""
         return Pipeline(self)
+
+    def pubsub(self, *, ignore_subscribe_messages: bool = False, health_check_interval: Optional[float] = None,
+               max_queue_bytes: Optional[int] = None) -> "_pubsub.PubSub":
+        """A subscriber on connections of its own (redis-py's ``PubSub``: subscribe,
+        psubscribe, ssubscribe, ``get_message(timeout=)``, ``listen()``). The core keeps its
+        subscriptions across lost connections, failovers and slot moves and reports the gaps
+        as ``resubscribed`` / ``connection_lost`` messages; a health-check PING every
+        ``health_check_interval`` seconds of silence (None: 30, 0: never); at most
+        ``max_queue_bytes`` queued (default 64 MiB: then the newest are dropped and an
+        ``overflow`` message says how many)."""
+        if self._closed:
+            raise _errors.Error("the client is closed")
+        return _pubsub.PubSub(self, ignore_subscribe_messages=ignore_subscribe_messages,
+                              health_check_interval=health_check_interval, max_queue_bytes=max_queue_bytes)
 
     # ------------------------------------------------------------ state
 

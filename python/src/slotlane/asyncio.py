@@ -40,8 +40,9 @@ from ._client import Client as _SyncClient, Target, _payload1, _payload2, _Queue
 from ._codec import Callback, decode_records, encode_into
 from ._commands import AsyncClientCommands
 from ._native import ffi, lib
+from ._pubsub import Message, PubSubBase
 
-__all__ = ["Client", "Pipeline", "Script"]
+__all__ = ["Client", "Pipeline", "PubSub", "Script"]
 
 _S = TypeVar("_S", bytes, str)
 _DRAIN = 256  # completions taken per sl_cq_drain
@@ -438,6 +439,14 @@ class Client(AsyncClientCommands[_S]):
             raise _errors.ArgumentError("target= is not supported by slotlane.asyncio yet: route by key")
         return await self._cmd(args)
 
+    def pubsub(self, *, ignore_subscribe_messages: bool = False, health_check_interval: Optional[float] = None,
+               max_queue_bytes: Optional[int] = None) -> "PubSub":
+        """A subscriber (slotlane.Client.pubsub's options and events), awaited with
+        ``await p.get_message(timeout=)`` or ``async for m in p``. It connects at once (a
+        discovery on the calling thread: make it outside hot paths)."""
+        return PubSub(self, ignore_subscribe_messages=ignore_subscribe_messages,
+                      health_check_interval=health_check_interval, max_queue_bytes=max_queue_bytes)
+
     def pipeline(self) -> "Pipeline[_S]":
         """A pipeline: queue commands, then ``await p.execute()`` sends them as one batch."""
         return Pipeline(self)
@@ -551,3 +560,76 @@ class Pipeline(_Queue, Generic[_S]):
 
     def __repr__(self) -> str:
         return "<slotlane.asyncio.Pipeline %d queued>" % self._n
+
+
+class PubSub(PubSubBase):
+    """``slotlane.asyncio.Client.pubsub()``: the core's subscriber; its descriptor is watched
+    by the event loop (``loop.add_reader``) while a coroutine waits for a message."""
+
+    async def _readable(self, timeout: Optional[float]) -> None:
+        loop = _asyncio.get_running_loop()
+        fut: "_asyncio.Future[None]" = loop.create_future()
+        fd = self._core.fileno()
+
+        def ready() -> None:
+            if not fut.done():
+                fut.set_result(None)
+
+        loop.add_reader(fd, ready)
+        try:
+            await _asyncio.wait_for(fut, timeout)
+        except _asyncio.TimeoutError:
+            pass
+        finally:
+            loop.remove_reader(fd)
+
+    async def get_message(self, ignore_subscribe_messages: bool = False,
+                          timeout: Optional[float] = 0.0) -> Optional[Message]:
+        """The next message as a dict, or None when none came within timeout seconds (None:
+        no limit; 0: do not wait) or a handler took it."""
+        ignore = ignore_subscribe_messages or self.ignore_subscribe_messages
+        core = self._core
+        pending = core.pending
+        if not pending:
+            core.fill(0)
+            if not pending and timeout != 0 and core._sub:
+                await self._readable(timeout)
+                core.fill(0)
+            if not pending:
+                return None
+        return self._handle(pending.popleft(), ignore)
+
+    async def listen(self) -> AsyncIterator[Message]:
+        """Every message as it comes, while the pubsub is open (also ``async for m in p``)."""
+        core = self._core
+        pending = core.pending
+        while core._sub:
+            if not pending:
+                core.fill(0)
+                if not pending:
+                    await self._readable(None)
+                    continue
+            m = self._handle(pending.popleft(), self.ignore_subscribe_messages)
+            if m is not None:
+                yield m
+
+    def __aiter__(self) -> AsyncIterator[Message]:
+        return self.listen()
+
+    async def close(self) -> None:
+        """Closes the subscriber's connections and stops its thread."""
+        self._core.free()
+
+    aclose = close
+    reset = close
+
+    async def __aenter__(self) -> "PubSub":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    def __del__(self) -> None:
+        core = getattr(self, "_core", None)
+        if core is not None:
+            core.free()

@@ -389,6 +389,30 @@ extern "C" {
     ) -> c_int;
 
     pub fn sl_key_slot(key: *const c_void, len: usize) -> c_int;
+    pub fn sl_client_set_push_handler(client: *mut sl_client, f: sl_push_fn, ctx: *mut c_void) -> c_int;
+    pub fn sl_subscriber_new(
+        out: *mut *mut sl_subscriber,
+        copts: *const sl_client_options,
+        sopts: *const sl_subscriber_options,
+        errmsg: *mut c_char,
+        errmsg_cap: usize,
+    ) -> c_int;
+    pub fn sl_subscriber_subscribe(sub: *mut sl_subscriber, kind: c_int, name: *const c_void, len: usize) -> c_int;
+    pub fn sl_subscriber_unsubscribe(sub: *mut sl_subscriber, kind: c_int, name: *const c_void, len: usize) -> c_int;
+    pub fn sl_subscriber_fd(sub: *const sl_subscriber) -> c_int;
+    pub fn sl_subscriber_drain(
+        sub: *mut sl_subscriber,
+        timeout_ms: c_int,
+        msgs: *mut sl_message,
+        cap: usize,
+        data: *mut c_void,
+        data_cap: usize,
+        count: *mut usize,
+        data_len: *mut usize,
+    ) -> c_int;
+    pub fn sl_subscriber_stats_get(sub: *const sl_subscriber, stats: *mut sl_subscriber_stats) -> c_int;
+    pub fn sl_subscriber_close(sub: *mut sl_subscriber);
+    pub fn sl_subscriber_free(sub: *mut sl_subscriber);
 }
 
 // ------------------------------------------------- slotlane_uv.h: the core's loop thread
@@ -465,6 +489,84 @@ extern "C" {
         flags: c_int,
     ) -> c_int;
 }
+
+// ---------------------------------------------------------------- pub/sub
+/// Opaque: `sl_subscriber`.
+#[repr(C)]
+pub struct sl_subscriber {
+    _private: [u8; 0],
+    _not_send_sync: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+/// `sl_sub_kind` (an `int`-sized C enum).
+pub type sl_sub_kind = c_int;
+pub const SL_SUB_CHANNEL: sl_sub_kind = 0;
+pub const SL_SUB_PATTERN: sl_sub_kind = 1;
+pub const SL_SUB_SHARD: sl_sub_kind = 2;
+
+/// `sl_message_kind` (an `int`-sized C enum; stored as `u8` in `sl_message::kind`).
+pub type sl_message_kind = c_int;
+pub const SL_MSG_MESSAGE: sl_message_kind = 1;
+pub const SL_MSG_PMESSAGE: sl_message_kind = 2;
+pub const SL_MSG_SMESSAGE: sl_message_kind = 3;
+pub const SL_MSG_SUBSCRIBE: sl_message_kind = 4;
+pub const SL_MSG_PSUBSCRIBE: sl_message_kind = 5;
+pub const SL_MSG_SSUBSCRIBE: sl_message_kind = 6;
+pub const SL_MSG_UNSUBSCRIBE: sl_message_kind = 7;
+pub const SL_MSG_PUNSUBSCRIBE: sl_message_kind = 8;
+pub const SL_MSG_SUNSUBSCRIBE: sl_message_kind = 9;
+pub const SL_MSG_RESUBSCRIBED: sl_message_kind = 10;
+pub const SL_MSG_OVERFLOW: sl_message_kind = 11;
+pub const SL_MSG_CONNECTION_LOST: sl_message_kind = 12;
+pub const SL_MSG_ERROR: sl_message_kind = 13;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct sl_message {
+    pub kind: u8,
+    pub flags: u8,
+    pub reserved: u16,
+    pub channel_len: u32,
+    pub pattern_len: u32,
+    pub payload_len: u32,
+    pub count: i64,
+    pub offset: u64,
+}
+
+pub const SL_SUBSCRIBER_OPTIONS_VERSION: c_uint = 1;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sl_subscriber_options {
+    pub version: c_uint,
+    pub size: c_uint,
+    pub max_queue_bytes: u64,
+    pub health_check_interval_ms: c_int,
+}
+
+pub const SL_SUBSCRIBER_STATS_VERSION: c_uint = 1;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct sl_subscriber_stats {
+    pub version: c_uint,
+    pub size: c_uint,
+    pub messages: u64,
+    pub dropped: u64,
+    pub connection_losses: u64,
+    pub resubscribed: u64,
+    pub pings: u64,
+    pub refreshes: u64,
+    pub confirmed: u64,
+    pub queued_bytes: u64,
+    pub bytes_read: u64,
+}
+
+/// `sl_push_fn`: out-of-band pushes of command connections.
+pub type sl_push_fn = Option<
+    unsafe extern "C" fn(ctx: *mut c_void, node: *const c_char, records: *const sl_reply, count: usize, data: *const u8),
+>;
+
 
 /// The defaults of `SL_CLIENT_OPTIONS_INIT` (the macro's values, checked against the
 /// header by `tests/abi.rs`), for callers that want them without a call.

@@ -169,6 +169,17 @@ fn layouts() -> Vec<Layout> {
         layout!(sl_sizes { records => "records", data => "data", commands => "commands", errors => "errors" }),
         layout!(sl_node_info { addr => "addr", is_primary => "is_primary", primary => "primary", nranges => "nranges", ranges => "ranges" }),
         layout!(sl_scan_options { version => "version", size => "size", match_ => "match", match_len => "match_len", type_ => "type", count => "count" }),
+        layout!(sl_message {
+            kind => "kind", flags => "flags", reserved => "reserved", channel_len => "channel_len",
+            pattern_len => "pattern_len", payload_len => "payload_len", count => "count", offset => "offset",
+        }),
+        layout!(sl_subscriber_options { version => "version", size => "size", max_queue_bytes => "max_queue_bytes", health_check_interval_ms => "health_check_interval_ms" }),
+        layout!(sl_subscriber_stats {
+            version => "version", size => "size", messages => "messages", dropped => "dropped",
+            connection_losses => "connection_losses", resubscribed => "resubscribed", pings => "pings",
+            refreshes => "refreshes", confirmed => "confirmed", queued_bytes => "queued_bytes",
+            bytes_read => "bytes_read",
+        }),
     ]
 }
 

@@ -406,6 +406,30 @@ impl Client {
         o: &ConnectOptions,
         max_inflight: Option<u32>,
     ) -> Result<NonNull<sys::sl_client>, Error> {
+        Client::with_options(o, max_inflight, |c| {
+            let mut raw: *mut sys::sl_client = ptr::null_mut();
+            let mut msg = [0 as c_char; 512];
+            // SAFETY: every pointer in c outlives the call; msg is writable for its length.
+            let rc = unsafe { sys::sl_client_new(&mut raw, c, msg.as_mut_ptr(), msg.len()) };
+            if rc != 0 {
+                // SAFETY: the core NUL-terminates msg.
+                let m = unsafe { CStr::from_ptr(msg.as_ptr()) }.to_string_lossy();
+                return Err(Error::from_code(rc, &m));
+            }
+            NonNull::new(raw).ok_or_else(|| Error::Other {
+                code: 0,
+                message: "sl_client_new gave NULL".into(),
+            })
+        })?
+    }
+
+    /// Runs `f` with the core's options of `o` (their strings live for the call): for
+    /// clients and subscribers (crate::pubsub).
+    pub(crate) fn with_options<R>(
+        o: &ConnectOptions,
+        max_inflight: Option<u32>,
+        f: impl FnOnce(&sys::sl_client_options) -> R,
+    ) -> Result<R, Error> {
         let url = cstring("URL", &o.url)?;
         let user = o
             .username
@@ -468,19 +492,7 @@ impl Client {
         if let Some(t) = &o.tls {
             c.tls = t.raw(); // the core client takes its own reference
         }
-        let mut raw: *mut sys::sl_client = ptr::null_mut();
-        let mut msg = [0 as c_char; 512];
-        // SAFETY: every pointer in c outlives the call; msg is writable for its length.
-        let rc = unsafe { sys::sl_client_new(&mut raw, &c, msg.as_mut_ptr(), msg.len()) };
-        if rc != 0 {
-            // SAFETY: the core NUL-terminates msg.
-            let m = unsafe { CStr::from_ptr(msg.as_ptr()) }.to_string_lossy();
-            return Err(Error::from_code(rc, &m));
-        }
-        NonNull::new(raw).ok_or_else(|| Error::Other {
-            code: 0,
-            message: "sl_client_new gave NULL".into(),
-        })
+        Ok(f(&c))
     }
 
     /// What the client is: [`Mode::Plain`] or [`Mode::Cluster`] (after detection).

@@ -43,6 +43,7 @@ mod commands;
 mod error;
 mod pipeline;
 mod pool;
+mod pubsub;
 pub mod shape;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -56,6 +57,9 @@ pub use commands::*;
 pub use error::Error;
 pub use pipeline::Pipeline;
 pub use pool::{Pool, PooledClient};
+pub use pubsub::{
+    Message, MessageKind, MessageStream, PubSub, PubSubOptions, PubSubStats, SubKind,
+};
 pub use shape::Slot;
 pub use tls::{Tls, TlsConfig, TlsNodeNames, TlsVerify};
 pub use value::{FromValue, Value};

@@ -31,6 +31,8 @@ struct sl_client {
     unsigned fork_gen;           /* sl__fork_generation() when made: another one means a fork()ed child */
     atomic_uint q_batches;       /* sl_loop_submit_cq: batches submitted, not yet completed */
     _Atomic uint64_t q_bytes;    /* ... and their command bytes (the in-flight bounds) */
+    sl_push_fn push_fn;          /* out-of-band pushes on command connections (or NULL: dropped) */
+    void *push_ctx;
     char errmsg[SL__ERRMSG_MAX];
 };
 

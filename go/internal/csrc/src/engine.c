@@ -300,12 +300,14 @@ static int parse_node(sl_client *c, size_t k)
     sl__node *n = c->topo.nodes[k];
     int cluster = c->mode == SL_MODE_CLUSTER;
     while (n->rpos < n->rbuf.len) {
-        if (n->slen == 0) {
+        /* a RESP3 push may come while nothing is owed (an idle connection's "invalidate") */
+        int idle_push = n->slen == 0 && n->parser.depth == 0 && n->rbuf.ptr[n->rpos] == '>';
+        if (n->slen == 0 && !idle_push && n->parser.depth == 0) {
             sl__set_err(c, "%s sent a reply nobody asked for", n->addr);
             return SL_EPROTO;
         }
-        sl__seg *seg = &n->segs[n->shead];
-        sl_batch *b = seg->kind == SL__SEG_BATCH ? seg->batch : NULL;
+        sl__seg *seg = n->slen ? &n->segs[n->shead] : NULL;
+        sl_batch *b = seg && seg->kind == SL__SEG_BATCH ? seg->batch : NULL;
         sl__records *recs = b ? &b->bn[k].recs : &n->skip_recs;
         sl__bytes *data = b ? &b->data : &n->skip_data;
         size_t used = 0;
@@ -320,12 +322,14 @@ static int parse_node(sl_client *c, size_t k)
         }
         if (rc < 0) return rc;
         size_t start = n->parser.top_record;
-        if (rc == SL__RESP_PUSH) { /* out of band: drop it */
+        if (rc == SL__RESP_PUSH) { /* out of band: the push handler's, else dropped */
+            if (c->push_fn) c->push_fn(c->push_ctx, n->addr, recs->ptr + start, recs->len - start, data->ptr);
             recs->len = start;
+            if (!b && n->slen == 0) data->len = 0;
             continue;
         }
         if (!b) {
-            if (seg->kind == SL__SEG_HANDSHAKE && recs->ptr[start].type == SL_REPLY_ERROR) {
+            if (seg && seg->kind == SL__SEG_HANDSHAKE && recs->ptr[start].type == SL_REPLY_ERROR) {
                 sl__set_err(c, "connection setup on %s failed: %.*s", n->addr, (int)recs->ptr[start].len,
                             (const char *)data->ptr + recs->ptr[start].offset);
                 return SL_ESERVER;
