@@ -68,6 +68,7 @@ void sv_conn_close(sv_conn *c)
     if (c->next) c->next->prev = c->prev;
     sh->nclients--;
     sv_pubsub_conn_closed(c); /* no message is written to it any more */
+    sv_tracking_conn_closed(sh, &c->sess);
     if (c->sess.tx) {
         if (sh->fwd_on) sv_fwd_release_watches(c, 1); /* those kept by other shards */
         sv_tx_free(sh, &c->sess);
@@ -209,13 +210,24 @@ static void reply_mode(sv_conn *c, struct sv_pend *tail0, size_t len0)
     s->reply_skip_next = 0;
 }
 
+#define PREFETCH_BATCH 16 /* requests looked ahead at once */
+
 static void process(sv_conn *c)
 {
     sv_shard *sh = c->sh;
+    int ahead = 0; /* requests of the buffer whose keys are prefetched and not run yet */
     while (!c->close_when_flushed && !c->closing && !c->blk_wait && !c->cpause_wait) {
         const char *base = c->rbuf.data + c->rstart;
         size_t avail = c->rbuf.len - c->rstart;
         if (avail == 0) break;
+        if (ahead == 0 && c->parser.pos == 0) {
+            /* a pipelined batch: the keyspace lookups of its next requests start
+             * together (their bucket and entry misses overlap; sv_dict_prefetch) */
+            sv_str keys[PREFETCH_BATCH];
+            ahead = sv_peek_keys(base, avail, keys, PREFETCH_BATCH);
+            if (ahead > 1) sv_dict_prefetch(&sh->keys, keys, ahead);
+        }
+        if (ahead) ahead--;
         int r = sv_parse(&c->parser, base, avail);
         if (r == SV_PARSE_MORE) {
             if ((long long)query_bytes(c, avail) > SV_QUERYBUF_MAX) {
@@ -247,12 +259,15 @@ static void process(sv_conn *c)
             struct sv_pend *tail0 = c->pend_tail;
             size_t len0 = tail0 ? sv_fwd_later_out(tail0)->len : c->out.len;
             if (sh->fwd_on) {
+                sv_tracking_before_command(sh, &c->sess);
                 if (sv_fwd_process(c, argc, c->argv)) {
                     /* backpressure: the request stays in the buffer, parsed again
                      * when the connection is resumed */
+                    sv_tracking_before_command(sh, NULL);
                     sv_parser_reset(&c->parser);
                     break;
                 }
+                sv_tracking_after_command(sh, &c->sess, argc, c->argv, NULL);
             } else {
                 sv_ctx ctx = {.sh = sh, .sess = &c->sess, .r = {&c->out, c->sess.proto}, .noroute = 0};
                 ctx.can_block = 1;
@@ -328,6 +343,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     c->sh->now_ms = sv_mstime();
     c->last_interaction_ms = c->sh->now_ms;
+    /* CLIENT TRACKING with forwarding: invalidations other shards sent this client
+     * before its request was read are written before its replies, as Redis does */
+    if (c->sess.trk && c->sh->fwd_on) sv_fwd_take_tracking(c->sh);
     process(c);
     if (c->closing) return;
     /* Replies still owed by other shards: the rest of the batch follows within a
@@ -418,6 +436,7 @@ static void conn_start(sv_shard *sh, int fd)
     c->next = sh->conns;
     if (sh->conns) sh->conns->prev = c;
     sh->conns = c;
+    sv_tracking_conn_opened(sh, c->sess.id);
     sh->nclients++;
     sh->stats.connections++;
     if (sh->nclients > sv_cfg.maxclients) {

@@ -143,6 +143,21 @@ sv_entry *sv_dict_find(sv_dict *d, const void *key, size_t klen)
     return NULL;
 }
 
+void sv_dict_prefetch(const sv_dict *d, const sv_str *keys, int n)
+{
+    const sv_ht *ht = &d->ht[0];
+    if (!ht->table || is_rehashing(d) || n > 64) return;
+    sv_entry **slot[64];
+    for (int i = 0; i < n; i++) {
+        slot[i] = &ht->table[sv_hash(keys[i].p, keys[i].len) & ht->mask];
+        __builtin_prefetch(slot[i]);
+    }
+    for (int i = 0; i < n; i++)
+        if (*slot[i]) __builtin_prefetch(*slot[i]);
+    for (int i = 0; i < n; i++)
+        if (*slot[i]) __builtin_prefetch((*slot[i])->val);
+}
+
 sv_entry *sv_dict_add(sv_dict *d, const void *key, size_t klen, sv_entry **existing)
 {
     if (is_rehashing(d)) rehash_step(d, 1);

@@ -4,6 +4,7 @@
 #include "aof.h"
 #include "blocking.h"
 #include "pubsub.h"
+#include "tracking.h"
 
 #include <stdio.h>
 
@@ -37,12 +38,20 @@ typedef struct sv_fmsg {
     int is_reply;
     int must_run;  /* a coordinated step: runs even for a dropped client (a RENAME's restore) */
     int part_role; /* a coordinated XREAD's part that may park: 1 primary, 2 secondary (blocking.h) */
+    int track;     /* CLIENT TRACKING: the owner remembers the keys a read of it names */
+    int trk;       /* not a request: an invalidation for client_id (SV_TRK_* | TRK_MSG), key in reply */
     uint64_t client_id;
     int argc;
     sv_str *argv;
     sv_buf reply;
     sv_buf mem; /* argv and the argument bytes; kept with the message when recycled */
 } sv_fmsg;
+
+#define TRK_MSG 256 /* sv_fmsg.trk of a tracking message (with its SV_TRK_* bits) */
+
+/* Set while sv_fwd_process dispatches a read its client tracks: the messages it makes
+ * carry it (the first round of a coordinated read too, not its later steps). */
+static _Thread_local int dispatch_tracked;
 
 /* ---- recycling ----
  * A message is made by the receiving shard, runs at the owner and comes back to its
@@ -114,6 +123,7 @@ static sv_fmsg *msg_new(sv_conn *c, int n, sv_str *argv, const int *idx)
     m->src = c->sh->index;
     m->proto = c->sess.proto;
     m->client_id = c->sess.id;
+    m->track = dispatch_tracked;
     return m;
 }
 
@@ -496,10 +506,14 @@ static void execute_request(sv_shard *sh, sv_fmsg *m)
     s.id = m->client_id;
     s.proto = m->proto;
     /* the sender routed it here (all its keys are ours): no second routing check */
+    if (m->track) s.trk = sv_tracking_standin(m->src); /* its reads remembered for its client */
     sv_ctx ctx = {.sh = sh, .sess = &s, .r = {&m->reply, m->proto}, .noroute = 1};
     ctx.can_block = !m->must_run;
     ctx.coord_part = m->part_role != 0;
+    sv_tracking_before_command(sh, &s); /* its own invalidations are marked so (NOLOOP) */
     sv_execute(&ctx, m->argc, m->argv);
+    sv_tracking_after_command(sh, &s, m->argc, m->argv, &m->reply);
+    s.trk = NULL;
     if (ctx.blocked) { /* parked here; the reply goes back when it is served */
         sv_block_attach(ctx.blocked, &remote_ops, m, m->argc, m->argv, NULL);
         if (m->part_role) sv_waiter_set_part(ctx.blocked, m->part_role == 2);
@@ -508,6 +522,63 @@ static void execute_request(sv_shard *sh, sv_fmsg *m)
     }
     reply_back(sh, m);
     sv_block_serve(sh);
+}
+
+void sv_fwd_send_tracking(sv_shard *sh, int target, uint64_t id, int how, const sv_str *key)
+{
+    sv_fmsg *m = sv_calloc(1, sizeof(*m)); /* freed by the target: not recycled (rare) */
+    m->src = sh->index;
+    m->dst = target;
+    m->client_id = id;
+    m->trk = TRK_MSG | how;
+    m->argc = key != NULL;
+    if (key) sv_buf_append(&m->reply, key->p, key->len);
+    /* published now, not at the end of the turn: it is in the target's queue before the
+     * reply of the write that caused it leaves (sv_fwd_take_tracking); overtaking this
+     * turn's batch is harmless, the client's replies keep their slots' order */
+    publish_to(sh, target, m, m);
+}
+
+static void free_tracking_msg(sv_fmsg *m)
+{
+    sv_buf_free(&m->reply);
+    free(m);
+}
+
+static void take_tracking(sv_shard *sh, sv_fmsg *m)
+{
+    sv_str key = {m->reply.data ? m->reply.data : "", m->reply.len};
+    sv_tracking_deliver(sh, m->client_id, m->trk & ~TRK_MSG, m->argc ? &key : NULL);
+    free_tracking_msg(m);
+}
+
+static void defer(sv_fwd_pool *pool, sv_fmsg *m)
+{
+    m->next = NULL;
+    if (pool->def_tail) pool->def_tail->next = m;
+    else pool->def_head = m;
+    pool->def_tail = m;
+}
+
+void sv_fwd_take_tracking(sv_shard *sh)
+{
+    sv_fwd_pool *pool = sh->fwd_pool;
+    int deferred = 0;
+    for (int s = 0; s < sv_cfg.shards; s++) {
+        if (s == sh->index || !atomic_load_explicit(&sh->fwd_in[(size_t)s * QSTRIDE], memory_order_relaxed)) continue;
+        sv_fmsg *fifo = take_from(sh, s);
+        while (fifo) {
+            sv_fmsg *m = fifo;
+            fifo = m->next;
+            if (m->trk) {
+                take_tracking(sh, m);
+            } else {
+                defer(pool, m); /* run by on_async before anything newer from that shard */
+                deferred = 1;
+            }
+        }
+    }
+    if (deferred) uv_async_send(&sh->fwd_async);
 }
 
 static void on_async(uv_async_t *a)
@@ -525,7 +596,8 @@ static void on_async(uv_async_t *a)
         sv_fmsg *m = pool->def_head;
         pool->def_head = m->next;
         if (!pool->def_head) pool->def_tail = NULL;
-        if (m->is_reply) deliver(sh, m);
+        if (m->trk) take_tracking(sh, m);
+        else if (m->is_reply) deliver(sh, m);
         else execute_request(sh, m);
     }
     int busy = 1;
@@ -539,7 +611,9 @@ static void on_async(uv_async_t *a)
             while (fifo) {
                 sv_fmsg *m = fifo;
                 fifo = m->next;
-                if (m->is_reply) {
+                if (m->trk) {
+                    take_tracking(sh, m);
+                } else if (m->is_reply) {
                     deliver(sh, m);
                 } else {
                     execute_request(sh, m);
@@ -570,14 +644,11 @@ void sv_fwd_busy_service(sv_shard *sh, sv_fwd_busy_fn *answer, void *ud)
             sv_fmsg *m = fifo;
             fifo = m->next;
             sv_reply r = {&m->reply, m->proto};
-            if (m->is_reply || m->must_run || !answer(ud, m->client_id, &r, m->argc, m->argv)) {
+            if (m->trk || m->is_reply || m->must_run || !answer(ud, m->client_id, &r, m->argc, m->argv)) {
                 /* replies run coordinators and drain connections (not from inside a
                  * script); a coordinated step must run (a RENAME's restore); the
                  * script's own client's next requests follow it: all of them wait */
-                m->next = NULL;
-                if (pool->def_tail) pool->def_tail->next = m;
-                else pool->def_head = m;
-                pool->def_tail = m;
+                defer(pool, m);
                 deferred = 1;
                 continue;
             }
@@ -944,7 +1015,20 @@ static int unblock_args_ok(int argc, sv_str *argv)
     return argc == 3 || sv_eq(argv[3], "timeout") || sv_eq(argv[3], "error");
 }
 
+static int process(sv_conn *c, int argc, sv_str *argv);
+
 int sv_fwd_process(sv_conn *c, int argc, sv_str *argv)
+{
+    if (!c->sess.trk) return process(c, argc, argv);
+    /* CLIENT TRACKING: a read run on another shard is remembered there */
+    const sv_cmd *cmd = sv_cmd_lookup(argv[0].p, argv[0].len);
+    dispatch_tracked = cmd && (cmd->flags & SV_CMD_READONLY) && sv_tracking_wants_reads(&c->sess);
+    int held = process(c, argc, argv);
+    dispatch_tracked = 0;
+    return held;
+}
+
+static int process(sv_conn *c, int argc, sv_str *argv)
 {
     sv_shard *sh = c->sh;
     int me = sh->index;
@@ -1154,6 +1238,10 @@ void sv_fwd_close_shard(sv_shard *sh)
 
 static void drop(sv_fmsg *m)
 {
+    if (m->trk) {
+        free_tracking_msg(m);
+        return;
+    }
     sv_conn *c = m->conn;
     c->fwd_outstanding--;
     if (c->handle_closed && c->fwd_outstanding == 0) sv_conn_free(c);

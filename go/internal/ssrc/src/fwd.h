@@ -76,6 +76,13 @@ void sv_fwd_coord_finish(sv_conn *c, struct sv_pend *p);
 struct sv_pend *sv_fwd_later_slot(sv_conn *c);
 sv_buf *sv_fwd_later_out(struct sv_pend *p);
 void sv_fwd_later_done(sv_conn *c, struct sv_pend *p);
+/* CLIENT TRACKING (tracking.c): an invalidation for client `id` of shard `target`
+ * (key NULL: a flush), in this turn's batch to it, handed to sv_tracking_deliver there
+ * (how: SV_TRK_*). */
+void sv_fwd_send_tracking(sv_shard *sh, int target, uint64_t id, int how, const sv_str *key);
+/* Takes the tracking messages other shards sent here now (the rest of what arrived
+ * runs in the next on_async, in order). */
+void sv_fwd_take_tracking(sv_shard *sh);
 /* Where a reply produced now must go to stay in order (out, or a new slot). */
 sv_buf *sv_fwd_reply_buf(sv_conn *c);
 /* CLIENT REPLY OFF/SKIP: drops the reply of the command just processed — what it

@@ -443,8 +443,15 @@ static void step_setop(coord *co)
         for (sv_entry *e; (e = sv_dict_iter_next(&it));)
             if (e->u.i == want) sv_add_bulk(&r, e->key, e->klen);
         finish(co);
+    } else if (!count) {
+        /* an empty result deletes the destination: a DEL on its owner, which fires
+         * "del" (and signals the key) only when there was one to delete, as Redis */
+        co->stored = 0;
+        round_begin(co);
+        req(co, 2, (sv_str[]){lit("del"), co->argv[1]});
+        co->stage = 2;
     } else {
-        /* the destination replaced by the result (deleted when it is empty) */
+        /* the destination replaced by the result */
         sv_str *sub = sv_malloc(sizeof(sv_str) * (size_t)(count + 4));
         sub[0] = lit("slotlane.restore");
         sub[1] = co->argv[1];
@@ -455,9 +462,8 @@ static void step_setop(coord *co)
         for (sv_entry *e; (e = sv_dict_iter_next(&it));)
             if (e->u.i == want) sub[m++] = (sv_str){e->key, e->klen};
         co->stored = count;
-        /* the command's event, fired here: the restore step fires none (an empty result
-         * deletes the destination without Redis's "del": whether it existed is not known here) */
-        if (count) sv_notify(co->c->sh, SV_N_SET, co->cmd->name, co->argv[1]);
+        /* the command's event, fired here: the restore step fires none */
+        sv_notify(co->c->sh, SV_N_SET, co->cmd->name, co->argv[1]);
         round_begin(co);
         req(co, m, sub); /* copied into the message (or run here at once) */
         free(sub);
@@ -683,7 +689,11 @@ static void xread_send(coord *co)
     for (int k = 0; k < co->nstreams && ok && !failed; k++) {
         sv_str st = pr[co->pk[k]].a[at[co->pk[k]]++];
         sv_str ida = co->argv[co->sarg + co->nstreams + k];
-        if (st.len && st.p[0] == '-') { /* the key's own error comes first */
+        if (st.len > 1 && st.p[0] == 'm') { /* a missing key's NOGROUP: Redis's lookup missed first */
+            sv_notify(co->c->sh, SV_N_KEY_MISS, "keymiss", co->argv[co->sarg + k]);
+            sv_buf_append(r.out, st.p + 1, st.len - 1);
+            failed = 1;
+        } else if (st.len && st.p[0] == '-') { /* the key's own error comes first */
             sv_buf_append(r.out, st.p, st.len);
             failed = 1;
         } else if (!sv_xread_check_id(&ctx, ida, co->group_cmd)) {

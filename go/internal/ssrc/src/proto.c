@@ -354,3 +354,39 @@ void sv_add_verbatim(sv_reply *r, const char *s, size_t n)
         sv_add_bulk(r, s, n);
     }
 }
+
+/* "<c><number>\r\n" at p (c the type byte); the number, or -1, and p past it. */
+static long long peek_line(const char **p, const char *end, char c)
+{
+    const char *q = *p;
+    if (q >= end || *q != c) return -1;
+    long long v = 0;
+    for (q++; q < end && *q >= '0' && *q <= '9'; q++) {
+        v = v * 10 + (*q - '0');
+        if (v > (1LL << 40)) return -1;
+    }
+    if (end - q < 2 || q[0] != '\r' || q[1] != '\n') return -1;
+    *p = q + 2;
+    return v;
+}
+
+int sv_peek_keys(const char *buf, size_t len, sv_str *keys, int max)
+{
+    const char *p = buf, *end = buf + len;
+    int n = 0;
+    while (n < max) {
+        long long argc = peek_line(&p, end, '*');
+        if (argc < 1) break;
+        sv_str key = {"", 0};
+        long long i = 0;
+        for (; i < argc; i++) {
+            long long l = peek_line(&p, end, '$');
+            if (l < 0 || end - p < l + 2) break;
+            if (i == 1) key = (sv_str){p, (size_t)l};
+            p += l + 2;
+        }
+        if (i < argc) break;
+        keys[n++] = key;
+    }
+    return n;
+}

@@ -41,6 +41,12 @@ void sv_parser_free(sv_parser *p);
  * the arguments are available through sv_parser_args; argc may be 0 (empty request,
  * to be skipped). SV_PARSE_MORE: need more bytes; p->bulk hints how many. */
 int sv_parse(sv_parser *p, const char *buf, size_t len);
+/* A quick look ahead (no state, no limits beyond the buffer): the first argument
+ * after the command name of each of the next complete multibulk requests in buf, at
+ * most max of them (an empty key for a request with one argument); stops at the first
+ * incomplete or inline request. Returns how many requests it saw. For prefetching
+ * only: sv_parse still parses, checks and rejects every request. */
+int sv_peek_keys(const char *buf, size_t len, sv_str *keys, int max);
 /* Fills argv for the request just parsed (pointers into buf or into the inline copy). */
 void sv_parser_args(sv_parser *p, const char *buf, sv_str *argv);
 

@@ -45,7 +45,7 @@ typedef struct sv_pubsub_shard {
     uv_async_t async;
     uv_check_t check;
     uv_timer_t hold_timer;   /* a held flush is written at the latest when it fires */
-    int held;                /* the subscribers' flush was held over one turn (see on_check) */
+    int held;                /* turns the subscribers' flush has been held over (see on_check) */
     int prev_busy;           /* the previous turn handed subscribers messages */
     size_t turn_bytes;       /* bytes given to subscribers since their last flush */
     sv_psub *dirty;          /* subscribers with output this turn */
@@ -327,6 +327,8 @@ long long sv_pubsub_publish(sv_shard *sh, sv_str channel, sv_str msg) { return p
 
 /* ---- between shards ---- */
 
+#define HOLD_TURNS 3 /* turns a stream's subscriber flush may be held over */
+
 static void on_hold_timer(uv_timer_t *t)
 {
     sv_shard *sh = t->data;
@@ -359,14 +361,14 @@ static void on_check(uv_check_t *h)
     p->prev_busy = busy;
     if (!busy) return;
     /* A stream of messages (this turn and the one before handed subscribers some): the
-     * subscribers' write is held until the next turn, which the publishers' next requests
-     * start, so a loop that keeps receiving PUBLISHes writes each subscriber every other
-     * turn — the same bytes in half the writes and no extra poll. A message is late by
-     * one turn, at most 1 ms (the timer, when the stream stops); a lone message is never
-     * held, nor a flush twice, nor past 64 KB. */
-    if (prev && !p->held && p->turn_bytes < 65536) {
-        p->held = 1;
-        uv_timer_start(&p->hold_timer, on_hold_timer, 1, 0);
+     * subscribers' write is held over the next turns, which the publishers' next requests
+     * start, so a loop that keeps receiving PUBLISHes writes each subscriber once per
+     * HOLD_TURNS + 1 turns — the same bytes in fewer writes (each a loopback packet whose
+     * kernel work is most of a PUBLISH's cost) and no extra poll. A message is late by
+     * HOLD_TURNS turns, at most 1 ms (the timer, started with the first held turn, when
+     * the stream stops); a lone message is never held, nor past 64 KB. */
+    if (prev && p->held < HOLD_TURNS && p->turn_bytes < 65536) {
+        if (!p->held++) uv_timer_start(&p->hold_timer, on_hold_timer, 1, 0);
         return;
     }
     flush_dirty(p);

@@ -965,7 +965,12 @@ void sv_cmd_reset(sv_ctx *c, int argc, sv_str *argv)
 {
     (void)argc;
     (void)argv;
+    /* what Redis 7.0's clearClientConnectionState resets: tracking, the database (one
+     * here), the protocol, the transaction and watches, every subscription, the name,
+     * CLIENT REPLY OFF (a SKIP of this very command still applies, as in Redis) */
     set_name(c->sess, (sv_str){"", 0});
+    sv_tracking_off(c->sh, c->sess);
+    c->sess->reply_off = c->sess->reply_skip_next = 0;
     sv_pubsub_unsubscribe_all(c->sh, c->sess);
     if (c->sess->tx) { /* out of MULTI, nothing watched (fwd.c released other shards' watches) */
         sv_tx_clear_queue(c->sess->tx);

@@ -947,8 +947,10 @@ void sv_cmd_xreadgroup(sv_ctx *c, int argc, sv_str *argv) { xread(c, argc, argv,
 
 /* slotlane.xprep HASGROUP GROUP KEY...: the per-key checks of a cross-shard XREAD or
  * XREADGROUP (fwd_multi.c), before anything is served: for each key its error line
- * (WRONGTYPE; NOGROUP when HASGROUP is 1 and the group is missing) or its stream's
- * last ID (0-0 when there is no stream), which the coordinator puts for `$`. */
+ * (WRONGTYPE; NOGROUP when HASGROUP is 1 and the group is missing, after an `m`
+ * when the key is: the coordinator fires the "keymiss" of Redis's lookup if that error
+ * is the reply — an internal read fires none) or its stream's last ID (0-0 when there
+ * is no stream), which the coordinator puts for `$`. */
 void sv_cmd_slotlane_xprep(sv_ctx *c, int argc, sv_str *argv)
 {
     int group = sv_eq(argv[1], "1");
@@ -959,8 +961,11 @@ void sv_cmd_slotlane_xprep(sv_ctx *c, int argc, sv_str *argv)
         sv_ctx one = *c;
         one.r.out = &line;
         sv_stream *s;
-        if (get_stream(&one, argv[k], &s) >= 0 && group && (!s || !group_find(s, argv[2], NULL)))
+        int found = get_stream(&one, argv[k], &s);
+        if (found >= 0 && group && (!s || !group_find(s, argv[2], NULL))) {
+            if (!found) sv_buf_append(&line, "m", 1); /* a missing key: see above */
             nogroup_key(&one, argv[k], argv[2], " in XREADGROUP with GROUP option");
+        }
         if (line.len) {
             sv_add_bulk(&c->r, line.data, line.len);
         } else {

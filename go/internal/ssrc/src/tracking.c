@@ -1,5 +1,6 @@
-/* tracking: see tracking.h. A shard's state is made by its first TRACKING ON, so a
- * shard without tracking clients pays one NULL test per modified key. The table
+/* tracking: see tracking.h. A shard's state is made by its first TRACKING ON (or a
+ * key read through forwarding), so a shard without tracking clients pays one NULL
+ * test per modified key (and, with forwarding, one load of sv_tracking_bcast_any). The table
  * maps each key read by a tracking client to the IDs of the clients that read it;
  * an invalidation sends to each and forgets the key (as Redis's TrackingTable). */
 #include "tracking.h"
@@ -9,16 +10,25 @@
 #include <string.h>
 
 #include "conn.h"
+#include "fwd.h"
 
 typedef struct sv_trk {
     int on, bcast, optin, optout, noloop, caching;
+    int broken; /* an invalidation found the REDIRECT client gone (TRACKINGINFO broken_redirect, as Redis) */
+    int home; /* the shard of the client's connection (a forwarded read's stand-in: its sender's) */
     uint64_t redir;
     int nprefix;
     sv_str *prefix; /* owned copies, sorted */
 } sv_trk;
 
+/* A client that read a key: its ID and the shard its connection lives on. */
+typedef struct trk_ref {
+    uint64_t id;
+    int home;
+} trk_ref;
+
 typedef struct trk_ids {
-    uint64_t *ids;
+    trk_ref *v;
     size_t n, cap;
 } trk_ids;
 
@@ -43,8 +53,110 @@ static void free_ids(sv_entry *e, void *priv)
 {
     (void)priv;
     trk_ids *t = e->val;
-    if (t) free(t->ids);
+    if (t) free(t->v);
     free(t);
+}
+
+/* ---- forwarding: clients of other shards ----
+ * With forwarding (one-port mode, --misrouted forward) a client's reads run on the
+ * shards owning their keys, and its REDIRECT client may live on another shard. The
+ * owner remembers (client ID, home shard) for a key read through forwarding; an
+ * invalidation for a client of another shard travels there in the forwarding
+ * transport's batch (sv_fwd_send_tracking) and is written by the client's own shard
+ * (sv_tracking_deliver), which knows its options. Two registries shared by the
+ * shards, used only in that mode: which shard each connection lives on (REDIRECT's
+ * check and delivery, tracking-redir-broken), and the BCAST clients' prefixes (a key
+ * modified on any shard reaches them). Each has a lock, taken by connects and
+ * closes, TRACKING ON/OFF, and — the BCAST one, for reading — by modified keys while
+ * a BCAST client exists in the server (sv_tracking_bcast_any). */
+typedef struct bcast_ent {
+    uint64_t id;
+    int home, nprefix;
+    sv_str *prefix; /* owned copies */
+} bcast_ent;
+
+static uv_once_t reg_once = UV_ONCE_INIT;
+static uv_mutex_t conns_lock;
+static sv_dict conns_reg; /* 8-byte client ID -> shard (u.i) */
+static uv_rwlock_t bcast_lock;
+static bcast_ent *bcast_v;
+static int bcast_n, bcast_cap;
+_Atomic int sv_tracking_bcast_any;
+
+static void reg_init(void)
+{
+    uv_mutex_init(&conns_lock);
+    sv_dict_init(&conns_reg);
+    uv_rwlock_init(&bcast_lock);
+}
+
+static int shared_mode(sv_shard *sh) { return sh->fwd_on && sv_cfg.shards > 1; }
+
+void sv_tracking_conn_opened(sv_shard *sh, uint64_t id)
+{
+    if (!shared_mode(sh)) return;
+    uv_once(&reg_once, reg_init);
+    uv_mutex_lock(&conns_lock);
+    sv_entry *e = sv_dict_add(&conns_reg, &id, sizeof(id), NULL);
+    if (e) e->u.i = sh->index;
+    uv_mutex_unlock(&conns_lock);
+}
+
+static void bcast_unregister(uint64_t id)
+{
+    uv_rwlock_wrlock(&bcast_lock);
+    for (int i = 0; i < bcast_n; i++)
+        if (bcast_v[i].id == id) {
+            for (int k = 0; k < bcast_v[i].nprefix; k++) free((char *)bcast_v[i].prefix[k].p);
+            free(bcast_v[i].prefix);
+            bcast_v[i] = bcast_v[--bcast_n];
+            atomic_fetch_sub(&sv_tracking_bcast_any, 1);
+            break;
+        }
+    uv_rwlock_wrunlock(&bcast_lock);
+}
+
+static void bcast_register(sv_shard *sh, uint64_t id, const sv_trk *t)
+{
+    bcast_unregister(id);
+    uv_rwlock_wrlock(&bcast_lock);
+    if (bcast_n == bcast_cap) {
+        bcast_cap = bcast_cap ? bcast_cap * 2 : 8;
+        bcast_v = sv_realloc(bcast_v, sizeof(bcast_ent) * (size_t)bcast_cap);
+    }
+    bcast_ent *b = &bcast_v[bcast_n++];
+    b->id = id;
+    b->home = sh->index;
+    b->nprefix = t->nprefix;
+    b->prefix = sv_malloc(sizeof(sv_str) * (size_t)t->nprefix);
+    for (int k = 0; k < t->nprefix; k++) {
+        b->prefix[k].p = t->prefix[k].len ? sv_memdup(t->prefix[k].p, t->prefix[k].len) : sv_calloc(1, 1);
+        b->prefix[k].len = t->prefix[k].len;
+    }
+    atomic_fetch_add(&sv_tracking_bcast_any, 1);
+    uv_rwlock_wrunlock(&bcast_lock);
+}
+
+void sv_tracking_conn_closed(sv_shard *sh, sv_session *s)
+{
+    if (!shared_mode(sh)) return;
+    uv_once(&reg_once, reg_init);
+    uv_mutex_lock(&conns_lock);
+    sv_entry *e = sv_dict_unlink(&conns_reg, &s->id, sizeof(s->id));
+    free(e);
+    uv_mutex_unlock(&conns_lock);
+    if (s->trk && s->trk->on && s->trk->bcast) bcast_unregister(s->id);
+}
+
+/* The shard of a live client (-1: none), in the shared mode. */
+static int conn_shard(uint64_t id)
+{
+    uv_once(&reg_once, reg_init);
+    uv_mutex_lock(&conns_lock);
+    sv_entry *e = sv_dict_find(&conns_reg, &id, sizeof(id));
+    int at = e ? (int)e->u.i : -1;
+    uv_mutex_unlock(&conns_lock);
+    return at;
 }
 
 void sv_tracking_free_shard(sv_shard *sh)
@@ -69,6 +181,7 @@ int sv_tracking_clients(sv_shard *sh) { return sh->trk ? sh->trk->nclients : 0; 
 void sv_tracking_free_session(sv_shard *sh, sv_session *s)
 {
     if (!s->trk) return;
+    if (s->trk->on && s->trk->bcast && shared_mode(sh)) bcast_unregister(s->id);
     if (s->trk->on && sh->trk) {
         sh->trk->nclients--;
         if (s->trk->bcast) sh->trk->nbcast--;
@@ -104,78 +217,162 @@ static void add_payload(sv_buf *b, const sv_str *key, int proto)
     }
 }
 
-/* One invalidation for the tracking client k (key NULL: everything, a flush). */
-static void send_to(sv_shard *sh, sv_conn *k, const sv_str *key)
+/* Writes a message for the connection `to`: after the reply of the command it runs
+ * (its own write), else behind the replies it is owed (forwarding's slots). */
+static void put(sv_shard *sh, sv_conn *to, const sv_buf *msg)
 {
-    sv_trk *t = k->sess.trk;
     sv_trk_shard *ts = sh->trk;
-    if (!t || !t->on) return;
-    if (key && t->noloop && ts->cur == &k->sess) return; /* its own write */
-    sv_conn *to = t->redir ? conn_by_id(sh, t->redir) : k;
-    if (!to) return; /* the redirect client left: nothing to send to */
+    if (ts && ts->cur == &to->sess) {
+        sv_buf_append(&ts->pending, msg->data, msg->len); /* after the reply it is building */
+        return;
+    }
+    sv_buf_append(sh->fwd_on ? sv_fwd_reply_buf(to) : &to->out, msg->data, msg->len);
+    if (sh->aof) sv_conn_queue_flush(to); /* after the log, at the end of the turn */
+    else sv_conn_flush(to);
+}
+
+/* `invalidate [key]` (key NULL: everything, a flush) for the connection `to`, which
+ * receives it for itself or as the REDIRECT client of another (redirected). */
+static void write_inval(sv_shard *sh, sv_conn *to, int redirected, const sv_str *key)
+{
     sv_buf msg = {0};
     if (to->sess.proto >= 3) {
         static const char h[] = ">2\r\n$10\r\ninvalidate\r\n";
         sv_buf_append(&msg, h, sizeof(h) - 1);
-    } else if (t->redir && to->sess.ps) {
+    } else if (redirected && to->sess.ps) {
         static const char h[] = "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n";
         sv_buf_append(&msg, h, sizeof(h) - 1);
     } else {
         return; /* RESP2 without a subscribed redirect: RESP2 has no pushes */
     }
     add_payload(&msg, key, to->sess.proto);
-    if (ts->cur == &to->sess) {
-        sv_buf_append(&ts->pending, msg.data, msg.len); /* after the reply it is building */
-    } else {
-        sv_buf_append(&to->out, msg.data, msg.len);
-        if (sh->aof) sv_conn_queue_flush(to); /* after the log, at the end of the turn */
-        else sv_conn_flush(to);
-    }
+    put(sh, to, &msg);
     sv_buf_free(&msg);
 }
+
+/* One invalidation for the tracking client k of this shard (key NULL: everything, a
+ * flush); self: caused by k's own command (NOLOOP). */
+static void send_to(sv_shard *sh, sv_conn *k, const sv_str *key, int self)
+{
+    sv_trk *t = k->sess.trk;
+    if (!t || !t->on) return;
+    if (key && t->noloop && self) return; /* its own write */
+    if (!t->redir) {
+        write_inval(sh, k, 0, key);
+        return;
+    }
+    sv_conn *to = conn_by_id(sh, t->redir);
+    if (to) {
+        write_inval(sh, to, 1, key);
+        return;
+    }
+    int at = shared_mode(sh) ? conn_shard(t->redir) : -1;
+    if (at >= 0 && at != sh->index) {
+        sv_fwd_send_tracking(sh, at, t->redir, SV_TRK_REDIRECT, key);
+        return;
+    }
+    /* the redirect client left: the tracking client is told so (RESP3), as Redis */
+    t->broken = 1;
+    if (k->sess.proto >= 3) {
+        char m[80];
+        int n = snprintf(m, sizeof(m), ">2\r\n$21\r\ntracking-redir-broken\r\n:%llu\r\n", (unsigned long long)t->redir);
+        sv_buf b = {m, (size_t)n, sizeof(m)};
+        put(sh, k, &b);
+    }
+}
+
+void sv_tracking_deliver(sv_shard *sh, uint64_t id, int how, const sv_str *key)
+{
+    sv_conn *k = conn_by_id(sh, id);
+    if (!k) return;
+    if (how & SV_TRK_REDIRECT) {
+        write_inval(sh, k, 1, key);
+        return;
+    }
+    sv_trk *t = k->sess.trk;
+    /* a key read before BCAST was switched on, or a prefix of a BCAST client since switched off */
+    if (!t || !t->on || !t->bcast != !(how & SV_TRK_BCAST)) return;
+    send_to(sh, k, key, (how & SV_TRK_SELF) != 0);
+}
+
+/* The session whose command runs on this thread, tracking state or not (a forwarded
+ * write's own invalidations are marked SV_TRK_SELF for its client's NOLOOP). */
+static _Thread_local const sv_session *running;
+static int is_self(uint64_t id) { return running && running->id == id; }
 
 void sv_tracking_invalidate(sv_shard *sh, sv_str key)
 {
     sv_trk_shard *ts = sh->trk;
-    sv_entry *e = sv_dict_find(&ts->keys, key.p, key.len);
+    sv_session *cur = ts ? ts->cur : NULL;
+    sv_entry *e = ts ? sv_dict_find(&ts->keys, key.p, key.len) : NULL;
     if (e) {
         trk_ids *ids = e->val;
         e->val = NULL;
         sv_entry *gone = sv_dict_unlink(&ts->keys, key.p, key.len);
         free(gone);
         for (size_t i = 0; i < ids->n; i++) {
-            sv_conn *k = conn_by_id(sh, ids->ids[i]);
-            if (k && k->sess.trk && !k->sess.trk->bcast) send_to(sh, k, &key);
+            trk_ref r = ids->v[i];
+            if (r.home != sh->index) { /* read through forwarding: its own shard writes it */
+                sv_fwd_send_tracking(sh, r.home, r.id, is_self(r.id) ? SV_TRK_SELF : 0, &key);
+                continue;
+            }
+            sv_conn *k = conn_by_id(sh, r.id);
+            if (k && k->sess.trk && !k->sess.trk->bcast) send_to(sh, k, &key, cur == &k->sess);
         }
-        free(ids->ids);
+        free(ids->v);
         free(ids);
     }
-    if (!ts->nbcast) return;
-    for (sv_conn *k = sh->conns; k; k = k->next) {
-        sv_trk *t = k->sess.trk;
-        if (!t || !t->on || !t->bcast) continue;
-        for (int i = 0; i < t->nprefix; i++)
-            if (has_prefix(key, t->prefix[i])) {
-                send_to(sh, k, &key);
+    if (ts && ts->nbcast)
+        for (sv_conn *k = sh->conns; k; k = k->next) {
+            sv_trk *t = k->sess.trk;
+            if (!t || !t->on || !t->bcast) continue;
+            for (int i = 0; i < t->nprefix; i++)
+                if (has_prefix(key, t->prefix[i])) {
+                    send_to(sh, k, &key, cur == &k->sess);
+                    break;
+                }
+        }
+    if (!atomic_load_explicit(&sv_tracking_bcast_any, memory_order_relaxed) || !shared_mode(sh)) return;
+    uv_rwlock_rdlock(&bcast_lock);
+    for (int j = 0; j < bcast_n; j++) {
+        bcast_ent *b = &bcast_v[j];
+        if (b->home == sh->index) continue; /* this shard's own, above */
+        for (int i = 0; i < b->nprefix; i++)
+            if (has_prefix(key, b->prefix[i])) {
+                sv_fwd_send_tracking(sh, b->home, b->id, SV_TRK_BCAST | (is_self(b->id) ? SV_TRK_SELF : 0), &key);
                 break;
             }
     }
+    uv_rwlock_rdunlock(&bcast_lock);
 }
 
 void sv_tracking_flush(sv_shard *sh)
 {
     sv_dict_clear(&sh->trk->keys, free_ids, NULL);
     for (sv_conn *k = sh->conns; k; k = k->next)
-        if (k->sess.trk && k->sess.trk->on) send_to(sh, k, NULL);
+        if (k->sess.trk && k->sess.trk->on) send_to(sh, k, NULL, 0);
 }
 
 /* ---- remembering reads ---- */
 
+int sv_tracking_wants_reads(const sv_session *s)
+{
+    const sv_trk *t = s->trk;
+    return t && t->on && !t->bcast && !((t->optin && !t->caching) || (t->optout && t->caching));
+}
+
+struct sv_trk *sv_tracking_standin(int home)
+{
+    static _Thread_local sv_trk standin;
+    standin.on = 1;
+    standin.home = home;
+    return &standin;
+}
+
 void sv_tracking_after_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv)
 {
     sv_trk *t = c->sess->trk;
-    if (!t->on || t->bcast || !(cmd->flags & SV_CMD_READONLY)) return;
-    if ((t->optin && !t->caching) || (t->optout && t->caching)) return;
+    if (!(cmd->flags & SV_CMD_READONLY) || !sv_tracking_wants_reads(c->sess)) return;
     int keys[64];
     int *kp = argc > 64 ? sv_malloc(sizeof(int) * (size_t)argc) : keys;
     int n = sv_cmd_keypos(cmd, argc, argv, kp, argc > 64 ? argc : 64);
@@ -189,28 +386,31 @@ void sv_tracking_after_call(sv_ctx *c, const sv_cmd *cmd, int argc, sv_str *argv
         }
         trk_ids *ids = e->val;
         size_t j = 0;
-        while (j < ids->n && ids->ids[j] != c->sess->id) j++;
+        while (j < ids->n && ids->v[j].id != c->sess->id) j++;
         if (j < ids->n) continue;
         if (ids->n == ids->cap) {
             ids->cap = ids->cap ? ids->cap * 2 : 2;
-            ids->ids = sv_realloc(ids->ids, ids->cap * sizeof(uint64_t));
+            ids->v = sv_realloc(ids->v, ids->cap * sizeof(trk_ref));
         }
-        ids->ids[ids->n++] = c->sess->id;
+        ids->v[ids->n++] = (trk_ref){c->sess->id, t->home};
     }
     if (kp != keys) free(kp);
 }
 
 void sv_tracking_before_command(sv_shard *sh, sv_session *s)
 {
+    running = s;
     if (sh->trk) sh->trk->cur = s;
 }
 
 void sv_tracking_after_command(sv_shard *sh, sv_session *s, int argc, sv_str *argv, sv_buf *out)
 {
+    running = NULL;
     sv_trk_shard *ts = sh->trk;
     if (!ts) return;
     ts->cur = NULL;
     if (ts->pending.len) {
+        if (!out) out = sv_fwd_reply_buf(s->conn); /* forwarding: behind the replies owed */
         sv_buf_append(out, ts->pending.data, ts->pending.len);
         ts->pending.len = 0;
     }
@@ -248,7 +448,8 @@ void sv_client_tracking(sv_ctx *c, int argc, sv_str *argv)
                 goto out;
             }
             if (!sv_get_ll(c, argv[j], &redir)) goto out;
-            if (redir <= 0 || !conn_by_id(c->sh, (uint64_t)redir)) {
+            if (redir <= 0 || (!conn_by_id(c->sh, (uint64_t)redir) &&
+                               !(shared_mode(c->sh) && conn_shard((uint64_t)redir) >= 0))) {
                 sv_add_error(&c->r, "The client ID you want redirect to does not exist");
                 goto out;
             }
@@ -269,11 +470,6 @@ void sv_client_tracking(sv_ctx *c, int argc, sv_str *argv)
     }
     sv_trk *t = s->trk;
     if (sv_eq(argv[2], "on")) {
-        if (c->sh->fwd_on) {
-            /* a read may run on another shard here: its tracking table would not be this one's */
-            sv_add_error(&c->r, "CLIENT TRACKING is not supported with forwarding (one-port mode, --misrouted forward)");
-            goto out;
-        }
         if (!bcast && np) {
             sv_add_error(&c->r, "PREFIX option requires BCAST mode to be enabled");
             goto out;
@@ -318,6 +514,8 @@ void sv_client_tracking(sv_ctx *c, int argc, sv_str *argv)
         t->optout = optout;
         t->noloop = noloop;
         t->redir = (uint64_t)redir;
+        t->broken = 0;
+        t->home = c->sh->index;
         if (bcast) {
             ts->nbcast++;
             sv_str all = {"", 0};
@@ -331,16 +529,10 @@ void sv_client_tracking(sv_ctx *c, int argc, sv_str *argv)
                 t->prefix[t->nprefix++].len = p.len;
             }
             qsort(t->prefix, (size_t)t->nprefix, sizeof(sv_str), cmp_str);
+            if (shared_mode(c->sh)) bcast_register(c->sh, s->id, t); /* every shard's keys */
         }
     } else if (sv_eq(argv[2], "off")) {
-        if (t) {
-            if (t->on && c->sh->trk) {
-                c->sh->trk->nclients--;
-                if (t->bcast) c->sh->trk->nbcast--;
-            }
-            clear_prefixes(t);
-            memset(t, 0, sizeof(*t));
-        }
+        sv_tracking_off(c->sh, s);
     } else {
         sv_add_error(&c->r, SV_ERR_SYNTAX);
         goto out;
@@ -348,6 +540,19 @@ void sv_client_tracking(sv_ctx *c, int argc, sv_str *argv)
     sv_add_ok(&c->r);
 out:
     free(pfx);
+}
+
+void sv_tracking_off(sv_shard *sh, sv_session *s)
+{
+    sv_trk *t = s->trk;
+    if (!t) return;
+    if (t->on && t->bcast && shared_mode(sh)) bcast_unregister(s->id);
+    if (t->on && sh->trk) {
+        sh->trk->nclients--;
+        if (t->bcast) sh->trk->nbcast--;
+    }
+    clear_prefixes(t);
+    memset(t, 0, sizeof(*t));
 }
 
 void sv_client_caching(sv_ctx *c, int argc, sv_str *argv)
@@ -399,7 +604,7 @@ void sv_client_trackinginfo(sv_ctx *c)
         if (t->caching) flags[n++] = "caching-no";
     }
     if (on && t->noloop) flags[n++] = "noloop";
-    if (on && t->redir && !conn_by_id(c->sh, t->redir)) flags[n++] = "broken_redirect";
+    if (on && t->broken) flags[n++] = "broken_redirect";
     sv_add_map(&c->r, 3);
     sv_add_bulk_cstr(&c->r, "flags");
     sv_add_set(&c->r, n);

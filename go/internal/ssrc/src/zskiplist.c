@@ -22,6 +22,7 @@ void sv_zsl_init(sv_zsl *l)
     l->header = node_new(SV_ZSL_MAXLEVEL, NULL);
     for (int i = 0; i < SV_ZSL_MAXLEVEL; i++) {
         l->header->level[i].forward = NULL;
+        l->header->level[i].fscore = 0;
         l->header->level[i].span = 0;
     }
     l->tail = NULL;
@@ -63,6 +64,29 @@ __attribute__((always_inline)) static inline int node_before(const sv_zsl_node *
     return member_before(x, e);
 }
 
+/* The same for the node link k leads to, from the link's copy of its score: the node
+ * itself is read only for equal scores. */
+__attribute__((always_inline)) static inline int link_before(const struct sv_zsl_level *k, double s, const sv_entry *e)
+{
+    if (k->fscore != s) return k->fscore < s;
+    return member_before(k->forward, e);
+}
+
+/* Whether link k leads to a node other than e's that sorts before e (score s). */
+__attribute__((always_inline)) static inline int link_before_other(const struct sv_zsl_level *k, double s,
+                                                                  const sv_entry *e)
+{
+    if (k->fscore != s) return k->fscore < s;
+    return k->forward->e != e && member_before(k->forward, e);
+}
+
+/* Points link k at node x. */
+static inline void set_link(struct sv_zsl_level *k, sv_zsl_node *x)
+{
+    k->forward = x;
+    if (x) k->fscore = x->score;
+}
+
 static int random_level(void)
 {
     int level = 1;
@@ -88,8 +112,8 @@ static void link_node(sv_zsl *l, sv_zsl_node *x, int level, sv_zsl_node **update
         l->level = level;
     }
     for (int i = 0; i < level; i++) {
-        x->level[i].forward = update[i]->level[i].forward;
-        update[i]->level[i].forward = x;
+        x->level[i] = update[i]->level[i]; /* (the span is set below) */
+        set_link(&update[i]->level[i], x);
         x->level[i].span = update[i]->level[i].span - (rank[0] - rank[i]);
         update[i]->level[i].span = (rank[0] - rank[i]) + 1;
     }
@@ -108,6 +132,7 @@ static void unlink_node(sv_zsl *l, sv_zsl_node *x, sv_zsl_node **update)
         if (update[i]->level[i].forward == x) {
             update[i]->level[i].span += x->level[i].span - 1;
             update[i]->level[i].forward = x->level[i].forward;
+            update[i]->level[i].fscore = x->level[i].fscore;
         } else {
             update[i]->level[i].span--;
         }
@@ -133,7 +158,7 @@ sv_zsl_node *sv_zsl_insert(sv_zsl *l, sv_entry *e)
     size_t rank[SV_ZSL_MAXLEVEL];
     for (int i = l->level - 1; i >= 0; i--) {
         rank[i] = i == l->level - 1 ? 0 : rank[i + 1];
-        for (sv_zsl_node *f; prefetch_down(x, i), (f = x->level[i].forward) && node_before(f, e->u.d, e);) {
+        for (sv_zsl_node *f; prefetch_down(x, i), (f = x->level[i].forward) && link_before(&x->level[i], e->u.d, e);) {
             rank[i] += x->level[i].span;
             x = f;
         }
@@ -162,7 +187,7 @@ int sv_zsl_update_score(sv_zsl *l, sv_entry *e, double score)
             if (ga) {
                 sv_zsl_node *f = a->level[i].forward;
                 prefetch_down(a, i);
-                if (f && f->e != e && node_before(f, old, e)) {
+                if (f && link_before_other(&a->level[i], old, e)) {
                     ra[i] += a->level[i].span;
                     a = f;
                 } else {
@@ -172,7 +197,7 @@ int sv_zsl_update_score(sv_zsl *l, sv_entry *e, double score)
             if (gb) {
                 sv_zsl_node *f = b->level[i].forward;
                 prefetch_down(b, i);
-                if (f && node_before(f, score, e)) {
+                if (f && link_before(&b->level[i], score, e)) {
                     rb[i] += b->level[i].span;
                     b = f;
                 } else {
@@ -189,6 +214,7 @@ int sv_zsl_update_score(sv_zsl *l, sv_entry *e, double score)
     sv_zsl_node *next = x->level[0].forward;
     if ((a == l->header || node_before(a, score, e)) && (!next || !node_before(next, score, e))) {
         x->score = score;
+        for (int i = 0; i < l->level && ua[i]->level[i].forward == x; i++) ua[i]->level[i].fscore = score;
         return 1;
     }
     int level = 0;
@@ -215,7 +241,8 @@ int sv_zsl_delete(sv_zsl *l, sv_entry *e)
 {
     sv_zsl_node *update[SV_ZSL_MAXLEVEL], *x = l->header;
     for (int i = l->level - 1; i >= 0; i--) {
-        for (sv_zsl_node *f; prefetch_down(x, i), (f = x->level[i].forward) && node_before(f, e->u.d, e);) x = f;
+        for (sv_zsl_node *f; prefetch_down(x, i), (f = x->level[i].forward) && link_before(&x->level[i], e->u.d, e);)
+            x = f;
         update[i] = x;
     }
     x = x->level[0].forward;
@@ -231,7 +258,9 @@ size_t sv_zsl_rank(const sv_zsl *l, const sv_entry *e)
     sv_zsl_node *x = l->header;
     for (int i = l->level - 1; i >= 0; i--) {
         /* forward while the next node is <= e */
-        while (x->level[i].forward && (x->level[i].forward->e == e || node_before(x->level[i].forward, e->u.d, e))) {
+        while (x->level[i].forward &&
+               (x->level[i].fscore != e->u.d ? x->level[i].fscore < e->u.d
+                                             : x->level[i].forward->e == e || member_before(x->level[i].forward, e))) {
             rank += x->level[i].span;
             x = x->level[i].forward;
         }

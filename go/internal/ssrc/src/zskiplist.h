@@ -19,6 +19,9 @@ typedef struct sv_zsl_node {
     struct sv_zsl_node *backward;
     struct sv_zsl_level {
         struct sv_zsl_node *forward;
+        /* forward's score: a search step decides from the link alone and loads the
+         * next node only to move onto it (in a large set each node is a cache miss) */
+        double fscore;
         size_t span; /* elements skipped by this link (rank distance) */
     } level[];
 } sv_zsl_node;
