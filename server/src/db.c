@@ -538,7 +538,7 @@ int sv_numkeys_keys(int argc, sv_str *argv, int ni, int after, int *keys, int ma
 
 void sv_signal_modified_key(sv_shard *sh, sv_str key)
 {
-    if (sh->trk || atomic_load_explicit(&sv_tracking_bcast_any, memory_order_relaxed))
+    if (sh->trk || atomic_load_explicit(&sv_cur->tracking_bcast_any, memory_order_relaxed))
         sv_tracking_invalidate(sh, key); /* CLIENT TRACKING */
     if (sh->nwatched == 0) return;
     sv_entry *w = sv_dict_find(&sh->watched, key.p, key.len);

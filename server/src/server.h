@@ -298,6 +298,8 @@ typedef struct sv_server {
     uv_mutex_t pause_lock;
     _Atomic long long pubsub_limit, pubsub_soft_limit, pubsub_soft_secs; /* pubsub.c */
     struct sv_pubsub_reg *pubsub_reg;  /* channel -> subscribing shards (pubsub.c) */
+    struct sv_tracking_reg *tracking_reg; /* client ID -> shard, BCAST clients (tracking.c, forwarding) */
+    _Atomic int tracking_bcast_any;    /* BCAST clients registered there (tracking.c, db.c) */
     struct sv_params_state *params;    /* CONFIG parameters (params.c) */
     struct ub_chan *ub_chan_arr;        /* CLIENT UNBLOCK between shards (blocking.c) */
     int aof_lock_fd;                   /* the flock of --dir (aof_load.c), -1 */
@@ -318,6 +320,8 @@ extern _Thread_local sv_server *sv_cur;
  * sv_server_free_state frees what the modules made, not the struct. */
 void sv_server_init_state(sv_server *s);
 void sv_server_free_state(sv_server *s);
+void sv_tracking_init_state(sv_server *s); /* tracking.c */
+void sv_tracking_free_state(sv_server *s);
 /* For the unit tests and fuzz targets that run commands without starting shards: one
  * instance with its state, made on the first call, set as the calling thread's sv_cur. */
 sv_server *sv_server_for_tests(void);

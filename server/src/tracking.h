@@ -48,7 +48,6 @@ void sv_tracking_conn_opened(sv_shard *sh, uint64_t id);
 void sv_tracking_conn_closed(sv_shard *sh, sv_session *s);
 /* BCAST clients registered in the server (forwarding): a modified key is checked
  * against their prefixes even on a shard without tracking state. */
-extern _Atomic int sv_tracking_bcast_any;
 /* CLIENT TRACKING OFF (and RESET). */
 void sv_tracking_off(sv_shard *sh, sv_session *s);
 /* A session's tracking state is freed with it. */

@@ -35,6 +35,7 @@ void sv_server_init_state(sv_server *s)
     uv_mutex_init(&s->pause_lock);
     sv_params_init_state(s);
     sv_block_init_state(s);
+    sv_tracking_init_state(s);
     sv_server *prev = sv_cur;
     sv_cur = s;
     sv_pubsub_init();
@@ -44,6 +45,7 @@ void sv_server_init_state(sv_server *s)
 void sv_server_free_state(sv_server *s)
 {
     sv_pubsub_free_state(s);
+    sv_tracking_free_state(s);
     sv_block_free_state(s);
     sv_params_free_state(s);
     uv_mutex_destroy(&s->pause_lock);

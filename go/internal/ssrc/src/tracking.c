@@ -1,6 +1,6 @@
 /* tracking: see tracking.h. A shard's state is made by its first TRACKING ON (or a
  * key read through forwarding), so a shard without tracking clients pays one NULL
- * test per modified key (and, with forwarding, one load of sv_tracking_bcast_any). The table
+ * test per modified key (and, with forwarding, one load of sv_cur->tracking_bcast_any). The table
  * maps each key read by a tracking client to the IDs of the clients that read it;
  * an invalidation sends to each and forgets the key (as Redis's TrackingTable). */
 #include "tracking.h"
@@ -68,26 +68,52 @@ static void free_ids(sv_entry *e, void *priv)
  * check and delivery, tracking-redir-broken), and the BCAST clients' prefixes (a key
  * modified on any shard reaches them). Each has a lock, taken by connects and
  * closes, TRACKING ON/OFF, and — the BCAST one, for reading — by modified keys while
- * a BCAST client exists in the server (sv_tracking_bcast_any). */
+ * a BCAST client exists in the server (sv_cur->tracking_bcast_any). */
 typedef struct bcast_ent {
     uint64_t id;
     int home, nprefix;
     sv_str *prefix; /* owned copies */
 } bcast_ent;
 
-static uv_once_t reg_once = UV_ONCE_INIT;
-static uv_mutex_t conns_lock;
-static sv_dict conns_reg; /* 8-byte client ID -> shard (u.i) */
-static uv_rwlock_t bcast_lock;
-static bcast_ent *bcast_v;
-static int bcast_n, bcast_cap;
-_Atomic int sv_tracking_bcast_any;
+/* The instance's registries (sv_server.tracking_reg), made with it (sv_tracking_init_state):
+ * two servers in one process never share a client ID's shard or a BCAST client. */
+typedef struct sv_tracking_reg {
+    uv_mutex_t r_conns_lock;
+    sv_dict r_conns_reg; /* 8-byte client ID -> shard (u.i) */
+    uv_rwlock_t r_bcast_lock;
+    bcast_ent *r_bcast_v;
+    int r_bcast_n, r_bcast_cap;
+} sv_tracking_reg;
+#define conns_lock (sv_cur->tracking_reg->r_conns_lock)
+#define conns_reg (sv_cur->tracking_reg->r_conns_reg)
+#define bcast_lock (sv_cur->tracking_reg->r_bcast_lock)
+#define bcast_v (sv_cur->tracking_reg->r_bcast_v)
+#define bcast_n (sv_cur->tracking_reg->r_bcast_n)
+#define bcast_cap (sv_cur->tracking_reg->r_bcast_cap)
 
-static void reg_init(void)
+void sv_tracking_init_state(sv_server *s)
 {
-    uv_mutex_init(&conns_lock);
-    sv_dict_init(&conns_reg);
-    uv_rwlock_init(&bcast_lock);
+    sv_tracking_reg *r = sv_calloc(1, sizeof(*r));
+    uv_mutex_init(&r->r_conns_lock);
+    sv_dict_init(&r->r_conns_reg);
+    uv_rwlock_init(&r->r_bcast_lock);
+    s->tracking_reg = r;
+}
+
+void sv_tracking_free_state(sv_server *s)
+{
+    sv_tracking_reg *r = s->tracking_reg;
+    if (!r) return;
+    sv_dict_clear(&r->r_conns_reg, NULL, NULL);
+    for (int i = 0; i < r->r_bcast_n; i++) {
+        for (int k = 0; k < r->r_bcast_v[i].nprefix; k++) free((char *)r->r_bcast_v[i].prefix[k].p);
+        free(r->r_bcast_v[i].prefix);
+    }
+    free(r->r_bcast_v);
+    uv_rwlock_destroy(&r->r_bcast_lock);
+    uv_mutex_destroy(&r->r_conns_lock);
+    free(r);
+    s->tracking_reg = NULL;
 }
 
 static int shared_mode(sv_shard *sh) { return sh->fwd_on && sv_cfg.shards > 1; }
@@ -95,7 +121,6 @@ static int shared_mode(sv_shard *sh) { return sh->fwd_on && sv_cfg.shards > 1; }
 void sv_tracking_conn_opened(sv_shard *sh, uint64_t id)
 {
     if (!shared_mode(sh)) return;
-    uv_once(&reg_once, reg_init);
     uv_mutex_lock(&conns_lock);
     sv_entry *e = sv_dict_add(&conns_reg, &id, sizeof(id), NULL);
     if (e) e->u.i = sh->index;
@@ -110,7 +135,7 @@ static void bcast_unregister(uint64_t id)
             for (int k = 0; k < bcast_v[i].nprefix; k++) free((char *)bcast_v[i].prefix[k].p);
             free(bcast_v[i].prefix);
             bcast_v[i] = bcast_v[--bcast_n];
-            atomic_fetch_sub(&sv_tracking_bcast_any, 1);
+            atomic_fetch_sub(&sv_cur->tracking_bcast_any, 1);
             break;
         }
     uv_rwlock_wrunlock(&bcast_lock);
@@ -133,14 +158,13 @@ static void bcast_register(sv_shard *sh, uint64_t id, const sv_trk *t)
         b->prefix[k].p = t->prefix[k].len ? sv_memdup(t->prefix[k].p, t->prefix[k].len) : sv_calloc(1, 1);
         b->prefix[k].len = t->prefix[k].len;
     }
-    atomic_fetch_add(&sv_tracking_bcast_any, 1);
+    atomic_fetch_add(&sv_cur->tracking_bcast_any, 1);
     uv_rwlock_wrunlock(&bcast_lock);
 }
 
 void sv_tracking_conn_closed(sv_shard *sh, sv_session *s)
 {
     if (!shared_mode(sh)) return;
-    uv_once(&reg_once, reg_init);
     uv_mutex_lock(&conns_lock);
     sv_entry *e = sv_dict_unlink(&conns_reg, &s->id, sizeof(s->id));
     free(e);
@@ -151,7 +175,6 @@ void sv_tracking_conn_closed(sv_shard *sh, sv_session *s)
 /* The shard of a live client (-1: none), in the shared mode. */
 static int conn_shard(uint64_t id)
 {
-    uv_once(&reg_once, reg_init);
     uv_mutex_lock(&conns_lock);
     sv_entry *e = sv_dict_find(&conns_reg, &id, sizeof(id));
     int at = e ? (int)e->u.i : -1;
@@ -332,7 +355,7 @@ void sv_tracking_invalidate(sv_shard *sh, sv_str key)
                     break;
                 }
         }
-    if (!atomic_load_explicit(&sv_tracking_bcast_any, memory_order_relaxed) || !shared_mode(sh)) return;
+    if (!atomic_load_explicit(&sv_cur->tracking_bcast_any, memory_order_relaxed) || !shared_mode(sh)) return;
     uv_rwlock_rdlock(&bcast_lock);
     for (int j = 0; j < bcast_n; j++) {
         bcast_ent *b = &bcast_v[j];
