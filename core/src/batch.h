@@ -113,6 +113,10 @@ int sl__batch_exec(sl_batch *b, int timeout_ms);
 int sl__batch_prepare(sl_batch *b, int timeout_ms);       /* route; first round queued by the caller */
 int sl__batch_finish(sl_batch *b, int status);            /* merge, assemble: the execution's code */
 
+void sl__batch_results_reset(sl_batch *b);                /* no records, ncmds = nuser */
+int sl__batch_run_engine(sl_batch *b, int timeout_ms);    /* prepare, rounds, finish (no cancel bookkeeping) */
+/* The slot of command ci's keys: -1 without keys, -2 out of memory; *multi set when they span slots. */
+int sl__batch_cmd_slot(sl_batch *b, uint32_t ci, const sl__cmdinfo **infop, int *multi);
 int sl__batch_add_error(sl_batch *b, uint32_t ci, sl_err_kind kind, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))

@@ -132,6 +132,9 @@ namespace Slotlane
         SL_EBUSY = -13,
         SL_EFORK = -14,
         SL_ETLS = -15,
+        SL_EBLOCKING = -24,
+        SL_EWATCHMOVED = -25,
+        SL_EABORTED = -26,
     }
 
     /// <summary>Reply record types (<c>sl_reply_type</c>).</summary>

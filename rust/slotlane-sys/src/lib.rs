@@ -34,6 +34,9 @@ pub const SL_ESTATE: sl_error_code = -12;
 pub const SL_EBUSY: sl_error_code = -13;
 pub const SL_EFORK: sl_error_code = -14;
 pub const SL_ETLS: sl_error_code = -15;
+pub const SL_EBLOCKING: sl_error_code = -24;
+pub const SL_EWATCHMOVED: sl_error_code = -25;
+pub const SL_EABORTED: sl_error_code = -26;
 
 // ---------------------------------------------------------------- allocator
 pub const SL_ALLOCATOR_VERSION: c_uint = 1;
