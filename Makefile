@@ -18,8 +18,8 @@ build-asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSL_SANITIZE=ON >/dev/null
 	@cmake --build build-asan -j$(JOBS)
 
-# ThreadSanitizer: only test_cq, the threaded test of the loop thread and completion queues (ci/test.sh runs it).
-TSAN_TESTS = test_cq
+# ThreadSanitizer: the threaded tests of the loop thread, completion queues and leased connections (ci/test.sh runs them).
+TSAN_TESTS = test_cq test_lease test_lease_async
 build-tsan: deps
 	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DSL_SANITIZE_THREAD=ON >/dev/null
 	@cmake --build build-tsan -j$(JOBS) --target $(TSAN_TESTS)

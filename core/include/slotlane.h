@@ -564,8 +564,10 @@ SL_EXTERN int sl_batch_run_script(sl_batch *batch, const void *body, size_t body
  * In a batch of several commands a blocking command (outside MULTI ... EXEC, where the
  * server never blocks) makes the execution fail with SL_EBLOCKING before anything is sent:
  * every command gets an SL_ERR_ARGUMENT record naming this API.
- * The asynchronous API (slotlane_uv.h) does not lease yet: there a blocking command runs on
- * the shared connection as before.
+ * The asynchronous API (slotlane_uv.h) does the same: a batch of one blocking command runs
+ * on a lease attached to the same loop, so a BLPOP 0 never stalls the node's shared
+ * connection; sl_batch_cancel, a deadline, a detach or sl_loop_free closes its lease.
+ * Sessions are synchronous only (slotlane.h).
  *
  * A session pins one leased connection to the primary of one slot (the slot of the first
  * key it sees; in plain mode, the one node) for WATCH ... MULTI ... EXEC: every command

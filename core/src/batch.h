@@ -106,6 +106,11 @@ struct sl_batch {
     void *token;                 /* the submitter's, handed back in its completion */
     uint64_t q_bytes;            /* what this submission counts in the client's bounds */
     atomic_int cancel_req;       /* sl_batch_cancel: set by any thread, taken by the loop */
+    /* A blocking command on a lease (async.c; lease.c): 0 none, 1 running there, 2 done. */
+    int lease_state;
+    int lease_asking;            /* the lease's batch is ASKING + the command */
+    int lease_timeout;
+    struct sl__lease *lease;
 };
 
 /* batch.c */

@@ -15,6 +15,12 @@ typedef struct sl__lease {
     int busy;                    /* in use by a blocking command or a session */
 } sl__lease;
 
+/* The client's pool (client.h: c->leases). */
+struct sl__leases {
+    sl__lease **v;
+    size_t n, cap;
+};
+
 /* 1 when the command blocks (outside MULTI): the BLPOP family, XREAD/XREADGROUP with
  * BLOCK, WAIT; *block_ms is its block time (0: forever), -1 when unreadable. */
 int sl__lease_blocking(const uint8_t *bytes, const sl__arg *args, uint32_t argc, int64_t *block_ms);
@@ -41,6 +47,8 @@ void sl__lease_results_reset(sl_batch *b);
 int sl__lease_adopt(sl_batch *b, uint32_t ci, const sl_batch *from, uint32_t j);
 /* Every command of b gets an error record msg; the execution's code is `code`. */
 int sl__lease_refuse_all(sl_batch *b, sl_err_kind kind, int code, const char *msg);
+/* The records of sl__lease_refuse (a blocking command in a pipeline), without finishing. */
+int sl__lease_refuse_records(sl_batch *b);
 /* An error record that leaves the connection in an unknown state (I/O, timeout, cancel...). */
 int sl__lease_record_broken(const sl_reply *r);
 

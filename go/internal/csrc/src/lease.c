@@ -21,11 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct sl__leases {
-    sl__lease **v;
-    size_t n, cap;
-};
-
 /* ------------------------------------------------------------ which commands block */
 
 static int name_is(const uint8_t *p, size_t len, const char *upper)
@@ -236,7 +231,7 @@ int sl__lease_refuse_all(sl_batch *b, sl_err_kind kind, int code, const char *ms
     return rc == SL_ENOMEM ? rc : code;
 }
 
-int sl__lease_refuse(sl_batch *b)
+static int refuse_msg(sl_batch *b, char *msg, size_t cap)
 {
     const char *name = "a blocking command";
     char nm[32];
@@ -253,12 +248,28 @@ int sl__lease_refuse(sl_batch *b)
             break;
         }
     }
+    return snprintf(msg, cap,
+                    "%s blocks and cannot run in a pipeline (it would stall every command behind it): run it "
+                    "alone, which leases a connection for it, or in a session (sl_session_exec); nothing was sent",
+                    name);
+}
+
+int sl__lease_refuse(sl_batch *b)
+{
     char msg[SL__ERRMSG_MAX];
-    snprintf(msg, sizeof msg,
-             "%s blocks and cannot run in a pipeline (it would stall every command behind it): run it "
-             "alone, which leases a connection for it, or in a session (sl_session_exec); nothing was sent",
-             name);
+    refuse_msg(b, msg, sizeof msg);
     return sl__lease_refuse_all(b, SL_ERR_ARGUMENT, SL_EBLOCKING, msg);
+}
+
+int sl__lease_refuse_records(sl_batch *b)
+{
+    char msg[SL__ERRMSG_MAX];
+    refuse_msg(b, msg, sizeof msg);
+    sl__lease_results_reset(b);
+    for (uint32_t i = 0; i < b->nuser; i++)
+        if (sl__batch_add_error(b, i, SL_ERR_ARGUMENT, "%s", msg)) return SL_ENOMEM;
+    sl__set_err(b->client, "%s", msg);
+    return 0;
 }
 
 /* ------------------------------------------------------------ the pool */
@@ -363,7 +374,8 @@ void sl__lease_put(sl_client *c, sl__lease *l, int close_conn)
     size_t idle = 0;
     for (size_t i = 0; i < p->n; i++) idle += !p->v[i]->busy && strcmp(p->v[i]->addr, l->addr) == 0;
     int keep = c->opts.lease_idle_max < 0 ? 0 : c->opts.lease_idle_max;
-    if (idle <= (size_t)keep) return;
+    /* One attached to a loop stays (it is put back from inside its own callback). */
+    if (idle <= (size_t)keep || lc->async) return;
     for (size_t i = 0; i < p->n; i++) {
         if (p->v[i] != l) continue;
         p->v[i] = p->v[--p->n];
