@@ -70,6 +70,22 @@ static int has_prefix(const uint8_t *data, const sl_reply *r, const char *prefix
     return r->type == SL_REPLY_ERROR && r->len >= n && memcmp(data + r->offset, prefix, n) == 0;
 }
 
+/* "MOVED <slot> <host:port>": the slot's new owner goes into the map at once, so that a
+ * retry pins the new owner (the refresh that follows is throttled). */
+static void learn_moved(sl_client *c, const uint8_t *m, size_t len)
+{
+    if (len <= 6 || memcmp(m, "MOVED ", 6) != 0) return;
+    size_t pos = 6;
+    long slot = 0;
+    while (pos < len && m[pos] >= '0' && m[pos] <= '9' && slot < SL_SLOTS) slot = slot * 10 + (m[pos++] - '0');
+    if (pos >= len || m[pos] != ' ' || slot >= SL_SLOTS) return;
+    pos++;
+    uint16_t node;
+    if (sl__topo_node_addr(c, (const char *)m + pos, len - pos, &node) != 0) return;
+    c->topo.slot_node[slot] = node;
+    c->topo.nodes[node]->primary = 1;
+}
+
 static const sl_reply *cmd_reply(const sl_batch *b, uint32_t ci)
 {
     return b->xrecs.ptr + b->cmds[ci].rec_start;
@@ -104,7 +120,10 @@ static int track(sl_session *s, sl_batch *b, int *moved)
         } else if (is(nm, a->len, "UNWATCH")) {
             if (ok) s->watching = 0;
         }
-        if (has_prefix(b->data.ptr, r, "MOVED ") || has_prefix(b->data.ptr, r, "ASK ")) *moved = 1;
+        if (has_prefix(b->data.ptr, r, "MOVED ") || has_prefix(b->data.ptr, r, "ASK ")) {
+            *moved = 1;
+            learn_moved(s->client, b->data.ptr + r->offset, r->len);
+        }
         if (sl__lease_record_broken(r)) s->broken = 1;
     }
     if (*moved && (guarded || s->watching || s->in_multi)) return SL_EWATCHMOVED;
