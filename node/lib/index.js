@@ -327,6 +327,7 @@ class Client {
   // One command as a promise: TypeError thrown synchronously for bad arguments.
   _cmd(args, route) {
     if (this._state >= CLOSING) return Promise.reject(this._closedError());
+    if (blocks(args)) return this._alone(args, route, null);
     this._enqueue(args, route);
     this._shp.push(null);
     return new Promise(this._executor);
@@ -335,9 +336,27 @@ class Client {
   // A typed method's command (commands.js): the reply is shaped by its type before it resolves.
   _typed(args, shape) {
     if (this._state >= CLOSING) return Promise.reject(this._closedError());
+    if (blocks(args)) return this._alone(args, null, shape);
     this._enqueue(args, null);
     this._shp.push(shape);
     return new Promise(this._executor);
+  }
+
+  // A blocking command goes out in a batch of its own (the core runs it on a connection
+  // leased for it and refuses it in a batch of several): what this tick queued before it
+  // leaves first, and it leaves at once.
+  _alone(args, route, shape) {
+    if (this._count > 0 && this._h !== null) this._flush();
+    if (this._count > 0) { // still connecting: the batch of this tick waits; so does this one
+      this._enqueue(args, route);
+      this._shp.push(shape);
+      return new Promise(this._executor);
+    }
+    this._enqueue(args, route);
+    this._shp.push(shape);
+    const p = new Promise(this._executor);
+    if (this._h !== null) this._flush();
+    return p;
   }
 
   _flush() {
@@ -654,6 +673,22 @@ class Client {
   _finishClose() {
     if (this._closeWaiters) this._closeWaiters.resolve();
   }
+}
+
+// The commands the core leases a connection for (core/src/lease.c): the BLPOP family, WAIT,
+// XREAD/XREADGROUP with BLOCK (before STREAMS).
+const BLOCKING = new Set(['BLPOP', 'BRPOP', 'BLMOVE', 'BRPOPLPUSH', 'BLMPOP', 'BZPOPMIN', 'BZPOPMAX', 'BZMPOP', 'WAIT']);
+function blocks(args) {
+  const a0 = args[0];
+  const name = (typeof a0 === 'string' ? a0 : String(a0)).toUpperCase();
+  if (BLOCKING.has(name)) return true;
+  if (name !== 'XREAD' && name !== 'XREADGROUP') return false;
+  for (let i = 1; i < args.length; i++) {
+    const a = String(args[i]).toUpperCase();
+    if (a === 'STREAMS') return false;
+    if (a === 'BLOCK') return true;
+  }
+  return false;
 }
 
 class Pipeline {

@@ -271,7 +271,7 @@ static void lease_fail(sl_batch *b, sl_err_kind kind, const char *msg)
 {
     if (sl__batch_add_error(b, 0, kind, "%s", msg)) b->async_status = SL_ENOMEM;
     else if (kind == SL_ERR_IO) b->async_status = SL_EIO;
-    b->lease_state = 2;
+    b->lease_state = 3;
 }
 
 /* Sends command 0 of b on a lease for its node (lease_state 1), or gives it its error
@@ -322,7 +322,7 @@ static void lease_begin(sl_batch *b, int timeout_ms)
     b->lease_timeout = sl__lease_timeout(b->client, timeout_ms, block_ms);
     b->deadline = UINT64_MAX; /* the lease's execution has the deadline */
     b->inflight = 1;
-    b->lease_state = 2;
+    b->lease_state = 3;
     if (cmd->flags & SL__F_RESEND) lease_launch(b); /* else routing gave it its record */
 }
 
@@ -356,7 +356,7 @@ static void lease_done(sl_batch *lb, int status, const sl_sizes *sizes, void *ar
         if (cmd->flags & SL__F_RESEND) lease_launch(b);
     }
     uv_client *uc = c->async;
-    if (b->lease_state == 2 && uc && !uc->walking) process(c);
+    if (b->lease_state >= 2 && uc && !uc->walking) process(c);
 }
 
 /* Cancels b's lease execution now: the lease's client abandons it (closing its
@@ -463,16 +463,22 @@ static void process(sl_client *c)
     sl_batch *done = NULL, **tail = &done;
     /* A failed write ends rounds, so walk again. This ends: a failed node is no longer
      * CONNECTED, and nothing in a pass makes a node CONNECTED (only on_node does). */
+    int rewake = 0;
     uc->walking++;
     for (;;) {
         for (sl_batch *b = uc->inflight, *next; b; b = next) {
             next = b->async_next;
             int over = 0;
-            if (b->lease_state) {
+            if (b->lease_state == 3 && !uc->detaching) {
+                /* Done when it started (refused, or no lease): completed on a later walk, so
+                 * that no callback runs inside sl_batch_exec_async. */
+                b->lease_state = 2;
+                rewake = 1;
+            } else if (b->lease_state) {
                 /* A blocking command on its lease: the lease's client ends it (lease_done). */
                 if (b->lease_state == 1 && (uc->detaching || cancel || atomic_exchange(&b->cancel_req, 0)))
                     lease_cancel(b);
-                over = b->lease_state == 2;
+                over = b->lease_state >= 2;
             } else if (uc->detaching || cancel || atomic_exchange(&b->cancel_req, 0)) {
                 /* The connections stay in step: the replies still owed are read and
                  * dropped (a detach then closes the connections that still owe some).
@@ -512,6 +518,11 @@ static void process(sl_client *c)
         if (uc->detaching || !write_queued(c)) break;
     }
     uc->walking--;
+    if (rewake && c->cancel_pipe[1] >= 0) { /* on_cancel walks again from the loop */
+        char x = 1;
+        ssize_t w = write(c->cancel_pipe[1], &x, 1);
+        (void)w;
+    }
     if (!uc->detaching) {
         for (size_t k = 0; k < c->topo.nnodes; k++) set_events(c, k);
         rearm(c);
@@ -550,6 +561,7 @@ static int start(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
     if (lk < 0) {
         rc = sl__lease_refuse_records(b);
         b->async_status = rc ? rc : SL_EBLOCKING;
+        b->lease_state = 3;
         return 0;
     }
     if (lk > 0) {
