@@ -290,7 +290,7 @@ int sl_batch_append_argv(sl_batch *b, const sl_route *route, int argc, const cha
 
 /* ------------------------------------------------------------ routing */
 
-static int is_name(const uint8_t *p, size_t len, const char *upper)
+int sl__name_is(const uint8_t *p, size_t len, const char *upper)
 {
     size_t n = strlen(upper);
     if (len != n) return 0;
@@ -415,7 +415,7 @@ static int route_multi_group(sl_batch *b, uint32_t first)
         reset_cmd(b->client, cmd);
         const uint8_t *bytes = sl__cmd_bytes(b, cmd);
         const sl__arg *name = &b->args[cmd->arg0];
-        if (is_name(bytes + name->off, name->len, "EXEC") || is_name(bytes + name->off, name->len, "DISCARD")) {
+        if (sl__name_is(bytes + name->off, name->len, "EXEC") || sl__name_is(bytes + name->off, name->len, "DISCARD")) {
             last = i;
             break;
         }

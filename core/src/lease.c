@@ -23,18 +23,6 @@
 
 /* ------------------------------------------------------------ which commands block */
 
-static int name_is(const uint8_t *p, size_t len, const char *upper)
-{
-    size_t n = strlen(upper);
-    if (len != n) return 0;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t ch = p[i];
-        if (ch >= 'a' && ch <= 'z') ch = (uint8_t)(ch - 32);
-        if (ch != (uint8_t)upper[i]) return 0;
-    }
-    return 1;
-}
-
 /* Seconds as BLPOP takes them ("0", "1.5") into ms; -1 when it is not a number (the
  * server will refuse it at once). */
 static int64_t parse_secs(const uint8_t *p, size_t len)
@@ -69,30 +57,30 @@ int sl__lease_blocking(const uint8_t *bytes, const sl__arg *args, uint32_t argc,
     const sl__arg *last = &args[argc - 1];
     switch (nl ? nm[0] | 0x20 : 0) {
     case 'b':
-        if (name_is(nm, nl, "BLPOP") || name_is(nm, nl, "BRPOP") || name_is(nm, nl, "BLMOVE") ||
-            name_is(nm, nl, "BRPOPLPUSH") || name_is(nm, nl, "BZPOPMIN") || name_is(nm, nl, "BZPOPMAX")) {
+        if (sl__name_is(nm, nl, "BLPOP") || sl__name_is(nm, nl, "BRPOP") || sl__name_is(nm, nl, "BLMOVE") ||
+            sl__name_is(nm, nl, "BRPOPLPUSH") || sl__name_is(nm, nl, "BZPOPMIN") || sl__name_is(nm, nl, "BZPOPMAX")) {
             *block_ms = parse_secs(bytes + last->off, last->len);
             return 1;
         }
-        if (name_is(nm, nl, "BLMPOP") || name_is(nm, nl, "BZMPOP")) {
+        if (sl__name_is(nm, nl, "BLMPOP") || sl__name_is(nm, nl, "BZMPOP")) {
             *block_ms = parse_secs(bytes + args[1].off, args[1].len);
             return 1;
         }
         return 0;
     case 'x':
-        if (!name_is(nm, nl, "XREAD") && !name_is(nm, nl, "XREADGROUP")) return 0;
+        if (!sl__name_is(nm, nl, "XREAD") && !sl__name_is(nm, nl, "XREADGROUP")) return 0;
         /* Only with BLOCK, which comes before STREAMS. */
         for (uint32_t i = 1; i + 1 < argc; i++) {
             const uint8_t *a = bytes + args[i].off;
-            if (name_is(a, args[i].len, "STREAMS")) return 0;
-            if (name_is(a, args[i].len, "BLOCK")) {
+            if (sl__name_is(a, args[i].len, "STREAMS")) return 0;
+            if (sl__name_is(a, args[i].len, "BLOCK")) {
                 *block_ms = parse_ms(bytes + args[i + 1].off, args[i + 1].len);
                 return 1;
             }
         }
         return 0;
     case 'w':
-        if (argc != 3 || !name_is(nm, nl, "WAIT")) return 0;
+        if (argc != 3 || !sl__name_is(nm, nl, "WAIT")) return 0;
         *block_ms = parse_ms(bytes + last->off, last->len);
         return 1;
     default:
@@ -164,9 +152,9 @@ int sl__lease_classify(sl_batch *b)
         if (argc == 0) continue;
         const uint8_t *nm = bytes + args[0].off;
         int64_t ms;
-        if (name_is(nm, args[0].len, "MULTI")) {
+        if (sl__name_is(nm, args[0].len, "MULTI")) {
             in_multi = 1;
-        } else if (name_is(nm, args[0].len, "EXEC") || name_is(nm, args[0].len, "DISCARD")) {
+        } else if (sl__name_is(nm, args[0].len, "EXEC") || sl__name_is(nm, args[0].len, "DISCARD")) {
             in_multi = 0;
         } else if (!in_multi && sl__lease_blocking(bytes, args, argc, &ms)) {
             return b->nuser == 1 ? 1 : -1;
@@ -413,7 +401,7 @@ int sl__lease_run(sl_client *c, sl__lease *l, int timeout_ms)
     return rc;
 }
 
-static int starts(const uint8_t *data, const sl_reply *r, const char *prefix)
+int sl__lease_reply_starts(const uint8_t *data, const sl_reply *r, const char *prefix)
 {
     size_t n = strlen(prefix);
     return r->type == SL_REPLY_ERROR && r->len >= n && memcmp(data + r->offset, prefix, n) == 0;
@@ -488,7 +476,7 @@ int sl__lease_exec(sl_batch *b, int timeout_ms)
         /* Not executed by the server: MOVED, ASK, TRYAGAIN (redirect.c marks the resend), or
          * -UNBLOCKED (the slot moved or the node changed role while it waited). */
         sl__redirect_check(b, 0, &b->xrecs.ptr[cmd->rec_start]);
-        if (!(cmd->flags & SL__F_RESEND) && starts(b->data.ptr, r, "UNBLOCKED") && !unblocked++ && cmd->slot >= 0) {
+        if (!(cmd->flags & SL__F_RESEND) && sl__lease_reply_starts(b->data.ptr, r, "UNBLOCKED") && !unblocked++ && cmd->slot >= 0) {
             c->topo.refresh_wanted = 1;
             sl__topo_maybe_refresh(c);
             cmd->node = c->topo.slot_node[cmd->slot];

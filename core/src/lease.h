@@ -49,6 +49,8 @@ int sl__lease_adopt(sl_batch *b, uint32_t ci, const sl_batch *from, uint32_t j);
 int sl__lease_refuse_all(sl_batch *b, sl_err_kind kind, int code, const char *msg);
 /* The records of sl__lease_refuse (a blocking command in a pipeline), without finishing. */
 int sl__lease_refuse_records(sl_batch *b);
+/* r is an error reply whose message starts with prefix ("MOVED ", "UNBLOCKED"). */
+int sl__lease_reply_starts(const uint8_t *data, const sl_reply *r, const char *prefix);
 /* An error record that leaves the connection in an unknown state (I/O, timeout, cancel...). */
 int sl__lease_record_broken(const sl_reply *r);
 

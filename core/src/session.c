@@ -52,24 +52,6 @@ int sl_session_watching(const sl_session *s)
     return s ? (s->watching || s->in_multi) : 0;
 }
 
-static int is(const uint8_t *p, size_t len, const char *upper)
-{
-    size_t n = strlen(upper);
-    if (len != n) return 0;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t ch = p[i];
-        if (ch >= 'a' && ch <= 'z') ch = (uint8_t)(ch - 32);
-        if (ch != (uint8_t)upper[i]) return 0;
-    }
-    return 1;
-}
-
-static int has_prefix(const uint8_t *data, const sl_reply *r, const char *prefix)
-{
-    size_t n = strlen(prefix);
-    return r->type == SL_REPLY_ERROR && r->len >= n && memcmp(data + r->offset, prefix, n) == 0;
-}
-
 /* "MOVED <slot> <host:port>": the slot's new owner goes into the map at once, so that a
  * retry pins the new owner (the refresh that follows is throttled). */
 static void learn_moved(sl_client *c, const uint8_t *m, size_t len)
@@ -105,22 +87,22 @@ static int track(sl_session *s, sl_batch *b, int *moved)
         const uint8_t *nm = sl__cmd_bytes(b, cmd) + a->off;
         const sl_reply *r = cmd_reply(b, i);
         int ok = r->type != SL_REPLY_ERROR;
-        if (is(nm, a->len, "WATCH")) {
+        if (sl__name_is(nm, a->len, "WATCH")) {
             guarded = 1; /* a WATCH that was redirected did not watch: the transaction cannot hold */
             if (ok) s->watching = 1;
-        } else if (is(nm, a->len, "MULTI")) {
+        } else if (sl__name_is(nm, a->len, "MULTI")) {
             guarded = 1;
             if (ok) s->in_multi = 1;
-        } else if (is(nm, a->len, "EXEC")) {
+        } else if (sl__name_is(nm, a->len, "EXEC")) {
             guarded = 1;
             if (r->type == SL_REPLY_NIL && rc == 0) rc = SL_EABORTED;
             s->watching = s->in_multi = 0; /* EXEC ends both, also when it answers EXECABORT */
-        } else if (is(nm, a->len, "DISCARD")) {
+        } else if (sl__name_is(nm, a->len, "DISCARD")) {
             if (ok) s->watching = s->in_multi = 0;
-        } else if (is(nm, a->len, "UNWATCH")) {
+        } else if (sl__name_is(nm, a->len, "UNWATCH")) {
             if (ok) s->watching = 0;
         }
-        if (has_prefix(b->data.ptr, r, "MOVED ") || has_prefix(b->data.ptr, r, "ASK ")) {
+        if (sl__lease_reply_starts(b->data.ptr, r, "MOVED ") || sl__lease_reply_starts(b->data.ptr, r, "ASK ")) {
             *moved = 1;
             learn_moved(s->client, b->data.ptr + r->offset, r->len);
         }

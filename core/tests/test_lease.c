@@ -31,16 +31,6 @@
 #include "client.h"
 #include "lease.h"
 
-static void stall(fs_node *n, const char *cmd, const char *key)
-{
-    fs_rule r;
-    memset(&r, 0, sizeof r);
-    r.cmd = cmd;
-    r.key = key;
-    r.times = 1;
-    r.action = FS_STALL;
-    fs_add_rule(n, &r);
-}
 
 static int run_argv(sl_batch *b, int argc, const char *const *argv, int timeout_ms)
 {
@@ -140,7 +130,7 @@ static void test_blpop_cancel_closes_only_its_lease(void **state)
     assert_int_equal(fs_open_connections(n), 1);
     uint64_t accepted = fs_connections(n);
 
-    stall(n, "BLPOP", "q");
+    stall_once(n, "BLPOP", "q");
     blocker k = {c, b, "0", 0, 99};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, blpop_main, &k), 0);
@@ -189,7 +179,7 @@ static void test_blpop_deadline_closes_only_its_lease(void **state)
     assert_int_equal(sl_batch_new(c, &b), 0);
     assert_int_equal(get_ok(b, "k"), 0);
     uint64_t accepted = fs_connections(n);
-    stall(n, "BLPOP", "q");
+    stall_once(n, "BLPOP", "q");
     const char *argv[] = {"BLPOP", "q", "0.05"};
     sl_sizes sz;
     sl_batch_reset(b);
@@ -203,7 +193,7 @@ static void test_blpop_deadline_closes_only_its_lease(void **state)
     assert_int_equal(fs_connections(n), accepted + 1); /* only the lease was ever added */
 
     /* The caller's own deadline wins over block 0's "none". */
-    stall(n, "BLPOP", "q");
+    stall_once(n, "BLPOP", "q");
     const char *forever[] = {"BLPOP", "q", "0"};
     assert_int_equal(run_argv(b, 3, forever, 50), SL_ETIMEOUT);
     assert_int_equal(fs_wait_open_connections(n, 1, 3000), 0);
@@ -520,7 +510,7 @@ static void test_session_cancel_breaks_it(void **state)
     assert_int_equal(sl_batch_new(c, &b), 0);
     sl_session *s;
     assert_int_equal(sl_session_new(c, &s), 0);
-    stall(n, "BLPOP", "q");
+    stall_once(n, "BLPOP", "q");
     append2(b, "WATCH", "k");
     append3(b, "BLPOP", "q", "0");
     void *args[2] = {n, c};

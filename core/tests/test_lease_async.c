@@ -23,16 +23,6 @@
 
 #define WAIT_MS 5000
 
-static void stall(fs_node *n, const char *cmd, const char *key)
-{
-    fs_rule r;
-    memset(&r, 0, sizeof r);
-    r.cmd = cmd;
-    r.key = key;
-    r.times = 1;
-    r.action = FS_STALL;
-    fs_add_rule(n, &r);
-}
 
 static sl_completion take(sl_cq *q)
 {
@@ -62,7 +52,7 @@ static void test_async_blpop_does_not_stall_the_node(void **state)
     fs_store_set(n, "k", "v");
     uint64_t accepted = fs_connections(n);
 
-    stall(n, "BLPOP", "q");
+    stall_once(n, "BLPOP", "q");
     sl_batch *bp = blpop_batch(c, "q", "0");
     assert_int_equal(sl_loop_submit_cq(l, bp, 0, q, (void *)1, 0), 0);
     assert_int_equal(fs_wait_stalled(n, 1, WAIT_MS), 0);
@@ -122,7 +112,7 @@ static void test_async_deadline_and_refusal(void **state)
     assert_int_equal(sl_loop_new(&l), 0);
     assert_int_equal(sl_cq_new(&q), 0);
 
-    stall(n, "BLPOP", "q");
+    stall_once(n, "BLPOP", "q");
     sl_batch *bp = blpop_batch(c, "q", "0");
     assert_int_equal(sl_loop_submit_cq(l, bp, 60, q, NULL, 0), 0); /* the caller's deadline */
     sl_completion done = take(q);
@@ -142,7 +132,7 @@ static void test_async_deadline_and_refusal(void **state)
     assert_int_equal(fs_count(n, NULL, "k") + fs_count(n, "BRPOP", NULL), 0);
 
     /* sl_loop_free with a BLPOP in flight: it completes cancelled, its lease goes */
-    stall(n, "BLPOP", "q");
+    stall_once(n, "BLPOP", "q");
     sl_batch_reset(bp);
     append3(bp, "BLPOP", "q", "0");
     assert_int_equal(sl_loop_submit_cq(l, bp, 0, q, NULL, 0), 0);

@@ -120,6 +120,8 @@ int sl__batch_finish(sl_batch *b, int status);            /* merge, assemble: th
 
 void sl__batch_results_reset(sl_batch *b);                /* no records, ncmds = nuser */
 int sl__batch_run_engine(sl_batch *b, int timeout_ms);    /* prepare, rounds, finish (no cancel bookkeeping) */
+/* 1 when p[0, len) is the upper-case word `upper`, in any case (command names, keywords). */
+int sl__name_is(const uint8_t *p, size_t len, const char *upper);
 /* The slot of command ci's keys: -1 without keys, -2 out of memory; *multi set when they span slots. */
 int sl__batch_cmd_slot(sl_batch *b, uint32_t ci, const sl__cmdinfo **infop, int *multi);
 int sl__batch_add_error(sl_batch *b, uint32_t ci, sl_err_kind kind, const char *fmt, ...)
