@@ -187,6 +187,7 @@ class Client {
     this._slotRes = [];
     this._slotRej = [];
     this._slotShp = [];
+    this._aloneIdx = undefined; // the slot _alone sent a blocking command in (for _withSignal)
     this._slotDone = [];      // per slot: what to undo at its completion (an abort listener)
     this._inflight = 0;
     this._closeWaiters = null;
@@ -355,7 +356,7 @@ class Client {
     this._enqueue(args, route);
     this._shp.push(shape);
     const p = new Promise(this._executor);
-    if (this._h !== null) this._flush();
+    if (this._h !== null) this._aloneIdx = this._flush(); // _withSignal cancels by this slot
     return p;
   }
 
@@ -398,8 +399,10 @@ class Client {
     if (this._h === null && this._state === CONNECTING) await this._ready;
     if (this._state >= CLOSING) throw this._closedError();
     this._flush();
+    this._aloneIdx = undefined;
     const p = enqueue();
-    const idx = this._flush();
+    let idx = this._flush();
+    if (idx === undefined) idx = this._aloneIdx; // a blocking command: _alone sent it already
     if (idx === undefined || idx < 0) return p; // not sent: p is already rejected
     const h = this._h;
     const onAbort = () => native.cancel(h, idx);
