@@ -18,9 +18,10 @@ build-asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSL_SANITIZE=ON >/dev/null
 	@cmake --build build-asan -j$(JOBS)
 
-# ThreadSanitizer: test_cq (the loop thread and completion queues), test_scan (scans paged on the
-# loop thread) and test_pubsub (the subscriber's thread and queue); ci/test.sh runs them.
-TSAN_TESTS = test_cq test_scan test_pubsub
+# ThreadSanitizer: the threaded tests — the loop thread and completion queues (test_cq), scans
+# paged on it (test_scan), the subscriber's thread (test_pubsub), leased connections cancelled
+# from other threads (test_lease, test_lease_async); ci/test.sh runs them.
+TSAN_TESTS = test_cq test_scan test_pubsub test_lease test_lease_async
 build-tsan: deps
 	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DSL_SANITIZE_THREAD=ON >/dev/null
 	@cmake --build build-tsan -j$(JOBS) --target $(TSAN_TESTS)

@@ -86,6 +86,9 @@ SL_ADDRESS(sl_batch **)
 SL_ADDRESS(sl_scan *)
 SL_ADDRESS(sl_scan **)
 SL_ADDRESS(const sl_scan *)
+SL_ADDRESS(sl_session *)
+SL_ADDRESS(sl_session **)
+SL_ADDRESS(const sl_session *)
 SL_ADDRESS(sl_tls *)        /* TLS: wrapped as addresses; the Java API has no TLS options yet */
 SL_ADDRESS(sl_tls **)
 /* structs the binding lays out in its own memory (layouts checked above) */

@@ -48,9 +48,9 @@ ctest --test-dir build --output-on-failure -j2
 step "C tests (ASan + UBSan build)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j2
-step "C tests (ThreadSanitizer build: test_cq, test_scan and test_pubsub — the loop thread, completion queues, scans paged on it, the subscriber's thread; test_async's wall-clock deadlines are too tight for TSan's slowdown on a busy machine)"
+step "C tests (ThreadSanitizer build: test_cq, test_scan, test_pubsub, test_lease, test_lease_async — the loop thread, completion queues, scans paged on it, the subscriber's thread, leased connections cancelled from other threads; test_async's wall-clock deadlines are too tight for TSan's slowdown on a busy machine)"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir build-tsan --output-on-failure -j2 -R '^core_test_(cq|scan|pubsub)$'
+  ctest --test-dir build-tsan --output-on-failure -j2 -R '^core_test_(cq|scan|pubsub|lease|lease_async)$'
 
 LOGS=$(mktemp -d /tmp/slotlane-test.XXXXXX)
 sl_on_exit "rm -rf '$LOGS'"

@@ -45,6 +45,7 @@ var (
 	shptuple_string_array_stringEEN                           = shapeOpt(shapeTuple2(shapeString, shapeArray(shapeString)))
 	shptuple_string_pairs_string_doubleEEN                    = shapeOpt(shapeTuple2(shapeString, shapePairs(shapeString, shapeDouble)))
 	shptuple_string_stringE                                   = shapeTuple2(shapeString, shapeString)
+	shptuple_string_stringEN                                  = shapeOpt(shapeTuple2(shapeString, shapeString))
 )
 
 // AclCatOptions are the options of AclCat (nil: none). A nil pointer or false leaves an option out.
@@ -651,6 +652,323 @@ func (c *Client) Bitpos(ctx context.Context, key string, bit int64, opts *Bitpos
 func (p *Pipeline) Bitpos(key string, bit int64, opts *BitposOptions) Reply[int64] {
 	a, err := argsBitpos(key, bit, opts)
 	return queue(p, a, err, shpint)
+}
+
+// BlmoveOptions are the options of Blmove (nil: none). A nil pointer or false leaves an option out.
+type BlmoveOptions struct {
+	WherefromLeft  bool
+	WherefromRight bool
+	WheretoLeft    bool
+	WheretoRight   bool
+}
+
+func argsBlmove(source string, destination string, timeout float64, opts *BlmoveOptions) ([]any, error) {
+	a := make([]any, 0, 12)
+	a = append(a, "BLMOVE")
+	if opts == nil {
+		opts = &BlmoveOptions{}
+	}
+	a = append(a, source)
+	a = append(a, destination)
+	if opts.WherefromLeft {
+		a = append(a, "LEFT")
+	}
+	if opts.WherefromRight {
+		a = append(a, "RIGHT")
+	}
+	if opts.WheretoLeft {
+		a = append(a, "LEFT")
+	}
+	if opts.WheretoRight {
+		a = append(a, "RIGHT")
+	}
+	a = append(a, timeout)
+	return a, nil
+}
+
+// Blmove runs BLMOVE (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+// Reply: string? -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+func (c *Client) Blmove(ctx context.Context, source string, destination string, timeout float64, opts *BlmoveOptions) (*string, error) {
+	a, err := argsBlmove(source, destination, timeout, opts)
+	if err != nil {
+		var zero *string
+		return zero, err
+	}
+	return shapeResult(c.Do(ctx, a...), shpstringN)
+}
+
+// Blmove runs BLMOVE (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+// Reply: string? -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+// It queues the command; the Reply's Result gives (*string, error) after Exec.
+func (p *Pipeline) Blmove(source string, destination string, timeout float64, opts *BlmoveOptions) Reply[*string] {
+	a, err := argsBlmove(source, destination, timeout, opts)
+	return queue(p, a, err, shpstringN)
+}
+
+// BlmpopOptions are the options of Blmpop (nil: none). A nil pointer or false leaves an option out.
+type BlmpopOptions struct {
+	Left  bool
+	Right bool
+	Count *int64
+}
+
+func argsBlmpop(timeout float64, keys []string, opts *BlmpopOptions) ([]any, error) {
+	a := make([]any, 0, 10)
+	a = append(a, "BLMPOP")
+	if opts == nil {
+		opts = &BlmpopOptions{}
+	}
+	if len(keys) == 0 {
+		return nil, argError("BLMPOP: keys needs at least one element")
+	}
+	a = append(a, timeout)
+	a = append(a, len(keys))
+	for _, x := range keys {
+		a = append(a, x)
+	}
+	if opts.Left {
+		a = append(a, "LEFT")
+	}
+	if opts.Right {
+		a = append(a, "RIGHT")
+	}
+	if opts.Count != nil {
+		a = append(a, "COUNT")
+		a = append(a, *opts.Count)
+	}
+	return a, nil
+}
+
+// Blmpop runs BLMPOP (list): Pop elements from a list, or block until one is available.
+// Reply: tuple<string,array<string>>? -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+func (c *Client) Blmpop(ctx context.Context, timeout float64, keys []string, opts *BlmpopOptions) (*Tuple2[string, []string], error) {
+	a, err := argsBlmpop(timeout, keys, opts)
+	if err != nil {
+		var zero *Tuple2[string, []string]
+		return zero, err
+	}
+	return shapeResult(c.Do(ctx, a...), shptuple_string_array_stringEEN)
+}
+
+// Blmpop runs BLMPOP (list): Pop elements from a list, or block until one is available.
+// Reply: tuple<string,array<string>>? -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+// It queues the command; the Reply's Result gives (*Tuple2[string, []string], error) after Exec.
+func (p *Pipeline) Blmpop(timeout float64, keys []string, opts *BlmpopOptions) Reply[*Tuple2[string, []string]] {
+	a, err := argsBlmpop(timeout, keys, opts)
+	return queue(p, a, err, shptuple_string_array_stringEEN)
+}
+
+func argsBlpop(keys []string, timeout float64) ([]any, error) {
+	a := make([]any, 0, 7)
+	a = append(a, "BLPOP")
+	if len(keys) == 0 {
+		return nil, argError("BLPOP: keys needs at least one element")
+	}
+	for _, x := range keys {
+		a = append(a, x)
+	}
+	a = append(a, timeout)
+	return a, nil
+}
+
+// Blpop runs BLPOP (list): Remove and get the first element in a list, or block until one is available.
+// Reply: tuple<string,string>? -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+func (c *Client) Blpop(ctx context.Context, keys []string, timeout float64) (*Tuple2[string, string], error) {
+	a, err := argsBlpop(keys, timeout)
+	if err != nil {
+		var zero *Tuple2[string, string]
+		return zero, err
+	}
+	return shapeResult(c.Do(ctx, a...), shptuple_string_stringEN)
+}
+
+// Blpop runs BLPOP (list): Remove and get the first element in a list, or block until one is available.
+// Reply: tuple<string,string>? -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+// It queues the command; the Reply's Result gives (*Tuple2[string, string], error) after Exec.
+func (p *Pipeline) Blpop(keys []string, timeout float64) Reply[*Tuple2[string, string]] {
+	a, err := argsBlpop(keys, timeout)
+	return queue(p, a, err, shptuple_string_stringEN)
+}
+
+func argsBrpop(keys []string, timeout float64) ([]any, error) {
+	a := make([]any, 0, 7)
+	a = append(a, "BRPOP")
+	if len(keys) == 0 {
+		return nil, argError("BRPOP: keys needs at least one element")
+	}
+	for _, x := range keys {
+		a = append(a, x)
+	}
+	a = append(a, timeout)
+	return a, nil
+}
+
+// Brpop runs BRPOP (list): Remove and get the last element in a list, or block until one is available.
+// Reply: tuple<string,string>? -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+func (c *Client) Brpop(ctx context.Context, keys []string, timeout float64) (*Tuple2[string, string], error) {
+	a, err := argsBrpop(keys, timeout)
+	if err != nil {
+		var zero *Tuple2[string, string]
+		return zero, err
+	}
+	return shapeResult(c.Do(ctx, a...), shptuple_string_stringEN)
+}
+
+// Brpop runs BRPOP (list): Remove and get the last element in a list, or block until one is available.
+// Reply: tuple<string,string>? -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+// It queues the command; the Reply's Result gives (*Tuple2[string, string], error) after Exec.
+func (p *Pipeline) Brpop(keys []string, timeout float64) Reply[*Tuple2[string, string]] {
+	a, err := argsBrpop(keys, timeout)
+	return queue(p, a, err, shptuple_string_stringEN)
+}
+
+func argsBrpoplpush(source string, destination string, timeout float64) ([]any, error) {
+	a := make([]any, 0, 8)
+	a = append(a, "BRPOPLPUSH")
+	a = append(a, source)
+	a = append(a, destination)
+	a = append(a, timeout)
+	return a, nil
+}
+
+// Brpoplpush runs BRPOPLPUSH (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+// Reply: string? -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+//
+// Deprecated: since Redis 6.2.0; use BLMOVE with the RIGHT and LEFT arguments.
+func (c *Client) Brpoplpush(ctx context.Context, source string, destination string, timeout float64) (*string, error) {
+	a, err := argsBrpoplpush(source, destination, timeout)
+	if err != nil {
+		var zero *string
+		return zero, err
+	}
+	return shapeResult(c.Do(ctx, a...), shpstringN)
+}
+
+// Brpoplpush runs BRPOPLPUSH (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+// Reply: string? -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+// It queues the command; the Reply's Result gives (*string, error) after Exec.
+//
+// Deprecated: since Redis 6.2.0; use BLMOVE with the RIGHT and LEFT arguments.
+func (p *Pipeline) Brpoplpush(source string, destination string, timeout float64) Reply[*string] {
+	a, err := argsBrpoplpush(source, destination, timeout)
+	return queue(p, a, err, shpstringN)
+}
+
+// BzmpopOptions are the options of Bzmpop (nil: none). A nil pointer or false leaves an option out.
+type BzmpopOptions struct {
+	Min   bool
+	Max   bool
+	Count *int64
+}
+
+func argsBzmpop(timeout float64, keys []string, opts *BzmpopOptions) ([]any, error) {
+	a := make([]any, 0, 10)
+	a = append(a, "BZMPOP")
+	if opts == nil {
+		opts = &BzmpopOptions{}
+	}
+	if len(keys) == 0 {
+		return nil, argError("BZMPOP: keys needs at least one element")
+	}
+	a = append(a, timeout)
+	a = append(a, len(keys))
+	for _, x := range keys {
+		a = append(a, x)
+	}
+	if opts.Min {
+		a = append(a, "MIN")
+	}
+	if opts.Max {
+		a = append(a, "MAX")
+	}
+	if opts.Count != nil {
+		a = append(a, "COUNT")
+		a = append(a, *opts.Count)
+	}
+	return a, nil
+}
+
+// Bzmpop runs BZMPOP (sorted-set): Remove and return members with scores in a sorted set or block until one is available.
+// Reply: tuple<string,pairs<string,double>>? -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+func (c *Client) Bzmpop(ctx context.Context, timeout float64, keys []string, opts *BzmpopOptions) (*Tuple2[string, []Pair[string, float64]], error) {
+	a, err := argsBzmpop(timeout, keys, opts)
+	if err != nil {
+		var zero *Tuple2[string, []Pair[string, float64]]
+		return zero, err
+	}
+	return shapeResult(c.Do(ctx, a...), shptuple_string_pairs_string_doubleEEN)
+}
+
+// Bzmpop runs BZMPOP (sorted-set): Remove and return members with scores in a sorted set or block until one is available.
+// Reply: tuple<string,pairs<string,double>>? -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+// It queues the command; the Reply's Result gives (*Tuple2[string, []Pair[string, float64]], error) after Exec.
+func (p *Pipeline) Bzmpop(timeout float64, keys []string, opts *BzmpopOptions) Reply[*Tuple2[string, []Pair[string, float64]]] {
+	a, err := argsBzmpop(timeout, keys, opts)
+	return queue(p, a, err, shptuple_string_pairs_string_doubleEEN)
+}
+
+func argsBzpopmax(keys []string, timeout float64) ([]any, error) {
+	a := make([]any, 0, 7)
+	a = append(a, "BZPOPMAX")
+	if len(keys) == 0 {
+		return nil, argError("BZPOPMAX: keys needs at least one element")
+	}
+	for _, x := range keys {
+		a = append(a, x)
+	}
+	a = append(a, timeout)
+	return a, nil
+}
+
+// Bzpopmax runs BZPOPMAX (sorted-set): Remove and return the member with the highest score from one or more sorted sets, or block until one is available.
+// Reply: any -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+func (c *Client) Bzpopmax(ctx context.Context, keys []string, timeout float64) (Value, error) {
+	a, err := argsBzpopmax(keys, timeout)
+	if err != nil {
+		var zero Value
+		return zero, err
+	}
+	return shapeResult(c.Do(ctx, a...), shpany)
+}
+
+// Bzpopmax runs BZPOPMAX (sorted-set): Remove and return the member with the highest score from one or more sorted sets, or block until one is available.
+// Reply: any -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+// It queues the command; the Reply's Result gives (Value, error) after Exec.
+func (p *Pipeline) Bzpopmax(keys []string, timeout float64) Reply[Value] {
+	a, err := argsBzpopmax(keys, timeout)
+	return queue(p, a, err, shpany)
+}
+
+func argsBzpopmin(keys []string, timeout float64) ([]any, error) {
+	a := make([]any, 0, 7)
+	a = append(a, "BZPOPMIN")
+	if len(keys) == 0 {
+		return nil, argError("BZPOPMIN: keys needs at least one element")
+	}
+	for _, x := range keys {
+		a = append(a, x)
+	}
+	a = append(a, timeout)
+	return a, nil
+}
+
+// Bzpopmin runs BZPOPMIN (sorted-set): Remove and return the member with the lowest score from one or more sorted sets, or block until one is available.
+// Reply: any -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+func (c *Client) Bzpopmin(ctx context.Context, keys []string, timeout float64) (Value, error) {
+	a, err := argsBzpopmin(keys, timeout)
+	if err != nil {
+		var zero Value
+		return zero, err
+	}
+	return shapeResult(c.Do(ctx, a...), shpany)
+}
+
+// Bzpopmin runs BZPOPMIN (sorted-set): Remove and return the member with the lowest score from one or more sorted sets, or block until one is available.
+// Reply: any -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+// It queues the command; the Reply's Result gives (Value, error) after Exec.
+func (p *Pipeline) Bzpopmin(keys []string, timeout float64) Reply[Value] {
+	a, err := argsBzpopmin(keys, timeout)
+	return queue(p, a, err, shpany)
 }
 
 func argsClientGetname() ([]any, error) {
@@ -8230,6 +8548,33 @@ func (p *Pipeline) Unlink(keys ...string) Reply[int64] {
 	return queue(p, a, err, shpint)
 }
 
+func argsWait(numreplicas int64, timeout int64) ([]any, error) {
+	a := make([]any, 0, 7)
+	a = append(a, "WAIT")
+	a = append(a, numreplicas)
+	a = append(a, timeout)
+	return a, nil
+}
+
+// Wait runs WAIT (generic): Wait for the synchronous replication of all the write commands sent in the context of the current connection.
+// Reply: int -- Waits for replicas to acknowledge this connection's writes: alone it runs on a leased connection (deadline: its timeout plus the grace); to wait for a transaction's writes, send it in that session.
+func (c *Client) Wait(ctx context.Context, numreplicas int64, timeout int64) (int64, error) {
+	a, err := argsWait(numreplicas, timeout)
+	if err != nil {
+		var zero int64
+		return zero, err
+	}
+	return shapeResult(c.Do(ctx, a...), shpint)
+}
+
+// Wait runs WAIT (generic): Wait for the synchronous replication of all the write commands sent in the context of the current connection.
+// Reply: int -- Waits for replicas to acknowledge this connection's writes: alone it runs on a leased connection (deadline: its timeout plus the grace); to wait for a transaction's writes, send it in that session.
+// It queues the command; the Reply's Result gives (int64, error) after Exec.
+func (p *Pipeline) Wait(numreplicas int64, timeout int64) Reply[int64] {
+	a, err := argsWait(numreplicas, timeout)
+	return queue(p, a, err, shpint)
+}
+
 func argsXack(key string, group any, ids ...any) ([]any, error) {
 	a := make([]any, 0, 8)
 	a = append(a, "XACK")
@@ -10962,6 +11307,14 @@ var Methods = map[string]string{
 	"bitfield_ro":                 "BitfieldRo",
 	"bitop":                       "Bitop",
 	"bitpos":                      "Bitpos",
+	"blmove":                      "Blmove",
+	"blmpop":                      "Blmpop",
+	"blpop":                       "Blpop",
+	"brpop":                       "Brpop",
+	"brpoplpush":                  "Brpoplpush",
+	"bzmpop":                      "Bzmpop",
+	"bzpopmax":                    "Bzpopmax",
+	"bzpopmin":                    "Bzpopmin",
 	"client_getname":              "ClientGetname",
 	"client_getredir":             "ClientGetredir",
 	"client_id":                   "ClientId",
@@ -11164,6 +11517,7 @@ var Methods = map[string]string{
 	"ttl":                         "Ttl",
 	"type":                        "Type",
 	"unlink":                      "Unlink",
+	"wait":                        "Wait",
 	"xack":                        "Xack",
 	"xadd":                        "Xadd",
 	"xautoclaim":                  "Xautoclaim",

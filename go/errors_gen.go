@@ -25,6 +25,12 @@ var (
 	ErrTLS error = &sentinel{msg: "slotlane: TLS error"}
 	// ErrResource: The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS in a build without OpenSSL), or the client's in-flight bound is reached and the call asked to fail fast (SL_EBUSY), or the client was made before a fork() and used in the child (SL_EFORK: make a new client after forking). (errors.json ResourceError)
 	ErrResource error = &sentinel{msg: "slotlane: resource error"}
+	// ErrWatch: A transaction did not commit: EXEC answered nil because a watched key changed (SL_EABORTED). Nothing of it was applied; retry it from the WATCH. (errors.json WatchError)
+	ErrWatch error = &sentinel{msg: "slotlane: transaction aborted (a watched key changed)"}
+	// ErrWatchMoved: The slot of a transaction's session moved (MOVED or ASK) while its keys were watched or its MULTI was open (SL_EWATCHMOVED): the watch cannot hold on the new owner. The session is broken; a retry of the transaction pins a new session on the slot's new owner. (errors.json WatchMovedError)
+	ErrWatchMoved error = &sentinel{msg: "slotlane: slot moved while watched"}
+	// ErrBlockingPipeline: A blocking command (BLPOP, BRPOP, BLMOVE, BZPOPMIN, XREAD with BLOCK, WAIT...) was put in a pipeline of several commands (SL_EBLOCKING): nothing was sent. Call it alone (it then runs on a connection leased for it) or inside a transaction session. (errors.json BlockingPipelineError)
+	ErrBlockingPipeline error = &sentinel{msg: "slotlane: blocking command in a pipeline"}
 )
 
 func sentinelOfCode(code int) error {
@@ -57,6 +63,12 @@ func sentinelOfCode(code int) error {
 		return ErrResource
 	case -15: // SL_ETLS -> TlsError
 		return ErrTLS
+	case -24: // SL_EBLOCKING -> BlockingPipelineError
+		return ErrBlockingPipeline
+	case -25: // SL_EWATCHMOVED -> WatchMovedError
+		return ErrWatchMoved
+	case -26: // SL_EABORTED -> WatchError
+		return ErrWatch
 	}
 	return nil
 }

@@ -25,7 +25,9 @@ EXC = {"Error": "SlotlaneException", "ResponseError": "SlotlaneReplyException",
        "ConnectionError": "SlotlaneConnectionException", "ProtocolError": "SlotlaneProtocolException",
        "TimeoutError": "SlotlaneTimeoutException", "ClusterError": "SlotlaneClusterException",
        "CancelledError": "SlotlaneCancelledException", "ArgumentError": "SlotlaneArgumentException",
-       "ResourceError": "SlotlaneResourceException", "TlsError": "SlotlaneTlsException"}
+       "ResourceError": "SlotlaneResourceException", "TlsError": "SlotlaneTlsException",
+       "WatchError": "SlotlaneWatchException", "WatchMovedError": "SlotlaneWatchMovedException",
+       "BlockingPipelineError": "SlotlaneBlockingPipelineException"}
 
 
 def pascal(n):

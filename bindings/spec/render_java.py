@@ -25,7 +25,9 @@ throw throws transient try void volatile while true false null var record yield 
 EXC = {"Error": "SlotlaneException", "ResponseError": "ReplyException", "ConnectionError": "ConnectionException",
        "ProtocolError": "ProtocolException", "TimeoutError": "SlotlaneTimeoutException",
        "ClusterError": "ClusterException", "CancelledError": "CancelledException",
-       "ArgumentError": "ArgumentException", "ResourceError": "ResourceException", "TlsError": "TlsException"}
+       "ArgumentError": "ArgumentException", "ResourceError": "ResourceException", "TlsError": "TlsException",
+       "WatchError": "WatchException", "WatchMovedError": "WatchMovedException",
+       "BlockingPipelineError": "BlockingPipelineException"}
 
 
 def camel(n):

@@ -384,7 +384,8 @@ RUST_CODES = {"SL_EINVAL": "InvalidArgument", "SL_EIO": "Io", "SL_ETIMEOUT": "Ti
               "SL_ESERVER": None, "SL_EREDIRECT": "RedirectsExhausted", "SL_ECANCELLED": "Cancelled",
               "SL_ECLUSTER": "Cluster", "SL_EUNSUPPORTED": "Unsupported", "SL_ENOMEM": "Other",
               "SL_ETOOSMALL": "Other", "SL_ESTATE": "Other",
-              "SL_EBUSY": "Other", "SL_EFORK": "Other", "SL_ETLS": "Tls"}
+              "SL_EBUSY": "Other", "SL_EFORK": "Other", "SL_ETLS": "Tls",
+              "SL_EBLOCKING": "BlockingInPipeline", "SL_EWATCHMOVED": "WatchMoved", "SL_EABORTED": "Watch"}
 RUST_KINDS = {"SL_ERR_SERVER": None, "SL_ERR_IO": "Io", "SL_ERR_TIMEOUT": "Timeout",
               "SL_ERR_REDIRECTS": "RedirectsExhausted", "SL_ERR_PROTOCOL": "Protocol",
               "SL_ERR_CANCELLED": "Cancelled", "SL_ERR_CLUSTER": "Cluster", "SL_ERR_ARGUMENT": "InvalidArgument"}
@@ -401,6 +402,9 @@ RUST_VARIANTS = [
     ("InvalidArgument", "ArgumentError", "invalid argument", ""),
     ("Tls", "TlsError", "TLS error",
      "The handshake or the certificate's verification failed (a wrong CA, an expired certificate, a host name mismatch, a plaintext port), the server refused the client certificate, or a CA, certificate or key could not be loaded. The message says which."),
+    ("Watch", "WatchError", "transaction aborted", "EXEC answered nil: a watched key changed; nothing was applied."),
+    ("WatchMoved", "WatchMovedError", "slot moved while watched", "The session is broken: retry the transaction."),
+    ("BlockingInPipeline", "BlockingPipelineError", "blocking command in a pipeline", "Nothing was sent."),
     ("Unsupported", "ResourceError", "unsupported", "A feature this build does not have (TLS in a build without OpenSSL)."),
     ("UnexpectedReply", "ProtocolError", "unexpected reply",
      "A reply of another type than the one asked for (a typed method or [`FromValue`](crate::FromValue) conversion)."),

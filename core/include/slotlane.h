@@ -66,8 +66,16 @@ typedef enum sl_error_code {
                              reached and the submission asked to fail fast (slotlane_uv.h) */
     SL_EFORK = -14,      /* the client (or loop) was made in another process: it was used in
                              a child after fork(); make a new one in the child */
-    SL_ETLS = -15         /* TLS failed: a certificate, key or CA that cannot be loaded, a
+    SL_ETLS = -15,        /* TLS failed: a certificate, key or CA that cannot be loaded, a
                              handshake or verification that failed (the message says what) */
+    /* -16..-23 are taken by other parts of this version (pub/sub, replicas). */
+    SL_EBLOCKING = -24,   /* a blocking command (BLPOP, XREAD BLOCK, WAIT...) in a pipeline of
+                             several commands: refused, nothing sent. Run it alone (it leases a
+                             connection of its own) or in an sl_session */
+    SL_EWATCHMOVED = -25, /* the slot of a session moved (MOVED/ASK) while its keys were
+                             watched or a MULTI was open: the transaction cannot hold; the
+                             session is broken (close it and start over on the new owner) */
+    SL_EABORTED = -26     /* EXEC answered nil: a watched key changed, nothing was applied */
 } sl_error_code;
 
 /* A short static description of a code, e.g. "I/O error". Never NULL. */
@@ -172,7 +180,7 @@ SL_EXTERN int sl_tls_new(sl_tls **out, const sl_tls_options *opts, char *errmsg,
  * more. NULL is a no-op. Any thread. */
 SL_EXTERN void sl_tls_free(sl_tls *tls);
 
-#define SL_CLIENT_OPTIONS_VERSION 3
+#define SL_CLIENT_OPTIONS_VERSION 4
 
 /* Client options. Initialise with SL_CLIENT_OPTIONS_INIT or sl_client_options_init()
  * and set what differs. Strings are only read during sl_client_new() (copied). */
@@ -216,15 +224,22 @@ typedef struct sl_client_options {
                                    URL's scheme; the client takes its own reference. The
                                    handshake runs within connect_timeout_ms, and nothing is
                                    sent before the server's certificate is verified. */
+    /* v4 (blocking): leased connections (blocking commands and sessions, see "Blocking
+     * commands and sessions" below). Callers of versions 1-3 get the defaults. */
+    int blocking_grace_ms;      /* a leased blocking command's deadline is its block time plus
+                                   this; default 1000; 0 = the default */
+    int lease_idle_max;         /* idle leased connections kept per node for reuse; default 4;
+                                   0 = the default, -1 = none (close each after use) */
 } sl_client_options;
 
 #define SL_CLIENT_OPTIONS_INIT { SL_CLIENT_OPTIONS_VERSION, (unsigned int)sizeof(sl_client_options), \
         NULL, SL_MODE_AUTO, NULL, NULL, -1, 2, 2000, 5000, 5, 0, 10, 1000, NULL,                     \
-        (uint64_t)512 << 20, (uint64_t)1 << 30, 32, 4096, (uint64_t)64 << 20, NULL }
+        (uint64_t)512 << 20, (uint64_t)1 << 30, 32, 4096, (uint64_t)64 << 20, NULL, 1000, 4 }
 
 /* Fills opts with the defaults of the given version (SL_CLIENT_OPTIONS_VERSION) and sets
- * size to sizeof(sl_client_options). Returns SL_EINVAL for an unknown version.
- * For bindings that cannot use the macro. */
+ * version to it and size to that version's size of sl_client_options: a caller compiled
+ * against an older header passes its version and only its struct's bytes are written.
+ * Returns SL_EINVAL for an unknown version. For bindings that cannot use the macro. */
 SL_EXTERN int sl_client_options_init(sl_client_options *opts, unsigned int version);
 
 /* ------------------------------------------------------------------- client */
@@ -688,6 +703,73 @@ SL_EXTERN void sl_subscriber_close(sl_subscriber *sub);
 /* Closes (if needed), joins the thread and frees. No call on sub may be running or follow.
  * NULL is a no-op. */
 SL_EXTERN void sl_subscriber_free(sl_subscriber *sub);
+/* ------------------------------------------------ blocking commands and sessions */
+
+/*
+ * Blocking commands — BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX,
+ * BZMPOP, XREAD and XREADGROUP with BLOCK, WAIT — never run on the shared per-node
+ * pipeline (one waiting command would stall every command behind it). A batch whose only
+ * command is a blocking one (sl_batch_exec, sl_batch_run, sl_client_command) runs it on a
+ * connection leased for it from a small per-node pool (lease_idle_max idle ones kept), to
+ * the node of its key. Its deadline: timeout_ms when the caller gives one (> 0), none for
+ * -1; for 0 (the default) the command's block time plus blocking_grace_ms, and none for a
+ * block time of 0. At the deadline or a cancel (sl_client_cancel) the leased connection is
+ * closed, so a pop still armed on the server can never hand its element to anyone: the
+ * server puts it back (the pop never happened). A blocking command is not sent again once
+ * sent, except after MOVED, ASK, TRYAGAIN or -UNBLOCKED (the server did not execute it).
+ * In a batch of several commands a blocking command (outside MULTI ... EXEC, where the
+ * server never blocks) makes the execution fail with SL_EBLOCKING before anything is sent:
+ * every command gets an SL_ERR_ARGUMENT record naming this API.
+ * The asynchronous API (slotlane_uv.h) does the same: a batch of one blocking command runs
+ * on a lease attached to the same loop, so a BLPOP 0 never stalls the node's shared
+ * connection; sl_batch_cancel, a deadline, a detach or sl_loop_free closes its lease.
+ * Sessions are synchronous only (slotlane.h).
+ *
+ * A session pins one leased connection to the primary of one slot (the slot of the first
+ * key it sees; in plain mode, the one node) for WATCH ... MULTI ... EXEC: every command
+ * of a session's batch must hash to that slot (keyless ones — MULTI, EXEC, UNWATCH, WAIT
+ * — go with them), a batch that does not is refused before sending (SL_ECLUSTER,
+ * SL_ERR_CLUSTER records "CROSSSLOT ..."). A MOVED or ASK while keys are watched or a
+ * MULTI is open fails with SL_EWATCHMOVED (the session is broken: close it); without a
+ * watch the session is unpinned and the caller may retry (the slot map is refreshed). EXEC
+ * answering nil makes the execution return SL_EABORTED (the record is the nil). WAIT in
+ * a session waits for the session's own writes.
+ */
+typedef struct sl_session sl_session;
+
+/* Opens a session on the client (nothing is sent yet: the connection is leased when the
+ * first batch runs). *out is freed by sl_session_close, before the client. Returns 0,
+ * SL_EINVAL or SL_ENOMEM. Same thread rule as the client (one thread at a time). */
+SL_EXTERN int sl_session_new(sl_client *client, sl_session **out);
+
+/* Executes the batch's queued commands on the session's connection, in order, as one
+ * pipeline: results and the batch's queue as sl_batch_exec. batch must be a batch of the
+ * session's client. timeout_ms as sl_batch_exec (0: the client's command_timeout_ms, or
+ * for a blocking command its block time plus the grace). Returns 0, SL_EABORTED (EXEC
+ * answered nil), SL_EWATCHMOVED, SL_ECLUSTER (refused: keys of another slot, nothing
+ * sent), SL_ESTATE (the session is broken by an earlier failure: close it), or an
+ * execution's code (SL_ETIMEOUT, SL_ECANCELLED, SL_EIO: the session is broken then too:
+ * the server may have applied part of it). */
+SL_EXTERN int sl_session_exec(sl_session *session, sl_batch *batch, int timeout_ms, sl_sizes *sizes);
+
+/* One crossing for bindings: sl_batch_reset + sl_batch_append + sl_session_exec +
+ * sl_batch_copy_out, buffers and codes as sl_batch_run. */
+SL_EXTERN int sl_session_run(sl_session *session, sl_batch *batch, const void *cmds, size_t len, size_t count,
+                             int timeout_ms, void *records, size_t records_cap, void *data, size_t data_cap,
+                             sl_sizes *sizes);
+
+/* The slot the session is pinned to, or -1 (not pinned yet, or plain mode). */
+SL_EXTERN int sl_session_slot(const sl_session *session);
+
+/* 1 while the session holds a WATCH or an open MULTI (close would send UNWATCH/DISCARD). */
+SL_EXTERN int sl_session_watching(const sl_session *session);
+
+/* Ends the session: sends DISCARD (a MULTI open) or UNWATCH (keys watched) when needed and
+ * returns the connection to the pool, clean; a broken session's connection (an error, a
+ * timeout, a cancel, a moved slot) is closed instead. Frees the session. Returns 0, or
+ * the code of a failed DISCARD/UNWATCH (the connection was closed; nothing is lost).
+ * NULL is a no-op. */
+SL_EXTERN int sl_session_close(sl_session *session);
 
 /* ----------------------------------------------------------- helpers */
 

@@ -33,6 +33,10 @@ struct sl_client {
     _Atomic uint64_t q_bytes;    /* ... and their command bytes (the in-flight bounds) */
     sl_push_fn push_fn;          /* out-of-band pushes on command connections (or NULL: dropped) */
     void *push_ctx;
+    /* Leased connections (lease.c): each is a plain-mode client of its own on one node. */
+    struct sl__leases *leases;   /* the pool, NULL until the first lease */
+    sl_client *lease_parent;     /* a lease's client: the client it serves (it never leases) */
+    _Atomic(sl_client *) lease_active; /* the lease running a blocking call now (cancel reaches it) */
     char errmsg[SL__ERRMSG_MAX];
 };
 
@@ -48,5 +52,16 @@ uint64_t sl__rand(sl_client *c);
  * a handle made under another generation is used in a child and fails with SL_EFORK. */
 unsigned sl__fork_generation(void);
 int sl__check_fork(sl_client *c);                         /* 0, or SL_EFORK with errmsg */
+/* client.c: sl_client_new without the probe PING (a lease connects when first used). */
+int sl__client_make(sl_client **out, const sl_client_options *opts, int probe, char *errmsg, size_t errmsg_cap);
+
+/* lease.c */
+void sl__leases_free(sl_client *c);
+struct sl_batch;
+/* A batch with a blocking command outside MULTI: 0 none (run as usual), 1 it is the batch's
+ * one command (run it on a lease: sl__lease_exec), -1 a pipeline holding one (refused). */
+int sl__lease_classify(struct sl_batch *b);
+int sl__lease_exec(struct sl_batch *b, int timeout_ms);   /* the execution's code */
+int sl__lease_refuse(struct sl_batch *b);                 /* SL_EBLOCKING, records for all */
 
 #endif

@@ -264,14 +264,14 @@ namespace Slotlane.Tests
         }
 
         [Test]
-        public void CommandTimeoutFailsTheCommand()
+        public void CommandTimeoutIsNotABlockingCommandsDeadline()
         {
+            // a blocking command runs on a connection leased for it, with its block time plus
+            // the grace as its deadline: a BLPOP of 0.3 s gets the server's nil, never a
+            // timeout at CommandTimeout's 200 ms (core/tests/test_lease.c has the rule)
             using (var c = SlotlaneClient.Connect(new ClientOptions { Url = Servers.PlainRedis, CommandTimeout = TimeSpan.FromMilliseconds(200) }))
             {
-                var t0 = DateTime.UtcNow;
-                var ex = Assert.Throws<SlotlaneTimeoutException>(() => c.Execute("BLPOP", "never", "5"));
-                Assert.That(ex.Kind, Is.EqualTo(ErrorKind.Timeout));
-                Assert.That(DateTime.UtcNow - t0, Is.LessThan(TimeSpan.FromSeconds(3)));
+                Assert.That(c.Execute("BLPOP", "never-" + Guid.NewGuid(), "0.3"), Is.Null);
                 Assert.That(c.Ping(), Is.EqualTo("PONG")); // the client stays usable
             }
         }
@@ -283,14 +283,18 @@ namespace Slotlane.Tests
             using (var p = c.CreatePipeline())
             using (var cts = new System.Threading.CancellationTokenSource())
             {
-                p.Add("SET", "before", "1");
-                p.Add("BLPOP", "never-" + Guid.NewGuid(), "0");   // blocks forever
+                p.Add("BLPOP", "never-" + Guid.NewGuid(), "0");   // blocks forever, alone: on a lease
                 cts.CancelAfter(300);
                 var t0 = DateTime.UtcNow;
                 object[] r = p.Execute(cts.Token);
                 Assert.That(DateTime.UtcNow - t0, Is.LessThan(TimeSpan.FromSeconds(5)));
-                Assert.That(r[0], Is.EqualTo("OK"));
-                Assert.That(r[1], Is.InstanceOf<SlotlaneCancelledException>());
+                Assert.That(r[0], Is.InstanceOf<SlotlaneCancelledException>());
+                // with another command it is refused before anything is sent
+                p.Add("SET", "before", "1");
+                p.Add("BLPOP", "never-" + Guid.NewGuid(), "0");
+                object[] refused = p.Execute();
+                Assert.That(refused[0], Is.InstanceOf<SlotlaneArgumentException>());
+                Assert.That(c.Execute("EXISTS", "before"), Is.EqualTo(0L));
                 // the same (single) handle runs the next command at once: no stale reply, no stale cancel
                 Assert.That(c.Ping(), Is.EqualTo("PONG"));
                 p.Add("PING");
@@ -311,8 +315,8 @@ namespace Slotlane.Tests
             using (var c = SlotlaneClient.Connect(new ClientOptions { Url = Servers.PlainRedis, CommandTimeout = TimeSpan.FromMilliseconds(200), MaxPoolSize = 1 }))
             using (var p = c.CreatePipeline())
             {
-                p.Add("BLPOP", "never-" + Guid.NewGuid(), "3");
-                Assert.That(p.Execute()[0], Is.InstanceOf<SlotlaneTimeoutException>());
+                p.Add("BLPOP", "never-" + Guid.NewGuid(), "0.3"); // on its lease: the server's nil, its own deadline
+                Assert.That(p.Execute()[0], Is.Null);
                 var t0 = DateTime.UtcNow;
                 Assert.That(c.Ping(), Is.EqualTo("PONG"));
                 Assert.That(DateTime.UtcNow - t0, Is.LessThan(TimeSpan.FromSeconds(1)));

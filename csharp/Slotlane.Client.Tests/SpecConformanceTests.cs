@@ -76,6 +76,7 @@ namespace Slotlane.Tests
             { "Error", "SlotlaneException" }, { "ResponseError", "SlotlaneReplyException" }, { "ConnectionError", "SlotlaneConnectionException" },
             { "ProtocolError", "SlotlaneProtocolException" }, { "TimeoutError", "SlotlaneTimeoutException" }, { "ClusterError", "SlotlaneClusterException" },
             { "CancelledError", "SlotlaneCancelledException" }, { "ArgumentError", "SlotlaneArgumentException" }, { "ResourceError", "SlotlaneResourceException" }, { "TlsError", "SlotlaneTlsException" },
+            { "WatchError", "SlotlaneWatchException" }, { "WatchMovedError", "SlotlaneWatchMovedException" }, { "BlockingPipelineError", "SlotlaneBlockingPipelineException" },
         };
 
         /// <summary>Every SL_E* code and sl_err_kind (Native.cs's copies of slotlane.h) raises errors.json's type.</summary>

@@ -72,6 +72,41 @@ namespace Slotlane
         public bool IndexUnitBit;
     }
 
+    /// <summary>The options of <c>BLMOVE</c> (<c>SlotlaneClient.Blmove</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    public struct BlmoveOptions
+    {
+        /// <summary>Sends the WHEREFROM_LEFT flag.</summary>
+        public bool WherefromLeft;
+        /// <summary>Sends the WHEREFROM_RIGHT flag.</summary>
+        public bool WherefromRight;
+        /// <summary>Sends the WHERETO_LEFT flag.</summary>
+        public bool WheretoLeft;
+        /// <summary>Sends the WHERETO_RIGHT flag.</summary>
+        public bool WheretoRight;
+    }
+
+    /// <summary>The options of <c>BLMPOP</c> (<c>SlotlaneClient.Blmpop</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    public struct BlmpopOptions
+    {
+        /// <summary>Sends the LEFT flag.</summary>
+        public bool Left;
+        /// <summary>Sends the RIGHT flag.</summary>
+        public bool Right;
+        /// <summary>The count (integer) (null: left out).</summary>
+        public long? Count;
+    }
+
+    /// <summary>The options of <c>BZMPOP</c> (<c>SlotlaneClient.Bzmpop</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
+    public struct BzmpopOptions
+    {
+        /// <summary>Sends the MIN flag.</summary>
+        public bool Min;
+        /// <summary>Sends the MAX flag.</summary>
+        public bool Max;
+        /// <summary>The count (integer) (null: left out).</summary>
+        public long? Count;
+    }
+
     /// <summary>The options of <c>CLIENT KILL</c> (<c>SlotlaneClient.ClientKill</c>): fields left at their defaults (false, null) are left out. Options the server refuses together are sent as given.</summary>
     public struct ClientKillOptions
     {

@@ -47,6 +47,7 @@ namespace Slotlane
         internal static readonly Func<object, ValueTuple<string, string[]>?> S_TUPLE_STRING_ARRAY_STRINGEEN = Shapes.NullableValue(Shapes.Tuple(Shapes.String, Shapes.Array(Shapes.String)));
         internal static readonly Func<object, ValueTuple<string, KeyValuePair<string, double>[]>?> S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN = Shapes.NullableValue(Shapes.Tuple(Shapes.String, Shapes.Pairs(Shapes.String, Shapes.Double)));
         internal static readonly Func<object, ValueTuple<string, string>> S_TUPLE_STRING_STRINGE = Shapes.Tuple(Shapes.String, Shapes.String);
+        internal static readonly Func<object, ValueTuple<string, string>?> S_TUPLE_STRING_STRINGEN = Shapes.NullableValue(Shapes.Tuple(Shapes.String, Shapes.String));
 
         internal static readonly byte[] P_Append = System.Text.Encoding.ASCII.GetBytes("*3\r\n$6\r\nAPPEND\r\n");
         internal static readonly byte[] P_Bitcount = System.Text.Encoding.ASCII.GetBytes("*2\r\n$8\r\nBITCOUNT\r\n");
@@ -311,6 +312,147 @@ namespace Slotlane
                     if (options.IndexUnitBit) a.Add("BIT");
                 }
             }
+            return a.ToArray();
+        }
+
+        internal static object[] Blmove(string source, string destination, double timeout, BlmoveOptions options)
+        {
+            if (source == null) throw new ArgumentNullException("source");
+            if (destination == null) throw new ArgumentNullException("destination");
+            var a = new List<object>(12);
+            a.Add("BLMOVE");
+            a.Add(source);
+            a.Add(destination);
+            if (options.WherefromLeft) a.Add("LEFT");
+            if (options.WherefromRight) a.Add("RIGHT");
+            if (options.WheretoLeft) a.Add("LEFT");
+            if (options.WheretoRight) a.Add("RIGHT");
+            a.Add(timeout);
+            return a.ToArray();
+        }
+
+        internal static object[] Blmpop(double timeout, string[] keys, BlmpopOptions options)
+        {
+            if (keys == null) throw new ArgumentNullException("keys");
+            if (keys.Length == 0) throw new ArgumentException("BLMPOP: keys needs at least one element", "keys");
+            var a = new List<object>(10);
+            a.Add("BLMPOP");
+            a.Add(timeout);
+            a.Add((long)(keys == null ? 0 : keys.Length));
+            if ((keys != null && keys.Length > 0))
+            {
+                foreach (var x in keys)
+                {
+                    a.Add(x);
+                }
+            }
+            if (options.Left) a.Add("LEFT");
+            if (options.Right) a.Add("RIGHT");
+            if (options.Count != null)
+            {
+                a.Add("COUNT");
+                a.Add(options.Count.Value);
+            }
+            return a.ToArray();
+        }
+
+        internal static object[] Blpop(string[] keys, double timeout)
+        {
+            if (keys == null) throw new ArgumentNullException("keys");
+            if (keys.Length == 0) throw new ArgumentException("BLPOP: keys needs at least one element", "keys");
+            var a = new List<object>(7);
+            a.Add("BLPOP");
+            if ((keys != null && keys.Length > 0))
+            {
+                foreach (var x in keys)
+                {
+                    a.Add(x);
+                }
+            }
+            a.Add(timeout);
+            return a.ToArray();
+        }
+
+        internal static object[] Brpop(string[] keys, double timeout)
+        {
+            if (keys == null) throw new ArgumentNullException("keys");
+            if (keys.Length == 0) throw new ArgumentException("BRPOP: keys needs at least one element", "keys");
+            var a = new List<object>(7);
+            a.Add("BRPOP");
+            if ((keys != null && keys.Length > 0))
+            {
+                foreach (var x in keys)
+                {
+                    a.Add(x);
+                }
+            }
+            a.Add(timeout);
+            return a.ToArray();
+        }
+
+        internal static object[] Brpoplpush(string source, string destination, double timeout)
+        {
+            if (source == null) throw new ArgumentNullException("source");
+            if (destination == null) throw new ArgumentNullException("destination");
+            return new object[] { "BRPOPLPUSH", source, destination, timeout };
+        }
+
+        internal static object[] Bzmpop(double timeout, string[] keys, BzmpopOptions options)
+        {
+            if (keys == null) throw new ArgumentNullException("keys");
+            if (keys.Length == 0) throw new ArgumentException("BZMPOP: keys needs at least one element", "keys");
+            var a = new List<object>(10);
+            a.Add("BZMPOP");
+            a.Add(timeout);
+            a.Add((long)(keys == null ? 0 : keys.Length));
+            if ((keys != null && keys.Length > 0))
+            {
+                foreach (var x in keys)
+                {
+                    a.Add(x);
+                }
+            }
+            if (options.Min) a.Add("MIN");
+            if (options.Max) a.Add("MAX");
+            if (options.Count != null)
+            {
+                a.Add("COUNT");
+                a.Add(options.Count.Value);
+            }
+            return a.ToArray();
+        }
+
+        internal static object[] Bzpopmax(string[] keys, double timeout)
+        {
+            if (keys == null) throw new ArgumentNullException("keys");
+            if (keys.Length == 0) throw new ArgumentException("BZPOPMAX: keys needs at least one element", "keys");
+            var a = new List<object>(7);
+            a.Add("BZPOPMAX");
+            if ((keys != null && keys.Length > 0))
+            {
+                foreach (var x in keys)
+                {
+                    a.Add(x);
+                }
+            }
+            a.Add(timeout);
+            return a.ToArray();
+        }
+
+        internal static object[] Bzpopmin(string[] keys, double timeout)
+        {
+            if (keys == null) throw new ArgumentNullException("keys");
+            if (keys.Length == 0) throw new ArgumentException("BZPOPMIN: keys needs at least one element", "keys");
+            var a = new List<object>(7);
+            a.Add("BZPOPMIN");
+            if ((keys != null && keys.Length > 0))
+            {
+                foreach (var x in keys)
+                {
+                    a.Add(x);
+                }
+            }
+            a.Add(timeout);
             return a.ToArray();
         }
 
@@ -3054,6 +3196,11 @@ namespace Slotlane
             return a.ToArray();
         }
 
+        internal static object[] Wait(long numreplicas, long timeout)
+        {
+            return new object[] { "WAIT", numreplicas, timeout };
+        }
+
         internal static object[] Xack(string key, object group, params object[] ids)
         {
             if (key == null) throw new ArgumentNullException("key");
@@ -4270,6 +4417,14 @@ namespace Slotlane
             { "bitfield_ro", "BitfieldRo" },
             { "bitop", "Bitop" },
             { "bitpos", "Bitpos" },
+            { "blmove", "Blmove" },
+            { "blmpop", "Blmpop" },
+            { "blpop", "Blpop" },
+            { "brpop", "Brpop" },
+            { "brpoplpush", "Brpoplpush" },
+            { "bzmpop", "Bzmpop" },
+            { "bzpopmax", "Bzpopmax" },
+            { "bzpopmin", "Bzpopmin" },
             { "client_getname", "ClientGetname" },
             { "client_getredir", "ClientGetredir" },
             { "client_id", "ClientId" },
@@ -4472,6 +4627,7 @@ namespace Slotlane
             { "ttl", "Ttl" },
             { "type", "Type" },
             { "unlink", "Unlink" },
+            { "wait", "Wait" },
             { "xack", "Xack" },
             { "xadd", "Xadd" },
             { "xautoclaim", "Xautoclaim" },
@@ -4777,6 +4933,123 @@ namespace Slotlane
         public long Bitpos(string key, long bit, BitposOptions options)
         {
             return Run(CommandArgs.Bitpos(key, bit, options), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>BLMOVE</c> (list): Pop an element from a list, push it to another list and return it; or block until one is available.</summary>
+        /// <remarks>Reply: <c>string?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 6.2.0.</remarks>
+        /// <param name="source">The source (key).</param>
+        /// <param name="destination">The destination (key).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <returns>The reply as <c>string</c>.</returns>
+        public string Blmove(string source, string destination, double timeout)
+        {
+            return Run(CommandArgs.Blmove(source, destination, timeout, default(BlmoveOptions)), CommandArgs.S_STRINGN);
+        }
+
+        /// <summary><c>BLMOVE</c> (list): Pop an element from a list, push it to another list and return it; or block until one is available.</summary>
+        /// <remarks>Reply: <c>string?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 6.2.0.</remarks>
+        /// <param name="source">The source (key).</param>
+        /// <param name="destination">The destination (key).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="options">The options (fields left at their defaults are left out).</param>
+        /// <returns>The reply as <c>string</c>.</returns>
+        public string Blmove(string source, string destination, double timeout, BlmoveOptions options)
+        {
+            return Run(CommandArgs.Blmove(source, destination, timeout, options), CommandArgs.S_STRINGN);
+        }
+
+        /// <summary><c>BLMPOP</c> (list): Pop elements from a list, or block until one is available.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,array&lt;string&gt;&gt;?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.</remarks>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="keys">The keys (keys).</param>
+        /// <returns>The reply as <c>ValueTuple&lt;string, string[]&gt;?</c>.</returns>
+        public ValueTuple<string, string[]>? Blmpop(double timeout, string[] keys)
+        {
+            return Run(CommandArgs.Blmpop(timeout, keys, default(BlmpopOptions)), CommandArgs.S_TUPLE_STRING_ARRAY_STRINGEEN);
+        }
+
+        /// <summary><c>BLMPOP</c> (list): Pop elements from a list, or block until one is available.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,array&lt;string&gt;&gt;?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.</remarks>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="options">The options (fields left at their defaults are left out).</param>
+        /// <returns>The reply as <c>ValueTuple&lt;string, string[]&gt;?</c>.</returns>
+        public ValueTuple<string, string[]>? Blmpop(double timeout, string[] keys, BlmpopOptions options)
+        {
+            return Run(CommandArgs.Blmpop(timeout, keys, options), CommandArgs.S_TUPLE_STRING_ARRAY_STRINGEEN);
+        }
+
+        /// <summary><c>BLPOP</c> (list): Remove and get the first element in a list, or block until one is available.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,string&gt;?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 2.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <returns>The reply as <c>ValueTuple&lt;string, string&gt;?</c>.</returns>
+        public ValueTuple<string, string>? Blpop(string[] keys, double timeout)
+        {
+            return Run(CommandArgs.Blpop(keys, timeout), CommandArgs.S_TUPLE_STRING_STRINGEN);
+        }
+
+        /// <summary><c>BRPOP</c> (list): Remove and get the last element in a list, or block until one is available.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,string&gt;?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 2.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <returns>The reply as <c>ValueTuple&lt;string, string&gt;?</c>.</returns>
+        public ValueTuple<string, string>? Brpop(string[] keys, double timeout)
+        {
+            return Run(CommandArgs.Brpop(keys, timeout), CommandArgs.S_TUPLE_STRING_STRINGEN);
+        }
+
+        /// <summary><c>BRPOPLPUSH</c> (list): Pop an element from a list, push it to another list and return it; or block until one is available.</summary>
+        /// <remarks>Reply: <c>string?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 2.2.0. Deprecated since Redis 6.2.0; use BLMOVE with the RIGHT and LEFT arguments.</remarks>
+        /// <param name="source">The source (key).</param>
+        /// <param name="destination">The destination (key).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <returns>The reply as <c>string</c>.</returns>
+        [Obsolete("BRPOPLPUSH is deprecated since Redis 6.2.0")]
+        public string Brpoplpush(string source, string destination, double timeout)
+        {
+            return Run(CommandArgs.Brpoplpush(source, destination, timeout), CommandArgs.S_STRINGN);
+        }
+
+        /// <summary><c>BZMPOP</c> (sorted-set): Remove and return members with scores in a sorted set or block until one is available.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,pairs&lt;string,double&gt;&gt;?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.</remarks>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="keys">The keys (keys).</param>
+        /// <returns>The reply as <c>ValueTuple&lt;string, KeyValuePair&lt;string, double&gt;[]&gt;?</c>.</returns>
+        public ValueTuple<string, KeyValuePair<string, double>[]>? Bzmpop(double timeout, string[] keys)
+        {
+            return Run(CommandArgs.Bzmpop(timeout, keys, default(BzmpopOptions)), CommandArgs.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN);
+        }
+
+        /// <summary><c>BZMPOP</c> (sorted-set): Remove and return members with scores in a sorted set or block until one is available.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,pairs&lt;string,double&gt;&gt;?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.</remarks>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="options">The options (fields left at their defaults are left out).</param>
+        /// <returns>The reply as <c>ValueTuple&lt;string, KeyValuePair&lt;string, double&gt;[]&gt;?</c>.</returns>
+        public ValueTuple<string, KeyValuePair<string, double>[]>? Bzmpop(double timeout, string[] keys, BzmpopOptions options)
+        {
+            return Run(CommandArgs.Bzmpop(timeout, keys, options), CommandArgs.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN);
+        }
+
+        /// <summary><c>BZPOPMAX</c> (sorted-set): Remove and return the member with the highest score from one or more sorted sets, or block until one is available.</summary>
+        /// <remarks>Reply: <c>any</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 5.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <returns>The reply as <c>object</c>.</returns>
+        public object Bzpopmax(string[] keys, double timeout)
+        {
+            return Run(CommandArgs.Bzpopmax(keys, timeout), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>BZPOPMIN</c> (sorted-set): Remove and return the member with the lowest score from one or more sorted sets, or block until one is available.</summary>
+        /// <remarks>Reply: <c>any</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 5.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <returns>The reply as <c>object</c>.</returns>
+        public object Bzpopmin(string[] keys, double timeout)
+        {
+            return Run(CommandArgs.Bzpopmin(keys, timeout), CommandArgs.S_ANY);
         }
 
         /// <summary><c>CLIENT GETNAME</c> (connection): Get the current connection name.</summary>
@@ -7409,6 +7682,16 @@ namespace Slotlane
             return Run(CommandArgs.Unlink(keys), CommandArgs.S_INT);
         }
 
+        /// <summary><c>WAIT</c> (generic): Wait for the synchronous replication of all the write commands sent in the context of the current connection.</summary>
+        /// <remarks>Reply: <c>int</c> &#8212; Waits for replicas to acknowledge this connection's writes: alone it runs on a leased connection (deadline: its timeout plus the grace); to wait for a transaction's writes, send it in that session. Since Redis 3.0.0.</remarks>
+        /// <param name="numreplicas">The numreplicas (integer).</param>
+        /// <param name="timeout">The timeout (integer).</param>
+        /// <returns>The reply as <c>long</c>.</returns>
+        public long Wait(long numreplicas, long timeout)
+        {
+            return Run(CommandArgs.Wait(numreplicas, timeout), CommandArgs.S_INT);
+        }
+
         /// <summary><c>XACK</c> (stream): Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.</summary>
         /// <remarks>Reply: <c>int</c>. Since Redis 5.0.0.</remarks>
         /// <param name="key">The key (key).</param>
@@ -8724,6 +9007,123 @@ namespace Slotlane
         public Reply<long> Bitpos(string key, long bit, BitposOptions options)
         {
             return Queue(CommandArgs.Bitpos(key, bit, options), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>BLMOVE</c> (list): Pop an element from a list, push it to another list and return it; or block until one is available.</summary>
+        /// <remarks>Reply: <c>string?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 6.2.0.</remarks>
+        /// <param name="source">The source (key).</param>
+        /// <param name="destination">The destination (key).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
+        public Reply<string> Blmove(string source, string destination, double timeout)
+        {
+            return Queue(CommandArgs.Blmove(source, destination, timeout, default(BlmoveOptions)), CommandArgs.S_STRINGN);
+        }
+
+        /// <summary><c>BLMOVE</c> (list): Pop an element from a list, push it to another list and return it; or block until one is available.</summary>
+        /// <remarks>Reply: <c>string?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 6.2.0.</remarks>
+        /// <param name="source">The source (key).</param>
+        /// <param name="destination">The destination (key).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="options">The options (fields left at their defaults are left out).</param>
+        /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
+        public Reply<string> Blmove(string source, string destination, double timeout, BlmoveOptions options)
+        {
+            return Queue(CommandArgs.Blmove(source, destination, timeout, options), CommandArgs.S_STRINGN);
+        }
+
+        /// <summary><c>BLMPOP</c> (list): Pop elements from a list, or block until one is available.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,array&lt;string&gt;&gt;?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.</remarks>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="keys">The keys (keys).</param>
+        /// <returns>The queued command's reply (<c>ValueTuple&lt;string, string[]&gt;?</c> after the execution).</returns>
+        public Reply<ValueTuple<string, string[]>?> Blmpop(double timeout, string[] keys)
+        {
+            return Queue(CommandArgs.Blmpop(timeout, keys, default(BlmpopOptions)), CommandArgs.S_TUPLE_STRING_ARRAY_STRINGEEN);
+        }
+
+        /// <summary><c>BLMPOP</c> (list): Pop elements from a list, or block until one is available.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,array&lt;string&gt;&gt;?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.</remarks>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="options">The options (fields left at their defaults are left out).</param>
+        /// <returns>The queued command's reply (<c>ValueTuple&lt;string, string[]&gt;?</c> after the execution).</returns>
+        public Reply<ValueTuple<string, string[]>?> Blmpop(double timeout, string[] keys, BlmpopOptions options)
+        {
+            return Queue(CommandArgs.Blmpop(timeout, keys, options), CommandArgs.S_TUPLE_STRING_ARRAY_STRINGEEN);
+        }
+
+        /// <summary><c>BLPOP</c> (list): Remove and get the first element in a list, or block until one is available.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,string&gt;?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 2.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <returns>The queued command's reply (<c>ValueTuple&lt;string, string&gt;?</c> after the execution).</returns>
+        public Reply<ValueTuple<string, string>?> Blpop(string[] keys, double timeout)
+        {
+            return Queue(CommandArgs.Blpop(keys, timeout), CommandArgs.S_TUPLE_STRING_STRINGEN);
+        }
+
+        /// <summary><c>BRPOP</c> (list): Remove and get the last element in a list, or block until one is available.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,string&gt;?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 2.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <returns>The queued command's reply (<c>ValueTuple&lt;string, string&gt;?</c> after the execution).</returns>
+        public Reply<ValueTuple<string, string>?> Brpop(string[] keys, double timeout)
+        {
+            return Queue(CommandArgs.Brpop(keys, timeout), CommandArgs.S_TUPLE_STRING_STRINGEN);
+        }
+
+        /// <summary><c>BRPOPLPUSH</c> (list): Pop an element from a list, push it to another list and return it; or block until one is available.</summary>
+        /// <remarks>Reply: <c>string?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 2.2.0. Deprecated since Redis 6.2.0; use BLMOVE with the RIGHT and LEFT arguments.</remarks>
+        /// <param name="source">The source (key).</param>
+        /// <param name="destination">The destination (key).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
+        [Obsolete("BRPOPLPUSH is deprecated since Redis 6.2.0")]
+        public Reply<string> Brpoplpush(string source, string destination, double timeout)
+        {
+            return Queue(CommandArgs.Brpoplpush(source, destination, timeout), CommandArgs.S_STRINGN);
+        }
+
+        /// <summary><c>BZMPOP</c> (sorted-set): Remove and return members with scores in a sorted set or block until one is available.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,pairs&lt;string,double&gt;&gt;?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.</remarks>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="keys">The keys (keys).</param>
+        /// <returns>The queued command's reply (<c>ValueTuple&lt;string, KeyValuePair&lt;string, double&gt;[]&gt;?</c> after the execution).</returns>
+        public Reply<ValueTuple<string, KeyValuePair<string, double>[]>?> Bzmpop(double timeout, string[] keys)
+        {
+            return Queue(CommandArgs.Bzmpop(timeout, keys, default(BzmpopOptions)), CommandArgs.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN);
+        }
+
+        /// <summary><c>BZMPOP</c> (sorted-set): Remove and return members with scores in a sorted set or block until one is available.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,pairs&lt;string,double&gt;&gt;?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.</remarks>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="options">The options (fields left at their defaults are left out).</param>
+        /// <returns>The queued command's reply (<c>ValueTuple&lt;string, KeyValuePair&lt;string, double&gt;[]&gt;?</c> after the execution).</returns>
+        public Reply<ValueTuple<string, KeyValuePair<string, double>[]>?> Bzmpop(double timeout, string[] keys, BzmpopOptions options)
+        {
+            return Queue(CommandArgs.Bzmpop(timeout, keys, options), CommandArgs.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN);
+        }
+
+        /// <summary><c>BZPOPMAX</c> (sorted-set): Remove and return the member with the highest score from one or more sorted sets, or block until one is available.</summary>
+        /// <remarks>Reply: <c>any</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 5.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
+        public Reply<object> Bzpopmax(string[] keys, double timeout)
+        {
+            return Queue(CommandArgs.Bzpopmax(keys, timeout), CommandArgs.S_ANY);
+        }
+
+        /// <summary><c>BZPOPMIN</c> (sorted-set): Remove and return the member with the lowest score from one or more sorted sets, or block until one is available.</summary>
+        /// <remarks>Reply: <c>any</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 5.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
+        public Reply<object> Bzpopmin(string[] keys, double timeout)
+        {
+            return Queue(CommandArgs.Bzpopmin(keys, timeout), CommandArgs.S_ANY);
         }
 
         /// <summary><c>CLIENT GETNAME</c> (connection): Get the current connection name.</summary>
@@ -11504,6 +11904,16 @@ namespace Slotlane
         public Reply<long> Unlink(params string[] keys)
         {
             return Queue(CommandArgs.Unlink(keys), CommandArgs.S_INT);
+        }
+
+        /// <summary><c>WAIT</c> (generic): Wait for the synchronous replication of all the write commands sent in the context of the current connection.</summary>
+        /// <remarks>Reply: <c>int</c> &#8212; Waits for replicas to acknowledge this connection's writes: alone it runs on a leased connection (deadline: its timeout plus the grace); to wait for a transaction's writes, send it in that session. Since Redis 3.0.0.</remarks>
+        /// <param name="numreplicas">The numreplicas (integer).</param>
+        /// <param name="timeout">The timeout (integer).</param>
+        /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
+        public Reply<long> Wait(long numreplicas, long timeout)
+        {
+            return Queue(CommandArgs.Wait(numreplicas, timeout), CommandArgs.S_INT);
         }
 
         /// <summary><c>XACK</c> (stream): Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.</summary>

@@ -22,7 +22,7 @@ namespace Slotlane
         Cancelled = 5,
         /// <summary>Cluster trouble: discovery failed, no node owns the slot, the redirect limit was reached, or the client refused the command (a CROSSSLOT transaction, a failed split part). (<c>SL_ERR_CLUSTER</c>: <see cref="SlotlaneClusterException"/>)</summary>
         Cluster = 6,
-        /// <summary>The client refused the command's arguments or bytes before sending anything (a bad argument, malformed command bytes, a bad option or URL). Python also makes it a ValueError, Java an IllegalArgumentException-like unchecked error, C# an ArgumentException subclass where the language allows. (<c>SL_ERR_ARGUMENT</c>: <see cref="SlotlaneArgumentException"/>)</summary>
+        /// <summary>A blocking command (BLPOP, BRPOP, BLMOVE, BZPOPMIN, XREAD with BLOCK, WAIT...) was put in a pipeline of several commands (SL_EBLOCKING): nothing was sent. Call it alone (it then runs on a connection leased for it) or inside a transaction session. (<c>SL_ERR_ARGUMENT</c>: <see cref="SlotlaneArgumentException"/>)</summary>
         Argument = 7,
         /// <summary>The client failed by itself: out of memory, a call not valid in the handle's state, a feature the build lacks.</summary>
         Client = 100,
@@ -169,6 +169,44 @@ namespace Slotlane
         public SlotlaneResourceException(string message) : base(ErrorKind.Client, message) { }
     }
 
+    /// <summary>A transaction did not commit: EXEC answered nil because a watched key changed (SL_EABORTED). Nothing of it was applied; retry it from the WATCH.</summary>
+    /// <remarks>errors.json type <c>WatchError</c>; codes <c>SL_EABORTED</c>.</remarks>
+    public class SlotlaneWatchException : SlotlaneException
+    {
+        /// <summary>Creates the exception.</summary>
+        /// <param name="kind">What failed.</param>
+        /// <param name="message">The message.</param>
+        public SlotlaneWatchException(ErrorKind kind, string message) : base(kind, message) { }
+
+        /// <summary>Creates the exception.</summary>
+        /// <param name="message">The message.</param>
+        public SlotlaneWatchException(string message) : base(ErrorKind.Client, message) { }
+    }
+
+    /// <summary>The slot of a transaction's session moved (MOVED or ASK) while its keys were watched or its MULTI was open (SL_EWATCHMOVED): the watch cannot hold on the new owner. The session is broken; a retry of the transaction pins a new session on the slot's new owner.</summary>
+    /// <remarks>errors.json type <c>WatchMovedError</c>; codes <c>SL_EWATCHMOVED</c>.</remarks>
+    public class SlotlaneWatchMovedException : SlotlaneWatchException
+    {
+        /// <summary>Creates the exception.</summary>
+        /// <param name="kind">What failed.</param>
+        /// <param name="message">The message.</param>
+        public SlotlaneWatchMovedException(ErrorKind kind, string message) : base(kind, message) { }
+
+        /// <summary>Creates the exception.</summary>
+        /// <param name="message">The message.</param>
+        public SlotlaneWatchMovedException(string message) : base(ErrorKind.Client, message) { }
+    }
+
+    /// <summary>A blocking command (BLPOP, BRPOP, BLMOVE, BZPOPMIN, XREAD with BLOCK, WAIT...) was put in a pipeline of several commands (SL_EBLOCKING): nothing was sent. Call it alone (it then runs on a connection leased for it) or inside a transaction session.</summary>
+    /// <remarks>errors.json type <c>BlockingPipelineError</c>; codes <c>SL_EBLOCKING</c>.</remarks>
+    public class SlotlaneBlockingPipelineException : SlotlaneArgumentException
+    {
+        /// <summary>Creates the exception.</summary>
+        /// <param name="kind">What failed.</param>
+        /// <param name="message">The message.</param>
+        public SlotlaneBlockingPipelineException(ErrorKind kind, string message) : base(kind, message) { }
+    }
+
     /// <summary>errors.json's table: every SL_E* code and sl_err_kind of slotlane.h -> its exception.</summary>
     internal static class Errors
     {
@@ -210,6 +248,9 @@ namespace Slotlane
                 case -13: return new SlotlaneResourceException(ErrorKind.Client, message); // SL_EBUSY
                 case -14: return new SlotlaneResourceException(ErrorKind.Client, message); // SL_EFORK
                 case -15: return new SlotlaneTlsException(ErrorKind.Client, message); // SL_ETLS
+                case -24: return new SlotlaneBlockingPipelineException(ErrorKind.Client, message); // SL_EBLOCKING
+                case -25: return new SlotlaneWatchMovedException(ErrorKind.Client, message); // SL_EWATCHMOVED
+                case -26: return new SlotlaneWatchException(ErrorKind.Client, message); // SL_EABORTED
                 default: return new SlotlaneException(ErrorKind.Client, message + " (code " + code + ")");
             }
         }

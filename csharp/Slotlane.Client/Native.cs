@@ -86,7 +86,7 @@ namespace Slotlane
         public IntPtr node;
     }
 
-    /// <summary>Mirror of <c>sl_client_options</c> (version 2).</summary>
+    /// <summary>Mirror of <c>sl_client_options</c> (version 4).</summary>
     [StructLayout(LayoutKind.Sequential)]
     internal struct SlClientOptions
     {
@@ -111,6 +111,8 @@ namespace Slotlane
         public uint max_inflight_batches;
         public ulong max_inflight_bytes;
         public IntPtr tls;          // sl_tls *: the C# binding has no TLS options yet (NULL)
+        public int blocking_grace_ms;   // v4: a leased blocking command's grace (default 1000)
+        public int lease_idle_max;      // v4: idle leased connections kept per node (default 4)
     }
 
     /// <summary>Return codes of the core (<c>sl_error_code</c>).</summary>
@@ -132,6 +134,9 @@ namespace Slotlane
         SL_EBUSY = -13,
         SL_EFORK = -14,
         SL_ETLS = -15,
+        SL_EBLOCKING = -24,
+        SL_EWATCHMOVED = -25,
+        SL_EABORTED = -26,
     }
 
     /// <summary>Reply record types (<c>sl_reply_type</c>).</summary>
@@ -160,7 +165,7 @@ namespace Slotlane
     {
         internal const string Lib = "slotlane";
 
-        internal const uint SL_CLIENT_OPTIONS_VERSION = 3;
+        internal const uint SL_CLIENT_OPTIONS_VERSION = 4;
         internal const uint SL_STATS_VERSION = 1;
         internal const uint SL_ROUTE_VERSION = 1;
 
@@ -279,6 +284,9 @@ namespace Slotlane
         internal static readonly string[] NotBound =
         {
             "sl_batch_append_argv",   // the binding encodes RESP itself (one crossing per pipeline)
+            // transaction sessions: the C# transaction object is not written yet
+            "sl_session_new", "sl_session_exec", "sl_session_run", "sl_session_slot", "sl_session_watching",
+            "sl_session_close",
             "sl_client_command",      // single commands go through sl_batch_run like pipelines
             "sl_client_attach_loop",  // the caller's-loop engine is for runtimes with a libuv loop (Node)
             "sl_batch_exec_async",

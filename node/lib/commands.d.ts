@@ -50,6 +50,22 @@ export interface ClientCommands<S extends string | Buffer> {
   bitop(operation: Value, destkey: Key, ...keys: Key[] | [ReadonlyArray<Key>]): Promise<number>;
   /** BITPOS (bitmap): Find first bit set or clear in a string. Reply: int. */
   bitpos(key: Key, bit: Int, opts?: { start?: Int; end?: Int; byte?: boolean; indexUnitBit?: boolean }): Promise<number>;
+  /** BLMOVE (list): Pop an element from a list, push it to another list and return it; or block until one is available. Reply: string?. Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). */
+  blmove(source: Key, destination: Key, timeout: number, opts?: { wherefromLeft?: boolean; wherefromRight?: boolean; wheretoLeft?: boolean; wheretoRight?: boolean }): Promise<S | null>;
+  /** BLMPOP (list): Pop elements from a list, or block until one is available. Reply: tuple<string,array<string>>?. Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). */
+  blmpop(timeout: number, keys: ReadonlyArray<Key>, opts?: { left?: boolean; right?: boolean; count?: Int }): Promise<[S, Array<S>] | null>;
+  /** BLPOP (list): Remove and get the first element in a list, or block until one is available. Reply: tuple<string,string>?. Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). */
+  blpop(keys: ReadonlyArray<Key>, timeout: number): Promise<[S, S] | null>;
+  /** BRPOP (list): Remove and get the last element in a list, or block until one is available. Reply: tuple<string,string>?. Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). */
+  brpop(keys: ReadonlyArray<Key>, timeout: number): Promise<[S, S] | null>;
+  /** BRPOPLPUSH (list): Pop an element from a list, push it to another list and return it; or block until one is available. Reply: string?. @deprecated since Redis 6.2.0; use BLMOVE with the RIGHT and LEFT arguments Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). */
+  brpoplpush(source: Key, destination: Key, timeout: number): Promise<S | null>;
+  /** BZMPOP (sorted-set): Remove and return members with scores in a sorted set or block until one is available. Reply: tuple<string,pairs<string,double>>?. Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). */
+  bzmpop(timeout: number, keys: ReadonlyArray<Key>, opts?: { min?: boolean; max?: boolean; count?: Int }): Promise<[S, Array<[S, number]>] | null>;
+  /** BZPOPMAX (sorted-set): Remove and return the member with the highest score from one or more sorted sets, or block until one is available. Reply: any. Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). */
+  bzpopmax(keys: ReadonlyArray<Key>, timeout: number): Promise<Reply>;
+  /** BZPOPMIN (sorted-set): Remove and return the member with the lowest score from one or more sorted sets, or block until one is available. Reply: any. Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). */
+  bzpopmin(keys: ReadonlyArray<Key>, timeout: number): Promise<Reply>;
   /** CLIENT GETNAME (connection): Get the current connection name. Reply: string?. */
   clientGetname(): Promise<S | null>;
   /** CLIENT GETREDIR (connection): Get tracking notifications redirection client ID if any. Reply: int. */
@@ -454,6 +470,8 @@ export interface ClientCommands<S extends string | Buffer> {
   type(key: Key): Promise<string>;
   /** UNLINK (generic): Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking. Reply: int. */
   unlink(...keys: Key[] | [ReadonlyArray<Key>]): Promise<number>;
+  /** WAIT (generic): Wait for the synchronous replication of all the write commands sent in the context of the current connection. Reply: int. Waits for replicas to acknowledge this connection's writes: alone it runs on a leased connection (deadline: its timeout plus the grace); to wait for a transaction's writes, send it in that session. */
+  wait(numreplicas: Int, timeout: Int): Promise<number>;
   /** XACK (stream): Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL. Reply: int. */
   xack(key: Key, group: Value, ...ids: Value[] | [ReadonlyArray<Value>]): Promise<number>;
   /** XADD (stream): Appends a new entry to a stream. Reply: string?. */
@@ -620,6 +638,22 @@ export interface PipelineCommands<S extends string | Buffer> {
   bitop(operation: Value, destkey: Key, ...keys: Key[] | [ReadonlyArray<Key>]): this;
   /** BITPOS (bitmap): Find first bit set or clear in a string. Reply: int. */
   bitpos(key: Key, bit: Int, opts?: { start?: Int; end?: Int; byte?: boolean; indexUnitBit?: boolean }): this;
+  /** BLMOVE (list): Pop an element from a list, push it to another list and return it; or block until one is available. Reply: string?. Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). */
+  blmove(source: Key, destination: Key, timeout: number, opts?: { wherefromLeft?: boolean; wherefromRight?: boolean; wheretoLeft?: boolean; wheretoRight?: boolean }): this;
+  /** BLMPOP (list): Pop elements from a list, or block until one is available. Reply: tuple<string,array<string>>?. Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). */
+  blmpop(timeout: number, keys: ReadonlyArray<Key>, opts?: { left?: boolean; right?: boolean; count?: Int }): this;
+  /** BLPOP (list): Remove and get the first element in a list, or block until one is available. Reply: tuple<string,string>?. Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). */
+  blpop(keys: ReadonlyArray<Key>, timeout: number): this;
+  /** BRPOP (list): Remove and get the last element in a list, or block until one is available. Reply: tuple<string,string>?. Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). */
+  brpop(keys: ReadonlyArray<Key>, timeout: number): this;
+  /** BRPOPLPUSH (list): Pop an element from a list, push it to another list and return it; or block until one is available. Reply: string?. @deprecated since Redis 6.2.0; use BLMOVE with the RIGHT and LEFT arguments Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). */
+  brpoplpush(source: Key, destination: Key, timeout: number): this;
+  /** BZMPOP (sorted-set): Remove and return members with scores in a sorted set or block until one is available. Reply: tuple<string,pairs<string,double>>?. Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). */
+  bzmpop(timeout: number, keys: ReadonlyArray<Key>, opts?: { min?: boolean; max?: boolean; count?: Int }): this;
+  /** BZPOPMAX (sorted-set): Remove and return the member with the highest score from one or more sorted sets, or block until one is available. Reply: any. Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). */
+  bzpopmax(keys: ReadonlyArray<Key>, timeout: number): this;
+  /** BZPOPMIN (sorted-set): Remove and return the member with the lowest score from one or more sorted sets, or block until one is available. Reply: any. Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). */
+  bzpopmin(keys: ReadonlyArray<Key>, timeout: number): this;
   /** CLIENT GETNAME (connection): Get the current connection name. Reply: string?. */
   clientGetname(): this;
   /** CLIENT GETREDIR (connection): Get tracking notifications redirection client ID if any. Reply: int. */
@@ -1024,6 +1058,8 @@ export interface PipelineCommands<S extends string | Buffer> {
   type(key: Key): this;
   /** UNLINK (generic): Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking. Reply: int. */
   unlink(...keys: Key[] | [ReadonlyArray<Key>]): this;
+  /** WAIT (generic): Wait for the synchronous replication of all the write commands sent in the context of the current connection. Reply: int. Waits for replicas to acknowledge this connection's writes: alone it runs on a leased connection (deadline: its timeout plus the grace); to wait for a transaction's writes, send it in that session. */
+  wait(numreplicas: Int, timeout: Int): this;
   /** XACK (stream): Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL. Reply: int. */
   xack(key: Key, group: Value, ...ids: Value[] | [ReadonlyArray<Value>]): this;
   /** XADD (stream): Appends a new entry to a stream. Reply: string?. */

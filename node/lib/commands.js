@@ -34,6 +34,7 @@ const T_tuple_cursor_pairs_string_string__ = shapes.shaper('tuple<cursor,pairs<s
 const T_tuple_string_array_string___n = shapes.shaper('tuple<string,array<string>>?');
 const T_tuple_string_pairs_string_double___n = shapes.shaper('tuple<string,pairs<string,double>>?');
 const T_tuple_string_string_ = shapes.shaper('tuple<string,string>');
+const T_tuple_string_string__n = shapes.shaper('tuple<string,string>?');
 
 const methods = {
   // ACL CAT: List the ACL categories or the commands inside a category
@@ -203,6 +204,121 @@ const methods = {
         if (flag('index_unit_bit', o.indexUnitBit)) a.push('BIT');
       }
     }
+    return this._typed(a, null);
+  },
+  // BLMOVE: Pop an element from a list, push it to another list and return it; or block until one is available
+  blmove(source, destination, timeout, opts) {
+    const o = options(opts, 'BLMOVE');
+    const a = ['BLMOVE'];
+    a.push(source);
+    a.push(destination);
+    if (flag('wherefrom_left', o.wherefromLeft)) a.push('LEFT');
+    if (flag('wherefrom_right', o.wherefromRight)) a.push('RIGHT');
+    if (flag('whereto_left', o.wheretoLeft)) a.push('LEFT');
+    if (flag('whereto_right', o.wheretoRight)) a.push('RIGHT');
+    a.push(dbl('timeout', timeout));
+    return this._typed(a, null);
+  },
+  // BLMPOP: Pop elements from a list, or block until one is available
+  blmpop(timeout, keys, opts) {
+    const o = options(opts, 'BLMPOP');
+    const a = ['BLMPOP'];
+    if (!Array.isArray(keys) || keys.length === 0) throw new ArgumentError('slotlane: BLMPOP: keys needs at least one element', 'argument');
+    a.push(dbl('timeout', timeout));
+    a.push(keys.length);
+    if (keys !== undefined && keys !== null) {
+      if (!Array.isArray(keys)) throw new TypeError('slotlane: BLMPOP: keys must be an array');
+      for (const x of keys) {
+        a.push(x);
+      }
+    }
+    if (flag('left', o.left)) a.push('LEFT');
+    if (flag('right', o.right)) a.push('RIGHT');
+    if (o.count !== undefined && o.count !== null) {
+      a.push('COUNT');
+      a.push(int('count', o.count));
+    }
+    return this._typed(a, T_tuple_string_array_string___n);
+  },
+  // BLPOP: Remove and get the first element in a list, or block until one is available
+  blpop(keys, timeout) {
+    const a = ['BLPOP'];
+    if (!Array.isArray(keys) || keys.length === 0) throw new ArgumentError('slotlane: BLPOP: keys needs at least one element', 'argument');
+    if (keys !== undefined && keys !== null) {
+      if (!Array.isArray(keys)) throw new TypeError('slotlane: BLPOP: keys must be an array');
+      for (const x of keys) {
+        a.push(x);
+      }
+    }
+    a.push(dbl('timeout', timeout));
+    return this._typed(a, T_tuple_string_string__n);
+  },
+  // BRPOP: Remove and get the last element in a list, or block until one is available
+  brpop(keys, timeout) {
+    const a = ['BRPOP'];
+    if (!Array.isArray(keys) || keys.length === 0) throw new ArgumentError('slotlane: BRPOP: keys needs at least one element', 'argument');
+    if (keys !== undefined && keys !== null) {
+      if (!Array.isArray(keys)) throw new TypeError('slotlane: BRPOP: keys must be an array');
+      for (const x of keys) {
+        a.push(x);
+      }
+    }
+    a.push(dbl('timeout', timeout));
+    return this._typed(a, T_tuple_string_string__n);
+  },
+  // BRPOPLPUSH: Pop an element from a list, push it to another list and return it; or block until one is available
+  brpoplpush(source, destination, timeout) {
+    const a = ['BRPOPLPUSH'];
+    a.push(source);
+    a.push(destination);
+    a.push(dbl('timeout', timeout));
+    return this._typed(a, null);
+  },
+  // BZMPOP: Remove and return members with scores in a sorted set or block until one is available
+  bzmpop(timeout, keys, opts) {
+    const o = options(opts, 'BZMPOP');
+    const a = ['BZMPOP'];
+    if (!Array.isArray(keys) || keys.length === 0) throw new ArgumentError('slotlane: BZMPOP: keys needs at least one element', 'argument');
+    a.push(dbl('timeout', timeout));
+    a.push(keys.length);
+    if (keys !== undefined && keys !== null) {
+      if (!Array.isArray(keys)) throw new TypeError('slotlane: BZMPOP: keys must be an array');
+      for (const x of keys) {
+        a.push(x);
+      }
+    }
+    if (flag('min', o.min)) a.push('MIN');
+    if (flag('max', o.max)) a.push('MAX');
+    if (o.count !== undefined && o.count !== null) {
+      a.push('COUNT');
+      a.push(int('count', o.count));
+    }
+    return this._typed(a, T_tuple_string_pairs_string_double___n);
+  },
+  // BZPOPMAX: Remove and return the member with the highest score from one or more sorted sets, or block until one is available
+  bzpopmax(keys, timeout) {
+    const a = ['BZPOPMAX'];
+    if (!Array.isArray(keys) || keys.length === 0) throw new ArgumentError('slotlane: BZPOPMAX: keys needs at least one element', 'argument');
+    if (keys !== undefined && keys !== null) {
+      if (!Array.isArray(keys)) throw new TypeError('slotlane: BZPOPMAX: keys must be an array');
+      for (const x of keys) {
+        a.push(x);
+      }
+    }
+    a.push(dbl('timeout', timeout));
+    return this._typed(a, null);
+  },
+  // BZPOPMIN: Remove and return the member with the lowest score from one or more sorted sets, or block until one is available
+  bzpopmin(keys, timeout) {
+    const a = ['BZPOPMIN'];
+    if (!Array.isArray(keys) || keys.length === 0) throw new ArgumentError('slotlane: BZPOPMIN: keys needs at least one element', 'argument');
+    if (keys !== undefined && keys !== null) {
+      if (!Array.isArray(keys)) throw new TypeError('slotlane: BZPOPMIN: keys must be an array');
+      for (const x of keys) {
+        a.push(x);
+      }
+    }
+    a.push(dbl('timeout', timeout));
     return this._typed(a, null);
   },
   // CLIENT GETNAME: Get the current connection name
@@ -2423,6 +2539,13 @@ const methods = {
     }
     return this._typed(a, null);
   },
+  // WAIT: Wait for the synchronous replication of all the write commands sent in the context of the current connection
+  wait(numreplicas, timeout) {
+    const a = ['WAIT'];
+    a.push(int('numreplicas', numreplicas));
+    a.push(int('timeout', timeout));
+    return this._typed(a, null);
+  },
   // XACK: Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL
   xack(key, group, ...ids) {
     if (ids.length === 1 && Array.isArray(ids[0])) ids = ids[0];
@@ -3378,6 +3501,14 @@ const METHODS = Object.freeze({
   bitfield_ro: 'bitfieldRo',
   bitop: 'bitop',
   bitpos: 'bitpos',
+  blmove: 'blmove',
+  blmpop: 'blmpop',
+  blpop: 'blpop',
+  brpop: 'brpop',
+  brpoplpush: 'brpoplpush',
+  bzmpop: 'bzmpop',
+  bzpopmax: 'bzpopmax',
+  bzpopmin: 'bzpopmin',
   client_getname: 'clientGetname',
   client_getredir: 'clientGetredir',
   client_id: 'clientId',
@@ -3580,6 +3711,7 @@ const METHODS = Object.freeze({
   ttl: 'ttl',
   type: 'type',
   unlink: 'unlink',
+  wait: 'wait',
   xack: 'xack',
   xadd: 'xadd',
   xautoclaim: 'xautoclaim',

@@ -63,6 +63,21 @@ class ResourceError extends SlotlaneError {
   constructor(message, kind = 'client') { super(message, kind); }
 }
 
+/** A transaction did not commit: EXEC answered nil because a watched key changed (SL_EABORTED). Nothing of it was applied; retry it from the WATCH. */
+class WatchError extends SlotlaneError {
+  constructor(message, kind = 'client') { super(message, kind); }
+}
+
+/** The slot of a transaction's session moved (MOVED or ASK) while its keys were watched or its MULTI was open (SL_EWATCHMOVED): the watch cannot hold on the new owner. The session is broken; a retry of the transaction pins a new session on the slot's new owner. */
+class WatchMovedError extends WatchError {
+  constructor(message, kind = 'client') { super(message, kind); }
+}
+
+/** A blocking command (BLPOP, BRPOP, BLMOVE, BZPOPMIN, XREAD with BLOCK, WAIT...) was put in a pipeline of several commands (SL_EBLOCKING): nothing was sent. Call it alone (it then runs on a connection leased for it) or inside a transaction session. */
+class BlockingPipelineError extends ArgumentError {
+  constructor(message, kind = 'argument') { super(message, kind); }
+}
+
 // sl_err_kind order (core/include/slotlane.h)
 const KINDS = ['server', 'io', 'timeout', 'redirects', 'protocol', 'cancelled', 'cluster', 'argument'];
 const KIND_CLASS = [ReplyError, ConnectionError, TimeoutError, ClusterError, ProtocolError, CancelledError, ClusterError, ArgumentError];
@@ -89,6 +104,9 @@ const CODES = {
   [-13]: [ResourceError, 'busy'], // SL_EBUSY
   [-14]: [ResourceError, 'fork'], // SL_EFORK
   [-15]: [TlsError, 'io'], // SL_ETLS
+  [-24]: [BlockingPipelineError, 'argument'], // SL_EBLOCKING
+  [-25]: [WatchMovedError, 'watchmoved'], // SL_EWATCHMOVED
+  [-26]: [WatchError, 'aborted'], // SL_EABORTED
 };
 
 function errorFromCode(code, message) {
@@ -97,6 +115,6 @@ function errorFromCode(code, message) {
 }
 
 module.exports = {
-  SlotlaneError, ReplyError, ConnectionError, ProtocolError, TimeoutError, ClusterError, CancelledError, ArgumentError, TlsError, ResourceError,
+  SlotlaneError, ReplyError, ConnectionError, ProtocolError, TimeoutError, ClusterError, CancelledError, ArgumentError, TlsError, ResourceError, WatchError, WatchMovedError, BlockingPipelineError,
   errorFromRecord, errorFromCode, KINDS, CODES,
 };

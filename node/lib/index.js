@@ -190,6 +190,7 @@ class Client {
     this._slotRes = [];
     this._slotRej = [];
     this._slotShp = [];
+    this._aloneIdx = undefined; // the slot _alone sent a blocking command in (for _withSignal)
     this._slotDone = [];      // per slot: what to undo at its completion (an abort listener)
     this._slotOwn = [];       // per slot: the decoder of a batch of its own (a scan page, a script)
     this._early = null;       // a completion that came before its start returned (_startOwn)
@@ -342,6 +343,7 @@ class Client {
   // One command as a promise: TypeError thrown synchronously for bad arguments.
   _cmd(args, route) {
     if (this._state >= CLOSING) return Promise.reject(this._closedError());
+    if (blocks(args)) return this._alone(args, route, null);
     this._enqueue(args, route);
     this._shp.push(null);
     return new Promise(this._executor);
@@ -350,9 +352,27 @@ class Client {
   // A typed method's command (commands.js): the reply is shaped by its type before it resolves.
   _typed(args, shape) {
     if (this._state >= CLOSING) return Promise.reject(this._closedError());
+    if (blocks(args)) return this._alone(args, null, shape);
     this._enqueue(args, null);
     this._shp.push(shape);
     return new Promise(this._executor);
+  }
+
+  // A blocking command goes out in a batch of its own (the core runs it on a connection
+  // leased for it and refuses it in a batch of several): what this tick queued before it
+  // leaves first, and it leaves at once.
+  _alone(args, route, shape) {
+    if (this._count > 0 && this._h !== null) this._flush();
+    if (this._count > 0) { // still connecting: the batch of this tick waits; so does this one
+      this._enqueue(args, route);
+      this._shp.push(shape);
+      return new Promise(this._executor);
+    }
+    this._enqueue(args, route);
+    this._shp.push(shape);
+    const p = new Promise(this._executor);
+    if (this._h !== null) this._aloneIdx = this._flush(); // _withSignal cancels by this slot
+    return p;
   }
 
   _flush() {
@@ -394,8 +414,10 @@ class Client {
     if (this._h === null && this._state === CONNECTING) await this._ready;
     if (this._state >= CLOSING) throw this._closedError();
     this._flush();
+    this._aloneIdx = undefined;
     const p = enqueue();
-    const idx = this._flush();
+    let idx = this._flush();
+    if (idx === undefined) idx = this._aloneIdx; // a blocking command: _alone sent it already
     if (idx === undefined || idx < 0) return p; // not sent: p is already rejected
     const h = this._h;
     const onAbort = () => native.cancel(h, idx);
@@ -880,6 +902,22 @@ class Script {
     if (!Array.isArray(keys) || !Array.isArray(args)) return Promise.reject(new TypeError('slotlane: Script.run: keys and args must be arrays'));
     return this.client._runScript(this, [o.readonly ? 'EVALSHA_RO' : 'EVALSHA', this.sha, keys.length, ...keys, ...args]);
   }
+}
+
+// The commands the core leases a connection for (core/src/lease.c): the BLPOP family, WAIT,
+// XREAD/XREADGROUP with BLOCK (before STREAMS).
+const BLOCKING = new Set(['BLPOP', 'BRPOP', 'BLMOVE', 'BRPOPLPUSH', 'BLMPOP', 'BZPOPMIN', 'BZPOPMAX', 'BZMPOP', 'WAIT']);
+function blocks(args) {
+  const a0 = args[0];
+  const name = (typeof a0 === 'string' ? a0 : String(a0)).toUpperCase();
+  if (BLOCKING.has(name)) return true;
+  if (name !== 'XREAD' && name !== 'XREADGROUP') return false;
+  for (let i = 1; i < args.length; i++) {
+    const a = String(args[i]).toUpperCase();
+    if (a === 'STREAMS') return false;
+    if (a === 'BLOCK') return true;
+  }
+  return false;
 }
 
 class Pipeline {

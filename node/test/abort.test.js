@@ -1,9 +1,10 @@
 'use strict';
 // AbortSignal on sendCommand and Pipeline.exec, against slotlane-server (1 shard, port
-// 25050): a BLPOP the server holds is aborted; the call rejects with a CancelledError at
-// once (the signal's reason as its cause), and the command queued behind it on the same
-// connection gets its own reply once the BLPOP's reply comes (dropped in the core) — the
-// connection stays in step and is not closed.
+// 25050): a BLPOP the server holds runs on a connection leased for it, so a GET to the same
+// node is not behind it; aborted, the call rejects with a CancelledError at once (the
+// signal's reason as its cause) and its lease is closed (the element pushed afterwards
+// stays in the list), the shared connection untouched. A pipeline holding a BLPOP is
+// refused before sending.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const sl = require('..');
@@ -21,7 +22,18 @@ async function clients() {
   return [c, admin];
 }
 
-test('aborting a command cancels only its batch; the connection stays in step', async () => {
+// Until the server has no blocked client: an aborted BLPOP's leased connection is gone.
+async function waitUnblocked(admin) {
+  const limit = Date.now() + 30000;
+  while (Date.now() < limit) {
+    const info = String(await admin.sendCommand(['INFO', 'clients']));
+    if (/blocked_clients:0\b/.test(info)) return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error('a client stayed blocked');
+}
+
+test('a BLPOP waits on a connection of its own; aborting it closes only that one', async () => {
   const [c, admin] = await clients();
   try {
     await c.set('ab:k', 'v');
@@ -29,38 +41,31 @@ test('aborting a command cancels only its batch; the connection stays in step', 
     const ac = new AbortController();
     const blpop = c.sendCommand(['BLPOP', 'ab:l', '0'], { signal: ac.signal });
     await waitBlocked(admin);
-    let behindDone = false;
-    const behind = c.get('ab:k').then((v) => { behindDone = true; return v; });
+    assert.equal(await c.get('ab:k'), 'v'); // the same node, not behind the held BLPOP
     ac.abort(new Error('the user gave up'));
     await assert.rejects(blpop, (e) => e instanceof sl.CancelledError && e.cause.message === 'the user gave up');
-    assert.equal(behindDone, false); // still behind the held BLPOP reply
-    await admin.sendCommand(['RPUSH', 'ab:l', 'x']); // releases the BLPOP: its reply is dropped
-    assert.equal(await behind, 'v');
-    assert.equal(await c.sendCommand(['LLEN', 'ab:l']), 0); // the BLPOP did pop it
+    await waitUnblocked(admin); // its lease was closed: a still-armed pop cannot take an element
+    await admin.sendCommand(['RPUSH', 'ab:l', 'x']);
+    assert.equal(await c.sendCommand(['LLEN', 'ab:l']), 1); // nothing swallowed
     assert.equal(await c.get('ab:k'), 'v');
-    assert.equal(c.stats().connects, connects); // nothing was closed
+    assert.equal(c.stats().connects, connects); // the shared connection stayed
   } finally {
     await c.close();
     await admin.close();
   }
 });
 
-test('aborting a pipeline cancels its unanswered commands only', async () => {
+test('a pipeline holding a blocking command is refused before anything is sent', async () => {
   const [c, admin] = await clients();
   try {
-    const ac = new AbortController();
     const p = c.pipeline();
     p.set('ab:p', '1');
     p.sendCommand(['BLPOP', 'ab:pl', '0']);
-    const res = p.exec({ signal: ac.signal });
-    await waitBlocked(admin);
-    const others = Promise.all([c.get('ab:p'), c.get('ab:p')]);
-    ac.abort();
-    const out = await res;
-    assert.deepEqual(out[0], [null, true]); // its reply had arrived: kept
-    assert.ok(out[1][0] instanceof sl.CancelledError, String(out[1][0]));
-    await admin.sendCommand(['RPUSH', 'ab:pl', 'x']);
-    assert.deepEqual(await others, ['1', '1']);
+    const out = await p.exec();
+    for (const [err] of out) {
+      assert.ok(err instanceof sl.ArgumentError && /BLPOP blocks and cannot run in a pipeline/.test(err.message), String(err));
+    }
+    assert.equal(await c.get('ab:p'), null);
   } finally {
     await c.close();
     await admin.close();

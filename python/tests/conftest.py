@@ -96,6 +96,29 @@ def wait_blocked(url: str, cmd: str, limit: float = 30) -> None:
     raise AssertionError("no client of %s blocked in %s" % (url, cmd))
 
 
+def blocked_clients(url: str) -> int:
+    """Clients the server (every primary of a cluster) has blocked now (INFO clients)."""
+    def count(text: bytes) -> int:
+        for line in text.decode().splitlines():
+            if line.startswith("blocked_clients:"):
+                return int(line.split(":", 1)[1])
+        raise AssertionError("no blocked_clients in INFO clients")
+    with slotlane.Client(url) as c:
+        if c.mode == "cluster":
+            return sum(count(t) for t in c.execute_command("INFO", "clients", target=slotlane.ALL_PRIMARIES))
+        return count(c.execute_command("INFO", "clients"))
+
+
+def wait_blocked_count(url: str, n: int, limit: float = 30) -> None:
+    """Until the server has n blocked clients: an event to wait for (the limit only turns a
+    hang into a failure)."""
+    end = time.monotonic() + limit
+    while blocked_clients(url) != n:
+        if time.monotonic() > end:
+            raise AssertionError("the server never had %d blocked clients (has %d)" % (n, blocked_clients(url)))
+        time.sleep(0.005)
+
+
 class RedisCluster:
     """A Redis Cluster from ci/redis-cluster.sh."""
 

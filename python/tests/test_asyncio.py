@@ -12,7 +12,7 @@ import pytest
 import slotlane
 import slotlane.asyncio as sla
 
-from conftest import wait_blocked
+from conftest import wait_blocked_count, wait_blocked
 
 try:
     import uvloop
@@ -103,10 +103,10 @@ def test_many_callers_one_connection_per_node(url: str, run: Any) -> None:
 
 
 def test_cancel_mid_flight_keeps_the_connection_in_step(redis_url: str, run: Any) -> None:
-    """A task awaiting BLPOP (the server holds its reply) is cancelled: the batch is
-    cancelled in the core, the call raises CancelledError at once, and the commands queued
-    behind it on the same connection get their own replies — the BLPOP reply, when it
-    finally comes, is read and dropped, never handed to them."""
+    """A task awaiting BLPOP (the server holds it) waits on a connection leased for it: a
+    GET to the same node is never held behind it; cancelled, the BLPOP's lease is closed,
+    so the element pushed afterwards stays in the list (nothing swallowed), and the
+    client's shared connections were never reconnected."""
     flush(redis_url)
 
     async def main() -> None:
@@ -116,17 +116,15 @@ def test_cancel_mid_flight_keeps_the_connection_in_step(redis_url: str, run: Any
             connects = r.stats()["connects"]
             blpop = asyncio.ensure_future(r.execute_command("BLPOP", "{q}list", 0))
             await loop.run_in_executor(None, wait_blocked, redis_url, "blpop")
-            behind = asyncio.ensure_future(r.get("{q}k"))  # same slot: the same connection
+            assert await r.get("{q}k") == b"v"  # same slot, same node: not behind the BLPOP
             blpop.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await blpop
-            assert not behind.done()  # still behind the held BLPOP reply
+            await loop.run_in_executor(None, wait_blocked_count, redis_url, 0)  # its lease is gone
             with slotlane.Client(redis_url) as other:
-                other.rpush("{q}list", "x")  # releases the BLPOP: its reply is dropped
-            assert await behind == b"v"
-            assert await r.get("{q}k") == b"v"
-            assert await r.execute_command("LLEN", "{q}list") == 0  # the BLPOP did pop it
-            assert r.stats()["connects"] == connects  # nothing was closed
+                other.rpush("{q}list", "x")
+            assert await r.execute_command("LLEN", "{q}list") == 1  # the cancelled BLPOP took nothing
+            assert r.stats()["connects"] == connects  # the shared connections stayed
     run(main())
 
 
@@ -139,13 +137,15 @@ def test_wait_for_timeout_cancels_only_its_batch(redis_url: str, run: Any) -> No
             p = r.pipeline()
             p.set("{w}a", "1")
             p.execute_command("BLPOP", "{w}l", 0)
-            t = asyncio.ensure_future(p.execute())
+            with pytest.raises(slotlane.BlockingPipelineError):  # refused, nothing sent
+                await p.execute()
+            assert await r.get("{w}a") is None
+            await r.set("{w}a", "1")
+            t = asyncio.ensure_future(r.execute_command("BLPOP", "{w}l", 0))
             await loop.run_in_executor(None, wait_blocked, redis_url, "blpop")
             others = [asyncio.ensure_future(r.get("{w}a")) for _ in range(20)]
             with pytest.raises(asyncio.TimeoutError):
-                await asyncio.wait_for(t, 0.05)  # the pipeline is held by the server: a cancel
-            with slotlane.Client(redis_url) as other:
-                other.rpush("{w}l", "x")
+                await asyncio.wait_for(t, 0.05)  # the BLPOP is held by the server: a cancel
             assert await asyncio.gather(*others) == [b"1"] * 20
     run(main())
 

@@ -14,6 +14,8 @@
 #include "engine.h"
 #include "scan.h"
 #include "script.h"
+#include "lease.h"
+#include "redirect.h"
 #include "topology.h"
 
 #include <errno.h>
@@ -35,6 +37,7 @@ typedef struct uv_client {
     int handles;                 /* open handles, the client's and its nodes' */
     int detaching;
     int refreshing;
+    int walking;                 /* process() is walking the executions (a lease may end inside) */
     sl_detach_cb done_cb;
     void *done_arg;
     struct sl_loop *owner;       /* the sl_loop driving it, or NULL */
@@ -255,6 +258,124 @@ static void refresh_done(sl_batch *b, int status, const sl_sizes *sizes, void *a
 }
 
 static int start(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg);
+static int exec_async_start(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg);
+
+/* ------------------------------------------------------------ leased executions */
+
+/* A batch whose one command blocks runs it on a lease (lease.c): a plain-mode client of its
+ * own on the command's node, attached to the same loop. The batch stays in its client's
+ * list (lease_state 1) without a deadline of its own; the lease's execution has it and,
+ * at the deadline or a cancel, closes the lease's connection. lease_done hands the reply
+ * over and wakes the batch's client. */
+static void lease_done(sl_batch *lb, int status, const sl_sizes *sizes, void *arg);
+
+static void lease_fail(sl_batch *b, sl_err_kind kind, const char *msg)
+{
+    if (sl__batch_add_error(b, 0, kind, "%s", msg)) b->async_status = SL_ENOMEM;
+    else if (kind == SL_ERR_IO) b->async_status = SL_EIO;
+    b->lease_state = 3;
+}
+
+/* Sends command 0 of b on a lease for its node (lease_state 1), or gives it its error
+ * record (lease_state 2). */
+static void lease_launch(sl_batch *b)
+{
+    sl_client *c = b->client;
+    uv_client *uc = c->async;
+    sl__cmd *cmd = &b->cmds[0];
+    cmd->flags &= (uint16_t)~SL__F_RESEND;
+    sl__lease *l;
+    int rc = sl__lease_get(c, cmd->node, &l);
+    if (rc) {
+        lease_fail(b, rc == SL_ECLUSTER ? SL_ERR_CLUSTER : SL_ERR_IO, rc == SL_ENOMEM ? "out of memory" : c->errmsg);
+        return;
+    }
+    sl_client *lc = l->conn;
+    if (!lc->async && sl_client_attach_loop(lc, uc->loop) != 0) {
+        sl__lease_put(c, l, 0);
+        lease_fail(b, SL_ERR_IO, lc->errmsg);
+        return;
+    }
+    sl_batch *lb = l->batch;
+    sl_batch_reset(lb);
+    b->lease_asking = (cmd->flags & SL__F_ASKING) != 0;
+    cmd->flags &= (uint16_t)~SL__F_ASKING;
+    static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
+    if ((b->lease_asking && sl_batch_append(lb, NULL, asking, sizeof asking - 1, 1)) ||
+        sl_batch_append(lb, NULL, sl__cmd_bytes(b, cmd), cmd->len, 1) ||
+        exec_async_start(lb, b->lease_timeout, lease_done, b) != 0) {
+        sl__lease_put(c, l, 0);
+        lease_fail(b, SL_ERR_IO, "out of memory");
+        return;
+    }
+    b->lease = l;
+    b->lease_state = 1;
+    process(lc);
+}
+
+static void lease_begin(sl_batch *b, int timeout_ms)
+{
+    sl__cmd *cmd = &b->cmds[0];
+    int64_t block_ms;
+    sl__arg local[SL__LEASE_VIEW];
+    const sl__arg *args;
+    uint32_t argc = sl__lease_view(b, cmd, local, &args);
+    (void)sl__lease_blocking(sl__cmd_bytes(b, cmd), args, argc, &block_ms);
+    b->lease_timeout = sl__lease_timeout(b->client, timeout_ms, block_ms);
+    b->deadline = UINT64_MAX; /* the lease's execution has the deadline */
+    b->inflight = 1;
+    b->lease_state = 3;
+    if (cmd->flags & SL__F_RESEND) lease_launch(b); /* else routing gave it its record */
+}
+
+static void lease_done(sl_batch *lb, int status, const sl_sizes *sizes, void *arg)
+{
+    (void)sizes;
+    sl_batch *b = arg;
+    sl_client *c = b->client;
+    sl__lease *l = b->lease;
+    sl__cmd *cmd = &b->cmds[0];
+    b->lease = NULL;
+    int rc = sl__lease_adopt(b, 0, lb, b->lease_asking ? 1 : 0);
+    sl_reply *r = rc ? NULL : &b->xrecs.ptr[cmd->rec_start];
+    sl__lease_put(c, l, status != 0 || rc != 0 || sl__lease_record_broken(r));
+    if (status && lb->client->errmsg[0]) sl__set_err(c, "%s", lb->client->errmsg);
+    b->lease_state = 2;
+    b->async_status = rc ? rc : status;
+    if (!rc && !status && r->type == SL_REPLY_ERROR && c->mode == SL_MODE_CLUSTER && c->async &&
+        !((uv_client *)c->async)->detaching) {
+        /* Not executed: MOVED, ASK, TRYAGAIN (resent at once), or -UNBLOCKED (once). */
+        sl__redirect_check(b, 0, r);
+        b->backoff = 0;
+        b->resends = 0;
+        if (!(cmd->flags & SL__F_RESEND) && r->len >= 9 && memcmp(b->data.ptr + r->offset, "UNBLOCKED", 9) == 0 &&
+            cmd->slot >= 0 && cmd->redirects < (uint8_t)c->opts.max_redirects) {
+            cmd->redirects++;
+            c->topo.refresh_wanted = 1;
+            cmd->node = c->topo.slot_node[cmd->slot];
+            cmd->flags |= SL__F_RESEND;
+        }
+        if (cmd->flags & SL__F_RESEND) lease_launch(b);
+    }
+    uv_client *uc = c->async;
+    if (b->lease_state >= 2 && uc && !uc->walking) process(c);
+}
+
+/* Cancels b's lease execution now: the lease's client abandons it (closing its
+ * connection), and lease_done runs inside this call. */
+static void lease_cancel(sl_batch *b)
+{
+    sl__lease *l = b->lease;
+    if (!l) return;
+    atomic_store(&l->batch->cancel_req, 1);
+    process(l->conn);
+}
+
+static void lease_detached(sl_client *lc, void *arg)
+{
+    (void)lc;
+    handle_gone(arg);
+}
 
 /* A MOVED asked for a fresh map: ask the default node in the background, at most once a
  * second; the table was already patched for the redirected slot. */
@@ -344,16 +465,32 @@ static void process(sl_client *c)
     sl_batch *done = NULL, **tail = &done;
     /* A failed write ends rounds, so walk again. This ends: a failed node is no longer
      * CONNECTED, and nothing in a pass makes a node CONNECTED (only on_node does). */
+    int rewake = 0;
+    uc->walking++;
     for (;;) {
         for (sl_batch *b = uc->inflight, *next; b; b = next) {
             next = b->async_next;
             int over = 0;
-            if (uc->detaching || cancel || atomic_exchange(&b->cancel_req, 0)) {
+            if (b->lease_state == 3 && !uc->detaching) {
+                /* Done when it started (refused, or no lease): completed on a later walk, so
+                 * that no callback runs inside sl_batch_exec_async. */
+                b->lease_state = 2;
+                rewake = 1;
+            } else if (b->lease_state) {
+                /* A blocking command on its lease: the lease's client ends it (lease_done). */
+                if (b->lease_state == 1 && (uc->detaching || cancel || atomic_exchange(&b->cancel_req, 0)))
+                    lease_cancel(b);
+                over = b->lease_state >= 2;
+            } else if (uc->detaching || cancel || atomic_exchange(&b->cancel_req, 0)) {
                 /* The connections stay in step: the replies still owed are read and
-                 * dropped (a detach then closes the connections that still owe some). */
-                (void)sl__engine_cancel(b, uc->detaching ? "the execution was cancelled: the client was detached from its loop"
-                                           : cancel      ? "the execution was cancelled (sl_client_cancel)"
-                                                         : "the batch was cancelled (sl_batch_cancel)");
+                 * dropped (a detach then closes the connections that still owe some).
+                 * A lease's connection is closed instead: a blocking command still armed
+                 * on the server must never take an element for nobody. */
+                const char *why = uc->detaching ? "the execution was cancelled: the client was detached from its loop"
+                                  : cancel      ? "the execution was cancelled (sl_client_cancel)"
+                                                : "the batch was cancelled (sl_batch_cancel)";
+                if (c->lease_parent) (void)sl__engine_abandon(b, SL_ERR_CANCELLED, why);
+                else (void)sl__engine_cancel(b, why);
                 b->async_status = SL_ECANCELLED;
                 over = 1;
             } else if (now >= b->deadline && (b->inflight > 0 || b->resends)) {
@@ -382,6 +519,12 @@ static void process(sl_client *c)
         }
         if (uc->detaching || !write_queued(c)) break;
     }
+    uc->walking--;
+    if (rewake && c->cancel_pipe[1] >= 0) { /* on_cancel walks again from the loop */
+        char x = 1;
+        ssize_t w = write(c->cancel_pipe[1], &x, 1);
+        (void)w;
+    }
     if (!uc->detaching) {
         for (size_t k = 0; k < c->topo.nnodes; k++) set_events(c, k);
         rearm(c);
@@ -402,6 +545,7 @@ static int start(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
     uv_client *uc = c->async;
     int rc = sl__batch_prepare(b, timeout_ms);
     b->async_status = 0;
+    b->lease_state = 0;
     b->done_cb = (void (*)(sl_batch *, int, const sl_sizes *, void *))cb;
     b->done_arg = arg;
     b->in_flight = 1;
@@ -412,6 +556,18 @@ static int start(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg)
         /* Cancelled before it started: nothing is sent, every command gets its record. */
         (void)sl__engine_cancel(b, "the batch was cancelled (sl_batch_cancel) before it was sent");
         b->async_status = SL_ECANCELLED;
+        return 0;
+    }
+    /* Blocking commands run on leased connections, never on the shared pipeline. */
+    int lk = rc == 0 && !c->lease_parent && b != c->disco ? sl__lease_classify(b) : 0;
+    if (lk < 0) {
+        rc = sl__lease_refuse_records(b);
+        b->async_status = rc ? rc : SL_EBLOCKING;
+        b->lease_state = 3;
+        return 0;
+    }
+    if (lk > 0) {
+        lease_begin(b, timeout_ms);
         return 0;
     }
     if (rc == 0) rc = sl__engine_queue_round(b, 0);
@@ -681,6 +837,13 @@ int sl_client_detach_loop(sl_client *c, sl_detach_cb done_cb, void *arg)
     uc->done_cb = done_cb;
     uc->done_arg = arg;
     process(c); /* every execution completes with SL_ECANCELLED */
+    /* The leases attached to this loop go with it; the detach is done when they are. */
+    for (size_t i = 0; c->leases && i < c->leases->n; i++) {
+        sl_client *lc = c->leases->v[i]->conn;
+        if (!lc->async || ((uv_client *)lc->async)->detaching) continue;
+        uc->handles++;
+        if (sl_client_detach_loop(lc, lease_detached, uc) != 0) uc->handles--;
+    }
     /* Connections stay open for the blocking API, and only their handles go, except those
      * still owed replies of the cancelled executions: closed, as nobody waits for those. */
     for (size_t k = 0; k < c->topo.nnodes; k++) {

@@ -161,6 +161,18 @@ static inline void want_err(sl_batch *b, size_t idx, sl_err_kind kind)
 }
 
 #ifdef SL_FAKE_SERVER_H
+/* The next cmd (key: any when NULL) on node n is held (FS_STALL) until fs_release(n). */
+static inline void stall_once(fs_node *n, const char *cmd, const char *key)
+{
+    fs_rule r;
+    memset(&r, 0, sizeof r);
+    r.cmd = cmd;
+    r.key = key;
+    r.times = 1;
+    r.action = FS_STALL;
+    fs_add_rule(n, &r);
+}
+
 /* A key "<prefix>N" owned by node i of fake cluster c's even split; returns its slot. */
 static inline int key_on(const fs_cluster *c, int i, const char *prefix, char *buf, size_t cap)
 {

@@ -16,8 +16,10 @@ from ._codec import Verbatim
 from ._client import ALL_PRIMARIES, RANDOM, Client, Pipeline
 from ._cluster import Node, Script
 from ._pubsub import PubSub
-from ._errors import (ArgumentError, CancelledError, ClusterError, ConnectionError, Error,
-                      ProtocolError, ResourceError, ResponseError, TimeoutError, TlsError)
+from ._errors import (ArgumentError, BlockingPipelineError, CancelledError, ClusterError, ConnectionError, Error,
+                      ProtocolError, ResourceError, ResponseError, TimeoutError, TlsError, WatchError,
+                      WatchMovedError)
+from ._transaction import Transaction
 
 __version__: str = _ffi.string(_lib.sl_version()).decode("ascii")
 
@@ -32,5 +34,6 @@ def key_slot(key: "bytes | str") -> int:
 
 
 __all__ = ["Client", "Pipeline", "Error", "ResponseError", "ConnectionError", "TimeoutError",
-           "ClusterError", "ProtocolError", "CancelledError", "ArgumentError", "ResourceError", "TlsError", "Verbatim", "ALL_PRIMARIES",
+           "ClusterError", "ProtocolError", "CancelledError", "ArgumentError", "ResourceError", "TlsError", "WatchError", "WatchMovedError",
+           "BlockingPipelineError", "Transaction", "Verbatim", "ALL_PRIMARIES",
            "RANDOM", "Node", "Script", "PubSub", "key_slot", "__version__"]

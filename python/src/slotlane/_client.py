@@ -21,6 +21,7 @@ _S = TypeVar("_S", bytes, str)
 _Q = TypeVar("_Q", bound="_Queue")
 
 _NO_RECORDS_CODES = (lib.SL_EINVAL, lib.SL_ENOMEM, lib.SL_ESTATE)
+_EBLOCKING = lib.SL_EBLOCKING
 _slpy_run = lib.slpy_run
 _buffer = ffi.buffer
 
@@ -423,7 +424,8 @@ class Client(ClientCommands[_S]):
         """One crossing: the batch runs (GIL released) and the records are decoded."""
         sizes = h.sizes
         rc = _slpy_run(h.batch, payload, len(payload), count, 0, sizes, h.recp, h.datap)
-        if rc < 0 and (rc in _NO_RECORDS_CODES or sizes.commands != count):
+        # SL_EBLOCKING: a blocking command in a pipeline, nothing sent: the whole call fails
+        if rc < 0 and (rc in _NO_RECORDS_CODES or rc == _EBLOCKING or sizes.commands != count):
             _raise_code(rc, h.errmsg())
         nd = sizes.data
         return decode_records(_buffer(h.recp[0], sizes.records * 24),
@@ -535,10 +537,19 @@ class Client(ClientCommands[_S]):
         without the script gets it loaded and the command once more."""
         return _cluster.Script(self, script)
 
-    def pipeline(self) -> "Pipeline[_S]":
+    def pipeline(self, transaction: bool = False) -> "Pipeline[_S]":
         """A pipeline: queue commands (the typed methods and execute_command), then
         ``execute()`` sends them all at once — one crossing into C, every node written
-        before any is read — and returns their results in order."""
+        before any is read — and returns their results in order. A blocking command
+        (BLPOP...) is refused in a pipeline of several commands (BlockingPipelineError):
+        alone, as ``client.blpop(...)``, it runs on a connection leased for it.
+
+        ``transaction=True``: a Transaction (redis-py's transactional pipeline): the
+        commands run as MULTI ... EXEC in one slot, and ``watch()``/``multi()`` pin a
+        connection of its own for WATCH (slotlane._transaction)."""
+        if transaction:
+            from ._transaction import Transaction
+            return Transaction(self)  # type: ignore[return-value]
         return Pipeline(self)
 
     def pubsub(self, *, ignore_subscribe_messages: bool = False, health_check_interval: Optional[float] = None,
@@ -554,6 +565,11 @@ class Client(ClientCommands[_S]):
             raise _errors.Error("the client is closed")
         return _pubsub.PubSub(self, ignore_subscribe_messages=ignore_subscribe_messages,
                               health_check_interval=health_check_interval, max_queue_bytes=max_queue_bytes)
+    def transaction(self, func: Any, *watches: Any, value_from_callable: bool = False) -> Any:
+        """redis-py's helper: ``func(pipe)`` with ``watches`` watched, then EXEC, retried from
+        the WATCH for as long as a watched key changed (WatchError, WatchMovedError)."""
+        from ._transaction import transaction
+        return transaction(self, func, *watches, value_from_callable=value_from_callable)
 
     # ------------------------------------------------------------ state
 

@@ -52,6 +52,7 @@ _T_tuple_cursor_pairs_string_string = _shapes.shaper("tuple<cursor,pairs<string,
 _T_tuple_string_array_string_n = _shapes.shaper("tuple<string,array<string>>?")
 _T_tuple_string_pairs_string_double_n = _shapes.shaper("tuple<string,pairs<string,double>>?")
 _T_tuple_string_string = _shapes.shaper("tuple<string,string>")
+_T_tuple_string_string_n = _shapes.shaper("tuple<string,string>?")
 
 _P_APPEND = prefix(b"APPEND", 2)
 _P_BITCOUNT = prefix(b"BITCOUNT", 1)
@@ -131,6 +132,14 @@ METHODS = {
     "bitfield_ro": "bitfield_ro",
     "bitop": "bitop",
     "bitpos": "bitpos",
+    "blmove": "blmove",
+    "blmpop": "blmpop",
+    "blpop": "blpop",
+    "brpop": "brpop",
+    "brpoplpush": "brpoplpush",
+    "bzmpop": "bzmpop",
+    "bzpopmax": "bzpopmax",
+    "bzpopmin": "bzpopmin",
     "client_getname": "client_getname",
     "client_getredir": "client_getredir",
     "client_id": "client_id",
@@ -333,6 +342,7 @@ METHODS = {
     "ttl": "ttl",
     "type": "type",
     "unlink": "unlink",
+    "wait": "wait",
     "xack": "xack",
     "xadd": "xadd",
     "xautoclaim": "xautoclaim",
@@ -592,6 +602,121 @@ class ClientCommands(Generic[_S]):
                     a.append(b"BYTE")
                 if index_unit_bit:
                     a.append(b"BIT")
+        return self._cmd(a)
+
+    def blmove(self, source: KeyT, destination: KeyT, timeout: float, *, wherefrom_left: bool = False, wherefrom_right: bool = False, whereto_left: bool = False, whereto_right: bool = False) -> Optional[_S]:
+        """BLMOVE (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+
+        Reply: ``string?`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        a: List[Any] = [b"BLMOVE"]
+        a.append(source)
+        a.append(destination)
+        if wherefrom_left:
+            a.append(b"LEFT")
+        if wherefrom_right:
+            a.append(b"RIGHT")
+        if whereto_left:
+            a.append(b"LEFT")
+        if whereto_right:
+            a.append(b"RIGHT")
+        a.append(_num("timeout", timeout))
+        return self._cmd(a)
+
+    def blmpop(self, timeout: float, *keys: Union[KeyT, Sequence[KeyT]], left: bool = False, right: bool = False, count: Optional[int] = None) -> Optional[Tuple[_S, List[_S]]]:
+        """BLMPOP (list): Pop elements from a list, or block until one is available.
+
+        Reply: ``tuple<string,array<string>>?`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("BLMPOP: keys needs at least one element")
+        a: List[Any] = [b"BLMPOP"]
+        a.append(_num("timeout", timeout))
+        a.append(len(keys))
+        a += keys
+        if left:
+            a.append(b"LEFT")
+        if right:
+            a.append(b"RIGHT")
+        if count is not None:
+            a.append(b"COUNT")
+            a.append(_int("count", count))
+        return self._cmd(a, _T_tuple_string_array_string_n)
+
+    def blpop(self, keys: Sequence[KeyT], timeout: float) -> Optional[Tuple[_S, _S]]:
+        """BLPOP (list): Remove and get the first element in a list, or block until one is available.
+
+        Reply: ``tuple<string,string>?`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        if not keys:
+            raise ArgumentError("BLPOP: keys needs at least one element")
+        a: List[Any] = [b"BLPOP"]
+        a += keys
+        a.append(_num("timeout", timeout))
+        return self._cmd(a, _T_tuple_string_string_n)
+
+    def brpop(self, keys: Sequence[KeyT], timeout: float) -> Optional[Tuple[_S, _S]]:
+        """BRPOP (list): Remove and get the last element in a list, or block until one is available.
+
+        Reply: ``tuple<string,string>?`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        if not keys:
+            raise ArgumentError("BRPOP: keys needs at least one element")
+        a: List[Any] = [b"BRPOP"]
+        a += keys
+        a.append(_num("timeout", timeout))
+        return self._cmd(a, _T_tuple_string_string_n)
+
+    def brpoplpush(self, source: KeyT, destination: KeyT, timeout: float) -> Optional[_S]:
+        """BRPOPLPUSH (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+
+        Deprecated since Redis 6.2.0; use BLMOVE with the RIGHT and LEFT arguments.
+        Reply: ``string?`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        a: List[Any] = [b"BRPOPLPUSH"]
+        a.append(source)
+        a.append(destination)
+        a.append(_num("timeout", timeout))
+        return self._cmd(a)
+
+    def bzmpop(self, timeout: float, *keys: Union[KeyT, Sequence[KeyT]], min: bool = False, max: bool = False, count: Optional[int] = None) -> Optional[Tuple[_S, List[Tuple[_S, float]]]]:
+        """BZMPOP (sorted-set): Remove and return members with scores in a sorted set or block until one is available.
+
+        Reply: ``tuple<string,pairs<string,double>>?`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("BZMPOP: keys needs at least one element")
+        a: List[Any] = [b"BZMPOP"]
+        a.append(_num("timeout", timeout))
+        a.append(len(keys))
+        a += keys
+        if min:
+            a.append(b"MIN")
+        if max:
+            a.append(b"MAX")
+        if count is not None:
+            a.append(b"COUNT")
+            a.append(_int("count", count))
+        return self._cmd(a, _T_tuple_string_pairs_string_double_n)
+
+    def bzpopmax(self, keys: Sequence[KeyT], timeout: float) -> Any:
+        """BZPOPMAX (sorted-set): Remove and return the member with the highest score from one or more sorted sets, or block until one is available.
+
+        Reply: ``any`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        if not keys:
+            raise ArgumentError("BZPOPMAX: keys needs at least one element")
+        a: List[Any] = [b"BZPOPMAX"]
+        a += keys
+        a.append(_num("timeout", timeout))
+        return self._cmd(a)
+
+    def bzpopmin(self, keys: Sequence[KeyT], timeout: float) -> Any:
+        """BZPOPMIN (sorted-set): Remove and return the member with the lowest score from one or more sorted sets, or block until one is available.
+
+        Reply: ``any`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        if not keys:
+            raise ArgumentError("BZPOPMIN: keys needs at least one element")
+        a: List[Any] = [b"BZPOPMIN"]
+        a += keys
+        a.append(_num("timeout", timeout))
         return self._cmd(a)
 
     def client_getname(self) -> Optional[_S]:
@@ -3090,6 +3215,15 @@ class ClientCommands(Generic[_S]):
         a += keys
         return self._cmd(a)
 
+    def wait(self, numreplicas: int, timeout: int) -> int:
+        """WAIT (generic): Wait for the synchronous replication of all the write commands sent in the context of the current connection.
+
+        Reply: ``int`` -- Waits for replicas to acknowledge this connection's writes: alone it runs on a leased connection (deadline: its timeout plus the grace); to wait for a transaction's writes, send it in that session."""
+        a: List[Any] = [b"WAIT"]
+        a.append(_int("numreplicas", numreplicas))
+        a.append(_int("timeout", timeout))
+        return self._cmd(a)
+
     def xack(self, key: KeyT, group: ValueT, *ids: Union[ValueT, Sequence[ValueT]]) -> int:
         """XACK (stream): Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.
 
@@ -4243,6 +4377,121 @@ class PipelineCommands:
                     a.append(b"BYTE")
                 if index_unit_bit:
                     a.append(b"BIT")
+        return self._cmd(a)
+
+    def blmove(self: _P, source: KeyT, destination: KeyT, timeout: float, *, wherefrom_left: bool = False, wherefrom_right: bool = False, whereto_left: bool = False, whereto_right: bool = False) -> _P:
+        """BLMOVE (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+
+        Reply: ``string?`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        a: List[Any] = [b"BLMOVE"]
+        a.append(source)
+        a.append(destination)
+        if wherefrom_left:
+            a.append(b"LEFT")
+        if wherefrom_right:
+            a.append(b"RIGHT")
+        if whereto_left:
+            a.append(b"LEFT")
+        if whereto_right:
+            a.append(b"RIGHT")
+        a.append(_num("timeout", timeout))
+        return self._cmd(a)
+
+    def blmpop(self: _P, timeout: float, *keys: Union[KeyT, Sequence[KeyT]], left: bool = False, right: bool = False, count: Optional[int] = None) -> _P:
+        """BLMPOP (list): Pop elements from a list, or block until one is available.
+
+        Reply: ``tuple<string,array<string>>?`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("BLMPOP: keys needs at least one element")
+        a: List[Any] = [b"BLMPOP"]
+        a.append(_num("timeout", timeout))
+        a.append(len(keys))
+        a += keys
+        if left:
+            a.append(b"LEFT")
+        if right:
+            a.append(b"RIGHT")
+        if count is not None:
+            a.append(b"COUNT")
+            a.append(_int("count", count))
+        return self._cmd(a, _T_tuple_string_array_string_n)
+
+    def blpop(self: _P, keys: Sequence[KeyT], timeout: float) -> _P:
+        """BLPOP (list): Remove and get the first element in a list, or block until one is available.
+
+        Reply: ``tuple<string,string>?`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        if not keys:
+            raise ArgumentError("BLPOP: keys needs at least one element")
+        a: List[Any] = [b"BLPOP"]
+        a += keys
+        a.append(_num("timeout", timeout))
+        return self._cmd(a, _T_tuple_string_string_n)
+
+    def brpop(self: _P, keys: Sequence[KeyT], timeout: float) -> _P:
+        """BRPOP (list): Remove and get the last element in a list, or block until one is available.
+
+        Reply: ``tuple<string,string>?`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        if not keys:
+            raise ArgumentError("BRPOP: keys needs at least one element")
+        a: List[Any] = [b"BRPOP"]
+        a += keys
+        a.append(_num("timeout", timeout))
+        return self._cmd(a, _T_tuple_string_string_n)
+
+    def brpoplpush(self: _P, source: KeyT, destination: KeyT, timeout: float) -> _P:
+        """BRPOPLPUSH (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+
+        Deprecated since Redis 6.2.0; use BLMOVE with the RIGHT and LEFT arguments.
+        Reply: ``string?`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        a: List[Any] = [b"BRPOPLPUSH"]
+        a.append(source)
+        a.append(destination)
+        a.append(_num("timeout", timeout))
+        return self._cmd(a)
+
+    def bzmpop(self: _P, timeout: float, *keys: Union[KeyT, Sequence[KeyT]], min: bool = False, max: bool = False, count: Optional[int] = None) -> _P:
+        """BZMPOP (sorted-set): Remove and return members with scores in a sorted set or block until one is available.
+
+        Reply: ``tuple<string,pairs<string,double>>?`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("BZMPOP: keys needs at least one element")
+        a: List[Any] = [b"BZMPOP"]
+        a.append(_num("timeout", timeout))
+        a.append(len(keys))
+        a += keys
+        if min:
+            a.append(b"MIN")
+        if max:
+            a.append(b"MAX")
+        if count is not None:
+            a.append(b"COUNT")
+            a.append(_int("count", count))
+        return self._cmd(a, _T_tuple_string_pairs_string_double_n)
+
+    def bzpopmax(self: _P, keys: Sequence[KeyT], timeout: float) -> _P:
+        """BZPOPMAX (sorted-set): Remove and return the member with the highest score from one or more sorted sets, or block until one is available.
+
+        Reply: ``any`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        if not keys:
+            raise ArgumentError("BZPOPMAX: keys needs at least one element")
+        a: List[Any] = [b"BZPOPMAX"]
+        a += keys
+        a.append(_num("timeout", timeout))
+        return self._cmd(a)
+
+    def bzpopmin(self: _P, keys: Sequence[KeyT], timeout: float) -> _P:
+        """BZPOPMIN (sorted-set): Remove and return the member with the lowest score from one or more sorted sets, or block until one is available.
+
+        Reply: ``any`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        if not keys:
+            raise ArgumentError("BZPOPMIN: keys needs at least one element")
+        a: List[Any] = [b"BZPOPMIN"]
+        a += keys
+        a.append(_num("timeout", timeout))
         return self._cmd(a)
 
     def client_getname(self: _P) -> _P:
@@ -7032,6 +7281,15 @@ class PipelineCommands:
         a += keys
         return self._cmd(a)
 
+    def wait(self: _P, numreplicas: int, timeout: int) -> _P:
+        """WAIT (generic): Wait for the synchronous replication of all the write commands sent in the context of the current connection.
+
+        Reply: ``int`` -- Waits for replicas to acknowledge this connection's writes: alone it runs on a leased connection (deadline: its timeout plus the grace); to wait for a transaction's writes, send it in that session."""
+        a: List[Any] = [b"WAIT"]
+        a.append(_int("numreplicas", numreplicas))
+        a.append(_int("timeout", timeout))
+        return self._cmd(a)
+
     def xack(self: _P, key: KeyT, group: ValueT, *ids: Union[ValueT, Sequence[ValueT]]) -> _P:
         """XACK (stream): Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.
 
@@ -8242,6 +8500,121 @@ class AsyncClientCommands(Generic[_S]):
                     a.append(b"BYTE")
                 if index_unit_bit:
                     a.append(b"BIT")
+        return await self._cmd(a)
+
+    async def blmove(self, source: KeyT, destination: KeyT, timeout: float, *, wherefrom_left: bool = False, wherefrom_right: bool = False, whereto_left: bool = False, whereto_right: bool = False) -> Optional[_S]:
+        """BLMOVE (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+
+        Reply: ``string?`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        a: List[Any] = [b"BLMOVE"]
+        a.append(source)
+        a.append(destination)
+        if wherefrom_left:
+            a.append(b"LEFT")
+        if wherefrom_right:
+            a.append(b"RIGHT")
+        if whereto_left:
+            a.append(b"LEFT")
+        if whereto_right:
+            a.append(b"RIGHT")
+        a.append(_num("timeout", timeout))
+        return await self._cmd(a)
+
+    async def blmpop(self, timeout: float, *keys: Union[KeyT, Sequence[KeyT]], left: bool = False, right: bool = False, count: Optional[int] = None) -> Optional[Tuple[_S, List[_S]]]:
+        """BLMPOP (list): Pop elements from a list, or block until one is available.
+
+        Reply: ``tuple<string,array<string>>?`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("BLMPOP: keys needs at least one element")
+        a: List[Any] = [b"BLMPOP"]
+        a.append(_num("timeout", timeout))
+        a.append(len(keys))
+        a += keys
+        if left:
+            a.append(b"LEFT")
+        if right:
+            a.append(b"RIGHT")
+        if count is not None:
+            a.append(b"COUNT")
+            a.append(_int("count", count))
+        return await self._cmd(a, _T_tuple_string_array_string_n)
+
+    async def blpop(self, keys: Sequence[KeyT], timeout: float) -> Optional[Tuple[_S, _S]]:
+        """BLPOP (list): Remove and get the first element in a list, or block until one is available.
+
+        Reply: ``tuple<string,string>?`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        if not keys:
+            raise ArgumentError("BLPOP: keys needs at least one element")
+        a: List[Any] = [b"BLPOP"]
+        a += keys
+        a.append(_num("timeout", timeout))
+        return await self._cmd(a, _T_tuple_string_string_n)
+
+    async def brpop(self, keys: Sequence[KeyT], timeout: float) -> Optional[Tuple[_S, _S]]:
+        """BRPOP (list): Remove and get the last element in a list, or block until one is available.
+
+        Reply: ``tuple<string,string>?`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        if not keys:
+            raise ArgumentError("BRPOP: keys needs at least one element")
+        a: List[Any] = [b"BRPOP"]
+        a += keys
+        a.append(_num("timeout", timeout))
+        return await self._cmd(a, _T_tuple_string_string_n)
+
+    async def brpoplpush(self, source: KeyT, destination: KeyT, timeout: float) -> Optional[_S]:
+        """BRPOPLPUSH (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+
+        Deprecated since Redis 6.2.0; use BLMOVE with the RIGHT and LEFT arguments.
+        Reply: ``string?`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        a: List[Any] = [b"BRPOPLPUSH"]
+        a.append(source)
+        a.append(destination)
+        a.append(_num("timeout", timeout))
+        return await self._cmd(a)
+
+    async def bzmpop(self, timeout: float, *keys: Union[KeyT, Sequence[KeyT]], min: bool = False, max: bool = False, count: Optional[int] = None) -> Optional[Tuple[_S, List[Tuple[_S, float]]]]:
+        """BZMPOP (sorted-set): Remove and return members with scores in a sorted set or block until one is available.
+
+        Reply: ``tuple<string,pairs<string,double>>?`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+        if not keys:
+            raise ArgumentError("BZMPOP: keys needs at least one element")
+        a: List[Any] = [b"BZMPOP"]
+        a.append(_num("timeout", timeout))
+        a.append(len(keys))
+        a += keys
+        if min:
+            a.append(b"MIN")
+        if max:
+            a.append(b"MAX")
+        if count is not None:
+            a.append(b"COUNT")
+            a.append(_int("count", count))
+        return await self._cmd(a, _T_tuple_string_pairs_string_double_n)
+
+    async def bzpopmax(self, keys: Sequence[KeyT], timeout: float) -> Any:
+        """BZPOPMAX (sorted-set): Remove and return the member with the highest score from one or more sorted sets, or block until one is available.
+
+        Reply: ``any`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        if not keys:
+            raise ArgumentError("BZPOPMAX: keys needs at least one element")
+        a: List[Any] = [b"BZPOPMAX"]
+        a += keys
+        a.append(_num("timeout", timeout))
+        return await self._cmd(a)
+
+    async def bzpopmin(self, keys: Sequence[KeyT], timeout: float) -> Any:
+        """BZPOPMIN (sorted-set): Remove and return the member with the lowest score from one or more sorted sets, or block until one is available.
+
+        Reply: ``any`` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError)."""
+        if not keys:
+            raise ArgumentError("BZPOPMIN: keys needs at least one element")
+        a: List[Any] = [b"BZPOPMIN"]
+        a += keys
+        a.append(_num("timeout", timeout))
         return await self._cmd(a)
 
     async def client_getname(self) -> Optional[_S]:
@@ -10738,6 +11111,15 @@ class AsyncClientCommands(Generic[_S]):
             raise ArgumentError("UNLINK: keys needs at least one element")
         a: List[Any] = [b"UNLINK"]
         a += keys
+        return await self._cmd(a)
+
+    async def wait(self, numreplicas: int, timeout: int) -> int:
+        """WAIT (generic): Wait for the synchronous replication of all the write commands sent in the context of the current connection.
+
+        Reply: ``int`` -- Waits for replicas to acknowledge this connection's writes: alone it runs on a leased connection (deadline: its timeout plus the grace); to wait for a transaction's writes, send it in that session."""
+        a: List[Any] = [b"WAIT"]
+        a.append(_int("numreplicas", numreplicas))
+        a.append(_int("timeout", timeout))
         return await self._cmd(a)
 
     async def xack(self, key: KeyT, group: ValueT, *ids: Union[ValueT, Sequence[ValueT]]) -> int:

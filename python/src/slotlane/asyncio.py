@@ -46,7 +46,8 @@ __all__ = ["Client", "Pipeline", "PubSub", "Script"]
 
 _S = TypeVar("_S", bytes, str)
 _DRAIN = 256  # completions taken per sl_cq_drain
-_NO_RECORDS_CODES = (lib.SL_EINVAL, lib.SL_ENOMEM, lib.SL_ESTATE, lib.SL_EFORK)
+_NO_RECORDS_CODES = (lib.SL_EINVAL, lib.SL_ENOMEM, lib.SL_ESTATE, lib.SL_EFORK,
+                     lib.SL_EBLOCKING)  # EBLOCKING: a blocking command in a pipeline, nothing sent
 _slpy_submit = lib.slpy_submit
 _drain = lib.sl_cq_drain
 _buffer = ffi.buffer

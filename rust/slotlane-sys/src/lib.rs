@@ -34,6 +34,9 @@ pub const SL_ESTATE: sl_error_code = -12;
 pub const SL_EBUSY: sl_error_code = -13;
 pub const SL_EFORK: sl_error_code = -14;
 pub const SL_ETLS: sl_error_code = -15;
+pub const SL_EBLOCKING: sl_error_code = -24;
+pub const SL_EWATCHMOVED: sl_error_code = -25;
+pub const SL_EABORTED: sl_error_code = -26;
 
 // ---------------------------------------------------------------- allocator
 pub const SL_ALLOCATOR_VERSION: c_uint = 1;
@@ -101,7 +104,7 @@ pub struct sl_tls_options {
     pub node_names: sl_tls_node_names,
 }
 
-pub const SL_CLIENT_OPTIONS_VERSION: c_uint = 3;
+pub const SL_CLIENT_OPTIONS_VERSION: c_uint = 4;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -127,6 +130,8 @@ pub struct sl_client_options {
     pub max_inflight_batches: c_uint,
     pub max_inflight_bytes: u64,
     pub tls: *mut sl_tls,
+    pub blocking_grace_ms: c_int,
+    pub lease_idle_max: c_int,
 }
 
 // ------------------------------------------------------------------- client
@@ -208,6 +213,13 @@ pub struct sl_scan_options {
     pub match_len: usize,
     pub type_: *const c_char,
     pub count: c_int,
+}
+
+/// Opaque: `sl_session`.
+#[repr(C)]
+pub struct sl_session {
+    _private: [u8; 0],
+    _not_send_sync: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
 }
 
 /// Opaque: `sl_scan`.
@@ -387,6 +399,30 @@ extern "C" {
         data_cap: usize,
         sizes: *mut sl_sizes,
     ) -> c_int;
+
+    pub fn sl_session_new(client: *mut sl_client, out: *mut *mut sl_session) -> c_int;
+    pub fn sl_session_exec(
+        session: *mut sl_session,
+        batch: *mut sl_batch,
+        timeout_ms: c_int,
+        sizes: *mut sl_sizes,
+    ) -> c_int;
+    pub fn sl_session_run(
+        session: *mut sl_session,
+        batch: *mut sl_batch,
+        cmds: *const c_void,
+        len: usize,
+        count: usize,
+        timeout_ms: c_int,
+        records: *mut c_void,
+        records_cap: usize,
+        data: *mut c_void,
+        data_cap: usize,
+        sizes: *mut sl_sizes,
+    ) -> c_int;
+    pub fn sl_session_slot(session: *const sl_session) -> c_int;
+    pub fn sl_session_watching(session: *const sl_session) -> c_int;
+    pub fn sl_session_close(session: *mut sl_session) -> c_int;
 
     pub fn sl_key_slot(key: *const c_void, len: usize) -> c_int;
     pub fn sl_client_set_push_handler(client: *mut sl_client, f: sl_push_fn, ctx: *mut c_void) -> c_int;
@@ -592,6 +628,8 @@ pub const SL_CLIENT_OPTIONS_INIT: sl_client_options = sl_client_options {
     max_inflight_batches: 4096,
     max_inflight_bytes: 64 << 20,
     tls: core::ptr::null_mut(),
+    blocking_grace_ms: 1000,
+    lease_idle_max: 4,
 };
 
 /// The embeddable slotlane-server (`server/include/slotlane_server.h`), compiled in with the

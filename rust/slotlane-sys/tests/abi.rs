@@ -149,7 +149,7 @@ fn layouts() -> Vec<Layout> {
             allocator => "allocator", max_bulk_len => "max_bulk_len",
             max_aggregate_len => "max_aggregate_len", max_depth => "max_depth",
             max_inflight_batches => "max_inflight_batches", max_inflight_bytes => "max_inflight_bytes",
-            tls => "tls",
+            tls => "tls", blocking_grace_ms => "blocking_grace_ms", lease_idle_max => "lease_idle_max",
         }),
         layout!(sl_tls_options {
             version => "version", size => "size", ca_file => "ca_file", ca_dir => "ca_dir", ca_pem => "ca_pem",
@@ -361,6 +361,8 @@ fn options_init_matches_the_macro_and_the_function() {
         ("max_depth", r.max_depth.to_string()),
         ("max_inflight_batches", r.max_inflight_batches.to_string()),
         ("max_inflight_bytes", r.max_inflight_bytes.to_string()),
+        ("blocking_grace_ms", r.blocking_grace_ms.to_string()),
+        ("lease_idle_max", r.lease_idle_max.to_string()),
     ];
     for (f, v) in &checks {
         writeln!(c, "  if ((long long)o.{f} != (long long){v}LL) {{ printf(\"{f}: C %lld, Rust {v}\\n\", (long long)o.{f}); bad = 1; }}").unwrap();

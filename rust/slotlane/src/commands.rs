@@ -285,6 +285,198 @@ fn args_bitpos(key: impl ToArg, bit: i64, opts: Option<&BitposOptions>) -> Resul
     Ok(c)
 }
 
+/// The options of [`Client::blmove`] and [`Pipeline::blmove`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BlmoveOptions {
+    /// `wherefrom_left`
+    pub wherefrom_left: bool,
+    /// `wherefrom_right`
+    pub wherefrom_right: bool,
+    /// `whereto_left`
+    pub whereto_left: bool,
+    /// `whereto_right`
+    pub whereto_right: bool,
+}
+
+fn args_blmove(
+    source: impl ToArg,
+    destination: impl ToArg,
+    timeout: f64,
+    opts: Option<&BlmoveOptions>,
+) -> Result<Cmd, Error> {
+    let default = BlmoveOptions::default();
+    let o = opts.unwrap_or(&default);
+    let mut c = cmd("BLMOVE");
+    c.arg(source);
+    c.arg(destination);
+    if o.wherefrom_left {
+        c.arg("LEFT");
+    }
+    if o.wherefrom_right {
+        c.arg("RIGHT");
+    }
+    if o.whereto_left {
+        c.arg("LEFT");
+    }
+    if o.whereto_right {
+        c.arg("RIGHT");
+    }
+    c.arg(timeout);
+    Ok(c)
+}
+
+/// The options of [`Client::blmpop`] and [`Pipeline::blmpop`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BlmpopOptions {
+    /// `left`
+    pub left: bool,
+    /// `right`
+    pub right: bool,
+    /// `count`
+    pub count: Option<i64>,
+}
+
+fn args_blmpop(
+    timeout: f64,
+    keys: &[impl ToArg],
+    opts: Option<&BlmpopOptions>,
+) -> Result<Cmd, Error> {
+    let default = BlmpopOptions::default();
+    let o = opts.unwrap_or(&default);
+    if keys.is_empty() {
+        return Err(Error::InvalidArgument(
+            "BLMPOP: keys needs at least one element".into(),
+        ));
+    }
+    let mut c = cmd("BLMPOP");
+    c.arg(timeout);
+    c.arg(keys.len());
+    for x in keys.iter() {
+        c.arg(x);
+    }
+    if o.left {
+        c.arg("LEFT");
+    }
+    if o.right {
+        c.arg("RIGHT");
+    }
+    if let Some(x) = &o.count {
+        c.arg("COUNT");
+        c.arg(*x);
+    }
+    Ok(c)
+}
+
+fn args_blpop(keys: &[impl ToArg], timeout: f64) -> Result<Cmd, Error> {
+    if keys.is_empty() {
+        return Err(Error::InvalidArgument(
+            "BLPOP: keys needs at least one element".into(),
+        ));
+    }
+    let mut c = cmd("BLPOP");
+    for x in keys.iter() {
+        c.arg(x);
+    }
+    c.arg(timeout);
+    Ok(c)
+}
+
+fn args_brpop(keys: &[impl ToArg], timeout: f64) -> Result<Cmd, Error> {
+    if keys.is_empty() {
+        return Err(Error::InvalidArgument(
+            "BRPOP: keys needs at least one element".into(),
+        ));
+    }
+    let mut c = cmd("BRPOP");
+    for x in keys.iter() {
+        c.arg(x);
+    }
+    c.arg(timeout);
+    Ok(c)
+}
+
+fn args_brpoplpush(
+    source: impl ToArg,
+    destination: impl ToArg,
+    timeout: f64,
+) -> Result<Cmd, Error> {
+    let mut c = cmd("BRPOPLPUSH");
+    c.arg(source);
+    c.arg(destination);
+    c.arg(timeout);
+    Ok(c)
+}
+
+/// The options of [`Client::bzmpop`] and [`Pipeline::bzmpop`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BzmpopOptions {
+    /// `min`
+    pub min: bool,
+    /// `max`
+    pub max: bool,
+    /// `count`
+    pub count: Option<i64>,
+}
+
+fn args_bzmpop(
+    timeout: f64,
+    keys: &[impl ToArg],
+    opts: Option<&BzmpopOptions>,
+) -> Result<Cmd, Error> {
+    let default = BzmpopOptions::default();
+    let o = opts.unwrap_or(&default);
+    if keys.is_empty() {
+        return Err(Error::InvalidArgument(
+            "BZMPOP: keys needs at least one element".into(),
+        ));
+    }
+    let mut c = cmd("BZMPOP");
+    c.arg(timeout);
+    c.arg(keys.len());
+    for x in keys.iter() {
+        c.arg(x);
+    }
+    if o.min {
+        c.arg("MIN");
+    }
+    if o.max {
+        c.arg("MAX");
+    }
+    if let Some(x) = &o.count {
+        c.arg("COUNT");
+        c.arg(*x);
+    }
+    Ok(c)
+}
+
+fn args_bzpopmax(keys: &[impl ToArg], timeout: f64) -> Result<Cmd, Error> {
+    if keys.is_empty() {
+        return Err(Error::InvalidArgument(
+            "BZPOPMAX: keys needs at least one element".into(),
+        ));
+    }
+    let mut c = cmd("BZPOPMAX");
+    for x in keys.iter() {
+        c.arg(x);
+    }
+    c.arg(timeout);
+    Ok(c)
+}
+
+fn args_bzpopmin(keys: &[impl ToArg], timeout: f64) -> Result<Cmd, Error> {
+    if keys.is_empty() {
+        return Err(Error::InvalidArgument(
+            "BZPOPMIN: keys needs at least one element".into(),
+        ));
+    }
+    let mut c = cmd("BZPOPMIN");
+    for x in keys.iter() {
+        c.arg(x);
+    }
+    c.arg(timeout);
+    Ok(c)
+}
+
 fn args_client_getname() -> Result<Cmd, Error> {
     let mut c = cmd("CLIENT");
     c.arg("GETNAME");
@@ -4153,6 +4345,13 @@ fn args_unlink(keys: &[impl ToArg]) -> Result<Cmd, Error> {
     Ok(c)
 }
 
+fn args_wait(numreplicas: i64, timeout: i64) -> Result<Cmd, Error> {
+    let mut c = cmd("WAIT");
+    c.arg(numreplicas);
+    c.arg(timeout);
+    Ok(c)
+}
+
 fn args_xack(key: impl ToArg, group: impl ToArg, ids: &[impl ToArg]) -> Result<Cmd, Error> {
     if ids.is_empty() {
         return Err(Error::InvalidArgument(
@@ -5965,6 +6164,94 @@ impl Client {
     ) -> Result<i64, Error> {
         let c = args_bitpos(key, bit, opts)?;
         self.shaped::<Int>(&c)
+    }
+    /// `BLMOVE` (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+    ///
+    /// Reply: `string?` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+    pub fn blmove(
+        &mut self,
+        source: impl ToArg,
+        destination: impl ToArg,
+        timeout: f64,
+        opts: Option<&BlmoveOptions>,
+    ) -> Result<Option<Vec<u8>>, Error> {
+        let c = args_blmove(source, destination, timeout, opts)?;
+        self.shaped::<Opt<Str>>(&c)
+    }
+    /// `BLMPOP` (list): Pop elements from a list, or block until one is available.
+    ///
+    /// Reply: `tuple<string,array<string>>?` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+    pub fn blmpop(
+        &mut self,
+        timeout: f64,
+        keys: &[impl ToArg],
+        opts: Option<&BlmpopOptions>,
+    ) -> Result<Option<(Vec<u8>, Vec<Vec<u8>>)>, Error> {
+        let c = args_blmpop(timeout, keys, opts)?;
+        self.shaped::<Opt<Tup2<Str, Arr<Str>>>>(&c)
+    }
+    /// `BLPOP` (list): Remove and get the first element in a list, or block until one is available.
+    ///
+    /// Reply: `tuple<string,string>?` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+    pub fn blpop(
+        &mut self,
+        keys: &[impl ToArg],
+        timeout: f64,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>, Error> {
+        let c = args_blpop(keys, timeout)?;
+        self.shaped::<Opt<Tup2<Str, Str>>>(&c)
+    }
+    /// `BRPOP` (list): Remove and get the last element in a list, or block until one is available.
+    ///
+    /// Reply: `tuple<string,string>?` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+    pub fn brpop(
+        &mut self,
+        keys: &[impl ToArg],
+        timeout: f64,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>, Error> {
+        let c = args_brpop(keys, timeout)?;
+        self.shaped::<Opt<Tup2<Str, Str>>>(&c)
+    }
+    #[deprecated(
+        note = "deprecated since Redis 6.2.0; use BLMOVE with the RIGHT and LEFT arguments"
+    )]
+    /// `BRPOPLPUSH` (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+    ///
+    /// Reply: `string?` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+    pub fn brpoplpush(
+        &mut self,
+        source: impl ToArg,
+        destination: impl ToArg,
+        timeout: f64,
+    ) -> Result<Option<Vec<u8>>, Error> {
+        let c = args_brpoplpush(source, destination, timeout)?;
+        self.shaped::<Opt<Str>>(&c)
+    }
+    /// `BZMPOP` (sorted-set): Remove and return members with scores in a sorted set or block until one is available.
+    ///
+    /// Reply: `tuple<string,pairs<string,double>>?` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+    pub fn bzmpop(
+        &mut self,
+        timeout: f64,
+        keys: &[impl ToArg],
+        opts: Option<&BzmpopOptions>,
+    ) -> Result<Option<(Vec<u8>, Vec<(Vec<u8>, f64)>)>, Error> {
+        let c = args_bzmpop(timeout, keys, opts)?;
+        self.shaped::<Opt<Tup2<Str, PairsOf<Str, Double>>>>(&c)
+    }
+    /// `BZPOPMAX` (sorted-set): Remove and return the member with the highest score from one or more sorted sets, or block until one is available.
+    ///
+    /// Reply: `any` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+    pub fn bzpopmax(&mut self, keys: &[impl ToArg], timeout: f64) -> Result<Value<'static>, Error> {
+        let c = args_bzpopmax(keys, timeout)?;
+        self.shaped::<Any>(&c)
+    }
+    /// `BZPOPMIN` (sorted-set): Remove and return the member with the lowest score from one or more sorted sets, or block until one is available.
+    ///
+    /// Reply: `any` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError).
+    pub fn bzpopmin(&mut self, keys: &[impl ToArg], timeout: f64) -> Result<Value<'static>, Error> {
+        let c = args_bzpopmin(keys, timeout)?;
+        self.shaped::<Any>(&c)
     }
     /// `CLIENT GETNAME` (connection): Get the current connection name.
     ///
@@ -7802,6 +8089,13 @@ impl Client {
         let c = args_unlink(keys)?;
         self.shaped::<Int>(&c)
     }
+    /// `WAIT` (generic): Wait for the synchronous replication of all the write commands sent in the context of the current connection.
+    ///
+    /// Reply: `int` -- Waits for replicas to acknowledge this connection's writes: alone it runs on a leased connection (deadline: its timeout plus the grace); to wait for a transaction's writes, send it in that session.
+    pub fn wait(&mut self, numreplicas: i64, timeout: i64) -> Result<i64, Error> {
+        let c = args_wait(numreplicas, timeout)?;
+        self.shaped::<Int>(&c)
+    }
     /// `XACK` (stream): Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.
     ///
     /// Reply: `int`.
@@ -8719,6 +9013,102 @@ impl Pipeline {
     pub fn bitpos(&mut self, key: impl ToArg, bit: i64, opts: Option<&BitposOptions>) -> Slot<i64> {
         match args_bitpos(key, bit, opts) {
             Ok(c) => Slot::new::<Int>(self.queue(&c)),
+            Err(e) => Slot::refused(e),
+        }
+    }
+    /// `BLMOVE` (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+    ///
+    /// Reply: `string?` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Queues it: the Slot gives the reply after `exec`.
+    pub fn blmove(
+        &mut self,
+        source: impl ToArg,
+        destination: impl ToArg,
+        timeout: f64,
+        opts: Option<&BlmoveOptions>,
+    ) -> Slot<Option<Vec<u8>>> {
+        match args_blmove(source, destination, timeout, opts) {
+            Ok(c) => Slot::new::<Opt<Str>>(self.queue(&c)),
+            Err(e) => Slot::refused(e),
+        }
+    }
+    /// `BLMPOP` (list): Pop elements from a list, or block until one is available.
+    ///
+    /// Reply: `tuple<string,array<string>>?` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Queues it: the Slot gives the reply after `exec`.
+    pub fn blmpop(
+        &mut self,
+        timeout: f64,
+        keys: &[impl ToArg],
+        opts: Option<&BlmpopOptions>,
+    ) -> Slot<Option<(Vec<u8>, Vec<Vec<u8>>)>> {
+        match args_blmpop(timeout, keys, opts) {
+            Ok(c) => Slot::new::<Opt<Tup2<Str, Arr<Str>>>>(self.queue(&c)),
+            Err(e) => Slot::refused(e),
+        }
+    }
+    /// `BLPOP` (list): Remove and get the first element in a list, or block until one is available.
+    ///
+    /// Reply: `tuple<string,string>?` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Queues it: the Slot gives the reply after `exec`.
+    pub fn blpop(&mut self, keys: &[impl ToArg], timeout: f64) -> Slot<Option<(Vec<u8>, Vec<u8>)>> {
+        match args_blpop(keys, timeout) {
+            Ok(c) => Slot::new::<Opt<Tup2<Str, Str>>>(self.queue(&c)),
+            Err(e) => Slot::refused(e),
+        }
+    }
+    /// `BRPOP` (list): Remove and get the last element in a list, or block until one is available.
+    ///
+    /// Reply: `tuple<string,string>?` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Queues it: the Slot gives the reply after `exec`.
+    pub fn brpop(&mut self, keys: &[impl ToArg], timeout: f64) -> Slot<Option<(Vec<u8>, Vec<u8>)>> {
+        match args_brpop(keys, timeout) {
+            Ok(c) => Slot::new::<Opt<Tup2<Str, Str>>>(self.queue(&c)),
+            Err(e) => Slot::refused(e),
+        }
+    }
+    #[deprecated(
+        note = "deprecated since Redis 6.2.0; use BLMOVE with the RIGHT and LEFT arguments"
+    )]
+    /// `BRPOPLPUSH` (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+    ///
+    /// Reply: `string?` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Queues it: the Slot gives the reply after `exec`.
+    pub fn brpoplpush(
+        &mut self,
+        source: impl ToArg,
+        destination: impl ToArg,
+        timeout: f64,
+    ) -> Slot<Option<Vec<u8>>> {
+        match args_brpoplpush(source, destination, timeout) {
+            Ok(c) => Slot::new::<Opt<Str>>(self.queue(&c)),
+            Err(e) => Slot::refused(e),
+        }
+    }
+    /// `BZMPOP` (sorted-set): Remove and return members with scores in a sorted set or block until one is available.
+    ///
+    /// Reply: `tuple<string,pairs<string,double>>?` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Queues it: the Slot gives the reply after `exec`.
+    pub fn bzmpop(
+        &mut self,
+        timeout: f64,
+        keys: &[impl ToArg],
+        opts: Option<&BzmpopOptions>,
+    ) -> Slot<Option<(Vec<u8>, Vec<(Vec<u8>, f64)>)>> {
+        match args_bzmpop(timeout, keys, opts) {
+            Ok(c) => Slot::new::<Opt<Tup2<Str, PairsOf<Str, Double>>>>(self.queue(&c)),
+            Err(e) => Slot::refused(e),
+        }
+    }
+    /// `BZPOPMAX` (sorted-set): Remove and return the member with the highest score from one or more sorted sets, or block until one is available.
+    ///
+    /// Reply: `any` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Queues it: the Slot gives the reply after `exec`.
+    pub fn bzpopmax(&mut self, keys: &[impl ToArg], timeout: f64) -> Slot<Value<'static>> {
+        match args_bzpopmax(keys, timeout) {
+            Ok(c) => Slot::new::<Any>(self.queue(&c)),
+            Err(e) => Slot::refused(e),
+        }
+    }
+    /// `BZPOPMIN` (sorted-set): Remove and return the member with the lowest score from one or more sorted sets, or block until one is available.
+    ///
+    /// Reply: `any` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Queues it: the Slot gives the reply after `exec`.
+    pub fn bzpopmin(&mut self, keys: &[impl ToArg], timeout: f64) -> Slot<Value<'static>> {
+        match args_bzpopmin(keys, timeout) {
+            Ok(c) => Slot::new::<Any>(self.queue(&c)),
             Err(e) => Slot::refused(e),
         }
     }
@@ -10872,6 +11262,15 @@ impl Pipeline {
             Err(e) => Slot::refused(e),
         }
     }
+    /// `WAIT` (generic): Wait for the synchronous replication of all the write commands sent in the context of the current connection.
+    ///
+    /// Reply: `int` -- Waits for replicas to acknowledge this connection's writes: alone it runs on a leased connection (deadline: its timeout plus the grace); to wait for a transaction's writes, send it in that session. Queues it: the Slot gives the reply after `exec`.
+    pub fn wait(&mut self, numreplicas: i64, timeout: i64) -> Slot<i64> {
+        match args_wait(numreplicas, timeout) {
+            Ok(c) => Slot::new::<Int>(self.queue(&c)),
+            Err(e) => Slot::refused(e),
+        }
+    }
     /// `XACK` (stream): Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.
     ///
     /// Reply: `int`. Queues it: the Slot gives the reply after `exec`.
@@ -11833,6 +12232,86 @@ impl crate::aio::Client {
         opts: Option<&BitposOptions>,
     ) -> crate::aio::Call<Int> {
         self.shaped::<Int>(args_bitpos(key, bit, opts))
+    }
+    /// `BLMOVE` (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+    ///
+    /// Reply: `string?` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). A future: sent when first polled; dropping it before it is ready cancels it.
+    pub fn blmove(
+        &self,
+        source: impl ToArg,
+        destination: impl ToArg,
+        timeout: f64,
+        opts: Option<&BlmoveOptions>,
+    ) -> crate::aio::Call<Opt<Str>> {
+        self.shaped::<Opt<Str>>(args_blmove(source, destination, timeout, opts))
+    }
+    /// `BLMPOP` (list): Pop elements from a list, or block until one is available.
+    ///
+    /// Reply: `tuple<string,array<string>>?` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). A future: sent when first polled; dropping it before it is ready cancels it.
+    pub fn blmpop(
+        &self,
+        timeout: f64,
+        keys: &[impl ToArg],
+        opts: Option<&BlmpopOptions>,
+    ) -> crate::aio::Call<Opt<Tup2<Str, Arr<Str>>>> {
+        self.shaped::<Opt<Tup2<Str, Arr<Str>>>>(args_blmpop(timeout, keys, opts))
+    }
+    /// `BLPOP` (list): Remove and get the first element in a list, or block until one is available.
+    ///
+    /// Reply: `tuple<string,string>?` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). A future: sent when first polled; dropping it before it is ready cancels it.
+    pub fn blpop(
+        &self,
+        keys: &[impl ToArg],
+        timeout: f64,
+    ) -> crate::aio::Call<Opt<Tup2<Str, Str>>> {
+        self.shaped::<Opt<Tup2<Str, Str>>>(args_blpop(keys, timeout))
+    }
+    /// `BRPOP` (list): Remove and get the last element in a list, or block until one is available.
+    ///
+    /// Reply: `tuple<string,string>?` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). A future: sent when first polled; dropping it before it is ready cancels it.
+    pub fn brpop(
+        &self,
+        keys: &[impl ToArg],
+        timeout: f64,
+    ) -> crate::aio::Call<Opt<Tup2<Str, Str>>> {
+        self.shaped::<Opt<Tup2<Str, Str>>>(args_brpop(keys, timeout))
+    }
+    #[deprecated(
+        note = "deprecated since Redis 6.2.0; use BLMOVE with the RIGHT and LEFT arguments"
+    )]
+    /// `BRPOPLPUSH` (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+    ///
+    /// Reply: `string?` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). A future: sent when first polled; dropping it before it is ready cancels it.
+    pub fn brpoplpush(
+        &self,
+        source: impl ToArg,
+        destination: impl ToArg,
+        timeout: f64,
+    ) -> crate::aio::Call<Opt<Str>> {
+        self.shaped::<Opt<Str>>(args_brpoplpush(source, destination, timeout))
+    }
+    /// `BZMPOP` (sorted-set): Remove and return members with scores in a sorted set or block until one is available.
+    ///
+    /// Reply: `tuple<string,pairs<string,double>>?` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). A future: sent when first polled; dropping it before it is ready cancels it.
+    pub fn bzmpop(
+        &self,
+        timeout: f64,
+        keys: &[impl ToArg],
+        opts: Option<&BzmpopOptions>,
+    ) -> crate::aio::Call<Opt<Tup2<Str, PairsOf<Str, Double>>>> {
+        self.shaped::<Opt<Tup2<Str, PairsOf<Str, Double>>>>(args_bzmpop(timeout, keys, opts))
+    }
+    /// `BZPOPMAX` (sorted-set): Remove and return the member with the highest score from one or more sorted sets, or block until one is available.
+    ///
+    /// Reply: `any` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). A future: sent when first polled; dropping it before it is ready cancels it.
+    pub fn bzpopmax(&self, keys: &[impl ToArg], timeout: f64) -> crate::aio::Call<Any> {
+        self.shaped::<Any>(args_bzpopmax(keys, timeout))
+    }
+    /// `BZPOPMIN` (sorted-set): Remove and return the member with the lowest score from one or more sorted sets, or block until one is available.
+    ///
+    /// Reply: `any` -- Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). A future: sent when first polled; dropping it before it is ready cancels it.
+    pub fn bzpopmin(&self, keys: &[impl ToArg], timeout: f64) -> crate::aio::Call<Any> {
+        self.shaped::<Any>(args_bzpopmin(keys, timeout))
     }
     /// `CLIENT GETNAME` (connection): Get the current connection name.
     ///
@@ -13419,6 +13898,12 @@ impl crate::aio::Client {
     pub fn unlink(&self, keys: &[impl ToArg]) -> crate::aio::Call<Int> {
         self.shaped::<Int>(args_unlink(keys))
     }
+    /// `WAIT` (generic): Wait for the synchronous replication of all the write commands sent in the context of the current connection.
+    ///
+    /// Reply: `int` -- Waits for replicas to acknowledge this connection's writes: alone it runs on a leased connection (deadline: its timeout plus the grace); to wait for a transaction's writes, send it in that session. A future: sent when first polled; dropping it before it is ready cancels it.
+    pub fn wait(&self, numreplicas: i64, timeout: i64) -> crate::aio::Call<Int> {
+        self.shaped::<Int>(args_wait(numreplicas, timeout))
+    }
     /// `XACK` (stream): Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.
     ///
     /// Reply: `int`. A future: sent when first polled; dropping it before it is ready cancels it.
@@ -14092,6 +14577,14 @@ pub const METHODS: &[&str] = &[
     "bitfield_ro",
     "bitop",
     "bitpos",
+    "blmove",
+    "blmpop",
+    "blpop",
+    "brpop",
+    "brpoplpush",
+    "bzmpop",
+    "bzpopmax",
+    "bzpopmin",
     "client_getname",
     "client_getredir",
     "client_id",
@@ -14294,6 +14787,7 @@ pub const METHODS: &[&str] = &[
     "ttl",
     "type",
     "unlink",
+    "wait",
     "xack",
     "xadd",
     "xautoclaim",

@@ -34,6 +34,12 @@ pub enum Error {
     InvalidArgument(String),
     /// TLS failed: the server's certificate did not verify (its chain, its name, its dates), the handshake failed (a plaintext port), the server refused the client certificate, or a CA, certificate or key could not be loaded. The message says which. The handshake or the certificate's verification failed (a wrong CA, an expired certificate, a host name mismatch, a plaintext port), the server refused the client certificate, or a CA, certificate or key could not be loaded. The message says which. (errors.json `TlsError`)
     Tls(String),
+    /// A transaction did not commit: EXEC answered nil because a watched key changed (SL_EABORTED). Nothing of it was applied; retry it from the WATCH. EXEC answered nil: a watched key changed; nothing was applied. (errors.json `WatchError`)
+    Watch(String),
+    /// The slot of a transaction's session moved (MOVED or ASK) while its keys were watched or its MULTI was open (SL_EWATCHMOVED): the watch cannot hold on the new owner. The session is broken; a retry of the transaction pins a new session on the slot's new owner. The session is broken: retry the transaction. (errors.json `WatchMovedError`)
+    WatchMoved(String),
+    /// A blocking command (BLPOP, BRPOP, BLMOVE, BZPOPMIN, XREAD with BLOCK, WAIT...) was put in a pipeline of several commands (SL_EBLOCKING): nothing was sent. Call it alone (it then runs on a connection leased for it) or inside a transaction session. Nothing was sent. (errors.json `BlockingPipelineError`)
+    BlockingInPipeline(String),
     /// The core could not allocate memory, or the call is not valid in the handle's state, or the build lacks a feature (TLS in a build without OpenSSL), or the client's in-flight bound is reached and the call asked to fail fast (SL_EBUSY), or the client was made before a fork() and used in the child (SL_EFORK: make a new client after forking). A feature this build does not have (TLS in a build without OpenSSL). (errors.json `ResourceError`)
     Unsupported(String),
     /// The node sent bytes that are not RESP, or a reply exceeded a limit. A reply of another type than the one asked for (a typed method or [`FromValue`](crate::FromValue) conversion). (errors.json `ProtocolError`)
@@ -76,6 +82,9 @@ impl Error {
             sys::SL_EBUSY => Error::Other { code, message: m() },
             sys::SL_EFORK => Error::Other { code, message: m() },
             sys::SL_ETLS => Error::Tls(m()),
+            sys::SL_EBLOCKING => Error::BlockingInPipeline(m()),
+            sys::SL_EWATCHMOVED => Error::WatchMoved(m()),
+            sys::SL_EABORTED => Error::Watch(m()),
             _ => Error::Other { code, message: m() },
         }
     }
@@ -125,6 +134,9 @@ impl Error {
             | Error::Cluster(message)
             | Error::InvalidArgument(message)
             | Error::Tls(message)
+            | Error::Watch(message)
+            | Error::WatchMoved(message)
+            | Error::BlockingInPipeline(message)
             | Error::Unsupported(message)
             | Error::UnexpectedReply(message)
             | Error::Other { message, .. } => message,
@@ -144,6 +156,9 @@ impl Error {
             Error::Cluster(_) => "ClusterError",
             Error::InvalidArgument(_) => "ArgumentError",
             Error::Tls(_) => "TlsError",
+            Error::Watch(_) => "WatchError",
+            Error::WatchMoved(_) => "WatchMovedError",
+            Error::BlockingInPipeline(_) => "BlockingPipelineError",
             Error::Unsupported(_) => "ResourceError",
             Error::UnexpectedReply(_) => "ProtocolError",
             Error::Other { .. } => "ResourceError",
@@ -163,6 +178,9 @@ impl fmt::Display for Error {
             Error::Cluster(m) => write!(f, "cluster error: {m}"),
             Error::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
             Error::Tls(m) => write!(f, "TLS error: {m}"),
+            Error::Watch(m) => write!(f, "transaction aborted: {m}"),
+            Error::WatchMoved(m) => write!(f, "slot moved while watched: {m}"),
+            Error::BlockingInPipeline(m) => write!(f, "blocking command in a pipeline: {m}"),
             Error::Unsupported(m) => write!(f, "unsupported: {m}"),
             Error::UnexpectedReply(m) => write!(f, "unexpected reply: {m}"),
             Error::Other { code, message } => write!(f, "error {code}: {message}"),
@@ -179,6 +197,14 @@ mod tests {
     /// Every SL_E* code and sl_err_kind of slotlane.h (slotlane-sys) is errors.json's type.
     #[test]
     fn codes_and_kinds_are_errors_json() {
+        assert_eq!(
+            Error::from_code(sys::SL_EABORTED, "m").type_name(),
+            "WatchError"
+        );
+        assert_eq!(
+            Error::from_code(sys::SL_EBLOCKING, "m").type_name(),
+            "BlockingPipelineError"
+        );
         assert_eq!(
             Error::from_code(sys::SL_EBUSY, "m").type_name(),
             "ResourceError"
@@ -235,6 +261,10 @@ mod tests {
         assert_eq!(
             Error::from_code(sys::SL_EUNSUPPORTED, "m").type_name(),
             "ResourceError"
+        );
+        assert_eq!(
+            Error::from_code(sys::SL_EWATCHMOVED, "m").type_name(),
+            "WatchMovedError"
         );
         assert_eq!(
             Error::from_record(sys::SL_ERR_ARGUMENT as u8, b"ERR m").type_name(),

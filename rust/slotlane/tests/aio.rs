@@ -62,9 +62,10 @@ fn many_concurrent_callers_share_the_connections() {
     }
 }
 
-/// A BLPOP held by the server is dropped (its future cancelled): the GET queued behind
-/// it on the same connection gets its own reply once the BLPOP's reply comes (and is
-/// dropped in the core), not the BLPOP's.
+/// A BLPOP held by the server runs on a connection leased for it: a GET to the same node
+/// is not behind it; dropped (its future cancelled), the BLPOP's lease is closed and the
+/// client goes on (core/tests/test_lease_async.c and python/tests/test_blocking.py check
+/// that the element pushed afterwards is not swallowed).
 #[test]
 fn dropping_a_future_cancels_only_its_batch() {
     for url in [common::plain_url(), common::cluster_url()] {
@@ -90,16 +91,12 @@ fn dropping_a_future_cancels_only_its_batch() {
                 });
                 blpop.abort(); // drops the future: sl_batch_cancel
                 assert!(blpop.await.unwrap_err().is_cancelled());
-                let mut other = slotlane::Client::connect(url.as_str()).unwrap();
-                let _: i64 = cmd("RPUSH").arg(&list).arg("x").query(&mut other).unwrap();
                 let got = tokio::time::timeout(Duration::from_secs(10), behind)
                     .await
-                    .expect("the GET behind the cancelled BLPOP got no reply")
+                    .expect("the GET to the BLPOP's node got no reply")
                     .unwrap()
                     .unwrap();
                 assert_eq!(got, Some(b"v".to_vec()));
-                let n: i64 = cmd("LLEN").arg(&list).query(&mut other).unwrap();
-                assert_eq!(n, 0, "the BLPOP ran (its reply was dropped)");
                 assert_eq!(c.get(key.clone()).await.unwrap(), Some(b"v".to_vec()));
             });
         }

@@ -82,6 +82,52 @@ pub fn call_client(c: &mut Client, method: &str, a: &J) -> Result<Node, Error> {
                 }),
             )
             .map(|v| v.node()),
+        "blmove" => c
+            .blmove(
+                b(a, "source"),
+                b(a, "destination"),
+                f(a, "timeout"),
+                Some(&BlmoveOptions {
+                    wherefrom_left: fl(a, "wherefrom_left"),
+                    wherefrom_right: fl(a, "wherefrom_right"),
+                    whereto_left: fl(a, "whereto_left"),
+                    whereto_right: fl(a, "whereto_right"),
+                }),
+            )
+            .map(|v| v.node()),
+        "blmpop" => c
+            .blmpop(
+                f(a, "timeout"),
+                &lb(a, "keys"),
+                Some(&BlmpopOptions {
+                    left: fl(a, "left"),
+                    right: fl(a, "right"),
+                    count: on(a, "count"),
+                }),
+            )
+            .map(|v| v.node()),
+        "blpop" => c.blpop(&lb(a, "keys"), f(a, "timeout")).map(|v| v.node()),
+        "brpop" => c.brpop(&lb(a, "keys"), f(a, "timeout")).map(|v| v.node()),
+        "brpoplpush" => c
+            .brpoplpush(b(a, "source"), b(a, "destination"), f(a, "timeout"))
+            .map(|v| v.node()),
+        "bzmpop" => c
+            .bzmpop(
+                f(a, "timeout"),
+                &lb(a, "keys"),
+                Some(&BzmpopOptions {
+                    min: fl(a, "min"),
+                    max: fl(a, "max"),
+                    count: on(a, "count"),
+                }),
+            )
+            .map(|v| v.node()),
+        "bzpopmax" => c
+            .bzpopmax(&lb(a, "keys"), f(a, "timeout"))
+            .map(|v| v.node()),
+        "bzpopmin" => c
+            .bzpopmin(&lb(a, "keys"), f(a, "timeout"))
+            .map(|v| v.node()),
         "client_getname" => c.client_getname().map(|v| v.node()),
         "client_getredir" => c.client_getredir().map(|v| v.node()),
         "client_id" => c.client_id().map(|v| v.node()),
@@ -1038,6 +1084,9 @@ pub fn call_client(c: &mut Client, method: &str, a: &J) -> Result<Node, Error> {
         "ttl" => c.ttl(b(a, "key")).map(|v| v.node()),
         "type" => c.r#type(b(a, "key")).map(|v| v.node()),
         "unlink" => c.unlink(&lb(a, "keys")).map(|v| v.node()),
+        "wait" => c
+            .wait(n(a, "numreplicas"), n(a, "timeout"))
+            .map(|v| v.node()),
         "xack" => c
             .xack(b(a, "key"), b(a, "group"), &lb(a, "ids"))
             .map(|v| v.node()),
@@ -1561,6 +1610,40 @@ pub fn call_pipeline(p: &mut Pipeline, method: &str, a: &J) -> Reader {
                 index_unit_bit: fl(a, "index_unit_bit"),
             }),
         )),
+        "blmove" => reader(p.blmove(
+            b(a, "source"),
+            b(a, "destination"),
+            f(a, "timeout"),
+            Some(&BlmoveOptions {
+                wherefrom_left: fl(a, "wherefrom_left"),
+                wherefrom_right: fl(a, "wherefrom_right"),
+                whereto_left: fl(a, "whereto_left"),
+                whereto_right: fl(a, "whereto_right"),
+            }),
+        )),
+        "blmpop" => reader(p.blmpop(
+            f(a, "timeout"),
+            &lb(a, "keys"),
+            Some(&BlmpopOptions {
+                left: fl(a, "left"),
+                right: fl(a, "right"),
+                count: on(a, "count"),
+            }),
+        )),
+        "blpop" => reader(p.blpop(&lb(a, "keys"), f(a, "timeout"))),
+        "brpop" => reader(p.brpop(&lb(a, "keys"), f(a, "timeout"))),
+        "brpoplpush" => reader(p.brpoplpush(b(a, "source"), b(a, "destination"), f(a, "timeout"))),
+        "bzmpop" => reader(p.bzmpop(
+            f(a, "timeout"),
+            &lb(a, "keys"),
+            Some(&BzmpopOptions {
+                min: fl(a, "min"),
+                max: fl(a, "max"),
+                count: on(a, "count"),
+            }),
+        )),
+        "bzpopmax" => reader(p.bzpopmax(&lb(a, "keys"), f(a, "timeout"))),
+        "bzpopmin" => reader(p.bzpopmin(&lb(a, "keys"), f(a, "timeout"))),
         "client_getname" => reader(p.client_getname()),
         "client_getredir" => reader(p.client_getredir()),
         "client_id" => reader(p.client_id()),
@@ -2329,6 +2412,7 @@ pub fn call_pipeline(p: &mut Pipeline, method: &str, a: &J) -> Reader {
         "ttl" => reader(p.ttl(b(a, "key"))),
         "type" => reader(p.r#type(b(a, "key"))),
         "unlink" => reader(p.unlink(&lb(a, "keys"))),
+        "wait" => reader(p.wait(n(a, "numreplicas"), n(a, "timeout"))),
         "xack" => reader(p.xack(b(a, "key"), b(a, "group"), &lb(a, "ids"))),
         "xadd" => reader(p.xadd(
             b(a, "key"),

@@ -239,6 +239,170 @@ public final class CommandOptions {
         }
     }
 
+    /** The options of {@code BLMOVE} ({@link ClientCommands#blmove}). */
+    public static final class BlmoveOptions {
+        static final BlmoveOptions NONE = new BlmoveOptions();
+        boolean wherefromLeft;
+        boolean wherefromRight;
+        boolean wheretoLeft;
+        boolean wheretoRight;
+
+        /** No options set. */
+        public BlmoveOptions() {}
+
+        /**
+         * @param on whether to send the WHEREFROM_LEFT flag
+         * @return this
+         */
+        public BlmoveOptions wherefromLeft(boolean on) {
+            this.wherefromLeft = on;
+            return this;
+        }
+
+        /** @return this, with the WHEREFROM_LEFT flag */
+        public BlmoveOptions wherefromLeft() {
+            return wherefromLeft(true);
+        }
+
+        /**
+         * @param on whether to send the WHEREFROM_RIGHT flag
+         * @return this
+         */
+        public BlmoveOptions wherefromRight(boolean on) {
+            this.wherefromRight = on;
+            return this;
+        }
+
+        /** @return this, with the WHEREFROM_RIGHT flag */
+        public BlmoveOptions wherefromRight() {
+            return wherefromRight(true);
+        }
+
+        /**
+         * @param on whether to send the WHERETO_LEFT flag
+         * @return this
+         */
+        public BlmoveOptions wheretoLeft(boolean on) {
+            this.wheretoLeft = on;
+            return this;
+        }
+
+        /** @return this, with the WHERETO_LEFT flag */
+        public BlmoveOptions wheretoLeft() {
+            return wheretoLeft(true);
+        }
+
+        /**
+         * @param on whether to send the WHERETO_RIGHT flag
+         * @return this
+         */
+        public BlmoveOptions wheretoRight(boolean on) {
+            this.wheretoRight = on;
+            return this;
+        }
+
+        /** @return this, with the WHERETO_RIGHT flag */
+        public BlmoveOptions wheretoRight() {
+            return wheretoRight(true);
+        }
+    }
+
+    /** The options of {@code BLMPOP} ({@link ClientCommands#blmpop}). */
+    public static final class BlmpopOptions {
+        static final BlmpopOptions NONE = new BlmpopOptions();
+        boolean left;
+        boolean right;
+        Long count;
+
+        /** No options set. */
+        public BlmpopOptions() {}
+
+        /**
+         * @param on whether to send the LEFT flag
+         * @return this
+         */
+        public BlmpopOptions left(boolean on) {
+            this.left = on;
+            return this;
+        }
+
+        /** @return this, with the LEFT flag */
+        public BlmpopOptions left() {
+            return left(true);
+        }
+
+        /**
+         * @param on whether to send the RIGHT flag
+         * @return this
+         */
+        public BlmpopOptions right(boolean on) {
+            this.right = on;
+            return this;
+        }
+
+        /** @return this, with the RIGHT flag */
+        public BlmpopOptions right() {
+            return right(true);
+        }
+
+        /**
+         * @param count the count (integer)
+         * @return this
+         */
+        public BlmpopOptions count(long count) {
+            this.count = count;
+            return this;
+        }
+    }
+
+    /** The options of {@code BZMPOP} ({@link ClientCommands#bzmpop}). */
+    public static final class BzmpopOptions {
+        static final BzmpopOptions NONE = new BzmpopOptions();
+        boolean min;
+        boolean max;
+        Long count;
+
+        /** No options set. */
+        public BzmpopOptions() {}
+
+        /**
+         * @param on whether to send the MIN flag
+         * @return this
+         */
+        public BzmpopOptions min(boolean on) {
+            this.min = on;
+            return this;
+        }
+
+        /** @return this, with the MIN flag */
+        public BzmpopOptions min() {
+            return min(true);
+        }
+
+        /**
+         * @param on whether to send the MAX flag
+         * @return this
+         */
+        public BzmpopOptions max(boolean on) {
+            this.max = on;
+            return this;
+        }
+
+        /** @return this, with the MAX flag */
+        public BzmpopOptions max() {
+            return max(true);
+        }
+
+        /**
+         * @param count the count (integer)
+         * @return this
+         */
+        public BzmpopOptions count(long count) {
+            this.count = count;
+            return this;
+        }
+    }
+
     /** The options of {@code CLIENT KILL} ({@link ClientCommands#clientKill}). */
     public static final class ClientKillOptions {
         static final ClientKillOptions NONE = new ClientKillOptions();

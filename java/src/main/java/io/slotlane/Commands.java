@@ -47,6 +47,7 @@ final class Commands {
     static final Shape<Tuple2<String, List<String>>> S_TUPLE_STRING_ARRAY_STRINGEEN = Shape.nullable(Shape.tuple(Shape.STRING, Shape.array(Shape.STRING)));
     static final Shape<Tuple2<String, List<Pair<String, Double>>>> S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN = Shape.nullable(Shape.tuple(Shape.STRING, Shape.pairs(Shape.STRING, Shape.DOUBLE)));
     static final Shape<Tuple2<String, String>> S_TUPLE_STRING_STRINGE = Shape.tuple(Shape.STRING, Shape.STRING);
+    static final Shape<Tuple2<String, String>> S_TUPLE_STRING_STRINGEN = Shape.nullable(Shape.tuple(Shape.STRING, Shape.STRING));
 
     private static final byte[] W_ACL = Cmd.ascii("ACL");
     private static final byte[] W_APPEND = Cmd.ascii("APPEND");
@@ -54,6 +55,14 @@ final class Commands {
     private static final byte[] W_BITFIELD_RO = Cmd.ascii("BITFIELD_RO");
     private static final byte[] W_BITOP = Cmd.ascii("BITOP");
     private static final byte[] W_BITPOS = Cmd.ascii("BITPOS");
+    private static final byte[] W_BLMOVE = Cmd.ascii("BLMOVE");
+    private static final byte[] W_BLMPOP = Cmd.ascii("BLMPOP");
+    private static final byte[] W_BLPOP = Cmd.ascii("BLPOP");
+    private static final byte[] W_BRPOP = Cmd.ascii("BRPOP");
+    private static final byte[] W_BRPOPLPUSH = Cmd.ascii("BRPOPLPUSH");
+    private static final byte[] W_BZMPOP = Cmd.ascii("BZMPOP");
+    private static final byte[] W_BZPOPMAX = Cmd.ascii("BZPOPMAX");
+    private static final byte[] W_BZPOPMIN = Cmd.ascii("BZPOPMIN");
     private static final byte[] W_CAT = Cmd.ascii("CAT");
     private static final byte[] W_CHANNELS = Cmd.ascii("CHANNELS");
     private static final byte[] W_CLIENT = Cmd.ascii("CLIENT");
@@ -247,6 +256,7 @@ final class Commands {
     private static final byte[] W_UNPAUSE = Cmd.ascii("UNPAUSE");
     private static final byte[] W_USAGE = Cmd.ascii("USAGE");
     private static final byte[] W_USERS = Cmd.ascii("USERS");
+    private static final byte[] W_WAIT = Cmd.ascii("WAIT");
     private static final byte[] W_WHOAMI = Cmd.ascii("WHOAMI");
     private static final byte[] W_XACK = Cmd.ascii("XACK");
     private static final byte[] W_XADD = Cmd.ascii("XADD");
@@ -532,6 +542,137 @@ final class Commands {
                 if (o.indexUnitBit) b.add("BIT");
             }
         }
+        b.end();
+    }
+
+    /** BLMOVE */
+    static void blmove(CommandBuffer b, String source, String destination, double timeout, CommandOptions.BlmoveOptions o) {
+        if (o == null) {
+            b.start(4);
+            b.add(W_BLMOVE);
+            b.add(Cmd.notNull(source, "source"));
+            b.add(Cmd.notNull(destination, "destination"));
+            b.add((double) timeout);
+            return;
+        }
+        b.begin();
+        b.add(W_BLMOVE);
+        b.add(Cmd.notNull(source, "source"));
+        b.add(Cmd.notNull(destination, "destination"));
+        if (o.wherefromLeft) b.add("LEFT");
+        if (o.wherefromRight) b.add("RIGHT");
+        if (o.wheretoLeft) b.add("LEFT");
+        if (o.wheretoRight) b.add("RIGHT");
+        b.add((double) timeout);
+        b.end();
+    }
+
+    /** BLMPOP */
+    static void blmpop(CommandBuffer b, double timeout, List<String> keys, CommandOptions.BlmpopOptions o) {
+        if (o == null) o = CommandOptions.BlmpopOptions.NONE;
+        if (keys == null || keys.isEmpty()) throw new IllegalArgumentException("BLMPOP: keys needs at least one element");
+        b.begin();
+        b.add(W_BLMPOP);
+        b.add((double) timeout);
+        b.add((long) (keys == null ? 0 : keys.size()));
+        if (!keys.isEmpty()) {
+            for (Object x : keys) {
+                b.addKey(x, "keys");
+            }
+        }
+        if (o.left) b.add("LEFT");
+        if (o.right) b.add("RIGHT");
+        if (o.count != null) {
+            b.add("COUNT");
+            b.add((long) o.count);
+        }
+        b.end();
+    }
+
+    /** BLPOP */
+    static void blpop(CommandBuffer b, List<String> keys, double timeout) {
+        if (keys == null || keys.isEmpty()) throw new IllegalArgumentException("BLPOP: keys needs at least one element");
+        b.begin();
+        b.add(W_BLPOP);
+        if (!keys.isEmpty()) {
+            for (Object x : keys) {
+                b.addKey(x, "keys");
+            }
+        }
+        b.add((double) timeout);
+        b.end();
+    }
+
+    /** BRPOP */
+    static void brpop(CommandBuffer b, List<String> keys, double timeout) {
+        if (keys == null || keys.isEmpty()) throw new IllegalArgumentException("BRPOP: keys needs at least one element");
+        b.begin();
+        b.add(W_BRPOP);
+        if (!keys.isEmpty()) {
+            for (Object x : keys) {
+                b.addKey(x, "keys");
+            }
+        }
+        b.add((double) timeout);
+        b.end();
+    }
+
+    /** BRPOPLPUSH */
+    static void brpoplpush(CommandBuffer b, String source, String destination, double timeout) {
+        b.start(4);
+        b.add(W_BRPOPLPUSH);
+        b.add(Cmd.notNull(source, "source"));
+        b.add(Cmd.notNull(destination, "destination"));
+        b.add((double) timeout);
+    }
+
+    /** BZMPOP */
+    static void bzmpop(CommandBuffer b, double timeout, List<String> keys, CommandOptions.BzmpopOptions o) {
+        if (o == null) o = CommandOptions.BzmpopOptions.NONE;
+        if (keys == null || keys.isEmpty()) throw new IllegalArgumentException("BZMPOP: keys needs at least one element");
+        b.begin();
+        b.add(W_BZMPOP);
+        b.add((double) timeout);
+        b.add((long) (keys == null ? 0 : keys.size()));
+        if (!keys.isEmpty()) {
+            for (Object x : keys) {
+                b.addKey(x, "keys");
+            }
+        }
+        if (o.min) b.add("MIN");
+        if (o.max) b.add("MAX");
+        if (o.count != null) {
+            b.add("COUNT");
+            b.add((long) o.count);
+        }
+        b.end();
+    }
+
+    /** BZPOPMAX */
+    static void bzpopmax(CommandBuffer b, List<String> keys, double timeout) {
+        if (keys == null || keys.isEmpty()) throw new IllegalArgumentException("BZPOPMAX: keys needs at least one element");
+        b.begin();
+        b.add(W_BZPOPMAX);
+        if (!keys.isEmpty()) {
+            for (Object x : keys) {
+                b.addKey(x, "keys");
+            }
+        }
+        b.add((double) timeout);
+        b.end();
+    }
+
+    /** BZPOPMIN */
+    static void bzpopmin(CommandBuffer b, List<String> keys, double timeout) {
+        if (keys == null || keys.isEmpty()) throw new IllegalArgumentException("BZPOPMIN: keys needs at least one element");
+        b.begin();
+        b.add(W_BZPOPMIN);
+        if (!keys.isEmpty()) {
+            for (Object x : keys) {
+                b.addKey(x, "keys");
+            }
+        }
+        b.add((double) timeout);
         b.end();
     }
 
@@ -3451,6 +3592,14 @@ final class Commands {
         b.end();
     }
 
+    /** WAIT */
+    static void wait(CommandBuffer b, long numreplicas, long timeout) {
+        b.start(3);
+        b.add(W_WAIT);
+        b.add((long) numreplicas);
+        b.add((long) timeout);
+    }
+
     /** XACK */
     static void xack(CommandBuffer b, String key, Object group, Object... ids) {
         if (ids == null || ids.length == 0) throw new IllegalArgumentException("XACK: ids needs at least one element");
@@ -4669,6 +4818,14 @@ final class Commands {
             Map.entry("bitfield_ro", "bitfieldRo"),
             Map.entry("bitop", "bitop"),
             Map.entry("bitpos", "bitpos"),
+            Map.entry("blmove", "blmove"),
+            Map.entry("blmpop", "blmpop"),
+            Map.entry("blpop", "blpop"),
+            Map.entry("brpop", "brpop"),
+            Map.entry("brpoplpush", "brpoplpush"),
+            Map.entry("bzmpop", "bzmpop"),
+            Map.entry("bzpopmax", "bzpopmax"),
+            Map.entry("bzpopmin", "bzpopmin"),
             Map.entry("client_getname", "clientGetname"),
             Map.entry("client_getredir", "clientGetredir"),
             Map.entry("client_id", "clientId"),
@@ -4871,6 +5028,7 @@ final class Commands {
             Map.entry("ttl", "ttl"),
             Map.entry("type", "type"),
             Map.entry("unlink", "unlink"),
+            Map.entry("wait", "wait"),
             Map.entry("xack", "xack"),
             Map.entry("xadd", "xadd"),
             Map.entry("xautoclaim", "xautoclaim"),

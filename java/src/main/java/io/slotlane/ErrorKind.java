@@ -21,7 +21,7 @@ public enum ErrorKind {
     CANCELLED,
     /** Cluster trouble: discovery failed, no node owns the slot, the redirect limit was reached, or the client refused the command (a CROSSSLOT transaction, a failed split part). ({@code SL_ERR_CLUSTER}: {@link ClusterException}) */
     CLUSTER,
-    /** The client refused the command's arguments or bytes before sending anything (a bad argument, malformed command bytes, a bad option or URL). Python also makes it a ValueError, Java an IllegalArgumentException-like unchecked error, C# an ArgumentException subclass where the language allows. ({@code SL_ERR_ARGUMENT}: {@link ArgumentException}) */
+    /** A blocking command (BLPOP, BRPOP, BLMOVE, BZPOPMIN, XREAD with BLOCK, WAIT...) was put in a pipeline of several commands (SL_EBLOCKING): nothing was sent. Call it alone (it then runs on a connection leased for it) or inside a transaction session. ({@code SL_ERR_ARGUMENT}: {@link ArgumentException}) */
     ARGUMENT,
     /** The client failed by itself: out of memory, a call not valid in the handle's state, a feature the build lacks. */
     CLIENT;

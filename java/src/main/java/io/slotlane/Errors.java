@@ -41,6 +41,9 @@ final class Errors {
             case sl_error_code.SL_EBUSY: return new ResourceException(ErrorKind.CLIENT, message);
             case sl_error_code.SL_EFORK: return new ResourceException(ErrorKind.CLIENT, message);
             case sl_error_code.SL_ETLS: return new TlsException(ErrorKind.CLIENT, message);
+            case sl_error_code.SL_EBLOCKING: return new BlockingPipelineException(ErrorKind.CLIENT, message);
+            case sl_error_code.SL_EWATCHMOVED: return new WatchMovedException(ErrorKind.CLIENT, message);
+            case sl_error_code.SL_EABORTED: return new WatchException(ErrorKind.CLIENT, message);
             default: return new SlotlaneException(ErrorKind.CLIENT, "slotlane error " + rc + ": " + message);
         }
     }

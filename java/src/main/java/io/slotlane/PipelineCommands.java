@@ -455,6 +455,210 @@ public abstract class PipelineCommands {
     }
 
     /**
+     * {@code BLMOVE} (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+     *
+     * <p>Reply: {@code string?} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 6.2.0.
+     * @param source the source (key)
+     * @param destination the destination (key)
+     * @param timeout the timeout (number)
+     * @return the queued command's reply ({@code String} after sync)
+     */
+    public Reply<String> blmove(String source, String destination, double timeout) {
+        return blmove(source, destination, timeout, null);
+    }
+
+    /**
+     * {@code BLMOVE} (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+     *
+     * <p>Reply: {@code string?} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 6.2.0.
+     * @param source the source (key)
+     * @param destination the destination (key)
+     * @param timeout the timeout (number)
+     * @param options the options (null: none)
+     * @return the queued command's reply ({@code String} after sync)
+     */
+    public Reply<String> blmove(String source, String destination, double timeout, CommandOptions.BlmoveOptions options) {
+        CommandBuffer b = buf();
+        int bufPos = b.pos, bufCount = b.count;
+        try {
+            Commands.blmove(b, source, destination, timeout, options);
+        } catch (RuntimeException e) {
+            b.rollback(bufPos, bufCount);
+            throw e;
+        }
+        return queued(Commands.S_STRINGN);
+    }
+
+    /**
+     * {@code BLMPOP} (list): Pop elements from a list, or block until one is available.
+     *
+     * <p>Reply: {@code tuple&lt;string,array&lt;string&gt;&gt;?} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.
+     * @param timeout the timeout (number)
+     * @param keys the keys (keys)
+     * @return the queued command's reply ({@code Tuple2&lt;String, List&lt;String&gt;&gt;} after sync)
+     */
+    public Reply<Tuple2<String, List<String>>> blmpop(double timeout, List<String> keys) {
+        return blmpop(timeout, keys, null);
+    }
+
+    /**
+     * {@code BLMPOP} (list): Pop elements from a list, or block until one is available.
+     *
+     * <p>Reply: {@code tuple&lt;string,array&lt;string&gt;&gt;?} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.
+     * @param timeout the timeout (number)
+     * @param keys the keys (keys)
+     * @param options the options (null: none)
+     * @return the queued command's reply ({@code Tuple2&lt;String, List&lt;String&gt;&gt;} after sync)
+     */
+    public Reply<Tuple2<String, List<String>>> blmpop(double timeout, List<String> keys, CommandOptions.BlmpopOptions options) {
+        CommandBuffer b = buf();
+        int bufPos = b.pos, bufCount = b.count;
+        try {
+            Commands.blmpop(b, timeout, keys, options);
+        } catch (RuntimeException e) {
+            b.rollback(bufPos, bufCount);
+            throw e;
+        }
+        return queued(Commands.S_TUPLE_STRING_ARRAY_STRINGEEN);
+    }
+
+    /**
+     * {@code BLPOP} (list): Remove and get the first element in a list, or block until one is available.
+     *
+     * <p>Reply: {@code tuple&lt;string,string&gt;?} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 2.0.0.
+     * @param keys the keys (keys)
+     * @param timeout the timeout (number)
+     * @return the queued command's reply ({@code Tuple2&lt;String, String&gt;} after sync)
+     */
+    public Reply<Tuple2<String, String>> blpop(List<String> keys, double timeout) {
+        CommandBuffer b = buf();
+        int bufPos = b.pos, bufCount = b.count;
+        try {
+            Commands.blpop(b, keys, timeout);
+        } catch (RuntimeException e) {
+            b.rollback(bufPos, bufCount);
+            throw e;
+        }
+        return queued(Commands.S_TUPLE_STRING_STRINGEN);
+    }
+
+    /**
+     * {@code BRPOP} (list): Remove and get the last element in a list, or block until one is available.
+     *
+     * <p>Reply: {@code tuple&lt;string,string&gt;?} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 2.0.0.
+     * @param keys the keys (keys)
+     * @param timeout the timeout (number)
+     * @return the queued command's reply ({@code Tuple2&lt;String, String&gt;} after sync)
+     */
+    public Reply<Tuple2<String, String>> brpop(List<String> keys, double timeout) {
+        CommandBuffer b = buf();
+        int bufPos = b.pos, bufCount = b.count;
+        try {
+            Commands.brpop(b, keys, timeout);
+        } catch (RuntimeException e) {
+            b.rollback(bufPos, bufCount);
+            throw e;
+        }
+        return queued(Commands.S_TUPLE_STRING_STRINGEN);
+    }
+
+    /**
+     * {@code BRPOPLPUSH} (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+     *
+     * <p>Reply: {@code string?} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 2.2.0.
+     * @param source the source (key)
+     * @param destination the destination (key)
+     * @param timeout the timeout (number)
+     * @return the queued command's reply ({@code String} after sync)
+     * @deprecated since Redis 6.2.0; use BLMOVE with the RIGHT and LEFT arguments
+     */
+    @Deprecated
+    public Reply<String> brpoplpush(String source, String destination, double timeout) {
+        CommandBuffer b = buf();
+        int bufPos = b.pos, bufCount = b.count;
+        try {
+            Commands.brpoplpush(b, source, destination, timeout);
+        } catch (RuntimeException e) {
+            b.rollback(bufPos, bufCount);
+            throw e;
+        }
+        return queued(Commands.S_STRINGN);
+    }
+
+    /**
+     * {@code BZMPOP} (sorted-set): Remove and return members with scores in a sorted set or block until one is available.
+     *
+     * <p>Reply: {@code tuple&lt;string,pairs&lt;string,double&gt;&gt;?} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.
+     * @param timeout the timeout (number)
+     * @param keys the keys (keys)
+     * @return the queued command's reply ({@code Tuple2&lt;String, List&lt;Pair&lt;String, Double&gt;&gt;&gt;} after sync)
+     */
+    public Reply<Tuple2<String, List<Pair<String, Double>>>> bzmpop(double timeout, List<String> keys) {
+        return bzmpop(timeout, keys, null);
+    }
+
+    /**
+     * {@code BZMPOP} (sorted-set): Remove and return members with scores in a sorted set or block until one is available.
+     *
+     * <p>Reply: {@code tuple&lt;string,pairs&lt;string,double&gt;&gt;?} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.
+     * @param timeout the timeout (number)
+     * @param keys the keys (keys)
+     * @param options the options (null: none)
+     * @return the queued command's reply ({@code Tuple2&lt;String, List&lt;Pair&lt;String, Double&gt;&gt;&gt;} after sync)
+     */
+    public Reply<Tuple2<String, List<Pair<String, Double>>>> bzmpop(double timeout, List<String> keys, CommandOptions.BzmpopOptions options) {
+        CommandBuffer b = buf();
+        int bufPos = b.pos, bufCount = b.count;
+        try {
+            Commands.bzmpop(b, timeout, keys, options);
+        } catch (RuntimeException e) {
+            b.rollback(bufPos, bufCount);
+            throw e;
+        }
+        return queued(Commands.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN);
+    }
+
+    /**
+     * {@code BZPOPMAX} (sorted-set): Remove and return the member with the highest score from one or more sorted sets, or block until one is available.
+     *
+     * <p>Reply: {@code any} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 5.0.0.
+     * @param keys the keys (keys)
+     * @param timeout the timeout (number)
+     * @return the queued command's reply ({@code Object} after sync)
+     */
+    public Reply<Object> bzpopmax(List<String> keys, double timeout) {
+        CommandBuffer b = buf();
+        int bufPos = b.pos, bufCount = b.count;
+        try {
+            Commands.bzpopmax(b, keys, timeout);
+        } catch (RuntimeException e) {
+            b.rollback(bufPos, bufCount);
+            throw e;
+        }
+        return queued(Commands.S_ANY);
+    }
+
+    /**
+     * {@code BZPOPMIN} (sorted-set): Remove and return the member with the lowest score from one or more sorted sets, or block until one is available.
+     *
+     * <p>Reply: {@code any} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 5.0.0.
+     * @param keys the keys (keys)
+     * @param timeout the timeout (number)
+     * @return the queued command's reply ({@code Object} after sync)
+     */
+    public Reply<Object> bzpopmin(List<String> keys, double timeout) {
+        CommandBuffer b = buf();
+        int bufPos = b.pos, bufCount = b.count;
+        try {
+            Commands.bzpopmin(b, keys, timeout);
+        } catch (RuntimeException e) {
+            b.rollback(bufPos, bufCount);
+            throw e;
+        }
+        return queued(Commands.S_ANY);
+    }
+
+    /**
      * {@code CLIENT GETNAME} (connection): Get the current connection name.
      *
      * <p>Reply: {@code string?}. Since Redis 2.6.9.
@@ -5256,6 +5460,26 @@ public abstract class PipelineCommands {
         int bufPos = b.pos, bufCount = b.count;
         try {
             Commands.unlink(b, keys);
+        } catch (RuntimeException e) {
+            b.rollback(bufPos, bufCount);
+            throw e;
+        }
+        return queued(Commands.S_INT);
+    }
+
+    /**
+     * {@code WAIT} (generic): Wait for the synchronous replication of all the write commands sent in the context of the current connection.
+     *
+     * <p>Reply: {@code int} &mdash; Waits for replicas to acknowledge this connection's writes: alone it runs on a leased connection (deadline: its timeout plus the grace); to wait for a transaction's writes, send it in that session. Since Redis 3.0.0.
+     * @param numreplicas the numreplicas (integer)
+     * @param timeout the timeout (integer)
+     * @return the queued command's reply ({@code Long} after sync)
+     */
+    public Reply<Long> wait(long numreplicas, long timeout) {
+        CommandBuffer b = buf();
+        int bufPos = b.pos, bufCount = b.count;
+        try {
+            Commands.wait(b, numreplicas, timeout);
         } catch (RuntimeException e) {
             b.rollback(bufPos, bufCount);
             throw e;

@@ -78,10 +78,13 @@ class SpecConformanceTest {
     }
 
     /** errors.json's names -> Java's (render_java.py's EXC). */
-    private static final Map<String, String> JAVA_NAMES = Map.of("Error", "SlotlaneException", "ResponseError", "ReplyException",
-            "ConnectionError", "ConnectionException", "ProtocolError", "ProtocolException", "TimeoutError", "SlotlaneTimeoutException",
-            "ClusterError", "ClusterException", "CancelledError", "CancelledException", "ArgumentError", "ArgumentException",
-            "ResourceError", "ResourceException", "TlsError", "TlsException");
+    private static final Map<String, String> JAVA_NAMES = Map.ofEntries(Map.entry("Error", "SlotlaneException"),
+            Map.entry("ResponseError", "ReplyException"), Map.entry("ConnectionError", "ConnectionException"),
+            Map.entry("ProtocolError", "ProtocolException"), Map.entry("TimeoutError", "SlotlaneTimeoutException"),
+            Map.entry("ClusterError", "ClusterException"), Map.entry("CancelledError", "CancelledException"),
+            Map.entry("ArgumentError", "ArgumentException"), Map.entry("ResourceError", "ResourceException"),
+            Map.entry("TlsError", "TlsException"), Map.entry("WatchError", "WatchException"),
+            Map.entry("WatchMovedError", "WatchMovedException"), Map.entry("BlockingPipelineError", "BlockingPipelineException"));
 
     /** Every SL_E* code and sl_err_kind of slotlane.h (as SWIG reads it) raises errors.json's type; the table names them all. */
     @Test
