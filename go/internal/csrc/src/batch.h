@@ -106,12 +106,27 @@ struct sl_batch {
     void *token;                 /* the submitter's, handed back in its completion */
     uint64_t q_bytes;            /* what this submission counts in the client's bounds */
     atomic_int cancel_req;       /* sl_batch_cancel: set by any thread, taken by the loop */
+    /* Chains of executions that answer as one (async.c): a scan's page (sl_scan_next_async,
+     * sl_loop_submit_scan_cq) or EVALSHA with reload (sl_script_exec_async,
+     * sl_loop_submit_script_cq); the chain's callback runs once, at its end. */
+    int chain;                   /* SL__CHAIN_NONE, _SCAN, _SCRIPT */
+    void (*chain_cb)(struct sl_batch *b, int status, const sl_sizes *sizes, void *arg);
+    void *chain_arg;
+    int chain_timeout;
+    struct sl_scan *scan;        /* SL__CHAIN_SCAN: the scan paged */
+    int scan_failures;           /* failed steps of this page: the second one is its answer */
+    const void *script_body;     /* SL__CHAIN_SCRIPT: the caller's, until the callback */
+    size_t script_len;
+    sl__bytes script_cmd;        /* a copy of the EVALSHA, sent again after a SCRIPT LOAD */
+    int script_step;             /* 0 EVALSHA, 1 SCRIPT LOAD, 2 EVALSHA again */
     /* A blocking command on a lease (async.c; lease.c): 0 none, 1 running there, 2 done. */
     int lease_state;
     int lease_asking;            /* the lease's batch is ASKING + the command */
     int lease_timeout;
     struct sl__lease *lease;
 };
+
+enum { SL__CHAIN_NONE = 0, SL__CHAIN_SCAN = 1, SL__CHAIN_SCRIPT = 2 };
 
 /* batch.c */
 int sl__batch_exec(sl_batch *b, int timeout_ms);

@@ -31,6 +31,8 @@ struct sl_client {
     unsigned fork_gen;           /* sl__fork_generation() when made: another one means a fork()ed child */
     atomic_uint q_batches;       /* sl_loop_submit_cq: batches submitted, not yet completed */
     _Atomic uint64_t q_bytes;    /* ... and their command bytes (the in-flight bounds) */
+    sl_push_fn push_fn;          /* out-of-band pushes on command connections (or NULL: dropped) */
+    void *push_ctx;
     /* Leased connections (lease.c): each is a plain-mode client of its own on one node. */
     struct sl__leases *leases;   /* the pool, NULL until the first lease */
     sl_client *lease_parent;     /* a lease's client: the client it serves (it never leases) */
