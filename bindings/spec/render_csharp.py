@@ -1,13 +1,14 @@
 """render.py's C# module: csharp/Slotlane.Client/Commands.g.cs (the typed methods of
 SlotlaneClient and Pipeline, partial classes, with XML docs; the argument builders and reply
-shapes they share), CommandOptions.g.cs (one options struct per method that has options) and
+shapes they share), CommandsAsync.g.cs (the client's Task methods), CommandOptions.g.cs (one options struct per method that has options) and
 Errors.g.cs (ErrorKind, the exception classes and the code/kind -> exception table of errors.json).
 
 Idiom: PascalCase methods; required parameters positional, then, for a method with options, an overload taking an `XOptions options`
 (a struct: fields left at their defaults are left out) besides the one without; keys string,
 values object (string, byte[], an integer or a float; a bool is refused), ints long, doubles
 double, tuple lists arrays of named value tuples; a method whose only list is its last parameter
-of all is `params`. The client's methods return the reply type, the pipeline's a Reply<T>.
+of all is `params`. The client's methods return the reply type, the pipeline's a Reply<T>, the
+client's XxxAsync methods (CommandsAsync.g.cs) a Task<T> and take a CancellationToken last.
 C# 7.2 (Mono's mcs) and netstandard2.1/net8.0 alike."""
 from render_common import is_varargs, type_ident
 
@@ -367,6 +368,49 @@ def render_commands(ctx):
     return "\n".join(L) + "\n"
 
 
+def async_variants(mm):
+    """The async overloads of a method: each sync variant with a trailing CancellationToken (defaulted);
+    a params method keeps a params overload without the token (params must come last) beside one taking
+    the array and the token."""
+    ct = "CancellationToken cancellationToken"
+    out = []
+    for with_opts, params, args in variants(mm):
+        if mm.va:
+            out.append((with_opts, params, args, "CancellationToken.None", False))
+            out.append((with_opts, params[:-1] + [params[-1].replace("params ", "", 1), ct], args, "cancellationToken", True))
+        else:
+            out.append((with_opts, params + [ct + " = default(CancellationToken)"], args, "cancellationToken", True))
+    return out
+
+
+def render_async(ctx):
+    """CommandsAsync.g.cs: the client's XxxAsync methods, the same methods and types as Commands.g.cs, each
+    a Task completed from the core's completion queue and cancelled by its token (AsyncEngine.cs)."""
+    ms = [M(m) for m in ctx.methods]
+    L = [ctx.generated_note("//"), "", "using System;", "using System.Collections.Generic;", "using System.Threading;",
+         "using System.Threading.Tasks;", "",
+         "#pragma warning disable 618 // the deprecated commands' methods call their own builders", "",
+         "namespace Slotlane", "{",
+         "    public sealed partial class SlotlaneClient", "    {"]
+    for mm in ms:
+        for with_opts, params, args, tok, has_ct in async_variants(mm):
+            doc = xmldoc(mm, "        ", "A task with the reply as <c>%s</c>; cancelled (TaskCanceledException) when the token "
+                         "cancels the command in flight." % esc(mm.ret), with_opts)
+            if has_ct:
+                at = next(i for i, x in enumerate(doc) if "<returns>" in x)
+                doc.insert(at, '        /// <param name="cancellationToken">Cancels this command only (its batch: '
+                           'the shared connection stays in step).</param>')
+            L += doc
+            L.append("        public Task<%s> %sAsync(%s)" % (mm.ret, mm.name, ", ".join(params)))
+            L.append("        {")
+            L.append("            return RunAsync(CommandArgs.%s(%s), CommandArgs.%s, %s);" % (mm.name, ", ".join(args), mm.shape, tok))
+            L.append("        }")
+            L.append("")
+    L.append("    }")
+    L.append("}")
+    return "\n".join(L) + "\n"
+
+
 def render_options(ctx):
     ms = [M(m) for m in ctx.methods if any(p["optional"] for p in m["params"])]
     L = [ctx.generated_note("//"), "", "using System;", "", "namespace Slotlane", "{"]
@@ -457,5 +501,6 @@ def render_errors(ctx):
 
 def render(ctx):
     return {OUT + "Commands.g.cs": render_commands(ctx),
+            OUT + "CommandsAsync.g.cs": render_async(ctx),
             OUT + "CommandOptions.g.cs": render_options(ctx),
             OUT + "Errors.g.cs": render_errors(ctx)}

@@ -50,6 +50,16 @@ namespace Slotlane
         /// a caller beyond this many waits. Default: 2 × processor count, at least 4.</summary>
         public int MaxPoolSize { get; set; } = Math.Max(4, 2 * Environment.ProcessorCount);
 
+        /// <summary>The async methods' bound (the core's <c>max_inflight_batches</c>): at most this many commands
+        /// or pipelines of this client in flight at once (1..2^31-1; default 4096). Past it, a call fails fast:
+        /// its task faults with <see cref="SlotlaneResourceException"/> and nothing is sent (retry after some
+        /// tasks complete, or raise the bound).</summary>
+        public int MaxInflightBatches { get; set; } = 4096;
+        /// <summary>The async methods' bound on command bytes in flight at once (the core's
+        /// <c>max_inflight_bytes</c>; default 64 MiB), with the same policy. A single call larger than it is
+        /// admitted when nothing else is in flight.</summary>
+        public long MaxInflightBytes { get; set; } = 64L << 20;
+
         /// <summary>Returns a copy.</summary>
         /// <returns>A new options object with the same values.</returns>
         public ClientOptions Clone() { return (ClientOptions)MemberwiseClone(); }
@@ -71,6 +81,8 @@ namespace Slotlane
             Ms(CommandTimeout, "CommandTimeout", true);
             Ms(RefreshInterval, "RefreshInterval", true);
             if (MaxRedirects < 0 || MaxRedirects > 1000) throw new ArgumentOutOfRangeException("options", MaxRedirects, "ClientOptions.MaxRedirects must be 0..1000");
+            if (MaxInflightBatches < 1) throw new ArgumentOutOfRangeException("options", MaxInflightBatches, "ClientOptions.MaxInflightBatches must be positive");
+            if (MaxInflightBytes < 1) throw new ArgumentOutOfRangeException("options", MaxInflightBytes, "ClientOptions.MaxInflightBytes must be positive");
             if (MaxPoolSize < 1 || MaxPoolSize > 4096) throw new ArgumentOutOfRangeException("options", MaxPoolSize, "ClientOptions.MaxPoolSize must be 1..4096");
         }
 

@@ -37,6 +37,8 @@ namespace Slotlane
                 so.command_timeout_ms = ClientOptions.Ms(o.CommandTimeout, "CommandTimeout", true);
                 so.max_redirects = o.MaxRedirects;
                 so.refresh_interval_ms = ClientOptions.Ms(o.RefreshInterval, "RefreshInterval", true);
+                so.max_inflight_batches = (uint)o.MaxInflightBatches;
+                so.max_inflight_bytes = (ulong)o.MaxInflightBytes;
                 byte* err = stackalloc byte[512];
                 err[0] = 0;
                 IntPtr cl;

@@ -152,9 +152,16 @@ namespace Slotlane
         SL_REPLY_PUSH = 13,
     }
 
-    /// <summary>Completion callback of the loop engine (<c>sl_exec_cb</c>).</summary>
-    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
-    internal unsafe delegate void SlExecCallback(IntPtr batch, int status, SlSizes* sizes, IntPtr arg);
+    /// <summary>Mirror of <c>sl_completion</c> (slotlane_uv.h): one batch's completion taken from an <c>sl_cq</c>.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct SlCompletion
+    {
+        public IntPtr batch;
+        public IntPtr token;
+        public int status;
+        public int reserved;
+        public SlSizes sizes;
+    }
 
     internal static unsafe class Native
     {
@@ -264,8 +271,23 @@ namespace Slotlane
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int sl_loop_new(IntPtr* @out);
 
+        internal const int SL_SUBMIT_WAIT = 0;
+        internal const int SL_SUBMIT_FAIL_FAST = 1;
+
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int sl_loop_submit(IntPtr loop, IntPtr batch, int timeout_ms, IntPtr cb, IntPtr arg);
+        internal static extern int sl_loop_submit_cq(IntPtr loop, IntPtr batch, int timeout_ms, IntPtr cq, IntPtr token, int flags);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_batch_cancel(IntPtr batch);
+
+        // ------------------------------------------------ completion queues
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_cq_new(IntPtr* @out);
+
+        // blocks the dispatcher thread until a completion arrives (never called on another thread)
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern UIntPtr sl_cq_wait(IntPtr cq, SlCompletion* @out, UIntPtr cap, int timeout_ms);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int sl_loop_detach(IntPtr loop, IntPtr client);
@@ -283,15 +305,10 @@ namespace Slotlane
             "sl_client_attach_loop",  // the caller's-loop engine is for runtimes with a libuv loop (Node)
             "sl_batch_exec_async",
             "sl_client_detach_loop",
-            // completion queues and per-batch cancel: C# async on them (Task + CancellationToken)
-            // is not written yet; ExecuteAsync still uses sl_loop_submit's callback
-            "sl_cq_new",
-            "sl_cq_free",
-            "sl_cq_fd",
+            "sl_loop_submit",         // the Task path completes through a completion queue (sl_loop_submit_cq)
+            "sl_cq_fd",               // one dispatcher thread waits in sl_cq_wait: no event loop watches a descriptor
             "sl_cq_drain",
-            "sl_cq_wait",
-            "sl_loop_submit_cq",
-            "sl_batch_cancel",
+            "sl_cq_free",             // the process's one queue lives as long as the process (as its dispatcher)
             "sl_tls_options_init",    // TLS: not in the C# binding yet (core/README.md, "TLS")
             "sl_tls_supported",
             "sl_tls_new",
