@@ -41,7 +41,7 @@ namespace Slotlane
             return w;
         }
 
-        /// <summary>A typed async method's body (the rendered <c>XxxAsync</c> of Commands.g.cs).</summary>
+        /// <summary>A typed async method's body (the rendered <c>XxxAsync</c> of CommandsAsync.g.cs).</summary>
         private Task<T> RunAsync<T>(object[] args, Func<object, T> shape, CancellationToken cancellationToken)
         {
             RespWriter w = Writer();
