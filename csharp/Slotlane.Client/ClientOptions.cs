@@ -20,7 +20,7 @@ namespace Slotlane
     /// connecting; a bad one raises an <see cref="ArgumentException"/> naming it.</summary>
     public sealed class ClientOptions
     {
-        /// <summary>Where to connect: <c>redis://[user:password@]host:port[/db]</c>, <c>host:port</c>,
+        /// <summary>Where to connect: <c>redis://[user:password@]host:port[/db]</c> (<c>rediss://</c>: TLS), <c>host:port</c>,
         /// or several seeds separated by commas. Parsed by the core.</summary>
         public string Url { get; set; }
         /// <summary>The host, when <see cref="Url"/> is not set.</summary>
@@ -60,9 +60,22 @@ namespace Slotlane
         /// admitted when nothing else is in flight.</summary>
         public long MaxInflightBytes { get; set; } = 64L << 20;
 
+        /// <summary>TLS for every connection (see <see cref="TlsOptions"/>); null: none, unless the URL is
+        /// <c>rediss://</c> (then the system's CAs and full verification).</summary>
+        public TlsOptions Tls { get; set; }
+
+        // The core's configuration made from Tls by SlotlaneClient.Connect, shared by every core handle.
+        internal TlsConfig TlsRef;
+
         /// <summary>Returns a copy.</summary>
         /// <returns>A new options object with the same values.</returns>
-        public ClientOptions Clone() { return (ClientOptions)MemberwiseClone(); }
+        public ClientOptions Clone()
+        {
+            var c = (ClientOptions)MemberwiseClone();
+            c.Tls = Tls == null ? null : Tls.Clone();
+            c.TlsRef = null;
+            return c;
+        }
 
         internal void Validate()
         {
@@ -81,6 +94,7 @@ namespace Slotlane
             Ms(CommandTimeout, "CommandTimeout", true);
             Ms(RefreshInterval, "RefreshInterval", true);
             if (MaxRedirects < 0 || MaxRedirects > 1000) throw new ArgumentOutOfRangeException("options", MaxRedirects, "ClientOptions.MaxRedirects must be 0..1000");
+            if (Tls != null) Tls.Validate();
             if (MaxInflightBatches < 1) throw new ArgumentOutOfRangeException("options", MaxInflightBatches, "ClientOptions.MaxInflightBatches must be positive");
             if (MaxInflightBytes < 1) throw new ArgumentOutOfRangeException("options", MaxInflightBytes, "ClientOptions.MaxInflightBytes must be positive");
             if (MaxPoolSize < 1 || MaxPoolSize > 4096) throw new ArgumentOutOfRangeException("options", MaxPoolSize, "ClientOptions.MaxPoolSize must be 1..4096");

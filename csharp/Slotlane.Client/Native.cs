@@ -110,7 +110,29 @@ namespace Slotlane
         public int max_depth;
         public uint max_inflight_batches;
         public ulong max_inflight_bytes;
-        public IntPtr tls;          // sl_tls *: the C# binding has no TLS options yet (NULL)
+        public IntPtr tls;          // sl_tls *: ClientOptions.Tls (TlsConfig), else NULL
+    }
+
+    /// <summary>Mirror of <c>sl_tls_options</c> (version 1).</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct SlTlsOptions
+    {
+        public uint version;
+        public uint size;
+        public IntPtr ca_file;
+        public IntPtr ca_dir;
+        public IntPtr ca_pem;
+        public UIntPtr ca_pem_len;
+        public int system_roots;
+        public IntPtr cert_file;
+        public IntPtr key_file;
+        public IntPtr cert_pem;
+        public UIntPtr cert_pem_len;
+        public IntPtr key_pem;
+        public UIntPtr key_pem_len;
+        public int verify;
+        public IntPtr server_name;
+        public int node_names;
     }
 
     /// <summary>Return codes of the core (<c>sl_error_code</c>).</summary>
@@ -170,6 +192,7 @@ namespace Slotlane
         internal const uint SL_CLIENT_OPTIONS_VERSION = 3;
         internal const uint SL_STATS_VERSION = 1;
         internal const uint SL_ROUTE_VERSION = 1;
+        internal const uint SL_TLS_OPTIONS_VERSION = 1;
 
         /// <summary><c>SL_ROUTE_INIT</c>: a route by key, its version and size set.</summary>
         internal static SlRoute NewRoute()
@@ -194,6 +217,18 @@ namespace Slotlane
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern void sl_client_free(IntPtr client);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_tls_options_init(SlTlsOptions* opts, uint version);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_tls_supported();
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_tls_new(IntPtr* @out, SlTlsOptions* opts, byte* errmsg, UIntPtr errmsg_cap);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sl_tls_free(IntPtr tls);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern IntPtr sl_client_errmsg(IntPtr client);
@@ -309,10 +344,6 @@ namespace Slotlane
             "sl_cq_fd",               // one dispatcher thread waits in sl_cq_wait: no event loop watches a descriptor
             "sl_cq_drain",
             "sl_cq_free",             // the process's one queue lives as long as the process (as its dispatcher)
-            "sl_tls_options_init",    // TLS: not in the C# binding yet (core/README.md, "TLS")
-            "sl_tls_supported",
-            "sl_tls_new",
-            "sl_tls_free",
         };
 
         internal static string PtrToUtf8(IntPtr p)
