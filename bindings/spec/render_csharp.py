@@ -231,11 +231,17 @@ def fast(mm):
     prefix = "P_" + mm.name
     # inline, in the method's own closed types (a generic helper costs Mono a runtime-generic-context
     # lookup per call: callgrind, bindings/spec/README.md "Measured")
-    stmts = ["Check();"]
+    # the disposed check written out: Mono's JIT does not inline Check() (a call per command)
+    stmts = ["if (_disposed) ThrowDisposed();"]
     for a in mm.args[:n]:
         stmts.append("if (%s == null) throw new ArgumentNullException(nameof(%s));" % (a, a))
-    stmts.append("_w.%s(CommandArgs.%s, %s);" % ("AppendKey" if n == 1 else "Append", prefix, ", ".join(mm.args[:n])))
-    stmts.append("return new Reply<%s>(this, _w.Count - 1, _gen, CommandArgs.%s);" % (mm.ret, mm.shape))
+    stmts.append("_w.%s(CommandArgs.%s, %s);" % ("AppendKey" if n == 1 else "AppendKeyValue", prefix, ", ".join(mm.args[:n])))
+    # the handle's fields stored straight into a local of the closed type Reply<T>: its constructor is shared
+    # generic code on Mono (T a reference type), a call with a generic-context argument per command
+    stmts.append("Reply<%s> reply;" % mm.ret)
+    stmts.append("reply._p = this;")
+    stmts.append("reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I%s << 56);" % mm.shape[1:])
+    stmts.append("return reply;")
     expr = stmts
     return (" && ".join(conds) or None, expr, prefix, '"*%d\\r\\n$%d\\r\\n%s\\r\\n"' % (n + 1, len(m["words"][0]), m["words"][0]))
 
@@ -314,6 +320,12 @@ def render_commands(ctx):
         t = next(m["type"] for m in ctx.methods if m["reply"] == r)
         L.append("        internal static readonly Func<object, %s> %s = %s;" % (cstype(t), shape_name(r), shape_expr(t)))
     L.append("")
+    # the Reply handles carry a shape as a one-byte id: its index here (Shapes.cs, ShapeIds)
+    replies = sorted({m["reply"] for m in ctx.methods})
+    L.append("        internal static readonly Delegate[] ShapeTable = { %s };" % ", ".join(shape_name(r) for r in replies))
+    for i, r in enumerate(replies):
+        L.append("        internal const int I%s = %d;" % (shape_name(r)[1:], i))
+    L.append("")
     for mm in ms:
         f = fast(mm)
         if f:
@@ -360,7 +372,7 @@ def render_commands(ctx):
             if f and (not f[0] or not with_opts):
                 L += ["            " + x for x in f[1]]
             else:
-                L.append("            return Queue(CommandArgs.%s(%s), CommandArgs.%s);" % (mm.name, ", ".join(args), mm.shape))
+                L.append("            return Queue(CommandArgs.%s(%s), CommandArgs.%s, CommandArgs.I%s);" % (mm.name, ", ".join(args), mm.shape, mm.shape[1:]))
             L.append("        }")
             L.append("")
     L.append("    }")

@@ -31,18 +31,28 @@ namespace Slotlane
 
         internal Pipeline(SlotlaneClient client) { _client = client; }
 
-        /// <summary>Queues a typed command's arguments; its Reply (nothing is queued on a bad argument).</summary>
-        internal Reply<T> Queue<T>(object[] args, Func<object, T> shape)
+        /// <summary>Queues a typed command's arguments; its Reply (nothing is queued on a bad argument).
+        /// shapeId: the shape's constant of Commands.g.cs (the shape itself only gives T).</summary>
+        internal Reply<T> Queue<T>(object[] args, Func<object, T> shape, int shapeId)
         {
             Check();
             _w.Append(args);
-            return new Reply<T>(this, _w.Count - 1, _gen, shape);
+            Reply<T> reply;
+            reply._p = this;
+            reply._tag = Reply<T>.Tag(_w.Count - 1, _gen, shapeId);
+            return reply;
+        }
+
+        /// <summary>As the Queue above, for a shape without a constant id.</summary>
+        internal Reply<T> Queue<T>(object[] args, Func<object, T> shape)
+        {
+            return Queue(args, shape, ShapeIds.Of(shape));
         }
 
         /// <summary>A Reply's raw result: command i of execution g.</summary>
         internal object Result(int i, int g)
         {
-            if (g != _lastGen || _last == null || i >= _last.Length)
+            if (g != (_lastGen & 0xFFFFFF) || _last == null || i >= _last.Length)
                 throw new InvalidOperationException("the pipeline has not executed this command (execute first; a Reply is valid until the next execution)");
             return _last[i];
         }
@@ -193,10 +203,14 @@ namespace Slotlane
             internal override bool Cancel(CancellationToken t) { return Tcs.TrySetCanceled(t); }
         }
 
+        // The rendered fast paths (GET, SET...) write this check out themselves: Mono does not inline it.
         private void Check()
         {
-            if (_disposed) throw new ObjectDisposedException(nameof(Pipeline));
+            if (_disposed) ThrowDisposed();
         }
+
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+        internal static void ThrowDisposed() { throw new ObjectDisposedException(nameof(Pipeline)); }
 
         /// <summary>Frees the pipeline's buffer.</summary>
         public void Dispose()
