@@ -415,6 +415,24 @@ def render_async(ctx):
             L += doc
             L.append("        public Task<%s> %sAsync(%s)" % (mm.ret, mm.name, ", ".join(params)))
             L.append("        {")
+            f = fast(mm)
+            if f:
+                # the pre-encoded prefix, no argument array (as the pipeline's fast path)
+                n = len(mm.req)
+                call = "RunAsync%s(CommandArgs.%s, %s, CommandArgs.%s, %s);" % ("Key" if n == 1 else "KeyValue", f[2], ", ".join(mm.args[:n]), mm.shape, tok)
+                nulls = ["if (%s == null) throw new ArgumentNullException(nameof(%s));" % (a, a) for a in mm.args[:n]]
+                if f[0] and with_opts:
+                    L.append("            if (%s)" % f[0])
+                    L.append("            {")
+                    L += ["                " + x for x in nulls]
+                    L.append("                return " + call)
+                    L.append("            }")
+                if not f[0] or not with_opts:
+                    L += ["            " + x for x in nulls]
+                    L.append("            return " + call)
+                    L.append("        }")
+                    L.append("")
+                    continue
             L.append("            return RunAsync(CommandArgs.%s(%s), CommandArgs.%s, %s);" % (mm.name, ", ".join(args), mm.shape, tok))
             L.append("        }")
             L.append("")

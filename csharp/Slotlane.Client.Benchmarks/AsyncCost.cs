@@ -37,7 +37,7 @@ namespace Slotlane.Benchmarks
             public List<RoundR> Rounds = new List<RoundR>();
         }
 
-        static string url, jsonPath, serverDesc, invocation;
+        static string plainUrl, clusterUrl, jsonPath, serverDesc, invocation;
         static int rounds = 3, requests = 65536, nkeys = 4096;
         static int[] callerCounts = { 64, 512 };
         static string[] keys;
@@ -57,7 +57,9 @@ namespace Slotlane.Benchmarks
                 switch (a)
                 {
                     case "--async-cost": break;
-                    case "--url": url = next(); break;
+                    case "--plain": plainUrl = next(); break;
+                    case "--cluster": clusterUrl = next(); break;
+                    case "--url": plainUrl = clusterUrl = next(); break;   // one slotlane-server with misrouted forward
                     case "--rounds": rounds = int.Parse(next()); break;
                     case "--requests": requests = int.Parse(next()); break;
                     case "--callers": callerCounts = next().Split(',').Select(int.Parse).ToArray(); break;
@@ -67,13 +69,15 @@ namespace Slotlane.Benchmarks
                     default: throw new ArgumentException("unknown option " + a);
                 }
             }
-            if (url == null) throw new ArgumentException("--async-cost needs --url (a slotlane-server with misrouted forward, or a cluster)");
+            if (plainUrl == null || clusterUrl == null)
+                throw new ArgumentException("--async-cost needs --plain URL and --cluster URL (or --url: one slotlane-server with misrouted forward)");
             if (rounds < 1 || requests < 1 || callerCounts.Any(n => n < 1)) throw new ArgumentException("bad numbers");
             keys = Enumerable.Range(0, nkeys).Select(k => "key:" + k).ToArray();
             vals = Enumerable.Range(0, nkeys).Select(Program.ValueOf).ToArray();
             valText = vals.Select(v => Encoding.UTF8.GetString(v)).ToArray();
             string started = DateTime.UtcNow.ToString("yyyy-MM-ddTHH:mm:ssZ");
-            Program.Fill(new ClientOptions { Url = url, Mode = ClientMode.Cluster }, keys, vals);
+            Program.Fill(new ClientOptions { Url = clusterUrl, Mode = ClientMode.Cluster }, keys, vals);
+            if (plainUrl != clusterUrl) Program.Fill(new ClientOptions { Url = plainUrl, Mode = ClientMode.Plain }, keys, vals);
             ThreadPool.SetMinThreads(4, 4);
 
             var results = new List<RowR>();
@@ -112,7 +116,7 @@ namespace Slotlane.Benchmarks
 
         static ClientOptions Opts(string row)
         {
-            return new ClientOptions { Url = url, Mode = row == "plain" ? ClientMode.Plain : ClientMode.Cluster, CommandTimeout = TimeSpan.FromSeconds(10) };
+            return new ClientOptions { Url = row == "plain" ? plainUrl : clusterUrl, Mode = row == "plain" ? ClientMode.Plain : ClientMode.Cluster, CommandTimeout = TimeSpan.FromSeconds(10) };
         }
 
         // One caller: `count` awaits in turn, each checked; its latencies (Stopwatch ticks) into lat[from..].
@@ -255,7 +259,7 @@ namespace Slotlane.Benchmarks
             sb.Append("  \"git\": " + Program.GitJson() + ",\n");
             sb.Append("  \"command\": [" + string.Join(", ", new[] { "Slotlane.Client.Benchmarks.exe" }.Concat(args).Select(Program.J)) + "],\n");
             sb.Append("  \"invocation\": " + Program.J(invocation) + ",\n");
-            sb.Append("  \"servers\": {\"description\": " + Program.J(serverDesc) + ", \"url\": " + Program.J(url) + "},\n");
+            sb.Append("  \"servers\": {\"description\": " + Program.J(serverDesc) + ", \"plain\": {\"url\": " + Program.J(plainUrl) + "}, \"cluster\": {\"url\": " + Program.J(clusterUrl) + "}},\n");
             sb.Append("  \"config\": {\"keys\": " + nkeys + ", \"value_bytes\": 32, \"requests_per_round\": " + requests + ", \"rounds\": " + rounds +
                       ", \"callers\": [" + string.Join(", ", callerCounts) + "], \"api\": \"SlotlaneClient.GetAsync/SetAsync (typed, rendered), one client per row and round\"" +
                       ", \"comparison\": \"none: StackExchange.Redis is not installable here (no NuGet)\"},\n");

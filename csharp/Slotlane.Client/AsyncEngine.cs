@@ -49,6 +49,22 @@ namespace Slotlane
             return Async().Submit(w.Ptr, w.Length, 1, new CommandOp<T>(shape), cancellationToken);
         }
 
+        /// <summary>A rendered fast path's body (GET-like: a pre-encoded prefix and a key).</summary>
+        private Task<T> RunAsyncKey<T>(byte[] prefix, string key, Func<object, T> shape, CancellationToken cancellationToken)
+        {
+            RespWriter w = Writer();
+            w.AppendKey(prefix, key);
+            return Async().Submit(w.Ptr, w.Length, 1, new CommandOp<T>(shape), cancellationToken);
+        }
+
+        /// <summary>A rendered fast path's body (SET-like: a pre-encoded prefix, a key and a value).</summary>
+        private Task<T> RunAsyncKeyValue<T>(byte[] prefix, string key, object value, Func<object, T> shape, CancellationToken cancellationToken)
+        {
+            RespWriter w = Writer();
+            w.AppendKeyValue(prefix, key, value);
+            return Async().Submit(w.Ptr, w.Length, 1, new CommandOp<T>(shape), cancellationToken);
+        }
+
         /// <summary>Runs one command on the core's loop thread; the task completes with its reply or faults
         /// with its <see cref="SlotlaneException"/>. No thread blocks on the network meanwhile.</summary>
         /// <param name="args">The command and its arguments, as for <see cref="Execute(object[])"/>.</param>

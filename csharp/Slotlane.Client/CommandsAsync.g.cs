@@ -203,7 +203,9 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long> AppendAsync(string key, object value, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Append(key, value), CommandArgs.S_INT, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (value == null) throw new ArgumentNullException(nameof(value));
+            return RunAsyncKeyValue(CommandArgs.P_Append, key, value, CommandArgs.S_INT, cancellationToken);
         }
 
         /// <summary><c>BITCOUNT</c> (bitmap): Count set bits in a string.</summary>
@@ -213,7 +215,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long> BitcountAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Bitcount(key, default(BitcountOptions)), CommandArgs.S_INT, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Bitcount, key, CommandArgs.S_INT, cancellationToken);
         }
 
         /// <summary><c>BITCOUNT</c> (bitmap): Count set bits in a string.</summary>
@@ -224,6 +227,11 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long> BitcountAsync(string key, BitcountOptions options, CancellationToken cancellationToken = default(CancellationToken))
         {
+            if (options.Start == null && options.End == null && !options.Byte && !options.Bit)
+            {
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                return RunAsyncKey(CommandArgs.P_Bitcount, key, CommandArgs.S_INT, cancellationToken);
+            }
             return RunAsync(CommandArgs.Bitcount(key, options), CommandArgs.S_INT, cancellationToken);
         }
 
@@ -559,7 +567,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long> DecrAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Decr(key), CommandArgs.S_INT, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Decr, key, CommandArgs.S_INT, cancellationToken);
         }
 
         /// <summary><c>DECRBY</c> (string): Decrement the integer value of a key by the given number.</summary>
@@ -599,7 +608,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>string</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<string> DumpAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Dump(key), CommandArgs.S_STRINGN, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Dump, key, CommandArgs.S_STRINGN, cancellationToken);
         }
 
         /// <summary><c>ECHO</c> (connection): Echo the given string.</summary>
@@ -768,7 +778,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long> ExpiretimeAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Expiretime(key), CommandArgs.S_INT, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Expiretime, key, CommandArgs.S_INT, cancellationToken);
         }
 
         /// <summary><c>FCALL</c> (scripting): Invoke a function.</summary>
@@ -1349,7 +1360,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>string[]</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<string[]> GeosearchAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Geosearch(key, default(GeosearchOptions)), CommandArgs.S_ARRAY_STRINGE, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Geosearch, key, CommandArgs.S_ARRAY_STRINGE, cancellationToken);
         }
 
         /// <summary><c>GEOSEARCH</c> (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.</summary>
@@ -1360,6 +1372,11 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>string[]</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<string[]> GeosearchAsync(string key, GeosearchOptions options, CancellationToken cancellationToken = default(CancellationToken))
         {
+            if (options.Frommember == null && options.Longitude == null && options.Latitude == null && options.Byradius == null && !options.M && !options.Km && !options.Ft && !options.Mi && options.Bybox == null && options.Height == null && !options.Asc && !options.Desc && options.Count == null && !options.Any)
+            {
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                return RunAsyncKey(CommandArgs.P_Geosearch, key, CommandArgs.S_ARRAY_STRINGE, cancellationToken);
+            }
             return RunAsync(CommandArgs.Geosearch(key, options), CommandArgs.S_ARRAY_STRINGE, cancellationToken);
         }
 
@@ -1370,7 +1387,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>object[]</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<object[]> GeosearchWithAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.GeosearchWith(key, default(GeosearchWithOptions)), CommandArgs.S_ARRAY_ANYE, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_GeosearchWith, key, CommandArgs.S_ARRAY_ANYE, cancellationToken);
         }
 
         /// <summary><c>GEOSEARCH</c> (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.</summary>
@@ -1381,6 +1399,11 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>object[]</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<object[]> GeosearchWithAsync(string key, GeosearchWithOptions options, CancellationToken cancellationToken = default(CancellationToken))
         {
+            if (options.Frommember == null && options.Longitude == null && options.Latitude == null && options.Byradius == null && !options.M && !options.Km && !options.Ft && !options.Mi && options.Bybox == null && options.Height == null && !options.Asc && !options.Desc && options.Count == null && !options.Any && !options.Withcoord && !options.Withdist && !options.Withhash)
+            {
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                return RunAsyncKey(CommandArgs.P_GeosearchWith, key, CommandArgs.S_ARRAY_ANYE, cancellationToken);
+            }
             return RunAsync(CommandArgs.GeosearchWith(key, options), CommandArgs.S_ARRAY_ANYE, cancellationToken);
         }
 
@@ -1414,7 +1437,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>string</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<string> GetAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Get(key), CommandArgs.S_STRINGN, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Get, key, CommandArgs.S_STRINGN, cancellationToken);
         }
 
         /// <summary><c>GETBIT</c> (bitmap): Returns the bit value at offset in the string value stored at key.</summary>
@@ -1435,7 +1459,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>string</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<string> GetdelAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Getdel(key), CommandArgs.S_STRINGN, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Getdel, key, CommandArgs.S_STRINGN, cancellationToken);
         }
 
         /// <summary><c>GETEX</c> (string): Get the value of a key and optionally set its expiration.</summary>
@@ -1445,7 +1470,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>string</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<string> GetexAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Getex(key, default(GetexOptions)), CommandArgs.S_STRINGN, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Getex, key, CommandArgs.S_STRINGN, cancellationToken);
         }
 
         /// <summary><c>GETEX</c> (string): Get the value of a key and optionally set its expiration.</summary>
@@ -1456,6 +1482,11 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>string</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<string> GetexAsync(string key, GetexOptions options, CancellationToken cancellationToken = default(CancellationToken))
         {
+            if (options.Ex == null && options.Px == null && options.Exat == null && options.Pxat == null && !options.Persist)
+            {
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                return RunAsyncKey(CommandArgs.P_Getex, key, CommandArgs.S_STRINGN, cancellationToken);
+            }
             return RunAsync(CommandArgs.Getex(key, options), CommandArgs.S_STRINGN, cancellationToken);
         }
 
@@ -1480,7 +1511,9 @@ namespace Slotlane
         [Obsolete("GETSET is deprecated since Redis 6.2.0")]
         public Task<string> GetsetAsync(string key, object value, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Getset(key, value), CommandArgs.S_STRINGN, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (value == null) throw new ArgumentNullException(nameof(value));
+            return RunAsyncKeyValue(CommandArgs.P_Getset, key, value, CommandArgs.S_STRINGN, cancellationToken);
         }
 
         /// <summary><c>HDEL</c> (hash): Delete one or more hash fields.</summary>
@@ -1512,7 +1545,9 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>bool</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<bool> HexistsAsync(string key, object field, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Hexists(key, field), CommandArgs.S_BOOL, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (field == null) throw new ArgumentNullException(nameof(field));
+            return RunAsyncKeyValue(CommandArgs.P_Hexists, key, field, CommandArgs.S_BOOL, cancellationToken);
         }
 
         /// <summary><c>HGET</c> (hash): Get the value of a hash field.</summary>
@@ -1523,7 +1558,9 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>string</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<string> HgetAsync(string key, object field, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Hget(key, field), CommandArgs.S_STRINGN, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (field == null) throw new ArgumentNullException(nameof(field));
+            return RunAsyncKeyValue(CommandArgs.P_Hget, key, field, CommandArgs.S_STRINGN, cancellationToken);
         }
 
         /// <summary><c>HGETALL</c> (hash): Get all the fields and values in a hash.</summary>
@@ -1533,7 +1570,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>Dictionary&lt;string, string&gt;</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<Dictionary<string, string>> HgetallAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Hgetall(key), CommandArgs.S_MAP_STRING_STRINGE, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Hgetall, key, CommandArgs.S_MAP_STRING_STRINGE, cancellationToken);
         }
 
         /// <summary><c>HINCRBY</c> (hash): Increment the integer value of a hash field by the given number.</summary>
@@ -1567,7 +1605,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>string[]</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<string[]> HkeysAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Hkeys(key), CommandArgs.S_ARRAY_STRINGE, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Hkeys, key, CommandArgs.S_ARRAY_STRINGE, cancellationToken);
         }
 
         /// <summary><c>HLEN</c> (hash): Get the number of fields in a hash.</summary>
@@ -1577,7 +1616,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long> HlenAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Hlen(key), CommandArgs.S_INT, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Hlen, key, CommandArgs.S_INT, cancellationToken);
         }
 
         /// <summary><c>HMGET</c> (hash): Get the values of all the given hash fields.</summary>
@@ -1620,7 +1660,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>string</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<string> HrandfieldAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Hrandfield(key), CommandArgs.S_STRINGN, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Hrandfield, key, CommandArgs.S_STRINGN, cancellationToken);
         }
 
         /// <summary><c>HRANDFIELD</c> (hash): Get one or multiple random fields from a hash.</summary>
@@ -1699,7 +1740,9 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long> HstrlenAsync(string key, object field, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Hstrlen(key, field), CommandArgs.S_INT, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (field == null) throw new ArgumentNullException(nameof(field));
+            return RunAsyncKeyValue(CommandArgs.P_Hstrlen, key, field, CommandArgs.S_INT, cancellationToken);
         }
 
         /// <summary><c>HVALS</c> (hash): Get all the values in a hash.</summary>
@@ -1709,7 +1752,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>string[]</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<string[]> HvalsAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Hvals(key), CommandArgs.S_ARRAY_STRINGE, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Hvals, key, CommandArgs.S_ARRAY_STRINGE, cancellationToken);
         }
 
         /// <summary><c>INCR</c> (string): Increment the integer value of a key by one.</summary>
@@ -1719,7 +1763,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long> IncrAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Incr(key), CommandArgs.S_INT, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Incr, key, CommandArgs.S_INT, cancellationToken);
         }
 
         /// <summary><c>INCRBY</c> (string): Increment the integer value of a key by the given amount.</summary>
@@ -1946,7 +1991,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long> LlenAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Llen(key), CommandArgs.S_INT, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Llen, key, CommandArgs.S_INT, cancellationToken);
         }
 
         /// <summary><c>LMOVE</c> (list): Pop an element from a list, push it to another list and return it.</summary>
@@ -2019,7 +2065,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>string</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<string> LpopAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Lpop(key), CommandArgs.S_STRINGN, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Lpop, key, CommandArgs.S_STRINGN, cancellationToken);
         }
 
         /// <summary><c>LPOP</c> (list): Remove and get the first elements in a list.</summary>
@@ -2041,7 +2088,9 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long?</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long?> LposAsync(string key, object element, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Lpos(key, element, default(LposOptions)), CommandArgs.S_INTN, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (element == null) throw new ArgumentNullException(nameof(element));
+            return RunAsyncKeyValue(CommandArgs.P_Lpos, key, element, CommandArgs.S_INTN, cancellationToken);
         }
 
         /// <summary><c>LPOS</c> (list): Return the index of matching elements on a list.</summary>
@@ -2053,6 +2102,12 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long?</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long?> LposAsync(string key, object element, LposOptions options, CancellationToken cancellationToken = default(CancellationToken))
         {
+            if (options.Rank == null && options.Maxlen == null)
+            {
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                if (element == null) throw new ArgumentNullException(nameof(element));
+                return RunAsyncKeyValue(CommandArgs.P_Lpos, key, element, CommandArgs.S_INTN, cancellationToken);
+            }
             return RunAsync(CommandArgs.Lpos(key, element, options), CommandArgs.S_INTN, cancellationToken);
         }
 
@@ -2363,7 +2418,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>bool</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<bool> PersistAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Persist(key), CommandArgs.S_BOOL, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Persist, key, CommandArgs.S_BOOL, cancellationToken);
         }
 
         /// <summary><c>PEXPIRE</c> (generic): Set a key's time to live in milliseconds.</summary>
@@ -2419,7 +2475,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long> PexpiretimeAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Pexpiretime(key), CommandArgs.S_INT, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Pexpiretime, key, CommandArgs.S_INT, cancellationToken);
         }
 
         /// <summary><c>PFADD</c> (hyperloglog): Adds the specified elements to the specified HyperLogLog.</summary>
@@ -2511,7 +2568,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long> PttlAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Pttl(key), CommandArgs.S_INT, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Pttl, key, CommandArgs.S_INT, cancellationToken);
         }
 
         /// <summary><c>PUBLISH</c> (pubsub): Post a message to a channel.</summary>
@@ -2682,7 +2740,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>string</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<string> RpopAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Rpop(key), CommandArgs.S_STRINGN, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Rpop, key, CommandArgs.S_STRINGN, cancellationToken);
         }
 
         /// <summary><c>RPOP</c> (list): Remove and get the last elements in a list.</summary>
@@ -2808,7 +2867,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long> ScardAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Scard(key), CommandArgs.S_INT, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Scard, key, CommandArgs.S_INT, cancellationToken);
         }
 
         /// <summary><c>SCRIPT EXISTS</c> (scripting): Check existence of scripts in the script cache.</summary>
@@ -2916,7 +2976,9 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>bool</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<bool> SetAsync(string key, object value, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Set(key, value, default(SetOptions)), CommandArgs.S_OKN, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (value == null) throw new ArgumentNullException(nameof(value));
+            return RunAsyncKeyValue(CommandArgs.P_Set, key, value, CommandArgs.S_OKN, cancellationToken);
         }
 
         /// <summary><c>SET</c> (string): Set the string value of a key.</summary>
@@ -2928,6 +2990,12 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>bool</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<bool> SetAsync(string key, object value, SetOptions options, CancellationToken cancellationToken = default(CancellationToken))
         {
+            if (!options.Nx && !options.Xx && options.Ex == null && options.Px == null && options.Exat == null && options.Pxat == null && !options.Keepttl)
+            {
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                if (value == null) throw new ArgumentNullException(nameof(value));
+                return RunAsyncKeyValue(CommandArgs.P_Set, key, value, CommandArgs.S_OKN, cancellationToken);
+            }
             return RunAsync(CommandArgs.Set(key, value, options), CommandArgs.S_OKN, cancellationToken);
         }
 
@@ -2986,7 +3054,9 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>bool</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<bool> SetnxAsync(string key, object value, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Setnx(key, value), CommandArgs.S_BOOL, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (value == null) throw new ArgumentNullException(nameof(value));
+            return RunAsyncKeyValue(CommandArgs.P_Setnx, key, value, CommandArgs.S_BOOL, cancellationToken);
         }
 
         /// <summary><c>SETRANGE</c> (string): Overwrite part of a string at key starting at the specified offset.</summary>
@@ -3070,7 +3140,9 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>bool</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<bool> SismemberAsync(string key, object member, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Sismember(key, member), CommandArgs.S_BOOL, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (member == null) throw new ArgumentNullException(nameof(member));
+            return RunAsyncKeyValue(CommandArgs.P_Sismember, key, member, CommandArgs.S_BOOL, cancellationToken);
         }
 
         /// <summary><c>SLOWLOG GET</c> (server): Get the slow log's entries.</summary>
@@ -3117,7 +3189,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>HashSet&lt;string&gt;</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<HashSet<string>> SmembersAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Smembers(key), CommandArgs.S_SET_STRINGE, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Smembers, key, CommandArgs.S_SET_STRINGE, cancellationToken);
         }
 
         /// <summary><c>SMISMEMBER</c> (set): Returns the membership associated with the given elements for a set.</summary>
@@ -3225,7 +3298,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>string</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<string> SpopAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Spop(key), CommandArgs.S_STRINGN, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Spop, key, CommandArgs.S_STRINGN, cancellationToken);
         }
 
         /// <summary><c>SPOP</c> (set): Remove and return one or multiple random members from a set.</summary>
@@ -3257,7 +3331,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>string</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<string> SrandmemberAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Srandmember(key), CommandArgs.S_STRINGN, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Srandmember, key, CommandArgs.S_STRINGN, cancellationToken);
         }
 
         /// <summary><c>SRANDMEMBER</c> (set): Get one or multiple random members from a set.</summary>
@@ -3322,7 +3397,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long> StrlenAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Strlen(key), CommandArgs.S_INT, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Strlen, key, CommandArgs.S_INT, cancellationToken);
         }
 
         /// <summary><c>SUNION</c> (set): Add multiple sets.</summary>
@@ -3411,7 +3487,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long> TtlAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Ttl(key), CommandArgs.S_INT, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Ttl, key, CommandArgs.S_INT, cancellationToken);
         }
 
         /// <summary><c>TYPE</c> (generic): Determine the type stored at key.</summary>
@@ -3421,7 +3498,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>string</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<string> TypeAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Type(key), CommandArgs.S_STATUS, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Type, key, CommandArgs.S_STATUS, cancellationToken);
         }
 
         /// <summary><c>UNLINK</c> (generic): Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.</summary>
@@ -3704,7 +3782,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long> XlenAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Xlen(key), CommandArgs.S_INT, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Xlen, key, CommandArgs.S_INT, cancellationToken);
         }
 
         /// <summary><c>XPENDING</c> (stream): Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged.</summary>
@@ -3715,7 +3794,9 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>object</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<object> XpendingAsync(string key, object group, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Xpending(key, group, default(XpendingOptions)), CommandArgs.S_ANY, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (group == null) throw new ArgumentNullException(nameof(group));
+            return RunAsyncKeyValue(CommandArgs.P_Xpending, key, group, CommandArgs.S_ANY, cancellationToken);
         }
 
         /// <summary><c>XPENDING</c> (stream): Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged.</summary>
@@ -3727,6 +3808,12 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>object</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<object> XpendingAsync(string key, object group, XpendingOptions options, CancellationToken cancellationToken = default(CancellationToken))
         {
+            if (options.Idle == null && options.Start == null && options.End == null && options.Count == null && options.Consumer == null)
+            {
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                if (group == null) throw new ArgumentNullException(nameof(group));
+                return RunAsyncKeyValue(CommandArgs.P_Xpending, key, group, CommandArgs.S_ANY, cancellationToken);
+            }
             return RunAsync(CommandArgs.Xpending(key, group, options), CommandArgs.S_ANY, cancellationToken);
         }
 
@@ -3838,7 +3925,9 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>bool</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<bool> XsetidAsync(string key, object lastId, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Xsetid(key, lastId, default(XsetidOptions)), CommandArgs.S_OK, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (lastId == null) throw new ArgumentNullException(nameof(lastId));
+            return RunAsyncKeyValue(CommandArgs.P_Xsetid, key, lastId, CommandArgs.S_OK, cancellationToken);
         }
 
         /// <summary><c>XSETID</c> (stream): An internal command for replicating stream values.</summary>
@@ -3850,6 +3939,12 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>bool</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<bool> XsetidAsync(string key, object lastId, XsetidOptions options, CancellationToken cancellationToken = default(CancellationToken))
         {
+            if (options.Entriesadded == null && options.Maxdeletedid == null)
+            {
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                if (lastId == null) throw new ArgumentNullException(nameof(lastId));
+                return RunAsyncKeyValue(CommandArgs.P_Xsetid, key, lastId, CommandArgs.S_OK, cancellationToken);
+            }
             return RunAsync(CommandArgs.Xsetid(key, lastId, options), CommandArgs.S_OK, cancellationToken);
         }
 
@@ -3929,7 +4024,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long> ZcardAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Zcard(key), CommandArgs.S_INT, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Zcard, key, CommandArgs.S_INT, cancellationToken);
         }
 
         /// <summary><c>ZCOUNT</c> (sorted-set): Count the members in a sorted set with scores within the given values.</summary>
@@ -4162,7 +4258,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>KeyValuePair&lt;string, double&gt;[]</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<KeyValuePair<string, double>[]> ZpopmaxAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Zpopmax(key, default(ZpopmaxOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Zpopmax, key, CommandArgs.S_PAIRS_STRING_DOUBLEE, cancellationToken);
         }
 
         /// <summary><c>ZPOPMAX</c> (sorted-set): Remove and return members with the highest scores in a sorted set.</summary>
@@ -4173,6 +4270,11 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>KeyValuePair&lt;string, double&gt;[]</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<KeyValuePair<string, double>[]> ZpopmaxAsync(string key, ZpopmaxOptions options, CancellationToken cancellationToken = default(CancellationToken))
         {
+            if (options.Count == null)
+            {
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                return RunAsyncKey(CommandArgs.P_Zpopmax, key, CommandArgs.S_PAIRS_STRING_DOUBLEE, cancellationToken);
+            }
             return RunAsync(CommandArgs.Zpopmax(key, options), CommandArgs.S_PAIRS_STRING_DOUBLEE, cancellationToken);
         }
 
@@ -4183,7 +4285,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>KeyValuePair&lt;string, double&gt;[]</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<KeyValuePair<string, double>[]> ZpopminAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Zpopmin(key, default(ZpopminOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Zpopmin, key, CommandArgs.S_PAIRS_STRING_DOUBLEE, cancellationToken);
         }
 
         /// <summary><c>ZPOPMIN</c> (sorted-set): Remove and return members with the lowest scores in a sorted set.</summary>
@@ -4194,6 +4297,11 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>KeyValuePair&lt;string, double&gt;[]</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<KeyValuePair<string, double>[]> ZpopminAsync(string key, ZpopminOptions options, CancellationToken cancellationToken = default(CancellationToken))
         {
+            if (options.Count == null)
+            {
+                if (key == null) throw new ArgumentNullException(nameof(key));
+                return RunAsyncKey(CommandArgs.P_Zpopmin, key, CommandArgs.S_PAIRS_STRING_DOUBLEE, cancellationToken);
+            }
             return RunAsync(CommandArgs.Zpopmin(key, options), CommandArgs.S_PAIRS_STRING_DOUBLEE, cancellationToken);
         }
 
@@ -4204,7 +4312,8 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>string</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<string> ZrandmemberAsync(string key, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Zrandmember(key), CommandArgs.S_STRINGN, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            return RunAsyncKey(CommandArgs.P_Zrandmember, key, CommandArgs.S_STRINGN, cancellationToken);
         }
 
         /// <summary><c>ZRANDMEMBER</c> (sorted-set): Get one or multiple random elements from a sorted set.</summary>
@@ -4395,7 +4504,9 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long?</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long?> ZrankAsync(string key, object member, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Zrank(key, member), CommandArgs.S_INTN, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (member == null) throw new ArgumentNullException(nameof(member));
+            return RunAsyncKeyValue(CommandArgs.P_Zrank, key, member, CommandArgs.S_INTN, cancellationToken);
         }
 
         /// <summary><c>ZREM</c> (sorted-set): Remove one or more members from a sorted set.</summary>
@@ -4570,7 +4681,9 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>long?</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<long?> ZrevrankAsync(string key, object member, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Zrevrank(key, member), CommandArgs.S_INTN, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (member == null) throw new ArgumentNullException(nameof(member));
+            return RunAsyncKeyValue(CommandArgs.P_Zrevrank, key, member, CommandArgs.S_INTN, cancellationToken);
         }
 
         /// <summary><c>ZSCAN</c> (sorted-set): Incrementally iterate sorted sets elements and associated scores.</summary>
@@ -4604,7 +4717,9 @@ namespace Slotlane
         /// <returns>A task with the reply as <c>double?</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
         public Task<double?> ZscoreAsync(string key, object member, CancellationToken cancellationToken = default(CancellationToken))
         {
-            return RunAsync(CommandArgs.Zscore(key, member), CommandArgs.S_DOUBLEN, cancellationToken);
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (member == null) throw new ArgumentNullException(nameof(member));
+            return RunAsyncKeyValue(CommandArgs.P_Zscore, key, member, CommandArgs.S_DOUBLEN, cancellationToken);
         }
 
         /// <summary><c>ZUNION</c> (sorted-set): Add multiple sorted sets.</summary>
