@@ -64,7 +64,7 @@ if [ -n "$PLAIN_URL$CLUSTER_URL" ]; then
 fi
 
 bash "$HERE/mono-build.sh" bench-build
-if [ $async = 0 ] && [ ! -x "$TOOL" ]; then
+if [ $async = 0 ] && [ -z "$CREC" ] && [ ! -x "$TOOL" ]; then
   say "building sl-cluster-cost"
   cmake -S "$ROOT" -B "$BUILD" >/dev/null
   cmake --build "$BUILD" -j2 --target sl-cluster-cost
