@@ -165,6 +165,7 @@ namespace Slotlane
         // blocked inside a P/Invoke, so a wait without limit would hang the process's exit.
         private const int WaitSliceMs = 250;
         private static volatile bool s_exiting;
+        private static volatile bool s_dispatching;   // the dispatcher runs (false once the process or domain exits)
 
         private static void Start()
         {
@@ -188,6 +189,7 @@ namespace Slotlane
                 s_loop = loop;
                 Thread.MemoryBarrier();
                 s_cq = cq;
+                s_dispatching = true;
                 t.Start();
             }
         }
@@ -196,26 +198,33 @@ namespace Slotlane
         {
             DispatcherThreadId = Thread.CurrentThread.ManagedThreadId;
             var buf = (SlCompletion*)Marshal.AllocHGlobal(sizeof(SlCompletion) * DrainCap);
-            while (!s_exiting)
+            try
             {
-                long n = (long)Native.sl_cq_wait(s_cq, buf, (UIntPtr)DrainCap, WaitSliceMs);
-                if (n > 0)
+                while (!s_exiting)
                 {
-                    Interlocked.Increment(ref Wakeups);
-                    Interlocked.Add(ref Completions, n);
-                }
-                for (long i = 0; i < n; i++)
-                {
-                    try
+                    long n = (long)Native.sl_cq_wait(s_cq, buf, (UIntPtr)DrainCap, WaitSliceMs);
+                    if (n > 0)
                     {
-                        var s = (Slot)GCHandle.FromIntPtr(buf[i].token).Target;
-                        s.Owner.Completed(s, buf[i].status, &buf[i].sizes);
+                        Interlocked.Increment(ref Wakeups);
+                        Interlocked.Add(ref Completions, n);
                     }
-                    catch
+                    for (long i = 0; i < n; i++)
                     {
-                        // never reached: Completed catches what the decoding throws; nothing may end this thread
+                        try
+                        {
+                            var s = (Slot)GCHandle.FromIntPtr(buf[i].token).Target;
+                            s.Owner.Completed(s, buf[i].status, &buf[i].sizes);
+                        }
+                        catch
+                        {
+                            // never reached: Completed catches what the decoding throws; nothing may end this thread
+                        }
                     }
                 }
+            }
+            finally
+            {
+                s_dispatching = false; // a Dispose waiting for completions stops waiting (AsyncEngine.Dispose)
             }
         }
 
@@ -379,7 +388,9 @@ namespace Slotlane
             Native.sl_loop_detach(s_loop, _core.Client);
             lock (_lock)
             {
-                while (_inflight > 0) Monitor.Wait(_lock);
+                // woken by the last completion; the slice only notices a dispatcher ended by the process's exit
+                while (_inflight > 0 && s_dispatching) Monitor.Wait(_lock, WaitSliceMs);
+                if (_inflight > 0) return; // the process is exiting: its batches stay with the core's loop thread
             }
             foreach (var s in _all)
             {
