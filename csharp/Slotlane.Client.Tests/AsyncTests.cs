@@ -89,6 +89,22 @@ namespace Slotlane.Tests
         }
 
         [Test]
+        public void LargeValuesGrowTheCallersBuffer()
+        {
+            using (var c = SlotlaneClient.Connect(Servers.Bundled))
+            {
+                var big = new byte[3 << 20];
+                for (int i = 0; i < big.Length; i++) big[i] = (byte)('a' + i % 26);
+                Assert.That(c.SetAsync("big:async", big).Result, Is.True);           // past the 64 KiB a thread keeps
+                Assert.That(c.StrlenAsync("big:async").Result, Is.EqualTo(big.Length));
+                Assert.That(c.ExecuteAsync("GET", "big:async").Result, Is.EqualTo(big));
+                Assert.That(c.SetAsync("big:small", "s").Result, Is.True);          // a fresh buffer after the shrink
+                Assert.That(c.GetAsync("big:small").Result, Is.EqualTo("s"));
+                c.Delete("big:async", "big:small");
+            }
+        }
+
+        [Test]
         public void ManyPipelinesInFlightShareTheLoop()
         {
             using (var c = SlotlaneClient.Connect(Servers.Bundled))

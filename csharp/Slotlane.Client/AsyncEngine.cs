@@ -41,12 +41,26 @@ namespace Slotlane
             return w;
         }
 
+        // After a call: a thread's buffer grown past 64 KiB by a large command is freed, not kept for the thread's life.
+        private static void Shrink(RespWriter w)
+        {
+            if (w.Capacity <= 1 << 16) return;
+            t_writer = null;
+            w.Dispose();
+        }
+
+        private Task<T> Send<T>(RespWriter w, Func<object, T> shape, CancellationToken cancellationToken)
+        {
+            try { return Async().Submit(w.Ptr, w.Length, 1, new CommandOp<T>(shape), cancellationToken); }
+            finally { Shrink(w); }
+        }
+
         /// <summary>A typed async method's body (the rendered <c>XxxAsync</c> of CommandsAsync.g.cs).</summary>
         private Task<T> RunAsync<T>(object[] args, Func<object, T> shape, CancellationToken cancellationToken)
         {
             RespWriter w = Writer();
             w.Append(args);
-            return Async().Submit(w.Ptr, w.Length, 1, new CommandOp<T>(shape), cancellationToken);
+            return Send(w, shape, cancellationToken);
         }
 
         /// <summary>A rendered fast path's body (GET-like: a pre-encoded prefix and a key).</summary>
@@ -54,7 +68,7 @@ namespace Slotlane
         {
             RespWriter w = Writer();
             w.AppendKey(prefix, key);
-            return Async().Submit(w.Ptr, w.Length, 1, new CommandOp<T>(shape), cancellationToken);
+            return Send(w, shape, cancellationToken);
         }
 
         /// <summary>A rendered fast path's body (SET-like: a pre-encoded prefix, a key and a value).</summary>
@@ -62,7 +76,7 @@ namespace Slotlane
         {
             RespWriter w = Writer();
             w.AppendKeyValue(prefix, key, value);
-            return Async().Submit(w.Ptr, w.Length, 1, new CommandOp<T>(shape), cancellationToken);
+            return Send(w, shape, cancellationToken);
         }
 
         /// <summary>Runs one command on the core's loop thread; the task completes with its reply or faults

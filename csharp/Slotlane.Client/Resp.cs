@@ -57,6 +57,8 @@ namespace Slotlane
 
         internal byte* Ptr { get { return _buf.Ptr; } }
 
+        internal long Capacity { get { return _buf.Capacity; } }
+
         internal void Clear() { Length = 0; Count = 0; }
 
         public void Dispose() { _buf.Dispose(); }
