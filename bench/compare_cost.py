@@ -6,7 +6,8 @@ alternated bench/run.py records (bench/records/README.md, "cost comparisons").
         --before R1.json R3.json R5.json --after R2.json R4.json R6.json [--write]
 
 Each record is a cluster-cost report of one round (bench/run.py --rounds 1) of the same
-language; the i-th before and the i-th after ran one after the other (alternated), so the
+language, or a language tool's own cluster-cost record (csharp/bench.sh --json FILE: rows of
+client "slotlane-<lang>"); the i-th before and the i-th after ran one after the other (alternated), so the
 i-th pair's ratio is measured in one stretch of machine load. Per row (plain, cluster,
 one-node x GET, SET x depth 16, 64) of the slotlane client: the median over the records of
 total CPU per request (user + system), before and after, their ratio, and the spread: the
@@ -30,7 +31,9 @@ def rows_of(path, lang):
         d = json.load(f)
     out = {}
     for r in d["rows"]:
-        if r["lang"] != lang or r.get("role") != "slotlane" or not r.get("ok"):
+        # a bench/run.py report's row (lang, role), or a language tool's own record (client "slotlane-<lang>")
+        if r.get("lang", (r.get("client") or "").replace("slotlane-", "", 1)) != lang or r.get("role", "slotlane") != "slotlane" \
+                or not r.get("ok"):
             continue
         m = r["median"]
         out[(r["row"], r["op"], r["depth"])] = (m["user_ns_per_req"] + m["sys_ns_per_req"], m["user_ns_per_req"], m["sys_ns_per_req"])

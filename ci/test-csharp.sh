@@ -18,6 +18,8 @@ export SL_CSHARP_WORK=$ROOT/csharp/out/test-work
 sl_on_exit '[ -f "$SL_CSHARP_WORK/bundled.pid" ] && sl_stop_pid "$(cat "$SL_CSHARP_WORK/bundled.pid")" slotlane-server; rm -f "$SL_CSHARP_WORK/bundled.pid"'
 sl_on_exit 'for d in cluster chaos; do [ -d "$SL_CSHARP_WORK/$d" ] && bash ci/redis-cluster.sh stop "$SL_CSHARP_WORK/$d"; done'
 sl_on_exit '[ -d "$SL_CSHARP_WORK/plain" ] && bash ci/redis-plain.sh stop "$SL_CSHARP_WORK/plain"'
+# TlsTests' servers (stopped by the fixture; these only catch an interrupted run)
+sl_on_exit 'for d in tls mtls wrong-name expired; do [ -d "$SL_CSHARP_WORK/tls/$d" ] && bash ci/redis-plain.sh stop "$SL_CSHARP_WORK/tls/$d"; done; [ -d "$SL_CSHARP_WORK/tls/cluster" ] && bash ci/redis-cluster.sh stop "$SL_CSHARP_WORK/tls/cluster"; true'
 
 for t in mcs mono nunit-console; do
   command -v $t >/dev/null || die "$t is missing: run ci/deps.sh (mono-complete nunit-console libnunit-cil-dev)"

@@ -15,6 +15,11 @@
 # servers the caller started (bench/run.py, `make bench`): no server is started, the C tool runs only
 # when no --compare record is given, the C# record goes to --json DEST (default bench/records/).
 #
+# csharp/bench.sh --async-cost [--rounds R] [--requests N] [--callers 64,512] [--quick]: the async-cost rows
+# instead (Slotlane.Client.Benchmarks --async-cost: N concurrent callers awaiting GetAsync/SetAsync, plain and
+# cluster, beside the blocking pipeline at depth 16) on the same servers; no C tool; record
+# bench/records/*-async-cost-csharp.json (or --json DEST). Run it under the bench lock.
+#
 # Environment: SL_CS_BENCH_PORT (base port, default 24940; uses BASE..BASE+19), SL_BENCH_SERVER_CPU (1),
 # SL_BENCH_CLIENT_CPU (0). Options not listed above go to both tools (--seconds, --rounds, --depths, --ops,
 # --rows, --workers, --quick).
@@ -32,19 +37,21 @@ say() { echo "csharp/bench.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
 
 want=auto
+async=0
 pass=(); PLAIN_URL=""; CLUSTER_URL=""; CREC=""; JSON_DEST=$ROOT/bench/records/
 args=("$@")
 while [ $# -gt 0 ]; do
   case "$1" in
     --redis) want=redis ;;
     --slotlane-server) want=slotlane ;;
+    --async-cost) async=1 ;;
     --plain|--cluster|--compare|--json)
       [ $# -ge 2 ] || die "$1 needs a value"
       case "$1" in
         --plain) PLAIN_URL=$2 ;; --cluster) CLUSTER_URL=$2 ;; --compare) CREC=$2 ;; --json) JSON_DEST=$2 ;;
       esac
       shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) pass+=("$1") ;;
   esac
   shift
@@ -57,7 +64,7 @@ if [ -n "$PLAIN_URL$CLUSTER_URL" ]; then
 fi
 
 bash "$HERE/mono-build.sh" bench-build
-if [ ! -x "$TOOL" ]; then
+if [ $async = 0 ] && [ -z "$CREC" ] && [ ! -x "$TOOL" ]; then
   say "building sl-cluster-cost"
   cmake -S "$ROOT" -B "$BUILD" >/dev/null
   cmake --build "$BUILD" -j2 --target sl-cluster-cost
@@ -126,6 +133,14 @@ else
 fi
 
 mkdir -p "$ROOT/bench/records"
+if [ $async = 1 ]; then
+  q=()
+  for a in "${pass[@]}"; do if [ "$a" = --quick ]; then q+=(--rounds 1 --requests 8192); else q+=("$a"); fi; done
+  say "C# tool (Mono), --async-cost"
+  cd "$HERE/out/bin"
+  exec taskset -c "$CLIENT_CPU" mono Slotlane.Client.Benchmarks.exe --async-cost --plain "$PLAIN_URL" --cluster "$CLUSTER_URL" \
+      --json "$JSON_DEST" --server-desc "$DESC" --invocation "csharp/bench.sh${*:+ $*}" "${q[@]}"
+fi
 fill=()  # the C tool fills the keys with the values the C# tool expects; a given record's run may have been followed by other tools'
 if [ -z "$CREC" ]; then
   fill=(--no-fill)

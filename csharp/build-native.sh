@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # csharp/build-native.sh [OUTDIR] — builds libslotlane.so (-O2, shared, hidden internals) into
 # OUTDIR as the core's one build description says (core/build.cfg, read through
-# core/describe.py): the "core" and "uv" parts (the Task methods use the libuv driver), their
-# include folders, definitions, standard and version; libuv from the system through
-# pkg-config (core/README.md, "one linkage rule"). Only when an input is newer than the library.
+# core/describe.py): the "core" and "uv" parts (the Task methods use the libuv driver) and "tls"
+# (OpenSSL 3) when pkg-config finds openssl and the core has its sources (SLOTLANE_TLS=0 leaves it
+# out, SLOTLANE_TLS=1 fails without it), their include folders, definitions, standard and version;
+# the system libraries through pkg-config (core/README.md, "one linkage rule"). Only when an input
+# is newer than the library.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -17,6 +19,11 @@ if [ -f "$LIB" ] && [ -f "$OUT/libslotlane_server.so" ] && \
 fi
 describe() { python3 "$CORE/describe.py" --core "$CORE" "$@"; }
 PARTS=(core uv)
+if [ "${SLOTLANE_TLS:-}" != 0 ] && [ -n "$(describe sources tls)" ] && pkg-config --exists "$(describe modules tls)"; then
+  PARTS+=(tls)
+elif [ "${SLOTLANE_TLS:-}" = 1 ]; then
+  echo "build-native: SLOTLANE_TLS=1 but pkg-config finds no openssl (Debian: apt install libssl-dev)" >&2; exit 1
+fi
 mapfile -t SRCS < <(describe sources "${PARTS[@]}")
 mapfile -t FLAGS < <(describe cflags "${PARTS[@]}")
 mapfile -t MODULES < <(describe modules "${PARTS[@]}")

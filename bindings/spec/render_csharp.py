@@ -1,13 +1,14 @@
 """render.py's C# module: csharp/Slotlane.Client/Commands.g.cs (the typed methods of
 SlotlaneClient and Pipeline, partial classes, with XML docs; the argument builders and reply
-shapes they share), CommandOptions.g.cs (one options struct per method that has options) and
+shapes they share), CommandsAsync.g.cs (the client's Task methods), CommandOptions.g.cs (one options struct per method that has options) and
 Errors.g.cs (ErrorKind, the exception classes and the code/kind -> exception table of errors.json).
 
 Idiom: PascalCase methods; required parameters positional, then, for a method with options, an overload taking an `XOptions options`
 (a struct: fields left at their defaults are left out) besides the one without; keys string,
 values object (string, byte[], an integer or a float; a bool is refused), ints long, doubles
 double, tuple lists arrays of named value tuples; a method whose only list is its last parameter
-of all is `params`. The client's methods return the reply type, the pipeline's a Reply<T>.
+of all is `params`. The client's methods return the reply type, the pipeline's a Reply<T>, the
+client's XxxAsync methods (CommandsAsync.g.cs) a Task<T> and take a CancellationToken last.
 C# 7.2 (Mono's mcs) and netstandard2.1/net8.0 alike."""
 from render_common import is_varargs, type_ident
 
@@ -232,11 +233,17 @@ def fast(mm):
     prefix = "P_" + mm.name
     # inline, in the method's own closed types (a generic helper costs Mono a runtime-generic-context
     # lookup per call: callgrind, bindings/spec/README.md "Measured")
-    stmts = ["Check();"]
+    # the disposed check written out: Mono's JIT does not inline Check() (a call per command)
+    stmts = ["if (_disposed) ThrowDisposed();"]
     for a in mm.args[:n]:
         stmts.append("if (%s == null) throw new ArgumentNullException(nameof(%s));" % (a, a))
-    stmts.append("_w.%s(CommandArgs.%s, %s);" % ("AppendKey" if n == 1 else "Append", prefix, ", ".join(mm.args[:n])))
-    stmts.append("return new Reply<%s>(this, _w.Count - 1, _gen, CommandArgs.%s);" % (mm.ret, mm.shape))
+    stmts.append("_w.%s(CommandArgs.%s, %s);" % ("AppendKey" if n == 1 else "AppendKeyValue", prefix, ", ".join(mm.args[:n])))
+    # the handle's fields stored straight into a local of the closed type Reply<T>: its constructor is shared
+    # generic code on Mono (T a reference type), a call with a generic-context argument per command
+    stmts.append("Reply<%s> reply;" % mm.ret)
+    stmts.append("reply._p = this;")
+    stmts.append("reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I%s << 56);" % mm.shape[1:])
+    stmts.append("return reply;")
     expr = stmts
     return (" && ".join(conds) or None, expr, prefix, '"*%d\\r\\n$%d\\r\\n%s\\r\\n"' % (n + 1, len(m["words"][0]), m["words"][0]))
 
@@ -315,6 +322,12 @@ def render_commands(ctx):
         t = next(m["type"] for m in ctx.methods if m["reply"] == r)
         L.append("        internal static readonly Func<object, %s> %s = %s;" % (cstype(t), shape_name(r), shape_expr(t)))
     L.append("")
+    # the Reply handles carry a shape as a one-byte id: its index here (Shapes.cs, ShapeIds)
+    replies = sorted({m["reply"] for m in ctx.methods})
+    L.append("        internal static readonly Delegate[] ShapeTable = { %s };" % ", ".join(shape_name(r) for r in replies))
+    for i, r in enumerate(replies):
+        L.append("        internal const int I%s = %d;" % (shape_name(r)[1:], i))
+    L.append("")
     for mm in ms:
         f = fast(mm)
         if f:
@@ -361,7 +374,68 @@ def render_commands(ctx):
             if f and (not f[0] or not with_opts):
                 L += ["            " + x for x in f[1]]
             else:
-                L.append("            return Queue(CommandArgs.%s(%s), CommandArgs.%s);" % (mm.name, ", ".join(args), mm.shape))
+                L.append("            return Queue(CommandArgs.%s(%s), CommandArgs.%s, CommandArgs.I%s);" % (mm.name, ", ".join(args), mm.shape, mm.shape[1:]))
+            L.append("        }")
+            L.append("")
+    L.append("    }")
+    L.append("}")
+    return "\n".join(L) + "\n"
+
+
+def async_variants(mm):
+    """The async overloads of a method: each sync variant with a trailing CancellationToken (defaulted);
+    a params method keeps a params overload without the token (params must come last) beside one taking
+    the array and the token."""
+    ct = "CancellationToken cancellationToken"
+    out = []
+    for with_opts, params, args in variants(mm):
+        if mm.va:
+            out.append((with_opts, params, args, "CancellationToken.None", False))
+            out.append((with_opts, params[:-1] + [params[-1].replace("params ", "", 1), ct], args, "cancellationToken", True))
+        else:
+            out.append((with_opts, params + [ct + " = default(CancellationToken)"], args, "cancellationToken", True))
+    return out
+
+
+def render_async(ctx):
+    """CommandsAsync.g.cs: the client's XxxAsync methods, the same methods and types as Commands.g.cs, each
+    a Task completed from the core's completion queue and cancelled by its token (AsyncEngine.cs)."""
+    ms = [M(m) for m in ctx.methods]
+    L = [ctx.generated_note("//"), "", "using System;", "using System.Collections.Generic;", "using System.Threading;",
+         "using System.Threading.Tasks;", "",
+         "#pragma warning disable 618 // the deprecated commands' methods call their own builders", "",
+         "namespace Slotlane", "{",
+         "    public sealed partial class SlotlaneClient", "    {"]
+    for mm in ms:
+        for with_opts, params, args, tok, has_ct in async_variants(mm):
+            doc = xmldoc(mm, "        ", "A task with the reply as <c>%s</c>; cancelled (TaskCanceledException) when the token "
+                         "cancels the command in flight." % esc(mm.ret), with_opts)
+            if has_ct:
+                at = next(i for i, x in enumerate(doc) if "<returns>" in x)
+                doc.insert(at, '        /// <param name="cancellationToken">Cancels this command only (its batch: '
+                           'the shared connection stays in step).</param>')
+            L += doc
+            L.append("        public Task<%s> %sAsync(%s)" % (mm.ret, mm.name, ", ".join(params)))
+            L.append("        {")
+            f = fast(mm)
+            if f:
+                # the pre-encoded prefix, no argument array (as the pipeline's fast path)
+                n = len(mm.req)
+                call = "RunAsync%s(CommandArgs.%s, %s, CommandArgs.%s, %s);" % ("Key" if n == 1 else "KeyValue", f[2], ", ".join(mm.args[:n]), mm.shape, tok)
+                nulls = ["if (%s == null) throw new ArgumentNullException(nameof(%s));" % (a, a) for a in mm.args[:n]]
+                if f[0] and with_opts:
+                    L.append("            if (%s)" % f[0])
+                    L.append("            {")
+                    L += ["                " + x for x in nulls]
+                    L.append("                return " + call)
+                    L.append("            }")
+                if not f[0] or not with_opts:
+                    L += ["            " + x for x in nulls]
+                    L.append("            return " + call)
+                    L.append("        }")
+                    L.append("")
+                    continue
+            L.append("            return RunAsync(CommandArgs.%s(%s), CommandArgs.%s, %s);" % (mm.name, ", ".join(args), mm.shape, tok))
             L.append("        }")
             L.append("")
     L.append("    }")
@@ -459,5 +533,6 @@ def render_errors(ctx):
 
 def render(ctx):
     return {OUT + "Commands.g.cs": render_commands(ctx),
+            OUT + "CommandsAsync.g.cs": render_async(ctx),
             OUT + "CommandOptions.g.cs": render_options(ctx),
             OUT + "Errors.g.cs": render_errors(ctx)}

@@ -82,7 +82,7 @@ namespace Slotlane.Benchmarks
 
         static int Main(string[] args)
         {
-            try { return Run(args); }
+            try { return args.Length > 0 && args[0] == "--async-cost" ? AsyncCost.Run(args) : Run(args); }
             catch (ArgumentException e)
             {
                 Console.Error.WriteLine("cluster-cost: " + e.Message);
@@ -186,7 +186,7 @@ namespace Slotlane.Benchmarks
             return results.All(r => r.Ok) ? 0 : 1;
         }
 
-        static byte[] ValueOf(int idx)
+        internal static byte[] ValueOf(int idx)
         {
             // as value_of() in cluster_cost.c: "v0001234:" + letters
             var b = new byte[ValueLen];
@@ -196,15 +196,17 @@ namespace Slotlane.Benchmarks
             return b;
         }
 
-        static void Fill(ClientOptions o, int keyset)
+        static void Fill(ClientOptions o, int keyset) { Fill(o, keys[keyset], vals); }
+
+        internal static void Fill(ClientOptions o, string[] ks, byte[][] vs)
         {
             using (var c = SlotlaneClient.Connect(o))
             using (var p = c.CreatePipeline())
             {
-                for (int k = 0; k < nkeys; k++)
+                for (int k = 0; k < ks.Length; k++)
                 {
-                    p.Set(keys[keyset][k], vals[k]);
-                    if (p.Count == 256 || k == nkeys - 1) p.ExecuteOrThrow();
+                    p.Set(ks[k], vs[k]);
+                    if (p.Count == 256 || k == ks.Length - 1) p.ExecuteOrThrow();
                 }
             }
         }
@@ -289,7 +291,7 @@ namespace Slotlane.Benchmarks
         }
 
         /// <summary>The 1-minute load average (/proc/loadavg), -1 when unreadable.</summary>
-        static double LoadAvg1()
+        internal static double LoadAvg1()
         {
             try
             {
@@ -371,7 +373,7 @@ namespace Slotlane.Benchmarks
         static int Digits(int n) { return n.ToString(CultureInfo.InvariantCulture).Length; }
 
         // as the C tool's memcmp: 8 bytes at a time
-        static unsafe bool Same(byte[] a, byte[] b)
+        internal static unsafe bool Same(byte[] a, byte[] b)
         {
             int n = a.Length;
             if (n != b.Length) return false;
@@ -429,7 +431,7 @@ namespace Slotlane.Benchmarks
 
         // ------------------------------------------------------------ the JSON record
 
-        static string J(string s)
+        internal static string J(string s)
         {
             if (s == null) return "null";
             var sb = new StringBuilder("\"");
@@ -442,7 +444,7 @@ namespace Slotlane.Benchmarks
             return sb.Append('"').ToString();
         }
 
-        static string N(double d) { return double.IsNaN(d) || double.IsInfinity(d) ? "null" : d.ToString("R", CultureInfo.InvariantCulture); }
+        internal static string N(double d) { return double.IsNaN(d) || double.IsInfinity(d) ? "null" : d.ToString("R", CultureInfo.InvariantCulture); }
 
         static string Sh(string cmd, string args)
         {
@@ -459,29 +461,43 @@ namespace Slotlane.Benchmarks
             catch { return null; }
         }
 
-        static void WriteRecord(List<Row> results, string started, string[] args)
+        internal static string MachineJson()
         {
-            string host = Environment.MachineName;
             string cpu = File.ReadAllLines("/proc/cpuinfo").Where(l => l.StartsWith("model name")).Select(l => l.Substring(l.IndexOf(':') + 1).Trim()).FirstOrDefault();
-            string root = Path.GetFullPath(Path.Combine(AppDomain.CurrentDomain.BaseDirectory, "..", "..", ".."));
-            string commit = Sh("git", "-C " + root + " rev-parse HEAD") ?? "unknown";
-            string status = Sh("git", "-C " + root + " status --porcelain");
             string affinity = Sh("taskset", "-pc " + Process.GetCurrentProcess().Id);
             if (affinity != null) affinity = affinity.Substring(affinity.LastIndexOf(':') + 1).Trim();
+            return "{\"hostname\": " + J(Environment.MachineName) + ", \"cpu_model\": " + J(cpu) + ", \"cores\": " + Environment.ProcessorCount +
+                   ", \"kernel\": " + J(Sh("uname", "-r")) + ", \"client_cpus\": " + J(affinity) + "}";
+        }
+
+        internal static string VersionsJson()
+        {
             string mono = Type.GetType("Mono.Runtime") != null
                 ? (string)Type.GetType("Mono.Runtime").GetMethod("GetDisplayName", System.Reflection.BindingFlags.NonPublic | System.Reflection.BindingFlags.Static).Invoke(null, null)
                 : null;
+            return "{\"slotlane\": " + J(SlotlaneClient.CoreVersion) + ", \"runtime\": " + J(mono != null ? "Mono " + mono : Environment.Version.ToString()) +
+                   ", \"compiler\": \"mcs -langversion:7.2 -optimize+\", \"hiredis\": null}";
+        }
+
+        internal static string GitJson()
+        {
+            string root = Path.GetFullPath(Path.Combine(AppDomain.CurrentDomain.BaseDirectory, "..", "..", ".."));
+            string commit = Sh("git", "-C " + root + " rev-parse HEAD") ?? "unknown";
+            string status = Sh("git", "-C " + root + " status --porcelain");
+            return "{\"commit\": " + J(commit) + ", \"dirty\": " + (status == null ? "null" : status.Length > 0 ? "true" : "false") + "}";
+        }
+
+        static void WriteRecord(List<Row> results, string started, string[] args)
+        {
             var sb = new StringBuilder();
             sb.Append("{\n");
             sb.Append("  \"schema\": \"slotlane.bench.cluster-cost/1\",\n  \"benchmark\": \"cluster-cost\",\n");
             sb.Append("  \"tool\": \"csharp/Slotlane.Client.Benchmarks --cluster-cost\",\n");
             sb.Append("  \"ok\": " + (results.All(r => r.Ok) ? "true" : "false") + ",\n");
             sb.Append("  \"started_at\": " + J(started) + ", \"finished_at\": " + J(DateTime.UtcNow.ToString("yyyy-MM-ddTHH:mm:ssZ")) + ",\n");
-            sb.Append("  \"machine\": {\"hostname\": " + J(host) + ", \"cpu_model\": " + J(cpu) + ", \"cores\": " + Environment.ProcessorCount +
-                      ", \"kernel\": " + J(Sh("uname", "-r")) + ", \"client_cpus\": " + J(affinity) + "},\n");
-            sb.Append("  \"versions\": {\"slotlane\": " + J(SlotlaneClient.CoreVersion) + ", \"runtime\": " + J(mono != null ? "Mono " + mono : Environment.Version.ToString()) +
-                      ", \"compiler\": \"mcs -langversion:7.2 -optimize+\", \"hiredis\": null},\n");
-            sb.Append("  \"git\": {\"commit\": " + J(commit) + ", \"dirty\": " + (status == null ? "null" : status.Length > 0 ? "true" : "false") + "},\n");
+            sb.Append("  \"machine\": " + MachineJson() + ",\n");
+            sb.Append("  \"versions\": " + VersionsJson() + ",\n");
+            sb.Append("  \"git\": " + GitJson() + ",\n");
             sb.Append("  \"command\": [" + string.Join(", ", new[] { "Slotlane.Client.Benchmarks.exe" }.Concat(args).Select(J)) + "],\n");
             sb.Append("  \"invocation\": " + J(invocation) + ",\n");
             sb.Append("  \"servers\": {\"description\": " + J(serverDesc) + ", \"plain\": " + (plainUrl == null ? "null" : "{\"url\": " + J(plainUrl) + "}") +
@@ -519,23 +535,29 @@ namespace Slotlane.Benchmarks
             sb.Append(string.Join(",\n", targets));
             sb.Append("\n  ]\n}\n");
 
-            string file = jsonPath;
+            WriteNamed(jsonPath, sb.ToString(), "cluster-cost-csharp");
+        }
+
+        /// <summary>Writes a record to a file, or into DIR/ as HOST-DATE-TIME-KIND.json (a name never taken twice: link(2)).</summary>
+        internal static void WriteNamed(string file, string text, string kind)
+        {
+            string host = Environment.MachineName;
             if (file.EndsWith("/"))
             {
                 Directory.CreateDirectory(file);
                 string tmp = Path.Combine(file, "." + host + "-" + Process.GetCurrentProcess().Id + ".tmp");
-                File.WriteAllText(tmp, sb.ToString());
+                File.WriteAllText(tmp, text);
                 for (int tries = 0; ; tries++)
                 {
-                    string name = Path.Combine(file, host + "-" + DateTime.UtcNow.ToString("yyyy-MM-dd-HHmmss") + "-cluster-cost-csharp.json");
+                    string name = Path.Combine(file, host + "-" + DateTime.UtcNow.ToString("yyyy-MM-dd-HHmmss") + "-" + kind + ".json");
                     if (LibC.link(tmp, name) == 0) { file = name; break; }
                     if (tries > 10) throw new IOException("cannot create " + name);
                     Thread.Sleep(1000);
                 }
                 File.Delete(tmp);
             }
-            else File.WriteAllText(file, sb.ToString());
-            Console.Error.WriteLine("cluster-cost: record " + file);
+            else File.WriteAllText(file, text);
+            Console.Error.WriteLine(kind + ": record " + file);
         }
 
         static string Target(string name, Row r, double value, double limit)

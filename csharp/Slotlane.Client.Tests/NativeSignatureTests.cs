@@ -79,6 +79,12 @@ namespace Slotlane.Tests
             { "sl_client**", new[] { "System.IntPtr*" } },
             { "sl_batch**", new[] { "System.IntPtr*" } },
             { "sl_loop**", new[] { "System.IntPtr*" } },
+            { "sl_cq*", new[] { "System.IntPtr" } },
+            { "sl_tls*", new[] { "System.IntPtr" } },
+            { "sl_tls**", new[] { "System.IntPtr*" } },
+            { "sl_tls_options*", new[] { "Slotlane.SlTlsOptions*" } },
+            { "sl_cq**", new[] { "System.IntPtr*" } },
+            { "sl_completion*", new[] { "Slotlane.SlCompletion*" } },
             { "sl_client_options*", new[] { "Slotlane.SlClientOptions*" } },
             { "sl_stats*", new[] { "Slotlane.SlStats*" } },
             { "sl_sizes*", new[] { "Slotlane.SlSizes*" } },
@@ -161,8 +167,9 @@ namespace Slotlane.Tests
                 Tuple.Create(typeof(SlStats), "sl_stats"), Tuple.Create(typeof(SlRoute), "sl_route"),
                 Tuple.Create(typeof(SlClientOptions), "sl_client_options"),
                 Tuple.Create(typeof(SlNodeInfo), "sl_node_info"), Tuple.Create(typeof(SlScanOptions), "sl_scan_options"),
+                Tuple.Create(typeof(SlCompletion), "sl_completion"), Tuple.Create(typeof(SlTlsOptions), "sl_tls_options"),
             };
-            var c = new StringBuilder("#include <stdio.h>\n#include <stddef.h>\n#include \"slotlane.h\"\nint main(void){\n");
+            var c = new StringBuilder("#include <stdio.h>\n#include <stddef.h>\n#include \"slotlane.h\"\n#include \"slotlane_uv.h\"\nint main(void){\n");
             var expect = new List<string>();
             foreach (var s in structs)
             {
@@ -178,7 +185,7 @@ namespace Slotlane.Tests
             string dir = Path.Combine(Servers.WorkDir, "probe");
             Directory.CreateDirectory(dir);
             File.WriteAllText(Path.Combine(dir, "probe.c"), c.ToString());
-            Run("gcc", "-std=c11 -I" + Path.Combine(Servers.Root, "core", "include") + " -o " + Path.Combine(dir, "probe") + " " + Path.Combine(dir, "probe.c"));
+            Run("gcc", "-std=c11 -D_GNU_SOURCE -I" + Path.Combine(Servers.Root, "core", "include") + " -o " + Path.Combine(dir, "probe") + " " + Path.Combine(dir, "probe.c"));
             string got = Run(Path.Combine(dir, "probe"), "");
             Assert.That(got.Trim().Split('\n'), Is.EqualTo(expect.ToArray()));
             unsafe { Assert.That(sizeof(SlReply), Is.EqualTo(24)); }
@@ -207,6 +214,11 @@ namespace Slotlane.Tests
             Assert.That(Regex.Match(h, @"#define SL_CLIENT_OPTIONS_VERSION (\d+)").Groups[1].Value, Is.EqualTo(Native.SL_CLIENT_OPTIONS_VERSION.ToString()));
             Assert.That(Regex.Match(h, @"#define SL_STATS_VERSION (\d+)").Groups[1].Value, Is.EqualTo(Native.SL_STATS_VERSION.ToString()));
             Assert.That(Regex.Match(h, @"#define SL_ROUTE_VERSION (\d+)").Groups[1].Value, Is.EqualTo(Native.SL_ROUTE_VERSION.ToString()));
+            Assert.That(Regex.Match(h, @"#define SL_TLS_OPTIONS_VERSION (\d+)").Groups[1].Value, Is.EqualTo(Native.SL_TLS_OPTIONS_VERSION.ToString()));
+            foreach (var kv in values.Where(k => k.Key.StartsWith("SL_TLS_VERIFY_")))
+                Assert.That(norm(((TlsVerify)kv.Value).ToString()), Is.EqualTo(norm(kv.Key.Substring(14))), kv.Key);
+            foreach (var kv in values.Where(k => k.Key.StartsWith("SL_TLS_NODES_")))
+                Assert.That(norm(((TlsNodeNames)kv.Value).ToString()), Is.EqualTo(norm(kv.Key.Substring(13))), kv.Key);
         }
 
         [Test]

@@ -101,6 +101,33 @@ namespace Slotlane.Tests
         }
 
         [Test]
+        public void ReplyHandlesKnowTheirCommandExecutionAndShape()
+        {
+            using (var p = _c.CreatePipeline())
+            {
+                p.Set("rh:s", "text");
+                p.Incrby("rh:n", 0);
+                Reply<string> s = p.Get("rh:s");                       // fast path, nullable-string shape
+                Reply<string> missing = p.Get("rh:missing-" + Guid.NewGuid());
+                Reply<long> n = p.Incrby("rh:n", 2);                 // builder path, int shape
+                Reply<bool> set = p.Set("rh:t", "x", new SetOptions { Xx = false });
+                Reply<object> any = p.Queue(new object[] { "GET", "rh:s" }, v => (object)("custom:" + Encoding.UTF8.GetString((byte[])v))); // a shape without a constant id
+                Assert.Throws<InvalidOperationException>(() => { var unused = s.Value; }, "not executed yet");
+                p.Execute();
+                Assert.That(s.Value, Is.EqualTo("text"));
+                Assert.That(missing.Value, Is.Null);
+                Assert.That(n.Value, Is.TypeOf<long>());
+                Assert.That(set.Value, Is.True);
+                Assert.That(any.Value, Is.EqualTo("custom:text"));
+                Assert.That(s.ToString(), Is.EqualTo("Reply #2"));
+                p.Get("rh:s");
+                p.Execute();                                           // a handle is valid until the next execution
+                Assert.Throws<InvalidOperationException>(() => { var unused = s.Value; });
+                Assert.Throws<InvalidOperationException>(() => { var unused = default(Reply<string>).Value; });
+            }
+        }
+
+        [Test]
         public void EmptyPipelineAndClear()
         {
             using (var p = _c.CreatePipeline())

@@ -1,4 +1,5 @@
 using System;
+using System.Collections.Generic;
 using System.Diagnostics;
 using System.IO;
 using System.Net.Sockets;
@@ -21,6 +22,11 @@ namespace Slotlane.Tests
         internal static readonly int ClusterRedisPort = Base + 30;  // ci/redis-cluster.sh, 3 primaries: +30..+35
         internal static readonly int ChaosRedisPort = Base + 40;    // ci/redis-cluster.sh for kill/migrate: +40..+45
         internal static readonly int UnusedPort = Base + BlockSize - 1; // in the block, never listened on
+        internal static readonly int TlsClusterPort = Base + 4;     // TlsTests: a tls-cluster 3-primary Redis Cluster: +4..+9
+        internal static readonly int TlsPort = Base + 10;           // TlsTests: redis-server with tls-port only, client certificates optional
+        internal static readonly int MtlsPort = Base + 11;          //   ... client certificates required
+        internal static readonly int TlsWrongNamePort = Base + 12;  //   ... serving a certificate for DNS:wrong.example only
+        internal static readonly int TlsExpiredPort = Base + 13;    //   ... serving a certificate that expired yesterday
 
         private static int ChooseBase()
         {
@@ -150,7 +156,7 @@ namespace Slotlane.Tests
         internal static void StopChaos() { Script("redis-cluster.sh", "stop " + ChaosDir, false); }
 
         /// <summary>Runs ci/NAME ARGS with bash; throws with its output when it fails.</summary>
-        internal static string Script(string name, string args, bool check = true)
+        internal static string Script(string name, string args, bool check = true, IDictionary<string, string> env = null)
         {
             var psi = new ProcessStartInfo("bash", Path.Combine(Root, "ci", name) + " " + args)
             {
@@ -158,6 +164,7 @@ namespace Slotlane.Tests
                 RedirectStandardOutput = true,
                 RedirectStandardError = true,
             };
+            if (env != null) foreach (var kv in env) psi.EnvironmentVariables[kv.Key] = kv.Value;
             using (var p = Process.Start(psi))
             {
                 var err = p.StandardError.ReadToEndAsync();

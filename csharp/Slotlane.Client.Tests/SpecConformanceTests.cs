@@ -5,6 +5,8 @@ using System.Globalization;
 using System.IO;
 using System.Linq;
 using System.Reflection;
+using System.Threading;
+using System.Threading.Tasks;
 using System.Text;
 using NUnit.Framework;
 #if NUNIT2
@@ -287,7 +289,37 @@ namespace Slotlane.Tests
                 string why = Outcome((string)m["reply"], (Dictionary<string, object>)want[i], v, err);
                 if (why != null) return "client call " + i + " " + m["method"] + ": " + why;
             }
+            // 3. one by one through the client's XxxAsync methods (CommandsAsync.g.cs), awaited in turn
+            Prepare(client, c);
+            for (int i = 0; i < calls.Count; i++)
+            {
+                var call = (Dictionary<string, object>)calls[i];
+                var m = _methods[(string)call["method"]];
+                var fn = Find(typeof(SlotlaneClient), (string)m["method"]);
+                var afn = FindAsync(fn);
+                if (afn == null) return "client call " + i + " " + m["method"] + ": no " + fn.Name + "Async(..., CancellationToken)";
+                var args = new List<object>(CallArgs(fn, m, (Dictionary<string, object>)call["args"])) { CancellationToken.None };
+                Exception err;
+                object v = null;
+                var task = (Task)Invoke(afn, client, args.ToArray(), out err);
+                if (err == null)
+                {
+                    try { task.Wait(); v = task.GetType().GetProperty("Result").GetValue(task); }
+                    catch (AggregateException x) { err = x.InnerException; }
+                }
+                string why = Outcome((string)m["reply"], (Dictionary<string, object>)want[i], v, err);
+                if (why != null) return "async call " + i + " " + m["method"] + ": " + why;
+            }
             return null;
+        }
+
+        /// <summary>The async twin of a client method: the same parameters and a CancellationToken, returning Task of the same type.</summary>
+        private static MethodInfo FindAsync(MethodInfo fn)
+        {
+            var ps = fn.GetParameters().Select(x => x.ParameterType).Concat(new[] { typeof(CancellationToken) }).ToArray();
+            var a = typeof(SlotlaneClient).GetMethod(fn.Name + "Async", ps);
+            if (a == null || a.ReturnType != typeof(Task<>).MakeGenericType(fn.ReturnType)) return null;
+            return a;
         }
 
         private static void Prepare(SlotlaneClient client, Dictionary<string, object> c)

@@ -20,7 +20,7 @@ namespace Slotlane
     /// connecting; a bad one raises an <see cref="ArgumentException"/> naming it.</summary>
     public sealed class ClientOptions
     {
-        /// <summary>Where to connect: <c>redis://[user:password@]host:port[/db]</c>, <c>host:port</c>,
+        /// <summary>Where to connect: <c>redis://[user:password@]host:port[/db]</c> (<c>rediss://</c>: TLS), <c>host:port</c>,
         /// or several seeds separated by commas. Parsed by the core.</summary>
         public string Url { get; set; }
         /// <summary>The host, when <see cref="Url"/> is not set.</summary>
@@ -50,9 +50,32 @@ namespace Slotlane
         /// a caller beyond this many waits. Default: 2 × processor count, at least 4.</summary>
         public int MaxPoolSize { get; set; } = Math.Max(4, 2 * Environment.ProcessorCount);
 
+        /// <summary>The async methods' bound (the core's <c>max_inflight_batches</c>): at most this many commands
+        /// or pipelines of this client in flight at once (1..2^31-1; default 4096). Past it, a call fails fast:
+        /// its task faults with <see cref="SlotlaneResourceException"/> and nothing is sent (retry after some
+        /// tasks complete, or raise the bound).</summary>
+        public int MaxInflightBatches { get; set; } = 4096;
+        /// <summary>The async methods' bound on command bytes in flight at once (the core's
+        /// <c>max_inflight_bytes</c>; default 64 MiB), with the same policy. A single call larger than it is
+        /// admitted when nothing else is in flight.</summary>
+        public long MaxInflightBytes { get; set; } = 64L << 20;
+
+        /// <summary>TLS for every connection (see <see cref="TlsOptions"/>); null: none, unless the URL is
+        /// <c>rediss://</c> (then the system's CAs and full verification).</summary>
+        public TlsOptions Tls { get; set; }
+
+        // The core's configuration made from Tls by SlotlaneClient.Connect, shared by every core handle.
+        internal TlsConfig TlsRef;
+
         /// <summary>Returns a copy.</summary>
         /// <returns>A new options object with the same values.</returns>
-        public ClientOptions Clone() { return (ClientOptions)MemberwiseClone(); }
+        public ClientOptions Clone()
+        {
+            var c = (ClientOptions)MemberwiseClone();
+            c.Tls = Tls == null ? null : Tls.Clone();
+            c.TlsRef = null;
+            return c;
+        }
 
         internal void Validate()
         {
@@ -71,6 +94,9 @@ namespace Slotlane
             Ms(CommandTimeout, "CommandTimeout", true);
             Ms(RefreshInterval, "RefreshInterval", true);
             if (MaxRedirects < 0 || MaxRedirects > 1000) throw new ArgumentOutOfRangeException("options", MaxRedirects, "ClientOptions.MaxRedirects must be 0..1000");
+            if (Tls != null) Tls.Validate();
+            if (MaxInflightBatches < 1) throw new ArgumentOutOfRangeException("options", MaxInflightBatches, "ClientOptions.MaxInflightBatches must be positive");
+            if (MaxInflightBytes < 1) throw new ArgumentOutOfRangeException("options", MaxInflightBytes, "ClientOptions.MaxInflightBytes must be positive");
             if (MaxPoolSize < 1 || MaxPoolSize > 4096) throw new ArgumentOutOfRangeException("options", MaxPoolSize, "ClientOptions.MaxPoolSize must be 1..4096");
         }
 

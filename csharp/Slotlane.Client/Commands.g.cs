@@ -49,6 +49,45 @@ namespace Slotlane
         internal static readonly Func<object, ValueTuple<string, string>> S_TUPLE_STRING_STRINGE = Shapes.Tuple(Shapes.String, Shapes.String);
         internal static readonly Func<object, ValueTuple<string, string>?> S_TUPLE_STRING_STRINGEN = Shapes.NullableValue(Shapes.Tuple(Shapes.String, Shapes.String));
 
+        internal static readonly Delegate[] ShapeTable = { S_ANY, S_ARRAY_ANYE, S_ARRAY_BOOLE, S_ARRAY_DOUBLENE, S_ARRAY_INTE, S_ARRAY_INTNE, S_ARRAY_MAP_STRING_ANYEE, S_ARRAY_STRINGE, S_ARRAY_STRINGEN, S_ARRAY_STRINGNE, S_ARRAY_TUPLE_DOUBLE_DOUBLEENE, S_ARRAY_TUPLE_INT_INTEE, S_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE, S_BOOL, S_DOUBLE, S_DOUBLEN, S_INT, S_INTN, S_MAP_STRING_ANYE, S_MAP_STRING_ANYEN, S_MAP_STRING_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEEEN, S_MAP_STRING_STRINGE, S_OK, S_OKN, S_PAIRS_STRING_DOUBLEE, S_PAIRS_STRING_INTE, S_PAIRS_STRING_STRINGE, S_SET_STRINGE, S_STATUS, S_STRING, S_STRINGN, S_TUPLE_CURSOR_ARRAY_STRINGEE, S_TUPLE_CURSOR_PAIRS_STRING_DOUBLEEE, S_TUPLE_CURSOR_PAIRS_STRING_STRINGEE, S_TUPLE_STRING_ARRAY_STRINGEEN, S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN, S_TUPLE_STRING_STRINGE };
+        internal const int I_ANY = 0;
+        internal const int I_ARRAY_ANYE = 1;
+        internal const int I_ARRAY_BOOLE = 2;
+        internal const int I_ARRAY_DOUBLENE = 3;
+        internal const int I_ARRAY_INTE = 4;
+        internal const int I_ARRAY_INTNE = 5;
+        internal const int I_ARRAY_MAP_STRING_ANYEE = 6;
+        internal const int I_ARRAY_STRINGE = 7;
+        internal const int I_ARRAY_STRINGEN = 8;
+        internal const int I_ARRAY_STRINGNE = 9;
+        internal const int I_ARRAY_TUPLE_DOUBLE_DOUBLEENE = 10;
+        internal const int I_ARRAY_TUPLE_INT_INTEE = 11;
+        internal const int I_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE = 12;
+        internal const int I_BOOL = 13;
+        internal const int I_DOUBLE = 14;
+        internal const int I_DOUBLEN = 15;
+        internal const int I_INT = 16;
+        internal const int I_INTN = 17;
+        internal const int I_MAP_STRING_ANYE = 18;
+        internal const int I_MAP_STRING_ANYEN = 19;
+        internal const int I_MAP_STRING_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEEEN = 20;
+        internal const int I_MAP_STRING_STRINGE = 21;
+        internal const int I_OK = 22;
+        internal const int I_OKN = 23;
+        internal const int I_PAIRS_STRING_DOUBLEE = 24;
+        internal const int I_PAIRS_STRING_INTE = 25;
+        internal const int I_PAIRS_STRING_STRINGE = 26;
+        internal const int I_SET_STRINGE = 27;
+        internal const int I_STATUS = 28;
+        internal const int I_STRING = 29;
+        internal const int I_STRINGN = 30;
+        internal const int I_TUPLE_CURSOR_ARRAY_STRINGEE = 31;
+        internal const int I_TUPLE_CURSOR_PAIRS_STRING_DOUBLEEE = 32;
+        internal const int I_TUPLE_CURSOR_PAIRS_STRING_STRINGEE = 33;
+        internal const int I_TUPLE_STRING_ARRAY_STRINGEEN = 34;
+        internal const int I_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN = 35;
+        internal const int I_TUPLE_STRING_STRINGE = 36;
+
         internal static readonly byte[] P_Append = System.Text.Encoding.ASCII.GetBytes("*3\r\n$6\r\nAPPEND\r\n");
         internal static readonly byte[] P_Bitcount = System.Text.Encoding.ASCII.GetBytes("*2\r\n$8\r\nBITCOUNT\r\n");
         internal static readonly byte[] P_Decr = System.Text.Encoding.ASCII.GetBytes("*2\r\n$4\r\nDECR\r\n");
@@ -8763,7 +8802,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> AclCat()
         {
-            return Queue(CommandArgs.AclCat(default(AclCatOptions)), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.AclCat(default(AclCatOptions)), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ACL CAT</c> (server): List the ACL categories or the commands inside a category.</summary>
@@ -8772,7 +8811,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> AclCat(AclCatOptions options)
         {
-            return Queue(CommandArgs.AclCat(options), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.AclCat(options), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ACL DELUSER</c> (server): Remove the specified ACL users and the associated rules.</summary>
@@ -8781,7 +8820,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> AclDeluser(params object[] usernames)
         {
-            return Queue(CommandArgs.AclDeluser(usernames), CommandArgs.S_INT);
+            return Queue(CommandArgs.AclDeluser(usernames), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>ACL DRYRUN</c> (server): Returns whether the user can execute the given command without executing the command.</summary>
@@ -8791,7 +8830,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> AclDryrun(object username, object command)
         {
-            return Queue(CommandArgs.AclDryrun(username, command, default(AclDryrunOptions)), CommandArgs.S_ANY);
+            return Queue(CommandArgs.AclDryrun(username, command, default(AclDryrunOptions)), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>ACL DRYRUN</c> (server): Returns whether the user can execute the given command without executing the command.</summary>
@@ -8802,7 +8841,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> AclDryrun(object username, object command, AclDryrunOptions options)
         {
-            return Queue(CommandArgs.AclDryrun(username, command, options), CommandArgs.S_ANY);
+            return Queue(CommandArgs.AclDryrun(username, command, options), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>ACL GENPASS</c> (server): Generate a pseudorandom secure password to use for ACL users.</summary>
@@ -8810,7 +8849,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> AclGenpass()
         {
-            return Queue(CommandArgs.AclGenpass(default(AclGenpassOptions)), CommandArgs.S_STRING);
+            return Queue(CommandArgs.AclGenpass(default(AclGenpassOptions)), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>ACL GENPASS</c> (server): Generate a pseudorandom secure password to use for ACL users.</summary>
@@ -8819,7 +8858,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> AclGenpass(AclGenpassOptions options)
         {
-            return Queue(CommandArgs.AclGenpass(options), CommandArgs.S_STRING);
+            return Queue(CommandArgs.AclGenpass(options), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>ACL GETUSER</c> (server): Get the rules for a specific ACL user.</summary>
@@ -8828,7 +8867,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
         public Reply<Dictionary<string, object>> AclGetuser(object username)
         {
-            return Queue(CommandArgs.AclGetuser(username), CommandArgs.S_MAP_STRING_ANYEN);
+            return Queue(CommandArgs.AclGetuser(username), CommandArgs.S_MAP_STRING_ANYEN, CommandArgs.I_MAP_STRING_ANYEN);
         }
 
         /// <summary><c>ACL LIST</c> (server): List the current ACL rules in ACL config file format.</summary>
@@ -8836,7 +8875,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> AclList()
         {
-            return Queue(CommandArgs.AclList(), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.AclList(), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ACL LOAD</c> (server): Reload the ACLs from the configured ACL file.</summary>
@@ -8844,7 +8883,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> AclLoad()
         {
-            return Queue(CommandArgs.AclLoad(), CommandArgs.S_OK);
+            return Queue(CommandArgs.AclLoad(), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>ACL LOG</c> (server): List latest events denied because of ACLs in place.</summary>
@@ -8852,7 +8891,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;[]</c> after the execution).</returns>
         public Reply<Dictionary<string, object>[]> AclLog()
         {
-            return Queue(CommandArgs.AclLog(default(AclLogOptions)), CommandArgs.S_ARRAY_MAP_STRING_ANYEE);
+            return Queue(CommandArgs.AclLog(default(AclLogOptions)), CommandArgs.S_ARRAY_MAP_STRING_ANYEE, CommandArgs.I_ARRAY_MAP_STRING_ANYEE);
         }
 
         /// <summary><c>ACL LOG</c> (server): List latest events denied because of ACLs in place.</summary>
@@ -8861,7 +8900,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;[]</c> after the execution).</returns>
         public Reply<Dictionary<string, object>[]> AclLog(AclLogOptions options)
         {
-            return Queue(CommandArgs.AclLog(options), CommandArgs.S_ARRAY_MAP_STRING_ANYEE);
+            return Queue(CommandArgs.AclLog(options), CommandArgs.S_ARRAY_MAP_STRING_ANYEE, CommandArgs.I_ARRAY_MAP_STRING_ANYEE);
         }
 
         /// <summary><c>ACL LOG</c> (server): List latest events denied because of ACLs in place.</summary>
@@ -8869,7 +8908,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> AclLogReset()
         {
-            return Queue(CommandArgs.AclLogReset(), CommandArgs.S_OK);
+            return Queue(CommandArgs.AclLogReset(), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>ACL SAVE</c> (server): Save the current ACL rules in the configured ACL file.</summary>
@@ -8877,7 +8916,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> AclSave()
         {
-            return Queue(CommandArgs.AclSave(), CommandArgs.S_OK);
+            return Queue(CommandArgs.AclSave(), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>ACL SETUSER</c> (server): Modify or create the rules for a specific ACL user.</summary>
@@ -8886,7 +8925,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> AclSetuser(object username)
         {
-            return Queue(CommandArgs.AclSetuser(username, default(AclSetuserOptions)), CommandArgs.S_OK);
+            return Queue(CommandArgs.AclSetuser(username, default(AclSetuserOptions)), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>ACL SETUSER</c> (server): Modify or create the rules for a specific ACL user.</summary>
@@ -8896,7 +8935,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> AclSetuser(object username, AclSetuserOptions options)
         {
-            return Queue(CommandArgs.AclSetuser(username, options), CommandArgs.S_OK);
+            return Queue(CommandArgs.AclSetuser(username, options), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>ACL USERS</c> (server): List the username of all the configured ACL rules.</summary>
@@ -8904,7 +8943,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> AclUsers()
         {
-            return Queue(CommandArgs.AclUsers(), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.AclUsers(), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ACL WHOAMI</c> (server): Return the name of the user associated to the current connection.</summary>
@@ -8912,7 +8951,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> AclWhoami()
         {
-            return Queue(CommandArgs.AclWhoami(), CommandArgs.S_STRING);
+            return Queue(CommandArgs.AclWhoami(), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>APPEND</c> (string): Append a value to a key.</summary>
@@ -8922,11 +8961,14 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Append(string key, object value)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             if (value == null) throw new ArgumentNullException(nameof(value));
-            _w.Append(CommandArgs.P_Append, key, value);
-            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+            _w.AppendKeyValue(CommandArgs.P_Append, key, value);
+            Reply<long> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INT << 56);
+            return reply;
         }
 
         /// <summary><c>BITCOUNT</c> (bitmap): Count set bits in a string.</summary>
@@ -8935,10 +8977,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Bitcount(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Bitcount, key);
-            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+            Reply<long> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INT << 56);
+            return reply;
         }
 
         /// <summary><c>BITCOUNT</c> (bitmap): Count set bits in a string.</summary>
@@ -8950,12 +8995,15 @@ namespace Slotlane
         {
             if (options.Start == null && options.End == null && !options.Byte && !options.Bit)
             {
-                Check();
+                if (_disposed) ThrowDisposed();
                 if (key == null) throw new ArgumentNullException(nameof(key));
                 _w.AppendKey(CommandArgs.P_Bitcount, key);
-                return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+                Reply<long> reply;
+                reply._p = this;
+                reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INT << 56);
+                return reply;
             }
-            return Queue(CommandArgs.Bitcount(key, options), CommandArgs.S_INT);
+            return Queue(CommandArgs.Bitcount(key, options), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>BITFIELD_RO</c> (bitmap): Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD.</summary>
@@ -8964,7 +9012,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long?[]</c> after the execution).</returns>
         public Reply<long?[]> BitfieldRo(string key)
         {
-            return Queue(CommandArgs.BitfieldRo(key, default(BitfieldRoOptions)), CommandArgs.S_ARRAY_INTNE);
+            return Queue(CommandArgs.BitfieldRo(key, default(BitfieldRoOptions)), CommandArgs.S_ARRAY_INTNE, CommandArgs.I_ARRAY_INTNE);
         }
 
         /// <summary><c>BITFIELD_RO</c> (bitmap): Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD.</summary>
@@ -8974,7 +9022,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long?[]</c> after the execution).</returns>
         public Reply<long?[]> BitfieldRo(string key, BitfieldRoOptions options)
         {
-            return Queue(CommandArgs.BitfieldRo(key, options), CommandArgs.S_ARRAY_INTNE);
+            return Queue(CommandArgs.BitfieldRo(key, options), CommandArgs.S_ARRAY_INTNE, CommandArgs.I_ARRAY_INTNE);
         }
 
         /// <summary><c>BITOP</c> (bitmap): Perform bitwise operations between strings.</summary>
@@ -8985,7 +9033,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Bitop(object operation, string destkey, params string[] keys)
         {
-            return Queue(CommandArgs.Bitop(operation, destkey, keys), CommandArgs.S_INT);
+            return Queue(CommandArgs.Bitop(operation, destkey, keys), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>BITPOS</c> (bitmap): Find first bit set or clear in a string.</summary>
@@ -8995,7 +9043,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Bitpos(string key, long bit)
         {
-            return Queue(CommandArgs.Bitpos(key, bit, default(BitposOptions)), CommandArgs.S_INT);
+            return Queue(CommandArgs.Bitpos(key, bit, default(BitposOptions)), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>BITPOS</c> (bitmap): Find first bit set or clear in a string.</summary>
@@ -9006,7 +9054,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Bitpos(string key, long bit, BitposOptions options)
         {
-            return Queue(CommandArgs.Bitpos(key, bit, options), CommandArgs.S_INT);
+            return Queue(CommandArgs.Bitpos(key, bit, options), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>BLMOVE</c> (list): Pop an element from a list, push it to another list and return it; or block until one is available.</summary>
@@ -9131,7 +9179,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> ClientGetname()
         {
-            return Queue(CommandArgs.ClientGetname(), CommandArgs.S_STRINGN);
+            return Queue(CommandArgs.ClientGetname(), CommandArgs.S_STRINGN, CommandArgs.I_STRINGN);
         }
 
         /// <summary><c>CLIENT GETREDIR</c> (connection): Get tracking notifications redirection client ID if any.</summary>
@@ -9139,7 +9187,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> ClientGetredir()
         {
-            return Queue(CommandArgs.ClientGetredir(), CommandArgs.S_INT);
+            return Queue(CommandArgs.ClientGetredir(), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>CLIENT ID</c> (connection): Returns the client ID for the current connection.</summary>
@@ -9147,7 +9195,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> ClientId()
         {
-            return Queue(CommandArgs.ClientId(), CommandArgs.S_INT);
+            return Queue(CommandArgs.ClientId(), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>CLIENT INFO</c> (connection): Returns information about the current client connection.</summary>
@@ -9155,7 +9203,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> ClientInfo()
         {
-            return Queue(CommandArgs.ClientInfo(), CommandArgs.S_STRING);
+            return Queue(CommandArgs.ClientInfo(), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>CLIENT KILL</c> (connection): Kill the connection of a client.</summary>
@@ -9163,7 +9211,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> ClientKill()
         {
-            return Queue(CommandArgs.ClientKill(default(ClientKillOptions)), CommandArgs.S_INT);
+            return Queue(CommandArgs.ClientKill(default(ClientKillOptions)), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>CLIENT KILL</c> (connection): Kill the connection of a client.</summary>
@@ -9172,7 +9220,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> ClientKill(ClientKillOptions options)
         {
-            return Queue(CommandArgs.ClientKill(options), CommandArgs.S_INT);
+            return Queue(CommandArgs.ClientKill(options), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>CLIENT LIST</c> (connection): Get the list of client connections.</summary>
@@ -9180,7 +9228,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> ClientList()
         {
-            return Queue(CommandArgs.ClientList(default(ClientListOptions)), CommandArgs.S_STRING);
+            return Queue(CommandArgs.ClientList(default(ClientListOptions)), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>CLIENT LIST</c> (connection): Get the list of client connections.</summary>
@@ -9189,7 +9237,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> ClientList(ClientListOptions options)
         {
-            return Queue(CommandArgs.ClientList(options), CommandArgs.S_STRING);
+            return Queue(CommandArgs.ClientList(options), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>CLIENT TRACKINGINFO</c> (connection): Return information about server assisted client side caching for the current connection.</summary>
@@ -9197,7 +9245,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
         public Reply<Dictionary<string, object>> ClientTrackinginfo()
         {
-            return Queue(CommandArgs.ClientTrackinginfo(), CommandArgs.S_MAP_STRING_ANYE);
+            return Queue(CommandArgs.ClientTrackinginfo(), CommandArgs.S_MAP_STRING_ANYE, CommandArgs.I_MAP_STRING_ANYE);
         }
 
         /// <summary><c>CLIENT UNBLOCK</c> (connection): Unblock a client blocked in a blocking command from a different connection.</summary>
@@ -9206,7 +9254,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> ClientUnblock(long clientId)
         {
-            return Queue(CommandArgs.ClientUnblock(clientId, default(ClientUnblockOptions)), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.ClientUnblock(clientId, default(ClientUnblockOptions)), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>CLIENT UNBLOCK</c> (connection): Unblock a client blocked in a blocking command from a different connection.</summary>
@@ -9216,7 +9264,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> ClientUnblock(long clientId, ClientUnblockOptions options)
         {
-            return Queue(CommandArgs.ClientUnblock(clientId, options), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.ClientUnblock(clientId, options), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>CLIENT UNPAUSE</c> (connection): Resume processing of clients that were paused.</summary>
@@ -9224,7 +9272,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> ClientUnpause()
         {
-            return Queue(CommandArgs.ClientUnpause(), CommandArgs.S_OK);
+            return Queue(CommandArgs.ClientUnpause(), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>COMMAND COUNT</c> (server): Get total number of Redis commands.</summary>
@@ -9232,7 +9280,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> CommandCount()
         {
-            return Queue(CommandArgs.CommandCount(), CommandArgs.S_INT);
+            return Queue(CommandArgs.CommandCount(), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>COMMAND DOCS</c> (server): Get array of specific Redis command documentation.</summary>
@@ -9240,7 +9288,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
         public Reply<Dictionary<string, object>> CommandDocs()
         {
-            return Queue(CommandArgs.CommandDocs(default(CommandDocsOptions)), CommandArgs.S_MAP_STRING_ANYE);
+            return Queue(CommandArgs.CommandDocs(default(CommandDocsOptions)), CommandArgs.S_MAP_STRING_ANYE, CommandArgs.I_MAP_STRING_ANYE);
         }
 
         /// <summary><c>COMMAND DOCS</c> (server): Get array of specific Redis command documentation.</summary>
@@ -9249,7 +9297,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
         public Reply<Dictionary<string, object>> CommandDocs(CommandDocsOptions options)
         {
-            return Queue(CommandArgs.CommandDocs(options), CommandArgs.S_MAP_STRING_ANYE);
+            return Queue(CommandArgs.CommandDocs(options), CommandArgs.S_MAP_STRING_ANYE, CommandArgs.I_MAP_STRING_ANYE);
         }
 
         /// <summary><c>COMMAND INFO</c> (server): Get array of specific Redis command details, or all when no argument is given.</summary>
@@ -9257,7 +9305,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
         public Reply<object[]> CommandInfo()
         {
-            return Queue(CommandArgs.CommandInfo(default(CommandInfoOptions)), CommandArgs.S_ARRAY_ANYE);
+            return Queue(CommandArgs.CommandInfo(default(CommandInfoOptions)), CommandArgs.S_ARRAY_ANYE, CommandArgs.I_ARRAY_ANYE);
         }
 
         /// <summary><c>COMMAND INFO</c> (server): Get array of specific Redis command details, or all when no argument is given.</summary>
@@ -9266,7 +9314,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
         public Reply<object[]> CommandInfo(CommandInfoOptions options)
         {
-            return Queue(CommandArgs.CommandInfo(options), CommandArgs.S_ARRAY_ANYE);
+            return Queue(CommandArgs.CommandInfo(options), CommandArgs.S_ARRAY_ANYE, CommandArgs.I_ARRAY_ANYE);
         }
 
         /// <summary><c>COMMAND LIST</c> (server): Get an array of Redis command names.</summary>
@@ -9274,7 +9322,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> CommandList()
         {
-            return Queue(CommandArgs.CommandList(default(CommandListOptions)), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.CommandList(default(CommandListOptions)), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>COMMAND LIST</c> (server): Get an array of Redis command names.</summary>
@@ -9283,7 +9331,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> CommandList(CommandListOptions options)
         {
-            return Queue(CommandArgs.CommandList(options), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.CommandList(options), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>CONFIG GET</c> (server): Get the values of configuration parameters.</summary>
@@ -9292,7 +9340,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, string&gt;</c> after the execution).</returns>
         public Reply<Dictionary<string, string>> ConfigGet(params object[] parameters)
         {
-            return Queue(CommandArgs.ConfigGet(parameters), CommandArgs.S_MAP_STRING_STRINGE);
+            return Queue(CommandArgs.ConfigGet(parameters), CommandArgs.S_MAP_STRING_STRINGE, CommandArgs.I_MAP_STRING_STRINGE);
         }
 
         /// <summary><c>CONFIG RESETSTAT</c> (server): Reset the stats returned by INFO.</summary>
@@ -9300,7 +9348,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> ConfigResetstat()
         {
-            return Queue(CommandArgs.ConfigResetstat(), CommandArgs.S_OK);
+            return Queue(CommandArgs.ConfigResetstat(), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>CONFIG REWRITE</c> (server): Rewrite the configuration file with the in memory configuration.</summary>
@@ -9308,7 +9356,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> ConfigRewrite()
         {
-            return Queue(CommandArgs.ConfigRewrite(), CommandArgs.S_OK);
+            return Queue(CommandArgs.ConfigRewrite(), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>CONFIG SET</c> (server): Set configuration parameters to the given values.</summary>
@@ -9317,7 +9365,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> ConfigSet(ValueTuple<object, object>[] parameterValue)
         {
-            return Queue(CommandArgs.ConfigSet(parameterValue), CommandArgs.S_OK);
+            return Queue(CommandArgs.ConfigSet(parameterValue), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>COPY</c> (generic): Copy a key.</summary>
@@ -9327,7 +9375,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Copy(string source, string destination)
         {
-            return Queue(CommandArgs.Copy(source, destination, default(CopyOptions)), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.Copy(source, destination, default(CopyOptions)), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>COPY</c> (generic): Copy a key.</summary>
@@ -9338,7 +9386,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Copy(string source, string destination, CopyOptions options)
         {
-            return Queue(CommandArgs.Copy(source, destination, options), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.Copy(source, destination, options), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>DBSIZE</c> (server): Return the number of keys in the selected database.</summary>
@@ -9346,7 +9394,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Dbsize()
         {
-            return Queue(CommandArgs.Dbsize(), CommandArgs.S_INT);
+            return Queue(CommandArgs.Dbsize(), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>DECR</c> (string): Decrement the integer value of a key by one.</summary>
@@ -9355,10 +9403,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Decr(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Decr, key);
-            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+            Reply<long> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INT << 56);
+            return reply;
         }
 
         /// <summary><c>DECRBY</c> (string): Decrement the integer value of a key by the given number.</summary>
@@ -9368,7 +9419,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Decrby(string key, long decrement)
         {
-            return Queue(CommandArgs.Decrby(key, decrement), CommandArgs.S_INT);
+            return Queue(CommandArgs.Decrby(key, decrement), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>DEL</c> (generic): Delete a key.</summary>
@@ -9377,7 +9428,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Delete(params string[] keys)
         {
-            return Queue(CommandArgs.Delete(keys), CommandArgs.S_INT);
+            return Queue(CommandArgs.Delete(keys), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>DUMP</c> (generic): Return a serialized version of the value stored at the specified key.</summary>
@@ -9386,10 +9437,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Dump(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Dump, key);
-            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
+            Reply<string> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_STRINGN << 56);
+            return reply;
         }
 
         /// <summary><c>ECHO</c> (connection): Echo the given string.</summary>
@@ -9398,7 +9452,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Echo(object message)
         {
-            return Queue(CommandArgs.Echo(message), CommandArgs.S_STRING);
+            return Queue(CommandArgs.Echo(message), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>EVAL</c> (scripting): Execute a Lua script server side.</summary>
@@ -9407,7 +9461,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> Eval(object script)
         {
-            return Queue(CommandArgs.Eval(script, default(EvalOptions)), CommandArgs.S_ANY);
+            return Queue(CommandArgs.Eval(script, default(EvalOptions)), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>EVAL</c> (scripting): Execute a Lua script server side.</summary>
@@ -9417,7 +9471,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> Eval(object script, EvalOptions options)
         {
-            return Queue(CommandArgs.Eval(script, options), CommandArgs.S_ANY);
+            return Queue(CommandArgs.Eval(script, options), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>EVAL_RO</c> (scripting): Execute a read-only Lua script server side.</summary>
@@ -9426,7 +9480,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> EvalRo(object script)
         {
-            return Queue(CommandArgs.EvalRo(script, default(EvalRoOptions)), CommandArgs.S_ANY);
+            return Queue(CommandArgs.EvalRo(script, default(EvalRoOptions)), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>EVAL_RO</c> (scripting): Execute a read-only Lua script server side.</summary>
@@ -9436,7 +9490,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> EvalRo(object script, EvalRoOptions options)
         {
-            return Queue(CommandArgs.EvalRo(script, options), CommandArgs.S_ANY);
+            return Queue(CommandArgs.EvalRo(script, options), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>EVALSHA</c> (scripting): Execute a Lua script server side.</summary>
@@ -9445,7 +9499,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> Evalsha(object sha1)
         {
-            return Queue(CommandArgs.Evalsha(sha1, default(EvalshaOptions)), CommandArgs.S_ANY);
+            return Queue(CommandArgs.Evalsha(sha1, default(EvalshaOptions)), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>EVALSHA</c> (scripting): Execute a Lua script server side.</summary>
@@ -9455,7 +9509,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> Evalsha(object sha1, EvalshaOptions options)
         {
-            return Queue(CommandArgs.Evalsha(sha1, options), CommandArgs.S_ANY);
+            return Queue(CommandArgs.Evalsha(sha1, options), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>EVALSHA_RO</c> (scripting): Execute a read-only Lua script server side.</summary>
@@ -9464,7 +9518,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> EvalshaRo(object sha1)
         {
-            return Queue(CommandArgs.EvalshaRo(sha1, default(EvalshaRoOptions)), CommandArgs.S_ANY);
+            return Queue(CommandArgs.EvalshaRo(sha1, default(EvalshaRoOptions)), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>EVALSHA_RO</c> (scripting): Execute a read-only Lua script server side.</summary>
@@ -9474,7 +9528,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> EvalshaRo(object sha1, EvalshaRoOptions options)
         {
-            return Queue(CommandArgs.EvalshaRo(sha1, options), CommandArgs.S_ANY);
+            return Queue(CommandArgs.EvalshaRo(sha1, options), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>EXISTS</c> (generic): Determine if a key exists.</summary>
@@ -9483,7 +9537,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Exists(params string[] keys)
         {
-            return Queue(CommandArgs.Exists(keys), CommandArgs.S_INT);
+            return Queue(CommandArgs.Exists(keys), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>EXPIRE</c> (generic): Set a key's time to live in seconds.</summary>
@@ -9493,7 +9547,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Expire(string key, long seconds)
         {
-            return Queue(CommandArgs.Expire(key, seconds, default(ExpireOptions)), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.Expire(key, seconds, default(ExpireOptions)), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>EXPIRE</c> (generic): Set a key's time to live in seconds.</summary>
@@ -9504,7 +9558,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Expire(string key, long seconds, ExpireOptions options)
         {
-            return Queue(CommandArgs.Expire(key, seconds, options), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.Expire(key, seconds, options), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>EXPIREAT</c> (generic): Set the expiration for a key as a UNIX timestamp.</summary>
@@ -9514,7 +9568,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Expireat(string key, long unixTimeSeconds)
         {
-            return Queue(CommandArgs.Expireat(key, unixTimeSeconds, default(ExpireatOptions)), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.Expireat(key, unixTimeSeconds, default(ExpireatOptions)), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>EXPIREAT</c> (generic): Set the expiration for a key as a UNIX timestamp.</summary>
@@ -9525,7 +9579,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Expireat(string key, long unixTimeSeconds, ExpireatOptions options)
         {
-            return Queue(CommandArgs.Expireat(key, unixTimeSeconds, options), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.Expireat(key, unixTimeSeconds, options), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>EXPIRETIME</c> (generic): Get the expiration Unix timestamp for a key.</summary>
@@ -9534,10 +9588,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Expiretime(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Expiretime, key);
-            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+            Reply<long> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INT << 56);
+            return reply;
         }
 
         /// <summary><c>FCALL</c> (scripting): Invoke a function.</summary>
@@ -9546,7 +9603,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> Fcall(object function)
         {
-            return Queue(CommandArgs.Fcall(function, default(FcallOptions)), CommandArgs.S_ANY);
+            return Queue(CommandArgs.Fcall(function, default(FcallOptions)), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>FCALL</c> (scripting): Invoke a function.</summary>
@@ -9556,7 +9613,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> Fcall(object function, FcallOptions options)
         {
-            return Queue(CommandArgs.Fcall(function, options), CommandArgs.S_ANY);
+            return Queue(CommandArgs.Fcall(function, options), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>FCALL_RO</c> (scripting): Invoke a read-only function.</summary>
@@ -9565,7 +9622,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> FcallRo(object function)
         {
-            return Queue(CommandArgs.FcallRo(function, default(FcallRoOptions)), CommandArgs.S_ANY);
+            return Queue(CommandArgs.FcallRo(function, default(FcallRoOptions)), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>FCALL_RO</c> (scripting): Invoke a read-only function.</summary>
@@ -9575,7 +9632,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> FcallRo(object function, FcallRoOptions options)
         {
-            return Queue(CommandArgs.FcallRo(function, options), CommandArgs.S_ANY);
+            return Queue(CommandArgs.FcallRo(function, options), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>FLUSHALL</c> (server): Remove all keys from all databases.</summary>
@@ -9583,7 +9640,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Flushall()
         {
-            return Queue(CommandArgs.Flushall(default(FlushallOptions)), CommandArgs.S_OK);
+            return Queue(CommandArgs.Flushall(default(FlushallOptions)), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>FLUSHALL</c> (server): Remove all keys from all databases.</summary>
@@ -9592,7 +9649,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Flushall(FlushallOptions options)
         {
-            return Queue(CommandArgs.Flushall(options), CommandArgs.S_OK);
+            return Queue(CommandArgs.Flushall(options), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>FLUSHDB</c> (server): Remove all keys from the current database.</summary>
@@ -9600,7 +9657,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Flushdb()
         {
-            return Queue(CommandArgs.Flushdb(default(FlushdbOptions)), CommandArgs.S_OK);
+            return Queue(CommandArgs.Flushdb(default(FlushdbOptions)), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>FLUSHDB</c> (server): Remove all keys from the current database.</summary>
@@ -9609,7 +9666,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Flushdb(FlushdbOptions options)
         {
-            return Queue(CommandArgs.Flushdb(options), CommandArgs.S_OK);
+            return Queue(CommandArgs.Flushdb(options), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>FUNCTION DELETE</c> (scripting): Delete a function by name.</summary>
@@ -9618,7 +9675,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> FunctionDelete(object libraryName)
         {
-            return Queue(CommandArgs.FunctionDelete(libraryName), CommandArgs.S_OK);
+            return Queue(CommandArgs.FunctionDelete(libraryName), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>FUNCTION DUMP</c> (scripting): Dump all functions into a serialized binary payload.</summary>
@@ -9626,7 +9683,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> FunctionDump()
         {
-            return Queue(CommandArgs.FunctionDump(), CommandArgs.S_STRING);
+            return Queue(CommandArgs.FunctionDump(), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>FUNCTION FLUSH</c> (scripting): Deleting all functions.</summary>
@@ -9634,7 +9691,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> FunctionFlush()
         {
-            return Queue(CommandArgs.FunctionFlush(default(FunctionFlushOptions)), CommandArgs.S_OK);
+            return Queue(CommandArgs.FunctionFlush(default(FunctionFlushOptions)), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>FUNCTION FLUSH</c> (scripting): Deleting all functions.</summary>
@@ -9643,7 +9700,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> FunctionFlush(FunctionFlushOptions options)
         {
-            return Queue(CommandArgs.FunctionFlush(options), CommandArgs.S_OK);
+            return Queue(CommandArgs.FunctionFlush(options), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>FUNCTION KILL</c> (scripting): Kill the function currently in execution.</summary>
@@ -9651,7 +9708,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> FunctionKill()
         {
-            return Queue(CommandArgs.FunctionKill(), CommandArgs.S_OK);
+            return Queue(CommandArgs.FunctionKill(), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>FUNCTION LIST</c> (scripting): List information about all the functions.</summary>
@@ -9659,7 +9716,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;[]</c> after the execution).</returns>
         public Reply<Dictionary<string, object>[]> FunctionList()
         {
-            return Queue(CommandArgs.FunctionList(default(FunctionListOptions)), CommandArgs.S_ARRAY_MAP_STRING_ANYEE);
+            return Queue(CommandArgs.FunctionList(default(FunctionListOptions)), CommandArgs.S_ARRAY_MAP_STRING_ANYEE, CommandArgs.I_ARRAY_MAP_STRING_ANYEE);
         }
 
         /// <summary><c>FUNCTION LIST</c> (scripting): List information about all the functions.</summary>
@@ -9668,7 +9725,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;[]</c> after the execution).</returns>
         public Reply<Dictionary<string, object>[]> FunctionList(FunctionListOptions options)
         {
-            return Queue(CommandArgs.FunctionList(options), CommandArgs.S_ARRAY_MAP_STRING_ANYEE);
+            return Queue(CommandArgs.FunctionList(options), CommandArgs.S_ARRAY_MAP_STRING_ANYEE, CommandArgs.I_ARRAY_MAP_STRING_ANYEE);
         }
 
         /// <summary><c>FUNCTION LOAD</c> (scripting): Create a function with the given arguments (name, code, description).</summary>
@@ -9677,7 +9734,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> FunctionLoad(object functionCode)
         {
-            return Queue(CommandArgs.FunctionLoad(functionCode, default(FunctionLoadOptions)), CommandArgs.S_STRING);
+            return Queue(CommandArgs.FunctionLoad(functionCode, default(FunctionLoadOptions)), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>FUNCTION LOAD</c> (scripting): Create a function with the given arguments (name, code, description).</summary>
@@ -9687,7 +9744,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> FunctionLoad(object functionCode, FunctionLoadOptions options)
         {
-            return Queue(CommandArgs.FunctionLoad(functionCode, options), CommandArgs.S_STRING);
+            return Queue(CommandArgs.FunctionLoad(functionCode, options), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>FUNCTION RESTORE</c> (scripting): Restore all the functions on the given payload.</summary>
@@ -9696,7 +9753,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> FunctionRestore(object serializedValue)
         {
-            return Queue(CommandArgs.FunctionRestore(serializedValue, default(FunctionRestoreOptions)), CommandArgs.S_OK);
+            return Queue(CommandArgs.FunctionRestore(serializedValue, default(FunctionRestoreOptions)), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>FUNCTION RESTORE</c> (scripting): Restore all the functions on the given payload.</summary>
@@ -9706,7 +9763,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> FunctionRestore(object serializedValue, FunctionRestoreOptions options)
         {
-            return Queue(CommandArgs.FunctionRestore(serializedValue, options), CommandArgs.S_OK);
+            return Queue(CommandArgs.FunctionRestore(serializedValue, options), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>FUNCTION STATS</c> (scripting): Return information about the function currently running (name, description, duration).</summary>
@@ -9714,7 +9771,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
         public Reply<Dictionary<string, object>> FunctionStats()
         {
-            return Queue(CommandArgs.FunctionStats(), CommandArgs.S_MAP_STRING_ANYE);
+            return Queue(CommandArgs.FunctionStats(), CommandArgs.S_MAP_STRING_ANYE, CommandArgs.I_MAP_STRING_ANYE);
         }
 
         /// <summary><c>GEOADD</c> (geo): Add one or more geospatial items in the geospatial index represented using a sorted set.</summary>
@@ -9724,7 +9781,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Geoadd(string key, ValueTuple<double, double, object>[] longitudeLatitudeMember)
         {
-            return Queue(CommandArgs.Geoadd(key, longitudeLatitudeMember, default(GeoaddOptions)), CommandArgs.S_INT);
+            return Queue(CommandArgs.Geoadd(key, longitudeLatitudeMember, default(GeoaddOptions)), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>GEOADD</c> (geo): Add one or more geospatial items in the geospatial index represented using a sorted set.</summary>
@@ -9735,7 +9792,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Geoadd(string key, ValueTuple<double, double, object>[] longitudeLatitudeMember, GeoaddOptions options)
         {
-            return Queue(CommandArgs.Geoadd(key, longitudeLatitudeMember, options), CommandArgs.S_INT);
+            return Queue(CommandArgs.Geoadd(key, longitudeLatitudeMember, options), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>GEODIST</c> (geo): Returns the distance between two members of a geospatial index.</summary>
@@ -9746,7 +9803,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>double?</c> after the execution).</returns>
         public Reply<double?> Geodist(string key, object member1, object member2)
         {
-            return Queue(CommandArgs.Geodist(key, member1, member2, default(GeodistOptions)), CommandArgs.S_DOUBLEN);
+            return Queue(CommandArgs.Geodist(key, member1, member2, default(GeodistOptions)), CommandArgs.S_DOUBLEN, CommandArgs.I_DOUBLEN);
         }
 
         /// <summary><c>GEODIST</c> (geo): Returns the distance between two members of a geospatial index.</summary>
@@ -9758,7 +9815,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>double?</c> after the execution).</returns>
         public Reply<double?> Geodist(string key, object member1, object member2, GeodistOptions options)
         {
-            return Queue(CommandArgs.Geodist(key, member1, member2, options), CommandArgs.S_DOUBLEN);
+            return Queue(CommandArgs.Geodist(key, member1, member2, options), CommandArgs.S_DOUBLEN, CommandArgs.I_DOUBLEN);
         }
 
         /// <summary><c>GEOHASH</c> (geo): Returns members of a geospatial index as standard geohash strings.</summary>
@@ -9768,7 +9825,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> Geohash(string key, params object[] members)
         {
-            return Queue(CommandArgs.Geohash(key, members), CommandArgs.S_ARRAY_STRINGNE);
+            return Queue(CommandArgs.Geohash(key, members), CommandArgs.S_ARRAY_STRINGNE, CommandArgs.I_ARRAY_STRINGNE);
         }
 
         /// <summary><c>GEOPOS</c> (geo): Returns longitude and latitude of members of a geospatial index.</summary>
@@ -9778,7 +9835,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;double, double&gt;?[]</c> after the execution).</returns>
         public Reply<ValueTuple<double, double>?[]> Geopos(string key, params object[] members)
         {
-            return Queue(CommandArgs.Geopos(key, members), CommandArgs.S_ARRAY_TUPLE_DOUBLE_DOUBLEENE);
+            return Queue(CommandArgs.Geopos(key, members), CommandArgs.S_ARRAY_TUPLE_DOUBLE_DOUBLEENE, CommandArgs.I_ARRAY_TUPLE_DOUBLE_DOUBLEENE);
         }
 
         /// <summary><c>GEORADIUS</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point.</summary>
@@ -9791,7 +9848,7 @@ namespace Slotlane
         [Obsolete("GEORADIUS is deprecated since Redis 6.2.0")]
         public Reply<string[]> Georadius(string key, double longitude, double latitude, double radius)
         {
-            return Queue(CommandArgs.Georadius(key, longitude, latitude, radius, default(GeoradiusOptions)), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Georadius(key, longitude, latitude, radius, default(GeoradiusOptions)), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>GEORADIUS</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point.</summary>
@@ -9805,7 +9862,7 @@ namespace Slotlane
         [Obsolete("GEORADIUS is deprecated since Redis 6.2.0")]
         public Reply<string[]> Georadius(string key, double longitude, double latitude, double radius, GeoradiusOptions options)
         {
-            return Queue(CommandArgs.Georadius(key, longitude, latitude, radius, options), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Georadius(key, longitude, latitude, radius, options), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>GEORADIUS_RO</c> (geo): A read-only variant for GEORADIUS.</summary>
@@ -9818,7 +9875,7 @@ namespace Slotlane
         [Obsolete("GEORADIUS_RO is deprecated since Redis 6.2.0")]
         public Reply<string[]> GeoradiusRo(string key, double longitude, double latitude, double radius)
         {
-            return Queue(CommandArgs.GeoradiusRo(key, longitude, latitude, radius, default(GeoradiusRoOptions)), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.GeoradiusRo(key, longitude, latitude, radius, default(GeoradiusRoOptions)), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>GEORADIUS_RO</c> (geo): A read-only variant for GEORADIUS.</summary>
@@ -9832,7 +9889,7 @@ namespace Slotlane
         [Obsolete("GEORADIUS_RO is deprecated since Redis 6.2.0")]
         public Reply<string[]> GeoradiusRo(string key, double longitude, double latitude, double radius, GeoradiusRoOptions options)
         {
-            return Queue(CommandArgs.GeoradiusRo(key, longitude, latitude, radius, options), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.GeoradiusRo(key, longitude, latitude, radius, options), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>GEORADIUS_RO</c> (geo): A read-only variant for GEORADIUS.</summary>
@@ -9845,7 +9902,7 @@ namespace Slotlane
         [Obsolete("GEORADIUS_RO is deprecated since Redis 6.2.0")]
         public Reply<object[]> GeoradiusRoWith(string key, double longitude, double latitude, double radius)
         {
-            return Queue(CommandArgs.GeoradiusRoWith(key, longitude, latitude, radius, default(GeoradiusRoWithOptions)), CommandArgs.S_ARRAY_ANYE);
+            return Queue(CommandArgs.GeoradiusRoWith(key, longitude, latitude, radius, default(GeoradiusRoWithOptions)), CommandArgs.S_ARRAY_ANYE, CommandArgs.I_ARRAY_ANYE);
         }
 
         /// <summary><c>GEORADIUS_RO</c> (geo): A read-only variant for GEORADIUS.</summary>
@@ -9859,7 +9916,7 @@ namespace Slotlane
         [Obsolete("GEORADIUS_RO is deprecated since Redis 6.2.0")]
         public Reply<object[]> GeoradiusRoWith(string key, double longitude, double latitude, double radius, GeoradiusRoWithOptions options)
         {
-            return Queue(CommandArgs.GeoradiusRoWith(key, longitude, latitude, radius, options), CommandArgs.S_ARRAY_ANYE);
+            return Queue(CommandArgs.GeoradiusRoWith(key, longitude, latitude, radius, options), CommandArgs.S_ARRAY_ANYE, CommandArgs.I_ARRAY_ANYE);
         }
 
         /// <summary><c>GEORADIUS</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point.</summary>
@@ -9873,7 +9930,7 @@ namespace Slotlane
         [Obsolete("GEORADIUS is deprecated since Redis 6.2.0")]
         public Reply<long> GeoradiusStore(string key, double longitude, double latitude, double radius, string store)
         {
-            return Queue(CommandArgs.GeoradiusStore(key, longitude, latitude, radius, store, default(GeoradiusStoreOptions)), CommandArgs.S_INT);
+            return Queue(CommandArgs.GeoradiusStore(key, longitude, latitude, radius, store, default(GeoradiusStoreOptions)), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>GEORADIUS</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point.</summary>
@@ -9888,7 +9945,7 @@ namespace Slotlane
         [Obsolete("GEORADIUS is deprecated since Redis 6.2.0")]
         public Reply<long> GeoradiusStore(string key, double longitude, double latitude, double radius, string store, GeoradiusStoreOptions options)
         {
-            return Queue(CommandArgs.GeoradiusStore(key, longitude, latitude, radius, store, options), CommandArgs.S_INT);
+            return Queue(CommandArgs.GeoradiusStore(key, longitude, latitude, radius, store, options), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>GEORADIUS</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point.</summary>
@@ -9901,7 +9958,7 @@ namespace Slotlane
         [Obsolete("GEORADIUS is deprecated since Redis 6.2.0")]
         public Reply<object[]> GeoradiusWith(string key, double longitude, double latitude, double radius)
         {
-            return Queue(CommandArgs.GeoradiusWith(key, longitude, latitude, radius, default(GeoradiusWithOptions)), CommandArgs.S_ARRAY_ANYE);
+            return Queue(CommandArgs.GeoradiusWith(key, longitude, latitude, radius, default(GeoradiusWithOptions)), CommandArgs.S_ARRAY_ANYE, CommandArgs.I_ARRAY_ANYE);
         }
 
         /// <summary><c>GEORADIUS</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point.</summary>
@@ -9915,7 +9972,7 @@ namespace Slotlane
         [Obsolete("GEORADIUS is deprecated since Redis 6.2.0")]
         public Reply<object[]> GeoradiusWith(string key, double longitude, double latitude, double radius, GeoradiusWithOptions options)
         {
-            return Queue(CommandArgs.GeoradiusWith(key, longitude, latitude, radius, options), CommandArgs.S_ARRAY_ANYE);
+            return Queue(CommandArgs.GeoradiusWith(key, longitude, latitude, radius, options), CommandArgs.S_ARRAY_ANYE, CommandArgs.I_ARRAY_ANYE);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.</summary>
@@ -9927,7 +9984,7 @@ namespace Slotlane
         [Obsolete("GEORADIUSBYMEMBER is deprecated since Redis 6.2.0")]
         public Reply<string[]> Georadiusbymember(string key, object member, double radius)
         {
-            return Queue(CommandArgs.Georadiusbymember(key, member, radius, default(GeoradiusbymemberOptions)), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Georadiusbymember(key, member, radius, default(GeoradiusbymemberOptions)), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.</summary>
@@ -9940,7 +9997,7 @@ namespace Slotlane
         [Obsolete("GEORADIUSBYMEMBER is deprecated since Redis 6.2.0")]
         public Reply<string[]> Georadiusbymember(string key, object member, double radius, GeoradiusbymemberOptions options)
         {
-            return Queue(CommandArgs.Georadiusbymember(key, member, radius, options), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Georadiusbymember(key, member, radius, options), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER_RO</c> (geo): A read-only variant for GEORADIUSBYMEMBER.</summary>
@@ -9952,7 +10009,7 @@ namespace Slotlane
         [Obsolete("GEORADIUSBYMEMBER_RO is deprecated since Redis 6.2.0")]
         public Reply<string[]> GeoradiusbymemberRo(string key, object member, double radius)
         {
-            return Queue(CommandArgs.GeoradiusbymemberRo(key, member, radius, default(GeoradiusbymemberRoOptions)), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.GeoradiusbymemberRo(key, member, radius, default(GeoradiusbymemberRoOptions)), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER_RO</c> (geo): A read-only variant for GEORADIUSBYMEMBER.</summary>
@@ -9965,7 +10022,7 @@ namespace Slotlane
         [Obsolete("GEORADIUSBYMEMBER_RO is deprecated since Redis 6.2.0")]
         public Reply<string[]> GeoradiusbymemberRo(string key, object member, double radius, GeoradiusbymemberRoOptions options)
         {
-            return Queue(CommandArgs.GeoradiusbymemberRo(key, member, radius, options), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.GeoradiusbymemberRo(key, member, radius, options), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER_RO</c> (geo): A read-only variant for GEORADIUSBYMEMBER.</summary>
@@ -9977,7 +10034,7 @@ namespace Slotlane
         [Obsolete("GEORADIUSBYMEMBER_RO is deprecated since Redis 6.2.0")]
         public Reply<object[]> GeoradiusbymemberRoWith(string key, object member, double radius)
         {
-            return Queue(CommandArgs.GeoradiusbymemberRoWith(key, member, radius, default(GeoradiusbymemberRoWithOptions)), CommandArgs.S_ARRAY_ANYE);
+            return Queue(CommandArgs.GeoradiusbymemberRoWith(key, member, radius, default(GeoradiusbymemberRoWithOptions)), CommandArgs.S_ARRAY_ANYE, CommandArgs.I_ARRAY_ANYE);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER_RO</c> (geo): A read-only variant for GEORADIUSBYMEMBER.</summary>
@@ -9990,7 +10047,7 @@ namespace Slotlane
         [Obsolete("GEORADIUSBYMEMBER_RO is deprecated since Redis 6.2.0")]
         public Reply<object[]> GeoradiusbymemberRoWith(string key, object member, double radius, GeoradiusbymemberRoWithOptions options)
         {
-            return Queue(CommandArgs.GeoradiusbymemberRoWith(key, member, radius, options), CommandArgs.S_ARRAY_ANYE);
+            return Queue(CommandArgs.GeoradiusbymemberRoWith(key, member, radius, options), CommandArgs.S_ARRAY_ANYE, CommandArgs.I_ARRAY_ANYE);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.</summary>
@@ -10003,7 +10060,7 @@ namespace Slotlane
         [Obsolete("GEORADIUSBYMEMBER is deprecated since Redis 6.2.0")]
         public Reply<long> GeoradiusbymemberStore(string key, object member, double radius, string store)
         {
-            return Queue(CommandArgs.GeoradiusbymemberStore(key, member, radius, store, default(GeoradiusbymemberStoreOptions)), CommandArgs.S_INT);
+            return Queue(CommandArgs.GeoradiusbymemberStore(key, member, radius, store, default(GeoradiusbymemberStoreOptions)), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.</summary>
@@ -10017,7 +10074,7 @@ namespace Slotlane
         [Obsolete("GEORADIUSBYMEMBER is deprecated since Redis 6.2.0")]
         public Reply<long> GeoradiusbymemberStore(string key, object member, double radius, string store, GeoradiusbymemberStoreOptions options)
         {
-            return Queue(CommandArgs.GeoradiusbymemberStore(key, member, radius, store, options), CommandArgs.S_INT);
+            return Queue(CommandArgs.GeoradiusbymemberStore(key, member, radius, store, options), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.</summary>
@@ -10029,7 +10086,7 @@ namespace Slotlane
         [Obsolete("GEORADIUSBYMEMBER is deprecated since Redis 6.2.0")]
         public Reply<object[]> GeoradiusbymemberWith(string key, object member, double radius)
         {
-            return Queue(CommandArgs.GeoradiusbymemberWith(key, member, radius, default(GeoradiusbymemberWithOptions)), CommandArgs.S_ARRAY_ANYE);
+            return Queue(CommandArgs.GeoradiusbymemberWith(key, member, radius, default(GeoradiusbymemberWithOptions)), CommandArgs.S_ARRAY_ANYE, CommandArgs.I_ARRAY_ANYE);
         }
 
         /// <summary><c>GEORADIUSBYMEMBER</c> (geo): Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member.</summary>
@@ -10042,7 +10099,7 @@ namespace Slotlane
         [Obsolete("GEORADIUSBYMEMBER is deprecated since Redis 6.2.0")]
         public Reply<object[]> GeoradiusbymemberWith(string key, object member, double radius, GeoradiusbymemberWithOptions options)
         {
-            return Queue(CommandArgs.GeoradiusbymemberWith(key, member, radius, options), CommandArgs.S_ARRAY_ANYE);
+            return Queue(CommandArgs.GeoradiusbymemberWith(key, member, radius, options), CommandArgs.S_ARRAY_ANYE, CommandArgs.I_ARRAY_ANYE);
         }
 
         /// <summary><c>GEOSEARCH</c> (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.</summary>
@@ -10051,10 +10108,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> Geosearch(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Geosearch, key);
-            return new Reply<string[]>(this, _w.Count - 1, _gen, CommandArgs.S_ARRAY_STRINGE);
+            Reply<string[]> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_ARRAY_STRINGE << 56);
+            return reply;
         }
 
         /// <summary><c>GEOSEARCH</c> (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.</summary>
@@ -10066,12 +10126,15 @@ namespace Slotlane
         {
             if (options.Frommember == null && options.Longitude == null && options.Latitude == null && options.Byradius == null && !options.M && !options.Km && !options.Ft && !options.Mi && options.Bybox == null && options.Height == null && !options.Asc && !options.Desc && options.Count == null && !options.Any)
             {
-                Check();
+                if (_disposed) ThrowDisposed();
                 if (key == null) throw new ArgumentNullException(nameof(key));
                 _w.AppendKey(CommandArgs.P_Geosearch, key);
-                return new Reply<string[]>(this, _w.Count - 1, _gen, CommandArgs.S_ARRAY_STRINGE);
+                Reply<string[]> reply;
+                reply._p = this;
+                reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_ARRAY_STRINGE << 56);
+                return reply;
             }
-            return Queue(CommandArgs.Geosearch(key, options), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Geosearch(key, options), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>GEOSEARCH</c> (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.</summary>
@@ -10080,10 +10143,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
         public Reply<object[]> GeosearchWith(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_GeosearchWith, key);
-            return new Reply<object[]>(this, _w.Count - 1, _gen, CommandArgs.S_ARRAY_ANYE);
+            Reply<object[]> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_ARRAY_ANYE << 56);
+            return reply;
         }
 
         /// <summary><c>GEOSEARCH</c> (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.</summary>
@@ -10095,12 +10161,15 @@ namespace Slotlane
         {
             if (options.Frommember == null && options.Longitude == null && options.Latitude == null && options.Byradius == null && !options.M && !options.Km && !options.Ft && !options.Mi && options.Bybox == null && options.Height == null && !options.Asc && !options.Desc && options.Count == null && !options.Any && !options.Withcoord && !options.Withdist && !options.Withhash)
             {
-                Check();
+                if (_disposed) ThrowDisposed();
                 if (key == null) throw new ArgumentNullException(nameof(key));
                 _w.AppendKey(CommandArgs.P_GeosearchWith, key);
-                return new Reply<object[]>(this, _w.Count - 1, _gen, CommandArgs.S_ARRAY_ANYE);
+                Reply<object[]> reply;
+                reply._p = this;
+                reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_ARRAY_ANYE << 56);
+                return reply;
             }
-            return Queue(CommandArgs.GeosearchWith(key, options), CommandArgs.S_ARRAY_ANYE);
+            return Queue(CommandArgs.GeosearchWith(key, options), CommandArgs.S_ARRAY_ANYE, CommandArgs.I_ARRAY_ANYE);
         }
 
         /// <summary><c>GEOSEARCHSTORE</c> (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle, and store the result in another key.</summary>
@@ -10110,7 +10179,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Geosearchstore(string destination, string source)
         {
-            return Queue(CommandArgs.Geosearchstore(destination, source, default(GeosearchstoreOptions)), CommandArgs.S_INT);
+            return Queue(CommandArgs.Geosearchstore(destination, source, default(GeosearchstoreOptions)), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>GEOSEARCHSTORE</c> (geo): Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle, and store the result in another key.</summary>
@@ -10121,7 +10190,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Geosearchstore(string destination, string source, GeosearchstoreOptions options)
         {
-            return Queue(CommandArgs.Geosearchstore(destination, source, options), CommandArgs.S_INT);
+            return Queue(CommandArgs.Geosearchstore(destination, source, options), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>GET</c> (string): Get the value of a key.</summary>
@@ -10130,10 +10199,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Get(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Get, key);
-            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
+            Reply<string> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_STRINGN << 56);
+            return reply;
         }
 
         /// <summary><c>GETBIT</c> (bitmap): Returns the bit value at offset in the string value stored at key.</summary>
@@ -10143,7 +10215,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Getbit(string key, long offset)
         {
-            return Queue(CommandArgs.Getbit(key, offset), CommandArgs.S_INT);
+            return Queue(CommandArgs.Getbit(key, offset), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>GETDEL</c> (string): Get the value of a key and delete the key.</summary>
@@ -10152,10 +10224,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Getdel(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Getdel, key);
-            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
+            Reply<string> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_STRINGN << 56);
+            return reply;
         }
 
         /// <summary><c>GETEX</c> (string): Get the value of a key and optionally set its expiration.</summary>
@@ -10164,10 +10239,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Getex(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Getex, key);
-            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
+            Reply<string> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_STRINGN << 56);
+            return reply;
         }
 
         /// <summary><c>GETEX</c> (string): Get the value of a key and optionally set its expiration.</summary>
@@ -10179,12 +10257,15 @@ namespace Slotlane
         {
             if (options.Ex == null && options.Px == null && options.Exat == null && options.Pxat == null && !options.Persist)
             {
-                Check();
+                if (_disposed) ThrowDisposed();
                 if (key == null) throw new ArgumentNullException(nameof(key));
                 _w.AppendKey(CommandArgs.P_Getex, key);
-                return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
+                Reply<string> reply;
+                reply._p = this;
+                reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_STRINGN << 56);
+                return reply;
             }
-            return Queue(CommandArgs.Getex(key, options), CommandArgs.S_STRINGN);
+            return Queue(CommandArgs.Getex(key, options), CommandArgs.S_STRINGN, CommandArgs.I_STRINGN);
         }
 
         /// <summary><c>GETRANGE</c> (string): Get a substring of the string stored at a key.</summary>
@@ -10195,7 +10276,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Getrange(string key, long start, long end)
         {
-            return Queue(CommandArgs.Getrange(key, start, end), CommandArgs.S_STRING);
+            return Queue(CommandArgs.Getrange(key, start, end), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>GETSET</c> (string): Set the string value of a key and return its old value.</summary>
@@ -10206,11 +10287,14 @@ namespace Slotlane
         [Obsolete("GETSET is deprecated since Redis 6.2.0")]
         public Reply<string> Getset(string key, object value)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             if (value == null) throw new ArgumentNullException(nameof(value));
-            _w.Append(CommandArgs.P_Getset, key, value);
-            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
+            _w.AppendKeyValue(CommandArgs.P_Getset, key, value);
+            Reply<string> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_STRINGN << 56);
+            return reply;
         }
 
         /// <summary><c>HDEL</c> (hash): Delete one or more hash fields.</summary>
@@ -10220,7 +10304,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Hdel(string key, params object[] fields)
         {
-            return Queue(CommandArgs.Hdel(key, fields), CommandArgs.S_INT);
+            return Queue(CommandArgs.Hdel(key, fields), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>HEXISTS</c> (hash): Determine if a hash field exists.</summary>
@@ -10230,11 +10314,14 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Hexists(string key, object field)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             if (field == null) throw new ArgumentNullException(nameof(field));
-            _w.Append(CommandArgs.P_Hexists, key, field);
-            return new Reply<bool>(this, _w.Count - 1, _gen, CommandArgs.S_BOOL);
+            _w.AppendKeyValue(CommandArgs.P_Hexists, key, field);
+            Reply<bool> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_BOOL << 56);
+            return reply;
         }
 
         /// <summary><c>HGET</c> (hash): Get the value of a hash field.</summary>
@@ -10244,11 +10331,14 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Hget(string key, object field)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             if (field == null) throw new ArgumentNullException(nameof(field));
-            _w.Append(CommandArgs.P_Hget, key, field);
-            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
+            _w.AppendKeyValue(CommandArgs.P_Hget, key, field);
+            Reply<string> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_STRINGN << 56);
+            return reply;
         }
 
         /// <summary><c>HGETALL</c> (hash): Get all the fields and values in a hash.</summary>
@@ -10257,10 +10347,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, string&gt;</c> after the execution).</returns>
         public Reply<Dictionary<string, string>> Hgetall(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Hgetall, key);
-            return new Reply<Dictionary<string, string>>(this, _w.Count - 1, _gen, CommandArgs.S_MAP_STRING_STRINGE);
+            Reply<Dictionary<string, string>> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_MAP_STRING_STRINGE << 56);
+            return reply;
         }
 
         /// <summary><c>HINCRBY</c> (hash): Increment the integer value of a hash field by the given number.</summary>
@@ -10271,7 +10364,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Hincrby(string key, object field, long increment)
         {
-            return Queue(CommandArgs.Hincrby(key, field, increment), CommandArgs.S_INT);
+            return Queue(CommandArgs.Hincrby(key, field, increment), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>HINCRBYFLOAT</c> (hash): Increment the float value of a hash field by the given amount.</summary>
@@ -10282,7 +10375,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>double</c> after the execution).</returns>
         public Reply<double> Hincrbyfloat(string key, object field, double increment)
         {
-            return Queue(CommandArgs.Hincrbyfloat(key, field, increment), CommandArgs.S_DOUBLE);
+            return Queue(CommandArgs.Hincrbyfloat(key, field, increment), CommandArgs.S_DOUBLE, CommandArgs.I_DOUBLE);
         }
 
         /// <summary><c>HKEYS</c> (hash): Get all the fields in a hash.</summary>
@@ -10291,10 +10384,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> Hkeys(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Hkeys, key);
-            return new Reply<string[]>(this, _w.Count - 1, _gen, CommandArgs.S_ARRAY_STRINGE);
+            Reply<string[]> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_ARRAY_STRINGE << 56);
+            return reply;
         }
 
         /// <summary><c>HLEN</c> (hash): Get the number of fields in a hash.</summary>
@@ -10303,10 +10399,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Hlen(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Hlen, key);
-            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+            Reply<long> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INT << 56);
+            return reply;
         }
 
         /// <summary><c>HMGET</c> (hash): Get the values of all the given hash fields.</summary>
@@ -10316,7 +10415,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> Hmget(string key, params object[] fields)
         {
-            return Queue(CommandArgs.Hmget(key, fields), CommandArgs.S_ARRAY_STRINGNE);
+            return Queue(CommandArgs.Hmget(key, fields), CommandArgs.S_ARRAY_STRINGNE, CommandArgs.I_ARRAY_STRINGNE);
         }
 
         /// <summary><c>HMSET</c> (hash): Set multiple hash fields to multiple values.</summary>
@@ -10327,7 +10426,7 @@ namespace Slotlane
         [Obsolete("HMSET is deprecated since Redis 4.0.0")]
         public Reply<bool> Hmset(string key, ValueTuple<object, object>[] fieldValue)
         {
-            return Queue(CommandArgs.Hmset(key, fieldValue), CommandArgs.S_OK);
+            return Queue(CommandArgs.Hmset(key, fieldValue), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>HRANDFIELD</c> (hash): Get one or multiple random fields from a hash.</summary>
@@ -10336,10 +10435,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Hrandfield(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Hrandfield, key);
-            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
+            Reply<string> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_STRINGN << 56);
+            return reply;
         }
 
         /// <summary><c>HRANDFIELD</c> (hash): Get one or multiple random fields from a hash.</summary>
@@ -10349,7 +10451,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> HrandfieldCount(string key, long count)
         {
-            return Queue(CommandArgs.HrandfieldCount(key, count), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.HrandfieldCount(key, count), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>HRANDFIELD</c> (hash): Get one or multiple random fields from a hash.</summary>
@@ -10359,7 +10461,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, string&gt;[]</c> after the execution).</returns>
         public Reply<KeyValuePair<string, string>[]> HrandfieldWithvalues(string key, long count)
         {
-            return Queue(CommandArgs.HrandfieldWithvalues(key, count), CommandArgs.S_PAIRS_STRING_STRINGE);
+            return Queue(CommandArgs.HrandfieldWithvalues(key, count), CommandArgs.S_PAIRS_STRING_STRINGE, CommandArgs.I_PAIRS_STRING_STRINGE);
         }
 
         /// <summary><c>HSCAN</c> (hash): Incrementally iterate hash fields and associated values.</summary>
@@ -10369,7 +10471,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;ulong, KeyValuePair&lt;string, string&gt;[]&gt;</c> after the execution).</returns>
         public Reply<ValueTuple<ulong, KeyValuePair<string, string>[]>> Hscan(string key, long cursor)
         {
-            return Queue(CommandArgs.Hscan(key, cursor, default(HscanOptions)), CommandArgs.S_TUPLE_CURSOR_PAIRS_STRING_STRINGEE);
+            return Queue(CommandArgs.Hscan(key, cursor, default(HscanOptions)), CommandArgs.S_TUPLE_CURSOR_PAIRS_STRING_STRINGEE, CommandArgs.I_TUPLE_CURSOR_PAIRS_STRING_STRINGEE);
         }
 
         /// <summary><c>HSCAN</c> (hash): Incrementally iterate hash fields and associated values.</summary>
@@ -10380,7 +10482,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;ulong, KeyValuePair&lt;string, string&gt;[]&gt;</c> after the execution).</returns>
         public Reply<ValueTuple<ulong, KeyValuePair<string, string>[]>> Hscan(string key, long cursor, HscanOptions options)
         {
-            return Queue(CommandArgs.Hscan(key, cursor, options), CommandArgs.S_TUPLE_CURSOR_PAIRS_STRING_STRINGEE);
+            return Queue(CommandArgs.Hscan(key, cursor, options), CommandArgs.S_TUPLE_CURSOR_PAIRS_STRING_STRINGEE, CommandArgs.I_TUPLE_CURSOR_PAIRS_STRING_STRINGEE);
         }
 
         /// <summary><c>HSET</c> (hash): Set the string value of a hash field.</summary>
@@ -10390,7 +10492,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Hset(string key, ValueTuple<object, object>[] fieldValue)
         {
-            return Queue(CommandArgs.Hset(key, fieldValue), CommandArgs.S_INT);
+            return Queue(CommandArgs.Hset(key, fieldValue), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>HSETNX</c> (hash): Set the value of a hash field, only if the field does not exist.</summary>
@@ -10401,7 +10503,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Hsetnx(string key, object field, object value)
         {
-            return Queue(CommandArgs.Hsetnx(key, field, value), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.Hsetnx(key, field, value), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>HSTRLEN</c> (hash): Get the length of the value of a hash field.</summary>
@@ -10411,11 +10513,14 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Hstrlen(string key, object field)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             if (field == null) throw new ArgumentNullException(nameof(field));
-            _w.Append(CommandArgs.P_Hstrlen, key, field);
-            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+            _w.AppendKeyValue(CommandArgs.P_Hstrlen, key, field);
+            Reply<long> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INT << 56);
+            return reply;
         }
 
         /// <summary><c>HVALS</c> (hash): Get all the values in a hash.</summary>
@@ -10424,10 +10529,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> Hvals(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Hvals, key);
-            return new Reply<string[]>(this, _w.Count - 1, _gen, CommandArgs.S_ARRAY_STRINGE);
+            Reply<string[]> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_ARRAY_STRINGE << 56);
+            return reply;
         }
 
         /// <summary><c>INCR</c> (string): Increment the integer value of a key by one.</summary>
@@ -10436,10 +10544,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Incr(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Incr, key);
-            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+            Reply<long> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INT << 56);
+            return reply;
         }
 
         /// <summary><c>INCRBY</c> (string): Increment the integer value of a key by the given amount.</summary>
@@ -10449,7 +10560,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Incrby(string key, long increment)
         {
-            return Queue(CommandArgs.Incrby(key, increment), CommandArgs.S_INT);
+            return Queue(CommandArgs.Incrby(key, increment), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>INCRBYFLOAT</c> (string): Increment the float value of a key by the given amount.</summary>
@@ -10459,7 +10570,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>double</c> after the execution).</returns>
         public Reply<double> Incrbyfloat(string key, double increment)
         {
-            return Queue(CommandArgs.Incrbyfloat(key, increment), CommandArgs.S_DOUBLE);
+            return Queue(CommandArgs.Incrbyfloat(key, increment), CommandArgs.S_DOUBLE, CommandArgs.I_DOUBLE);
         }
 
         /// <summary><c>INFO</c> (server): Get information and statistics about the server.</summary>
@@ -10467,7 +10578,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Info()
         {
-            return Queue(CommandArgs.Info(default(InfoOptions)), CommandArgs.S_STRING);
+            return Queue(CommandArgs.Info(default(InfoOptions)), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>INFO</c> (server): Get information and statistics about the server.</summary>
@@ -10476,7 +10587,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Info(InfoOptions options)
         {
-            return Queue(CommandArgs.Info(options), CommandArgs.S_STRING);
+            return Queue(CommandArgs.Info(options), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>KEYS</c> (generic): Find all keys matching the given pattern.</summary>
@@ -10485,7 +10596,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> Keys(object pattern)
         {
-            return Queue(CommandArgs.Keys(pattern), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Keys(pattern), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>LASTSAVE</c> (server): Get the UNIX time stamp of the last successful save to disk.</summary>
@@ -10493,7 +10604,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Lastsave()
         {
-            return Queue(CommandArgs.Lastsave(), CommandArgs.S_INT);
+            return Queue(CommandArgs.Lastsave(), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>LATENCY DOCTOR</c> (server): Return a human readable latency analysis report.</summary>
@@ -10501,7 +10612,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> LatencyDoctor()
         {
-            return Queue(CommandArgs.LatencyDoctor(), CommandArgs.S_STRING);
+            return Queue(CommandArgs.LatencyDoctor(), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>LATENCY GRAPH</c> (server): Return a latency graph for the event.</summary>
@@ -10510,7 +10621,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> LatencyGraph(object @event)
         {
-            return Queue(CommandArgs.LatencyGraph(@event), CommandArgs.S_STRING);
+            return Queue(CommandArgs.LatencyGraph(@event), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>LATENCY HISTOGRAM</c> (server): Return the cumulative distribution of latencies of a subset of commands or all.</summary>
@@ -10518,7 +10629,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
         public Reply<Dictionary<string, object>> LatencyHistogram()
         {
-            return Queue(CommandArgs.LatencyHistogram(default(LatencyHistogramOptions)), CommandArgs.S_MAP_STRING_ANYE);
+            return Queue(CommandArgs.LatencyHistogram(default(LatencyHistogramOptions)), CommandArgs.S_MAP_STRING_ANYE, CommandArgs.I_MAP_STRING_ANYE);
         }
 
         /// <summary><c>LATENCY HISTOGRAM</c> (server): Return the cumulative distribution of latencies of a subset of commands or all.</summary>
@@ -10527,7 +10638,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
         public Reply<Dictionary<string, object>> LatencyHistogram(LatencyHistogramOptions options)
         {
-            return Queue(CommandArgs.LatencyHistogram(options), CommandArgs.S_MAP_STRING_ANYE);
+            return Queue(CommandArgs.LatencyHistogram(options), CommandArgs.S_MAP_STRING_ANYE, CommandArgs.I_MAP_STRING_ANYE);
         }
 
         /// <summary><c>LATENCY HISTORY</c> (server): Return timestamp-latency samples for the event.</summary>
@@ -10536,7 +10647,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;long, long&gt;[]</c> after the execution).</returns>
         public Reply<ValueTuple<long, long>[]> LatencyHistory(object @event)
         {
-            return Queue(CommandArgs.LatencyHistory(@event), CommandArgs.S_ARRAY_TUPLE_INT_INTEE);
+            return Queue(CommandArgs.LatencyHistory(@event), CommandArgs.S_ARRAY_TUPLE_INT_INTEE, CommandArgs.I_ARRAY_TUPLE_INT_INTEE);
         }
 
         /// <summary><c>LATENCY LATEST</c> (server): Return the latest latency samples for all events.</summary>
@@ -10544,7 +10655,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
         public Reply<object[]> LatencyLatest()
         {
-            return Queue(CommandArgs.LatencyLatest(), CommandArgs.S_ARRAY_ANYE);
+            return Queue(CommandArgs.LatencyLatest(), CommandArgs.S_ARRAY_ANYE, CommandArgs.I_ARRAY_ANYE);
         }
 
         /// <summary><c>LATENCY RESET</c> (server): Reset latency data for one or more events.</summary>
@@ -10552,7 +10663,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> LatencyReset()
         {
-            return Queue(CommandArgs.LatencyReset(default(LatencyResetOptions)), CommandArgs.S_INT);
+            return Queue(CommandArgs.LatencyReset(default(LatencyResetOptions)), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>LATENCY RESET</c> (server): Reset latency data for one or more events.</summary>
@@ -10561,7 +10672,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> LatencyReset(LatencyResetOptions options)
         {
-            return Queue(CommandArgs.LatencyReset(options), CommandArgs.S_INT);
+            return Queue(CommandArgs.LatencyReset(options), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>LCS</c> (string): Find longest common substring.</summary>
@@ -10571,7 +10682,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Lcs(string key1, string key2)
         {
-            return Queue(CommandArgs.Lcs(key1, key2), CommandArgs.S_STRING);
+            return Queue(CommandArgs.Lcs(key1, key2), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>LCS</c> (string): Find longest common substring.</summary>
@@ -10581,7 +10692,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
         public Reply<Dictionary<string, object>> LcsIdx(string key1, string key2)
         {
-            return Queue(CommandArgs.LcsIdx(key1, key2, default(LcsIdxOptions)), CommandArgs.S_MAP_STRING_ANYE);
+            return Queue(CommandArgs.LcsIdx(key1, key2, default(LcsIdxOptions)), CommandArgs.S_MAP_STRING_ANYE, CommandArgs.I_MAP_STRING_ANYE);
         }
 
         /// <summary><c>LCS</c> (string): Find longest common substring.</summary>
@@ -10592,7 +10703,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
         public Reply<Dictionary<string, object>> LcsIdx(string key1, string key2, LcsIdxOptions options)
         {
-            return Queue(CommandArgs.LcsIdx(key1, key2, options), CommandArgs.S_MAP_STRING_ANYE);
+            return Queue(CommandArgs.LcsIdx(key1, key2, options), CommandArgs.S_MAP_STRING_ANYE, CommandArgs.I_MAP_STRING_ANYE);
         }
 
         /// <summary><c>LCS</c> (string): Find longest common substring.</summary>
@@ -10602,7 +10713,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> LcsLen(string key1, string key2)
         {
-            return Queue(CommandArgs.LcsLen(key1, key2), CommandArgs.S_INT);
+            return Queue(CommandArgs.LcsLen(key1, key2), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>LINDEX</c> (list): Get an element from a list by its index.</summary>
@@ -10612,7 +10723,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Lindex(string key, long index)
         {
-            return Queue(CommandArgs.Lindex(key, index), CommandArgs.S_STRINGN);
+            return Queue(CommandArgs.Lindex(key, index), CommandArgs.S_STRINGN, CommandArgs.I_STRINGN);
         }
 
         /// <summary><c>LINSERT</c> (list): Insert an element before or after another element in a list.</summary>
@@ -10623,7 +10734,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Linsert(string key, object pivot, object element)
         {
-            return Queue(CommandArgs.Linsert(key, pivot, element, default(LinsertOptions)), CommandArgs.S_INT);
+            return Queue(CommandArgs.Linsert(key, pivot, element, default(LinsertOptions)), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>LINSERT</c> (list): Insert an element before or after another element in a list.</summary>
@@ -10635,7 +10746,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Linsert(string key, object pivot, object element, LinsertOptions options)
         {
-            return Queue(CommandArgs.Linsert(key, pivot, element, options), CommandArgs.S_INT);
+            return Queue(CommandArgs.Linsert(key, pivot, element, options), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>LLEN</c> (list): Get the length of a list.</summary>
@@ -10644,10 +10755,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Llen(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Llen, key);
-            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+            Reply<long> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INT << 56);
+            return reply;
         }
 
         /// <summary><c>LMOVE</c> (list): Pop an element from a list, push it to another list and return it.</summary>
@@ -10657,7 +10771,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Lmove(string source, string destination)
         {
-            return Queue(CommandArgs.Lmove(source, destination, default(LmoveOptions)), CommandArgs.S_STRINGN);
+            return Queue(CommandArgs.Lmove(source, destination, default(LmoveOptions)), CommandArgs.S_STRINGN, CommandArgs.I_STRINGN);
         }
 
         /// <summary><c>LMOVE</c> (list): Pop an element from a list, push it to another list and return it.</summary>
@@ -10668,7 +10782,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Lmove(string source, string destination, LmoveOptions options)
         {
-            return Queue(CommandArgs.Lmove(source, destination, options), CommandArgs.S_STRINGN);
+            return Queue(CommandArgs.Lmove(source, destination, options), CommandArgs.S_STRINGN, CommandArgs.I_STRINGN);
         }
 
         /// <summary><c>LMPOP</c> (list): Pop elements from a list.</summary>
@@ -10677,7 +10791,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;string, string[]&gt;?</c> after the execution).</returns>
         public Reply<ValueTuple<string, string[]>?> Lmpop(string[] keys)
         {
-            return Queue(CommandArgs.Lmpop(keys, default(LmpopOptions)), CommandArgs.S_TUPLE_STRING_ARRAY_STRINGEEN);
+            return Queue(CommandArgs.Lmpop(keys, default(LmpopOptions)), CommandArgs.S_TUPLE_STRING_ARRAY_STRINGEEN, CommandArgs.I_TUPLE_STRING_ARRAY_STRINGEEN);
         }
 
         /// <summary><c>LMPOP</c> (list): Pop elements from a list.</summary>
@@ -10687,7 +10801,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;string, string[]&gt;?</c> after the execution).</returns>
         public Reply<ValueTuple<string, string[]>?> Lmpop(string[] keys, LmpopOptions options)
         {
-            return Queue(CommandArgs.Lmpop(keys, options), CommandArgs.S_TUPLE_STRING_ARRAY_STRINGEEN);
+            return Queue(CommandArgs.Lmpop(keys, options), CommandArgs.S_TUPLE_STRING_ARRAY_STRINGEEN, CommandArgs.I_TUPLE_STRING_ARRAY_STRINGEEN);
         }
 
         /// <summary><c>LOLWUT</c> (server): Display some computer art and the Redis version.</summary>
@@ -10695,7 +10809,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Lolwut()
         {
-            return Queue(CommandArgs.Lolwut(default(LolwutOptions)), CommandArgs.S_STRING);
+            return Queue(CommandArgs.Lolwut(default(LolwutOptions)), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>LOLWUT</c> (server): Display some computer art and the Redis version.</summary>
@@ -10704,7 +10818,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Lolwut(LolwutOptions options)
         {
-            return Queue(CommandArgs.Lolwut(options), CommandArgs.S_STRING);
+            return Queue(CommandArgs.Lolwut(options), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>LPOP</c> (list): Remove and get the first elements in a list.</summary>
@@ -10713,10 +10827,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Lpop(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Lpop, key);
-            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
+            Reply<string> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_STRINGN << 56);
+            return reply;
         }
 
         /// <summary><c>LPOP</c> (list): Remove and get the first elements in a list.</summary>
@@ -10726,7 +10843,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> LpopCount(string key, long count)
         {
-            return Queue(CommandArgs.LpopCount(key, count), CommandArgs.S_ARRAY_STRINGEN);
+            return Queue(CommandArgs.LpopCount(key, count), CommandArgs.S_ARRAY_STRINGEN, CommandArgs.I_ARRAY_STRINGEN);
         }
 
         /// <summary><c>LPOS</c> (list): Return the index of matching elements on a list.</summary>
@@ -10736,11 +10853,14 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long?</c> after the execution).</returns>
         public Reply<long?> Lpos(string key, object element)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             if (element == null) throw new ArgumentNullException(nameof(element));
-            _w.Append(CommandArgs.P_Lpos, key, element);
-            return new Reply<long?>(this, _w.Count - 1, _gen, CommandArgs.S_INTN);
+            _w.AppendKeyValue(CommandArgs.P_Lpos, key, element);
+            Reply<long?> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INTN << 56);
+            return reply;
         }
 
         /// <summary><c>LPOS</c> (list): Return the index of matching elements on a list.</summary>
@@ -10753,13 +10873,16 @@ namespace Slotlane
         {
             if (options.Rank == null && options.Maxlen == null)
             {
-                Check();
+                if (_disposed) ThrowDisposed();
                 if (key == null) throw new ArgumentNullException(nameof(key));
                 if (element == null) throw new ArgumentNullException(nameof(element));
-                _w.Append(CommandArgs.P_Lpos, key, element);
-                return new Reply<long?>(this, _w.Count - 1, _gen, CommandArgs.S_INTN);
+                _w.AppendKeyValue(CommandArgs.P_Lpos, key, element);
+                Reply<long?> reply;
+                reply._p = this;
+                reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INTN << 56);
+                return reply;
             }
-            return Queue(CommandArgs.Lpos(key, element, options), CommandArgs.S_INTN);
+            return Queue(CommandArgs.Lpos(key, element, options), CommandArgs.S_INTN, CommandArgs.I_INTN);
         }
 
         /// <summary><c>LPOS</c> (list): Return the index of matching elements on a list.</summary>
@@ -10770,7 +10893,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long[]</c> after the execution).</returns>
         public Reply<long[]> LposCount(string key, object element, long count)
         {
-            return Queue(CommandArgs.LposCount(key, element, count, default(LposCountOptions)), CommandArgs.S_ARRAY_INTE);
+            return Queue(CommandArgs.LposCount(key, element, count, default(LposCountOptions)), CommandArgs.S_ARRAY_INTE, CommandArgs.I_ARRAY_INTE);
         }
 
         /// <summary><c>LPOS</c> (list): Return the index of matching elements on a list.</summary>
@@ -10782,7 +10905,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long[]</c> after the execution).</returns>
         public Reply<long[]> LposCount(string key, object element, long count, LposCountOptions options)
         {
-            return Queue(CommandArgs.LposCount(key, element, count, options), CommandArgs.S_ARRAY_INTE);
+            return Queue(CommandArgs.LposCount(key, element, count, options), CommandArgs.S_ARRAY_INTE, CommandArgs.I_ARRAY_INTE);
         }
 
         /// <summary><c>LPUSH</c> (list): Prepend one or multiple elements to a list.</summary>
@@ -10792,7 +10915,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Lpush(string key, params object[] elements)
         {
-            return Queue(CommandArgs.Lpush(key, elements), CommandArgs.S_INT);
+            return Queue(CommandArgs.Lpush(key, elements), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>LPUSHX</c> (list): Prepend an element to a list, only if the list exists.</summary>
@@ -10802,7 +10925,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Lpushx(string key, params object[] elements)
         {
-            return Queue(CommandArgs.Lpushx(key, elements), CommandArgs.S_INT);
+            return Queue(CommandArgs.Lpushx(key, elements), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>LRANGE</c> (list): Get a range of elements from a list.</summary>
@@ -10813,7 +10936,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> Lrange(string key, long start, long stop)
         {
-            return Queue(CommandArgs.Lrange(key, start, stop), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Lrange(key, start, stop), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>LREM</c> (list): Remove elements from a list.</summary>
@@ -10824,7 +10947,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Lrem(string key, long count, object element)
         {
-            return Queue(CommandArgs.Lrem(key, count, element), CommandArgs.S_INT);
+            return Queue(CommandArgs.Lrem(key, count, element), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>LSET</c> (list): Set the value of an element in a list by its index.</summary>
@@ -10835,7 +10958,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Lset(string key, long index, object element)
         {
-            return Queue(CommandArgs.Lset(key, index, element), CommandArgs.S_OK);
+            return Queue(CommandArgs.Lset(key, index, element), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>LTRIM</c> (list): Trim a list to the specified range.</summary>
@@ -10846,7 +10969,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Ltrim(string key, long start, long stop)
         {
-            return Queue(CommandArgs.Ltrim(key, start, stop), CommandArgs.S_OK);
+            return Queue(CommandArgs.Ltrim(key, start, stop), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>MEMORY DOCTOR</c> (server): Outputs memory problems report.</summary>
@@ -10854,7 +10977,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> MemoryDoctor()
         {
-            return Queue(CommandArgs.MemoryDoctor(), CommandArgs.S_STRING);
+            return Queue(CommandArgs.MemoryDoctor(), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>MEMORY MALLOC-STATS</c> (server): Show allocator internal stats.</summary>
@@ -10862,7 +10985,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> MemoryMallocStats()
         {
-            return Queue(CommandArgs.MemoryMallocStats(), CommandArgs.S_STRING);
+            return Queue(CommandArgs.MemoryMallocStats(), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>MEMORY PURGE</c> (server): Ask the allocator to release memory.</summary>
@@ -10870,7 +10993,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> MemoryPurge()
         {
-            return Queue(CommandArgs.MemoryPurge(), CommandArgs.S_OK);
+            return Queue(CommandArgs.MemoryPurge(), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>MEMORY STATS</c> (server): Show memory usage details.</summary>
@@ -10878,7 +11001,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
         public Reply<Dictionary<string, object>> MemoryStats()
         {
-            return Queue(CommandArgs.MemoryStats(), CommandArgs.S_MAP_STRING_ANYE);
+            return Queue(CommandArgs.MemoryStats(), CommandArgs.S_MAP_STRING_ANYE, CommandArgs.I_MAP_STRING_ANYE);
         }
 
         /// <summary><c>MEMORY USAGE</c> (server): Estimate the memory usage of a key.</summary>
@@ -10887,7 +11010,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long?</c> after the execution).</returns>
         public Reply<long?> MemoryUsage(string key)
         {
-            return Queue(CommandArgs.MemoryUsage(key, default(MemoryUsageOptions)), CommandArgs.S_INTN);
+            return Queue(CommandArgs.MemoryUsage(key, default(MemoryUsageOptions)), CommandArgs.S_INTN, CommandArgs.I_INTN);
         }
 
         /// <summary><c>MEMORY USAGE</c> (server): Estimate the memory usage of a key.</summary>
@@ -10897,7 +11020,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long?</c> after the execution).</returns>
         public Reply<long?> MemoryUsage(string key, MemoryUsageOptions options)
         {
-            return Queue(CommandArgs.MemoryUsage(key, options), CommandArgs.S_INTN);
+            return Queue(CommandArgs.MemoryUsage(key, options), CommandArgs.S_INTN, CommandArgs.I_INTN);
         }
 
         /// <summary><c>MGET</c> (string): Get the values of all the given keys.</summary>
@@ -10906,7 +11029,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> Mget(params string[] keys)
         {
-            return Queue(CommandArgs.Mget(keys), CommandArgs.S_ARRAY_STRINGNE);
+            return Queue(CommandArgs.Mget(keys), CommandArgs.S_ARRAY_STRINGNE, CommandArgs.I_ARRAY_STRINGNE);
         }
 
         /// <summary><c>MIGRATE</c> (generic): Atomically transfer a key from a Redis instance to another one.</summary>
@@ -10919,7 +11042,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Migrate(object host, long port, string key, long destinationDb, long timeout)
         {
-            return Queue(CommandArgs.Migrate(host, port, key, destinationDb, timeout, default(MigrateOptions)), CommandArgs.S_STATUS);
+            return Queue(CommandArgs.Migrate(host, port, key, destinationDb, timeout, default(MigrateOptions)), CommandArgs.S_STATUS, CommandArgs.I_STATUS);
         }
 
         /// <summary><c>MIGRATE</c> (generic): Atomically transfer a key from a Redis instance to another one.</summary>
@@ -10933,7 +11056,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Migrate(object host, long port, string key, long destinationDb, long timeout, MigrateOptions options)
         {
-            return Queue(CommandArgs.Migrate(host, port, key, destinationDb, timeout, options), CommandArgs.S_STATUS);
+            return Queue(CommandArgs.Migrate(host, port, key, destinationDb, timeout, options), CommandArgs.S_STATUS, CommandArgs.I_STATUS);
         }
 
         /// <summary><c>MODULE LIST</c> (server): List all modules loaded by the server.</summary>
@@ -10941,7 +11064,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;[]</c> after the execution).</returns>
         public Reply<Dictionary<string, object>[]> ModuleList()
         {
-            return Queue(CommandArgs.ModuleList(), CommandArgs.S_ARRAY_MAP_STRING_ANYEE);
+            return Queue(CommandArgs.ModuleList(), CommandArgs.S_ARRAY_MAP_STRING_ANYEE, CommandArgs.I_ARRAY_MAP_STRING_ANYEE);
         }
 
         /// <summary><c>MOVE</c> (generic): Move a key to another database.</summary>
@@ -10951,7 +11074,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Move(string key, long db)
         {
-            return Queue(CommandArgs.Move(key, db), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.Move(key, db), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>MSET</c> (string): Set multiple keys to multiple values.</summary>
@@ -10960,7 +11083,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Mset(ValueTuple<string, object>[] keyValue)
         {
-            return Queue(CommandArgs.Mset(keyValue), CommandArgs.S_OK);
+            return Queue(CommandArgs.Mset(keyValue), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>MSETNX</c> (string): Set multiple keys to multiple values, only if none of the keys exist.</summary>
@@ -10969,7 +11092,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Msetnx(ValueTuple<string, object>[] keyValue)
         {
-            return Queue(CommandArgs.Msetnx(keyValue), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.Msetnx(keyValue), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>OBJECT ENCODING</c> (generic): Inspect the internal encoding of a Redis object.</summary>
@@ -10978,7 +11101,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> ObjectEncoding(string key)
         {
-            return Queue(CommandArgs.ObjectEncoding(key), CommandArgs.S_STRINGN);
+            return Queue(CommandArgs.ObjectEncoding(key), CommandArgs.S_STRINGN, CommandArgs.I_STRINGN);
         }
 
         /// <summary><c>OBJECT FREQ</c> (generic): Get the logarithmic access frequency counter of a Redis object.</summary>
@@ -10987,7 +11110,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long?</c> after the execution).</returns>
         public Reply<long?> ObjectFreq(string key)
         {
-            return Queue(CommandArgs.ObjectFreq(key), CommandArgs.S_INTN);
+            return Queue(CommandArgs.ObjectFreq(key), CommandArgs.S_INTN, CommandArgs.I_INTN);
         }
 
         /// <summary><c>OBJECT IDLETIME</c> (generic): Get the time since a Redis object was last accessed.</summary>
@@ -10996,7 +11119,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long?</c> after the execution).</returns>
         public Reply<long?> ObjectIdletime(string key)
         {
-            return Queue(CommandArgs.ObjectIdletime(key), CommandArgs.S_INTN);
+            return Queue(CommandArgs.ObjectIdletime(key), CommandArgs.S_INTN, CommandArgs.I_INTN);
         }
 
         /// <summary><c>OBJECT REFCOUNT</c> (generic): Get the number of references to the value of the key.</summary>
@@ -11005,7 +11128,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long?</c> after the execution).</returns>
         public Reply<long?> ObjectRefcount(string key)
         {
-            return Queue(CommandArgs.ObjectRefcount(key), CommandArgs.S_INTN);
+            return Queue(CommandArgs.ObjectRefcount(key), CommandArgs.S_INTN, CommandArgs.I_INTN);
         }
 
         /// <summary><c>PERSIST</c> (generic): Remove the expiration from a key.</summary>
@@ -11014,10 +11137,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Persist(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Persist, key);
-            return new Reply<bool>(this, _w.Count - 1, _gen, CommandArgs.S_BOOL);
+            Reply<bool> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_BOOL << 56);
+            return reply;
         }
 
         /// <summary><c>PEXPIRE</c> (generic): Set a key's time to live in milliseconds.</summary>
@@ -11027,7 +11153,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Pexpire(string key, long milliseconds)
         {
-            return Queue(CommandArgs.Pexpire(key, milliseconds, default(PexpireOptions)), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.Pexpire(key, milliseconds, default(PexpireOptions)), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>PEXPIRE</c> (generic): Set a key's time to live in milliseconds.</summary>
@@ -11038,7 +11164,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Pexpire(string key, long milliseconds, PexpireOptions options)
         {
-            return Queue(CommandArgs.Pexpire(key, milliseconds, options), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.Pexpire(key, milliseconds, options), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>PEXPIREAT</c> (generic): Set the expiration for a key as a UNIX timestamp specified in milliseconds.</summary>
@@ -11048,7 +11174,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Pexpireat(string key, long unixTimeMilliseconds)
         {
-            return Queue(CommandArgs.Pexpireat(key, unixTimeMilliseconds, default(PexpireatOptions)), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.Pexpireat(key, unixTimeMilliseconds, default(PexpireatOptions)), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>PEXPIREAT</c> (generic): Set the expiration for a key as a UNIX timestamp specified in milliseconds.</summary>
@@ -11059,7 +11185,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Pexpireat(string key, long unixTimeMilliseconds, PexpireatOptions options)
         {
-            return Queue(CommandArgs.Pexpireat(key, unixTimeMilliseconds, options), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.Pexpireat(key, unixTimeMilliseconds, options), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>PEXPIRETIME</c> (generic): Get the expiration Unix timestamp for a key in milliseconds.</summary>
@@ -11068,10 +11194,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Pexpiretime(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Pexpiretime, key);
-            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+            Reply<long> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INT << 56);
+            return reply;
         }
 
         /// <summary><c>PFADD</c> (hyperloglog): Adds the specified elements to the specified HyperLogLog.</summary>
@@ -11080,7 +11209,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Pfadd(string key)
         {
-            return Queue(CommandArgs.Pfadd(key, default(PfaddOptions)), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.Pfadd(key, default(PfaddOptions)), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>PFADD</c> (hyperloglog): Adds the specified elements to the specified HyperLogLog.</summary>
@@ -11090,7 +11219,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Pfadd(string key, PfaddOptions options)
         {
-            return Queue(CommandArgs.Pfadd(key, options), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.Pfadd(key, options), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>PFCOUNT</c> (hyperloglog): Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).</summary>
@@ -11099,7 +11228,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Pfcount(params string[] keys)
         {
-            return Queue(CommandArgs.Pfcount(keys), CommandArgs.S_INT);
+            return Queue(CommandArgs.Pfcount(keys), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>PFMERGE</c> (hyperloglog): Merge N different HyperLogLogs into a single one.</summary>
@@ -11109,7 +11238,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Pfmerge(string destkey, params string[] sourcekeys)
         {
-            return Queue(CommandArgs.Pfmerge(destkey, sourcekeys), CommandArgs.S_OK);
+            return Queue(CommandArgs.Pfmerge(destkey, sourcekeys), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>PING</c> (connection): Ping the server.</summary>
@@ -11117,7 +11246,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Ping()
         {
-            return Queue(CommandArgs.Ping(), CommandArgs.S_STATUS);
+            return Queue(CommandArgs.Ping(), CommandArgs.S_STATUS, CommandArgs.I_STATUS);
         }
 
         /// <summary><c>PSETEX</c> (string): Set the value and expiration in milliseconds of a key.</summary>
@@ -11128,7 +11257,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Psetex(string key, long milliseconds, object value)
         {
-            return Queue(CommandArgs.Psetex(key, milliseconds, value), CommandArgs.S_OK);
+            return Queue(CommandArgs.Psetex(key, milliseconds, value), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>PTTL</c> (generic): Get the time to live for a key in milliseconds.</summary>
@@ -11137,10 +11266,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Pttl(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Pttl, key);
-            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+            Reply<long> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INT << 56);
+            return reply;
         }
 
         /// <summary><c>PUBLISH</c> (pubsub): Post a message to a channel.</summary>
@@ -11150,7 +11282,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Publish(object channel, object message)
         {
-            return Queue(CommandArgs.Publish(channel, message), CommandArgs.S_INT);
+            return Queue(CommandArgs.Publish(channel, message), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>PUBSUB CHANNELS</c> (pubsub): List active channels.</summary>
@@ -11158,7 +11290,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> PubsubChannels()
         {
-            return Queue(CommandArgs.PubsubChannels(default(PubsubChannelsOptions)), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.PubsubChannels(default(PubsubChannelsOptions)), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>PUBSUB CHANNELS</c> (pubsub): List active channels.</summary>
@@ -11167,7 +11299,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> PubsubChannels(PubsubChannelsOptions options)
         {
-            return Queue(CommandArgs.PubsubChannels(options), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.PubsubChannels(options), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>PUBSUB NUMPAT</c> (pubsub): Get the count of unique patterns pattern subscriptions.</summary>
@@ -11175,7 +11307,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> PubsubNumpat()
         {
-            return Queue(CommandArgs.PubsubNumpat(), CommandArgs.S_INT);
+            return Queue(CommandArgs.PubsubNumpat(), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>PUBSUB NUMSUB</c> (pubsub): Get the count of subscribers for channels.</summary>
@@ -11183,7 +11315,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, long&gt;[]</c> after the execution).</returns>
         public Reply<KeyValuePair<string, long>[]> PubsubNumsub()
         {
-            return Queue(CommandArgs.PubsubNumsub(default(PubsubNumsubOptions)), CommandArgs.S_PAIRS_STRING_INTE);
+            return Queue(CommandArgs.PubsubNumsub(default(PubsubNumsubOptions)), CommandArgs.S_PAIRS_STRING_INTE, CommandArgs.I_PAIRS_STRING_INTE);
         }
 
         /// <summary><c>PUBSUB NUMSUB</c> (pubsub): Get the count of subscribers for channels.</summary>
@@ -11192,7 +11324,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, long&gt;[]</c> after the execution).</returns>
         public Reply<KeyValuePair<string, long>[]> PubsubNumsub(PubsubNumsubOptions options)
         {
-            return Queue(CommandArgs.PubsubNumsub(options), CommandArgs.S_PAIRS_STRING_INTE);
+            return Queue(CommandArgs.PubsubNumsub(options), CommandArgs.S_PAIRS_STRING_INTE, CommandArgs.I_PAIRS_STRING_INTE);
         }
 
         /// <summary><c>PUBSUB SHARDCHANNELS</c> (pubsub): List active shard channels.</summary>
@@ -11200,7 +11332,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> PubsubShardchannels()
         {
-            return Queue(CommandArgs.PubsubShardchannels(default(PubsubShardchannelsOptions)), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.PubsubShardchannels(default(PubsubShardchannelsOptions)), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>PUBSUB SHARDCHANNELS</c> (pubsub): List active shard channels.</summary>
@@ -11209,7 +11341,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> PubsubShardchannels(PubsubShardchannelsOptions options)
         {
-            return Queue(CommandArgs.PubsubShardchannels(options), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.PubsubShardchannels(options), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>PUBSUB SHARDNUMSUB</c> (pubsub): Get the count of subscribers for shard channels.</summary>
@@ -11217,7 +11349,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, long&gt;[]</c> after the execution).</returns>
         public Reply<KeyValuePair<string, long>[]> PubsubShardnumsub()
         {
-            return Queue(CommandArgs.PubsubShardnumsub(default(PubsubShardnumsubOptions)), CommandArgs.S_PAIRS_STRING_INTE);
+            return Queue(CommandArgs.PubsubShardnumsub(default(PubsubShardnumsubOptions)), CommandArgs.S_PAIRS_STRING_INTE, CommandArgs.I_PAIRS_STRING_INTE);
         }
 
         /// <summary><c>PUBSUB SHARDNUMSUB</c> (pubsub): Get the count of subscribers for shard channels.</summary>
@@ -11226,7 +11358,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, long&gt;[]</c> after the execution).</returns>
         public Reply<KeyValuePair<string, long>[]> PubsubShardnumsub(PubsubShardnumsubOptions options)
         {
-            return Queue(CommandArgs.PubsubShardnumsub(options), CommandArgs.S_PAIRS_STRING_INTE);
+            return Queue(CommandArgs.PubsubShardnumsub(options), CommandArgs.S_PAIRS_STRING_INTE, CommandArgs.I_PAIRS_STRING_INTE);
         }
 
         /// <summary><c>RANDOMKEY</c> (generic): Return a random key from the keyspace.</summary>
@@ -11234,7 +11366,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Randomkey()
         {
-            return Queue(CommandArgs.Randomkey(), CommandArgs.S_STRINGN);
+            return Queue(CommandArgs.Randomkey(), CommandArgs.S_STRINGN, CommandArgs.I_STRINGN);
         }
 
         /// <summary><c>RENAME</c> (generic): Rename a key.</summary>
@@ -11244,7 +11376,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Rename(string key, string newkey)
         {
-            return Queue(CommandArgs.Rename(key, newkey), CommandArgs.S_OK);
+            return Queue(CommandArgs.Rename(key, newkey), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>RENAMENX</c> (generic): Rename a key, only if the new key does not exist.</summary>
@@ -11254,7 +11386,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Renamenx(string key, string newkey)
         {
-            return Queue(CommandArgs.Renamenx(key, newkey), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.Renamenx(key, newkey), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>RESTORE</c> (generic): Create a key using the provided serialized value, previously obtained using DUMP.</summary>
@@ -11265,7 +11397,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Restore(string key, long ttl, object serializedValue)
         {
-            return Queue(CommandArgs.Restore(key, ttl, serializedValue, default(RestoreOptions)), CommandArgs.S_OK);
+            return Queue(CommandArgs.Restore(key, ttl, serializedValue, default(RestoreOptions)), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>RESTORE</c> (generic): Create a key using the provided serialized value, previously obtained using DUMP.</summary>
@@ -11277,7 +11409,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Restore(string key, long ttl, object serializedValue, RestoreOptions options)
         {
-            return Queue(CommandArgs.Restore(key, ttl, serializedValue, options), CommandArgs.S_OK);
+            return Queue(CommandArgs.Restore(key, ttl, serializedValue, options), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>ROLE</c> (server): Return the role of the instance in the context of replication.</summary>
@@ -11285,7 +11417,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> Role()
         {
-            return Queue(CommandArgs.Role(), CommandArgs.S_ANY);
+            return Queue(CommandArgs.Role(), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>RPOP</c> (list): Remove and get the last elements in a list.</summary>
@@ -11294,10 +11426,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Rpop(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Rpop, key);
-            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
+            Reply<string> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_STRINGN << 56);
+            return reply;
         }
 
         /// <summary><c>RPOP</c> (list): Remove and get the last elements in a list.</summary>
@@ -11307,7 +11442,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> RpopCount(string key, long count)
         {
-            return Queue(CommandArgs.RpopCount(key, count), CommandArgs.S_ARRAY_STRINGEN);
+            return Queue(CommandArgs.RpopCount(key, count), CommandArgs.S_ARRAY_STRINGEN, CommandArgs.I_ARRAY_STRINGEN);
         }
 
         /// <summary><c>RPOPLPUSH</c> (list): Remove the last element in a list, prepend it to another list and return it.</summary>
@@ -11318,7 +11453,7 @@ namespace Slotlane
         [Obsolete("RPOPLPUSH is deprecated since Redis 6.2.0")]
         public Reply<string> Rpoplpush(string source, string destination)
         {
-            return Queue(CommandArgs.Rpoplpush(source, destination), CommandArgs.S_STRINGN);
+            return Queue(CommandArgs.Rpoplpush(source, destination), CommandArgs.S_STRINGN, CommandArgs.I_STRINGN);
         }
 
         /// <summary><c>RPUSH</c> (list): Append one or multiple elements to a list.</summary>
@@ -11328,7 +11463,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Rpush(string key, params object[] elements)
         {
-            return Queue(CommandArgs.Rpush(key, elements), CommandArgs.S_INT);
+            return Queue(CommandArgs.Rpush(key, elements), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>RPUSHX</c> (list): Append an element to a list, only if the list exists.</summary>
@@ -11338,7 +11473,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Rpushx(string key, params object[] elements)
         {
-            return Queue(CommandArgs.Rpushx(key, elements), CommandArgs.S_INT);
+            return Queue(CommandArgs.Rpushx(key, elements), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>SADD</c> (set): Add one or more members to a set.</summary>
@@ -11348,7 +11483,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Sadd(string key, params object[] members)
         {
-            return Queue(CommandArgs.Sadd(key, members), CommandArgs.S_INT);
+            return Queue(CommandArgs.Sadd(key, members), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>SAVE</c> (server): Synchronously save the dataset to disk.</summary>
@@ -11356,7 +11491,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Save()
         {
-            return Queue(CommandArgs.Save(), CommandArgs.S_OK);
+            return Queue(CommandArgs.Save(), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>SCAN</c> (generic): Incrementally iterate the keys space.</summary>
@@ -11365,7 +11500,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;ulong, string[]&gt;</c> after the execution).</returns>
         public Reply<ValueTuple<ulong, string[]>> Scan(long cursor)
         {
-            return Queue(CommandArgs.Scan(cursor, default(ScanOptions)), CommandArgs.S_TUPLE_CURSOR_ARRAY_STRINGEE);
+            return Queue(CommandArgs.Scan(cursor, default(ScanOptions)), CommandArgs.S_TUPLE_CURSOR_ARRAY_STRINGEE, CommandArgs.I_TUPLE_CURSOR_ARRAY_STRINGEE);
         }
 
         /// <summary><c>SCAN</c> (generic): Incrementally iterate the keys space.</summary>
@@ -11375,7 +11510,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;ulong, string[]&gt;</c> after the execution).</returns>
         public Reply<ValueTuple<ulong, string[]>> Scan(long cursor, ScanOptions options)
         {
-            return Queue(CommandArgs.Scan(cursor, options), CommandArgs.S_TUPLE_CURSOR_ARRAY_STRINGEE);
+            return Queue(CommandArgs.Scan(cursor, options), CommandArgs.S_TUPLE_CURSOR_ARRAY_STRINGEE, CommandArgs.I_TUPLE_CURSOR_ARRAY_STRINGEE);
         }
 
         /// <summary><c>SCARD</c> (set): Get the number of members in a set.</summary>
@@ -11384,10 +11519,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Scard(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Scard, key);
-            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+            Reply<long> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INT << 56);
+            return reply;
         }
 
         /// <summary><c>SCRIPT EXISTS</c> (scripting): Check existence of scripts in the script cache.</summary>
@@ -11396,7 +11534,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool[]</c> after the execution).</returns>
         public Reply<bool[]> ScriptExists(params object[] sha1s)
         {
-            return Queue(CommandArgs.ScriptExists(sha1s), CommandArgs.S_ARRAY_BOOLE);
+            return Queue(CommandArgs.ScriptExists(sha1s), CommandArgs.S_ARRAY_BOOLE, CommandArgs.I_ARRAY_BOOLE);
         }
 
         /// <summary><c>SCRIPT FLUSH</c> (scripting): Remove all the scripts from the script cache.</summary>
@@ -11404,7 +11542,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> ScriptFlush()
         {
-            return Queue(CommandArgs.ScriptFlush(default(ScriptFlushOptions)), CommandArgs.S_OK);
+            return Queue(CommandArgs.ScriptFlush(default(ScriptFlushOptions)), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>SCRIPT FLUSH</c> (scripting): Remove all the scripts from the script cache.</summary>
@@ -11413,7 +11551,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> ScriptFlush(ScriptFlushOptions options)
         {
-            return Queue(CommandArgs.ScriptFlush(options), CommandArgs.S_OK);
+            return Queue(CommandArgs.ScriptFlush(options), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>SCRIPT KILL</c> (scripting): Kill the script currently in execution.</summary>
@@ -11421,7 +11559,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> ScriptKill()
         {
-            return Queue(CommandArgs.ScriptKill(), CommandArgs.S_OK);
+            return Queue(CommandArgs.ScriptKill(), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>SCRIPT LOAD</c> (scripting): Load the specified Lua script into the script cache.</summary>
@@ -11430,7 +11568,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> ScriptLoad(object script)
         {
-            return Queue(CommandArgs.ScriptLoad(script), CommandArgs.S_STRING);
+            return Queue(CommandArgs.ScriptLoad(script), CommandArgs.S_STRING, CommandArgs.I_STRING);
         }
 
         /// <summary><c>SDIFF</c> (set): Subtract multiple sets.</summary>
@@ -11439,7 +11577,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>HashSet&lt;string&gt;</c> after the execution).</returns>
         public Reply<HashSet<string>> Sdiff(params string[] keys)
         {
-            return Queue(CommandArgs.Sdiff(keys), CommandArgs.S_SET_STRINGE);
+            return Queue(CommandArgs.Sdiff(keys), CommandArgs.S_SET_STRINGE, CommandArgs.I_SET_STRINGE);
         }
 
         /// <summary><c>SDIFFSTORE</c> (set): Subtract multiple sets and store the resulting set in a key.</summary>
@@ -11449,7 +11587,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Sdiffstore(string destination, params string[] keys)
         {
-            return Queue(CommandArgs.Sdiffstore(destination, keys), CommandArgs.S_INT);
+            return Queue(CommandArgs.Sdiffstore(destination, keys), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>SET</c> (string): Set the string value of a key.</summary>
@@ -11459,11 +11597,14 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Set(string key, object value)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             if (value == null) throw new ArgumentNullException(nameof(value));
-            _w.Append(CommandArgs.P_Set, key, value);
-            return new Reply<bool>(this, _w.Count - 1, _gen, CommandArgs.S_OKN);
+            _w.AppendKeyValue(CommandArgs.P_Set, key, value);
+            Reply<bool> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_OKN << 56);
+            return reply;
         }
 
         /// <summary><c>SET</c> (string): Set the string value of a key.</summary>
@@ -11476,13 +11617,16 @@ namespace Slotlane
         {
             if (!options.Nx && !options.Xx && options.Ex == null && options.Px == null && options.Exat == null && options.Pxat == null && !options.Keepttl)
             {
-                Check();
+                if (_disposed) ThrowDisposed();
                 if (key == null) throw new ArgumentNullException(nameof(key));
                 if (value == null) throw new ArgumentNullException(nameof(value));
-                _w.Append(CommandArgs.P_Set, key, value);
-                return new Reply<bool>(this, _w.Count - 1, _gen, CommandArgs.S_OKN);
+                _w.AppendKeyValue(CommandArgs.P_Set, key, value);
+                Reply<bool> reply;
+                reply._p = this;
+                reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_OKN << 56);
+                return reply;
             }
-            return Queue(CommandArgs.Set(key, value, options), CommandArgs.S_OKN);
+            return Queue(CommandArgs.Set(key, value, options), CommandArgs.S_OKN, CommandArgs.I_OKN);
         }
 
         /// <summary><c>SET</c> (string): Set the string value of a key.</summary>
@@ -11492,7 +11636,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> SetGet(string key, object value)
         {
-            return Queue(CommandArgs.SetGet(key, value, default(SetGetOptions)), CommandArgs.S_STRINGN);
+            return Queue(CommandArgs.SetGet(key, value, default(SetGetOptions)), CommandArgs.S_STRINGN, CommandArgs.I_STRINGN);
         }
 
         /// <summary><c>SET</c> (string): Set the string value of a key.</summary>
@@ -11503,7 +11647,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> SetGet(string key, object value, SetGetOptions options)
         {
-            return Queue(CommandArgs.SetGet(key, value, options), CommandArgs.S_STRINGN);
+            return Queue(CommandArgs.SetGet(key, value, options), CommandArgs.S_STRINGN, CommandArgs.I_STRINGN);
         }
 
         /// <summary><c>SETBIT</c> (bitmap): Sets or clears the bit at offset in the string value stored at key.</summary>
@@ -11514,7 +11658,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Setbit(string key, long offset, long value)
         {
-            return Queue(CommandArgs.Setbit(key, offset, value), CommandArgs.S_INT);
+            return Queue(CommandArgs.Setbit(key, offset, value), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>SETEX</c> (string): Set the value and expiration of a key.</summary>
@@ -11525,7 +11669,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Setex(string key, long seconds, object value)
         {
-            return Queue(CommandArgs.Setex(key, seconds, value), CommandArgs.S_OK);
+            return Queue(CommandArgs.Setex(key, seconds, value), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>SETNX</c> (string): Set the value of a key, only if the key does not exist.</summary>
@@ -11535,11 +11679,14 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Setnx(string key, object value)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             if (value == null) throw new ArgumentNullException(nameof(value));
-            _w.Append(CommandArgs.P_Setnx, key, value);
-            return new Reply<bool>(this, _w.Count - 1, _gen, CommandArgs.S_BOOL);
+            _w.AppendKeyValue(CommandArgs.P_Setnx, key, value);
+            Reply<bool> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_BOOL << 56);
+            return reply;
         }
 
         /// <summary><c>SETRANGE</c> (string): Overwrite part of a string at key starting at the specified offset.</summary>
@@ -11550,7 +11697,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Setrange(string key, long offset, object value)
         {
-            return Queue(CommandArgs.Setrange(key, offset, value), CommandArgs.S_INT);
+            return Queue(CommandArgs.Setrange(key, offset, value), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>SINTER</c> (set): Intersect multiple sets.</summary>
@@ -11559,7 +11706,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>HashSet&lt;string&gt;</c> after the execution).</returns>
         public Reply<HashSet<string>> Sinter(params string[] keys)
         {
-            return Queue(CommandArgs.Sinter(keys), CommandArgs.S_SET_STRINGE);
+            return Queue(CommandArgs.Sinter(keys), CommandArgs.S_SET_STRINGE, CommandArgs.I_SET_STRINGE);
         }
 
         /// <summary><c>SINTERCARD</c> (set): Intersect multiple sets and return the cardinality of the result.</summary>
@@ -11568,7 +11715,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Sintercard(string[] keys)
         {
-            return Queue(CommandArgs.Sintercard(keys, default(SintercardOptions)), CommandArgs.S_INT);
+            return Queue(CommandArgs.Sintercard(keys, default(SintercardOptions)), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>SINTERCARD</c> (set): Intersect multiple sets and return the cardinality of the result.</summary>
@@ -11578,7 +11725,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Sintercard(string[] keys, SintercardOptions options)
         {
-            return Queue(CommandArgs.Sintercard(keys, options), CommandArgs.S_INT);
+            return Queue(CommandArgs.Sintercard(keys, options), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>SINTERSTORE</c> (set): Intersect multiple sets and store the resulting set in a key.</summary>
@@ -11588,7 +11735,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Sinterstore(string destination, params string[] keys)
         {
-            return Queue(CommandArgs.Sinterstore(destination, keys), CommandArgs.S_INT);
+            return Queue(CommandArgs.Sinterstore(destination, keys), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>SISMEMBER</c> (set): Determine if a given value is a member of a set.</summary>
@@ -11598,11 +11745,14 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Sismember(string key, object member)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             if (member == null) throw new ArgumentNullException(nameof(member));
-            _w.Append(CommandArgs.P_Sismember, key, member);
-            return new Reply<bool>(this, _w.Count - 1, _gen, CommandArgs.S_BOOL);
+            _w.AppendKeyValue(CommandArgs.P_Sismember, key, member);
+            Reply<bool> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_BOOL << 56);
+            return reply;
         }
 
         /// <summary><c>SLOWLOG GET</c> (server): Get the slow log's entries.</summary>
@@ -11610,7 +11760,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
         public Reply<object[]> SlowlogGet()
         {
-            return Queue(CommandArgs.SlowlogGet(default(SlowlogGetOptions)), CommandArgs.S_ARRAY_ANYE);
+            return Queue(CommandArgs.SlowlogGet(default(SlowlogGetOptions)), CommandArgs.S_ARRAY_ANYE, CommandArgs.I_ARRAY_ANYE);
         }
 
         /// <summary><c>SLOWLOG GET</c> (server): Get the slow log's entries.</summary>
@@ -11619,7 +11769,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object[]</c> after the execution).</returns>
         public Reply<object[]> SlowlogGet(SlowlogGetOptions options)
         {
-            return Queue(CommandArgs.SlowlogGet(options), CommandArgs.S_ARRAY_ANYE);
+            return Queue(CommandArgs.SlowlogGet(options), CommandArgs.S_ARRAY_ANYE, CommandArgs.I_ARRAY_ANYE);
         }
 
         /// <summary><c>SLOWLOG LEN</c> (server): Get the slow log's length.</summary>
@@ -11627,7 +11777,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> SlowlogLen()
         {
-            return Queue(CommandArgs.SlowlogLen(), CommandArgs.S_INT);
+            return Queue(CommandArgs.SlowlogLen(), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>SLOWLOG RESET</c> (server): Clear all entries from the slow log.</summary>
@@ -11635,7 +11785,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> SlowlogReset()
         {
-            return Queue(CommandArgs.SlowlogReset(), CommandArgs.S_OK);
+            return Queue(CommandArgs.SlowlogReset(), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>SMEMBERS</c> (set): Get all the members in a set.</summary>
@@ -11644,10 +11794,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>HashSet&lt;string&gt;</c> after the execution).</returns>
         public Reply<HashSet<string>> Smembers(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Smembers, key);
-            return new Reply<HashSet<string>>(this, _w.Count - 1, _gen, CommandArgs.S_SET_STRINGE);
+            Reply<HashSet<string>> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_SET_STRINGE << 56);
+            return reply;
         }
 
         /// <summary><c>SMISMEMBER</c> (set): Returns the membership associated with the given elements for a set.</summary>
@@ -11657,7 +11810,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool[]</c> after the execution).</returns>
         public Reply<bool[]> Smismember(string key, params object[] members)
         {
-            return Queue(CommandArgs.Smismember(key, members), CommandArgs.S_ARRAY_BOOLE);
+            return Queue(CommandArgs.Smismember(key, members), CommandArgs.S_ARRAY_BOOLE, CommandArgs.I_ARRAY_BOOLE);
         }
 
         /// <summary><c>SMOVE</c> (set): Move a member from one set to another.</summary>
@@ -11668,7 +11821,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Smove(string source, string destination, object member)
         {
-            return Queue(CommandArgs.Smove(source, destination, member), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.Smove(source, destination, member), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>SORT</c> (generic): Sort the elements in a list, set or sorted set.</summary>
@@ -11677,7 +11830,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> Sort(string key)
         {
-            return Queue(CommandArgs.Sort(key, default(SortOptions)), CommandArgs.S_ARRAY_STRINGNE);
+            return Queue(CommandArgs.Sort(key, default(SortOptions)), CommandArgs.S_ARRAY_STRINGNE, CommandArgs.I_ARRAY_STRINGNE);
         }
 
         /// <summary><c>SORT</c> (generic): Sort the elements in a list, set or sorted set.</summary>
@@ -11687,7 +11840,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> Sort(string key, SortOptions options)
         {
-            return Queue(CommandArgs.Sort(key, options), CommandArgs.S_ARRAY_STRINGNE);
+            return Queue(CommandArgs.Sort(key, options), CommandArgs.S_ARRAY_STRINGNE, CommandArgs.I_ARRAY_STRINGNE);
         }
 
         /// <summary><c>SORT_RO</c> (generic): Sort the elements in a list, set or sorted set. Read-only variant of SORT.</summary>
@@ -11696,7 +11849,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> SortRo(string key)
         {
-            return Queue(CommandArgs.SortRo(key, default(SortRoOptions)), CommandArgs.S_ARRAY_STRINGNE);
+            return Queue(CommandArgs.SortRo(key, default(SortRoOptions)), CommandArgs.S_ARRAY_STRINGNE, CommandArgs.I_ARRAY_STRINGNE);
         }
 
         /// <summary><c>SORT_RO</c> (generic): Sort the elements in a list, set or sorted set. Read-only variant of SORT.</summary>
@@ -11706,7 +11859,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> SortRo(string key, SortRoOptions options)
         {
-            return Queue(CommandArgs.SortRo(key, options), CommandArgs.S_ARRAY_STRINGNE);
+            return Queue(CommandArgs.SortRo(key, options), CommandArgs.S_ARRAY_STRINGNE, CommandArgs.I_ARRAY_STRINGNE);
         }
 
         /// <summary><c>SORT</c> (generic): Sort the elements in a list, set or sorted set.</summary>
@@ -11716,7 +11869,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> SortStore(string key, string store)
         {
-            return Queue(CommandArgs.SortStore(key, store, default(SortStoreOptions)), CommandArgs.S_INT);
+            return Queue(CommandArgs.SortStore(key, store, default(SortStoreOptions)), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>SORT</c> (generic): Sort the elements in a list, set or sorted set.</summary>
@@ -11727,7 +11880,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> SortStore(string key, string store, SortStoreOptions options)
         {
-            return Queue(CommandArgs.SortStore(key, store, options), CommandArgs.S_INT);
+            return Queue(CommandArgs.SortStore(key, store, options), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>SPOP</c> (set): Remove and return one or multiple random members from a set.</summary>
@@ -11736,10 +11889,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Spop(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Spop, key);
-            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
+            Reply<string> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_STRINGN << 56);
+            return reply;
         }
 
         /// <summary><c>SPOP</c> (set): Remove and return one or multiple random members from a set.</summary>
@@ -11749,7 +11905,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>HashSet&lt;string&gt;</c> after the execution).</returns>
         public Reply<HashSet<string>> SpopCount(string key, long count)
         {
-            return Queue(CommandArgs.SpopCount(key, count), CommandArgs.S_SET_STRINGE);
+            return Queue(CommandArgs.SpopCount(key, count), CommandArgs.S_SET_STRINGE, CommandArgs.I_SET_STRINGE);
         }
 
         /// <summary><c>SPUBLISH</c> (pubsub): Post a message to a shard channel.</summary>
@@ -11759,7 +11915,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Spublish(object shardchannel, object message)
         {
-            return Queue(CommandArgs.Spublish(shardchannel, message), CommandArgs.S_INT);
+            return Queue(CommandArgs.Spublish(shardchannel, message), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>SRANDMEMBER</c> (set): Get one or multiple random members from a set.</summary>
@@ -11768,10 +11924,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Srandmember(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Srandmember, key);
-            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
+            Reply<string> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_STRINGN << 56);
+            return reply;
         }
 
         /// <summary><c>SRANDMEMBER</c> (set): Get one or multiple random members from a set.</summary>
@@ -11781,7 +11940,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> SrandmemberCount(string key, long count)
         {
-            return Queue(CommandArgs.SrandmemberCount(key, count), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.SrandmemberCount(key, count), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>SREM</c> (set): Remove one or more members from a set.</summary>
@@ -11791,7 +11950,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Srem(string key, params object[] members)
         {
-            return Queue(CommandArgs.Srem(key, members), CommandArgs.S_INT);
+            return Queue(CommandArgs.Srem(key, members), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>SSCAN</c> (set): Incrementally iterate Set elements.</summary>
@@ -11801,7 +11960,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;ulong, string[]&gt;</c> after the execution).</returns>
         public Reply<ValueTuple<ulong, string[]>> Sscan(string key, long cursor)
         {
-            return Queue(CommandArgs.Sscan(key, cursor, default(SscanOptions)), CommandArgs.S_TUPLE_CURSOR_ARRAY_STRINGEE);
+            return Queue(CommandArgs.Sscan(key, cursor, default(SscanOptions)), CommandArgs.S_TUPLE_CURSOR_ARRAY_STRINGEE, CommandArgs.I_TUPLE_CURSOR_ARRAY_STRINGEE);
         }
 
         /// <summary><c>SSCAN</c> (set): Incrementally iterate Set elements.</summary>
@@ -11812,7 +11971,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;ulong, string[]&gt;</c> after the execution).</returns>
         public Reply<ValueTuple<ulong, string[]>> Sscan(string key, long cursor, SscanOptions options)
         {
-            return Queue(CommandArgs.Sscan(key, cursor, options), CommandArgs.S_TUPLE_CURSOR_ARRAY_STRINGEE);
+            return Queue(CommandArgs.Sscan(key, cursor, options), CommandArgs.S_TUPLE_CURSOR_ARRAY_STRINGEE, CommandArgs.I_TUPLE_CURSOR_ARRAY_STRINGEE);
         }
 
         /// <summary><c>STRLEN</c> (string): Get the length of the value stored in a key.</summary>
@@ -11821,10 +11980,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Strlen(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Strlen, key);
-            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+            Reply<long> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INT << 56);
+            return reply;
         }
 
         /// <summary><c>SUNION</c> (set): Add multiple sets.</summary>
@@ -11833,7 +11995,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>HashSet&lt;string&gt;</c> after the execution).</returns>
         public Reply<HashSet<string>> Sunion(params string[] keys)
         {
-            return Queue(CommandArgs.Sunion(keys), CommandArgs.S_SET_STRINGE);
+            return Queue(CommandArgs.Sunion(keys), CommandArgs.S_SET_STRINGE, CommandArgs.I_SET_STRINGE);
         }
 
         /// <summary><c>SUNIONSTORE</c> (set): Add multiple sets and store the resulting set in a key.</summary>
@@ -11843,7 +12005,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Sunionstore(string destination, params string[] keys)
         {
-            return Queue(CommandArgs.Sunionstore(destination, keys), CommandArgs.S_INT);
+            return Queue(CommandArgs.Sunionstore(destination, keys), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>SWAPDB</c> (server): Swaps two Redis databases.</summary>
@@ -11853,7 +12015,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Swapdb(long index1, long index2)
         {
-            return Queue(CommandArgs.Swapdb(index1, index2), CommandArgs.S_OK);
+            return Queue(CommandArgs.Swapdb(index1, index2), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>TIME</c> (server): Return the current server time.</summary>
@@ -11861,7 +12023,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;string, string&gt;</c> after the execution).</returns>
         public Reply<ValueTuple<string, string>> Time()
         {
-            return Queue(CommandArgs.Time(), CommandArgs.S_TUPLE_STRING_STRINGE);
+            return Queue(CommandArgs.Time(), CommandArgs.S_TUPLE_STRING_STRINGE, CommandArgs.I_TUPLE_STRING_STRINGE);
         }
 
         /// <summary><c>TOUCH</c> (generic): Alters the last access time of a key(s). Returns the number of existing keys specified.</summary>
@@ -11870,7 +12032,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Touch(params string[] keys)
         {
-            return Queue(CommandArgs.Touch(keys), CommandArgs.S_INT);
+            return Queue(CommandArgs.Touch(keys), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>TTL</c> (generic): Get the time to live for a key in seconds.</summary>
@@ -11879,10 +12041,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Ttl(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Ttl, key);
-            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+            Reply<long> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INT << 56);
+            return reply;
         }
 
         /// <summary><c>TYPE</c> (generic): Determine the type stored at key.</summary>
@@ -11891,10 +12056,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Type(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Type, key);
-            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STATUS);
+            Reply<string> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_STATUS << 56);
+            return reply;
         }
 
         /// <summary><c>UNLINK</c> (generic): Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.</summary>
@@ -11903,7 +12071,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Unlink(params string[] keys)
         {
-            return Queue(CommandArgs.Unlink(keys), CommandArgs.S_INT);
+            return Queue(CommandArgs.Unlink(keys), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>WAIT</c> (generic): Wait for the synchronous replication of all the write commands sent in the context of the current connection.</summary>
@@ -11924,7 +12092,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Xack(string key, object group, params object[] ids)
         {
-            return Queue(CommandArgs.Xack(key, group, ids), CommandArgs.S_INT);
+            return Queue(CommandArgs.Xack(key, group, ids), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>XADD</c> (stream): Appends a new entry to a stream.</summary>
@@ -11935,7 +12103,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Xadd(string key, object id, ValueTuple<object, object>[] fieldValue)
         {
-            return Queue(CommandArgs.Xadd(key, id, fieldValue, default(XaddOptions)), CommandArgs.S_STRINGN);
+            return Queue(CommandArgs.Xadd(key, id, fieldValue, default(XaddOptions)), CommandArgs.S_STRINGN, CommandArgs.I_STRINGN);
         }
 
         /// <summary><c>XADD</c> (stream): Appends a new entry to a stream.</summary>
@@ -11947,7 +12115,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Xadd(string key, object id, ValueTuple<object, object>[] fieldValue, XaddOptions options)
         {
-            return Queue(CommandArgs.Xadd(key, id, fieldValue, options), CommandArgs.S_STRINGN);
+            return Queue(CommandArgs.Xadd(key, id, fieldValue, options), CommandArgs.S_STRINGN, CommandArgs.I_STRINGN);
         }
 
         /// <summary><c>XAUTOCLAIM</c> (stream): Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer.</summary>
@@ -11960,7 +12128,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> Xautoclaim(string key, object group, object consumer, object minIdleTime, object start)
         {
-            return Queue(CommandArgs.Xautoclaim(key, group, consumer, minIdleTime, start, default(XautoclaimOptions)), CommandArgs.S_ANY);
+            return Queue(CommandArgs.Xautoclaim(key, group, consumer, minIdleTime, start, default(XautoclaimOptions)), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>XAUTOCLAIM</c> (stream): Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer.</summary>
@@ -11974,7 +12142,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> Xautoclaim(string key, object group, object consumer, object minIdleTime, object start, XautoclaimOptions options)
         {
-            return Queue(CommandArgs.Xautoclaim(key, group, consumer, minIdleTime, start, options), CommandArgs.S_ANY);
+            return Queue(CommandArgs.Xautoclaim(key, group, consumer, minIdleTime, start, options), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>XCLAIM</c> (stream): Changes (or acquires) ownership of a message in a consumer group, as if the message was delivered to the specified consumer.</summary>
@@ -11987,7 +12155,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> Xclaim(string key, object group, object consumer, object minIdleTime, object[] ids)
         {
-            return Queue(CommandArgs.Xclaim(key, group, consumer, minIdleTime, ids, default(XclaimOptions)), CommandArgs.S_ANY);
+            return Queue(CommandArgs.Xclaim(key, group, consumer, minIdleTime, ids, default(XclaimOptions)), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>XCLAIM</c> (stream): Changes (or acquires) ownership of a message in a consumer group, as if the message was delivered to the specified consumer.</summary>
@@ -12001,7 +12169,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> Xclaim(string key, object group, object consumer, object minIdleTime, object[] ids, XclaimOptions options)
         {
-            return Queue(CommandArgs.Xclaim(key, group, consumer, minIdleTime, ids, options), CommandArgs.S_ANY);
+            return Queue(CommandArgs.Xclaim(key, group, consumer, minIdleTime, ids, options), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>XDEL</c> (stream): Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist.</summary>
@@ -12011,7 +12179,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Xdel(string key, params object[] ids)
         {
-            return Queue(CommandArgs.Xdel(key, ids), CommandArgs.S_INT);
+            return Queue(CommandArgs.Xdel(key, ids), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>XGROUP CREATE</c> (stream): Create a consumer group.</summary>
@@ -12022,7 +12190,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> XgroupCreate(string key, object groupname, object id)
         {
-            return Queue(CommandArgs.XgroupCreate(key, groupname, id, default(XgroupCreateOptions)), CommandArgs.S_OK);
+            return Queue(CommandArgs.XgroupCreate(key, groupname, id, default(XgroupCreateOptions)), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>XGROUP CREATE</c> (stream): Create a consumer group.</summary>
@@ -12034,7 +12202,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> XgroupCreate(string key, object groupname, object id, XgroupCreateOptions options)
         {
-            return Queue(CommandArgs.XgroupCreate(key, groupname, id, options), CommandArgs.S_OK);
+            return Queue(CommandArgs.XgroupCreate(key, groupname, id, options), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>XGROUP CREATECONSUMER</c> (stream): Create a consumer in a consumer group.</summary>
@@ -12045,7 +12213,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> XgroupCreateconsumer(string key, object groupname, object consumername)
         {
-            return Queue(CommandArgs.XgroupCreateconsumer(key, groupname, consumername), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.XgroupCreateconsumer(key, groupname, consumername), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>XGROUP DELCONSUMER</c> (stream): Delete a consumer from a consumer group.</summary>
@@ -12056,7 +12224,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> XgroupDelconsumer(string key, object groupname, object consumername)
         {
-            return Queue(CommandArgs.XgroupDelconsumer(key, groupname, consumername), CommandArgs.S_INT);
+            return Queue(CommandArgs.XgroupDelconsumer(key, groupname, consumername), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>XGROUP DESTROY</c> (stream): Destroy a consumer group.</summary>
@@ -12066,7 +12234,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> XgroupDestroy(string key, object groupname)
         {
-            return Queue(CommandArgs.XgroupDestroy(key, groupname), CommandArgs.S_BOOL);
+            return Queue(CommandArgs.XgroupDestroy(key, groupname), CommandArgs.S_BOOL, CommandArgs.I_BOOL);
         }
 
         /// <summary><c>XGROUP SETID</c> (stream): Set a consumer group to an arbitrary last delivered ID value.</summary>
@@ -12077,7 +12245,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> XgroupSetid(string key, object groupname, object id)
         {
-            return Queue(CommandArgs.XgroupSetid(key, groupname, id, default(XgroupSetidOptions)), CommandArgs.S_OK);
+            return Queue(CommandArgs.XgroupSetid(key, groupname, id, default(XgroupSetidOptions)), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>XGROUP SETID</c> (stream): Set a consumer group to an arbitrary last delivered ID value.</summary>
@@ -12089,7 +12257,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> XgroupSetid(string key, object groupname, object id, XgroupSetidOptions options)
         {
-            return Queue(CommandArgs.XgroupSetid(key, groupname, id, options), CommandArgs.S_OK);
+            return Queue(CommandArgs.XgroupSetid(key, groupname, id, options), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>XINFO CONSUMERS</c> (stream): List the consumers in a consumer group.</summary>
@@ -12099,7 +12267,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;[]</c> after the execution).</returns>
         public Reply<Dictionary<string, object>[]> XinfoConsumers(string key, object groupname)
         {
-            return Queue(CommandArgs.XinfoConsumers(key, groupname), CommandArgs.S_ARRAY_MAP_STRING_ANYEE);
+            return Queue(CommandArgs.XinfoConsumers(key, groupname), CommandArgs.S_ARRAY_MAP_STRING_ANYEE, CommandArgs.I_ARRAY_MAP_STRING_ANYEE);
         }
 
         /// <summary><c>XINFO GROUPS</c> (stream): List the consumer groups of a stream.</summary>
@@ -12108,7 +12276,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;[]</c> after the execution).</returns>
         public Reply<Dictionary<string, object>[]> XinfoGroups(string key)
         {
-            return Queue(CommandArgs.XinfoGroups(key), CommandArgs.S_ARRAY_MAP_STRING_ANYEE);
+            return Queue(CommandArgs.XinfoGroups(key), CommandArgs.S_ARRAY_MAP_STRING_ANYEE, CommandArgs.I_ARRAY_MAP_STRING_ANYEE);
         }
 
         /// <summary><c>XINFO STREAM</c> (stream): Get information about a stream.</summary>
@@ -12117,7 +12285,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
         public Reply<Dictionary<string, object>> XinfoStream(string key)
         {
-            return Queue(CommandArgs.XinfoStream(key, default(XinfoStreamOptions)), CommandArgs.S_MAP_STRING_ANYE);
+            return Queue(CommandArgs.XinfoStream(key, default(XinfoStreamOptions)), CommandArgs.S_MAP_STRING_ANYE, CommandArgs.I_MAP_STRING_ANYE);
         }
 
         /// <summary><c>XINFO STREAM</c> (stream): Get information about a stream.</summary>
@@ -12127,7 +12295,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, object&gt;</c> after the execution).</returns>
         public Reply<Dictionary<string, object>> XinfoStream(string key, XinfoStreamOptions options)
         {
-            return Queue(CommandArgs.XinfoStream(key, options), CommandArgs.S_MAP_STRING_ANYE);
+            return Queue(CommandArgs.XinfoStream(key, options), CommandArgs.S_MAP_STRING_ANYE, CommandArgs.I_MAP_STRING_ANYE);
         }
 
         /// <summary><c>XLEN</c> (stream): Return the number of entries in a stream.</summary>
@@ -12136,10 +12304,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Xlen(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Xlen, key);
-            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+            Reply<long> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INT << 56);
+            return reply;
         }
 
         /// <summary><c>XPENDING</c> (stream): Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged.</summary>
@@ -12149,11 +12320,14 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> Xpending(string key, object group)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             if (group == null) throw new ArgumentNullException(nameof(group));
-            _w.Append(CommandArgs.P_Xpending, key, group);
-            return new Reply<object>(this, _w.Count - 1, _gen, CommandArgs.S_ANY);
+            _w.AppendKeyValue(CommandArgs.P_Xpending, key, group);
+            Reply<object> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_ANY << 56);
+            return reply;
         }
 
         /// <summary><c>XPENDING</c> (stream): Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged.</summary>
@@ -12166,13 +12340,16 @@ namespace Slotlane
         {
             if (options.Idle == null && options.Start == null && options.End == null && options.Count == null && options.Consumer == null)
             {
-                Check();
+                if (_disposed) ThrowDisposed();
                 if (key == null) throw new ArgumentNullException(nameof(key));
                 if (group == null) throw new ArgumentNullException(nameof(group));
-                _w.Append(CommandArgs.P_Xpending, key, group);
-                return new Reply<object>(this, _w.Count - 1, _gen, CommandArgs.S_ANY);
+                _w.AppendKeyValue(CommandArgs.P_Xpending, key, group);
+                Reply<object> reply;
+                reply._p = this;
+                reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_ANY << 56);
+                return reply;
             }
-            return Queue(CommandArgs.Xpending(key, group, options), CommandArgs.S_ANY);
+            return Queue(CommandArgs.Xpending(key, group, options), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>XRANGE</c> (stream): Return a range of elements in a stream, with IDs matching the specified IDs interval.</summary>
@@ -12183,7 +12360,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;string, KeyValuePair&lt;string, string&gt;[]&gt;[]</c> after the execution).</returns>
         public Reply<ValueTuple<string, KeyValuePair<string, string>[]>[]> Xrange(string key, object start, object end)
         {
-            return Queue(CommandArgs.Xrange(key, start, end, default(XrangeOptions)), CommandArgs.S_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE);
+            return Queue(CommandArgs.Xrange(key, start, end, default(XrangeOptions)), CommandArgs.S_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE, CommandArgs.I_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE);
         }
 
         /// <summary><c>XRANGE</c> (stream): Return a range of elements in a stream, with IDs matching the specified IDs interval.</summary>
@@ -12195,7 +12372,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;string, KeyValuePair&lt;string, string&gt;[]&gt;[]</c> after the execution).</returns>
         public Reply<ValueTuple<string, KeyValuePair<string, string>[]>[]> Xrange(string key, object start, object end, XrangeOptions options)
         {
-            return Queue(CommandArgs.Xrange(key, start, end, options), CommandArgs.S_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE);
+            return Queue(CommandArgs.Xrange(key, start, end, options), CommandArgs.S_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE, CommandArgs.I_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE);
         }
 
         /// <summary><c>XREAD</c> (stream): Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.</summary>
@@ -12205,7 +12382,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, ValueTuple&lt;string, KeyValuePair&lt;string, string&gt;[]&gt;[]&gt;</c> after the execution).</returns>
         public Reply<Dictionary<string, ValueTuple<string, KeyValuePair<string, string>[]>[]>> Xread(string[] keys, object[] ids)
         {
-            return Queue(CommandArgs.Xread(keys, ids, default(XreadOptions)), CommandArgs.S_MAP_STRING_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEEEN);
+            return Queue(CommandArgs.Xread(keys, ids, default(XreadOptions)), CommandArgs.S_MAP_STRING_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEEEN, CommandArgs.I_MAP_STRING_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEEEN);
         }
 
         /// <summary><c>XREAD</c> (stream): Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.</summary>
@@ -12216,7 +12393,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>Dictionary&lt;string, ValueTuple&lt;string, KeyValuePair&lt;string, string&gt;[]&gt;[]&gt;</c> after the execution).</returns>
         public Reply<Dictionary<string, ValueTuple<string, KeyValuePair<string, string>[]>[]>> Xread(string[] keys, object[] ids, XreadOptions options)
         {
-            return Queue(CommandArgs.Xread(keys, ids, options), CommandArgs.S_MAP_STRING_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEEEN);
+            return Queue(CommandArgs.Xread(keys, ids, options), CommandArgs.S_MAP_STRING_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEEEN, CommandArgs.I_MAP_STRING_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEEEN);
         }
 
         /// <summary><c>XREADGROUP</c> (stream): Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.</summary>
@@ -12228,7 +12405,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> Xreadgroup(object group, object consumer, string[] keys, object[] ids)
         {
-            return Queue(CommandArgs.Xreadgroup(group, consumer, keys, ids, default(XreadgroupOptions)), CommandArgs.S_ANY);
+            return Queue(CommandArgs.Xreadgroup(group, consumer, keys, ids, default(XreadgroupOptions)), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>XREADGROUP</c> (stream): Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.</summary>
@@ -12241,7 +12418,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> Xreadgroup(object group, object consumer, string[] keys, object[] ids, XreadgroupOptions options)
         {
-            return Queue(CommandArgs.Xreadgroup(group, consumer, keys, ids, options), CommandArgs.S_ANY);
+            return Queue(CommandArgs.Xreadgroup(group, consumer, keys, ids, options), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>XREVRANGE</c> (stream): Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE.</summary>
@@ -12252,7 +12429,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;string, KeyValuePair&lt;string, string&gt;[]&gt;[]</c> after the execution).</returns>
         public Reply<ValueTuple<string, KeyValuePair<string, string>[]>[]> Xrevrange(string key, object end, object start)
         {
-            return Queue(CommandArgs.Xrevrange(key, end, start, default(XrevrangeOptions)), CommandArgs.S_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE);
+            return Queue(CommandArgs.Xrevrange(key, end, start, default(XrevrangeOptions)), CommandArgs.S_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE, CommandArgs.I_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE);
         }
 
         /// <summary><c>XREVRANGE</c> (stream): Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE.</summary>
@@ -12264,7 +12441,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;string, KeyValuePair&lt;string, string&gt;[]&gt;[]</c> after the execution).</returns>
         public Reply<ValueTuple<string, KeyValuePair<string, string>[]>[]> Xrevrange(string key, object end, object start, XrevrangeOptions options)
         {
-            return Queue(CommandArgs.Xrevrange(key, end, start, options), CommandArgs.S_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE);
+            return Queue(CommandArgs.Xrevrange(key, end, start, options), CommandArgs.S_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE, CommandArgs.I_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE);
         }
 
         /// <summary><c>XSETID</c> (stream): An internal command for replicating stream values.</summary>
@@ -12274,11 +12451,14 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>bool</c> after the execution).</returns>
         public Reply<bool> Xsetid(string key, object lastId)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             if (lastId == null) throw new ArgumentNullException(nameof(lastId));
-            _w.Append(CommandArgs.P_Xsetid, key, lastId);
-            return new Reply<bool>(this, _w.Count - 1, _gen, CommandArgs.S_OK);
+            _w.AppendKeyValue(CommandArgs.P_Xsetid, key, lastId);
+            Reply<bool> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_OK << 56);
+            return reply;
         }
 
         /// <summary><c>XSETID</c> (stream): An internal command for replicating stream values.</summary>
@@ -12291,13 +12471,16 @@ namespace Slotlane
         {
             if (options.Entriesadded == null && options.Maxdeletedid == null)
             {
-                Check();
+                if (_disposed) ThrowDisposed();
                 if (key == null) throw new ArgumentNullException(nameof(key));
                 if (lastId == null) throw new ArgumentNullException(nameof(lastId));
-                _w.Append(CommandArgs.P_Xsetid, key, lastId);
-                return new Reply<bool>(this, _w.Count - 1, _gen, CommandArgs.S_OK);
+                _w.AppendKeyValue(CommandArgs.P_Xsetid, key, lastId);
+                Reply<bool> reply;
+                reply._p = this;
+                reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_OK << 56);
+                return reply;
             }
-            return Queue(CommandArgs.Xsetid(key, lastId, options), CommandArgs.S_OK);
+            return Queue(CommandArgs.Xsetid(key, lastId, options), CommandArgs.S_OK, CommandArgs.I_OK);
         }
 
         /// <summary><c>XTRIM</c> (stream): Trims the stream to (approximately if '~' is passed) a certain size.</summary>
@@ -12307,7 +12490,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Xtrim(string key, object threshold)
         {
-            return Queue(CommandArgs.Xtrim(key, threshold, default(XtrimOptions)), CommandArgs.S_INT);
+            return Queue(CommandArgs.Xtrim(key, threshold, default(XtrimOptions)), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>XTRIM</c> (stream): Trims the stream to (approximately if '~' is passed) a certain size.</summary>
@@ -12318,7 +12501,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Xtrim(string key, object threshold, XtrimOptions options)
         {
-            return Queue(CommandArgs.Xtrim(key, threshold, options), CommandArgs.S_INT);
+            return Queue(CommandArgs.Xtrim(key, threshold, options), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>ZADD</c> (sorted-set): Add one or more members to a sorted set, or update its score if it already exists.</summary>
@@ -12328,7 +12511,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Zadd(string key, ValueTuple<double, object>[] scoreMember)
         {
-            return Queue(CommandArgs.Zadd(key, scoreMember, default(ZaddOptions)), CommandArgs.S_INT);
+            return Queue(CommandArgs.Zadd(key, scoreMember, default(ZaddOptions)), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>ZADD</c> (sorted-set): Add one or more members to a sorted set, or update its score if it already exists.</summary>
@@ -12339,7 +12522,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Zadd(string key, ValueTuple<double, object>[] scoreMember, ZaddOptions options)
         {
-            return Queue(CommandArgs.Zadd(key, scoreMember, options), CommandArgs.S_INT);
+            return Queue(CommandArgs.Zadd(key, scoreMember, options), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>ZADD</c> (sorted-set): Add one or more members to a sorted set, or update its score if it already exists.</summary>
@@ -12349,7 +12532,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>double?</c> after the execution).</returns>
         public Reply<double?> ZaddIncr(string key, ValueTuple<double, object>[] scoreMember)
         {
-            return Queue(CommandArgs.ZaddIncr(key, scoreMember, default(ZaddIncrOptions)), CommandArgs.S_DOUBLEN);
+            return Queue(CommandArgs.ZaddIncr(key, scoreMember, default(ZaddIncrOptions)), CommandArgs.S_DOUBLEN, CommandArgs.I_DOUBLEN);
         }
 
         /// <summary><c>ZADD</c> (sorted-set): Add one or more members to a sorted set, or update its score if it already exists.</summary>
@@ -12360,7 +12543,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>double?</c> after the execution).</returns>
         public Reply<double?> ZaddIncr(string key, ValueTuple<double, object>[] scoreMember, ZaddIncrOptions options)
         {
-            return Queue(CommandArgs.ZaddIncr(key, scoreMember, options), CommandArgs.S_DOUBLEN);
+            return Queue(CommandArgs.ZaddIncr(key, scoreMember, options), CommandArgs.S_DOUBLEN, CommandArgs.I_DOUBLEN);
         }
 
         /// <summary><c>ZCARD</c> (sorted-set): Get the number of members in a sorted set.</summary>
@@ -12369,10 +12552,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Zcard(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Zcard, key);
-            return new Reply<long>(this, _w.Count - 1, _gen, CommandArgs.S_INT);
+            Reply<long> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INT << 56);
+            return reply;
         }
 
         /// <summary><c>ZCOUNT</c> (sorted-set): Count the members in a sorted set with scores within the given values.</summary>
@@ -12383,7 +12569,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Zcount(string key, object min, object max)
         {
-            return Queue(CommandArgs.Zcount(key, min, max), CommandArgs.S_INT);
+            return Queue(CommandArgs.Zcount(key, min, max), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>ZDIFF</c> (sorted-set): Subtract multiple sorted sets.</summary>
@@ -12392,7 +12578,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> Zdiff(params string[] keys)
         {
-            return Queue(CommandArgs.Zdiff(keys), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Zdiff(keys), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZDIFF</c> (sorted-set): Subtract multiple sorted sets.</summary>
@@ -12401,7 +12587,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
         public Reply<KeyValuePair<string, double>[]> ZdiffWithscores(params string[] keys)
         {
-            return Queue(CommandArgs.ZdiffWithscores(keys), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            return Queue(CommandArgs.ZdiffWithscores(keys), CommandArgs.S_PAIRS_STRING_DOUBLEE, CommandArgs.I_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZDIFFSTORE</c> (sorted-set): Subtract multiple sorted sets and store the resulting sorted set in a new key.</summary>
@@ -12411,7 +12597,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Zdiffstore(string destination, params string[] keys)
         {
-            return Queue(CommandArgs.Zdiffstore(destination, keys), CommandArgs.S_INT);
+            return Queue(CommandArgs.Zdiffstore(destination, keys), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>ZINCRBY</c> (sorted-set): Increment the score of a member in a sorted set.</summary>
@@ -12422,7 +12608,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>double</c> after the execution).</returns>
         public Reply<double> Zincrby(string key, double increment, object member)
         {
-            return Queue(CommandArgs.Zincrby(key, increment, member), CommandArgs.S_DOUBLE);
+            return Queue(CommandArgs.Zincrby(key, increment, member), CommandArgs.S_DOUBLE, CommandArgs.I_DOUBLE);
         }
 
         /// <summary><c>ZINTER</c> (sorted-set): Intersect multiple sorted sets.</summary>
@@ -12431,7 +12617,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> Zinter(string[] keys)
         {
-            return Queue(CommandArgs.Zinter(keys, default(ZinterOptions)), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Zinter(keys, default(ZinterOptions)), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZINTER</c> (sorted-set): Intersect multiple sorted sets.</summary>
@@ -12441,7 +12627,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> Zinter(string[] keys, ZinterOptions options)
         {
-            return Queue(CommandArgs.Zinter(keys, options), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Zinter(keys, options), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZINTER</c> (sorted-set): Intersect multiple sorted sets.</summary>
@@ -12450,7 +12636,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
         public Reply<KeyValuePair<string, double>[]> ZinterWithscores(string[] keys)
         {
-            return Queue(CommandArgs.ZinterWithscores(keys, default(ZinterWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            return Queue(CommandArgs.ZinterWithscores(keys, default(ZinterWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE, CommandArgs.I_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZINTER</c> (sorted-set): Intersect multiple sorted sets.</summary>
@@ -12460,7 +12646,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
         public Reply<KeyValuePair<string, double>[]> ZinterWithscores(string[] keys, ZinterWithscoresOptions options)
         {
-            return Queue(CommandArgs.ZinterWithscores(keys, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            return Queue(CommandArgs.ZinterWithscores(keys, options), CommandArgs.S_PAIRS_STRING_DOUBLEE, CommandArgs.I_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZINTERCARD</c> (sorted-set): Intersect multiple sorted sets and return the cardinality of the result.</summary>
@@ -12469,7 +12655,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Zintercard(string[] keys)
         {
-            return Queue(CommandArgs.Zintercard(keys, default(ZintercardOptions)), CommandArgs.S_INT);
+            return Queue(CommandArgs.Zintercard(keys, default(ZintercardOptions)), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>ZINTERCARD</c> (sorted-set): Intersect multiple sorted sets and return the cardinality of the result.</summary>
@@ -12479,7 +12665,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Zintercard(string[] keys, ZintercardOptions options)
         {
-            return Queue(CommandArgs.Zintercard(keys, options), CommandArgs.S_INT);
+            return Queue(CommandArgs.Zintercard(keys, options), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>ZINTERSTORE</c> (sorted-set): Intersect multiple sorted sets and store the resulting sorted set in a new key.</summary>
@@ -12489,7 +12675,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Zinterstore(string destination, string[] keys)
         {
-            return Queue(CommandArgs.Zinterstore(destination, keys, default(ZinterstoreOptions)), CommandArgs.S_INT);
+            return Queue(CommandArgs.Zinterstore(destination, keys, default(ZinterstoreOptions)), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>ZINTERSTORE</c> (sorted-set): Intersect multiple sorted sets and store the resulting sorted set in a new key.</summary>
@@ -12500,7 +12686,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Zinterstore(string destination, string[] keys, ZinterstoreOptions options)
         {
-            return Queue(CommandArgs.Zinterstore(destination, keys, options), CommandArgs.S_INT);
+            return Queue(CommandArgs.Zinterstore(destination, keys, options), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>ZLEXCOUNT</c> (sorted-set): Count the number of members in a sorted set between a given lexicographical range.</summary>
@@ -12511,7 +12697,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Zlexcount(string key, object min, object max)
         {
-            return Queue(CommandArgs.Zlexcount(key, min, max), CommandArgs.S_INT);
+            return Queue(CommandArgs.Zlexcount(key, min, max), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>ZMPOP</c> (sorted-set): Remove and return members with scores in a sorted set.</summary>
@@ -12520,7 +12706,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;string, KeyValuePair&lt;string, double&gt;[]&gt;?</c> after the execution).</returns>
         public Reply<ValueTuple<string, KeyValuePair<string, double>[]>?> Zmpop(string[] keys)
         {
-            return Queue(CommandArgs.Zmpop(keys, default(ZmpopOptions)), CommandArgs.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN);
+            return Queue(CommandArgs.Zmpop(keys, default(ZmpopOptions)), CommandArgs.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN, CommandArgs.I_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN);
         }
 
         /// <summary><c>ZMPOP</c> (sorted-set): Remove and return members with scores in a sorted set.</summary>
@@ -12530,7 +12716,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;string, KeyValuePair&lt;string, double&gt;[]&gt;?</c> after the execution).</returns>
         public Reply<ValueTuple<string, KeyValuePair<string, double>[]>?> Zmpop(string[] keys, ZmpopOptions options)
         {
-            return Queue(CommandArgs.Zmpop(keys, options), CommandArgs.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN);
+            return Queue(CommandArgs.Zmpop(keys, options), CommandArgs.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN, CommandArgs.I_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN);
         }
 
         /// <summary><c>ZMSCORE</c> (sorted-set): Get the score associated with the given members in a sorted set.</summary>
@@ -12540,7 +12726,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>double?[]</c> after the execution).</returns>
         public Reply<double?[]> Zmscore(string key, params object[] members)
         {
-            return Queue(CommandArgs.Zmscore(key, members), CommandArgs.S_ARRAY_DOUBLENE);
+            return Queue(CommandArgs.Zmscore(key, members), CommandArgs.S_ARRAY_DOUBLENE, CommandArgs.I_ARRAY_DOUBLENE);
         }
 
         /// <summary><c>ZPOPMAX</c> (sorted-set): Remove and return members with the highest scores in a sorted set.</summary>
@@ -12549,10 +12735,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
         public Reply<KeyValuePair<string, double>[]> Zpopmax(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Zpopmax, key);
-            return new Reply<KeyValuePair<string, double>[]>(this, _w.Count - 1, _gen, CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            Reply<KeyValuePair<string, double>[]> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_PAIRS_STRING_DOUBLEE << 56);
+            return reply;
         }
 
         /// <summary><c>ZPOPMAX</c> (sorted-set): Remove and return members with the highest scores in a sorted set.</summary>
@@ -12564,12 +12753,15 @@ namespace Slotlane
         {
             if (options.Count == null)
             {
-                Check();
+                if (_disposed) ThrowDisposed();
                 if (key == null) throw new ArgumentNullException(nameof(key));
                 _w.AppendKey(CommandArgs.P_Zpopmax, key);
-                return new Reply<KeyValuePair<string, double>[]>(this, _w.Count - 1, _gen, CommandArgs.S_PAIRS_STRING_DOUBLEE);
+                Reply<KeyValuePair<string, double>[]> reply;
+                reply._p = this;
+                reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_PAIRS_STRING_DOUBLEE << 56);
+                return reply;
             }
-            return Queue(CommandArgs.Zpopmax(key, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            return Queue(CommandArgs.Zpopmax(key, options), CommandArgs.S_PAIRS_STRING_DOUBLEE, CommandArgs.I_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZPOPMIN</c> (sorted-set): Remove and return members with the lowest scores in a sorted set.</summary>
@@ -12578,10 +12770,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
         public Reply<KeyValuePair<string, double>[]> Zpopmin(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Zpopmin, key);
-            return new Reply<KeyValuePair<string, double>[]>(this, _w.Count - 1, _gen, CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            Reply<KeyValuePair<string, double>[]> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_PAIRS_STRING_DOUBLEE << 56);
+            return reply;
         }
 
         /// <summary><c>ZPOPMIN</c> (sorted-set): Remove and return members with the lowest scores in a sorted set.</summary>
@@ -12593,12 +12788,15 @@ namespace Slotlane
         {
             if (options.Count == null)
             {
-                Check();
+                if (_disposed) ThrowDisposed();
                 if (key == null) throw new ArgumentNullException(nameof(key));
                 _w.AppendKey(CommandArgs.P_Zpopmin, key);
-                return new Reply<KeyValuePair<string, double>[]>(this, _w.Count - 1, _gen, CommandArgs.S_PAIRS_STRING_DOUBLEE);
+                Reply<KeyValuePair<string, double>[]> reply;
+                reply._p = this;
+                reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_PAIRS_STRING_DOUBLEE << 56);
+                return reply;
             }
-            return Queue(CommandArgs.Zpopmin(key, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            return Queue(CommandArgs.Zpopmin(key, options), CommandArgs.S_PAIRS_STRING_DOUBLEE, CommandArgs.I_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZRANDMEMBER</c> (sorted-set): Get one or multiple random elements from a sorted set.</summary>
@@ -12607,10 +12805,13 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Zrandmember(string key)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             _w.AppendKey(CommandArgs.P_Zrandmember, key);
-            return new Reply<string>(this, _w.Count - 1, _gen, CommandArgs.S_STRINGN);
+            Reply<string> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_STRINGN << 56);
+            return reply;
         }
 
         /// <summary><c>ZRANDMEMBER</c> (sorted-set): Get one or multiple random elements from a sorted set.</summary>
@@ -12620,7 +12821,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> ZrandmemberCount(string key, long count)
         {
-            return Queue(CommandArgs.ZrandmemberCount(key, count), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.ZrandmemberCount(key, count), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZRANDMEMBER</c> (sorted-set): Get one or multiple random elements from a sorted set.</summary>
@@ -12630,7 +12831,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
         public Reply<KeyValuePair<string, double>[]> ZrandmemberWithscores(string key, long count)
         {
-            return Queue(CommandArgs.ZrandmemberWithscores(key, count), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            return Queue(CommandArgs.ZrandmemberWithscores(key, count), CommandArgs.S_PAIRS_STRING_DOUBLEE, CommandArgs.I_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZRANGE</c> (sorted-set): Return a range of members in a sorted set.</summary>
@@ -12641,7 +12842,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> Zrange(string key, object start, object stop)
         {
-            return Queue(CommandArgs.Zrange(key, start, stop, default(ZrangeOptions)), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Zrange(key, start, stop, default(ZrangeOptions)), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZRANGE</c> (sorted-set): Return a range of members in a sorted set.</summary>
@@ -12653,7 +12854,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> Zrange(string key, object start, object stop, ZrangeOptions options)
         {
-            return Queue(CommandArgs.Zrange(key, start, stop, options), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Zrange(key, start, stop, options), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZRANGE</c> (sorted-set): Return a range of members in a sorted set.</summary>
@@ -12664,7 +12865,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
         public Reply<KeyValuePair<string, double>[]> ZrangeWithscores(string key, object start, object stop)
         {
-            return Queue(CommandArgs.ZrangeWithscores(key, start, stop, default(ZrangeWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            return Queue(CommandArgs.ZrangeWithscores(key, start, stop, default(ZrangeWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE, CommandArgs.I_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZRANGE</c> (sorted-set): Return a range of members in a sorted set.</summary>
@@ -12676,7 +12877,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
         public Reply<KeyValuePair<string, double>[]> ZrangeWithscores(string key, object start, object stop, ZrangeWithscoresOptions options)
         {
-            return Queue(CommandArgs.ZrangeWithscores(key, start, stop, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            return Queue(CommandArgs.ZrangeWithscores(key, start, stop, options), CommandArgs.S_PAIRS_STRING_DOUBLEE, CommandArgs.I_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZRANGEBYLEX</c> (sorted-set): Return a range of members in a sorted set, by lexicographical range.</summary>
@@ -12688,7 +12889,7 @@ namespace Slotlane
         [Obsolete("ZRANGEBYLEX is deprecated since Redis 6.2.0")]
         public Reply<string[]> Zrangebylex(string key, object min, object max)
         {
-            return Queue(CommandArgs.Zrangebylex(key, min, max, default(ZrangebylexOptions)), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Zrangebylex(key, min, max, default(ZrangebylexOptions)), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZRANGEBYLEX</c> (sorted-set): Return a range of members in a sorted set, by lexicographical range.</summary>
@@ -12701,7 +12902,7 @@ namespace Slotlane
         [Obsolete("ZRANGEBYLEX is deprecated since Redis 6.2.0")]
         public Reply<string[]> Zrangebylex(string key, object min, object max, ZrangebylexOptions options)
         {
-            return Queue(CommandArgs.Zrangebylex(key, min, max, options), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Zrangebylex(key, min, max, options), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score.</summary>
@@ -12713,7 +12914,7 @@ namespace Slotlane
         [Obsolete("ZRANGEBYSCORE is deprecated since Redis 6.2.0")]
         public Reply<string[]> Zrangebyscore(string key, object min, object max)
         {
-            return Queue(CommandArgs.Zrangebyscore(key, min, max, default(ZrangebyscoreOptions)), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Zrangebyscore(key, min, max, default(ZrangebyscoreOptions)), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score.</summary>
@@ -12726,7 +12927,7 @@ namespace Slotlane
         [Obsolete("ZRANGEBYSCORE is deprecated since Redis 6.2.0")]
         public Reply<string[]> Zrangebyscore(string key, object min, object max, ZrangebyscoreOptions options)
         {
-            return Queue(CommandArgs.Zrangebyscore(key, min, max, options), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Zrangebyscore(key, min, max, options), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score.</summary>
@@ -12738,7 +12939,7 @@ namespace Slotlane
         [Obsolete("ZRANGEBYSCORE is deprecated since Redis 6.2.0")]
         public Reply<KeyValuePair<string, double>[]> ZrangebyscoreWithscores(string key, object min, object max)
         {
-            return Queue(CommandArgs.ZrangebyscoreWithscores(key, min, max, default(ZrangebyscoreWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            return Queue(CommandArgs.ZrangebyscoreWithscores(key, min, max, default(ZrangebyscoreWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE, CommandArgs.I_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score.</summary>
@@ -12751,7 +12952,7 @@ namespace Slotlane
         [Obsolete("ZRANGEBYSCORE is deprecated since Redis 6.2.0")]
         public Reply<KeyValuePair<string, double>[]> ZrangebyscoreWithscores(string key, object min, object max, ZrangebyscoreWithscoresOptions options)
         {
-            return Queue(CommandArgs.ZrangebyscoreWithscores(key, min, max, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            return Queue(CommandArgs.ZrangebyscoreWithscores(key, min, max, options), CommandArgs.S_PAIRS_STRING_DOUBLEE, CommandArgs.I_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZRANGESTORE</c> (sorted-set): Store a range of members from sorted set into another key.</summary>
@@ -12763,7 +12964,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Zrangestore(string dst, string src, object min, object max)
         {
-            return Queue(CommandArgs.Zrangestore(dst, src, min, max, default(ZrangestoreOptions)), CommandArgs.S_INT);
+            return Queue(CommandArgs.Zrangestore(dst, src, min, max, default(ZrangestoreOptions)), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>ZRANGESTORE</c> (sorted-set): Store a range of members from sorted set into another key.</summary>
@@ -12776,7 +12977,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Zrangestore(string dst, string src, object min, object max, ZrangestoreOptions options)
         {
-            return Queue(CommandArgs.Zrangestore(dst, src, min, max, options), CommandArgs.S_INT);
+            return Queue(CommandArgs.Zrangestore(dst, src, min, max, options), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>ZRANK</c> (sorted-set): Determine the index of a member in a sorted set.</summary>
@@ -12786,11 +12987,14 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long?</c> after the execution).</returns>
         public Reply<long?> Zrank(string key, object member)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             if (member == null) throw new ArgumentNullException(nameof(member));
-            _w.Append(CommandArgs.P_Zrank, key, member);
-            return new Reply<long?>(this, _w.Count - 1, _gen, CommandArgs.S_INTN);
+            _w.AppendKeyValue(CommandArgs.P_Zrank, key, member);
+            Reply<long?> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INTN << 56);
+            return reply;
         }
 
         /// <summary><c>ZREM</c> (sorted-set): Remove one or more members from a sorted set.</summary>
@@ -12800,7 +13004,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Zrem(string key, params object[] members)
         {
-            return Queue(CommandArgs.Zrem(key, members), CommandArgs.S_INT);
+            return Queue(CommandArgs.Zrem(key, members), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>ZREMRANGEBYLEX</c> (sorted-set): Remove all members in a sorted set between the given lexicographical range.</summary>
@@ -12811,7 +13015,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Zremrangebylex(string key, object min, object max)
         {
-            return Queue(CommandArgs.Zremrangebylex(key, min, max), CommandArgs.S_INT);
+            return Queue(CommandArgs.Zremrangebylex(key, min, max), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>ZREMRANGEBYRANK</c> (sorted-set): Remove all members in a sorted set within the given indexes.</summary>
@@ -12822,7 +13026,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Zremrangebyrank(string key, long start, long stop)
         {
-            return Queue(CommandArgs.Zremrangebyrank(key, start, stop), CommandArgs.S_INT);
+            return Queue(CommandArgs.Zremrangebyrank(key, start, stop), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>ZREMRANGEBYSCORE</c> (sorted-set): Remove all members in a sorted set within the given scores.</summary>
@@ -12833,7 +13037,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Zremrangebyscore(string key, object min, object max)
         {
-            return Queue(CommandArgs.Zremrangebyscore(key, min, max), CommandArgs.S_INT);
+            return Queue(CommandArgs.Zremrangebyscore(key, min, max), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>ZREVRANGE</c> (sorted-set): Return a range of members in a sorted set, by index, with scores ordered from high to low.</summary>
@@ -12845,7 +13049,7 @@ namespace Slotlane
         [Obsolete("ZREVRANGE is deprecated since Redis 6.2.0")]
         public Reply<string[]> Zrevrange(string key, long start, long stop)
         {
-            return Queue(CommandArgs.Zrevrange(key, start, stop), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Zrevrange(key, start, stop), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZREVRANGE</c> (sorted-set): Return a range of members in a sorted set, by index, with scores ordered from high to low.</summary>
@@ -12857,7 +13061,7 @@ namespace Slotlane
         [Obsolete("ZREVRANGE is deprecated since Redis 6.2.0")]
         public Reply<KeyValuePair<string, double>[]> ZrevrangeWithscores(string key, long start, long stop)
         {
-            return Queue(CommandArgs.ZrevrangeWithscores(key, start, stop), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            return Queue(CommandArgs.ZrevrangeWithscores(key, start, stop), CommandArgs.S_PAIRS_STRING_DOUBLEE, CommandArgs.I_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZREVRANGEBYLEX</c> (sorted-set): Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.</summary>
@@ -12869,7 +13073,7 @@ namespace Slotlane
         [Obsolete("ZREVRANGEBYLEX is deprecated since Redis 6.2.0")]
         public Reply<string[]> Zrevrangebylex(string key, object max, object min)
         {
-            return Queue(CommandArgs.Zrevrangebylex(key, max, min, default(ZrevrangebylexOptions)), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Zrevrangebylex(key, max, min, default(ZrevrangebylexOptions)), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZREVRANGEBYLEX</c> (sorted-set): Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.</summary>
@@ -12882,7 +13086,7 @@ namespace Slotlane
         [Obsolete("ZREVRANGEBYLEX is deprecated since Redis 6.2.0")]
         public Reply<string[]> Zrevrangebylex(string key, object max, object min, ZrevrangebylexOptions options)
         {
-            return Queue(CommandArgs.Zrevrangebylex(key, max, min, options), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Zrevrangebylex(key, max, min, options), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZREVRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score, with scores ordered from high to low.</summary>
@@ -12894,7 +13098,7 @@ namespace Slotlane
         [Obsolete("ZREVRANGEBYSCORE is deprecated since Redis 6.2.0")]
         public Reply<string[]> Zrevrangebyscore(string key, object max, object min)
         {
-            return Queue(CommandArgs.Zrevrangebyscore(key, max, min, default(ZrevrangebyscoreOptions)), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Zrevrangebyscore(key, max, min, default(ZrevrangebyscoreOptions)), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZREVRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score, with scores ordered from high to low.</summary>
@@ -12907,7 +13111,7 @@ namespace Slotlane
         [Obsolete("ZREVRANGEBYSCORE is deprecated since Redis 6.2.0")]
         public Reply<string[]> Zrevrangebyscore(string key, object max, object min, ZrevrangebyscoreOptions options)
         {
-            return Queue(CommandArgs.Zrevrangebyscore(key, max, min, options), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Zrevrangebyscore(key, max, min, options), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZREVRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score, with scores ordered from high to low.</summary>
@@ -12919,7 +13123,7 @@ namespace Slotlane
         [Obsolete("ZREVRANGEBYSCORE is deprecated since Redis 6.2.0")]
         public Reply<KeyValuePair<string, double>[]> ZrevrangebyscoreWithscores(string key, object max, object min)
         {
-            return Queue(CommandArgs.ZrevrangebyscoreWithscores(key, max, min, default(ZrevrangebyscoreWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            return Queue(CommandArgs.ZrevrangebyscoreWithscores(key, max, min, default(ZrevrangebyscoreWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE, CommandArgs.I_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZREVRANGEBYSCORE</c> (sorted-set): Return a range of members in a sorted set, by score, with scores ordered from high to low.</summary>
@@ -12932,7 +13136,7 @@ namespace Slotlane
         [Obsolete("ZREVRANGEBYSCORE is deprecated since Redis 6.2.0")]
         public Reply<KeyValuePair<string, double>[]> ZrevrangebyscoreWithscores(string key, object max, object min, ZrevrangebyscoreWithscoresOptions options)
         {
-            return Queue(CommandArgs.ZrevrangebyscoreWithscores(key, max, min, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            return Queue(CommandArgs.ZrevrangebyscoreWithscores(key, max, min, options), CommandArgs.S_PAIRS_STRING_DOUBLEE, CommandArgs.I_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZREVRANK</c> (sorted-set): Determine the index of a member in a sorted set, with scores ordered from high to low.</summary>
@@ -12942,11 +13146,14 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long?</c> after the execution).</returns>
         public Reply<long?> Zrevrank(string key, object member)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             if (member == null) throw new ArgumentNullException(nameof(member));
-            _w.Append(CommandArgs.P_Zrevrank, key, member);
-            return new Reply<long?>(this, _w.Count - 1, _gen, CommandArgs.S_INTN);
+            _w.AppendKeyValue(CommandArgs.P_Zrevrank, key, member);
+            Reply<long?> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_INTN << 56);
+            return reply;
         }
 
         /// <summary><c>ZSCAN</c> (sorted-set): Incrementally iterate sorted sets elements and associated scores.</summary>
@@ -12956,7 +13163,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;ulong, KeyValuePair&lt;string, double&gt;[]&gt;</c> after the execution).</returns>
         public Reply<ValueTuple<ulong, KeyValuePair<string, double>[]>> Zscan(string key, long cursor)
         {
-            return Queue(CommandArgs.Zscan(key, cursor, default(ZscanOptions)), CommandArgs.S_TUPLE_CURSOR_PAIRS_STRING_DOUBLEEE);
+            return Queue(CommandArgs.Zscan(key, cursor, default(ZscanOptions)), CommandArgs.S_TUPLE_CURSOR_PAIRS_STRING_DOUBLEEE, CommandArgs.I_TUPLE_CURSOR_PAIRS_STRING_DOUBLEEE);
         }
 
         /// <summary><c>ZSCAN</c> (sorted-set): Incrementally iterate sorted sets elements and associated scores.</summary>
@@ -12967,7 +13174,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;ulong, KeyValuePair&lt;string, double&gt;[]&gt;</c> after the execution).</returns>
         public Reply<ValueTuple<ulong, KeyValuePair<string, double>[]>> Zscan(string key, long cursor, ZscanOptions options)
         {
-            return Queue(CommandArgs.Zscan(key, cursor, options), CommandArgs.S_TUPLE_CURSOR_PAIRS_STRING_DOUBLEEE);
+            return Queue(CommandArgs.Zscan(key, cursor, options), CommandArgs.S_TUPLE_CURSOR_PAIRS_STRING_DOUBLEEE, CommandArgs.I_TUPLE_CURSOR_PAIRS_STRING_DOUBLEEE);
         }
 
         /// <summary><c>ZSCORE</c> (sorted-set): Get the score associated with the given member in a sorted set.</summary>
@@ -12977,11 +13184,14 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>double?</c> after the execution).</returns>
         public Reply<double?> Zscore(string key, object member)
         {
-            Check();
+            if (_disposed) ThrowDisposed();
             if (key == null) throw new ArgumentNullException(nameof(key));
             if (member == null) throw new ArgumentNullException(nameof(member));
-            _w.Append(CommandArgs.P_Zscore, key, member);
-            return new Reply<double?>(this, _w.Count - 1, _gen, CommandArgs.S_DOUBLEN);
+            _w.AppendKeyValue(CommandArgs.P_Zscore, key, member);
+            Reply<double?> reply;
+            reply._p = this;
+            reply._tag = (uint)(_w.Count - 1) | ((long)(_gen & 0xFFFFFF) << 32) | ((long)CommandArgs.I_DOUBLEN << 56);
+            return reply;
         }
 
         /// <summary><c>ZUNION</c> (sorted-set): Add multiple sorted sets.</summary>
@@ -12990,7 +13200,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> Zunion(string[] keys)
         {
-            return Queue(CommandArgs.Zunion(keys, default(ZunionOptions)), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Zunion(keys, default(ZunionOptions)), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZUNION</c> (sorted-set): Add multiple sorted sets.</summary>
@@ -13000,7 +13210,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string[]</c> after the execution).</returns>
         public Reply<string[]> Zunion(string[] keys, ZunionOptions options)
         {
-            return Queue(CommandArgs.Zunion(keys, options), CommandArgs.S_ARRAY_STRINGE);
+            return Queue(CommandArgs.Zunion(keys, options), CommandArgs.S_ARRAY_STRINGE, CommandArgs.I_ARRAY_STRINGE);
         }
 
         /// <summary><c>ZUNION</c> (sorted-set): Add multiple sorted sets.</summary>
@@ -13009,7 +13219,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
         public Reply<KeyValuePair<string, double>[]> ZunionWithscores(string[] keys)
         {
-            return Queue(CommandArgs.ZunionWithscores(keys, default(ZunionWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            return Queue(CommandArgs.ZunionWithscores(keys, default(ZunionWithscoresOptions)), CommandArgs.S_PAIRS_STRING_DOUBLEE, CommandArgs.I_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZUNION</c> (sorted-set): Add multiple sorted sets.</summary>
@@ -13019,7 +13229,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>KeyValuePair&lt;string, double&gt;[]</c> after the execution).</returns>
         public Reply<KeyValuePair<string, double>[]> ZunionWithscores(string[] keys, ZunionWithscoresOptions options)
         {
-            return Queue(CommandArgs.ZunionWithscores(keys, options), CommandArgs.S_PAIRS_STRING_DOUBLEE);
+            return Queue(CommandArgs.ZunionWithscores(keys, options), CommandArgs.S_PAIRS_STRING_DOUBLEE, CommandArgs.I_PAIRS_STRING_DOUBLEE);
         }
 
         /// <summary><c>ZUNIONSTORE</c> (sorted-set): Add multiple sorted sets and store the resulting sorted set in a new key.</summary>
@@ -13029,7 +13239,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Zunionstore(string destination, string[] keys)
         {
-            return Queue(CommandArgs.Zunionstore(destination, keys, default(ZunionstoreOptions)), CommandArgs.S_INT);
+            return Queue(CommandArgs.Zunionstore(destination, keys, default(ZunionstoreOptions)), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>ZUNIONSTORE</c> (sorted-set): Add multiple sorted sets and store the resulting sorted set in a new key.</summary>
@@ -13040,7 +13250,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Zunionstore(string destination, string[] keys, ZunionstoreOptions options)
         {
-            return Queue(CommandArgs.Zunionstore(destination, keys, options), CommandArgs.S_INT);
+            return Queue(CommandArgs.Zunionstore(destination, keys, options), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
     }

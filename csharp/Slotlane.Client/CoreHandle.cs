@@ -37,10 +37,14 @@ namespace Slotlane
                 so.command_timeout_ms = ClientOptions.Ms(o.CommandTimeout, "CommandTimeout", true);
                 so.max_redirects = o.MaxRedirects;
                 so.refresh_interval_ms = ClientOptions.Ms(o.RefreshInterval, "RefreshInterval", true);
+                so.max_inflight_batches = (uint)o.MaxInflightBatches;
+                so.max_inflight_bytes = (ulong)o.MaxInflightBytes;
+                so.tls = o.TlsRef == null ? IntPtr.Zero : o.TlsRef.Ptr;
                 byte* err = stackalloc byte[512];
                 err[0] = 0;
                 IntPtr cl;
                 rc = Native.sl_client_new(&cl, &so, err, (UIntPtr)512);
+                GC.KeepAlive(o.TlsRef); // the client took its own reference during the call
                 if (rc != 0)
                 {
                     string msg = Native.PtrToUtf8((IntPtr)err);

@@ -110,9 +110,31 @@ namespace Slotlane
         public int max_depth;
         public uint max_inflight_batches;
         public ulong max_inflight_bytes;
-        public IntPtr tls;          // sl_tls *: the C# binding has no TLS options yet (NULL)
+        public IntPtr tls;          // sl_tls *: ClientOptions.Tls (TlsConfig), else NULL
         public int blocking_grace_ms;   // v4: a leased blocking command's grace (default 1000)
         public int lease_idle_max;      // v4: idle leased connections kept per node (default 4)
+    }
+
+    /// <summary>Mirror of <c>sl_tls_options</c> (version 1).</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct SlTlsOptions
+    {
+        public uint version;
+        public uint size;
+        public IntPtr ca_file;
+        public IntPtr ca_dir;
+        public IntPtr ca_pem;
+        public UIntPtr ca_pem_len;
+        public int system_roots;
+        public IntPtr cert_file;
+        public IntPtr key_file;
+        public IntPtr cert_pem;
+        public UIntPtr cert_pem_len;
+        public IntPtr key_pem;
+        public UIntPtr key_pem_len;
+        public int verify;
+        public IntPtr server_name;
+        public int node_names;
     }
 
     /// <summary>Return codes of the core (<c>sl_error_code</c>).</summary>
@@ -157,9 +179,16 @@ namespace Slotlane
         SL_REPLY_PUSH = 13,
     }
 
-    /// <summary>Completion callback of the loop engine (<c>sl_exec_cb</c>).</summary>
-    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
-    internal unsafe delegate void SlExecCallback(IntPtr batch, int status, SlSizes* sizes, IntPtr arg);
+    /// <summary>Mirror of <c>sl_completion</c> (slotlane_uv.h): one batch's completion taken from an <c>sl_cq</c>.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct SlCompletion
+    {
+        public IntPtr batch;
+        public IntPtr token;
+        public int status;
+        public int reserved;
+        public SlSizes sizes;
+    }
 
     internal static unsafe class Native
     {
@@ -168,6 +197,7 @@ namespace Slotlane
         internal const uint SL_CLIENT_OPTIONS_VERSION = 4;
         internal const uint SL_STATS_VERSION = 1;
         internal const uint SL_ROUTE_VERSION = 1;
+        internal const uint SL_TLS_OPTIONS_VERSION = 1;
 
         /// <summary><c>SL_ROUTE_INIT</c>: a route by key, its version and size set.</summary>
         internal static SlRoute NewRoute()
@@ -192,6 +222,18 @@ namespace Slotlane
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern void sl_client_free(IntPtr client);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_tls_options_init(SlTlsOptions* opts, uint version);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_tls_supported();
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_tls_new(IntPtr* @out, SlTlsOptions* opts, byte* errmsg, UIntPtr errmsg_cap);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sl_tls_free(IntPtr tls);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern IntPtr sl_client_errmsg(IntPtr client);
@@ -269,8 +311,23 @@ namespace Slotlane
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int sl_loop_new(IntPtr* @out);
 
+        internal const int SL_SUBMIT_WAIT = 0;
+        internal const int SL_SUBMIT_FAIL_FAST = 1;
+
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int sl_loop_submit(IntPtr loop, IntPtr batch, int timeout_ms, IntPtr cb, IntPtr arg);
+        internal static extern int sl_loop_submit_cq(IntPtr loop, IntPtr batch, int timeout_ms, IntPtr cq, IntPtr token, int flags);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_batch_cancel(IntPtr batch);
+
+        // ------------------------------------------------ completion queues
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_cq_new(IntPtr* @out);
+
+        // blocks the dispatcher thread until a completion arrives (never called on another thread)
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern UIntPtr sl_cq_wait(IntPtr cq, SlCompletion* @out, UIntPtr cap, int timeout_ms);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int sl_loop_detach(IntPtr loop, IntPtr client);
@@ -291,19 +348,10 @@ namespace Slotlane
             "sl_client_attach_loop",  // the caller's-loop engine is for runtimes with a libuv loop (Node)
             "sl_batch_exec_async",
             "sl_client_detach_loop",
-            // completion queues and per-batch cancel: C# async on them (Task + CancellationToken)
-            // is not written yet; ExecuteAsync still uses sl_loop_submit's callback
-            "sl_cq_new",
-            "sl_cq_free",
-            "sl_cq_fd",
+            "sl_loop_submit",         // the Task path completes through a completion queue (sl_loop_submit_cq)
+            "sl_cq_fd",               // one dispatcher thread waits in sl_cq_wait: no event loop watches a descriptor
             "sl_cq_drain",
-            "sl_cq_wait",
-            "sl_loop_submit_cq",
-            "sl_batch_cancel",
-            "sl_tls_options_init",    // TLS: not in the C# binding yet (core/README.md, "TLS")
-            "sl_tls_supported",
-            "sl_tls_new",
-            "sl_tls_free",
+            "sl_cq_free",             // the process's one queue lives as long as the process (as its dispatcher)
         };
 
         internal static string PtrToUtf8(IntPtr p)

@@ -31,18 +31,28 @@ namespace Slotlane
 
         internal Pipeline(SlotlaneClient client) { _client = client; }
 
-        /// <summary>Queues a typed command's arguments; its Reply (nothing is queued on a bad argument).</summary>
-        internal Reply<T> Queue<T>(object[] args, Func<object, T> shape)
+        /// <summary>Queues a typed command's arguments; its Reply (nothing is queued on a bad argument).
+        /// shapeId: the shape's constant of Commands.g.cs (the shape itself only gives T).</summary>
+        internal Reply<T> Queue<T>(object[] args, Func<object, T> shape, int shapeId)
         {
             Check();
             _w.Append(args);
-            return new Reply<T>(this, _w.Count - 1, _gen, shape);
+            Reply<T> reply;
+            reply._p = this;
+            reply._tag = Reply<T>.Tag(_w.Count - 1, _gen, shapeId);
+            return reply;
+        }
+
+        /// <summary>As the Queue above, for a shape without a constant id.</summary>
+        internal Reply<T> Queue<T>(object[] args, Func<object, T> shape)
+        {
+            return Queue(args, shape, ShapeIds.Of(shape));
         }
 
         /// <summary>A Reply's raw result: command i of execution g.</summary>
         internal object Result(int i, int g)
         {
-            if (g != _lastGen || _last == null || i >= _last.Length)
+            if (g != (_lastGen & 0xFFFFFF) || _last == null || i >= _last.Length)
                 throw new InvalidOperationException("the pipeline has not executed this command (execute first; a Reply is valid until the next execution)");
             return _last[i];
         }
@@ -148,12 +158,17 @@ namespace Slotlane
             return r;
         }
 
-        /// <summary>Sends every queued command on the core's own loop thread (libuv) and completes the task
-        /// when every command has its reply: no thread waits on the network meanwhile. Results are as for
-        /// <see cref="Execute()"/>; continuations run on the thread pool, never on the loop thread.
+        /// <summary>Sends every queued command as one batch on the core's loop thread (libuv) and completes the
+        /// task when every command has its reply: no thread waits on the network meanwhile. Results are as for
+        /// <see cref="Execute()"/> (and the typed methods' <see cref="Reply{T}"/> handles are filled before the
+        /// task completes); continuations run on the thread pool, never on the core's threads.
         /// The pipeline is empty (and reusable) once this returns.</summary>
+        /// <param name="cancellationToken">Cancels this pipeline's batch only (<c>sl_batch_cancel</c>): the task is
+        /// cancelled (awaiting it throws <see cref="TaskCanceledException"/>); the replies still owed are read
+        /// and dropped by the core, so the shared connections stay in step for every other caller.</param>
         /// <returns>The results, in order.</returns>
-        public Task<object[]> ExecuteAsync()
+        /// <exception cref="ObjectDisposedException">The pipeline or its client is disposed (thrown at once).</exception>
+        public Task<object[]> ExecuteAsync(CancellationToken cancellationToken = default(CancellationToken))
         {
             Check();
             int n = _w.Count;
@@ -162,17 +177,40 @@ namespace Slotlane
             if (n == 0) return Task.FromResult(Done(new object[0], g));
             try
             {
-                // the results are recorded for the Reply handles before the caller's await resumes
-                return _client.Async().Submit(_w.Ptr, _w.Length, n)
-                    .ContinueWith(t => Done(t.GetAwaiter().GetResult(), g), TaskContinuationOptions.ExecuteSynchronously);
+                var op = new PipelineOp(this, g);
+                _client.Async().Submit(_w.Ptr, _w.Length, n, op, cancellationToken);
+                return op.Tcs.Task;
             }
             finally { _w.Clear(); }
         }
 
+        /// <summary>A pipeline's batch in flight: its results are recorded for the Reply handles before the
+        /// caller's await resumes.</summary>
+        private sealed class PipelineOp : AsyncOp
+        {
+            internal readonly TaskCompletionSource<object[]> Tcs = new TaskCompletionSource<object[]>(TaskCreationOptions.RunContinuationsAsynchronously);
+            private readonly Pipeline _p;
+            private readonly int _gen;
+
+            internal PipelineOp(Pipeline p, int gen) { _p = p; _gen = gen; }
+
+            internal override unsafe bool Complete(SlReply* recs, long nrec, byte* data)
+            {
+                return Tcs.TrySetResult(_p.Done(ReplyDecoder.DecodeAll(recs, nrec, data, Count), _gen));
+            }
+
+            internal override bool Fail(Exception e) { return Tcs.TrySetException(e); }
+            internal override bool Cancel(CancellationToken t) { return Tcs.TrySetCanceled(t); }
+        }
+
+        // The rendered fast paths (GET, SET...) write this check out themselves: Mono does not inline it.
         private void Check()
         {
-            if (_disposed) throw new ObjectDisposedException(nameof(Pipeline));
+            if (_disposed) ThrowDisposed();
         }
+
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+        internal static void ThrowDisposed() { throw new ObjectDisposedException(nameof(Pipeline)); }
 
         /// <summary>Frees the pipeline's buffer.</summary>
         public void Dispose()

@@ -57,6 +57,8 @@ namespace Slotlane
 
         internal byte* Ptr { get { return _buf.Ptr; } }
 
+        internal long Capacity { get { return _buf.Capacity; } }
+
         internal void Clear() { Length = 0; Count = 0; }
 
         public void Dispose() { _buf.Dispose(); }
@@ -101,11 +103,43 @@ namespace Slotlane
         /// pointer writes, an ASCII loop (UTF-8 encoder only for non-ASCII text).</summary>
         internal void AppendKey(byte[] prefix, string key)
         {
-            int n = key.Length, pl = prefix.Length;
-            long need = Length + pl + 16 + 3L * n;
+            long need = Length + prefix.Length + 16 + 3L * key.Length;
             if (need > _buf.Capacity) _buf.Ensure(need, Length);
             byte* start = _buf.Ptr + Length;
-            byte* p = start;
+            byte* p = PutText(PutPrefix(start, prefix), key);
+            Length += p - start;
+            Count++;
+        }
+
+        /// <summary>Fast path of <see cref="Append(byte[], object, object)"/> for a string key and a string or
+        /// byte[] value (SET, GETSET, HGET...): one capacity check and pointer writes; other values go through
+        /// the general path.</summary>
+        internal void AppendKeyValue(byte[] prefix, string key, object value)
+        {
+            string vs = value as string;
+            byte[] vb = vs == null ? value as byte[] : null;
+            if (vs == null && vb == null)
+            {
+                Append(prefix, key, value);
+                return;
+            }
+            long need = Length + prefix.Length + 40 + 3L * key.Length + (vs != null ? 3L * vs.Length : vb.Length);
+            if (need > _buf.Capacity) _buf.Ensure(need, Length);
+            byte* start = _buf.Ptr + Length;
+            byte* p = PutText(PutPrefix(start, prefix), key);
+            if (vs != null) p = PutText(p, vs);
+            else
+                fixed (byte* src = vb) p = PutBulk(p, src, vb.Length);
+            Length += p - start;
+            Count++;
+        }
+
+        // The Put* helpers write at p, whose room the caller has ensured, and return the end. Inlined into the
+        // fast paths (every call costs Mono a prologue and a safepoint poll).
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.AggressiveInlining)]
+        private static byte* PutPrefix(byte* p, byte[] prefix)
+        {
+            int pl = prefix.Length;
             // (Mono keeps pinned locals in memory: the loops use plain copies of the pinned pointers)
             fixed (byte* pinnedPrefix = prefix)
             {
@@ -114,33 +148,64 @@ namespace Slotlane
                 for (; i + 8 <= pl; i += 8) *(long*)(p + i) = *(long*)(src + i);
                 for (; i < pl; i++) p[i] = src[i];
             }
-            p += pl;
-            fixed (char* c = key)
+            return p + pl;
+        }
+
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.AggressiveInlining)]
+        private static byte* PutLength(byte* p, long n)
+        {
+            if (n < 10) *p++ = (byte)('0' + n);           // most keys and values: the digits written here, no call
+            else if (n < 100) { *p++ = (byte)('0' + n / 10); *p++ = (byte)('0' + n % 10); }
+            else p = WriteDigits(p, n);
+            *p++ = (byte)'\r';
+            *p++ = (byte)'\n';
+            return p;
+        }
+
+        /// <summary>A bulk string of the text's UTF-8 bytes (room: 16 + 3 x its length).</summary>
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.AggressiveInlining)]
+        private static byte* PutText(byte* p, string s)
+        {
+            int n = s.Length;
+            fixed (char* c = s)
             {
                 // optimistic: the header for n bytes, then the chars as ASCII; redone with the UTF-8
                 // encoder when a non-ASCII char shows up (the header's width may differ then)
                 byte* h = p;
                 *p++ = (byte)'$';
-                p = WriteDigits(p, n);
-                *p++ = (byte)'\r';
-                *p++ = (byte)'\n';
+                p = PutLength(p, n);
                 if (CopyAscii(c, p, n) == n) p += n;
                 else
                 {
                     int len = Encoding.UTF8.GetByteCount(c, n);
                     p = h;
                     *p++ = (byte)'$';
-                    p = WriteDigits(p, len);
-                    *p++ = (byte)'\r';
-                    *p++ = (byte)'\n';
+                    p = PutLength(p, len);
                     Encoding.UTF8.GetBytes(c, n, p, len);
                     p += len;
                 }
             }
             *p++ = (byte)'\r';
             *p++ = (byte)'\n';
-            Length += p - start;
-            Count++;
+            return p;
+        }
+
+        /// <summary>A bulk string of len bytes (room: 24 + len).</summary>
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.AggressiveInlining)]
+        private static byte* PutBulk(byte* p, byte* src, long len)
+        {
+            *p++ = (byte)'$';
+            p = PutLength(p, len);
+            if (len <= 64)
+            {
+                long i = 0;
+                for (; i + 8 <= len; i += 8) *(long*)(p + i) = *(long*)(src + i);
+                for (; i < len; i++) p[i] = src[i];
+            }
+            else Buffer.MemoryCopy(src, p, len, len);
+            p[len] = (byte)'\r';
+            p[len + 1] = (byte)'\n';
+            return p + len + 2;
         }
 
         /// <summary>Appends a command from a pre-encoded prefix and two more arguments.</summary>
@@ -167,6 +232,7 @@ namespace Slotlane
 
         /// <summary>Copies n chars as bytes while they are ASCII, 4 at a time; returns how many were copied
         /// (n when the text is all ASCII).</summary>
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.AggressiveInlining)]
         private static int CopyAscii(char* c, byte* dst, int n)
         {
             int i = 0;
@@ -210,49 +276,14 @@ namespace Slotlane
 
         private void WriteBulk(byte* src, long len)
         {
-            WriteHeader((byte)'$', len);
-            _buf.Ensure(Length + len + 2, Length);
-            byte* p = _buf.Ptr + Length;
-            if (len <= 64)
-            {
-                long i = 0;
-                for (; i + 8 <= len; i += 8) *(long*)(p + i) = *(long*)(src + i);
-                for (; i < len; i++) p[i] = src[i];
-            }
-            else Buffer.MemoryCopy(src, p, len, len);
-            p[len] = (byte)'\r';
-            p[len + 1] = (byte)'\n';
-            Length += len + 2;
+            _buf.Ensure(Length + 24 + len, Length);
+            Length = PutBulk(_buf.Ptr + Length, src, len) - _buf.Ptr;
         }
 
         private void WriteString(string s)
         {
-            int n = s.Length;
-            _buf.Ensure(Length + 24 + 3L * n + 2, Length);
-            fixed (char* c = s)
-            {
-                byte* start = _buf.Ptr + Length;
-                byte* p = start;
-                *p++ = (byte)'$';
-                p = WriteDigits(p, n);
-                *p++ = (byte)'\r';
-                *p++ = (byte)'\n';
-                if (CopyAscii(c, p, n) == n) p += n;
-                else
-                {
-                    int len = Encoding.UTF8.GetByteCount(c, n);
-                    p = start;
-                    *p++ = (byte)'$';
-                    p = WriteDigits(p, len);
-                    *p++ = (byte)'\r';
-                    *p++ = (byte)'\n';
-                    Encoding.UTF8.GetBytes(c, n, p, len);
-                    p += len;
-                }
-                *p++ = (byte)'\r';
-                *p++ = (byte)'\n';
-                Length = p - _buf.Ptr;
-            }
+            _buf.Ensure(Length + 16 + 3L * s.Length, Length);
+            Length = PutText(_buf.Ptr + Length, s) - _buf.Ptr;
         }
 
         private void WriteInteger(long v)

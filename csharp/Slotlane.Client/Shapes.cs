@@ -198,23 +198,64 @@ namespace Slotlane
         }
     }
 
+    /// <summary>The reply shapes of the <see cref="Reply{T}"/> handles, by a one-byte id: the rendered ones are
+    /// <c>CommandArgs.ShapeTable</c> (ids 0.., constants in Commands.g.cs); a hand-written shape gets an id
+    /// here on first use.</summary>
+    internal static class ShapeIds
+    {
+        private static readonly object s_lock = new object();
+        private static readonly List<Delegate> s_more = new List<Delegate>();
+
+        internal static int Of(Delegate shape)
+        {
+            Delegate[] t = CommandArgs.ShapeTable;
+            for (int i = 0; i < t.Length; i++) if (ReferenceEquals(t[i], shape)) return i;
+            lock (s_lock)
+            {
+                int k = s_more.IndexOf(shape);
+                if (k < 0)
+                {
+                    if (t.Length + s_more.Count > 255) throw new InvalidOperationException("more than 256 reply shapes");
+                    s_more.Add(shape);
+                    k = s_more.Count - 1;
+                }
+                return t.Length + k;
+            }
+        }
+
+        internal static Delegate Get(int id)
+        {
+            Delegate[] t = CommandArgs.ShapeTable;
+            if (id < t.Length) return t[id];
+            lock (s_lock) return s_more[id - t.Length];
+        }
+    }
+
     /// <summary>A typed command queued on a <see cref="Pipeline"/>: <see cref="Value"/> gives its reply, shaped
     /// by the command's reply type, once the pipeline has executed it (until its next execution). A struct:
     /// queueing a typed command allocates nothing for its handle.</summary>
     /// <typeparam name="T">The command's reply type.</typeparam>
-    public readonly struct Reply<T>
+    public struct Reply<T>
     {
-        private readonly Pipeline _p;
-        private readonly int _index;
-        private readonly int _gen;
-        private readonly Func<object, T> _shape;
+        // 16 bytes, one reference: the pipeline, and a tag of the command's index (low 32 bits), the execution
+        // it belongs to (24 bits: a handle 2^24 executions old is no longer told from a current one) and its
+        // shape's id (8 bits, ShapeIds). Assigned field by field by the rendered fast paths (Commands.g.cs):
+        // on Mono the constructor of a generic struct over a reference type is shared code, called with a
+        // generic context per command, and each reference field costs a write barrier when it is returned.
+        internal Pipeline _p;
+        internal long _tag;
 
-        internal Reply(Pipeline p, int index, int gen, Func<object, T> shape)
+        internal Reply(Pipeline p, int index, int gen, Func<object, T> shape) : this(p, index, gen, ShapeIds.Of(shape)) { }
+
+        internal Reply(Pipeline p, int index, int gen, int shapeId)
         {
             _p = p;
-            _index = index;
-            _gen = gen;
-            _shape = shape;
+            _tag = Tag(index, gen, shapeId);
+        }
+
+        internal static long Tag(int index, int gen, int shapeId)
+        {
+            return (uint)index | ((long)(gen & 0xFFFFFF) << 32) | ((long)shapeId << 56);
         }
 
         /// <summary>The command's value.</summary>
@@ -226,15 +267,15 @@ namespace Slotlane
             get
             {
                 if (_p == null) throw new InvalidOperationException("a default Reply belongs to no pipeline");
-                object v = _p.Result(_index, _gen);
+                object v = _p.Result((int)_tag, (int)(_tag >> 32) & 0xFFFFFF);
                 var e = v as SlotlaneException;
                 if (e != null) throw e;
-                return _shape(v);
+                return ((Func<object, T>)ShapeIds.Get((int)((ulong)_tag >> 56)))(v);
             }
         }
 
         /// <summary>Describes the reply handle.</summary>
         /// <returns>"Reply #index".</returns>
-        public override string ToString() { return "Reply #" + _index; }
+        public override string ToString() { return "Reply #" + (int)_tag; }
     }
 }

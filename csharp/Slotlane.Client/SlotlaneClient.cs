@@ -116,11 +116,14 @@ namespace Slotlane
         /// <exception cref="ArgumentException">A bad option (also a URL the core cannot parse).</exception>
         /// <exception cref="SlotlaneConnectionException">No seed could be reached.</exception>
         /// <exception cref="SlotlaneClusterException">Cluster discovery failed.</exception>
+        /// <exception cref="SlotlaneTlsException">TLS failed: a CA, certificate or key could not be loaded, or the
+        /// server's certificate did not verify (the message says which).</exception>
         public static SlotlaneClient Connect(ClientOptions options)
         {
             if (options == null) throw new ArgumentNullException(nameof(options));
             options = options.Clone();
             options.Validate();
+            if (options.Tls != null) options.TlsRef = options.Tls.Build();
             return new SlotlaneClient(options, CoreHandle.Create(options));
         }
 
