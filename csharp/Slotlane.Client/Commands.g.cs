@@ -49,7 +49,7 @@ namespace Slotlane
         internal static readonly Func<object, ValueTuple<string, string>> S_TUPLE_STRING_STRINGE = Shapes.Tuple(Shapes.String, Shapes.String);
         internal static readonly Func<object, ValueTuple<string, string>?> S_TUPLE_STRING_STRINGEN = Shapes.NullableValue(Shapes.Tuple(Shapes.String, Shapes.String));
 
-        internal static readonly Delegate[] ShapeTable = { S_ANY, S_ARRAY_ANYE, S_ARRAY_BOOLE, S_ARRAY_DOUBLENE, S_ARRAY_INTE, S_ARRAY_INTNE, S_ARRAY_MAP_STRING_ANYEE, S_ARRAY_STRINGE, S_ARRAY_STRINGEN, S_ARRAY_STRINGNE, S_ARRAY_TUPLE_DOUBLE_DOUBLEENE, S_ARRAY_TUPLE_INT_INTEE, S_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE, S_BOOL, S_DOUBLE, S_DOUBLEN, S_INT, S_INTN, S_MAP_STRING_ANYE, S_MAP_STRING_ANYEN, S_MAP_STRING_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEEEN, S_MAP_STRING_STRINGE, S_OK, S_OKN, S_PAIRS_STRING_DOUBLEE, S_PAIRS_STRING_INTE, S_PAIRS_STRING_STRINGE, S_SET_STRINGE, S_STATUS, S_STRING, S_STRINGN, S_TUPLE_CURSOR_ARRAY_STRINGEE, S_TUPLE_CURSOR_PAIRS_STRING_DOUBLEEE, S_TUPLE_CURSOR_PAIRS_STRING_STRINGEE, S_TUPLE_STRING_ARRAY_STRINGEEN, S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN, S_TUPLE_STRING_STRINGE };
+        internal static readonly Delegate[] ShapeTable = { S_ANY, S_ARRAY_ANYE, S_ARRAY_BOOLE, S_ARRAY_DOUBLENE, S_ARRAY_INTE, S_ARRAY_INTNE, S_ARRAY_MAP_STRING_ANYEE, S_ARRAY_STRINGE, S_ARRAY_STRINGEN, S_ARRAY_STRINGNE, S_ARRAY_TUPLE_DOUBLE_DOUBLEENE, S_ARRAY_TUPLE_INT_INTEE, S_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEE, S_BOOL, S_DOUBLE, S_DOUBLEN, S_INT, S_INTN, S_MAP_STRING_ANYE, S_MAP_STRING_ANYEN, S_MAP_STRING_ARRAY_TUPLE_STRING_PAIRS_STRING_STRINGEEEEN, S_MAP_STRING_STRINGE, S_OK, S_OKN, S_PAIRS_STRING_DOUBLEE, S_PAIRS_STRING_INTE, S_PAIRS_STRING_STRINGE, S_SET_STRINGE, S_STATUS, S_STRING, S_STRINGN, S_TUPLE_CURSOR_ARRAY_STRINGEE, S_TUPLE_CURSOR_PAIRS_STRING_DOUBLEEE, S_TUPLE_CURSOR_PAIRS_STRING_STRINGEE, S_TUPLE_STRING_ARRAY_STRINGEEN, S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN, S_TUPLE_STRING_STRINGE, S_TUPLE_STRING_STRINGEN };
         internal const int I_ANY = 0;
         internal const int I_ARRAY_ANYE = 1;
         internal const int I_ARRAY_BOOLE = 2;
@@ -87,6 +87,7 @@ namespace Slotlane
         internal const int I_TUPLE_STRING_ARRAY_STRINGEEN = 34;
         internal const int I_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN = 35;
         internal const int I_TUPLE_STRING_STRINGE = 36;
+        internal const int I_TUPLE_STRING_STRINGEN = 37;
 
         internal static readonly byte[] P_Append = System.Text.Encoding.ASCII.GetBytes("*3\r\n$6\r\nAPPEND\r\n");
         internal static readonly byte[] P_Bitcount = System.Text.Encoding.ASCII.GetBytes("*2\r\n$8\r\nBITCOUNT\r\n");
@@ -9065,7 +9066,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Blmove(string source, string destination, double timeout)
         {
-            return Queue(CommandArgs.Blmove(source, destination, timeout, default(BlmoveOptions)), CommandArgs.S_STRINGN);
+            return Queue(CommandArgs.Blmove(source, destination, timeout, default(BlmoveOptions)), CommandArgs.S_STRINGN, CommandArgs.I_STRINGN);
         }
 
         /// <summary><c>BLMOVE</c> (list): Pop an element from a list, push it to another list and return it; or block until one is available.</summary>
@@ -9077,7 +9078,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>string</c> after the execution).</returns>
         public Reply<string> Blmove(string source, string destination, double timeout, BlmoveOptions options)
         {
-            return Queue(CommandArgs.Blmove(source, destination, timeout, options), CommandArgs.S_STRINGN);
+            return Queue(CommandArgs.Blmove(source, destination, timeout, options), CommandArgs.S_STRINGN, CommandArgs.I_STRINGN);
         }
 
         /// <summary><c>BLMPOP</c> (list): Pop elements from a list, or block until one is available.</summary>
@@ -9087,7 +9088,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;string, string[]&gt;?</c> after the execution).</returns>
         public Reply<ValueTuple<string, string[]>?> Blmpop(double timeout, string[] keys)
         {
-            return Queue(CommandArgs.Blmpop(timeout, keys, default(BlmpopOptions)), CommandArgs.S_TUPLE_STRING_ARRAY_STRINGEEN);
+            return Queue(CommandArgs.Blmpop(timeout, keys, default(BlmpopOptions)), CommandArgs.S_TUPLE_STRING_ARRAY_STRINGEEN, CommandArgs.I_TUPLE_STRING_ARRAY_STRINGEEN);
         }
 
         /// <summary><c>BLMPOP</c> (list): Pop elements from a list, or block until one is available.</summary>
@@ -9098,7 +9099,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;string, string[]&gt;?</c> after the execution).</returns>
         public Reply<ValueTuple<string, string[]>?> Blmpop(double timeout, string[] keys, BlmpopOptions options)
         {
-            return Queue(CommandArgs.Blmpop(timeout, keys, options), CommandArgs.S_TUPLE_STRING_ARRAY_STRINGEEN);
+            return Queue(CommandArgs.Blmpop(timeout, keys, options), CommandArgs.S_TUPLE_STRING_ARRAY_STRINGEEN, CommandArgs.I_TUPLE_STRING_ARRAY_STRINGEEN);
         }
 
         /// <summary><c>BLPOP</c> (list): Remove and get the first element in a list, or block until one is available.</summary>
@@ -9108,7 +9109,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;string, string&gt;?</c> after the execution).</returns>
         public Reply<ValueTuple<string, string>?> Blpop(string[] keys, double timeout)
         {
-            return Queue(CommandArgs.Blpop(keys, timeout), CommandArgs.S_TUPLE_STRING_STRINGEN);
+            return Queue(CommandArgs.Blpop(keys, timeout), CommandArgs.S_TUPLE_STRING_STRINGEN, CommandArgs.I_TUPLE_STRING_STRINGEN);
         }
 
         /// <summary><c>BRPOP</c> (list): Remove and get the last element in a list, or block until one is available.</summary>
@@ -9118,7 +9119,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;string, string&gt;?</c> after the execution).</returns>
         public Reply<ValueTuple<string, string>?> Brpop(string[] keys, double timeout)
         {
-            return Queue(CommandArgs.Brpop(keys, timeout), CommandArgs.S_TUPLE_STRING_STRINGEN);
+            return Queue(CommandArgs.Brpop(keys, timeout), CommandArgs.S_TUPLE_STRING_STRINGEN, CommandArgs.I_TUPLE_STRING_STRINGEN);
         }
 
         /// <summary><c>BRPOPLPUSH</c> (list): Pop an element from a list, push it to another list and return it; or block until one is available.</summary>
@@ -9130,7 +9131,7 @@ namespace Slotlane
         [Obsolete("BRPOPLPUSH is deprecated since Redis 6.2.0")]
         public Reply<string> Brpoplpush(string source, string destination, double timeout)
         {
-            return Queue(CommandArgs.Brpoplpush(source, destination, timeout), CommandArgs.S_STRINGN);
+            return Queue(CommandArgs.Brpoplpush(source, destination, timeout), CommandArgs.S_STRINGN, CommandArgs.I_STRINGN);
         }
 
         /// <summary><c>BZMPOP</c> (sorted-set): Remove and return members with scores in a sorted set or block until one is available.</summary>
@@ -9140,7 +9141,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;string, KeyValuePair&lt;string, double&gt;[]&gt;?</c> after the execution).</returns>
         public Reply<ValueTuple<string, KeyValuePair<string, double>[]>?> Bzmpop(double timeout, string[] keys)
         {
-            return Queue(CommandArgs.Bzmpop(timeout, keys, default(BzmpopOptions)), CommandArgs.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN);
+            return Queue(CommandArgs.Bzmpop(timeout, keys, default(BzmpopOptions)), CommandArgs.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN, CommandArgs.I_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN);
         }
 
         /// <summary><c>BZMPOP</c> (sorted-set): Remove and return members with scores in a sorted set or block until one is available.</summary>
@@ -9151,7 +9152,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>ValueTuple&lt;string, KeyValuePair&lt;string, double&gt;[]&gt;?</c> after the execution).</returns>
         public Reply<ValueTuple<string, KeyValuePair<string, double>[]>?> Bzmpop(double timeout, string[] keys, BzmpopOptions options)
         {
-            return Queue(CommandArgs.Bzmpop(timeout, keys, options), CommandArgs.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN);
+            return Queue(CommandArgs.Bzmpop(timeout, keys, options), CommandArgs.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN, CommandArgs.I_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN);
         }
 
         /// <summary><c>BZPOPMAX</c> (sorted-set): Remove and return the member with the highest score from one or more sorted sets, or block until one is available.</summary>
@@ -9161,7 +9162,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> Bzpopmax(string[] keys, double timeout)
         {
-            return Queue(CommandArgs.Bzpopmax(keys, timeout), CommandArgs.S_ANY);
+            return Queue(CommandArgs.Bzpopmax(keys, timeout), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>BZPOPMIN</c> (sorted-set): Remove and return the member with the lowest score from one or more sorted sets, or block until one is available.</summary>
@@ -9171,7 +9172,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>object</c> after the execution).</returns>
         public Reply<object> Bzpopmin(string[] keys, double timeout)
         {
-            return Queue(CommandArgs.Bzpopmin(keys, timeout), CommandArgs.S_ANY);
+            return Queue(CommandArgs.Bzpopmin(keys, timeout), CommandArgs.S_ANY, CommandArgs.I_ANY);
         }
 
         /// <summary><c>CLIENT GETNAME</c> (connection): Get the current connection name.</summary>
@@ -12081,7 +12082,7 @@ namespace Slotlane
         /// <returns>The queued command's reply (<c>long</c> after the execution).</returns>
         public Reply<long> Wait(long numreplicas, long timeout)
         {
-            return Queue(CommandArgs.Wait(numreplicas, timeout), CommandArgs.S_INT);
+            return Queue(CommandArgs.Wait(numreplicas, timeout), CommandArgs.S_INT, CommandArgs.I_INT);
         }
 
         /// <summary><c>XACK</c> (stream): Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.</summary>

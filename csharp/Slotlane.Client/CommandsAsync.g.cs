@@ -302,6 +302,134 @@ namespace Slotlane
             return RunAsync(CommandArgs.Bitpos(key, bit, options), CommandArgs.S_INT, cancellationToken);
         }
 
+        /// <summary><c>BLMOVE</c> (list): Pop an element from a list, push it to another list and return it; or block until one is available.</summary>
+        /// <remarks>Reply: <c>string?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 6.2.0.</remarks>
+        /// <param name="source">The source (key).</param>
+        /// <param name="destination">The destination (key).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="cancellationToken">Cancels this command only (its batch: the shared connection stays in step).</param>
+        /// <returns>A task with the reply as <c>string</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
+        public Task<string> BlmoveAsync(string source, string destination, double timeout, CancellationToken cancellationToken = default(CancellationToken))
+        {
+            return RunAsync(CommandArgs.Blmove(source, destination, timeout, default(BlmoveOptions)), CommandArgs.S_STRINGN, cancellationToken);
+        }
+
+        /// <summary><c>BLMOVE</c> (list): Pop an element from a list, push it to another list and return it; or block until one is available.</summary>
+        /// <remarks>Reply: <c>string?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 6.2.0.</remarks>
+        /// <param name="source">The source (key).</param>
+        /// <param name="destination">The destination (key).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="options">The options (fields left at their defaults are left out).</param>
+        /// <param name="cancellationToken">Cancels this command only (its batch: the shared connection stays in step).</param>
+        /// <returns>A task with the reply as <c>string</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
+        public Task<string> BlmoveAsync(string source, string destination, double timeout, BlmoveOptions options, CancellationToken cancellationToken = default(CancellationToken))
+        {
+            return RunAsync(CommandArgs.Blmove(source, destination, timeout, options), CommandArgs.S_STRINGN, cancellationToken);
+        }
+
+        /// <summary><c>BLMPOP</c> (list): Pop elements from a list, or block until one is available.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,array&lt;string&gt;&gt;?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.</remarks>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="cancellationToken">Cancels this command only (its batch: the shared connection stays in step).</param>
+        /// <returns>A task with the reply as <c>ValueTuple&lt;string, string[]&gt;?</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
+        public Task<ValueTuple<string, string[]>?> BlmpopAsync(double timeout, string[] keys, CancellationToken cancellationToken = default(CancellationToken))
+        {
+            return RunAsync(CommandArgs.Blmpop(timeout, keys, default(BlmpopOptions)), CommandArgs.S_TUPLE_STRING_ARRAY_STRINGEEN, cancellationToken);
+        }
+
+        /// <summary><c>BLMPOP</c> (list): Pop elements from a list, or block until one is available.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,array&lt;string&gt;&gt;?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.</remarks>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="options">The options (fields left at their defaults are left out).</param>
+        /// <param name="cancellationToken">Cancels this command only (its batch: the shared connection stays in step).</param>
+        /// <returns>A task with the reply as <c>ValueTuple&lt;string, string[]&gt;?</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
+        public Task<ValueTuple<string, string[]>?> BlmpopAsync(double timeout, string[] keys, BlmpopOptions options, CancellationToken cancellationToken = default(CancellationToken))
+        {
+            return RunAsync(CommandArgs.Blmpop(timeout, keys, options), CommandArgs.S_TUPLE_STRING_ARRAY_STRINGEEN, cancellationToken);
+        }
+
+        /// <summary><c>BLPOP</c> (list): Remove and get the first element in a list, or block until one is available.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,string&gt;?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 2.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="cancellationToken">Cancels this command only (its batch: the shared connection stays in step).</param>
+        /// <returns>A task with the reply as <c>ValueTuple&lt;string, string&gt;?</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
+        public Task<ValueTuple<string, string>?> BlpopAsync(string[] keys, double timeout, CancellationToken cancellationToken = default(CancellationToken))
+        {
+            return RunAsync(CommandArgs.Blpop(keys, timeout), CommandArgs.S_TUPLE_STRING_STRINGEN, cancellationToken);
+        }
+
+        /// <summary><c>BRPOP</c> (list): Remove and get the last element in a list, or block until one is available.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,string&gt;?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 2.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="cancellationToken">Cancels this command only (its batch: the shared connection stays in step).</param>
+        /// <returns>A task with the reply as <c>ValueTuple&lt;string, string&gt;?</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
+        public Task<ValueTuple<string, string>?> BrpopAsync(string[] keys, double timeout, CancellationToken cancellationToken = default(CancellationToken))
+        {
+            return RunAsync(CommandArgs.Brpop(keys, timeout), CommandArgs.S_TUPLE_STRING_STRINGEN, cancellationToken);
+        }
+
+        /// <summary><c>BRPOPLPUSH</c> (list): Pop an element from a list, push it to another list and return it; or block until one is available.</summary>
+        /// <remarks>Reply: <c>string?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 2.2.0. Deprecated since Redis 6.2.0; use BLMOVE with the RIGHT and LEFT arguments.</remarks>
+        /// <param name="source">The source (key).</param>
+        /// <param name="destination">The destination (key).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="cancellationToken">Cancels this command only (its batch: the shared connection stays in step).</param>
+        /// <returns>A task with the reply as <c>string</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
+        [Obsolete("BRPOPLPUSH is deprecated since Redis 6.2.0")]
+        public Task<string> BrpoplpushAsync(string source, string destination, double timeout, CancellationToken cancellationToken = default(CancellationToken))
+        {
+            return RunAsync(CommandArgs.Brpoplpush(source, destination, timeout), CommandArgs.S_STRINGN, cancellationToken);
+        }
+
+        /// <summary><c>BZMPOP</c> (sorted-set): Remove and return members with scores in a sorted set or block until one is available.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,pairs&lt;string,double&gt;&gt;?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.</remarks>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="cancellationToken">Cancels this command only (its batch: the shared connection stays in step).</param>
+        /// <returns>A task with the reply as <c>ValueTuple&lt;string, KeyValuePair&lt;string, double&gt;[]&gt;?</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
+        public Task<ValueTuple<string, KeyValuePair<string, double>[]>?> BzmpopAsync(double timeout, string[] keys, CancellationToken cancellationToken = default(CancellationToken))
+        {
+            return RunAsync(CommandArgs.Bzmpop(timeout, keys, default(BzmpopOptions)), CommandArgs.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN, cancellationToken);
+        }
+
+        /// <summary><c>BZMPOP</c> (sorted-set): Remove and return members with scores in a sorted set or block until one is available.</summary>
+        /// <remarks>Reply: <c>tuple&lt;string,pairs&lt;string,double&gt;&gt;?</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.</remarks>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="options">The options (fields left at their defaults are left out).</param>
+        /// <param name="cancellationToken">Cancels this command only (its batch: the shared connection stays in step).</param>
+        /// <returns>A task with the reply as <c>ValueTuple&lt;string, KeyValuePair&lt;string, double&gt;[]&gt;?</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
+        public Task<ValueTuple<string, KeyValuePair<string, double>[]>?> BzmpopAsync(double timeout, string[] keys, BzmpopOptions options, CancellationToken cancellationToken = default(CancellationToken))
+        {
+            return RunAsync(CommandArgs.Bzmpop(timeout, keys, options), CommandArgs.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN, cancellationToken);
+        }
+
+        /// <summary><c>BZPOPMAX</c> (sorted-set): Remove and return the member with the highest score from one or more sorted sets, or block until one is available.</summary>
+        /// <remarks>Reply: <c>any</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 5.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="cancellationToken">Cancels this command only (its batch: the shared connection stays in step).</param>
+        /// <returns>A task with the reply as <c>object</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
+        public Task<object> BzpopmaxAsync(string[] keys, double timeout, CancellationToken cancellationToken = default(CancellationToken))
+        {
+            return RunAsync(CommandArgs.Bzpopmax(keys, timeout), CommandArgs.S_ANY, cancellationToken);
+        }
+
+        /// <summary><c>BZPOPMIN</c> (sorted-set): Remove and return the member with the lowest score from one or more sorted sets, or block until one is available.</summary>
+        /// <remarks>Reply: <c>any</c> &#8212; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 5.0.0.</remarks>
+        /// <param name="keys">The keys (keys).</param>
+        /// <param name="timeout">The timeout (number).</param>
+        /// <param name="cancellationToken">Cancels this command only (its batch: the shared connection stays in step).</param>
+        /// <returns>A task with the reply as <c>object</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
+        public Task<object> BzpopminAsync(string[] keys, double timeout, CancellationToken cancellationToken = default(CancellationToken))
+        {
+            return RunAsync(CommandArgs.Bzpopmin(keys, timeout), CommandArgs.S_ANY, cancellationToken);
+        }
+
         /// <summary><c>CLIENT GETNAME</c> (connection): Get the current connection name.</summary>
         /// <remarks>Reply: <c>string?</c>. Since Redis 2.6.9.</remarks>
         /// <param name="cancellationToken">Cancels this command only (its batch: the shared connection stays in step).</param>
@@ -3519,6 +3647,17 @@ namespace Slotlane
         public Task<long> UnlinkAsync(string[] keys, CancellationToken cancellationToken)
         {
             return RunAsync(CommandArgs.Unlink(keys), CommandArgs.S_INT, cancellationToken);
+        }
+
+        /// <summary><c>WAIT</c> (generic): Wait for the synchronous replication of all the write commands sent in the context of the current connection.</summary>
+        /// <remarks>Reply: <c>int</c> &#8212; Waits for replicas to acknowledge this connection's writes: alone it runs on a leased connection (deadline: its timeout plus the grace); to wait for a transaction's writes, send it in that session. Since Redis 3.0.0.</remarks>
+        /// <param name="numreplicas">The numreplicas (integer).</param>
+        /// <param name="timeout">The timeout (integer).</param>
+        /// <param name="cancellationToken">Cancels this command only (its batch: the shared connection stays in step).</param>
+        /// <returns>A task with the reply as <c>long</c>; cancelled (TaskCanceledException) when the token cancels the command in flight.</returns>
+        public Task<long> WaitAsync(long numreplicas, long timeout, CancellationToken cancellationToken = default(CancellationToken))
+        {
+            return RunAsync(CommandArgs.Wait(numreplicas, timeout), CommandArgs.S_INT, cancellationToken);
         }
 
         /// <summary><c>XACK</c> (stream): Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.</summary>
