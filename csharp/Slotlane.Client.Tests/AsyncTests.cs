@@ -197,6 +197,10 @@ namespace Slotlane.Tests
         [Test]
         public void CancellingATokenCancelsOnlyItsCommand([Values("plain", "cluster")] string where)
         {
+            // A BLPOP waits on a connection leased for it (the core's lease.c), never on the shared
+            // one: a GET to the same node is answered while it waits; cancelled, its lease is closed
+            // (so the element pushed afterwards stays in the list: nothing swallowed), and the
+            // shared connection is the same one throughout.
             string url = where == "plain" ? Servers.PlainRedis : Servers.ClusterRedis;
             string key = "{cx}held-" + Guid.NewGuid(), known = "{cx}known";
             using (var sync = SlotlaneClient.Connect(url))
@@ -204,21 +208,20 @@ namespace Slotlane.Tests
             using (var cts = new CancellationTokenSource())
             {
                 sync.Set(known, "the-value");
-                object id0 = where == "plain" ? c.ExecuteAsync("CLIENT", "ID").Result : null; // the one connection
-                var held = c.ExecuteAsync(new object[] { "BLPOP", key, "0" }, cts.Token); // the server holds its reply
+                object id0 = where == "plain" ? c.ExecuteAsync("CLIENT", "ID").Result : null; // the shared connection
+                var held = c.ExecuteAsync(new object[] { "BLPOP", key, "0" }, cts.Token); // the server holds it
                 WaitFor(() => BlockedClients(sync, key) >= 1, "BLPOP blocked on the server");
-                var behind = c.GetAsync(known);                 // queued behind the held reply, on the same connection
+                Assert.That(c.GetAsync(known).Result, Is.EqualTo("the-value"), "the same node answers while the BLPOP waits");
                 var other = c.GetAsync(known, new CancellationTokenSource().Token);
                 cts.Cancel();
                 var e = Assert.Throws<AggregateException>(() => held.Wait(Bound)).InnerException;
                 Assert.That(e, Is.InstanceOf<TaskCanceledException>());
                 Assert.That(held.IsCanceled, Is.True);
-                Assert.That(behind.IsCompleted, Is.False, "the GET behind the held reply is not cancelled (nor answered yet)");
-                sync.Rpush(key, "released");                    // the held reply comes now: the core reads and drops it
-                Assert.That(behind.Result, Is.EqualTo("the-value"), "the connection is still in step");
                 Assert.That(other.Result, Is.EqualTo("the-value"));
-                if (id0 != null) Assert.That(c.ExecuteAsync("CLIENT", "ID").Result, Is.EqualTo(id0), "the same connection: nothing was closed");
-                Assert.That(sync.Llen(key), Is.EqualTo(0), "the BLPOP did run on the server; its reply was dropped");
+                WaitFor(() => BlockedClients(sync, key) == 0, "the cancelled BLPOP's lease closed");
+                sync.Rpush(key, "kept");
+                Assert.That(sync.Llen(key), Is.EqualTo(1), "the cancelled BLPOP took nothing");
+                if (id0 != null) Assert.That(c.ExecuteAsync("CLIENT", "ID").Result, Is.EqualTo(id0), "the shared connection was never closed");
                 // a token cancelled before the call: the task is cancelled and nothing is sent
                 var pre = c.GetAsync(known, cts.Token);
                 Assert.That(pre.IsCanceled, Is.True);
@@ -229,23 +232,27 @@ namespace Slotlane.Tests
         [Test]
         public void CancellingAPipelineCancelsItsBatch()
         {
+            // A pipeline holding a blocking command is refused before anything is sent (the core's
+            // SL_EBLOCKING); a pipeline cancelled before it is sent fills no Reply and stays usable.
             string key = "held-" + Guid.NewGuid();
             using (var sync = SlotlaneClient.Connect(Servers.PlainRedis))
             using (var c = SlotlaneClient.Connect(Servers.PlainRedis))
             using (var p = c.CreatePipeline())
             using (var cts = new CancellationTokenSource())
             {
-                var set = p.Set("pc:a", "1");
+                sync.Execute("DEL", "pc:a");
+                p.Set("pc:a", "1");
                 p.Add("BLPOP", key, "0");
                 p.Get("pc:a");
-                var t = p.ExecuteAsync(cts.Token);
-                WaitFor(() => BlockedClients(sync, key) >= 1, "BLPOP blocked on the server");
+                object[] refused = p.ExecuteAsync().Result;
+                Assert.That(refused.All(x => x is SlotlaneException), Is.True, "a blocking command in a pipeline: every command refused");
+                Assert.That(sync.Get("pc:a"), Is.Null, "nothing of the refused pipeline was sent");
+                var set = p.Set("pc:a", "1");
                 cts.Cancel();
+                var t = p.ExecuteAsync(cts.Token);
                 Assert.That(Assert.Throws<AggregateException>(() => t.Wait(Bound)).InnerException, Is.InstanceOf<TaskCanceledException>());
                 Assert.Throws<InvalidOperationException>(() => { var unused = set.Value; }, "a cancelled execution fills no Reply");
-                var after = c.GetAsync("pc:a");
-                sync.Rpush(key, "x");
-                Assert.That(after.Result, Is.EqualTo("1"), "the SET before the held command ran; the connection is in step");
+                sync.Set("pc:a", "1");
                 p.Get("pc:a");
                 Assert.That(p.ExecuteAsync().Result, Is.EqualTo(new object[] { Encoding.UTF8.GetBytes("1") }), "the pipeline is reusable");
             }
@@ -303,12 +310,13 @@ namespace Slotlane.Tests
             var engine = c.Async();
             var pending = new List<Task>();
             var cts = new CancellationTokenSource();
-            pending.Add(c.ExecuteAsync("BLPOP", key, "0"));                          // only the dispose ends it
-            WaitFor(() => BlockedClients(sync, key) >= 1, "BLPOP blocked on the server");
-            for (int i = 0; i < 20; i++) pending.Add(c.GetAsync("d:" + i, cts.Token)); // queued behind it
+            // BLPOPs the server holds (each on its lease): only the dispose ends them
+            for (int i = 0; i < 8; i++) pending.Add(i % 2 == 0 ? c.ExecuteAsync("BLPOP", key + i, "0")
+                                                                : c.ExecuteAsync(new object[] { "BLPOP", key + i, "0" }, cts.Token));
             var p = c.CreatePipeline();
-            p.Get("d:p");
+            p.Add("BLPOP", key + "p", "0");                                            // a pipeline of one: leased too
             pending.Add(p.ExecuteAsync(cts.Token));
+            WaitFor(() => BlockedClients(sync, key) >= 9, "the 9 BLPOPs blocked on the server");
             Assert.That(pending.Any(t => t.IsCompleted), Is.False);
             if (viaDisposeAsync) Assert.That(c.DisposeAsync().IsCompleted, Is.True);
             else c.Dispose();
@@ -328,7 +336,9 @@ namespace Slotlane.Tests
             p.Get("x");
             Assert.Throws<ObjectDisposedException>(() => p.ExecuteAsync());
             p.Dispose();
-            sync.Rpush(key, "cleanup"); // the BLPOP's connection is closed: nobody pops it
+            sync.Rpush(key + "0", "cleanup"); // the BLPOPs' leases are closed: nobody pops it
+            Assert.That(sync.Llen(key + "0"), Is.EqualTo(1));
+            sync.Execute("DEL", key + "0");
             sync.Dispose();
         }
 

@@ -352,6 +352,12 @@ namespace Slotlane
             "sl_cq_fd",               // one dispatcher thread waits in sl_cq_wait: no event loop watches a descriptor
             "sl_cq_drain",
             "sl_cq_free",             // the process's one queue lives as long as the process (as its dispatcher)
+            // pub/sub: the C# subscriber is not written yet
+            "sl_client_set_push_handler", "sl_subscriber_new", "sl_subscriber_subscribe", "sl_subscriber_unsubscribe",
+            "sl_subscriber_fd", "sl_subscriber_drain", "sl_subscriber_stats_get", "sl_subscriber_close", "sl_subscriber_free",
+            // cluster SCAN paged on the loop and its accessors: C# scans with the blocking sl_scan_next
+            "sl_scan_done", "sl_scan_errmsg", "sl_scan_next_async", "sl_loop_submit_scan_cq",
+            "sl_script_exec_async", "sl_loop_submit_script_cq",
         };
 
         internal static string PtrToUtf8(IntPtr p)
