@@ -375,18 +375,26 @@ def render_client(ctx):
          "    ClientCommands() {}", "",
          "    /** Encodes one command, runs it and shapes its reply (or throws its failure). */",
          "    abstract <T> T run(Shape<T> shape, SlotlaneClient.Encoder e);", ""]
+    L += call_methods(ms, "run", lambda mm: mm.ret, lambda mm: "the reply as {@code %s}" % esc(mm.ret))
+    L.append("}")
+    return "\n".join(L) + "\n"
+
+
+def call_methods(ms, runner, ret, ret_doc):
+    """Every method's overloads on a client: encode by the spec, hand to runner (run/submit), return ret(mm)
+    (documented as ret_doc(mm))."""
+    L = []
     for mm in ms:
         for params, args, extra in sig_variants(mm):
-            L += javadoc(mm, "    ", extra, "the reply as {@code %s}" % esc(mm.ret))
-            L.append("    public %s %s(%s) {" % (mm.ret, mm.name, ", ".join(params)))
+            L += javadoc(mm, "    ", extra, ret_doc(mm))
+            L.append("    public %s %s(%s) {" % (ret(mm), mm.name, ", ".join(params)))
             if extra or not mm.opt:
-                L.append("        return run(Commands.%s, b -> Commands.%s(b%s));" % (mm.shape, mm.name, "".join(", " + a for a in args)))
+                L.append("        return %s(Commands.%s, b -> Commands.%s(b%s));" % (runner, mm.shape, mm.name, "".join(", " + a for a in args)))
             else:
                 L.append("        return %s(%s);" % (mm.name, ", ".join(args)))
             L.append("    }")
             L.append("")
-    L.append("}")
-    return "\n".join(L) + "\n"
+    return L
 
 
 def render_pipeline(ctx):
@@ -441,16 +449,8 @@ def render_async(ctx):
           "    AsyncCommands() {}", "",
           "    /** Encodes one command and submits it; the future of its shaped reply. */",
           "    abstract <T> CompletableFuture<T> submit(Shape<T> shape, SlotlaneClient.Encoder e);", ""]
-    for mm in ms:
-        for params, args, extra in sig_variants(mm):
-            L += javadoc(mm, "    ", extra, "the future of the reply as {@code %s}" % esc(mm.boxed))
-            L.append("    public CompletableFuture<%s> %s(%s) {" % (mm.boxed, mm.name, ", ".join(params)))
-            if extra or not mm.opt:
-                L.append("        return submit(Commands.%s, b -> Commands.%s(b%s));" % (mm.shape, mm.name, "".join(", " + a for a in args)))
-            else:
-                L.append("        return %s(%s);" % (mm.name, ", ".join(args)))
-            L.append("    }")
-            L.append("")
+    L += call_methods(ms, "submit", lambda mm: "CompletableFuture<%s>" % mm.boxed,
+                      lambda mm: "the future of the reply as {@code %s}" % esc(mm.boxed))
     L.append("}")
     return "\n".join(L) + "\n"
 

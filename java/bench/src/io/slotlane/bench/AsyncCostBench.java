@@ -273,17 +273,9 @@ public final class AsyncCostBench {
         if (!wrong.isEmpty()) throw new IllegalStateException("wrong replies: " + String.join("; ", new ArrayList<>(wrong).subList(0, Math.min(3, wrong.size()))));
         long[] l = Arrays.copyOf(latNs, lat.get());
         Arrays.sort(l);
-        double user = c1[0] - c0[0], sys = c1[1] - c0[1];
-        JsonObject o = new JsonObject();
-        o.addProperty("requests", requests);
-        o.addProperty("wall_s", wall / 1e9);
-        o.addProperty("user_ns_per_req", user / requests);
-        o.addProperty("sys_ns_per_req", sys / requests);
-        o.addProperty("cpu_ns_per_req", (user + sys) / requests);
-        o.addProperty("req_per_s", requests / (wall / 1e9));
+        JsonObject o = figures(requests, wall, c0, c1, load);
         o.addProperty("p50_us", l[l.length / 2] / 1e3);
         o.addProperty("p99_us", l[(int) (l.length * 0.99)] / 1e3);
-        o.addProperty("load1", load);
         return o;
     }
 
@@ -370,19 +362,24 @@ public final class AsyncCostBench {
                 long wall = System.nanoTime() - t0;
                 long[] c1 = RoutingCostBench.processCpu();
                 if (w == 0) continue; // the first pass warms the JIT
-                double user = c1[0] - c0[0], sys = c1[1] - c0[1];
-                JsonObject o = new JsonObject();
-                o.addProperty("requests", requests);
-                o.addProperty("wall_s", wall / 1e9);
-                o.addProperty("user_ns_per_req", user / requests);
-                o.addProperty("sys_ns_per_req", sys / requests);
-                o.addProperty("cpu_ns_per_req", (user + sys) / requests);
-                o.addProperty("req_per_s", requests / (wall / 1e9));
-                o.addProperty("load1", load);
-                return o;
+                return figures(requests, wall, c0, c1, load);
             }
             throw new AssertionError();
         }
+    }
+
+    /** A round's figures per request from the process CPU before (c0) and after (c1) its timed loop. */
+    static JsonObject figures(int requests, long wallNs, long[] c0, long[] c1, double load) {
+        double user = c1[0] - c0[0], sys = c1[1] - c0[1];
+        JsonObject o = new JsonObject();
+        o.addProperty("requests", requests);
+        o.addProperty("wall_s", wallNs / 1e9);
+        o.addProperty("user_ns_per_req", user / requests);
+        o.addProperty("sys_ns_per_req", sys / requests);
+        o.addProperty("cpu_ns_per_req", (user + sys) / requests);
+        o.addProperty("req_per_s", requests / (wallNs / 1e9));
+        o.addProperty("load1", load);
+        return o;
     }
 
     static JsonObject median(List<JsonObject> rs) {

@@ -117,15 +117,12 @@ final class AsyncEngine {
     }
 
     private void growRecords(int bytes) {
-        int cap = Math.max(bytes, rec == null ? 0 : rec.capacity() * 2);
-        cap = (cap + ReplyDecoder.RECORD - 1) / ReplyDecoder.RECORD * ReplyDecoder.RECORD;
-        rec = ByteBuffer.allocateDirect(cap).order(ByteOrder.nativeOrder());
+        rec = CoreHandle.grownRecords(rec, bytes);
         recAddr = slotlane.sl_java_buffer_address(rec);
     }
 
     private void growData(int bytes) {
-        int cap = (int) Math.min(Integer.MAX_VALUE - 64, Math.max(bytes, data == null ? 0 : 2L * data.capacity()));
-        data = ByteBuffer.allocateDirect(cap).order(ByteOrder.nativeOrder());
+        data = CoreHandle.grownData(data, bytes);
         dataAddr = slotlane.sl_java_buffer_address(data);
     }
 }

@@ -258,16 +258,26 @@ final class CoreHandle {
     }
 
     private void growRecords(int bytes) {
-        int cap = Math.max(bytes, rec == null ? 0 : rec.capacity() * 2);
-        cap = (cap + ReplyDecoder.RECORD - 1) / ReplyDecoder.RECORD * ReplyDecoder.RECORD;
-        rec = ByteBuffer.allocateDirect(cap).order(ByteOrder.nativeOrder());
+        rec = grownRecords(rec, bytes);
         recAddr = slotlane.sl_java_buffer_address(rec);
     }
 
     private void growData(int bytes) {
-        int cap = (int) Math.min(Integer.MAX_VALUE - 64, Math.max(bytes, data == null ? 0 : 2L * data.capacity()));
-        data = ByteBuffer.allocateDirect(cap).order(ByteOrder.nativeOrder());
+        data = grownData(data, bytes);
         dataAddr = slotlane.sl_java_buffer_address(data);
+    }
+
+    /** A record buffer of at least bytes (whole records), at least twice the old one's size. */
+    static ByteBuffer grownRecords(ByteBuffer old, int bytes) {
+        int cap = Math.max(bytes, old == null ? 0 : old.capacity() * 2);
+        cap = (cap + ReplyDecoder.RECORD - 1) / ReplyDecoder.RECORD * ReplyDecoder.RECORD;
+        return ByteBuffer.allocateDirect(cap).order(ByteOrder.nativeOrder());
+    }
+
+    /** A reply-data buffer of at least bytes, at least twice the old one's size (below 2 GiB). */
+    static ByteBuffer grownData(ByteBuffer old, int bytes) {
+        int cap = (int) Math.min(Integer.MAX_VALUE - 64, Math.max(bytes, old == null ? 0 : 2L * old.capacity()));
+        return ByteBuffer.allocateDirect(cap).order(ByteOrder.nativeOrder());
     }
 
     private static String cString(ByteBuffer b, int off, int cap) {
