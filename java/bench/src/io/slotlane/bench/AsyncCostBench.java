@@ -57,6 +57,8 @@ import java.util.function.BiFunction;
 public final class AsyncCostBench {
     static final int KEYS = 4096;
     static final String[] KEY = new String[KEYS], VAL = new String[KEYS];
+    /** Held: java.util.logging keeps loggers weakly, and a collected one forgets its level. */
+    static final java.util.logging.Logger LETTUCE_LOG = java.util.logging.Logger.getLogger("io.lettuce");
 
     /** One client under test: issue(op, key index) → the future of the reply. */
     interface Subject extends AutoCloseable {
@@ -67,7 +69,7 @@ public final class AsyncCostBench {
     }
 
     public static void main(String[] args) throws Exception {
-        java.util.logging.Logger.getLogger("io.lettuce").setLevel(java.util.logging.Level.WARNING); // one INFO line per connection otherwise
+        LETTUCE_LOG.setLevel(java.util.logging.Level.WARNING); // one INFO line per connection otherwise
         Map<String, String> a = new LinkedHashMap<>();
         for (int i = 0; i + 1 < args.length; i += 2) a.put(args[i].replaceFirst("^--", ""), args[i + 1]);
         String plain = a.get("plain"), cluster = a.get("cluster");
