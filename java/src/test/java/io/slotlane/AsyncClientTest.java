@@ -234,6 +234,20 @@ class AsyncClientTest {
     }
 
     @Test
+    void aCommandTheServerHoldsPastTheDeadlineTimesOutAndTheClientGoesOn() {
+        sync.delete("{s}late");
+        ClientOptions o = ClientOptions.builder().uri(TestServers.bundledPlain()).executor(pool)
+                .commandTimeout(java.time.Duration.ofMillis(300)).build();
+        try (AsyncClient c = AsyncClient.create(o)) {
+            CompletableFuture<Object> held = c.command("BLPOP", "{s}late", "0"); // never answered before the deadline
+            assertInstanceOf(SlotlaneTimeoutException.class, cause(held));
+            sync.rpush("{s}late", "x"); // the BLPOP's reply, if its connection is still open, is owed and dropped
+            assertTrue(c.set("{s}after-timeout", "v").join());
+            assertEquals("v", c.get("{s}after-timeout").join());
+        }
+    }
+
+    @Test
     void closeCompletesEveryPendingFutureExactlyOnce() {
         sync.delete("{s}never");
         AsyncClient c = client(TestServers.bundledPlain());
