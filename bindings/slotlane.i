@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "slotlane.h"
+#include "slotlane_uv.h"
 
 /* The layouts the bindings read and write in their own memory. A change of the header
  * that moves a field fails the native build here, before a binding misreads it. */
@@ -52,6 +53,9 @@ _Static_assert(sizeof(sl_stats) == 88 && offsetof(sl_stats, version) == 0 &&
                offsetof(sl_stats, connects) == 48 && offsetof(sl_stats, reconnects) == 56 &&
                offsetof(sl_stats, bytes_written) == 64 && offsetof(sl_stats, bytes_read) == 72 &&
                offsetof(sl_stats, nodes) == 80, "sl_stats layout");
+_Static_assert(sizeof(sl_completion) == 56 && offsetof(sl_completion, batch) == 0 &&
+               offsetof(sl_completion, token) == 8 && offsetof(sl_completion, status) == 16 &&
+               offsetof(sl_completion, sizes) == 24, "sl_completion layout");
 %}
 
 %include <stdint.i>
@@ -89,8 +93,15 @@ SL_ADDRESS(const sl_scan *)
 SL_ADDRESS(sl_session *)
 SL_ADDRESS(sl_session **)
 SL_ADDRESS(const sl_session *)
-SL_ADDRESS(sl_tls *)        /* TLS: wrapped as addresses; the Java API has no TLS options yet */
+SL_ADDRESS(sl_tls *)        /* TLS: the configuration handle (sl_tls_options is a proxy class) */
 SL_ADDRESS(sl_tls **)
+/* the loop thread, completion queues and the completions drained into the binding's memory */
+SL_ADDRESS(sl_loop *)
+SL_ADDRESS(sl_loop **)
+SL_ADDRESS(sl_cq *)
+SL_ADDRESS(const sl_cq *)
+SL_ADDRESS(sl_cq **)
+SL_ADDRESS(sl_completion *)
 /* structs the binding lays out in its own memory (layouts checked above) */
 SL_ADDRESS(sl_sizes *)
 SL_ADDRESS(sl_stats *)
@@ -188,6 +199,19 @@ static int sl_java_node_range(const void *nodes, int i, int k) {
     free($self);
   }
 }
+%extend sl_tls_options {
+  ~sl_tls_options() {
+    free((char *)$self->ca_file);
+    free((char *)$self->ca_dir);
+    free((char *)$self->ca_pem);
+    free((char *)$self->cert_file);
+    free((char *)$self->key_file);
+    free((char *)$self->cert_pem);
+    free((char *)$self->key_pem);
+    free((char *)$self->server_name);
+    free($self);
+  }
+}
 /* Function pointers have no use from a binding. */
 %ignore sl_client_options::allocator;
 %ignore sl_allocator;
@@ -204,6 +228,13 @@ static int sl_java_node_range(const void *nodes, int i, int k) {
 %ignore sl_message;
 %ignore sl_subscriber_options;
 %ignore sl_subscriber_stats;
+%ignore sl_completion;
+/* The caller's-loop API and the callback submission take uv_loop_t and C function pointers:
+ * a binding uses the core's loop thread and completion queues instead (slotlane_uv.h). */
+%ignore sl_client_attach_loop;
+%ignore sl_batch_exec_async;
+%ignore sl_client_detach_loop;
+%ignore sl_loop_submit;
 
 #ifdef SWIGJAVA
 /* sizeof() is not a Java expression: these four are read through JNI once. */
@@ -211,6 +242,7 @@ static int sl_java_node_range(const void *nodes, int i, int k) {
 %javaconst(0) SL_SIZES_SIZE;
 %javaconst(0) SL_STATS_SIZE;
 %javaconst(0) SL_ROUTE_SIZE;
+%javaconst(0) SL_COMPLETION_SIZE;
 #endif
 
 /* The layouts' sizes, read at load time by a binding that wants to verify its constants. */
@@ -218,5 +250,7 @@ static int sl_java_node_range(const void *nodes, int i, int k) {
 %constant int SL_SIZES_SIZE = sizeof(sl_sizes);
 %constant int SL_STATS_SIZE = sizeof(sl_stats);
 %constant int SL_ROUTE_SIZE = sizeof(sl_route);
+%constant int SL_COMPLETION_SIZE = sizeof(sl_completion);
 
 %include "slotlane.h"
+%include "slotlane_uv.h"

@@ -10,11 +10,13 @@
 #   2. checks the generated declarations against the header: every SL_EXTERN function of
 #      slotlane.h has a native method, and no pointer type lacks an address typemap (SWIG
 #      would have generated a SWIGTYPE_p_* class for it) — the build fails otherwise;
-#   3. gcc -O2 -fPIC: the core's "core" part as core/build.cfg describes it (sources, include
-#      folders, definitions, standard, version: read through core/describe.py; not the libuv
-#      driver, so the library needs no libuv) and the glue, two jobs at a time,
-#      linked into TARGET/native-resources/io/slotlane/native/<os>-<arch>/libslotlane_jni.so,
-#      the resource path NativeLoader extracts from the jar.
+#   3. gcc -O2 -fPIC: the core's "core", "uv" and "tls" parts as core/build.cfg describes them
+#      (sources, include folders, definitions, standard, version: read through core/describe.py;
+#      the libuv driver drives AsyncClient, OpenSSL the rediss:// connections; both from the
+#      system through pkg-config, linked dynamically: core/README.md, "one linkage rule") and
+#      the glue, two jobs at a time, linked into
+#      TARGET/native-resources/io/slotlane/native/<os>-<arch>/libslotlane_jni.so, the resource
+#      path NativeLoader extracts from the jar.
 #
 # Skips everything when the outputs are newer than every input. Env: CC (gcc), SWIG (swig),
 # JAVA_HOME (for jni.h; found from javac otherwise), SL_NATIVE_JOBS (2).
@@ -103,26 +105,40 @@ done < <(header_functions)
 [ ${#missing[@]} -eq 0 ] || die "functions of slotlane.h not wrapped by bindings/slotlane.i: ${missing[*]}"
 nfn=$(header_functions | wc -l)
 [ "$nfn" -gt 10 ] || die "found only $nfn SL_EXTERN functions in $HEADER: the check itself is broken"
+# and every function of slotlane_uv.h but the caller's-loop API and the callback submission
+# (uv_loop_t and C function pointers: slotlane.i ignores them; AsyncClient uses the loop thread
+# and a completion queue)
+UV_HEADER=$CORE/include/slotlane_uv.h
+missing=()
+while read -r fn; do
+  case $fn in sl_client_attach_loop|sl_batch_exec_async|sl_client_detach_loop|sl_loop_submit) continue ;; esac
+  grep -q "public final static native [^ ]* $fn(" "$JNI_JAVA" || missing+=("$fn")
+done < <(HEADER=$UV_HEADER header_functions)
+[ ${#missing[@]} -eq 0 ] || die "functions of slotlane_uv.h not wrapped by bindings/slotlane.i: ${missing[*]}"
 
 # ---------------------------------------------------------------- 3. compile and link
 describe() { python3 "$CORE/describe.py" --core "$CORE" "$@"; }
-mapfile -t CORE_FLAGS < <(describe cflags core)
-CFLAGS=(-O2 -g -fPIC -fvisibility=hidden -Wall -Wno-unused-function "${CORE_FLAGS[@]}")
-# The "core" part only: the libuv driver (slotlane_uv.h) is not part of the synchronous API
-# the binding uses; leaving it out keeps the jar's library free of a libuv dependency.
-mapfile -t SRCS < <(describe sources core)
-[ ${#SRCS[@]} -gt 0 ] || die "core/build.cfg names no sources of the core part"
+PARTS=(core uv tls)
+mapfile -t CORE_FLAGS < <(describe cflags "${PARTS[@]}")
+mapfile -t MODULES < <(describe modules "${PARTS[@]}")
+command -v pkg-config >/dev/null || die "pkg-config not found (ci/deps.sh installs it)"
+pkg-config --exists "${MODULES[@]}" || die "pkg-config does not find ${MODULES[*]} (Debian: libuv1-dev libssl-dev)"
+read -r -a DEP_CFLAGS <<<"$(pkg-config --cflags "${MODULES[@]}")"
+read -r -a DEP_LIBS <<<"$(pkg-config --libs "${MODULES[@]}")"
+CFLAGS=(-O2 -g -fPIC -fvisibility=hidden -Wall -Wno-unused-function "${CORE_FLAGS[@]}" "${DEP_CFLAGS[@]}")
+mapfile -t SRCS < <(describe sources "${PARTS[@]}")
+[ ${#SRCS[@]} -gt 0 ] || die "core/build.cfg names no sources of the parts ${PARTS[*]}"
 export CC OBJ_DIR CORE
 # one object per source, named by its path under the core (src/uv/x.c: src_uv_x.o)
 printf '%s\n' "${SRCS[@]}" | xargs -P "$JOBS" -I{} sh -c \
   'f=$1; shift; o=$(echo "${f#"$CORE"/}" | tr / _); exec "$CC" "$@" -c "$f" -o "$OBJ_DIR/${o%.c}.o"' _ {} "${CFLAGS[@]}"
 # the glue: SWIG's code is not -std=c11 -Wall clean; -fno-strict-aliasing as SWIG advises
 "$CC" -O2 -g -fPIC -fvisibility=hidden -fno-strict-aliasing -D_DEFAULT_SOURCE \
-  -I"$CORE/include" -I"$JAVA_HOME/include" -I"$JAVA_HOME/include/$os" \
+  -I"$CORE/include" -I"$JAVA_HOME/include" -I"$JAVA_HOME/include/$os" "${DEP_CFLAGS[@]}" \
   -c "$WRAP" -o "$OBJ_DIR/slotlane_wrap.o"
 n=$(ls "$OBJ_DIR"/*.o | wc -l)
 [ "$n" -eq $(( ${#SRCS[@]} + 1 )) ] || die "a compilation failed"
-"$CC" -shared -o "$LIB.tmp" "$OBJ_DIR"/*.o -lpthread -lm -Wl,--no-undefined -Wl,-z,defs
+"$CC" -shared -o "$LIB.tmp" "$OBJ_DIR"/*.o "${DEP_LIBS[@]}" -lpthread -lm -Wl,--no-undefined -Wl,-z,defs
 mv -f "$LIB.tmp" "$LIB"
 # ---------------------------------------------------------------- 4. the embedded server
 # libslotlane_server_jni.so (io.slotlane.testing.SlotlaneServer): the server as

@@ -1,5 +1,6 @@
-"""render.py's Java module: the typed methods of SlotlaneClient and Pipeline (through their
-generated superclasses ClientCommands and PipelineCommands), the argument encoders and reply
+"""render.py's Java module: the typed methods of SlotlaneClient, Pipeline and AsyncClient (through
+their generated superclasses ClientCommands, PipelineCommands and AsyncCommands: the same methods,
+future-returning), the argument encoders and reply
 shapes they share (Commands), the option builders (CommandOptions) and the exception classes,
 ErrorKind and the code -> exception table (errors.json).
 
@@ -376,18 +377,26 @@ def render_client(ctx):
          "    ClientCommands() {}", "",
          "    /** Encodes one command, runs it and shapes its reply (or throws its failure). */",
          "    abstract <T> T run(Shape<T> shape, SlotlaneClient.Encoder e);", ""]
+    L += call_methods(ms, "run", lambda mm: mm.ret, lambda mm: "the reply as {@code %s}" % esc(mm.ret))
+    L.append("}")
+    return "\n".join(L) + "\n"
+
+
+def call_methods(ms, runner, ret, ret_doc):
+    """Every method's overloads on a client: encode by the spec, hand to runner (run/submit), return ret(mm)
+    (documented as ret_doc(mm))."""
+    L = []
     for mm in ms:
         for params, args, extra in sig_variants(mm):
-            L += javadoc(mm, "    ", extra, "the reply as {@code %s}" % esc(mm.ret))
-            L.append("    public %s %s(%s) {" % (mm.ret, mm.name, ", ".join(params)))
+            L += javadoc(mm, "    ", extra, ret_doc(mm))
+            L.append("    public %s %s(%s) {" % (ret(mm), mm.name, ", ".join(params)))
             if extra or not mm.opt:
-                L.append("        return run(Commands.%s, b -> Commands.%s(b%s));" % (mm.shape, mm.name, "".join(", " + a for a in args)))
+                L.append("        return %s(Commands.%s, b -> Commands.%s(b%s));" % (runner, mm.shape, mm.name, "".join(", " + a for a in args)))
             else:
                 L.append("        return %s(%s);" % (mm.name, ", ".join(args)))
             L.append("    }")
             L.append("")
-    L.append("}")
-    return "\n".join(L) + "\n"
+    return L
 
 
 def render_pipeline(ctx):
@@ -402,7 +411,9 @@ def render_pipeline(ctx):
          "    /** The pipeline's buffer (throws when the pipeline is closed). */",
          "    abstract CommandBuffer buf();", "",
          "    /** Records the shape of the command just encoded; its Reply. */",
-         "    abstract <T> Reply<T> queued(Shape<T> shape);", ""]
+         "    abstract <T> Reply<T> queued(Shape<T> shape);", "",
+         "    /** A Reply's value: the shaped reply of command index of run gen (throws when that run is not the last). */",
+         "    abstract Object result(int index, int gen);", ""]
     for mm in ms:
         for params, args, extra in sig_variants(mm):
             L += javadoc(mm, "    ", extra, "the queued command's reply ({@code %s} after sync)" % esc(mm.boxed))
@@ -421,6 +432,27 @@ def render_pipeline(ctx):
                 L.append("        return %s(%s);" % (mm.name, ", ".join(args)))
             L.append("    }")
             L.append("")
+    L.append("}")
+    return "\n".join(L) + "\n"
+
+
+def render_async(ctx):
+    """AsyncCommands: the client's methods again, each returning a CompletableFuture of its boxed type."""
+    ms = [M(m) for m in ctx.methods]
+    L = file_head(ctx, [
+        "The typed methods of every command of the spec (bindings/spec/README.md), inherited by",
+        "{@link AsyncClient}: the same methods, parameters and reply types as {@link ClientCommands},",
+        "each returning a {@link CompletableFuture} of the reply (boxed) at once. The future",
+        "completes on the client's executor with the reply, or exceptionally with the",
+        "command's {@link SlotlaneException}; {@code cancel(true)} cancels that command's batch",
+        "only. Bad arguments throw {@link IllegalArgumentException} at once, and nothing is sent."])
+    L[L.index("import java.util.List;")] = "import java.util.List;\nimport java.util.concurrent.CompletableFuture;"
+    L += ["public abstract class AsyncCommands {",
+          "    AsyncCommands() {}", "",
+          "    /** Encodes one command and submits it; the future of its shaped reply. */",
+          "    abstract <T> CompletableFuture<T> submit(Shape<T> shape, SlotlaneClient.Encoder e);", ""]
+    L += call_methods(ms, "submit", lambda mm: "CompletableFuture<%s>" % mm.boxed,
+                      lambda mm: "the future of the reply as {@code %s}" % esc(mm.boxed))
     L.append("}")
     return "\n".join(L) + "\n"
 
@@ -570,6 +602,7 @@ def render(ctx):
     out = {PKG + "Commands.java": render_commands(ctx),
            PKG + "ClientCommands.java": render_client(ctx),
            PKG + "PipelineCommands.java": render_pipeline(ctx),
+           PKG + "AsyncCommands.java": render_async(ctx),
            PKG + "CommandOptions.java": render_options(ctx)}
     out.update(render_errors(ctx))
     return out

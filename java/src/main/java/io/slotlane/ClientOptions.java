@@ -2,6 +2,8 @@ package io.slotlane;
 
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ForkJoinPool;
 
 /**
  * The options of a {@link SlotlaneClient}: where to connect and how. Immutable; made with
@@ -27,6 +29,11 @@ public final class ClientOptions {
     final int maxRedirects;
     final int refreshIntervalMs;
     final int poolSize;
+    final int maxInflightBatches;
+    final long maxInflightBytes;
+    final Backpressure backpressure;
+    final Executor executor;
+    final TlsOptions tls;
 
     private ClientOptions(Builder b) {
         if (b.url == null) throw new IllegalArgumentException("ClientOptions: uri(...) or host(...) is required");
@@ -41,6 +48,11 @@ public final class ClientOptions {
         this.maxRedirects = b.maxRedirects;
         this.refreshIntervalMs = b.refreshIntervalMs;
         this.poolSize = b.poolSize;
+        this.maxInflightBatches = b.maxInflightBatches;
+        this.maxInflightBytes = b.maxInflightBytes;
+        this.backpressure = b.backpressure;
+        this.executor = b.executor;
+        this.tls = b.tls;
     }
 
     /**
@@ -70,6 +82,29 @@ public final class ClientOptions {
      */
     public int poolSize() { return poolSize; }
 
+    /**
+     * @return the TLS options, or null (then TLS only for a {@code rediss://} URL, with the defaults)
+     */
+    public TlsOptions tls() { return tls; }
+
+    /**
+     * @return what {@link AsyncClient} does at the in-flight bound
+     */
+    public Backpressure backpressure() { return backpressure; }
+
+    /**
+     * @return the executor {@link AsyncClient}'s futures complete on (the default when none was set)
+     */
+    public Executor executor() { return executor != null ? executor : ForkJoinPool.commonPool(); }
+
+    /** What {@link AsyncClient} does when its in-flight bound ({@link Builder#maxInflight}) is reached. */
+    public enum Backpressure {
+        /** The future fails at once with a {@link ResourceException} (SL_EBUSY); nothing is sent (default). */
+        FAIL_FAST,
+        /** The submitting thread waits until completions make room (then the call returns its future). */
+        WAIT
+    }
+
     @Override
     public String toString() {
         return "ClientOptions{url=" + url + ", mode=" + mode + ", resp=" + resp + ", poolSize=" + poolSize + "}";
@@ -90,12 +125,17 @@ public final class ClientOptions {
         private int maxRedirects = 5;
         private int refreshIntervalMs = 0;
         private int poolSize = Math.max(8, 2 * Runtime.getRuntime().availableProcessors());
+        private int maxInflightBatches;
+        private long maxInflightBytes;
+        private Backpressure backpressure = Backpressure.FAIL_FAST;
+        private Executor executor;
+        private TlsOptions tls;
 
         private Builder() {}
 
         /**
          * The server's address: {@code redis://[user:password@]host:port[/db]}, {@code host:port},
-         * or seeds separated by commas. {@code rediss://} (TLS) is not supported by the core.
+         * or seeds separated by commas; {@code rediss://...} connects with TLS (see {@link #tls}).
          *
          * @param uri the address
          * @return this builder
@@ -219,6 +259,64 @@ public final class ClientOptions {
         /**
          * @return the options
          */
+        /**
+         * The bound on what {@link AsyncClient} has in flight at once (the core's
+         * {@code max_inflight_batches} / {@code max_inflight_bytes}): commands and pipelines
+         * submitted and not yet completed, and their command bytes. Default (0): the core's,
+         * 4096 batches and 64 MiB. At the bound, {@link #backpressure(Backpressure)} decides.
+         *
+         * @param batches 0 (the default) or the most batches in flight
+         * @param bytes   0 (the default) or the most command bytes in flight
+         * @return this builder
+         */
+        public Builder maxInflight(int batches, long bytes) {
+            if (batches < 0) throw new IllegalArgumentException("maxInflight: batches must be >= 0, not " + batches);
+            if (bytes < 0) throw new IllegalArgumentException("maxInflight: bytes must be >= 0, not " + bytes);
+            this.maxInflightBatches = batches;
+            this.maxInflightBytes = bytes;
+            return this;
+        }
+
+        /**
+         * @param policy what {@link AsyncClient} does at the in-flight bound: {@link Backpressure#FAIL_FAST}
+         *               (default) or {@link Backpressure#WAIT}
+         * @return this builder
+         */
+        public Builder backpressure(Backpressure policy) {
+            this.backpressure = Objects.requireNonNull(policy, "backpressure");
+            return this;
+        }
+
+        /**
+         * The executor that completes {@link AsyncClient}'s futures, so the stages a caller
+         * chains on them ({@code thenApply}...) run there — never on the core's loop thread nor
+         * on the client's completion thread. Default: {@link ForkJoinPool#commonPool()}. An
+         * executor that runs tasks in the calling thread ({@code Runnable::run}) runs them on the
+         * completion thread: cheaper, but a stage that blocks there stalls every completion.
+         *
+         * @param executor where the futures complete
+         * @return this builder
+         */
+        public Builder executor(Executor executor) {
+            this.executor = Objects.requireNonNull(executor, "executor");
+            return this;
+        }
+
+        /**
+         * TLS on every connection the client opens (seeds, discovered nodes, reconnects),
+         * whatever the URL's scheme; a {@code rediss://} URL without it uses the defaults
+         * (the system's CAs, full verification). The handshake runs within the connect
+         * timeout; nothing is sent before the server's certificate is verified, and a
+         * failure throws {@link TlsException} saying what failed.
+         *
+         * @param tls the CAs, client certificate and verification
+         * @return this builder
+         */
+        public Builder tls(TlsOptions tls) {
+            this.tls = Objects.requireNonNull(tls, "tls");
+            return this;
+        }
+
         public ClientOptions build() {
             return new ClientOptions(this);
         }

@@ -49,8 +49,24 @@ final class CoreHandle {
     static CoreHandle open(ClientOptions o) {
         ByteBuffer scratch = ByteBuffer.allocateDirect(SCRATCH).order(ByteOrder.nativeOrder());
         long sa = slotlane.sl_java_buffer_address(scratch);
+        long client = newClient(o, scratch, sa);
+        int rc = slotlane.sl_batch_new(client, sa + OUT_PTR);
+        if (rc != 0) {
+            String msg = slotlane.sl_client_errmsg(client);
+            slotlane.sl_client_free(client);
+            throw failure(rc, msg, o.url);
+        }
+        return new CoreHandle(client, scratch.getLong(OUT_PTR), scratch, sa);
+    }
+
+    /** A new sl_client with the options (connected; discovery done); the caller frees it. */
+    static long newClient(ClientOptions o) {
+        ByteBuffer scratch = ByteBuffer.allocateDirect(SCRATCH).order(ByteOrder.nativeOrder());
+        return newClient(o, scratch, slotlane.sl_java_buffer_address(scratch));
+    }
+
+    private static long newClient(ClientOptions o, ByteBuffer scratch, long sa) {
         sl_client_options opts = new sl_client_options();
-        long client;
         try {
             int rc = slotlane.sl_client_options_init(opts, slotlaneConstants.SL_CLIENT_OPTIONS_VERSION);
             if (rc != 0) throw new IllegalStateException("sl_client_options_init: " + slotlane.sl_strerror(rc));
@@ -64,6 +80,9 @@ final class CoreHandle {
             opts.setCommand_timeout_ms(o.commandTimeoutMs);
             opts.setMax_redirects(o.maxRedirects);
             opts.setRefresh_interval_ms(o.refreshIntervalMs);
+            opts.setMax_inflight_batches(o.maxInflightBatches);
+            opts.setMax_inflight_bytes(o.maxInflightBytes);
+            if (o.tls != null) opts.setTls(o.tls.handle()); // the client takes its own reference
             scratch.putLong(OUT_PTR, 0);
             scratch.put(ERRMSG, (byte) 0);
             rc = slotlane.sl_client_new(sa + OUT_PTR, opts, sa + ERRMSG, ERRMSG_CAP);
@@ -71,17 +90,10 @@ final class CoreHandle {
                 String msg = cString(scratch, ERRMSG, ERRMSG_CAP);
                 throw failure(rc, msg.isEmpty() ? slotlane.sl_strerror(rc) : msg, o.url);
             }
-            client = scratch.getLong(OUT_PTR);
+            return scratch.getLong(OUT_PTR);
         } finally {
             opts.delete();
         }
-        int rc = slotlane.sl_batch_new(client, sa + OUT_PTR);
-        if (rc != 0) {
-            String msg = slotlane.sl_client_errmsg(client);
-            slotlane.sl_client_free(client);
-            throw failure(rc, msg, o.url);
-        }
-        return new CoreHandle(client, scratch.getLong(OUT_PTR), scratch, sa);
     }
 
     /** SL_MODE_PLAIN or SL_MODE_CLUSTER. */
@@ -246,16 +258,26 @@ final class CoreHandle {
     }
 
     private void growRecords(int bytes) {
-        int cap = Math.max(bytes, rec == null ? 0 : rec.capacity() * 2);
-        cap = (cap + ReplyDecoder.RECORD - 1) / ReplyDecoder.RECORD * ReplyDecoder.RECORD;
-        rec = ByteBuffer.allocateDirect(cap).order(ByteOrder.nativeOrder());
+        rec = grownRecords(rec, bytes);
         recAddr = slotlane.sl_java_buffer_address(rec);
     }
 
     private void growData(int bytes) {
-        int cap = (int) Math.min(Integer.MAX_VALUE - 64, Math.max(bytes, data == null ? 0 : 2L * data.capacity()));
-        data = ByteBuffer.allocateDirect(cap).order(ByteOrder.nativeOrder());
+        data = grownData(data, bytes);
         dataAddr = slotlane.sl_java_buffer_address(data);
+    }
+
+    /** A record buffer of at least bytes (whole records), at least twice the old one's size. */
+    static ByteBuffer grownRecords(ByteBuffer old, int bytes) {
+        int cap = Math.max(bytes, old == null ? 0 : old.capacity() * 2);
+        cap = (cap + ReplyDecoder.RECORD - 1) / ReplyDecoder.RECORD * ReplyDecoder.RECORD;
+        return ByteBuffer.allocateDirect(cap).order(ByteOrder.nativeOrder());
+    }
+
+    /** A reply-data buffer of at least bytes, at least twice the old one's size (below 2 GiB). */
+    static ByteBuffer grownData(ByteBuffer old, int bytes) {
+        int cap = (int) Math.min(Integer.MAX_VALUE - 64, Math.max(bytes, old == null ? 0 : 2L * old.capacity()));
+        return ByteBuffer.allocateDirect(cap).order(ByteOrder.nativeOrder());
     }
 
     private static String cString(ByteBuffer b, int off, int cap) {

@@ -50,6 +50,7 @@ public final class Pipeline extends PipelineCommands implements AutoCloseable {
     }
 
     /** A Reply's value: the shaped reply of command i of sync number g. */
+    @Override
     Object result(int i, int g) {
         if (g != gen - 1 || last == null || i >= last.size())
             throw new IllegalStateException("the pipeline has not run this command (sync first; a Reply is valid until the next sync)");
@@ -112,7 +113,7 @@ public final class Pipeline extends PipelineCommands implements AutoCloseable {
     }
 
     /** A reply of another type than the command's is that command's failure, in its place. */
-    private static Object shape(Shape<?> s, Object v) {
+    static Object shape(Shape<?> s, Object v) {
         try {
             return s.apply(v);
         } catch (SlotlaneException e) {

@@ -21,6 +21,9 @@ public abstract class PipelineCommands {
     /** Records the shape of the command just encoded; its Reply. */
     abstract <T> Reply<T> queued(Shape<T> shape);
 
+    /** A Reply's value: the shaped reply of command index of run gen (throws when that run is not the last). */
+    abstract Object result(int index, int gen);
+
     /**
      * {@code ACL CAT} (server): List the ACL categories or the commands inside a category.
      *

@@ -1,18 +1,19 @@
 package io.slotlane;
 
 /**
- * A typed command queued on a {@link Pipeline}: {@link #get()} gives its reply, shaped by the
- * command's reply type, once the pipeline's {@link Pipeline#sync()} has run it (until the
- * pipeline's next sync).
+ * A typed command queued on a {@link Pipeline} or an {@link AsyncPipeline}: {@link #get()}
+ * gives its reply, shaped by the command's reply type, once the pipeline has run it
+ * ({@link Pipeline#sync()} returned, or {@link AsyncPipeline#execute()}'s future completed),
+ * until the pipeline's next run.
  *
  * @param <T> the command's reply type
  */
 public final class Reply<T> {
-    private final Pipeline p;
+    private final PipelineCommands p;
     private final int index;
     private final int gen;
 
-    Reply(Pipeline p, int index, int gen) {
+    Reply(PipelineCommands p, int index, int gen) {
         this.p = p;
         this.index = index;
         this.gen = gen;

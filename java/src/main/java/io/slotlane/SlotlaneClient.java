@@ -38,6 +38,7 @@ public final class SlotlaneClient extends ClientCommands implements AutoCloseabl
     private final Semaphore permits;
     private final Mode mode;
     private volatile boolean closed;
+    private AsyncClient async; // made on first async(), guarded by this
 
     /** An encoder of one command into a buffer. */
     @FunctionalInterface
@@ -118,6 +119,19 @@ public final class SlotlaneClient extends ClientCommands implements AutoCloseabl
         return new Pipeline(this);
     }
 
+    /**
+     * The asynchronous client of the same server, with the same options: its typed methods
+     * return {@link java.util.concurrent.CompletableFuture}s (see {@link AsyncClient}). Made
+     * (and connected) on the first call, then the same one; closed with this client.
+     *
+     * @return the asynchronous client
+     */
+    public synchronized AsyncClient async() {
+        ensureOpen();
+        if (async == null) async = AsyncClient.create(options);
+        return async;
+    }
+
     // ------------------------------------------------------------------ pool
 
     CoreHandle acquire() {
@@ -166,6 +180,11 @@ public final class SlotlaneClient extends ClientCommands implements AutoCloseabl
     @Override
     public void close() {
         closed = true;
+        AsyncClient a;
+        synchronized (this) {
+            a = async;
+        }
+        if (a != null) a.close();
         drain();
     }
 

@@ -54,8 +54,15 @@ class ArgumentsTest {
         // the core parses the URL and refuses what it cannot parse: errors.json's ArgumentError
         assertEquals(ErrorKind.ARGUMENT, assertThrows(ArgumentException.class,
                 () -> SlotlaneClient.create(ClientOptions.builder().uri("redis://127.0.0.1:notaport").build())).kind());
-        assertThrows(ResourceException.class,
-                () -> SlotlaneClient.create(ClientOptions.builder().uri("rediss://127.0.0.1:" + TestServers.BASE).build()));
+        // rediss:// to a port without TLS (the bundled server): the handshake fails, saying so
+        TlsException tls = assertThrows(TlsException.class,
+                () -> SlotlaneClient.create(ClientOptions.builder().uri(TestServers.bundledCluster().replace("redis://", "rediss://")).build()));
+        assertTrue(tls.getMessage().contains("does not speak TLS"), tls.getMessage());
+        bad("maxInflight", () -> ClientOptions.builder().maxInflight(-1, 0));
+        bad("serverName must not be empty", () -> TlsOptions.builder().serverName(""));
+        bad("NUL", () -> TlsOptions.builder().caPem("x\0y"));
+        bad("needs serverName", () -> TlsOptions.builder().nodeNames(TlsOptions.NodeNames.SERVER_NAME).build());
+        assertThrows(NullPointerException.class, () -> ClientOptions.builder().executor(null));
         ClientOptions ok = ClientOptions.builder().host("127.0.0.1", 1).mode(Mode.PLAIN).poolSize(3)
                 .connectTimeout(Duration.ofMillis(200)).commandTimeout(Duration.ZERO).maxRedirects(2)
                 .refreshInterval(Duration.ofSeconds(1)).database(0).credentials(null, null).resp(3).build();

@@ -35,6 +35,7 @@ class NativeTest {
         assertEquals(32, slotlaneConstants.SL_SIZES_SIZE);
         assertEquals(88, slotlaneConstants.SL_STATS_SIZE);
         assertEquals(24, slotlaneConstants.SL_ROUTE_SIZE);
+        assertEquals(56, slotlaneConstants.SL_COMPLETION_SIZE);
     }
 
     /** Runs build-native.sh against a copy of the tree whose header was changed. */
@@ -48,6 +49,7 @@ class NativeTest {
         Files.copy(root.resolve("core/build.cfg"), copy.resolve("core/build.cfg"));
         Files.copy(root.resolve("core/describe.py"), copy.resolve("core/describe.py"));
         Files.copy(root.resolve("bindings/slotlane.i"), copy.resolve("bindings/slotlane.i"));
+        Files.copy(root.resolve("core/include/slotlane_uv.h"), copy.resolve("core/include/slotlane_uv.h"));
         String header = Files.readString(root.resolve("core/include/slotlane.h"));
         int end = header.lastIndexOf("#ifdef __cplusplus");
         Files.writeString(copy.resolve("core/include/slotlane.h"), header.substring(0, end) + addition + "\n" + header.substring(end));

@@ -20,7 +20,7 @@ import java.util.concurrent.TimeUnit;
  */
 final class TestServers {
     static final Path ROOT = Paths.get(System.getProperty("slotlane.root", "..")).toAbsolutePath().normalize();
-    /** Ports per run: the layout below uses BASE+0..+59; +99 is never listened on. */
+    /** Ports per run: the layout below uses BASE+0..+59, TlsTest BASE+60..+69; +99 is never listened on. */
     static final int BLOCK_SIZE = 100;
     private static PortBlocks.Block block; // held until the JVM exits
     static final int BASE = chooseBase();
@@ -172,6 +172,11 @@ final class TestServers {
     }
 
     static void script(String name, String... args) {
+        script(java.util.Map.of(), name, args);
+    }
+
+    /** Runs ci/NAME with ARGS and these environment variables added (ci/redis-tls.sh reads SL_REDIS_TLS_*). */
+    static void script(java.util.Map<String, String> env, String name, String... args) {
         List<String> cmd = new ArrayList<>();
         cmd.add("bash");
         cmd.add(ROOT.resolve("ci").resolve(name).toString());
@@ -179,7 +184,10 @@ final class TestServers {
         try {
             Files.createDirectories(WORK);
             Path out = Files.createTempFile(WORK, name, ".out");
-            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile()).start();
+            ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile());
+            pb.environment().remove("SL_REDIS_TLS_DIR");
+            pb.environment().putAll(env);
+            Process p = pb.start();
             if (!p.waitFor(120, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
                 throw new IllegalStateException(cmd + " timed out");

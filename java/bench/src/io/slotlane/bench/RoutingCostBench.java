@@ -9,6 +9,7 @@ import io.slotlane.Mode;
 import io.slotlane.Pipeline;
 import io.slotlane.Route;
 import io.slotlane.SlotlaneClient;
+import io.slotlane.TlsOptions;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.net.InetAddress;
@@ -75,7 +76,12 @@ import redis.clients.jedis.Response;
  * java ... RoutingCostBench --plain redis://127.0.0.1:P --cluster redis://127.0.0.1:C [--seconds 3]
  *      [--warmup 1] [--rounds 3] [--workers 8] [--depths 16,64] [--ops GET,SET]
  *      [--rows plain,cluster,one-node] [--clients slotlane,jedis] [--json DIR/] [--server-desc TEXT]
- *      [--invocation TEXT] [--quick]
+ *      [--invocation TEXT] [--tls-ca CA.crt] [--quick]
+ *
+ * --tls-ca: every client speaks TLS to the URLs' ports, trusting that CA (bench/tls/run.py):
+ * slotlane with TlsOptions.caFile (full verification), Jedis with ssl(true) and an
+ * SSLSocketFactory of a trust store holding the CA, Lettuce with withSsl(true) and
+ * SslOptions.trustManager(CA) (JDK provider).
  * </pre>
  */
 public final class RoutingCostBench {
@@ -84,7 +90,7 @@ public final class RoutingCostBench {
     static final String SCHEMA = "slotlane.bench.cluster-cost/1"; // the one schema of every runner
 
     // configuration
-    String plainUrl, clusterUrl, jsonDir, serverDesc = "", invocation;
+    String plainUrl, clusterUrl, jsonDir, serverDesc = "", invocation, tlsCa;
     double seconds = 3, warmup = 1, jitWarmup = 1;
     int rounds = 3, workers = 8;
     int[] depths = {16, 64};
@@ -155,6 +161,7 @@ public final class RoutingCostBench {
                 case "--json": jsonDir = v; break;
                 case "--server-desc": serverDesc = v; break;
                 case "--invocation": invocation = v; break;
+                case "--tls-ca": tlsCa = v; break;
                 default: throw new IllegalArgumentException("unknown option " + k);
             }
         }
@@ -167,6 +174,30 @@ public final class RoutingCostBench {
         StringBuilder s = new StringBuilder("val:").append(key).append(':');
         while (s.length() < VALUE_LEN) s.append('x');
         return s.substring(0, VALUE_LEN);
+    }
+
+    /** The URL for Lettuce, with TLS (peer verification: the chain) when --tls-ca is given. */
+    RedisURI lettuceUri(String url) {
+        RedisURI u = RedisURI.create(url);
+        if (tlsCa != null) {
+            u.setSsl(true);
+            u.setVerifyPeer(io.lettuce.core.SslVerifyMode.CA);
+        }
+        return u;
+    }
+
+    /** An SSLContext trusting the one CA of a PEM file (Jedis's socket factory). */
+    static javax.net.ssl.SSLContext sslContext(String caFile) throws Exception {
+        java.security.KeyStore ks = java.security.KeyStore.getInstance("PKCS12");
+        ks.load(null, null);
+        try (var in = Files.newInputStream(Paths.get(caFile))) {
+            ks.setCertificateEntry("ca", java.security.cert.CertificateFactory.getInstance("X.509").generateCertificate(in));
+        }
+        javax.net.ssl.TrustManagerFactory tmf = javax.net.ssl.TrustManagerFactory.getInstance(javax.net.ssl.TrustManagerFactory.getDefaultAlgorithm());
+        tmf.init(ks);
+        javax.net.ssl.SSLContext ctx = javax.net.ssl.SSLContext.getInstance("TLS");
+        ctx.init(null, tmf.getTrustManagers(), null);
+        return ctx;
     }
 
     static HostAndPort hostPort(String url) {
@@ -199,32 +230,43 @@ public final class RoutingCostBench {
             valsSpread[i] = value(keysSpread[i]);
             valsTagged[i] = value(keysTagged[i]);
         }
+        TlsOptions slTls = tlsCa == null ? null : TlsOptions.builder().caFile(Paths.get(tlsCa)).build();
         if (plainUrl != null) {
-            slPlain = SlotlaneClient.create(ClientOptions.builder().uri(plainUrl).mode(Mode.PLAIN).poolSize(workers).build());
+            ClientOptions.Builder ob = ClientOptions.builder().uri(plainUrl).mode(Mode.PLAIN).poolSize(workers);
+            slPlain = SlotlaneClient.create((slTls == null ? ob : ob.tls(slTls)).build());
             fill(slPlain);
         }
         if (clusterUrl != null) {
-            slCluster = SlotlaneClient.create(ClientOptions.builder().uri(clusterUrl).mode(Mode.CLUSTER).poolSize(workers).build());
+            ClientOptions.Builder ob = ClientOptions.builder().uri(clusterUrl).mode(Mode.CLUSTER).poolSize(workers);
+            slCluster = SlotlaneClient.create((slTls == null ? ob : ob.tls(slTls)).build());
             fill(slCluster);
         }
+        DefaultJedisClientConfig jedisConfig = tlsCa == null ? DefaultJedisClientConfig.builder().build()
+                : DefaultJedisClientConfig.builder().ssl(true).sslSocketFactory(sslContext(tlsCa).getSocketFactory()).build();
         if (clients.contains("jedis")) {
             if (plainUrl != null) {
                 jedisPlain = new Jedis[workers];
                 for (int w = 0; w < workers; w++) {
                     HostAndPort hp = hostPort(plainUrl);
-                    jedisPlain[w] = new Jedis(hp.getHost(), hp.getPort());
+                    jedisPlain[w] = new Jedis(hp, jedisConfig);
                 }
             }
             if (clusterUrl != null) {
                 ConnectionPoolConfig pool = new ConnectionPoolConfig();
                 pool.setMaxTotal(2 * workers);
                 pool.setMaxIdle(2 * workers);
-                jedisCluster = new JedisCluster(Set.of(hostPort(clusterUrl)), DefaultJedisClientConfig.builder().build(), 5, pool);
+                jedisCluster = new JedisCluster(Set.of(hostPort(clusterUrl)), jedisConfig, 5, pool);
             }
         }
         if (clients.contains("lettuce")) {
-            if (plainUrl != null) lettucePlain = RedisClient.create(RedisURI.create(plainUrl));
-            if (clusterUrl != null) lettuceCluster = RedisClusterClient.create(RedisURI.create(clusterUrl));
+            if (plainUrl != null) lettucePlain = RedisClient.create(lettuceUri(plainUrl));
+            if (clusterUrl != null) lettuceCluster = RedisClusterClient.create(lettuceUri(clusterUrl));
+            if (tlsCa != null) {
+                io.lettuce.core.SslOptions ssl = io.lettuce.core.SslOptions.builder().jdkSslProvider().trustManager(new java.io.File(tlsCa)).build();
+                if (lettucePlain != null) lettucePlain.setOptions(io.lettuce.core.ClientOptions.builder().sslOptions(ssl).build());
+                if (lettuceCluster != null)
+                    lettuceCluster.setOptions(io.lettuce.core.cluster.ClusterClientOptions.builder().sslOptions(ssl).build());
+            }
         }
         List<Row> all = new ArrayList<>();
         for (String row : rows)
@@ -624,6 +666,7 @@ public final class RoutingCostBench {
         cfg.addProperty("keys", KEYS);
         cfg.addProperty("value_bytes", VALUE_LEN);
         cfg.addProperty("quick", quick);
+        cfg.addProperty("tls_ca", tlsCa); // null: plaintext
         cfg.addProperty("order", "rounds outer; rows, ops, depths, clients inner (interleaved)");
         cfg.addProperty("jedis_multi_node_pipeline_sync_workers", redis.clients.jedis.MultiNodePipelineBase.MULTI_NODE_PIPELINE_SYNC_WORKERS);
         rec.add("config", cfg);
@@ -743,16 +786,21 @@ public final class RoutingCostBench {
 
     /** Writes the record under a name that never collides (a hard link of a finished temporary file). */
     Path write(JsonObject rec) throws Exception {
+        return writeRecord(rec, jsonDir, "java-routing-cost");
+    }
+
+    /** Writes rec to DIR/HOST-DATE-TIME-KIND.json, a name that never collides (a hard link of a finished temporary file). */
+    static Path writeRecord(JsonObject rec, String jsonDir, String kind) throws Exception {
         Path dir = Paths.get(jsonDir);
         Files.createDirectories(dir);
         String json = new GsonBuilder().setPrettyPrinting().serializeNulls().create().toJson(rec) + "\n";
-        Path tmp = dir.resolve(".java-routing-cost." + ProcessHandle.current().pid() + ".tmp");
+        Path tmp = dir.resolve("." + kind + "." + ProcessHandle.current().pid() + ".tmp");
         Files.writeString(tmp, json);
         String host = InetAddress.getLocalHost().getHostName();
         DateTimeFormatter f = DateTimeFormatter.ofPattern("yyyy-MM-dd-HHmmss").withZone(ZoneOffset.UTC);
         try {
             for (int i = 0; i < 120; i++) {
-                Path name = dir.resolve(host + "-" + f.format(Instant.now()) + "-java-routing-cost.json");
+                Path name = dir.resolve(host + "-" + f.format(Instant.now()) + "-" + kind + ".json");
                 try {
                     Files.createLink(name, tmp);
                     return name;
