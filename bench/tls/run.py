@@ -2,10 +2,11 @@
 """bench/tls/run.py — what TLS costs each client: the cluster-cost runners' plain and cluster
 rows over TLS beside the same rows without TLS, against the same servers, in one run — the C
 tool (slotlane's C client; Debian's hiredis 0.14 has no TLS), the Python runner (slotlane
-and redis-py with hiredis, both with ssl=True and the test CA) and the Node runner (slotlane
-and ioredis, both with tls: { ca }).
+and redis-py with hiredis, both with ssl=True and the test CA), the Node runner (slotlane and
+ioredis, both with tls: { ca }) and the Go tool (slotlane-go with TLSConfig{CAFile}, go-redis
+with a tls.Config of the same CA).
 
-  python3 bench/tls/run.py [--langs c,python,node] [--rounds 3] [--seconds 1] [--warmup 0.3]
+  python3 bench/tls/run.py [--langs c,python,node,go] [--rounds 3] [--seconds 1] [--warmup 0.3]
                            [--depths 16,64] [--ops GET,SET] [--records bench/records]
                            [--port-base 24720]
 
@@ -69,23 +70,26 @@ def main():
     ap.add_argument("--records", default=os.path.join(ROOT, "bench", "records"))
     ap.add_argument("--port-base", type=int, default=24720)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--langs", default="c,python,node", help="of c, python, node")
+    ap.add_argument("--langs", default="c,python,node,go", help="of c, python, node, go")
     a = ap.parse_args()
     a.quick = False
     langs = [x for x in a.langs.split(",") if x]
     for x in langs:
-        if x not in ("c", "python", "node"):
-            raise SystemExit("bench/tls/run.py: --langs: c, python or node, not %r" % x)
+        if x not in ("c", "python", "node", "go"):
+            raise SystemExit("bench/tls/run.py: --langs: c, python, node or go, not %r" % x)
     tool = os.path.join(a.build, "bench", "sl-cluster-cost")
     if not os.access(tool, os.X_OK):
         raise SystemExit("bench/tls/run.py: %s is not built (cmake --build build --target sl-cluster-cost)" % tool)
+    work = tempfile.mkdtemp(prefix="sl-bench-tls.")
+    gotool = os.path.join(work, "go-cluster-cost")
+    if "go" in langs:  # (go/bench/run.sh builds it the same way)
+        subprocess.run(["go", "build", "-o", gotool, "./cmd/cluster-cost"], cwd=os.path.join(ROOT, "go", "bench"), check=True)
     for x in langs:  # what bench/run.py builds for the runner (the Python venv, node's addon and bench deps)
-        if x != "c":
+        if x not in ("c", "go"):
             err = bench_run.prepare(bench_run.Procs(), x, a, os.path.join(tempfile.gettempdir(), "sl-bench-tls-prepare.log"))
             if err:
                 raise SystemExit("bench/tls/run.py: " + err)
     base = a.port_base
-    work = tempfile.mkdtemp(prefix="sl-bench-tls.")
     certs = os.path.join(work, "certs")
     subprocess.run(["bash", os.path.join(ROOT, "ci", "tls-certs.sh"), certs], check=True)
     env = dict(os.environ, SL_REDIS_TLS_DIR=certs, SL_REDIS_TLS_PLAIN_OFFSET="10")
@@ -121,6 +125,12 @@ def main():
                                                                               "--clients", "slotlane"]
                         if tls:  # (every runner fills the keys with its own values first)
                             cmd += ["--tls-ca", os.path.join(certs, "ca.crt")]
+                    elif lang == "go":
+                        cmd = ["taskset", "-c", CLIENT_CPU, gotool] + [x.replace("--", "-", 1) if x.startswith("--") else x
+                                                                       for x in common] + [
+                            "-workers", str(a.workers), "-clients", "slotlane-go,go-redis"]
+                        if tls:
+                            cmd += ["-tls-ca", os.path.join(certs, "ca.crt")]
                     elif lang == "node":  # (it pins its own children to CPU 0; --json DIR names the file)
                         d = out[:-5]
                         os.makedirs(d)
@@ -160,7 +170,8 @@ def main():
             key = (run["lang"], row.get("client", "slotlane"), row["row"], row["op"], row["depth"])
             for rnd in row["rounds"]:
                 cells.setdefault(key, {False: {}, True: {}})[run["tls"]][run["round"]] = per_request(rnd)
-    comparison = {"python": ("slotlane-python", "redis-py"), "node": ("slotlane", "ioredis")}
+    comparison = {"python": ("slotlane-python", "redis-py"), "node": ("slotlane", "ioredis"),
+                  "go": ("slotlane-go", "go-redis")}
     table = []
     for key, v in sorted(cells.items()):
         lang, client, rowname, op, depth = key

@@ -26,6 +26,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -59,6 +61,41 @@ var cfg struct {
 	jsonPath, cRecord    string
 	serverDesc, invoc    string
 	timeout              time.Duration
+	tlsCA                string
+}
+
+// slTLS is slotlane's TLS configuration for -tls-ca (nil without it: plaintext).
+func slTLS() *slotlane.TLSConfig {
+	if cfg.tlsCA == "" {
+		return nil
+	}
+	return &slotlane.TLSConfig{CAFile: cfg.tlsCA}
+}
+
+// tlsDesc says in the record whether the run spoke TLS (nil: plaintext).
+func tlsDesc() any {
+	if cfg.tlsCA == "" {
+		return nil
+	}
+	return map[string]any{"ca_file": cfg.tlsCA, "options": "slotlane: TLSConfig{CAFile}; go-redis: TLSConfig: &tls.Config{RootCAs}"}
+}
+
+// goTLS is go-redis's for -tls-ca: the same CA as its users would pass it (tls.Config.RootCAs).
+func goTLS() *tls.Config {
+	if cfg.tlsCA == "" {
+		return nil
+	}
+	pem, err := os.ReadFile(cfg.tlsCA)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cluster-cost: -tls-ca:", err)
+		os.Exit(2)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		fmt.Fprintln(os.Stderr, "cluster-cost: -tls-ca: no certificate in", cfg.tlsCA)
+		os.Exit(2)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 }
 
 type round struct {
@@ -127,6 +164,7 @@ func main() {
 	flag.StringVar(&cfg.serverDesc, "server-desc", "", "a description of the servers, kept in the record")
 	flag.StringVar(&cfg.invoc, "invocation", "", "what started the run, kept in the record")
 	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "deadline of one pipeline")
+	flag.StringVar(&cfg.tlsCA, "tls-ca", "", "every client speaks TLS trusting this CA file (slotlane: TLSConfig.CAFile; go-redis: tls.Config.RootCAs)")
 	flag.Parse()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "cluster-cost:", err)
@@ -276,7 +314,7 @@ func openServers(ctx context.Context, url string, cluster bool) (*servers, error
 	if !cluster {
 		s.addrs = []string{strings.TrimPrefix(url, "redis://")}
 	} else {
-		c, err := slotlane.NewClient(ctx, &slotlane.Options{URL: url, Mode: slotlane.ModeCluster, PoolSize: 1})
+		c, err := slotlane.NewClient(ctx, &slotlane.Options{TLS: slTLS(), URL: url, Mode: slotlane.ModeCluster, PoolSize: 1})
 		if err != nil {
 			return nil, err
 		}
@@ -298,7 +336,7 @@ func openServers(ctx context.Context, url string, cluster bool) (*servers, error
 		sort.Strings(s.addrs)
 	}
 	for _, a := range s.addrs {
-		c, err := slotlane.NewClient(ctx, &slotlane.Options{Addrs: []string{a}, Mode: slotlane.ModePlain, PoolSize: 1})
+		c, err := slotlane.NewClient(ctx, &slotlane.Options{TLS: slTLS(), Addrs: []string{a}, Mode: slotlane.ModePlain, PoolSize: 1})
 		if err != nil {
 			return nil, err
 		}
@@ -355,7 +393,7 @@ func (s *servers) nodes(ctx context.Context) []map[string]any {
 // ---------------------------------------------------------------- one row, one round
 
 func fill(ctx context.Context, url string, mode slotlane.Mode, keys []string, vals [][]byte) error {
-	c, err := slotlane.NewClient(ctx, &slotlane.Options{URL: url, Mode: mode, PoolSize: 1})
+	c, err := slotlane.NewClient(ctx, &slotlane.Options{TLS: slTLS(), URL: url, Mode: mode, PoolSize: 1})
 	if err != nil {
 		return err
 	}
@@ -394,18 +432,18 @@ func runRound(ctx context.Context, sp spec, srv *servers, keys []string, vals []
 		if sp.row == "plain" {
 			mode = slotlane.ModePlain
 		}
-		sl, err = slotlane.NewClient(ctx, &slotlane.Options{URL: url, Mode: mode, PoolSize: cfg.workers, CommandTimeout: cfg.timeout})
+		sl, err = slotlane.NewClient(ctx, &slotlane.Options{TLS: slTLS(), URL: url, Mode: mode, PoolSize: cfg.workers, CommandTimeout: cfg.timeout})
 		if err != nil {
 			return rd, err
 		}
 		defer sl.Close()
 	case sp.row == "plain":
 		gr = redis.NewClient(&redis.Options{Addr: strings.TrimPrefix(url, "redis://"), PoolSize: cfg.workers,
-			ReadTimeout: cfg.timeout, WriteTimeout: cfg.timeout, Protocol: 2})
+			ReadTimeout: cfg.timeout, WriteTimeout: cfg.timeout, Protocol: 2, TLSConfig: goTLS()})
 		defer gr.Close()
 	default:
 		gr = redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{strings.TrimPrefix(url, "redis://")},
-			PoolSize: cfg.workers, ReadTimeout: cfg.timeout, WriteTimeout: cfg.timeout, Protocol: 2})
+			PoolSize: cfg.workers, ReadTimeout: cfg.timeout, WriteTimeout: cfg.timeout, Protocol: 2, TLSConfig: goTLS()})
 		defer gr.Close()
 	}
 	workers := make([]pipeRunner, cfg.workers)
@@ -897,7 +935,8 @@ func writeRecord(started time.Time, rows []*row, targets []target, cRec map[stri
 			"rounds": cfg.rounds, "keys": cfg.keys, "value_bytes": valueLen,
 			"api":        "slotlane-go: Pipeline.Get/Set + Exec (Go encodes RESP, one cgo call per pipeline, every reply decoded and checked); go-redis: Pipeline() + Exec",
 			"timeout_ms": cfg.timeout.Milliseconds(), "order": "per op, depth and row: rounds, each running slotlane-go then go-redis",
-			"pool": "slotlane-go: one Client with PoolSize = workers; go-redis: one Client/ClusterClient with PoolSize = workers, RESP2"},
+			"pool": "slotlane-go: one Client with PoolSize = workers; go-redis: one Client/ClusterClient with PoolSize = workers, RESP2",
+			"tls":  tlsDesc()},
 		"rows":    rows,
 		"targets": targets,
 	}
