@@ -3,10 +3,11 @@
 rows over TLS beside the same rows without TLS, against the same servers, in one run — the C
 tool (slotlane's C client; Debian's hiredis 0.14 has no TLS), the Python runner (slotlane
 and redis-py with hiredis, both with ssl=True and the test CA), the Node runner (slotlane and
-ioredis, both with tls: { ca }) and the Go tool (slotlane-go with TLSConfig{CAFile}, go-redis
-with a tls.Config of the same CA).
+ioredis, both with tls: { ca }), the Go tool (slotlane-go with TLSConfig{CAFile}, go-redis
+with a tls.Config of the same CA) and the Java runner (java/run-bench.sh --tls-ca:
+RoutingCostBench's slotlane, Jedis with ssl(true), Lettuce with withSsl(true)).
 
-  python3 bench/tls/run.py [--langs c,python,node,go] [--rounds 3] [--seconds 1] [--warmup 0.3]
+  python3 bench/tls/run.py [--langs c,python,node,go,java] [--rounds 3] [--seconds 1] [--warmup 0.3]
                            [--depths 16,64] [--ops GET,SET] [--records bench/records]
                            [--port-base 24720]
 
@@ -70,13 +71,13 @@ def main():
     ap.add_argument("--records", default=os.path.join(ROOT, "bench", "records"))
     ap.add_argument("--port-base", type=int, default=24720)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--langs", default="c,python,node,go", help="of c, python, node, go")
+    ap.add_argument("--langs", default="c,python,node,go,java", help="of c, python, node, go, java")
     a = ap.parse_args()
     a.quick = False
     langs = [x for x in a.langs.split(",") if x]
     for x in langs:
-        if x not in ("c", "python", "node", "go"):
-            raise SystemExit("bench/tls/run.py: --langs: c, python, node or go, not %r" % x)
+        if x not in ("c", "python", "node", "go", "java"):
+            raise SystemExit("bench/tls/run.py: --langs: c, python, node, go or java, not %r" % x)
     tool = os.path.join(a.build, "bench", "sl-cluster-cost")
     if not os.access(tool, os.X_OK):
         raise SystemExit("bench/tls/run.py: %s is not built (cmake --build build --target sl-cluster-cost)" % tool)
@@ -85,7 +86,7 @@ def main():
     if "go" in langs:  # (go/bench/run.sh builds it the same way)
         subprocess.run(["go", "build", "-o", gotool, "./cmd/cluster-cost"], cwd=os.path.join(ROOT, "go", "bench"), check=True)
     for x in langs:  # what bench/run.py builds for the runner (the Python venv, node's addon and bench deps)
-        if x not in ("c", "go"):
+        if x not in ("c", "go", "java"):  # (java/run-bench.sh compiles with Maven itself)
             err = bench_run.prepare(bench_run.Procs(), x, a, os.path.join(tempfile.gettempdir(), "sl-bench-tls-prepare.log"))
             if err:
                 raise SystemExit("bench/tls/run.py: " + err)
@@ -131,6 +132,15 @@ def main():
                             "-workers", str(a.workers), "-clients", "slotlane-go,go-redis"]
                         if tls:
                             cmd += ["-tls-ca", os.path.join(certs, "ca.crt")]
+                    elif lang == "java":  # (it pins its JVM to CPU 0 itself; --json DIR/ names the file)
+                        d = out[:-5]
+                        os.makedirs(d)
+                        cmd = ["bash", os.path.join(ROOT, "java", "run-bench.sh"), "--plain", urls[tls][0],
+                               "--cluster", urls[tls][1], "--json", d + "/", "--rows", "plain,cluster", "--ops", a.ops,
+                               "--depths", a.depths, "--rounds", "1", "--seconds", str(a.seconds), "--warmup",
+                               str(a.warmup), "--workers", str(a.workers), "--clients", "slotlane,jedis,lettuce"]
+                        if tls:
+                            cmd += ["--tls-ca", os.path.join(certs, "ca.crt")]
                     elif lang == "node":  # (it pins its own children to CPU 0; --json DIR names the file)
                         d = out[:-5]
                         os.makedirs(d)
@@ -150,7 +160,7 @@ def main():
                     if p.returncode != 0:
                         raise SystemExit("bench/tls/run.py: %s failed (%d):\n%s" % (" ".join(cmd), p.returncode,
                                                                                     p.stdout[-3000:]))
-                    if lang == "node":
+                    if lang in ("node", "java"):
                         out = bench_run.find_record(out[:-5])[-1]
                     with open(out) as f:
                         runs.append({"round": r, "tls": tls, "lang": lang, "record": json.load(f)})
@@ -171,7 +181,7 @@ def main():
             for rnd in row["rounds"]:
                 cells.setdefault(key, {False: {}, True: {}})[run["tls"]][run["round"]] = per_request(rnd)
     comparison = {"python": ("slotlane-python", "redis-py"), "node": ("slotlane", "ioredis"),
-                  "go": ("slotlane-go", "go-redis")}
+                  "go": ("slotlane-go", "go-redis"), "java": ("slotlane", "jedis")}
     table = []
     for key, v in sorted(cells.items()):
         lang, client, rowname, op, depth = key
