@@ -73,6 +73,12 @@ namespace Slotlane
         public ulong bytes_written;
         public ulong bytes_read;
         public ulong nodes;
+        public ulong failovers;       // version 2 (replicas)
+        public ulong refreshes_moved;
+        public ulong refreshes_lost;
+        public ulong retries;
+        public ulong replica_reads;
+        public ulong nodes_down;
     }
 
     /// <summary>Mirror of <c>sl_route</c> (version 1): <see cref="Native.NewRoute"/> sets version and size.</summary>
@@ -86,7 +92,7 @@ namespace Slotlane
         public IntPtr node;
     }
 
-    /// <summary>Mirror of <c>sl_client_options</c> (version 2).</summary>
+    /// <summary>Mirror of <c>sl_client_options</c> (version 4).</summary>
     [StructLayout(LayoutKind.Sequential)]
     internal struct SlClientOptions
     {
@@ -111,6 +117,10 @@ namespace Slotlane
         public uint max_inflight_batches;
         public ulong max_inflight_bytes;
         public IntPtr tls;          // sl_tls *: the C# binding has no TLS options yet (NULL)
+        public int read_from;       // version 4 (replicas): sl_read_from
+        public int retry_writes;
+        public IntPtr on_event;     // sl_event_fn: NULL (the C# binding has no events yet)
+        public IntPtr on_event_ctx;
     }
 
     /// <summary>Return codes of the core (<c>sl_error_code</c>).</summary>
@@ -160,8 +170,8 @@ namespace Slotlane
     {
         internal const string Lib = "slotlane";
 
-        internal const uint SL_CLIENT_OPTIONS_VERSION = 3;
-        internal const uint SL_STATS_VERSION = 1;
+        internal const uint SL_CLIENT_OPTIONS_VERSION = 4;
+        internal const uint SL_STATS_VERSION = 2;
         internal const uint SL_ROUTE_VERSION = 1;
 
         /// <summary><c>SL_ROUTE_INIT</c>: a route by key, its version and size set.</summary>
