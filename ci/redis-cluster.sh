@@ -277,22 +277,43 @@ cmd_start() {
   done
   wait_until "$TIMEOUT" "cluster_state:ok and one CLUSTER SLOTS view on every node" cluster_ready
   wait_until "$TIMEOUT" "every replica's link up and synced" replicas_synced
+  wait_until "$TIMEOUT" "every node's CLUSTER SLOTS naming every node" slots_name_all
   echo "redis-cluster.sh: $n primaries x $nrep replicas ready on ports ${all[*]} (dir $DIR)"
 }
 
 # replicate_ok PORT PRIMARY_ID: CLUSTER REPLICATE answered OK (it fails until PORT knows the id).
 replicate_ok() { [ "$(cli "$1" cluster replicate "$2")" = OK ]; }
 
-# Every node that is a replica (by its own INFO) has its link up and no sync running.
+# Every node that is a replica (by its own INFO) has its link up and no sync running, and
+# every live node knows NPRIMARIES x NREPLICAS replicas (CLUSTER NODES), so every node's
+# CLUSTER SLOTS names them all.
 replicas_synced() {
-  local p info
+  local p info nodes want
+  want=$(( $(cat "$DIR/nprimaries") * $(cat "$DIR/nreplicas" 2>/dev/null || echo 0) ))
   while read -r p; do
     [ -z "$p" ] && continue
     alive "$(node_pid "$p")" || continue
+    nodes=$(cli "$p" cluster nodes) || return 1
+    [ "$(awk '$3 ~ /slave/ && $3 !~ /fail/' <<<"$nodes" | grep -c .)" -ge "$want" ] || return 1
     info=$(cli "$p" info replication) || return 1
     grep -q '^role:slave' <<<"$info" || continue
     grep -q '^master_link_status:up' <<<"$info" || return 1
     grep -q '^master_sync_in_progress:0' <<<"$info" || return 1
+  done < "$DIR/ports"
+}
+
+# Every node's CLUSTER SLOTS names every node of DIR/ports (Redis 7.0 leaves a replica out
+# until the cluster bus has told it the replica's replication offset).
+slots_name_all() {
+  local p q slots
+  while read -r p; do
+    [ -z "$p" ] && continue
+    slots=$(cli "$p" cluster slots) || return 1
+    slots=${slots//$'\r'/}
+    while read -r q; do
+      [ -z "$q" ] && continue
+      grep -qx "$q" <<<"$slots" || return 1
+    done < "$DIR/ports"
   done < "$DIR/ports"
 }
 
@@ -306,6 +327,7 @@ cmd_failover() {
   wait_until "$TIMEOUT" "node $port to become a primary" is_primary "$port"
   wait_until "$TIMEOUT" "cluster_state:ok and one CLUSTER SLOTS view on every node" cluster_ready
   wait_until "$TIMEOUT" "every replica's link up and synced" replicas_synced
+  wait_until "$TIMEOUT" "every node's CLUSTER SLOTS naming every node" slots_name_all
   echo "redis-cluster.sh: node $port is a primary"
 }
 
@@ -332,6 +354,11 @@ cmd_restart() {
   launch_node "$port"
   write_pids
   wait_until "$TIMEOUT" "node $port to rejoin (cluster_state:ok everywhere)" cluster_ready
+  # a node that comes back as a replica (its primary was failed over) is synced and known
+  if [ "$(cat "$DIR/nreplicas" 2>/dev/null || echo 0)" != 0 ]; then
+    wait_until "$TIMEOUT" "every replica's link up and synced" replicas_synced
+    wait_until "$TIMEOUT" "every node's CLUSTER SLOTS naming every node" slots_name_all
+  fi
   echo "redis-cluster.sh: node $port rejoined"
 }
 
