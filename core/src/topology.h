@@ -22,7 +22,7 @@ typedef struct sl__replica {
 /* Why a refresh is wanted (sl__topology.refresh_wanted, bits). */
 #define SL__REFRESH_MOVED 1      /* a MOVED, CLUSTERDOWN, -READONLY...: at most once a second */
 #define SL__REFRESH_LOST  2      /* a primary was lost: every SL__REFRESH_LOST_MS while one is down */
-#define SL__REFRESH_LOST_MS 250
+#define SL__REFRESH_LOST_MS 100
 
 typedef struct sl__topology {
     sl__node **nodes;            /* stable pointers */

@@ -422,6 +422,25 @@ static void test_sent_write_retry_opt_in(void **state)
     write_lost_case(1);
 }
 
+/* Primary 0 dies and the cluster promotes replica 0: every live node's CLUSTER SLOTS names
+ * it as the owner of range 0 from now on. Returns the dead primary's port. */
+static int kill_primary0_promote_replica(fixture *f)
+{
+    int dead = fs_port(f->cl.nodes[0]);
+    fs_stop(f->cl.nodes[0]);
+    f->cl.nodes[0] = NULL;
+    int owner[3] = {fs_port(f->rep[0]), fs_port(f->cl.nodes[1]), fs_port(f->cl.nodes[2])};
+    static char reply[4096];
+    slots_reply(f, owner, NULL, 0, reply, sizeof reply);
+    for (int i = 1; i < 3; i++) {
+        fs_clear_rules(f->cl.nodes[i]);
+        fs_add_reply(f->cl.nodes[i], "CLUSTER SLOTS", NULL, 0, reply);
+    }
+    fs_clear_rules(f->rep[0]);
+    fs_add_reply(f->rep[0], "CLUSTER SLOTS", NULL, 0, reply);
+    return dead;
+}
+
 /* Primary 0 dies; the cluster promotes its replica (the map every node answers names it
  * from now on). Commands queued after the death never reached a socket: they wait, are
  * routed again once a refresh shows the promotion, and succeed; the read in flight on the
@@ -439,19 +458,7 @@ static void test_failover_reroutes_unsent(void **state)
     exec_ok(f, &sz);
     want_str(f->batch, 0, "v0");
     /* primary 0 dies; the replica is promoted */
-    fs_stop(f->cl.nodes[0]);
-    f->cl.nodes[0] = NULL;
-    int owner[3] = {fs_port(f->rep[0]), fs_port(f->cl.nodes[1]), fs_port(f->cl.nodes[2])};
-    {
-        static char reply[4096];
-        slots_reply(f, owner, NULL, 0, reply, sizeof reply);
-        for (int i = 1; i < 3; i++) {
-            fs_clear_rules(f->cl.nodes[i]);
-            fs_add_reply(f->cl.nodes[i], "CLUSTER SLOTS", NULL, 0, reply);
-        }
-        fs_clear_rules(f->rep[0]);
-        fs_add_reply(f->rep[0], "CLUSTER SLOTS", NULL, 0, reply);
-    }
+    int old0 = kill_primary0_promote_replica(f);
     /* in flight on the dead connection: a read and a write */
     append2(f->batch, "GET", f->k0);
     append2(f->batch, "INCR", kw);
@@ -467,12 +474,13 @@ static void test_failover_reroutes_unsent(void **state)
     exec_ok(f, &sz);
     assert_int_equal(sz.errors, 0);
     assert_int_equal(fs_count(f->rep[0], "INCR", kw), 5);
-    char old0[64];
-    snprintf(old0, sizeof old0, "127.0.0.1:%d", owner[0]);
+    char dead[64];
+    snprintf(dead, sizeof dead, "127.0.0.1:%d", old0);
     sl_stats st = stats_of(f->client);
     assert_int_equal(st.failovers, 1);
     assert_true(st.refreshes_lost >= 1);
     assert_true(st.retries >= 1);
+    assert_int_equal(count_events(&f->ev, SL_EVENT_NODE_DOWN, dead), 1);
     assert_int_equal(count_events(&f->ev, SL_EVENT_NODE_DOWN, NULL), 1);
     assert_true(count_events(&f->ev, SL_EVENT_TOPOLOGY_CHANGED, NULL) >= 1);
     stop(f);
@@ -484,17 +492,7 @@ static void test_failover_before_first_use(void **state)
 {
     (void)state;
     fixture *f = start(1, 1, SL_READ_PRIMARY, 0);
-    fs_stop(f->cl.nodes[0]);
-    f->cl.nodes[0] = NULL;
-    int owner[3] = {fs_port(f->rep[0]), fs_port(f->cl.nodes[1]), fs_port(f->cl.nodes[2])};
-    static char reply[4096];
-    slots_reply(f, owner, NULL, 0, reply, sizeof reply);
-    for (int i = 1; i < 3; i++) {
-        fs_clear_rules(f->cl.nodes[i]);
-        fs_add_reply(f->cl.nodes[i], "CLUSTER SLOTS", NULL, 0, reply);
-    }
-    fs_clear_rules(f->rep[0]);
-    fs_add_reply(f->rep[0], "CLUSTER SLOTS", NULL, 0, reply);
+    (void)kill_primary0_promote_replica(f);
     append2(f->batch, "GET", f->k0);
     append3(f->batch, "SET", f->k0, "new");
     append2(f->batch, "GET", f->k0);

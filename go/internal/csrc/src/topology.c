@@ -522,18 +522,31 @@ static int ask_node(sl_client *c, uint16_t idx)
     return not_cluster ? SL__NOT_CLUSTER : SL_ECLUSTER;
 }
 
+/* The pass of sl__topo_discover that asks node i: 0 a replica of a primary reported down,
+ * 1 another node not down, 2 a node reported down. */
+static int refresh_rank(const sl__topology *t, uint16_t i)
+{
+    const sl__node *n = t->nodes[i];
+    if (n->down) return 2;
+    for (size_t r = 0; r < t->nreplicas; r++)
+        if (t->replicas[r].node == i && t->replicas[r].primary < t->nnodes && t->nodes[t->replicas[r].primary]->down)
+            return 0;
+    return 1;
+}
+
 int sl__topo_discover(sl_client *c, int *is_cluster)
 {
     sl__topology *t = &c->topo;
     int last = SL_EIO;
     /* The seeds first when nothing is known, else the known nodes (primaries and
-     * replicas): those not reported down first, then the down ones, so a lost node is
+     * replicas) in three passes: the replicas of a primary reported down (a promoted one
+     * knows it first), the other nodes not down, then the down ones, so a lost node is
      * never the only one asked. */
     size_t n = t->nnodes;
-    for (size_t k = 0; k < 2 * n; k++) {
+    for (size_t k = 0; k < 3 * n; k++) {
         /* Start from the default node so a steady cluster is asked the same node. */
         size_t i = (t->default_node != SL__NO_NODE ? t->default_node + k : k) % n;
-        if (t->nodes[i]->down != (k >= n)) continue;
+        if (refresh_rank(t, (uint16_t)i) != (int)(k / n)) continue;
         int rc = ask_node(c, (uint16_t)i);
         if (rc == 0) {
             if (is_cluster) *is_cluster = 1;
@@ -572,19 +585,20 @@ uint16_t sl__topo_refresh_node(sl_client *c)
 {
     sl__topology *t = &c->topo;
     if (t->nnodes == 0) return t->default_node;
-    /* The default node while it is up (a steady cluster is asked the same node), else the
-     * next node not down, in turn (a failed refresh asks another one next time). */
-    if (t->default_node < t->nnodes && !t->nodes[t->default_node]->down) return t->default_node;
-    for (size_t k = 0; k < t->nnodes; k++) {
-        uint16_t i = (uint16_t)((t->refresh_next + k) % t->nnodes);
-        if (!t->nodes[i]->down) {
-            t->refresh_next = (uint16_t)((i + 1) % t->nnodes);
-            return i;
+    /* While a primary is down, its replicas first (a promoted one knows it first); else the
+     * default node while it is up (a steady cluster is asked the same node); else the next
+     * node not down, in turn (a failed refresh asks another one next time). */
+    for (int rank = 0; rank < 3; rank++) {
+        if (rank == 1 && t->default_node < t->nnodes && !t->nodes[t->default_node]->down) return t->default_node;
+        for (size_t k = 0; k < t->nnodes; k++) {
+            uint16_t i = (uint16_t)((t->refresh_next + k) % t->nnodes);
+            if (refresh_rank(t, i) == rank) {
+                t->refresh_next = (uint16_t)((i + 1) % t->nnodes);
+                return i;
+            }
         }
     }
-    uint16_t i = (uint16_t)(t->refresh_next % t->nnodes);
-    t->refresh_next = (uint16_t)((i + 1) % t->nnodes);
-    return i;
+    return t->default_node;
 }
 
 void sl__topo_refreshed(sl_client *c)
