@@ -39,6 +39,7 @@ sl_ports() {
     packages)         echo "26000 26099" ;;  # ci/test-packages.sh
     load)             echo "26300 26399" ;;  # bench/load/test_load.sh
     bench-scan)       echo "26500 26599" ;;  # bench/scan/run.py (its Redis Cluster)
+    bench-failover)   echo "26700 26799" ;;  # bench/failover/run.py (its 3 x 1 Redis Cluster)
     *) die "sl_ports: no port range for '$1' (add it to ci/lib.sh)" ;;
   esac
 }
