@@ -18,6 +18,7 @@
 #include "fake_server.h"
 #include "sl_test.h"
 #include "slotlane.h"
+#include "slotlane_uv.h"
 
 /* ------------------------------------------------------------------ events */
 
@@ -526,6 +527,46 @@ static void test_lone_primary_down_fails_fast(void **state)
     stop(f);
 }
 
+/* ------------------------------------------------------------ the libuv driver */
+
+/* One batch through a loop thread (sl_loop_submit_cq): its completion's status. */
+static int run_async(fixture *f, sl_loop *loop, sl_cq *q)
+{
+    assert_int_equal(sl_loop_submit_cq(loop, f->batch, EXEC_TIMEOUT_MS, q, NULL, SL_SUBMIT_WAIT), 0);
+    sl_completion done;
+    assert_int_equal(sl_cq_wait(q, &done, 1, 2 * EXEC_TIMEOUT_MS), 1);
+    return done.status;
+}
+
+/* The same rules in the event-loop driver: replica reads (READONLY in its handshake), and
+ * never-sent commands re-routed once the background refresh shows the promotion. */
+static void test_async_replica_reads_and_failover(void **state)
+{
+    (void)state;
+    fixture *f = start(1, 1, SL_READ_PREFER_REPLICA, 0);
+    fs_store_set(f->rep[0], f->k0, "from-replica");
+    sl_loop *loop;
+    sl_cq *q;
+    assert_int_equal(sl_loop_new(&loop), 0);
+    assert_int_equal(sl_cq_new(&q), 0);
+    append2(f->batch, "GET", f->k0);
+    assert_int_equal(run_async(f, loop, q), 0);
+    want_str(f->batch, 0, "from-replica");
+    assert_int_equal(fs_count(f->rep[0], "READONLY", NULL), 1);
+    /* primary 0 dies, its replica is promoted: a write to its slot waits and succeeds */
+    (void)kill_primary0_promote_replica(f);
+    append3(f->batch, "SET", f->k0, "after");
+    assert_int_equal(run_async(f, loop, q), 0);
+    const uint8_t *d;
+    const sl_reply *r = sl_batch_replies(f->batch, NULL, &d, NULL);
+    assert_int_equal(r[0].type, SL_REPLY_STATUS);
+    assert_int_equal(count_events(&f->ev, SL_EVENT_FAILOVER, addr_of(f->rep[0])), 1);
+    assert_int_equal(fs_count(f->rep[0], "SET", f->k0), 1);
+    sl_loop_free(loop);
+    sl_cq_free(q);
+    stop(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -546,6 +587,7 @@ int main(void)
         cmocka_unit_test(test_failover_reroutes_unsent),
         cmocka_unit_test(test_failover_before_first_use),
         cmocka_unit_test(test_lone_primary_down_fails_fast),
+        cmocka_unit_test(test_async_replica_reads_and_failover),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
