@@ -41,6 +41,7 @@ sl_ports() {
     bench-scan)       echo "26500 26599" ;;  # bench/scan/run.py (its Redis Cluster)
     bench-pubsub)     echo "26800 26899" ;;  # bench/pubsub/run.py (its redis-server)
     embed)            echo "27000 27099" ;;  # reserved: the embedded server and the testing helpers use port 0 (ephemeral)
+    bench-failover)   echo "26700 26799" ;;  # bench/failover/run.py (its 3 x 1 Redis Cluster)
     *) die "sl_ports: no port range for '$1' (add it to ci/lib.sh)" ;;
   esac
 }

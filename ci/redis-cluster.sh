@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
 # redis-cluster.sh — a throwaway Redis Cluster (Debian's redis-server 7.0) for tests.
 #
-#   ci/redis-cluster.sh start   DIR BASEPORT [NPRIMARIES=3]
+#   ci/redis-cluster.sh start   DIR BASEPORT [NPRIMARIES=3] [NREPLICAS=0]
 #   ci/redis-cluster.sh stop    DIR
 #   ci/redis-cluster.sh status  DIR
 #   ci/redis-cluster.sh kill    DIR PORT            # SIGKILL one node (a crash), wait until gone
 #   ci/redis-cluster.sh restart DIR PORT            # start it again with its nodes.conf, wait until it rejoined
 #   ci/redis-cluster.sh migrate DIR SLOT FROMPORT TOPORT
+#   ci/redis-cluster.sh failover DIR PORT           # CLUSTER FAILOVER on replica PORT, wait until it is primary
 #
-# Ports: node i (0-based) serves clients on BASEPORT+i and its cluster bus on
-# BASEPORT+N+i (redis 7 `cluster-port`), so a cluster uses 2N consecutive ports
-# [BASEPORT, BASEPORT+2N) — all on 127.0.0.1.
+# Ports: with N = NPRIMARIES x (1 + NREPLICAS) nodes, node i (0-based) serves clients on
+# BASEPORT+i and its cluster bus on BASEPORT+N+i (redis 7 `cluster-port`), so a cluster
+# uses 2N consecutive ports [BASEPORT, BASEPORT+2N) — all on 127.0.0.1. Nodes
+# 0..NPRIMARIES-1 are the primaries (the slots split evenly in port order); replica k
+# (0-based) of primary i is node NPRIMARIES x (1 + k) + i. start returns when every replica's
+# link to its primary is up and its initial sync is over. Without NREPLICAS (or 0) the
+# cluster is what it always was: NPRIMARIES nodes on 2 x NPRIMARIES ports.
+# Roles change with failovers (kill of a primary, failover): the port layout above is the
+# one start made, not the current roles; ask CLUSTER NODES for those.
 #
 # Files in DIR: ports (one client port per line), pids (one pid per line, same order),
-# nprimaries, baseport, and one folder per node, DIR/PORT/, holding redis.conf,
+# nprimaries, nreplicas, baseport, and one folder per node, DIR/PORT/, holding redis.conf,
 # nodes.conf, redis.log and pid.
 #
 # start is idempotent: when DIR already holds a healthy cluster on the same ports it only
@@ -26,6 +33,8 @@
 # SETSLOT NODE on the target, the source and every other node. It is safe to call in a
 # loop from a background process while a load runs.
 #
+# cluster-node-timeout is $SL_CLUSTER_NODE_TIMEOUT ms (default 3000): how long a killed
+# primary goes unnoticed before its replica is promoted.
 # Timeouts: $SL_CLUSTER_TIMEOUT seconds for every wait (default 30). Every failure
 # prints "redis-cluster.sh: ..." on stderr and exits non-zero.
 set -euo pipefail
@@ -37,7 +46,7 @@ HOST=127.0.0.1
 . "$(dirname "$0")/redis-tls.sh"   # SL_REDIS_TLS_*: TLS servers (tls_conf, CLI_TLS)
 
 die() { echo "redis-cluster.sh: $*" >&2; exit 1; }
-usage() { sed -n '2,12p' "$0" >&2; exit 2; }
+usage() { sed -n '2,10p' "$0" >&2; exit 2; }
 
 cli() { local port=$1; shift; "$REDIS_CLI" "${CLI_TLS[@]}" -h "$HOST" -p "$port" --raw "$@" 2>&1; }
 
@@ -123,7 +132,7 @@ cluster-config-file $nd/nodes.conf
 cluster-port $bus
 cluster-announce-ip $HOST
 $([ "${SL_REDIS_TLS_HOSTNAMES:-}" = 1 ] && echo "cluster-announce-hostname node-$port.slotlane.test")
-cluster-node-timeout 3000
+cluster-node-timeout ${SL_CLUSTER_NODE_TIMEOUT:-3000}
 cluster-require-full-coverage no
 save ""
 appendonly no
@@ -194,16 +203,20 @@ cmd_stop() {
 }
 
 cmd_start() {
-  local base=$1 n=${2:-3}
+  local base=$1 n=${2:-3} nrep=${3:-0}
   check_port_num "$base"
   [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 64 ] || die "bad NPRIMARIES: $n"
+  [[ "$nrep" =~ ^[0-9]+$ ]] && [ "$nrep" -le 4 ] || die "bad NREPLICAS: $nrep"
+  local total=$((n * (1 + nrep)))
+  check_port_num $((base + 2 * total - 1))
   command -v "$REDIS_SERVER" >/dev/null || die "$REDIS_SERVER not found"
   mkdir -p "$DIR"
   DIR=$(cd "$DIR" && pwd)
 
   # Idempotence: same layout, every node alive and the cluster healthy -> nothing to do.
   if [ -f "$DIR/ports" ] && [ "$(cat "$DIR/baseport" 2>/dev/null)" = "$base" ] \
-     && [ "$(cat "$DIR/nprimaries" 2>/dev/null)" = "$n" ]; then
+     && [ "$(cat "$DIR/nprimaries" 2>/dev/null)" = "$n" ] \
+     && [ "$(cat "$DIR/nreplicas" 2>/dev/null || echo 0)" = "$nrep" ]; then
     local healthy=1 p
     while read -r p; do alive "$(node_pid "$p")" && ping_ok "$p" || healthy=0; done < "$DIR/ports"
     if [ $healthy = 1 ] && cluster_ready; then
@@ -212,21 +225,22 @@ cmd_start() {
   fi
   cmd_stop
   # wipe the previous cluster's state (only our own files)
-  rm -rf "$DIR"/[0-9]* "$DIR/ports" "$DIR/pids" "$DIR/baseport" "$DIR/nprimaries"
+  rm -rf "$DIR"/[0-9]* "$DIR/ports" "$DIR/pids" "$DIR/baseport" "$DIR/nprimaries" "$DIR/nreplicas"
 
-  local i port ports=()
-  for ((i = 0; i < n; i++)); do
+  local i port ports=() all=()
+  for ((i = 0; i < total; i++)); do
     port=$((base + i))
-    ports+=("$port")
-    write_conf "$port" $((base + n + i))
+    all+=("$port")
+    [ "$i" -lt "$n" ] && ports+=("$port")
+    write_conf "$port" $((base + total + i))
   done
-  printf '%s\n' "${ports[@]}" > "$DIR/ports"
-  echo "$base" > "$DIR/baseport"; echo "$n" > "$DIR/nprimaries"
-  for port in "${ports[@]}"; do
+  printf '%s\n' "${all[@]}" > "$DIR/ports"
+  echo "$base" > "$DIR/baseport"; echo "$n" > "$DIR/nprimaries"; echo "$nrep" > "$DIR/nreplicas"
+  for port in "${all[@]}"; do
     port_in_use "$port" && die "port $port is already in use"
-    port_in_use $((port + n)) && die "cluster bus port $((port + n)) is already in use"
+    port_in_use $((port + total)) && die "cluster bus port $((port + total)) is already in use"
   done
-  for port in "${ports[@]}"; do launch_node "$port"; done
+  for port in "${all[@]}"; do launch_node "$port"; done
   write_pids
 
   if [ "$n" -ge 3 ]; then
@@ -244,12 +258,81 @@ cmd_start() {
       [ "$(cli "${ports[$i]}" cluster addslotsrange "$lo" "$hi")" = OK ] || die "ADDSLOTSRANGE on ${ports[$i]} failed"
     done
     for ((i = 1; i < n; i++)); do
-      [ "$(cli "${ports[$i]}" cluster meet "$HOST" "${ports[0]}" $((base + n)))" = OK ] || die "MEET failed"
+      [ "$(cli "${ports[$i]}" cluster meet "$HOST" "${ports[0]}" $((base + total)))" = OK ] || die "MEET failed"
     done
   fi
+  # The replicas: each meets the cluster, then replicates its primary once it knows it.
+  local k rport pid_of
+  for ((k = 0; k < nrep; k++)); do
+    for ((i = 0; i < n; i++)); do
+      rport=$((base + n * (1 + k) + i))
+      [ "$(cli "$rport" cluster meet "$HOST" "${ports[0]}" $((base + total)))" = OK ] || die "MEET of replica $rport failed"
+    done
+  done
+  for ((k = 0; k < nrep; k++)); do
+    for ((i = 0; i < n; i++)); do
+      rport=$((base + n * (1 + k) + i))
+      pid_of=$(node_id "${ports[$i]}")
+      wait_until "$TIMEOUT" "replica $rport to replicate ${ports[$i]}" replicate_ok "$rport" "$pid_of"
+    done
+  done
   wait_until "$TIMEOUT" "cluster_state:ok and one CLUSTER SLOTS view on every node" cluster_ready
-  echo "redis-cluster.sh: $n primaries ready on ports ${ports[*]} (dir $DIR)"
+  wait_until "$TIMEOUT" "every replica's link up and synced" replicas_synced
+  wait_until "$TIMEOUT" "every node's CLUSTER SLOTS naming every node" slots_name_all
+  echo "redis-cluster.sh: $n primaries x $nrep replicas ready on ports ${all[*]} (dir $DIR)"
 }
+
+# replicate_ok PORT PRIMARY_ID: CLUSTER REPLICATE answered OK (it fails until PORT knows the id).
+replicate_ok() { [ "$(cli "$1" cluster replicate "$2")" = OK ]; }
+
+# Every node that is a replica (by its own INFO) has its link up and no sync running, and
+# every live node knows NPRIMARIES x NREPLICAS replicas (CLUSTER NODES), so every node's
+# CLUSTER SLOTS names them all.
+replicas_synced() {
+  local p info nodes want
+  want=$(( $(cat "$DIR/nprimaries") * $(cat "$DIR/nreplicas" 2>/dev/null || echo 0) ))
+  while read -r p; do
+    [ -z "$p" ] && continue
+    alive "$(node_pid "$p")" || continue
+    nodes=$(cli "$p" cluster nodes) || return 1
+    [ "$(awk '$3 ~ /slave/ && $3 !~ /fail/' <<<"$nodes" | grep -c .)" -ge "$want" ] || return 1
+    info=$(cli "$p" info replication) || return 1
+    grep -q '^role:slave' <<<"$info" || continue
+    grep -q '^master_link_status:up' <<<"$info" || return 1
+    grep -q '^master_sync_in_progress:0' <<<"$info" || return 1
+  done < "$DIR/ports"
+}
+
+# Every node's CLUSTER SLOTS names every node of DIR/ports (Redis 7.0 leaves a replica out
+# until the cluster bus has told it the replica's replication offset).
+slots_name_all() {
+  local p q slots
+  while read -r p; do
+    [ -z "$p" ] && continue
+    slots=$(cli "$p" cluster slots) || return 1
+    slots=${slots//$'\r'/}
+    while read -r q; do
+      [ -z "$q" ] && continue
+      grep -qx "$q" <<<"$slots" || return 1
+    done < "$DIR/ports"
+  done < "$DIR/ports"
+}
+
+# failover PORT: a graceful CLUSTER FAILOVER on replica PORT; returns when PORT is a primary
+# by its own view, every node agrees on the slot map again, and the old primary follows it.
+cmd_failover() {
+  local port=$1; require_node "$port"
+  local info; info=$(cli "$port" info replication)
+  grep -q '^role:slave' <<<"$info" || die "node $port is not a replica"
+  local r; r=$(cli "$port" cluster failover); [[ "$r" == *OK* ]] || die "CLUSTER FAILOVER on $port: $r"
+  wait_until "$TIMEOUT" "node $port to become a primary" is_primary "$port"
+  wait_until "$TIMEOUT" "cluster_state:ok and one CLUSTER SLOTS view on every node" cluster_ready
+  wait_until "$TIMEOUT" "every replica's link up and synced" replicas_synced
+  wait_until "$TIMEOUT" "every node's CLUSTER SLOTS naming every node" slots_name_all
+  echo "redis-cluster.sh: node $port is a primary"
+}
+
+is_primary() { grep -q '^role:master' <<<"$(cli "$1" info replication)"; }
 
 require_node() {
   [ -f "$DIR/ports" ] || die "no cluster in $DIR (run start first)"
@@ -272,6 +355,11 @@ cmd_restart() {
   launch_node "$port"
   write_pids
   wait_until "$TIMEOUT" "node $port to rejoin (cluster_state:ok everywhere)" cluster_ready
+  # a node that comes back as a replica (its primary was failed over) is synced and known
+  if [ "$(cat "$DIR/nreplicas" 2>/dev/null || echo 0)" != 0 ]; then
+    wait_until "$TIMEOUT" "every replica's link up and synced" replicas_synced
+    wait_until "$TIMEOUT" "every node's CLUSTER SLOTS naming every node" slots_name_all
+  fi
   echo "redis-cluster.sh: node $port rejoined"
 }
 
@@ -327,6 +415,7 @@ case "$CMD" in
   status)  cmd_status ;;
   kill)    [ $# -eq 1 ] || usage; cmd_kill "$1" ;;
   restart) [ $# -eq 1 ] || usage; cmd_restart "$1" ;;
+  failover) [ $# -eq 1 ] || usage; cmd_failover "$1" ;;
   migrate) [ $# -eq 3 ] || usage; cmd_migrate "$1" "$2" "$3" ;;
   *) usage ;;
 esac

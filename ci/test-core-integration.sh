@@ -8,22 +8,27 @@
 # redis-server requiring client certificates, one serving an expired certificate and a
 # 3-primary cluster with tls-cluster yes, running random-plain, random-cluster, migrate (a
 # live reshard over TLS) and tls-errors.
+# Then replica reads and failover against a 3 primaries x 1 replica cluster
+# (cluster-node-timeout 2 s), started once per build: replica-reads, replica-kill (kill -9
+# of a primary under load), replica-failover (CLUSTER FAILOVER under load).
 # Last a TLS cluster whose nodes announce host names and serve certificates naming only
 # them (tls-hostnames: verification by the announced name).
-# Ports: 21 free consecutive ones from $SL_ITEST_PORT (default: the first free block of
+# Ports: 33 free consecutive ones from $SL_ITEST_PORT (default: the first free block of
 # the suite's range in ci/lib.sh): plain BASE, cluster BASE+1..+6, TLS plain BASE+7,
-# expired BASE+8, TLS cluster BASE+9..+14, host-name TLS cluster BASE+15..+20. SL_ITEST_SEED sets the PRNG seed of the random pipelines (default 1).
+# expired BASE+8, TLS cluster BASE+9..+14, replica cluster BASE+15..+26, host-name TLS
+# cluster BASE+27..+32. SL_ITEST_SEED sets the PRNG seed of the random pipelines (default 1).
 # SL_BUILDS: the build directories to test (default "build build-asan").
 SL_SUITE=core-integration
 . "$(dirname "$0")/lib.sh"
 cd "$SL_ROOT"
 ROOT=$SL_ROOT
 
-BASE=${SL_ITEST_PORT:-$(sl_free_block core-integration 21)}
+BASE=${SL_ITEST_PORT:-$(sl_free_block core-integration 33)}
 WORK=$(mktemp -d /tmp/sl-itest.XXXXXX)
 sl_on_exit "rm -rf '$WORK'"
 sl_on_exit "ci/redis-plain.sh stop '$WORK/plain'"
 sl_on_exit "ci/redis-cluster.sh stop '$WORK/cluster'"
+sl_on_exit "ci/redis-cluster.sh stop '$WORK/replicas'"
 sl_on_exit "SL_REDIS_TLS_DIR='$WORK/certs' ci/redis-plain.sh stop '$WORK/tls-plain'"
 sl_on_exit "SL_REDIS_TLS_DIR='$WORK/certs' ci/redis-plain.sh stop '$WORK/tls-expired'"
 sl_on_exit "SL_REDIS_TLS_DIR='$WORK/certs' ci/redis-cluster.sh stop '$WORK/tls-cluster'"
@@ -56,8 +61,26 @@ for build in ${SL_BUILDS:-build build-asan}; do
 done
 plain_s=$SECONDS
 
+# Replica reads and failover: one 3 x 1 cluster per build (a kill leaves the old primary a
+# replica and a graceful failover swaps roles back and forth, both healthy after).
+for build in ${SL_BUILDS:-build build-asan}; do
+  bin=$build/core/itests/itest_cluster
+  [ -x "$bin" ] || continue
+  ci/redis-cluster.sh stop "$WORK/replicas" >/dev/null
+  SL_CLUSTER_NODE_TIMEOUT=2000 ci/redis-cluster.sh start "$WORK/replicas" $((BASE + 15)) 3 1
+  for t in replica-reads replica-kill replica-failover; do
+    echo "--- $build: itest_cluster $t"
+    if ! SL_ITEST_REPLICA_PORT=$((BASE + 15)) SL_ITEST_REPLICA_DIR="$WORK/replicas" timeout 120 "$bin" "$t"; then
+      echo "test-core-integration.sh: FAILED: $build itest_cluster $t" >&2
+      status=1
+    fi
+  done
+done
+replica_s=$((SECONDS - plain_s))
+plain_s=$SECONDS
+
 # The same over TLS.
-HOSTS_PORT=$((BASE + 15))
+HOSTS_PORT=$((BASE + 27))
 ci/tls-certs.sh "$WORK/certs" node-$HOSTS_PORT.slotlane.test node-$((HOSTS_PORT + 1)).slotlane.test \
   node-$((HOSTS_PORT + 2)).slotlane.test
 TLS_ENV=(SL_REDIS_TLS_DIR="$WORK/certs")
@@ -89,6 +112,6 @@ for build in ${SL_BUILDS:-build build-asan}; do
     status=1
   fi
 done
-echo "core integration: plaintext part $plain_s s, TLS part $((SECONDS - plain_s)) s"
+echo "core integration: plaintext part $((plain_s - replica_s)) s, replicas part $replica_s s, TLS part $((SECONDS - plain_s)) s"
 [ $status = 0 ] && echo "core integration: all passed"
 exit $status

@@ -19,7 +19,7 @@ VENV=$ROOT/build/python-venv
 PY=${PYTHON:-python3}
 
 # Servers a killed pytest left behind (conftest.py stops its own otherwise).
-for d in "$ROOT"/build/python-test/cluster "$ROOT"/build/python-test/chaos; do
+for d in "$ROOT"/build/python-test/cluster "$ROOT"/build/python-test/chaos "$ROOT"/build/python-test/replicas; do
   sl_on_exit "[ -d '$d' ] && bash ci/redis-cluster.sh stop '$d'"
 done
 sl_on_exit "[ -d '$ROOT/build/python-test/plain' ] && bash ci/redis-plain.sh stop '$ROOT/build/python-test/plain'"

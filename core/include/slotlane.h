@@ -180,6 +180,39 @@ SL_EXTERN int sl_tls_new(sl_tls **out, const sl_tls_options *opts, char *errmsg,
  * more. NULL is a no-op. Any thread. */
 SL_EXTERN void sl_tls_free(sl_tls *tls);
 
+/* Where read-only commands go (sl_client_options.read_from, version 4). A command is
+ * read-only when Redis's command table flags it so (GET, MGET, HGETALL, ZRANGE, SCAN's
+ * per-node passes are not affected: they name their node). Replica connections send
+ * READONLY in their handshake, so a replica serves its primary's slots; a replica's data
+ * may lag its primary's (replication is asynchronous). */
+typedef enum sl_read_from {
+    SL_READ_PRIMARY = 0,              /* every command to the slot's primary (default) */
+    SL_READ_PREFER_REPLICA = 1,       /* read-only commands to the first usable replica of the
+                                         slot's primary (the same one while it works), else
+                                         to the primary */
+    SL_READ_REPLICAS_ROUND_ROBIN = 2  /* read-only commands rotate over the primary's usable
+                                         replicas, else go to the primary */
+} sl_read_from;
+
+/* What the event callback (sl_client_options.on_event, version 4) reports. */
+typedef enum sl_event_type {
+    SL_EVENT_TOPOLOGY_CHANGED = 1, /* a refresh changed the slot map or the replicas; addr: the
+                                      node that answered the refresh */
+    SL_EVENT_NODE_DOWN = 2,        /* a working connection to addr broke, or a connect to a node
+                                      that had worked failed: once per outage */
+    SL_EVENT_NODE_UP = 3,          /* addr, reported down, connected again */
+    SL_EVENT_FAILOVER = 4          /* addr, a replica of a slot's primary, owns the slot now (a
+                                      refresh or a MOVED showed it); once per promotion */
+} sl_event_type;
+
+/* The event callback: ctx is on_event_ctx; addr ("host:port", NUL-terminated) is valid only
+ * during the call. It runs on the thread that runs the client's executions — the caller's
+ * thread inside a blocking call (sl_batch_exec, sl_client_refresh, sl_client_new...), the
+ * loop's thread with slotlane_uv.h — from inside the library: it must return quickly and
+ * must not call the client, its batches or its loop (hand the event to another thread or
+ * queue instead). */
+typedef void (*sl_event_fn)(void *ctx, sl_event_type type, const char *addr);
+
 #define SL_CLIENT_OPTIONS_VERSION 4
 
 /* Client options. Initialise with SL_CLIENT_OPTIONS_INIT or sl_client_options_init()
@@ -230,16 +263,29 @@ typedef struct sl_client_options {
                                    this; default 1000; 0 = the default */
     int lease_idle_max;         /* idle leased connections kept per node for reuse; default 4;
                                    0 = the default, -1 = none (close each after use) */
+    /* v4 (replicas): replica reads and failover. Callers of versions 1-3 get the defaults.
+     * In a cluster, when a node's connection is lost: commands that never reached its socket
+     * (its connect failed, or it was down) are routed again by their slot and resent, with
+     * backoff and a rate-limited refresh of the map from another known node, until the
+     * execution's deadline (then SL_ERR_TIMEOUT); a read-only command that was sent is
+     * retried once the same way; a write that was sent fails with SL_ERR_IO and a message
+     * ending "(the command was sent: it may have been executed)", unless retry_writes. */
+    sl_read_from read_from;     /* default SL_READ_PRIMARY */
+    int retry_writes;           /* 1: a sent write whose connection broke is sent once more:
+                                   it may then run twice (INCR counted twice...). 0: default */
+    sl_event_fn on_event;       /* NULL: no events */
+    void *on_event_ctx;         /* handed to on_event */
 } sl_client_options;
 
 #define SL_CLIENT_OPTIONS_INIT { SL_CLIENT_OPTIONS_VERSION, (unsigned int)sizeof(sl_client_options), \
         NULL, SL_MODE_AUTO, NULL, NULL, -1, 2, 2000, 5000, 5, 0, 10, 1000, NULL,                     \
-        (uint64_t)512 << 20, (uint64_t)1 << 30, 32, 4096, (uint64_t)64 << 20, NULL, 1000, 4 }
+        (uint64_t)512 << 20, (uint64_t)1 << 30, 32, 4096, (uint64_t)64 << 20, NULL, 1000, 4,           \
+        SL_READ_PRIMARY, 0, NULL, NULL }
 
-/* Fills opts with the defaults of the given version (SL_CLIENT_OPTIONS_VERSION) and sets
- * version to it and size to that version's size of sl_client_options: a caller compiled
- * against an older header passes its version and only its struct's bytes are written.
- * Returns SL_EINVAL for an unknown version. For bindings that cannot use the macro. */
+/* Fills opts with the defaults of the given version (SL_CLIENT_OPTIONS_VERSION, or an
+ * older one for a caller whose struct is that version's) and sets version to it and size to
+ * that version's size; nothing past that size is written. Returns SL_EINVAL for an
+ * unknown version. For bindings that cannot use the macro. */
 SL_EXTERN int sl_client_options_init(sl_client_options *opts, unsigned int version);
 
 /* ------------------------------------------------------------------- client */
@@ -280,8 +326,7 @@ SL_EXTERN void sl_client_cancel(sl_client *client);
 /* Re-reads the slot map from the known nodes now. */
 SL_EXTERN int sl_client_refresh(sl_client *client);
 
-
-#define SL_STATS_VERSION 1
+#define SL_STATS_VERSION 2
 typedef struct sl_stats {
     unsigned int version;       /* set by the caller: SL_STATS_VERSION */
     unsigned int size;          /* set by the caller: sizeof(sl_stats) */
@@ -294,7 +339,15 @@ typedef struct sl_stats {
     uint64_t reconnects;        /* successful connects after a connection was lost */
     uint64_t bytes_written;     /* bytes written to sockets */
     uint64_t bytes_read;        /* bytes read from sockets */
-    uint64_t nodes;             /* nodes currently known */
+    uint64_t nodes;             /* nodes currently known (primaries and replicas) */
+    /* Version 2 (replicas). */
+    uint64_t failovers;         /* promotions seen (SL_EVENT_FAILOVER) */
+    uint64_t refreshes_moved;   /* refreshes asked for by a MOVED, CLUSTERDOWN, READONLY... */
+    uint64_t refreshes_lost;    /* refreshes asked for by a lost node */
+    uint64_t retries;           /* commands sent again after a lost connection or a -LOADING,
+                                   -MASTERDOWN, -READONLY, -UNBLOCKED reply */
+    uint64_t replica_reads;     /* read-only commands routed to a replica */
+    uint64_t nodes_down;        /* SL_EVENT_NODE_DOWN events */
 } sl_stats;
 
 /* Copies the client's counters into *stats (fields up to stats->size). */

@@ -17,6 +17,13 @@
  *   itest_cluster scripts   SCRIPT LOAD/EXISTS/FLUSH and FUNCTION LOAD/DELETE on every
  *                           primary; EVALSHA with keys on every shard; a script flushed on
  *                           one node is loaded there again, once; FCALL on every shard
+ *   itest_cluster replica-reads  (a 3 x 1 cluster: SL_ITEST_REPLICA_PORT, _DIR) read_from =
+ *                           prefer-replica: GETs on the replicas by their INFO commandstats, on
+ *                           the primary while the replica is stopped
+ *   itest_cluster replica-kill  kill -9 of a primary under 8 callers of GET + INCR: waits for
+ *                           the failover event; every slot served after, no GET failed, every
+ *                           failed INCR has the documented error; the node restarted (a replica)
+ *   itest_cluster replica-failover  CLUSTER FAILOVER under the same load: nothing fails
  *   itest_cluster tls-errors  TLS failures against real servers, each a clear error: no
  *                           client certificate where one is required, a wrong CA, an expired
  *                           certificate, a wrong host name, a plaintext server under TLS and
@@ -43,7 +50,9 @@
 #include "slotlane.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1300,6 +1309,329 @@ static void tls_hostnames_test(int port)
 
 /* ------------------------------------------------------------ main */
 
+/* ------------------------------------------------------------ replicas and failover */
+
+/* The replica cluster (SL_ITEST_REPLICA_PORT, SL_ITEST_REPLICA_DIR): 3 primaries x 1
+ * replica. Events of every client of a test, counted (the callback runs on each client's
+ * own thread). */
+static atomic_int g_failover_events, g_down_events;
+static char g_failover_addr[64];
+
+static void on_event(void *ctx, sl_event_type type, const char *addr)
+{
+    (void)ctx;
+    if (type == SL_EVENT_FAILOVER && atomic_fetch_add(&g_failover_events, 1) == 0)
+        snprintf(g_failover_addr, sizeof g_failover_addr, "%s", addr);
+    if (type == SL_EVENT_NODE_DOWN) atomic_fetch_add(&g_down_events, 1);
+}
+
+static sl_client *replica_client(int port, sl_read_from rf)
+{
+    char url[64], err[256] = "";
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+    sl_client_options o = SL_CLIENT_OPTIONS_INIT;
+    o.url = url;
+    o.command_timeout_ms = 15000; /* longer than a promotion (cluster-node-timeout 2 s) */
+    o.connect_timeout_ms = 1000;
+    o.read_from = rf;
+    o.on_event = on_event;
+    o.tls = g_tls;
+    sl_client *c = NULL;
+    int rc = sl_client_new(&c, &o, err, sizeof err);
+    CHECK(rc == 0 && c, "sl_client_new(%s): %s: %s", url, sl_strerror(rc), err);
+    return c;
+}
+
+/* The client's node list: primaries[] and, per primary, its replica's address. */
+typedef struct {
+    int n;
+    char primary[8][64];
+    char replica[8][64];
+} shard_list;
+
+static void shards_of(sl_client *c, shard_list *s)
+{
+    CHECK(sl_client_refresh(c) == 0, "refresh: %s", sl_client_errmsg(c));
+    sl_node_info *nodes;
+    size_t n;
+    CHECK(sl_client_nodes(c, &nodes, &n) == 0, "sl_client_nodes");
+    memset(s, 0, sizeof *s);
+    for (size_t i = 0; i < n && s->n < 8; i++)
+        if (nodes[i].is_primary) snprintf(s->primary[s->n++], 64, "%s", nodes[i].addr);
+    for (size_t i = 0; i < n; i++)
+        if (!nodes[i].is_primary && nodes[i].primary >= 0 && nodes[i].primary < s->n)
+            snprintf(s->replica[nodes[i].primary], 64, "%s", nodes[i].addr);
+    sl_client_nodes_free(c, nodes);
+    CHECK(s->n == 3, "%d primaries", s->n);
+    for (int i = 0; i < 3; i++) CHECK(s->replica[i][0], "primary %s has no replica in the map", s->primary[i]);
+}
+
+static int port_of(const char *addr) { return atoi(strrchr(addr, ':') + 1); }
+
+#define RR_KEYS 300
+
+/* read_from = prefer-replica: GETs land on the replicas (their INFO commandstats), none on
+ * the primaries; with one replica stopped, its shard's GETs go to its primary and none
+ * fails; restarted, it serves them again. */
+static void replica_reads_test(int port, const char *dir)
+{
+    g_phase = "replica-reads";
+    sl_client *c = replica_client(port, SL_READ_PREFER_REPLICA);
+    sl_batch *b;
+    CHECK(sl_batch_new(c, &b) == 0, "sl_batch_new");
+    flushall(c);
+    shard_list s;
+    shards_of(c, &s);
+    char k[RR_KEYS][24];
+    for (int i = 0; i < RR_KEYS; i++) {
+        snprintf(k[i], sizeof k[i], "rr:%d", i);
+        const char *set[] = {"SET", k[i], k[i]};
+        appendv(b, 3, set);
+    }
+    sl_sizes sz;
+    CHECK(sl_batch_exec(b, 0, &sz) == 0 && sz.errors == 0, "SETs: %s", sl_client_errmsg(c));
+    /* the replicas have the writes of these connections before the reads start */
+    const char *wait[] = {"WAIT", "1", "5000"};
+    sl_route all = SL_ROUTE_INIT;
+    all.kind = SL_ROUTE_ALL_PRIMARIES;
+    CHECK(sl_batch_append_argv(b, &all, 3, wait, NULL) == 0, "WAIT");
+    CHECK(sl_batch_exec(b, 0, &sz) == 0 && sz.errors == 0, "WAIT: %s", sl_client_errmsg(c));
+    long long p0[3], r0[3], p1[3], r1[3];
+    for (int i = 0; i < 3; i++) {
+        p0[i] = cmdstat_calls(c, s.primary[i], "get");
+        r0[i] = cmdstat_calls(c, s.replica[i], "get");
+    }
+    for (int i = 0; i < RR_KEYS; i++) {
+        const char *get[] = {"GET", k[i]};
+        appendv(b, 2, get);
+    }
+    CHECK(sl_batch_exec(b, 0, &sz) == 0 && sz.errors == 0, "GETs: %s", sl_client_errmsg(c));
+    size_t nrec;
+    const uint8_t *d;
+    const sl_reply *r = sl_batch_replies(b, &nrec, &d, NULL);
+    for (int i = 0; i < RR_KEYS; i++) CHECK(rec_is(&r[i], d, SL_REPLY_STRING, k[i]), "GET %s: %s", k[i], rec_text(&r[i], d));
+    long long on_replicas = 0, on_primaries = 0;
+    for (int i = 0; i < 3; i++) {
+        p1[i] = cmdstat_calls(c, s.primary[i], "get");
+        r1[i] = cmdstat_calls(c, s.replica[i], "get");
+        on_replicas += r1[i] - r0[i];
+        on_primaries += p1[i] - p0[i];
+        CHECK(r1[i] - r0[i] > 0, "replica %s served no GET", s.replica[i]);
+    }
+    CHECK(on_replicas == RR_KEYS && on_primaries == 0, "GETs: %lld on replicas, %lld on primaries", on_replicas,
+          on_primaries);
+    sl_stats st;
+    stats(c, &st);
+    CHECK(st.replica_reads >= RR_KEYS, "replica_reads %llu", (unsigned long long)st.replica_reads);
+
+    /* one replica down: its shard's reads go to the primary, none fails */
+    CHECK(harness("'%s/ci/redis-cluster.sh' kill '%s' %d >/dev/null", SL_SOURCE_DIR, dir, port_of(s.replica[0])) == 0,
+          "kill of replica %s", s.replica[0]);
+    for (int i = 0; i < 3; i++) p0[i] = cmdstat_calls(c, s.primary[i], "get");
+    int down_batches = 0;
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < RR_KEYS; i++) {
+            const char *get[] = {"GET", k[i]};
+            appendv(b, 2, get);
+        }
+        CHECK(sl_batch_exec(b, 0, &sz) == 0, "GETs with a replica down: %s", sl_client_errmsg(c));
+        r = sl_batch_replies(b, &nrec, &d, NULL);
+        for (int i = 0; i < RR_KEYS; i++)
+            CHECK(rec_is(&r[i], d, SL_REPLY_STRING, k[i]), "GET %s with replica %s down: %s", k[i], s.replica[0],
+                  rec_text(&r[i], d));
+        down_batches++;
+    }
+    long long prim0 = cmdstat_calls(c, s.primary[0], "get") - p0[0];
+    CHECK(prim0 > 0, "primary %s served none of its shard's GETs while its replica was down", s.primary[0]);
+    CHECK(harness("'%s/ci/redis-cluster.sh' restart '%s' %d >/dev/null", SL_SOURCE_DIR, dir, port_of(s.replica[0])) == 0,
+          "restart of replica %s", s.replica[0]);
+    printf("ok   replica-reads: %d GETs on the 3 replicas (their INFO commandstats), 0 on the primaries; replica %s "
+           "down: %d x %d GETs all answered, %lld of them by its primary\n",
+           RR_KEYS, s.replica[0], down_batches, RR_KEYS, prim0);
+    sl_batch_free(b);
+    sl_client_free(c);
+}
+
+/* The load of the failover tests: 8 callers (threads, a client each), each a loop of
+ * batches of GET and INCR over keys of every shard. */
+#define LOAD_THREADS 8
+#define LOAD_PAIRS 24
+typedef struct {
+    int id, port;
+    sl_read_from rf;
+    atomic_int *stop;
+    atomic_int batches;            /* completed */
+    int after_event;               /* batches started after the failover event was seen */
+    unsigned long long gets, incrs, get_fail, incr_fail, incr_fail_documented, other_fail;
+    char first_fail[200];
+} loader;
+
+static void *load_main(void *arg)
+{
+    loader *l = arg;
+    sl_client *c = replica_client(l->port, l->rf);
+    sl_batch *b;
+    CHECK(sl_batch_new(c, &b) == 0, "sl_batch_new");
+    char key[LOAD_PAIRS][32], cnt[LOAD_PAIRS][32];
+    for (int i = 0; i < LOAD_PAIRS; i++) {
+        snprintf(key[i], sizeof key[i], "load:%d:%d", l->id, i);
+        snprintf(cnt[i], sizeof cnt[i], "cnt:%d:%d", l->id, i);
+    }
+    while (!atomic_load(l->stop)) {
+        int seen = atomic_load(&g_failover_events) > 0;
+        for (int i = 0; i < LOAD_PAIRS; i++) {
+            const char *g[] = {"GET", key[i]};
+            const char *n[] = {"INCR", cnt[i]};
+            appendv(b, 2, g);
+            appendv(b, 2, n);
+        }
+        sl_sizes sz;
+        (void)sl_batch_exec(b, 0, &sz);
+        size_t nrec;
+        const uint8_t *d;
+        const sl_reply *r = sl_batch_replies(b, &nrec, &d, NULL);
+        CHECK(nrec == 2 * LOAD_PAIRS, "loader %d: %zu records", l->id, nrec);
+        for (int i = 0; i < 2 * LOAD_PAIRS; i++) {
+            int is_get = i % 2 == 0;
+            if (is_get) l->gets++; else l->incrs++;
+            if (r[i].type != SL_REPLY_ERROR) {
+                CHECK(is_get ? r[i].type == SL_REPLY_NIL : r[i].type == SL_REPLY_INTEGER, "loader %d: %s answered type %d",
+                      l->id, is_get ? "GET" : "INCR", r[i].type);
+                continue;
+            }
+            const char *t = rec_text(&r[i], d);
+            if (!l->first_fail[0]) snprintf(l->first_fail, sizeof l->first_fail, "%s: %s", is_get ? "GET" : "INCR", t);
+            if (is_get) l->get_fail++;
+            else {
+                l->incr_fail++;
+                if (r[i].flags == SL_ERR_IO && strstr(t, "(the command was sent: it may have been executed)"))
+                    l->incr_fail_documented++;
+            }
+        }
+        if (seen) l->after_event++;
+        atomic_fetch_add(&l->batches, 1);
+    }
+    sl_batch_free(b);
+    sl_client_free(c);
+    return NULL;
+}
+
+/* Every slot answers: one GET per slot (a key of each of the 16384), all in one batch. */
+static void every_slot_served(sl_client *c)
+{
+    static char keys[16384][16];
+    static int have[16384];
+    int left = 16384;
+    memset(have, 0, sizeof have);
+    for (int i = 0; left > 0; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "s%d", i);
+        int s = sl_key_slot(k, strlen(k));
+        if (have[s]) continue;
+        have[s] = 1;
+        memcpy(keys[s], k, sizeof k);
+        left--;
+    }
+    sl_batch *b;
+    CHECK(sl_batch_new(c, &b) == 0, "sl_batch_new");
+    for (int s = 0; s < 16384; s++) {
+        const char *g[] = {"GET", keys[s]};
+        appendv(b, 2, g);
+    }
+    sl_sizes sz;
+    int rc = sl_batch_exec(b, 0, &sz);
+    size_t nrec;
+    const uint8_t *d;
+    const sl_reply *r = sl_batch_replies(b, &nrec, &d, NULL);
+    CHECK(rc == 0 && sz.errors == 0, "every slot: %s, %llu errors, the first: %s", sl_strerror(rc),
+          (unsigned long long)sz.errors, nrec ? rec_text(&r[0], d) : "");
+    sl_batch_free(b);
+}
+
+/* kill -9 of a primary (or, graceful, CLUSTER FAILOVER on its replica) under the load:
+ * the test waits for the failover event, then every slot is served again; no GET failed
+ * (a read in flight to the dead node is retried, one that never reached it waits for the
+ * promotion), every failed INCR carries the documented error, and a graceful failover
+ * fails nothing. */
+static void replica_failover_test(int port, const char *dir, int graceful)
+{
+    g_phase = graceful ? "replica-failover" : "replica-kill";
+    atomic_store(&g_failover_events, 0);
+    atomic_store(&g_down_events, 0);
+    sl_client *c = replica_client(port, SL_READ_PRIMARY);
+    flushall(c);
+    shard_list s;
+    shards_of(c, &s);
+    /* the victim: a primary other than the seed */
+    int vi = port_of(s.primary[0]) != port ? 0 : 1;
+    atomic_int stop = 0;
+    static loader ld[LOAD_THREADS];
+    pthread_t th[LOAD_THREADS];
+    for (int t = 0; t < LOAD_THREADS; t++) {
+        memset(&ld[t], 0, sizeof ld[t]);
+        ld[t].id = t;
+        ld[t].port = port;
+        ld[t].rf = SL_READ_PRIMARY;
+        ld[t].stop = &stop;
+        CHECK(pthread_create(&th[t], NULL, load_main, &ld[t]) == 0, "pthread_create");
+    }
+    /* every caller under way before the failure */
+    for (int t = 0; t < LOAD_THREADS; t++)
+        while (atomic_load(&ld[t].batches) < 3) usleep(1000);
+    double t0 = now_s();
+    pid_t job;
+    char script[1024];
+    if (graceful)
+        snprintf(script, sizeof script, "'%s/ci/redis-cluster.sh' failover '%s' %d >/dev/null", SL_SOURCE_DIR, dir,
+                 port_of(s.replica[vi]));
+    else
+        snprintf(script, sizeof script, "'%s/ci/redis-cluster.sh' kill '%s' %d >/dev/null", SL_SOURCE_DIR, dir,
+                 port_of(s.primary[vi]));
+    job = spawn_sh(script);
+    g_child = job;
+    /* the failover event (a bound only so that a hang fails instead of hanging) */
+    while (atomic_load(&g_failover_events) == 0) {
+        CHECK(now_s() - t0 < 60, "no failover event within 60 s");
+        usleep(2000);
+    }
+    double t_event = now_s();
+    CHECK(wait_exit(job) == 0, "%s", script);
+    g_child = -1;
+    /* then every caller completes two more batches, started after the event */
+    for (int t = 0; t < LOAD_THREADS; t++)
+        while (ld[t].after_event < 2) {
+            CHECK(now_s() - t_event < 60, "loader %d: no batch after the event within 60 s", t);
+            usleep(1000);
+        }
+    atomic_store(&stop, 1);
+    for (int t = 0; t < LOAD_THREADS; t++) pthread_join(th[t], NULL);
+    every_slot_served(c);
+    unsigned long long gets = 0, incrs = 0, gf = 0, inf = 0, infd = 0;
+    const char *first = "";
+    for (int t = 0; t < LOAD_THREADS; t++) {
+        gets += ld[t].gets;
+        incrs += ld[t].incrs;
+        gf += ld[t].get_fail;
+        inf += ld[t].incr_fail;
+        infd += ld[t].incr_fail_documented;
+        if (!first[0] && ld[t].first_fail[0]) first = ld[t].first_fail;
+    }
+    CHECK(gf == 0, "%llu of %llu GETs failed (the first: %s)", gf, gets, first);
+    CHECK(inf == infd, "%llu failed INCRs, %llu with the documented error (the first: %s)", inf, infd, first);
+    if (graceful) CHECK(inf == 0, "%llu INCRs failed in a graceful failover (the first: %s)", inf, first);
+    printf("ok   %s: %s %s under %d callers: failover event %.2f s after it began (new primary %s); "
+           "GETs %llu, 0 failed; INCRs %llu, %llu failed%s; node-down events %d; every slot served after\n",
+           g_phase, graceful ? "CLUSTER FAILOVER on" : "kill -9 of", graceful ? s.replica[vi] : s.primary[vi],
+           LOAD_THREADS, t_event - t0, g_failover_addr, gets, incrs, inf,
+           inf ? " (each SL_ERR_IO \"...may have been executed\")" : "", atomic_load(&g_down_events));
+    if (!graceful) {
+        /* the old primary comes back as a replica of the new one */
+        CHECK(harness("'%s/ci/redis-cluster.sh' restart '%s' %d >/dev/null", SL_SOURCE_DIR, dir,
+                      port_of(s.primary[vi])) == 0, "restart of %s", s.primary[vi]);
+    }
+    sl_client_free(c);
+}
+
 int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "all";
@@ -1338,6 +1670,15 @@ int main(int argc, char **argv)
         known = 1;
         scripts_test(atoi(env_req("SL_ITEST_CLUSTER_PORT")));
     }
+    if (!strcmp(what, "replica-reads")) {
+        known = 1;
+        replica_reads_test(atoi(env_req("SL_ITEST_REPLICA_PORT")), env_req("SL_ITEST_REPLICA_DIR"));
+    }
+    if (!strcmp(what, "replica-kill") || !strcmp(what, "replica-failover")) {
+        known = 1;
+        replica_failover_test(atoi(env_req("SL_ITEST_REPLICA_PORT")), env_req("SL_ITEST_REPLICA_DIR"),
+                              !strcmp(what, "replica-failover"));
+    }
     if (!strcmp(what, "tls-errors")) {
         known = 1;
         tls_errors_test();
@@ -1348,7 +1689,7 @@ int main(int argc, char **argv)
     }
     if (!known) {
         fprintf(stderr, "usage: itest_cluster [random|random-plain|random-cluster|migrate|kill|scan|scripts|tls-errors|"
-                        "tls-hostnames|all]\n");
+                        "tls-hostnames|replica-reads|replica-kill|replica-failover|all]\n");
         return 2;
     }
     sl_tls_free(g_tls);

@@ -8,6 +8,7 @@
 #include "client.h"
 #include "conn.h"
 #include "engine.h"
+#include "failover.h"
 #include "split.h"
 #include "topology.h"
 
@@ -380,6 +381,8 @@ static int route_to_slot(sl_batch *b, uint32_t ci, int slot)
         c->topo.refresh_wanted = 1;
         return sl__batch_add_error(b, ci, SL_ERR_CLUSTER, "CLUSTERDOWN no node serves slot %d", slot);
     }
+    /* A read-only command may go to a replica (read_from). */
+    if (b->cmds[ci].flags & SL__F_READ) node = sl__failover_read_node(c, node);
     b->cmds[ci].node = node;
     b->cmds[ci].slot = slot;
     b->cmds[ci].flags |= SL__F_RESEND;
@@ -472,6 +475,10 @@ static int route_all(sl_batch *b)
                     int slot = (int)sl__key_slot(bytes + args[1].off, args[1].len);
                     uint16_t node = c->topo.slot_node[slot];
                     if (node != SL__NO_NODE) {
+                        if (b->last_info->flags & SL__CMD_READONLY) {
+                            cmd->flags |= SL__F_READ;
+                            node = sl__failover_read_node(c, node);
+                        }
                         cmd->node = node;
                         cmd->slot = slot;
                         continue;
@@ -505,6 +512,7 @@ static int route_all(sl_batch *b)
                 rc = sl__split_plan(b, i, info);
                 if (rc == 1) rc = route_to_slot(b, i, slot); /* not splittable: the server decides */
             } else if (slot >= 0) {
+                if (info && (info->flags & SL__CMD_READONLY)) cmd->flags |= SL__F_READ;
                 rc = route_to_slot(b, i, slot);
             } else if (info && fans_out(info)) {
                 rc = sl__split_fanout(b, i); /* one node's answer would be wrong */
@@ -597,6 +605,8 @@ void sl__batch_results_reset(sl_batch *b)
     b->round = 0;
     b->backoff = 0;
     b->backoff_until = 0;
+    b->reroute = 0;
+    b->retry_until = 0;
 }
 
 int sl__batch_prepare(sl_batch *b, int timeout_ms)

@@ -111,7 +111,8 @@ static void set_errbuf(char *buf, size_t cap, const char *msg)
     if (buf && cap) snprintf(buf, cap, "%s", msg);
 }
 
-/* The size of the struct as a caller of that version compiled it (fields are appended). */
+/* The bytes of an options struct of each version: a caller that asks for an older version
+ * has a struct of that size (a binding's own declaration), so nothing past it is written. */
 static size_t options_size(unsigned int version)
 {
     switch (version) {
@@ -126,10 +127,9 @@ int sl_client_options_init(sl_client_options *opts, unsigned int version)
 {
     if (!opts || version == 0 || version > SL_CLIENT_OPTIONS_VERSION) return SL_EINVAL;
     sl_client_options d = SL_CLIENT_OPTIONS_INIT;
-    /* An older caller's struct is shorter: write only what it holds. */
     size_t n = options_size(version);
     d.version = version;
-    d.size = (unsigned)n;
+    d.size = (unsigned int)n;
     memcpy(opts, &d, n);
     return 0;
 }
@@ -148,6 +148,11 @@ static int check_options(const sl_client_options *o, char *why, size_t cap)
     if (o->db < -1 || o->db > 1000000) BAD("db out of range");
     if (o->blocking_grace_ms < 0) BAD("blocking_grace_ms must not be negative");
     if (o->lease_idle_max < -1) BAD("lease_idle_max must be -1, 0 or positive");
+    if (o->read_from != SL_READ_PRIMARY && o->read_from != SL_READ_PREFER_REPLICA &&
+        o->read_from != SL_READ_REPLICAS_ROUND_ROBIN)
+        BAD("read_from must be SL_READ_PRIMARY, SL_READ_PREFER_REPLICA or SL_READ_REPLICAS_ROUND_ROBIN (got %d)",
+            (int)o->read_from);
+    if (o->retry_writes != 0 && o->retry_writes != 1) BAD("retry_writes must be 0 or 1");
     if (o->max_depth < 1 || o->max_depth > SL__RESP_MAX_DEPTH) BAD("max_depth must be 1..%d", SL__RESP_MAX_DEPTH);
     if (o->max_bulk_len == 0 || o->max_aggregate_len == 0) BAD("reply limits must be positive");
     if (o->allocator && (o->allocator->version == 0 || o->allocator->version > SL_ALLOCATOR_VERSION ||
@@ -218,10 +223,14 @@ int sl__client_make(sl_client **out, const sl_client_options *opts, int probe, c
             o.max_inflight_bytes = d.max_inflight_bytes;
         }
         if (opts->version < 3) o.tls = NULL; /* likewise: not a field of versions 1 and 2 */
-        if (opts->version < 4) {
+        if (opts->version < 4) { /* nor these of versions 1 to 3 */
             sl_client_options d = SL_CLIENT_OPTIONS_INIT;
             o.blocking_grace_ms = d.blocking_grace_ms;
             o.lease_idle_max = d.lease_idle_max;
+            o.read_from = SL_READ_PRIMARY;
+            o.retry_writes = 0;
+            o.on_event = NULL;
+            o.on_event_ctx = NULL;
         }
     }
     if (check_options(&o, why, sizeof why)) {

@@ -6,6 +6,7 @@
 #include "client.h"
 #include "conn.h"
 #include "engine.h"
+#include "failover.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -143,6 +144,7 @@ int sl__node_connect_check(sl_client *c, sl__node *n)
     c->stats.connects++;
     if (n->ever_connected) c->stats.reconnects++;
     n->ever_connected = 1;
+    sl__failover_node_up(c, n);
     return 0;
 }
 
@@ -215,7 +217,7 @@ void sl__node_close(sl_client *c, sl__node *n, int failed)
         /* A working connection that broke: the next batch reconnects at once (backoff is
          * for connects that fail), and the map may have changed. */
         n->failures = 0;
-        if (c->mode == SL_MODE_CLUSTER) c->topo.refresh_wanted = 1;
+        sl__failover_node_lost(c, n);
     } else if (failed) {
         /* Exponential backoff with full jitter between min and the doubled delay. */
         int lo = c->opts.reconnect_min_ms > 0 ? c->opts.reconnect_min_ms : 1;
@@ -226,7 +228,7 @@ void sl__node_close(sl_client *c, sl__node *n, int failed)
         n->failures++;
         n->retry_at_ms = sl__now_ms() + wait;
         /* A node that failed may have been failed over: look at the map again. */
-        if (c->mode == SL_MODE_CLUSTER) c->topo.refresh_wanted = 1;
+        sl__failover_node_lost(c, n);
     }
 }
 
@@ -237,7 +239,6 @@ static int append_argv(sl_client *c, sl__bytes *w, int argc, const char *const *
 
 int sl__node_handshake(sl_client *c, sl__node *n, sl__bytes *w)
 {
-    (void)n;
     int replies = 0;
     const char *user = c->opts.username;
     const char *pass = c->opts.password;
@@ -258,6 +259,13 @@ int sl__node_handshake(sl_client *c, sl__node *n, sl__bytes *w)
             const char *argv[] = {"AUTH", pass};
             if (append_argv(c, w, 2, argv)) return SL_ENOMEM;
         }
+        replies++;
+    }
+    /* A replica serves reads of its primary's slots only after READONLY (read_from). */
+    n->readonly = c->mode == SL_MODE_CLUSTER && c->opts.read_from != SL_READ_PRIMARY && n->replica;
+    if (n->readonly) {
+        const char *argv[] = {"READONLY"};
+        if (append_argv(c, w, 1, argv)) return SL_ENOMEM;
         replies++;
     }
     if (c->mode == SL_MODE_PLAIN && c->opts.db > 0) {

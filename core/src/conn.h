@@ -34,6 +34,10 @@ typedef struct sl__node {
     sl__conn_state state;
     int ever_connected;
     int primary;                 /* serves at least one slot in the current map */
+    int replica;                 /* a replica in the current map (failover.c: replica reads) */
+    int readonly;                /* this connection's handshake sent READONLY */
+    int down;                    /* reported down (SL_EVENT_NODE_DOWN) and not up again */
+    int promoted;                /* its promotion was reported (SL_EVENT_FAILOVER) */
     uint64_t connect_deadline_ms;
     uint64_t retry_at_ms;        /* backoff: no connect attempt before this */
     int failures;                /* consecutive failed connects */

@@ -13,6 +13,7 @@
 #include "client.h"
 #include "conn.h"
 #include "engine.h"
+#include "failover.h"
 #include "topology.h"
 #include "redirect.h"
 
@@ -46,14 +47,17 @@ static int pend_push(sl_batch *b, sl__bnode *bn, uint32_t v)
     return 0;
 }
 
-/* Every command of batch b still waiting on node k gets an error record. */
-static int fail_pending(sl_batch *b, size_t k, sl_err_kind kind, const char *msg)
+/* Every command of batch b still waiting on node k gets an error record — or, when the
+ * node was lost (sent: 0 its connection never carried them, 1 it may have), failover.c
+ * may schedule it again. sent -1: the batch gives up, no retry. */
+static int fail_pending(sl_batch *b, size_t k, sl_err_kind kind, const char *msg, int sent)
 {
     sl__bnode *bn = &b->bn[k];
     for (size_t i = bn->phead; i < bn->plen; i++) {
         uint32_t ci = bn->pending[i];
         if (ci == SL__PEND_SKIP) continue;
-        if (sl__batch_add_error(b, ci, kind, "%s", msg)) return SL_ENOMEM;
+        int rc = sent < 0 ? sl__batch_add_error(b, ci, kind, "%s", msg) : sl__failover_lost_cmd(b, ci, sent, kind, msg);
+        if (rc) return SL_ENOMEM;
     }
     bn->phead = bn->plen = 0;
     return 0;
@@ -124,6 +128,7 @@ static int queue_one(sl_batch *b, uint32_t i, uint64_t now)
     sl__cmd *cmd = &b->cmds[i];
     if (!(cmd->flags & SL__F_RESEND)) return 0;
     cmd->flags &= (uint16_t)~SL__F_RESEND;
+    if (cmd->flags & SL__F_REROUTE) sl__failover_reroute(b, cmd);
     uint16_t k = cmd->node;
     if (k == SL__NO_NODE || k >= c->topo.nnodes)
         return sl__batch_add_error(b, i, SL_ERR_CLUSTER, "no node for the command");
@@ -135,7 +140,7 @@ static int queue_one(sl_batch *b, uint32_t i, uint64_t now)
         bn->state = rc ? 2 : 1; /* 2: the node cannot be used this round */
         if (rc) snprintf(bn->why, sizeof bn->why, "%s", c->errmsg);
     }
-    if (bn->state == 2) return sl__batch_add_error(b, i, SL_ERR_IO, "%s", bn->why);
+    if (bn->state == 2) return sl__failover_lost_cmd(b, i, 0, SL_ERR_IO, bn->why); /* never sent */
     sl__node *n = c->topo.nodes[k];
     if (n->oext) {
         /* Another execution's caller bytes are queued: copy what is not out yet, so
@@ -189,10 +194,12 @@ int sl__engine_queue_round(sl_batch *b, int zero_copy)
             sl__bnode *bn = &b->bn[node];
             int rc = open_node(c, node, now);
             if (rc == SL_ENOMEM) return rc;
+            char why[SL__ERRMSG_MAX];
+            if (rc) snprintf(why, sizeof why, "%s", c->errmsg);
             for (i = 0; i < b->nuser; i++) {
                 b->cmds[i].flags &= (uint16_t)~SL__F_RESEND;
                 if (rc) {
-                    if (sl__batch_add_error(b, (uint32_t)i, SL_ERR_IO, "%s", c->errmsg)) return SL_ENOMEM;
+                    if (sl__failover_lost_cmd(b, (uint32_t)i, 0, SL_ERR_IO, why)) return SL_ENOMEM; /* never sent */
                 } else if (pend_push(b, bn, (uint32_t)i)) {
                     return SL_ENOMEM;
                 }
@@ -404,11 +411,14 @@ int sl__engine_node_failed(sl_client *c, size_t k, sl_err_kind kind, int code)
     char msg[SL__ERRMSG_MAX];
     snprintf(msg, sizeof msg, "%s", c->errmsg);
     int err = 0;
+    /* A lost node's commands may be sent again (failover.c); those of a connection closed
+     * on purpose (a deadline, a cancel) are not. Before it connected, nothing was sent. */
+    int sent = code == SL_ETIMEOUT || code == SL_ECANCELLED ? -1 : n->state == SL__CONNECTED;
     for (size_t s = 0; s < n->slen; s++) {
         sl__seg *seg = &n->segs[n->shead + s];
         if (seg->kind != SL__SEG_BATCH) continue;
         sl_batch *b = seg->batch;
-        if (fail_pending(b, k, kind, msg)) err = SL_ENOMEM;
+        if (fail_pending(b, k, kind, msg, sent)) err = SL_ENOMEM;
         part_done(b);
     }
     n->shead = n->slen = 0;
@@ -452,7 +462,7 @@ static int give_up(sl_batch *b, sl_err_kind kind, const char *why, int close_con
         for (size_t s = 0; s < n->slen && !mine; s++)
             mine = n->segs[n->shead + s].kind == SL__SEG_BATCH && n->segs[n->shead + s].batch == b;
         if (!mine) continue;
-        if (fail_pending(b, k, kind, msg)) err = SL_ENOMEM;
+        if (fail_pending(b, k, kind, msg, -1)) err = SL_ENOMEM;
         for (size_t s = 0; s < n->slen; s++) {
             sl__seg *seg = &n->segs[n->shead + s];
             if (seg->kind == SL__SEG_BATCH && seg->batch == b) {
@@ -515,6 +525,7 @@ int sl__engine_advance(sl_batch *b, uint64_t *wait_ms)
             b->backoff_until = 0;
         }
         b->round++;
+        sl__failover_before_round(b);
         int rc = sl__engine_queue_round(b, 0);
         if (rc) return rc;
         if (b->inflight > 0) return 0;

@@ -5,6 +5,8 @@
 #include "batch.h"
 #include "client.h"
 #include "conn.h"
+#include "engine.h"
+#include "failover.h"
 #include "topology.h"
 
 #include <stdio.h>
@@ -165,6 +167,10 @@ static int stage_replica(sl_client *c, uint16_t asked, const uint8_t *host, size
     snprintf(r.addr, sizeof r.addr, strchr(h, ':') ? "[%s]:%d" : "%s:%d", h, (int)port);
     for (size_t i = 0; i < t->nstaged; i++)
         if (strcmp(t->staged[i].addr, r.addr) == 0) return 0;
+    /* A replica is a node like any other: replica reads use its connection, and a refresh
+     * may ask it for the map. */
+    int rc = sl__topo_node(c, h, (int)port, &r.node);
+    if (rc) return rc == SL_ENOMEM ? rc : 0;
     void *p = t->staged;
     if (sl__grow(&c->alloc, &p, &t->staged_cap, t->nstaged + 1, sizeof r)) return SL_ENOMEM;
     t->staged = p;
@@ -172,9 +178,28 @@ static int stage_replica(sl_client *c, uint16_t asked, const uint8_t *host, size
     return 0;
 }
 
-static void map_commit(sl_client *c, const uint16_t *table)
+/* Whether the staged replicas differ from the current ones (as sets of pairs). */
+static int replicas_changed(const sl__topology *t)
+{
+    if (t->nstaged != t->nreplicas) return 1;
+    for (size_t i = 0; i < t->nstaged; i++) {
+        size_t j = 0;
+        while (j < t->nreplicas && (t->replicas[j].node != t->staged[i].node || t->replicas[j].primary != t->staged[i].primary))
+            j++;
+        if (j == t->nreplicas) return 1;
+    }
+    return 0;
+}
+
+static void map_commit(sl_client *c, uint16_t asked, const uint16_t *table)
 {
     sl__topology *t = &c->topo;
+    int changed = memcmp(t->slot_node, table, sizeof t->slot_node) != 0 || replicas_changed(t);
+    /* A slot whose new owner replicated its old owner: a promotion (the old replica list is
+     * still the current one here). */
+    for (size_t s = 0; s < SL_SLOTS && changed; s++)
+        if (table[s] != t->slot_node[s] && table[s] != SL__NO_NODE && t->slot_node[s] != SL__NO_NODE)
+            sl__failover_promoted(c, t->slot_node[s], table[s]);
     sl__replica *rp = t->replicas;
     size_t rc = t->replicas_cap;
     t->replicas = t->staged;
@@ -184,9 +209,21 @@ static void map_commit(sl_client *c, const uint16_t *table)
     t->staged_cap = rc;
     t->nstaged = 0;
     memcpy(t->slot_node, table, sizeof t->slot_node);
-    for (size_t i = 0; i < t->nnodes; i++) t->nodes[i]->primary = 0;
+    for (size_t i = 0; i < t->nnodes; i++) t->nodes[i]->primary = t->nodes[i]->replica = 0;
     for (size_t s = 0; s < SL_SLOTS; s++)
         if (table[s] != SL__NO_NODE) t->nodes[table[s]]->primary = 1;
+    for (size_t i = 0; i < t->nreplicas; i++) {
+        sl__node *n = t->nodes[t->replicas[i].node];
+        if (n->primary) continue;
+        n->replica = 1;
+        n->promoted = 0; /* a replica again: its next promotion is news */
+        /* An idle connection made while it was a primary never sent READONLY: the next read
+         * for it reconnects with it (a busy one is left alone and not used for reads). */
+        if (c->opts.read_from != SL_READ_PRIMARY && n->state != SL__DISCONNECTED && !n->readonly &&
+            !sl__engine_node_busy(n))
+            sl__node_close(c, n, 0);
+    }
+    if (changed) sl__event(c, SL_EVENT_TOPOLOGY_CHANGED, asked < t->nnodes ? t->nodes[asked]->addr : "");
 }
 
 static void note_hostname(sl_client *c, uint16_t idx, const sl_reply *node, size_t n, const uint8_t *data);
@@ -235,7 +272,7 @@ int sl__topo_apply_slots(sl_client *c, uint16_t asked, const sl_reply *r, size_t
         i += span;
     }
     if (ranges == 0) return SL_ECLUSTER;
-    map_commit(c, table);
+    map_commit(c, asked, table);
     return 0;
 }
 
@@ -360,7 +397,7 @@ int sl__topo_apply_shards(sl_client *c, uint16_t asked, const sl_reply *r, size_
         i += span;
     }
     if (ranges == 0) return SL_ECLUSTER;
-    map_commit(c, table);
+    map_commit(c, asked, table);
     return 0;
 }
 
@@ -425,7 +462,7 @@ int sl__topo_apply_nodes_text(sl_client *c, uint16_t asked, const uint8_t *text,
         }
     }
     if (ranges == 0) return SL_ECLUSTER;
-    map_commit(c, table);
+    map_commit(c, asked, table);
     return 0;
 }
 
@@ -485,15 +522,31 @@ static int ask_node(sl_client *c, uint16_t idx)
     return not_cluster ? SL__NOT_CLUSTER : SL_ECLUSTER;
 }
 
+/* The pass of sl__topo_discover that asks node i: 0 a replica of a primary reported down,
+ * 1 another node not down, 2 a node reported down. */
+static int refresh_rank(const sl__topology *t, uint16_t i)
+{
+    const sl__node *n = t->nodes[i];
+    if (n->down) return 2;
+    for (size_t r = 0; r < t->nreplicas; r++)
+        if (t->replicas[r].node == i && t->replicas[r].primary < t->nnodes && t->nodes[t->replicas[r].primary]->down)
+            return 0;
+    return 1;
+}
+
 int sl__topo_discover(sl_client *c, int *is_cluster)
 {
     sl__topology *t = &c->topo;
     int last = SL_EIO;
-    /* The seeds first when nothing is known, else the known nodes. */
+    /* The seeds first when nothing is known, else the known nodes (primaries and
+     * replicas) in three passes: the replicas of a primary reported down (a promoted one
+     * knows it first), the other nodes not down, then the down ones, so a lost node is
+     * never the only one asked. */
     size_t n = t->nnodes;
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = 0; k < 3 * n; k++) {
         /* Start from the default node so a steady cluster is asked the same node. */
         size_t i = (t->default_node != SL__NO_NODE ? t->default_node + k : k) % n;
+        if (refresh_rank(t, (uint16_t)i) != (int)(k / n)) continue;
         int rc = ask_node(c, (uint16_t)i);
         if (rc == 0) {
             if (is_cluster) *is_cluster = 1;
@@ -501,9 +554,7 @@ int sl__topo_discover(sl_client *c, int *is_cluster)
             if (t->default_node == SL__NO_NODE || !t->nodes[t->default_node]->primary)
                 t->default_node = (uint16_t)i;
             if (!t->nodes[t->default_node]->primary) t->default_node = sl__topo_random_primary(c);
-            t->last_refresh_ms = sl__now_ms();
-            t->refresh_wanted = 0;
-            c->stats.refreshes++;
+            sl__topo_refreshed(c);
             return 0;
         }
         if (rc == SL__NOT_CLUSTER) {
@@ -518,14 +569,54 @@ int sl__topo_discover(sl_client *c, int *is_cluster)
     return last;
 }
 
-void sl__topo_maybe_refresh(sl_client *c)
+int sl__topo_refresh_due(const sl_client *c, uint64_t now)
 {
-    sl__topology *t = &c->topo;
-    uint64_t now = sl__now_ms();
+    const sl__topology *t = &c->topo;
     int periodic = c->opts.refresh_interval_ms > 0 &&
                    now >= t->last_refresh_ms + (uint64_t)c->opts.refresh_interval_ms;
-    if (!(t->refresh_wanted || periodic)) return;
-    if (now < t->last_refresh_ms + 1000) return; /* at most one a second */
+    if (!(t->refresh_wanted || periodic)) return 0;
+    /* At most one a second; while a primary is lost, one every SL__REFRESH_LOST_MS, so its
+     * replica's promotion is seen soon after it happens. */
+    uint64_t gap = (t->refresh_wanted & SL__REFRESH_LOST) ? SL__REFRESH_LOST_MS : 1000;
+    return now >= t->last_refresh_ms + gap;
+}
+
+uint16_t sl__topo_refresh_node(sl_client *c)
+{
+    sl__topology *t = &c->topo;
+    if (t->nnodes == 0) return t->default_node;
+    /* While a primary is down, its replicas first (a promoted one knows it first); else the
+     * default node while it is up (a steady cluster is asked the same node); else the next
+     * node not down, in turn (a failed refresh asks another one next time). */
+    for (int rank = 0; rank < 3; rank++) {
+        if (rank == 1 && t->default_node < t->nnodes && !t->nodes[t->default_node]->down) return t->default_node;
+        for (size_t k = 0; k < t->nnodes; k++) {
+            uint16_t i = (uint16_t)((t->refresh_next + k) % t->nnodes);
+            if (refresh_rank(t, i) == rank) {
+                t->refresh_next = (uint16_t)((i + 1) % t->nnodes);
+                return i;
+            }
+        }
+    }
+    return t->default_node;
+}
+
+void sl__topo_refreshed(sl_client *c)
+{
+    sl__topology *t = &c->topo;
+    t->last_refresh_ms = sl__now_ms();
+    c->stats.refreshes++;
+    if (t->refresh_wanted & SL__REFRESH_LOST) c->stats.refreshes_lost++;
+    else if (t->refresh_wanted) c->stats.refreshes_moved++;
+    /* A primary of the new map still down: its promotion is yet to come. */
+    t->refresh_wanted = 0;
+    for (size_t i = 0; i < t->nnodes; i++)
+        if (t->nodes[i]->primary && t->nodes[i]->down) t->refresh_wanted = SL__REFRESH_LOST;
+}
+
+void sl__topo_maybe_refresh(sl_client *c)
+{
+    if (!sl__topo_refresh_due(c, sl__now_ms())) return;
     char saved[SL__ERRMSG_MAX];
     memcpy(saved, c->errmsg, sizeof saved);
     (void)sl__topo_discover(c, NULL); /* best effort: the old map stays on failure */

@@ -161,7 +161,10 @@ static void test_null_handles(void **state)
     assert_int_equal(sl_client_refresh(NULL), SL_EINVAL);
     assert_int_equal(sl_client_mode(NULL), SL_EINVAL);
     assert_non_null(sl_client_errmsg(NULL));
-    sl_stats st = {SL_STATS_VERSION, sizeof st, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    sl_stats st;
+    memset(&st, 0, sizeof st);
+    st.version = SL_STATS_VERSION;
+    st.size = (unsigned)sizeof st;
     assert_int_equal(sl_client_stats(NULL, &st), SL_EINVAL);
     const sl_reply *r = (const sl_reply *)0x1;
     const uint8_t *d = (const uint8_t *)0x1;

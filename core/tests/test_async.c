@@ -216,7 +216,10 @@ static void test_redirect_async(void **state)
     assert_int_equal(o.j.calls, 1);
     assert_int_equal(o.j.status, 0);
     assert_int_equal(count_kind(o.j.b, SL_ERR_SERVER), 0);
-    sl_stats st = {SL_STATS_VERSION, sizeof st, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    sl_stats st;
+    memset(&st, 0, sizeof st);
+    st.version = SL_STATS_VERSION;
+    st.size = (unsigned)sizeof st;
     sl_client_stats(o.c, &st);
     assert_true(st.moved >= 1);
     assert_true(fs_count(cl.nodes[target], "SET", "k:0:0") >= 1);

@@ -625,6 +625,10 @@ static void stress_check(stress *s, const sl_completion *c)
         else if (c->status == 0) s->ok++;
     } else if (r[1].type == SL_REPLY_ERROR) {
         s->errors++;
+    } else if (r[1].type == SL_REPLY_NIL && r[0].type == SL_REPLY_ERROR) {
+        /* the SET was lost with its connection (a write is not sent again); the GET, a read,
+         * was retried on the new one and saw no value */
+        s->errors++;
     } else {
         WRONG(s, "batch %d: GET record type %d", i, r[1].type);
     }

@@ -75,9 +75,20 @@ static void test_slots_resp2(void **state)
     assert_string_equal(node_of(f, 5460), "127.0.0.1:7000");
     assert_string_equal(node_of(f, 5461), "127.0.0.1:7001");
     assert_string_equal(node_of(f, 16383), "127.0.0.1:7002");
-    /* Replicas are not routed to and not primaries. */
-    for (size_t i = 0; i < f->c.topo.nnodes; i++)
-        assert_int_equal(f->c.topo.nodes[i]->primary, i != 0);
+    /* The replica is a node of its own (for replica reads), a replica of 7001's, never a
+     * primary; the seed (node 0) serves nothing. */
+    int replicas = 0;
+    for (size_t i = 0; i < f->c.topo.nnodes; i++) {
+        const sl__node *n = f->c.topo.nodes[i];
+        int is_rep = strcmp(n->addr, "127.0.0.1:7004") == 0;
+        assert_int_equal(n->primary, i != 0 && !is_rep);
+        assert_int_equal(n->replica, is_rep);
+        replicas += is_rep;
+    }
+    assert_int_equal(replicas, 1);
+    assert_int_equal(f->c.topo.nreplicas, 1);
+    assert_string_equal(f->c.topo.nodes[f->c.topo.replicas[0].primary]->addr, "127.0.0.1:7001");
+    assert_string_equal(f->c.topo.nodes[f->c.topo.replicas[0].node]->addr, "127.0.0.1:7004");
 }
 
 static void test_slots_resp3_and_empty_host(void **state)

@@ -73,6 +73,12 @@ namespace Slotlane
         public ulong bytes_written;
         public ulong bytes_read;
         public ulong nodes;
+        public ulong failovers;       // version 2 (replicas)
+        public ulong refreshes_moved;
+        public ulong refreshes_lost;
+        public ulong retries;
+        public ulong replica_reads;
+        public ulong nodes_down;
     }
 
     /// <summary>Mirror of <c>sl_route</c> (version 1): <see cref="Native.NewRoute"/> sets version and size.</summary>
@@ -113,6 +119,10 @@ namespace Slotlane
         public IntPtr tls;          // sl_tls *: ClientOptions.Tls (TlsConfig), else NULL
         public int blocking_grace_ms;   // v4: a leased blocking command's grace (default 1000)
         public int lease_idle_max;      // v4: idle leased connections kept per node (default 4)
+        public int read_from;       // version 4 (replicas): sl_read_from
+        public int retry_writes;
+        public IntPtr on_event;     // sl_event_fn: NULL (the C# binding has no events yet)
+        public IntPtr on_event_ctx;
     }
 
     /// <summary>Mirror of <c>sl_tls_options</c> (version 1).</summary>
@@ -195,7 +205,7 @@ namespace Slotlane
         internal const string Lib = "slotlane";
 
         internal const uint SL_CLIENT_OPTIONS_VERSION = 4;
-        internal const uint SL_STATS_VERSION = 1;
+        internal const uint SL_STATS_VERSION = 2;
         internal const uint SL_ROUTE_VERSION = 1;
         internal const uint SL_TLS_OPTIONS_VERSION = 1;
 

@@ -45,6 +45,7 @@ else:
 PLAIN_PORT = BASE
 CLUSTER_PORT = BASE + 10      # 3 primaries: +10..+12, buses +13..+15
 CHAOS_PORT = BASE + 20        # 3 primaries: +20..+22, buses +23..+25
+REPLICA_PORT = BASE + 60      # 3 primaries x 1 replica: +60..+65, buses +66..+71
 SL_PERSHARD_PORT = BASE + 40  # 4 shards: +40..+43
 SL_ONEPORT_PORT = BASE + 50
 UNUSED_PORT = BASE + ports.BLOCK_SIZE - 1  # in the block, never listened on
@@ -122,16 +123,22 @@ def wait_blocked_count(url: str, n: int, limit: float = 30) -> None:
 class RedisCluster:
     """A Redis Cluster from ci/redis-cluster.sh."""
 
-    def __init__(self, name: str, base: int, n: int = 3) -> None:
+    def __init__(self, name: str, base: int, n: int = 3, replicas: int = 0) -> None:
         self.dir = os.path.join(TEST_DIR, name)
         self.base = base
         self.n = n
+        self.replicas = replicas
         self.started = False
 
     def start(self) -> "RedisCluster":
-        script("redis-cluster.sh", "start", self.dir, str(self.base), str(self.n))
+        if self.replicas:
+            os.environ.setdefault("SL_CLUSTER_NODE_TIMEOUT", "2000")  # a fast promotion
+        script("redis-cluster.sh", "start", self.dir, str(self.base), str(self.n), str(self.replicas))
         self.started = True
         return self
+
+    def failover(self, port: int) -> None:
+        script("redis-cluster.sh", "failover", self.dir, str(port))
 
     def stop(self) -> None:
         if self.started or os.path.isdir(self.dir):
@@ -140,7 +147,7 @@ class RedisCluster:
 
     @property
     def ports(self) -> List[int]:
-        return [self.base + i for i in range(self.n)]
+        return [self.base + i for i in range(self.n * (1 + self.replicas))]
 
     @property
     def url(self) -> str:
@@ -366,9 +373,17 @@ def chaos_cluster() -> Iterator[RedisCluster]:
 @pytest.fixture(scope="session", autouse=True)
 def _stop_chaos_at_end() -> Iterator[None]:
     yield
-    d = os.path.join(TEST_DIR, "chaos")
-    if os.path.isdir(d):
-        script("redis-cluster.sh", "stop", d)
+    for name in ("chaos", "replicas"):
+        d = os.path.join(TEST_DIR, name)
+        if os.path.isdir(d):
+            script("redis-cluster.sh", "stop", d)
+
+
+@pytest.fixture(scope="session")
+def replica_cluster() -> RedisCluster:
+    """3 primaries x 1 replica (cluster-node-timeout 2 s), one per session: the tests
+    that fail nodes over leave it healthy (a killed primary is restarted as a replica)."""
+    return RedisCluster("replicas", REPLICA_PORT, 3, 1).start()
 
 
 def keys_for_every_slot() -> List[bytes]:

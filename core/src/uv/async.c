@@ -251,10 +251,7 @@ static void refresh_done(sl_batch *b, int status, const sl_sizes *sizes, void *a
     size_t n;
     const uint8_t *data;
     const sl_reply *r = sl_batch_replies(b, &n, &data, NULL);
-    if (n && sl__topo_apply_slots(c, c->topo.default_node, r, n, data) == 0) {
-        c->topo.refresh_wanted = 0;
-        c->stats.refreshes++;
-    }
+    if (n && sl__topo_apply_slots(c, b->cmds[0].node, r, n, data) == 0) sl__topo_refreshed(c);
 }
 
 static int start(sl_batch *b, int timeout_ms, sl_exec_cb cb, void *arg);
@@ -377,22 +374,21 @@ static void lease_detached(sl_client *lc, void *arg)
     handle_gone(arg);
 }
 
-/* A MOVED asked for a fresh map: ask the default node in the background, at most once a
- * second; the table was already patched for the redirected slot. */
+/* A MOVED or a lost node asked for a fresh map: ask a node in the background (the default
+ * one while it is up, else another known node, in turn), as often as sl__topo_refresh_due
+ * allows; the table was already patched for a redirected slot. */
 static void maybe_refresh(sl_client *c)
 {
     uv_client *uc = c->async;
     uint64_t now = sl__now_ms();
-    int periodic = c->opts.refresh_interval_ms > 0 &&
-                   now >= c->topo.last_refresh_ms + (uint64_t)c->opts.refresh_interval_ms;
-    if (c->mode != SL_MODE_CLUSTER || uc->refreshing || uc->detaching || !(c->topo.refresh_wanted || periodic) ||
-        now < c->topo.last_refresh_ms + 1000 || c->disco->in_flight)
+    if (c->mode != SL_MODE_CLUSTER || uc->refreshing || uc->detaching || !sl__topo_refresh_due(c, now) ||
+        c->disco->in_flight)
         return;
     static const char *const argv[] = {"CLUSTER", "SLOTS"};
     sl_batch_reset(c->disco);
     if (sl_batch_append_argv(c->disco, NULL, 2, argv, NULL) != 0) return;
     c->disco->cmds[0].route = SL_ROUTE_NODE;
-    c->disco->cmds[0].node = c->topo.default_node;
+    c->disco->cmds[0].node = sl__topo_refresh_node(c); /* not a node reported down, when any is up */
     uc->refreshing = 1;
     c->topo.last_refresh_ms = now;
     if (start(c->disco, c->opts.connect_timeout_ms + 1000, refresh_done, NULL) != 0) {

@@ -1,6 +1,7 @@
 """Client and Pipeline: a pool of core handles, one crossing into C per pipeline."""
+import logging
 import threading
-from typing import Any, Dict, Generic, Iterator, List, Literal, Optional, Tuple, TypeVar, Union, overload
+from typing import Any, Callable, Dict, Generic, Iterator, List, Literal, Optional, Tuple, TypeVar, Union, overload
 
 from . import _cluster, _errors, _pubsub
 from ._codec import _CRLF, _HDR, Callback, conv, decode_records, encode_into
@@ -191,6 +192,15 @@ class Client(ClientCommands[_S]):
     MOVED). ``reconnect_backoff``: (first, max) seconds of the reconnect backoff.
     ``decode_responses``: bulk strings as str (with ``encoding``/``encoding_errors``)
     instead of bytes; str arguments are encoded with the same encoding.
+    ``read_from``: where read-only commands go in a cluster — ``"primary"`` (default),
+    ``"prefer_replica"`` (a replica of the slot's primary, the primary when none answers)
+    or ``"replicas_round_robin"``; replica data may lag the primary's. ``retry_writes``:
+    True sends a write whose connection broke after it was sent once more (it may then run
+    twice); False (default) raises ``ConnectionError`` saying it may have run. Reads and
+    commands that never reached the server are retried across a failover either way.
+    ``on_event(event, address)``: called with ``"node_down"``, ``"node_up"``,
+    ``"failover"`` or ``"topology_changed"`` (also logged to the ``slotlane`` logger); it
+    runs inside a command on the calling thread and must not use the client.
     ``max_handles``: how many core handles (each with its own connections) threads may
     use at once; a thread that finds them all busy waits (``pool_timeout`` seconds,
     None: forever).
@@ -228,7 +238,9 @@ class Client(ClientCommands[_S]):
                  ssl_ca_data: Union[None, str, bytes] = None, ssl_certfile: Optional[str] = None,
                  ssl_keyfile: Optional[str] = None, ssl_cert_reqs: Union[str, int] = "required",
                  ssl_check_hostname: bool = True, ssl_server_hostname: Optional[str] = None,
-                 ssl_node_names: str = "address") -> None: ...
+                 ssl_node_names: str = "address", read_from: str = "primary",
+                 retry_writes: bool = False,
+                 on_event: Optional[Callable[[str, str], None]] = None) -> None: ...
 
     @overload
     def __init__(self: "Client[str]", url_or_host: str = "localhost", port: Optional[int] = None, *,
@@ -244,7 +256,9 @@ class Client(ClientCommands[_S]):
                  ssl_ca_data: Union[None, str, bytes] = None, ssl_certfile: Optional[str] = None,
                  ssl_keyfile: Optional[str] = None, ssl_cert_reqs: Union[str, int] = "required",
                  ssl_check_hostname: bool = True, ssl_server_hostname: Optional[str] = None,
-                 ssl_node_names: str = "address") -> None: ...
+                 ssl_node_names: str = "address", read_from: str = "primary",
+                 retry_writes: bool = False,
+                 on_event: Optional[Callable[[str, str], None]] = None) -> None: ...
 
     def __init__(self, url_or_host: str = "localhost", port: Optional[int] = None, *,
                  cluster: Optional[bool] = None, username: Optional[str] = None,
@@ -259,7 +273,9 @@ class Client(ClientCommands[_S]):
                  ssl_ca_data: Union[None, str, bytes] = None, ssl_certfile: Optional[str] = None,
                  ssl_keyfile: Optional[str] = None, ssl_cert_reqs: Union[str, int] = "required",
                  ssl_check_hostname: bool = True, ssl_server_hostname: Optional[str] = None,
-                 ssl_node_names: str = "address") -> None:
+                 ssl_node_names: str = "address", read_from: str = "primary",
+                 retry_writes: bool = False,
+                 on_event: Optional[Callable[[str, str], None]] = None) -> None:
         self._closed = True  # until fully constructed (close() and __del__ stay safe)
         self._free: List[_Handle] = []
         self._all: List[_Handle] = []
@@ -272,7 +288,8 @@ class Client(ClientCommands[_S]):
             ssl=ssl, ssl_ca_certs=ssl_ca_certs, ssl_ca_path=ssl_ca_path, ssl_ca_data=ssl_ca_data,
             ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, ssl_cert_reqs=ssl_cert_reqs,
             ssl_check_hostname=ssl_check_hostname, ssl_server_hostname=ssl_server_hostname,
-            ssl_node_names=ssl_node_names)
+            ssl_node_names=ssl_node_names, read_from=read_from, retry_writes=retry_writes,
+            on_event=on_event)
         self.max_handles = _opt_int("max_handles", max_handles, 1, 100000)
         self._pool_timeout = None if pool_timeout is None else float(pool_timeout)
         self.decode_responses = decode_responses
@@ -300,7 +317,9 @@ class Client(ClientCommands[_S]):
                  ssl_ca_data: Union[None, str, bytes] = None, ssl_certfile: Optional[str] = None,
                  ssl_keyfile: Optional[str] = None, ssl_cert_reqs: Union[str, int] = "required",
                  ssl_check_hostname: bool = True, ssl_server_hostname: Optional[str] = None,
-                 ssl_node_names: str = "address") -> Tuple[Any, List[Any], str, str, Optional[Tuple[str, str]]]:
+                 ssl_node_names: str = "address", read_from: str = "primary",
+                 retry_writes: bool = False, on_event: Optional[Callable[[str, str], None]] = None
+                 ) -> Tuple[Any, List[Any], str, str, Optional[Tuple[str, str]]]:
         """Checks the options (the asyncio client's too) and fills the core's options
         struct: (opts, the strings it points to, encoding, errors, the decode pair)."""
         if not isinstance(url_or_host, str):
@@ -363,6 +382,17 @@ class Client(ClientCommands[_S]):
                               ssl_cert_reqs, ssl_check_hostname, ssl_server_hostname, ssl_node_names)
             opts.tls = tls  # each core handle takes its own reference
             keep.append(tls)
+        if read_from not in _READ_FROM:
+            raise ValueError("read_from must be one of %s, got %r" % (", ".join(map(repr, _READ_FROM)), read_from))
+        opts.read_from = _READ_FROM[read_from]
+        if not isinstance(retry_writes, bool):
+            raise TypeError("retry_writes must be a bool")
+        opts.retry_writes = int(retry_writes)
+        if on_event is not None and not callable(on_event):
+            raise TypeError("on_event must be a callable(event, address) or None")
+        cb = _event_callback(on_event)
+        keep.append(cb)  # alive as long as the options (every handle is made from them)
+        opts.on_event = cb
         text: Optional[Tuple[str, str]] = (encoding, encoding_errors) if decode_responses else None
         return opts, keep, encoding, encoding_errors, text
 
@@ -601,7 +631,8 @@ class Client(ClientCommands[_S]):
 
     def stats(self) -> Dict[str, int]:
         """The core's counters (commands, moved, ask, tryagain, refreshes, connects,
-        reconnects, bytes_written, bytes_read, nodes), summed over the handles that are
+        reconnects, bytes_written, bytes_read, nodes; failovers, refreshes_moved, refreshes_lost,
+        retries, replica_reads, nodes_down), summed over the handles that are
         idle now and those already closed (a handle in use by another thread at this
         moment is counted at the next call)."""
         acc = {f: 0 for f in _STAT_FIELDS}
@@ -672,7 +703,36 @@ class Client(ClientCommands[_S]):
 
 
 _STAT_FIELDS = ("commands", "moved", "ask", "tryagain", "refreshes", "connects", "reconnects",
-                "bytes_written", "bytes_read", "nodes")
+                "bytes_written", "bytes_read", "nodes", "failovers", "refreshes_moved",
+                "refreshes_lost", "retries", "replica_reads", "nodes_down")
+
+_READ_FROM = {"primary": lib.SL_READ_PRIMARY, "prefer_replica": lib.SL_READ_PREFER_REPLICA,
+              "replicas_round_robin": lib.SL_READ_REPLICAS_ROUND_ROBIN}
+
+_EVENT_NAMES = {lib.SL_EVENT_TOPOLOGY_CHANGED: "topology_changed", lib.SL_EVENT_NODE_DOWN: "node_down",
+                lib.SL_EVENT_NODE_UP: "node_up", lib.SL_EVENT_FAILOVER: "failover"}
+
+#: The core's events (a node down or up, a failover, a changed topology) are logged here:
+#: ``node_down`` and ``failover`` at WARNING, the others at INFO.
+log = logging.getLogger("slotlane")
+
+
+def _event_callback(on_event: Optional[Callable[[str, str], None]]) -> Any:
+    """The core's sl_event_fn: logs the event and hands (event, "host:port") to on_event.
+    It runs inside the core (the thread running a command, or the asyncio client's loop
+    thread), so on_event must not use the client; an exception it raises is logged."""
+
+    def cb(ctx: Any, event: int, addr: Any) -> None:
+        name = _EVENT_NAMES.get(event, "event %d" % event)
+        where = ffi.string(addr).decode("utf-8", "replace")
+        log.log(logging.WARNING if name in ("node_down", "failover") else logging.INFO, "slotlane: %s %s", name, where)
+        if on_event is not None:
+            try:
+                on_event(name, where)
+            except Exception:  # never into the C core
+                log.exception("slotlane: the on_event callback raised")
+
+    return ffi.callback("sl_event_fn", cb)
 
 
 class _Queue(PipelineCommands):

@@ -104,6 +104,23 @@ pub struct sl_tls_options {
     pub node_names: sl_tls_node_names,
 }
 
+/// `sl_read_from` (an `int`-sized C enum): where read-only commands go.
+pub type sl_read_from = c_int;
+pub const SL_READ_PRIMARY: sl_read_from = 0;
+pub const SL_READ_PREFER_REPLICA: sl_read_from = 1;
+pub const SL_READ_REPLICAS_ROUND_ROBIN: sl_read_from = 2;
+
+/// `sl_event_type` (an `int`-sized C enum): what the event callback reports.
+pub type sl_event_type = c_int;
+pub const SL_EVENT_TOPOLOGY_CHANGED: sl_event_type = 1;
+pub const SL_EVENT_NODE_DOWN: sl_event_type = 2;
+pub const SL_EVENT_NODE_UP: sl_event_type = 3;
+pub const SL_EVENT_FAILOVER: sl_event_type = 4;
+
+/// `sl_event_fn`: called on the thread running the client's executions; must not call
+/// the client (slotlane.h).
+pub type sl_event_fn = Option<unsafe extern "C" fn(ctx: *mut c_void, type_: sl_event_type, addr: *const c_char)>;
+
 pub const SL_CLIENT_OPTIONS_VERSION: c_uint = 4;
 
 #[repr(C)]
@@ -132,6 +149,10 @@ pub struct sl_client_options {
     pub tls: *mut sl_tls,
     pub blocking_grace_ms: c_int,
     pub lease_idle_max: c_int,
+    pub read_from: sl_read_from,
+    pub retry_writes: c_int,
+    pub on_event: sl_event_fn,
+    pub on_event_ctx: *mut c_void,
 }
 
 // ------------------------------------------------------------------- client
@@ -148,7 +169,7 @@ pub struct sl_batch {
     _not_send_sync: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
 }
 
-pub const SL_STATS_VERSION: c_uint = 1;
+pub const SL_STATS_VERSION: c_uint = 2;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -165,6 +186,12 @@ pub struct sl_stats {
     pub bytes_written: u64,
     pub bytes_read: u64,
     pub nodes: u64,
+    pub failovers: u64,
+    pub refreshes_moved: u64,
+    pub refreshes_lost: u64,
+    pub retries: u64,
+    pub replica_reads: u64,
+    pub nodes_down: u64,
 }
 
 // ------------------------------------------------------------------ routing
@@ -630,6 +657,10 @@ pub const SL_CLIENT_OPTIONS_INIT: sl_client_options = sl_client_options {
     tls: core::ptr::null_mut(),
     blocking_grace_ms: 1000,
     lease_idle_max: 4,
+    read_from: SL_READ_PRIMARY,
+    retry_writes: 0,
+    on_event: None,
+    on_event_ctx: core::ptr::null_mut(),
 };
 
 /// The embeddable slotlane-server (`server/include/slotlane_server.h`), compiled in with the

@@ -150,6 +150,8 @@ fn layouts() -> Vec<Layout> {
             max_aggregate_len => "max_aggregate_len", max_depth => "max_depth",
             max_inflight_batches => "max_inflight_batches", max_inflight_bytes => "max_inflight_bytes",
             tls => "tls", blocking_grace_ms => "blocking_grace_ms", lease_idle_max => "lease_idle_max",
+            read_from => "read_from", retry_writes => "retry_writes",
+            on_event => "on_event", on_event_ctx => "on_event_ctx",
         }),
         layout!(sl_tls_options {
             version => "version", size => "size", ca_file => "ca_file", ca_dir => "ca_dir", ca_pem => "ca_pem",
@@ -162,7 +164,9 @@ fn layouts() -> Vec<Layout> {
             version => "version", size => "size", commands => "commands", moved => "moved", ask => "ask",
             tryagain => "tryagain", refreshes => "refreshes", connects => "connects",
             reconnects => "reconnects", bytes_written => "bytes_written", bytes_read => "bytes_read",
-            nodes => "nodes",
+            nodes => "nodes", failovers => "failovers", refreshes_moved => "refreshes_moved",
+            refreshes_lost => "refreshes_lost", retries => "retries", replica_reads => "replica_reads",
+            nodes_down => "nodes_down",
         }),
         layout!(sl_route { version => "version", size => "size", kind => "kind", slot => "slot", node => "node" }),
         layout!(sl_reply { type_ => "type", flags => "flags", reserved => "reserved", len => "len", value => "value", offset => "offset" }),
@@ -363,11 +367,13 @@ fn options_init_matches_the_macro_and_the_function() {
         ("max_inflight_bytes", r.max_inflight_bytes.to_string()),
         ("blocking_grace_ms", r.blocking_grace_ms.to_string()),
         ("lease_idle_max", r.lease_idle_max.to_string()),
+        ("read_from", r.read_from.to_string()),
+        ("retry_writes", r.retry_writes.to_string()),
     ];
     for (f, v) in &checks {
         writeln!(c, "  if ((long long)o.{f} != (long long){v}LL) {{ printf(\"{f}: C %lld, Rust {v}\\n\", (long long)o.{f}); bad = 1; }}").unwrap();
     }
-    c.push_str("  if (o.url || o.username || o.password || o.allocator || o.tls) { puts(\"pointers not NULL\"); bad = 1; }\n  return bad;\n}\n");
+    c.push_str("  if (o.url || o.username || o.password || o.allocator || o.tls || o.on_event || o.on_event_ctx) { puts(\"pointers not NULL\"); bad = 1; }\n  return bad;\n}\n");
     compile("options_init_check", &c, true);
 
     // The run-time initialiser agrees with the constant.

@@ -8,6 +8,7 @@
 #include "client.h"
 #include "conn.h"
 #include "engine.h"
+#include "failover.h"
 #include "split.h"
 #include "topology.h"
 
@@ -103,7 +104,6 @@ void sl_batch_free(sl_batch *b)
     const sl__alloc *a = &b->client->alloc;
     sl__bytes_free(a, &b->input);
     sl__bytes_free(a, &b->synth);
-    sl__bytes_free(a, &b->script_cmd);
     sl__bytes_free(a, &b->data);
     sl__records_free(a, &b->xrecs);
     sl__records_free(a, &b->out);
@@ -291,7 +291,7 @@ int sl_batch_append_argv(sl_batch *b, const sl_route *route, int argc, const cha
 
 /* ------------------------------------------------------------ routing */
 
-int sl__name_is(const uint8_t *p, size_t len, const char *upper)
+static int is_name(const uint8_t *p, size_t len, const char *upper)
 {
     size_t n = strlen(upper);
     if (len != n) return 0;
@@ -339,7 +339,7 @@ static int ensure_scratch(sl_batch *b, size_t n)
 }
 
 /* The slot of command ci's keys: -1 without keys; *multi set when keys span slots. */
-int sl__batch_cmd_slot(sl_batch *b, uint32_t ci, const sl__cmdinfo **infop, int *multi)
+static int cmd_slot(sl_batch *b, uint32_t ci, const sl__cmdinfo **infop, int *multi)
 {
     sl__cmd *cmd = &b->cmds[ci];
     const uint8_t *bytes = sl__cmd_bytes(b, cmd);
@@ -380,6 +380,8 @@ static int route_to_slot(sl_batch *b, uint32_t ci, int slot)
         c->topo.refresh_wanted = 1;
         return sl__batch_add_error(b, ci, SL_ERR_CLUSTER, "CLUSTERDOWN no node serves slot %d", slot);
     }
+    /* A read-only command may go to a replica (read_from). */
+    if (b->cmds[ci].flags & SL__F_READ) node = sl__failover_read_node(c, node);
     b->cmds[ci].node = node;
     b->cmds[ci].slot = slot;
     b->cmds[ci].flags |= SL__F_RESEND;
@@ -416,13 +418,13 @@ static int route_multi_group(sl_batch *b, uint32_t first)
         reset_cmd(b->client, cmd);
         const uint8_t *bytes = sl__cmd_bytes(b, cmd);
         const sl__arg *name = &b->args[cmd->arg0];
-        if (sl__name_is(bytes + name->off, name->len, "EXEC") || sl__name_is(bytes + name->off, name->len, "DISCARD")) {
+        if (is_name(bytes + name->off, name->len, "EXEC") || is_name(bytes + name->off, name->len, "DISCARD")) {
             last = i;
             break;
         }
         const sl__cmdinfo *info;
         int multi;
-        int s = sl__batch_cmd_slot(b, i, &info, &multi);
+        int s = cmd_slot(b, i, &info, &multi);
         if (s == -2) return SL_ENOMEM;
         if (multi || (s >= 0 && slot >= 0 && s != slot)) cross = 1;
         if (s >= 0 && slot < 0) slot = s;
@@ -472,6 +474,10 @@ static int route_all(sl_batch *b)
                     int slot = (int)sl__key_slot(bytes + args[1].off, args[1].len);
                     uint16_t node = c->topo.slot_node[slot];
                     if (node != SL__NO_NODE) {
+                        if (b->last_info->flags & SL__CMD_READONLY) {
+                            cmd->flags |= SL__F_READ;
+                            node = sl__failover_read_node(c, node);
+                        }
                         cmd->node = node;
                         cmd->slot = slot;
                         continue;
@@ -494,7 +500,7 @@ static int route_all(sl_batch *b)
         default: {
             const sl__cmdinfo *info;
             int multi;
-            int slot = sl__batch_cmd_slot(b, i, &info, &multi);
+            int slot = cmd_slot(b, i, &info, &multi);
             if (slot == -2) return SL_ENOMEM;
             if (info && info->name[0] == 'M' && strcmp(info->name, "MULTI") == 0) {
                 rc = route_multi_group(b, i);
@@ -505,6 +511,7 @@ static int route_all(sl_batch *b)
                 rc = sl__split_plan(b, i, info);
                 if (rc == 1) rc = route_to_slot(b, i, slot); /* not splittable: the server decides */
             } else if (slot >= 0) {
+                if (info && (info->flags & SL__CMD_READONLY)) cmd->flags |= SL__F_READ;
                 rc = route_to_slot(b, i, slot);
             } else if (info && fans_out(info)) {
                 rc = sl__split_fanout(b, i); /* one node's answer would be wrong */
@@ -576,8 +583,10 @@ static int assemble(sl_batch *b)
 
 /* Starts an execution: resets the results, refreshes the map if asked, routes every
  * command (its first round is queued by the driver). */
-void sl__batch_results_reset(sl_batch *b)
+int sl__batch_prepare(sl_batch *b, int timeout_ms)
 {
+    sl_client *c = b->client;
+    if (b != c->disco && c->mode == SL_MODE_CLUSTER && !c->async_hooks) sl__topo_maybe_refresh(c);
     b->data.len = 0;
     b->xrecs.len = 0;
     b->out.len = 0;
@@ -597,13 +606,8 @@ void sl__batch_results_reset(sl_batch *b)
     b->round = 0;
     b->backoff = 0;
     b->backoff_until = 0;
-}
-
-int sl__batch_prepare(sl_batch *b, int timeout_ms)
-{
-    sl_client *c = b->client;
-    if (b != c->disco && c->mode == SL_MODE_CLUSTER && !c->async_hooks) sl__topo_maybe_refresh(c);
-    sl__batch_results_reset(b);
+    b->reroute = 0;
+    b->retry_until = 0;
     int t = timeout_ms == 0 ? c->opts.command_timeout_ms : timeout_ms;
     b->deadline = t > 0 ? sl__now_ms() + (uint64_t)t : UINT64_MAX;
     return route_all(b);
@@ -638,19 +642,6 @@ int sl__batch_finish(sl_batch *b, int status)
     return status;
 }
 
-/* The engine's part of an execution: route, rounds, records. */
-int sl__batch_run_engine(sl_batch *b, int timeout_ms)
-{
-    int status = sl__batch_prepare(b, timeout_ms);
-    if (status == 0) status = sl__engine_queue_round(b, 1);
-    if (status == 0) status = sl__engine_run_sync(b);
-    if (status == SL_ENOMEM) {
-        /* Whatever could not run still needs its record. */
-        (void)sl__engine_abandon(b, SL_ERR_IO, "out of memory");
-    }
-    return sl__batch_finish(b, status);
-}
-
 int sl__batch_exec(sl_batch *b, int timeout_ms)
 {
     sl_client *c = b->client;
@@ -666,20 +657,18 @@ int sl__batch_exec(sl_batch *b, int timeout_ms)
         /* A cancel aimed at an execution that already ended must not reach this one. */
         if (atomic_exchange(&c->cancel, 0)) sl__drain_cancel(c);
     }
-    int status;
-    /* Blocking commands run on leased connections, never on the shared pipeline (lease.c). */
-    int lease = outer && !c->lease_parent ? sl__lease_classify(b) : 0;
-    if (lease > 0)
-        status = sl__lease_exec(b, timeout_ms);
-    else if (lease < 0)
-        status = sl__lease_refuse(b);
-    else
-        status = sl__batch_run_engine(b, timeout_ms);
+    int status = sl__batch_prepare(b, timeout_ms);
+    if (status == 0) status = sl__engine_queue_round(b, 1);
+    if (status == 0) status = sl__engine_run_sync(b);
+    if (status == SL_ENOMEM) {
+        /* Whatever could not run still needs its record. */
+        (void)sl__engine_abandon(b, SL_ERR_IO, "out of memory");
+    }
     if (outer) {
         atomic_store(&c->running, 0);
         if (atomic_exchange(&c->cancel, 0)) sl__drain_cancel(c);
     }
-    return status;
+    return sl__batch_finish(b, status);
 }
 
 int sl_batch_exec(sl_batch *b, int timeout_ms, sl_sizes *sizes)

@@ -23,6 +23,10 @@
 #define SL__F_FANOUT     0x0040u /* all-primaries parent */
 #define SL__F_NOSEND     0x0080u /* refused before sending (its record is in xrecs) */
 #define SL__F_MULTI      0x0100u /* member of a MULTI...EXEC group */
+#define SL__F_READ       0x0200u /* read-only by the command table (replica reads, read retries) */
+#define SL__F_RETRIED    0x0400u /* sent once more after its connection broke (failover.c) */
+#define SL__F_REROUTE    0x0800u /* route again by its slot when it is queued (failover.c) */
+#define SL__F_TOPRIMARY  0x1000u /* from now on to the slot's primary, never a replica */
 
 typedef struct sl__cmd {
     uint32_t off, len;           /* its bytes in the input (or synth) buffer */
@@ -91,6 +95,9 @@ struct sl_batch {
     int round_over;              /* inflight reached 0: the driver must advance */
     int round;
     int backoff;                 /* a TRYAGAIN/CLUSTERDOWN asks to wait before the next round */
+    int reroute;                 /* a command waits to be routed again (failover.c): the
+                                    blocking driver refreshes the map (rate-limited) first */
+    uint64_t retry_until;        /* failover.c: no resend of never-sent commands after this */
     uint64_t backoff_until;
     uint64_t deadline;           /* UINT64_MAX: none */
     /* The async drivers (async.c). */

@@ -43,9 +43,6 @@ const char *sl_strerror(int code)
     case SL_EBUSY: return "the client's in-flight limit is reached";
     case SL_EFORK: return "used in a child after fork()";
     case SL_ETLS: return "TLS error";
-    case SL_EBLOCKING: return "a blocking command in a pipeline";
-    case SL_EWATCHMOVED: return "the slot moved while watched";
-    case SL_EABORTED: return "the transaction was aborted";
     default: return "unknown error";
     }
 }
@@ -111,13 +108,14 @@ static void set_errbuf(char *buf, size_t cap, const char *msg)
     if (buf && cap) snprintf(buf, cap, "%s", msg);
 }
 
-/* The size of the struct as a caller of that version compiled it (fields are appended). */
+/* The bytes of an options struct of each version: a caller that asks for an older version
+ * has a struct of that size (a binding's own declaration), so nothing past it is written. */
 static size_t options_size(unsigned int version)
 {
     switch (version) {
     case 1: return offsetof(sl_client_options, max_inflight_batches);
     case 2: return offsetof(sl_client_options, tls);
-    case 3: return offsetof(sl_client_options, blocking_grace_ms);
+    case 3: return offsetof(sl_client_options, read_from);
     default: return sizeof(sl_client_options);
     }
 }
@@ -126,10 +124,9 @@ int sl_client_options_init(sl_client_options *opts, unsigned int version)
 {
     if (!opts || version == 0 || version > SL_CLIENT_OPTIONS_VERSION) return SL_EINVAL;
     sl_client_options d = SL_CLIENT_OPTIONS_INIT;
-    /* An older caller's struct is shorter: write only what it holds. */
     size_t n = options_size(version);
     d.version = version;
-    d.size = (unsigned)n;
+    d.size = (unsigned int)n;
     memcpy(opts, &d, n);
     return 0;
 }
@@ -146,8 +143,11 @@ static int check_options(const sl_client_options *o, char *why, size_t cap)
     if (o->refresh_interval_ms < 0) BAD("refresh_interval_ms must not be negative");
     if (o->reconnect_min_ms < 0 || o->reconnect_max_ms < 0) BAD("reconnect backoff must not be negative");
     if (o->db < -1 || o->db > 1000000) BAD("db out of range");
-    if (o->blocking_grace_ms < 0) BAD("blocking_grace_ms must not be negative");
-    if (o->lease_idle_max < -1) BAD("lease_idle_max must be -1, 0 or positive");
+    if (o->read_from != SL_READ_PRIMARY && o->read_from != SL_READ_PREFER_REPLICA &&
+        o->read_from != SL_READ_REPLICAS_ROUND_ROBIN)
+        BAD("read_from must be SL_READ_PRIMARY, SL_READ_PREFER_REPLICA or SL_READ_REPLICAS_ROUND_ROBIN (got %d)",
+            (int)o->read_from);
+    if (o->retry_writes != 0 && o->retry_writes != 1) BAD("retry_writes must be 0 or 1");
     if (o->max_depth < 1 || o->max_depth > SL__RESP_MAX_DEPTH) BAD("max_depth must be 1..%d", SL__RESP_MAX_DEPTH);
     if (o->max_bulk_len == 0 || o->max_aggregate_len == 0) BAD("reply limits must be positive");
     if (o->allocator && (o->allocator->version == 0 || o->allocator->version > SL_ALLOCATOR_VERSION ||
@@ -188,11 +188,6 @@ static int ping_default(sl_client *c)
 
 int sl_client_new(sl_client **out, const sl_client_options *opts, char *errmsg, size_t errmsg_cap)
 {
-    return sl__client_make(out, opts, 1, errmsg, errmsg_cap);
-}
-
-int sl__client_make(sl_client **out, const sl_client_options *opts, int probe, char *errmsg, size_t errmsg_cap)
-{
     char why[256];
     if (!out) {
         set_errbuf(errmsg, errmsg_cap, "out is NULL");
@@ -218,10 +213,11 @@ int sl__client_make(sl_client **out, const sl_client_options *opts, int probe, c
             o.max_inflight_bytes = d.max_inflight_bytes;
         }
         if (opts->version < 3) o.tls = NULL; /* likewise: not a field of versions 1 and 2 */
-        if (opts->version < 4) {
-            sl_client_options d = SL_CLIENT_OPTIONS_INIT;
-            o.blocking_grace_ms = d.blocking_grace_ms;
-            o.lease_idle_max = d.lease_idle_max;
+        if (opts->version < 4) { /* nor these of versions 1 to 3 */
+            o.read_from = SL_READ_PRIMARY;
+            o.retry_writes = 0;
+            o.on_event = NULL;
+            o.on_event_ctx = NULL;
         }
     }
     if (check_options(&o, why, sizeof why)) {
@@ -252,9 +248,6 @@ int sl__client_make(sl_client **out, const sl_client_options *opts, int probe, c
     c->opts.allocator = NULL;
     if (c->opts.max_inflight_batches == 0) c->opts.max_inflight_batches = 4096;
     if (c->opts.max_inflight_bytes == 0) c->opts.max_inflight_bytes = (uint64_t)64 << 20;
-    if (c->opts.blocking_grace_ms == 0) c->opts.blocking_grace_ms = 1000;
-    if (c->opts.lease_idle_max == 0) c->opts.lease_idle_max = 4;
-    atomic_init(&c->lease_active, NULL);
     c->fork_gen = sl__fork_generation();
     atomic_init(&c->q_batches, 0);
     atomic_init(&c->q_bytes, 0);
@@ -313,7 +306,7 @@ int sl__client_make(sl_client **out, const sl_client_options *opts, int probe, c
     c->topo.default_node = 0;
     if (o.mode == SL_MODE_PLAIN) {
         c->mode = SL_MODE_PLAIN;
-        rc = probe ? ping_default(c) : 0;
+        rc = ping_default(c);
     } else {
         /* Discovery runs in plain mode: no routing, no redirects, no SELECT. */
         c->mode = SL_MODE_PLAIN;
@@ -360,7 +353,6 @@ void sl_client_free(sl_client *c)
      * descriptors are released. */
     if (c->async_hooks && c->async_hooks->release && c->fork_gen == sl__fork_generation())
         c->async_hooks->release(c);
-    sl__leases_free(c);
     if (c->internal) sl_batch_free(c->internal);
     if (c->disco) sl_batch_free(c->disco);
     sl__topo_free(c);
@@ -393,17 +385,6 @@ void sl_client_cancel(sl_client *c)
         ssize_t w = write(c->cancel_pipe[1], &x, 1); /* a full pipe already wakes poll */
         (void)w;
     }
-    /* A blocking command or session runs on a leased connection's own client (lease.c). */
-    sl_client *lease = atomic_load(&c->lease_active);
-    if (lease) sl_client_cancel(lease);
-}
-
-int sl_client_set_push_handler(sl_client *c, sl_push_fn fn, void *ctx)
-{
-    if (!c) return SL_EINVAL;
-    c->push_fn = fn;
-    c->push_ctx = ctx;
-    return 0;
 }
 
 int sl_client_refresh(sl_client *c)

@@ -1,9 +1,11 @@
 /* redirect: what a cluster's error reply asks of the engine. MOVED patches the slot table
  * at once and asks for a (throttled) refresh, ASK resends once to the named node after
  * ASKING, TRYAGAIN and CLUSTERDOWN resend after a backoff; past the redirect limit the
- * reply stays, marked SL_ERR_REDIRECTS. The engine calls sl__redirect_check on every error
+ * reply stays, marked SL_ERR_REDIRECTS; what a failover answers (-LOADING, -MASTERDOWN,
+ * -READONLY, -UNBLOCKED) is failover.c's. The engine calls sl__redirect_check on every error
  * reply of a cluster execution and resends the commands it marked in the next round. */
 #include "redirect.h"
+#include "failover.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -29,7 +31,10 @@ void sl__redirect_check(sl_batch *b, uint32_t ci, sl_reply *r)
     int ask = !moved && len > 4 && memcmp(m, "ASK ", 4) == 0;
     int again = !moved && !ask &&
                 ((len >= 8 && memcmp(m, "TRYAGAIN", 8) == 0) || (len >= 11 && memcmp(m, "CLUSTERDOWN", 11) == 0));
-    if (!(moved || ask || again)) return;
+    if (!(moved || ask || again)) {
+        if (sl__failover_reply(b, ci, m, len) < 0) r->flags = SL_ERR_REDIRECTS;
+        return;
+    }
     if (cmd->redirects >= (uint8_t)c->opts.max_redirects) {
         r->flags = SL_ERR_REDIRECTS;
         return;
@@ -48,6 +53,9 @@ void sl__redirect_check(sl_batch *b, uint32_t ci, sl_reply *r)
             if (n <= 0 || (size_t)n >= sizeof addr || sl__topo_node_addr(c, addr, (size_t)n, &node) != 0) return;
         }
         if (moved) {
+            /* MOVED to a replica of the slot's owner: a promotion (topology.c keeps who
+             * replicates whom). */
+            sl__failover_promoted(c, c->topo.slot_node[slot], node);
             c->topo.slot_node[slot] = node;
             c->topo.nodes[node]->primary = 1;
             c->topo.refresh_wanted = 1;

@@ -21,7 +21,7 @@ final class CoreHandle {
     static {
         // the layouts this class writes and reads, checked against the compiled header
         if (slotlaneConstants.SL_REPLY_RECORD_SIZE != ReplyDecoder.RECORD || slotlaneConstants.SL_SIZES_SIZE != 32
-                || slotlaneConstants.SL_STATS_SIZE != 88 || slotlaneConstants.SL_ROUTE_SIZE != 24)
+                || slotlaneConstants.SL_STATS_SIZE != 136 || slotlaneConstants.SL_ROUTE_SIZE != 24)
             throw new LinkageError("slotlane: the native struct layouts differ from the binding's");
     }
 
@@ -232,8 +232,9 @@ final class CoreHandle {
     /** Reads sl_stats into out[0..9] (added). */
     void addStats(long[] out) {
         if (freed) return;
-        scratch.putInt(STATS, slotlaneConstants.SL_STATS_VERSION);
-        scratch.putInt(STATS + 4, slotlaneConstants.SL_STATS_SIZE);
+        // version 1's 88 bytes: the fields read below (the scratch holds no more before ROUTE)
+        scratch.putInt(STATS, 1);
+        scratch.putInt(STATS + 4, 88);
         int rc = slotlane.sl_client_stats(client, scratchAddr + STATS);
         if (rc != 0) throw failure(rc, slotlane.sl_client_errmsg(client), null);
         for (int i = 0; i < 9; i++) out[i] += scratch.getLong(STATS + 8 + 8 * i);

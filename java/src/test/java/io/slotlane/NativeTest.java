@@ -33,7 +33,7 @@ class NativeTest {
     void layoutsAsCompiled() {
         assertEquals(24, slotlaneConstants.SL_REPLY_RECORD_SIZE);
         assertEquals(32, slotlaneConstants.SL_SIZES_SIZE);
-        assertEquals(88, slotlaneConstants.SL_STATS_SIZE);
+        assertEquals(136, slotlaneConstants.SL_STATS_SIZE);
         assertEquals(24, slotlaneConstants.SL_ROUTE_SIZE);
         assertEquals(56, slotlaneConstants.SL_COMPLETION_SIZE);
     }
