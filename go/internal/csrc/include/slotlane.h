@@ -66,8 +66,16 @@ typedef enum sl_error_code {
                              reached and the submission asked to fail fast (slotlane_uv.h) */
     SL_EFORK = -14,      /* the client (or loop) was made in another process: it was used in
                              a child after fork(); make a new one in the child */
-    SL_ETLS = -15         /* TLS failed: a certificate, key or CA that cannot be loaded, a
+    SL_ETLS = -15,        /* TLS failed: a certificate, key or CA that cannot be loaded, a
                              handshake or verification that failed (the message says what) */
+    /* -16..-23 are taken by other parts of this version (pub/sub, replicas). */
+    SL_EBLOCKING = -24,   /* a blocking command (BLPOP, XREAD BLOCK, WAIT...) in a pipeline of
+                             several commands: refused, nothing sent. Run it alone (it leases a
+                             connection of its own) or in an sl_session */
+    SL_EWATCHMOVED = -25, /* the slot of a session moved (MOVED/ASK) while its keys were
+                             watched or a MULTI was open: the transaction cannot hold; the
+                             session is broken (close it and start over on the new owner) */
+    SL_EABORTED = -26     /* EXEC answered nil: a watched key changed, nothing was applied */
 } sl_error_code;
 
 /* A short static description of a code, e.g. "I/O error". Never NULL. */
@@ -249,6 +257,12 @@ typedef struct sl_client_options {
                                    URL's scheme; the client takes its own reference. The
                                    handshake runs within connect_timeout_ms, and nothing is
                                    sent before the server's certificate is verified. */
+    /* v4 (blocking): leased connections (blocking commands and sessions, see "Blocking
+     * commands and sessions" below). Callers of versions 1-3 get the defaults. */
+    int blocking_grace_ms;      /* a leased blocking command's deadline is its block time plus
+                                   this; default 1000; 0 = the default */
+    int lease_idle_max;         /* idle leased connections kept per node for reuse; default 4;
+                                   0 = the default, -1 = none (close each after use) */
     /* v4 (replicas): replica reads and failover. Callers of versions 1-3 get the defaults.
      * In a cluster, when a node's connection is lost: commands that never reached its socket
      * (its connect failed, or it was down) are routed again by their slot and resent, with
@@ -265,7 +279,7 @@ typedef struct sl_client_options {
 
 #define SL_CLIENT_OPTIONS_INIT { SL_CLIENT_OPTIONS_VERSION, (unsigned int)sizeof(sl_client_options), \
         NULL, SL_MODE_AUTO, NULL, NULL, -1, 2, 2000, 5000, 5, 0, 10, 1000, NULL,                     \
-        (uint64_t)512 << 20, (uint64_t)1 << 30, 32, 4096, (uint64_t)64 << 20, NULL,                  \
+        (uint64_t)512 << 20, (uint64_t)1 << 30, 32, 4096, (uint64_t)64 << 20, NULL, 1000, 4,           \
         SL_READ_PRIMARY, 0, NULL, NULL }
 
 /* Fills opts with the defaults of the given version (SL_CLIENT_OPTIONS_VERSION, or an
@@ -568,7 +582,16 @@ SL_EXTERN int sl_scan_new(sl_client *client, const sl_scan_options *opts, sl_sca
  * tries again. Each call is one to three round trips to one node (more after a failure). */
 SL_EXTERN int sl_scan_next(sl_scan *scan, sl_batch *batch, int *done);
 
-/* Frees the iterator. NULL is a no-op. */
+/* 1 once every slot has been scanned: no later page holds a key (sl_scan_next still
+ * answers the last, empty page with *done = 1), else 0 (NULL: 0). Read it after a page,
+ * never while the scan is paged on a loop (slotlane_uv.h). */
+SL_EXTERN int sl_scan_done(const sl_scan *scan);
+
+/* The last failure of the scan's pages, also of those paged on a loop (the loop does not
+ * write the client's message); "" when none. Owned by the scan, valid until its next page. */
+SL_EXTERN const char *sl_scan_errmsg(const sl_scan *scan);
+
+/* Frees the iterator (not while a page of it is in flight on a loop). NULL is a no-op. */
 SL_EXTERN void sl_scan_free(sl_scan *scan);
 
 /* ----------------------------------------------------------------- scripts */
@@ -586,6 +609,220 @@ SL_EXTERN int sl_batch_run_script(sl_batch *batch, const void *body, size_t body
                                   const void *cmd, size_t len, int timeout_ms,
                                   void *records, size_t records_cap, void *data, size_t data_cap,
                                   sl_sizes *sizes);
+
+/* -------------------------------------------------------------- pub/sub */
+/* Out-of-band RESP3 pushes on the client's command connections (client-side caching's
+ * "invalidate", and any other push that answers no command) are given to fn instead of
+ * being dropped: records[0] is the push (SL_REPLY_PUSH), its children follow, offsets into
+ * data; all of it valid only during the call. fn runs on the thread that drives the
+ * connection (the executing thread, or the sl_loop's thread) and must not call into the
+ * client. fn NULL: pushes are dropped again. Set it before executions start (not
+ * concurrently with one). SL_EINVAL for a NULL client. */
+typedef void (*sl_push_fn)(void *ctx, const char *node, const sl_reply *records, size_t count,
+                           const uint8_t *data);
+SL_EXTERN int sl_client_set_push_handler(sl_client *client, sl_push_fn fn, void *ctx);
+
+
+/* A subscriber: connections of its own, never the command connections (classic and pattern
+ * subscriptions on one connection to one node — a Redis Cluster delivers PUBLISH on every
+ * node —, sharded ones on a connection to each slot's owner, one SSUBSCRIBE per slot), and
+ * one thread of its own that drives them (poll(), the core part only: every binding has it).
+ * The caller states what it wants subscribed; the subscriber keeps the servers equal to it
+ * across reconnects, failovers, slot moves (an unsolicited SUNSUBSCRIBE, a MOVED) and
+ * topology refreshes, and reports each such event in-band. Messages and events are records
+ * in one bounded queue, read in batches with sl_subscriber_drain. Every sl_subscriber_*
+ * call may be made from any thread (the subscriber locks), except sl_subscriber_free. */
+typedef struct sl_subscriber sl_subscriber;
+
+/* What a subscription is. */
+typedef enum sl_sub_kind {
+    SL_SUB_CHANNEL = 0,          /* SUBSCRIBE channel */
+    SL_SUB_PATTERN = 1,          /* PSUBSCRIBE pattern */
+    SL_SUB_SHARD = 2             /* SSUBSCRIBE shard channel (routed by its slot) */
+} sl_sub_kind;
+
+/* What a record of the queue is. */
+typedef enum sl_message_kind {
+    SL_MSG_MESSAGE = 1,          /* channel, payload */
+    SL_MSG_PMESSAGE = 2,         /* pattern, channel, payload */
+    SL_MSG_SMESSAGE = 3,         /* channel, payload (a shard channel) */
+    SL_MSG_SUBSCRIBE = 4,        /* the server confirmed channel; count = its subscriptions
+                                    on that connection */
+    SL_MSG_PSUBSCRIBE = 5,       /* ... pattern (in channel) */
+    SL_MSG_SSUBSCRIBE = 6,
+    SL_MSG_UNSUBSCRIBE = 7,      /* channel is no longer subscribed (asked for) */
+    SL_MSG_PUNSUBSCRIBE = 8,
+    SL_MSG_SUNSUBSCRIBE = 9,
+    SL_MSG_RESUBSCRIBED = 10,    /* channel (flags: its sl_sub_kind) is subscribed again after
+                                    a gap — a lost connection, a failover, a slot that moved:
+                                    messages published in the gap were missed */
+    SL_MSG_OVERFLOW = 11,        /* the queue was full: count messages were dropped here (the
+                                    newest ones: the policy is "drop newest, report") */
+    SL_MSG_CONNECTION_LOST = 12, /* a subscriber connection broke (payload: node and why;
+                                    a PING of the health check unanswered counts): its
+                                    subscriptions are in a gap until RESUBSCRIBED */
+    SL_MSG_ERROR = 13            /* a server refused a subscription command (payload: its
+                                    error reply); flags: the sl_sub_kind asked */
+} sl_message_kind;
+
+/* One record: 32 bytes, fixed layout. Its bytes in the drain's data buffer are, from
+ * offset: channel, then pattern, then payload (each may be empty). */
+typedef struct sl_message {
+    uint8_t kind;                /* sl_message_kind */
+    uint8_t flags;               /* SL_MSG_RESUBSCRIBED, SL_MSG_ERROR: an sl_sub_kind; else 0 */
+    uint16_t reserved;
+    uint32_t channel_len;
+    uint32_t pattern_len;
+    uint32_t payload_len;
+    int64_t count;               /* (un)subscribe: the server's count; OVERFLOW: messages dropped */
+    uint64_t offset;             /* of the channel bytes in the data buffer */
+} sl_message;
+
+#define SL_SUBSCRIBER_OPTIONS_VERSION 1
+
+/* Initialise with SL_SUBSCRIBER_OPTIONS_INIT; fields are only appended (version and size as
+ * in sl_client_options). */
+typedef struct sl_subscriber_options {
+    unsigned int version;        /* SL_SUBSCRIBER_OPTIONS_VERSION */
+    unsigned int size;           /* sizeof(sl_subscriber_options) as the caller compiled it */
+    uint64_t max_queue_bytes;    /* queued message bytes (channel + pattern + payload + 32 per
+                                    record) past which new messages are dropped and counted in
+                                    an SL_MSG_OVERFLOW record; events are always queued.
+                                    Default 64 MiB; 0 = the default */
+    int health_check_interval_ms;/* a connection that read nothing for this long is sent a PING;
+                                    no reply within as long again: it is dead (CONNECTION_LOST,
+                                    reconnect). Default 30000; 0 = the default; -1 = never */
+} sl_subscriber_options;
+
+#define SL_SUBSCRIBER_OPTIONS_INIT { SL_SUBSCRIBER_OPTIONS_VERSION, (unsigned int)sizeof(sl_subscriber_options), \
+        (uint64_t)64 << 20, 30000 }
+
+/* Makes a subscriber for the servers of copts (a client's options: URL or seeds, mode,
+ * credentials, RESP version, TLS, timeouts and backoff, reply limits; the command timeout
+ * is not used). It connects and discovers the topology now, on the caller's thread (errors
+ * as sl_client_new: SL_EINVAL, SL_EIO, SL_ECLUSTER, SL_ETLS..., message in errmsg), and
+ * starts its thread. sopts may be NULL (defaults). Free with sl_subscriber_free(). */
+SL_EXTERN int sl_subscriber_new(sl_subscriber **out, const sl_client_options *copts,
+                                const sl_subscriber_options *sopts, char *errmsg, size_t errmsg_cap);
+
+/* Adds name (len bytes, copied; binary-safe) of kind to the wanted set; the subscriber's thread
+ * subscribes it and queues the server's confirmation. Subscribing what is already wanted is a
+ * no-op. Returns 0, SL_EINVAL (bad kind, NULL name), SL_ENOMEM, SL_ESTATE (closed). */
+SL_EXTERN int sl_subscriber_subscribe(sl_subscriber *sub, int kind, const void *name, size_t len);
+
+/* Removes name of kind from the wanted set (name NULL: every subscription of that kind); an
+ * unsubscribe record follows the server's answer (at once when its connection is down).
+ * Not wanted: a no-op. Returns 0, SL_EINVAL, SL_ESTATE (closed). */
+SL_EXTERN int sl_subscriber_unsubscribe(sl_subscriber *sub, int kind, const void *name, size_t len);
+
+/* A file descriptor an event loop can watch for reading: from the first call on, readable
+ * while the queue holds records (signalled when it goes from empty to non-empty, cleared by
+ * the drain that empties it) and after sl_subscriber_close. A subscriber read only with
+ * blocking drains never calls it, and its queue then writes no fd at all. Owned by the
+ * subscriber: never close or read it. */
+SL_EXTERN int sl_subscriber_fd(const sl_subscriber *sub);
+
+/* Moves whole records from the queue, oldest first, into msgs (cap records) and data
+ * (data_cap bytes), as many as fit; waits up to timeout_ms for the first one (0: never
+ * waits; -1: no limit). *count (and *data_len, the bytes used) say what was copied; 0 records
+ * on a timeout. Returns 0; SL_ETOOSMALL when the oldest record alone needs more than data_cap
+ * (*data_len says how much; nothing is taken); SL_ESTATE when the subscriber is closed and
+ * its queue is empty; SL_EINVAL. */
+SL_EXTERN int sl_subscriber_drain(sl_subscriber *sub, int timeout_ms, sl_message *msgs, size_t cap,
+                                  void *data, size_t data_cap, size_t *count, size_t *data_len);
+
+#define SL_SUBSCRIBER_STATS_VERSION 1
+typedef struct sl_subscriber_stats {
+    unsigned int version;        /* set by the caller: SL_SUBSCRIBER_STATS_VERSION */
+    unsigned int size;           /* set by the caller: sizeof(sl_subscriber_stats) */
+    uint64_t messages;           /* messages queued (message, pmessage, smessage) */
+    uint64_t dropped;            /* messages dropped by the queue bound */
+    uint64_t connection_losses;  /* CONNECTION_LOST records */
+    uint64_t resubscribed;       /* RESUBSCRIBED records */
+    uint64_t pings;              /* health-check PINGs sent */
+    uint64_t refreshes;          /* topology refreshes the subscriber asked for */
+    uint64_t confirmed;          /* subscriptions the servers confirm now */
+    uint64_t queued_bytes;       /* bytes in the queue now */
+    uint64_t bytes_read;         /* bytes read from the subscriber's connections */
+} sl_subscriber_stats;
+
+/* Copies the counters (fields up to stats->size). 0 or SL_EINVAL. */
+SL_EXTERN int sl_subscriber_stats_get(const sl_subscriber *sub, sl_subscriber_stats *stats);
+
+/* Stops the subscriber: its thread closes the connections and ends; waiting drains return
+ * (SL_ESTATE once the queue is empty; what is queued can still be drained). Idempotent. */
+SL_EXTERN void sl_subscriber_close(sl_subscriber *sub);
+
+/* Closes (if needed), joins the thread and frees. No call on sub may be running or follow.
+ * NULL is a no-op. */
+SL_EXTERN void sl_subscriber_free(sl_subscriber *sub);
+/* ------------------------------------------------ blocking commands and sessions */
+
+/*
+ * Blocking commands — BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX,
+ * BZMPOP, XREAD and XREADGROUP with BLOCK, WAIT — never run on the shared per-node
+ * pipeline (one waiting command would stall every command behind it). A batch whose only
+ * command is a blocking one (sl_batch_exec, sl_batch_run, sl_client_command) runs it on a
+ * connection leased for it from a small per-node pool (lease_idle_max idle ones kept), to
+ * the node of its key. Its deadline: timeout_ms when the caller gives one (> 0), none for
+ * -1; for 0 (the default) the command's block time plus blocking_grace_ms, and none for a
+ * block time of 0. At the deadline or a cancel (sl_client_cancel) the leased connection is
+ * closed, so a pop still armed on the server can never hand its element to anyone: the
+ * server puts it back (the pop never happened). A blocking command is not sent again once
+ * sent, except after MOVED, ASK, TRYAGAIN or -UNBLOCKED (the server did not execute it).
+ * In a batch of several commands a blocking command (outside MULTI ... EXEC, where the
+ * server never blocks) makes the execution fail with SL_EBLOCKING before anything is sent:
+ * every command gets an SL_ERR_ARGUMENT record naming this API.
+ * The asynchronous API (slotlane_uv.h) does the same: a batch of one blocking command runs
+ * on a lease attached to the same loop, so a BLPOP 0 never stalls the node's shared
+ * connection; sl_batch_cancel, a deadline, a detach or sl_loop_free closes its lease.
+ * Sessions are synchronous only (slotlane.h).
+ *
+ * A session pins one leased connection to the primary of one slot (the slot of the first
+ * key it sees; in plain mode, the one node) for WATCH ... MULTI ... EXEC: every command
+ * of a session's batch must hash to that slot (keyless ones — MULTI, EXEC, UNWATCH, WAIT
+ * — go with them), a batch that does not is refused before sending (SL_ECLUSTER,
+ * SL_ERR_CLUSTER records "CROSSSLOT ..."). A MOVED or ASK while keys are watched or a
+ * MULTI is open fails with SL_EWATCHMOVED (the session is broken: close it); without a
+ * watch the session is unpinned and the caller may retry (the slot map is refreshed). EXEC
+ * answering nil makes the execution return SL_EABORTED (the record is the nil). WAIT in
+ * a session waits for the session's own writes.
+ */
+typedef struct sl_session sl_session;
+
+/* Opens a session on the client (nothing is sent yet: the connection is leased when the
+ * first batch runs). *out is freed by sl_session_close, before the client. Returns 0,
+ * SL_EINVAL or SL_ENOMEM. Same thread rule as the client (one thread at a time). */
+SL_EXTERN int sl_session_new(sl_client *client, sl_session **out);
+
+/* Executes the batch's queued commands on the session's connection, in order, as one
+ * pipeline: results and the batch's queue as sl_batch_exec. batch must be a batch of the
+ * session's client. timeout_ms as sl_batch_exec (0: the client's command_timeout_ms, or
+ * for a blocking command its block time plus the grace). Returns 0, SL_EABORTED (EXEC
+ * answered nil), SL_EWATCHMOVED, SL_ECLUSTER (refused: keys of another slot, nothing
+ * sent), SL_ESTATE (the session is broken by an earlier failure: close it), or an
+ * execution's code (SL_ETIMEOUT, SL_ECANCELLED, SL_EIO: the session is broken then too:
+ * the server may have applied part of it). */
+SL_EXTERN int sl_session_exec(sl_session *session, sl_batch *batch, int timeout_ms, sl_sizes *sizes);
+
+/* One crossing for bindings: sl_batch_reset + sl_batch_append + sl_session_exec +
+ * sl_batch_copy_out, buffers and codes as sl_batch_run. */
+SL_EXTERN int sl_session_run(sl_session *session, sl_batch *batch, const void *cmds, size_t len, size_t count,
+                             int timeout_ms, void *records, size_t records_cap, void *data, size_t data_cap,
+                             sl_sizes *sizes);
+
+/* The slot the session is pinned to, or -1 (not pinned yet, or plain mode). */
+SL_EXTERN int sl_session_slot(const sl_session *session);
+
+/* 1 while the session holds a WATCH or an open MULTI (close would send UNWATCH/DISCARD). */
+SL_EXTERN int sl_session_watching(const sl_session *session);
+
+/* Ends the session: sends DISCARD (a MULTI open) or UNWATCH (keys watched) when needed and
+ * returns the connection to the pool, clean; a broken session's connection (an error, a
+ * timeout, a cancel, a moved slot) is closed instead. Frees the session. Returns 0, or
+ * the code of a failed DISCARD/UNWATCH (the connection was closed; nothing is lost).
+ * NULL is a no-op. */
+SL_EXTERN int sl_session_close(sl_session *session);
 
 /* ----------------------------------------------------------- helpers */
 

@@ -104,6 +104,7 @@ void sl_batch_free(sl_batch *b)
     const sl__alloc *a = &b->client->alloc;
     sl__bytes_free(a, &b->input);
     sl__bytes_free(a, &b->synth);
+    sl__bytes_free(a, &b->script_cmd);
     sl__bytes_free(a, &b->data);
     sl__records_free(a, &b->xrecs);
     sl__records_free(a, &b->out);
@@ -291,7 +292,7 @@ int sl_batch_append_argv(sl_batch *b, const sl_route *route, int argc, const cha
 
 /* ------------------------------------------------------------ routing */
 
-static int is_name(const uint8_t *p, size_t len, const char *upper)
+int sl__name_is(const uint8_t *p, size_t len, const char *upper)
 {
     size_t n = strlen(upper);
     if (len != n) return 0;
@@ -339,7 +340,7 @@ static int ensure_scratch(sl_batch *b, size_t n)
 }
 
 /* The slot of command ci's keys: -1 without keys; *multi set when keys span slots. */
-static int cmd_slot(sl_batch *b, uint32_t ci, const sl__cmdinfo **infop, int *multi)
+int sl__batch_cmd_slot(sl_batch *b, uint32_t ci, const sl__cmdinfo **infop, int *multi)
 {
     sl__cmd *cmd = &b->cmds[ci];
     const uint8_t *bytes = sl__cmd_bytes(b, cmd);
@@ -418,13 +419,13 @@ static int route_multi_group(sl_batch *b, uint32_t first)
         reset_cmd(b->client, cmd);
         const uint8_t *bytes = sl__cmd_bytes(b, cmd);
         const sl__arg *name = &b->args[cmd->arg0];
-        if (is_name(bytes + name->off, name->len, "EXEC") || is_name(bytes + name->off, name->len, "DISCARD")) {
+        if (sl__name_is(bytes + name->off, name->len, "EXEC") || sl__name_is(bytes + name->off, name->len, "DISCARD")) {
             last = i;
             break;
         }
         const sl__cmdinfo *info;
         int multi;
-        int s = cmd_slot(b, i, &info, &multi);
+        int s = sl__batch_cmd_slot(b, i, &info, &multi);
         if (s == -2) return SL_ENOMEM;
         if (multi || (s >= 0 && slot >= 0 && s != slot)) cross = 1;
         if (s >= 0 && slot < 0) slot = s;
@@ -500,7 +501,7 @@ static int route_all(sl_batch *b)
         default: {
             const sl__cmdinfo *info;
             int multi;
-            int slot = cmd_slot(b, i, &info, &multi);
+            int slot = sl__batch_cmd_slot(b, i, &info, &multi);
             if (slot == -2) return SL_ENOMEM;
             if (info && info->name[0] == 'M' && strcmp(info->name, "MULTI") == 0) {
                 rc = route_multi_group(b, i);
@@ -583,10 +584,8 @@ static int assemble(sl_batch *b)
 
 /* Starts an execution: resets the results, refreshes the map if asked, routes every
  * command (its first round is queued by the driver). */
-int sl__batch_prepare(sl_batch *b, int timeout_ms)
+void sl__batch_results_reset(sl_batch *b)
 {
-    sl_client *c = b->client;
-    if (b != c->disco && c->mode == SL_MODE_CLUSTER && !c->async_hooks) sl__topo_maybe_refresh(c);
     b->data.len = 0;
     b->xrecs.len = 0;
     b->out.len = 0;
@@ -608,6 +607,13 @@ int sl__batch_prepare(sl_batch *b, int timeout_ms)
     b->backoff_until = 0;
     b->reroute = 0;
     b->retry_until = 0;
+}
+
+int sl__batch_prepare(sl_batch *b, int timeout_ms)
+{
+    sl_client *c = b->client;
+    if (b != c->disco && c->mode == SL_MODE_CLUSTER && !c->async_hooks) sl__topo_maybe_refresh(c);
+    sl__batch_results_reset(b);
     int t = timeout_ms == 0 ? c->opts.command_timeout_ms : timeout_ms;
     b->deadline = t > 0 ? sl__now_ms() + (uint64_t)t : UINT64_MAX;
     return route_all(b);
@@ -642,6 +648,19 @@ int sl__batch_finish(sl_batch *b, int status)
     return status;
 }
 
+/* The engine's part of an execution: route, rounds, records. */
+int sl__batch_run_engine(sl_batch *b, int timeout_ms)
+{
+    int status = sl__batch_prepare(b, timeout_ms);
+    if (status == 0) status = sl__engine_queue_round(b, 1);
+    if (status == 0) status = sl__engine_run_sync(b);
+    if (status == SL_ENOMEM) {
+        /* Whatever could not run still needs its record. */
+        (void)sl__engine_abandon(b, SL_ERR_IO, "out of memory");
+    }
+    return sl__batch_finish(b, status);
+}
+
 int sl__batch_exec(sl_batch *b, int timeout_ms)
 {
     sl_client *c = b->client;
@@ -657,18 +676,20 @@ int sl__batch_exec(sl_batch *b, int timeout_ms)
         /* A cancel aimed at an execution that already ended must not reach this one. */
         if (atomic_exchange(&c->cancel, 0)) sl__drain_cancel(c);
     }
-    int status = sl__batch_prepare(b, timeout_ms);
-    if (status == 0) status = sl__engine_queue_round(b, 1);
-    if (status == 0) status = sl__engine_run_sync(b);
-    if (status == SL_ENOMEM) {
-        /* Whatever could not run still needs its record. */
-        (void)sl__engine_abandon(b, SL_ERR_IO, "out of memory");
-    }
+    int status;
+    /* Blocking commands run on leased connections, never on the shared pipeline (lease.c). */
+    int lease = outer && !c->lease_parent ? sl__lease_classify(b) : 0;
+    if (lease > 0)
+        status = sl__lease_exec(b, timeout_ms);
+    else if (lease < 0)
+        status = sl__lease_refuse(b);
+    else
+        status = sl__batch_run_engine(b, timeout_ms);
     if (outer) {
         atomic_store(&c->running, 0);
         if (atomic_exchange(&c->cancel, 0)) sl__drain_cancel(c);
     }
-    return sl__batch_finish(b, status);
+    return status;
 }
 
 int sl_batch_exec(sl_batch *b, int timeout_ms, sl_sizes *sizes)

@@ -43,6 +43,9 @@ const char *sl_strerror(int code)
     case SL_EBUSY: return "the client's in-flight limit is reached";
     case SL_EFORK: return "used in a child after fork()";
     case SL_ETLS: return "TLS error";
+    case SL_EBLOCKING: return "a blocking command in a pipeline";
+    case SL_EWATCHMOVED: return "the slot moved while watched";
+    case SL_EABORTED: return "the transaction was aborted";
     default: return "unknown error";
     }
 }
@@ -115,7 +118,7 @@ static size_t options_size(unsigned int version)
     switch (version) {
     case 1: return offsetof(sl_client_options, max_inflight_batches);
     case 2: return offsetof(sl_client_options, tls);
-    case 3: return offsetof(sl_client_options, read_from);
+    case 3: return offsetof(sl_client_options, blocking_grace_ms);
     default: return sizeof(sl_client_options);
     }
 }
@@ -143,6 +146,8 @@ static int check_options(const sl_client_options *o, char *why, size_t cap)
     if (o->refresh_interval_ms < 0) BAD("refresh_interval_ms must not be negative");
     if (o->reconnect_min_ms < 0 || o->reconnect_max_ms < 0) BAD("reconnect backoff must not be negative");
     if (o->db < -1 || o->db > 1000000) BAD("db out of range");
+    if (o->blocking_grace_ms < 0) BAD("blocking_grace_ms must not be negative");
+    if (o->lease_idle_max < -1) BAD("lease_idle_max must be -1, 0 or positive");
     if (o->read_from != SL_READ_PRIMARY && o->read_from != SL_READ_PREFER_REPLICA &&
         o->read_from != SL_READ_REPLICAS_ROUND_ROBIN)
         BAD("read_from must be SL_READ_PRIMARY, SL_READ_PREFER_REPLICA or SL_READ_REPLICAS_ROUND_ROBIN (got %d)",
@@ -188,6 +193,11 @@ static int ping_default(sl_client *c)
 
 int sl_client_new(sl_client **out, const sl_client_options *opts, char *errmsg, size_t errmsg_cap)
 {
+    return sl__client_make(out, opts, 1, errmsg, errmsg_cap);
+}
+
+int sl__client_make(sl_client **out, const sl_client_options *opts, int probe, char *errmsg, size_t errmsg_cap)
+{
     char why[256];
     if (!out) {
         set_errbuf(errmsg, errmsg_cap, "out is NULL");
@@ -214,6 +224,9 @@ int sl_client_new(sl_client **out, const sl_client_options *opts, char *errmsg, 
         }
         if (opts->version < 3) o.tls = NULL; /* likewise: not a field of versions 1 and 2 */
         if (opts->version < 4) { /* nor these of versions 1 to 3 */
+            sl_client_options d = SL_CLIENT_OPTIONS_INIT;
+            o.blocking_grace_ms = d.blocking_grace_ms;
+            o.lease_idle_max = d.lease_idle_max;
             o.read_from = SL_READ_PRIMARY;
             o.retry_writes = 0;
             o.on_event = NULL;
@@ -248,6 +261,9 @@ int sl_client_new(sl_client **out, const sl_client_options *opts, char *errmsg, 
     c->opts.allocator = NULL;
     if (c->opts.max_inflight_batches == 0) c->opts.max_inflight_batches = 4096;
     if (c->opts.max_inflight_bytes == 0) c->opts.max_inflight_bytes = (uint64_t)64 << 20;
+    if (c->opts.blocking_grace_ms == 0) c->opts.blocking_grace_ms = 1000;
+    if (c->opts.lease_idle_max == 0) c->opts.lease_idle_max = 4;
+    atomic_init(&c->lease_active, NULL);
     c->fork_gen = sl__fork_generation();
     atomic_init(&c->q_batches, 0);
     atomic_init(&c->q_bytes, 0);
@@ -306,7 +322,7 @@ int sl_client_new(sl_client **out, const sl_client_options *opts, char *errmsg, 
     c->topo.default_node = 0;
     if (o.mode == SL_MODE_PLAIN) {
         c->mode = SL_MODE_PLAIN;
-        rc = ping_default(c);
+        rc = probe ? ping_default(c) : 0;
     } else {
         /* Discovery runs in plain mode: no routing, no redirects, no SELECT. */
         c->mode = SL_MODE_PLAIN;
@@ -353,6 +369,7 @@ void sl_client_free(sl_client *c)
      * descriptors are released. */
     if (c->async_hooks && c->async_hooks->release && c->fork_gen == sl__fork_generation())
         c->async_hooks->release(c);
+    sl__leases_free(c);
     if (c->internal) sl_batch_free(c->internal);
     if (c->disco) sl_batch_free(c->disco);
     sl__topo_free(c);
@@ -385,6 +402,17 @@ void sl_client_cancel(sl_client *c)
         ssize_t w = write(c->cancel_pipe[1], &x, 1); /* a full pipe already wakes poll */
         (void)w;
     }
+    /* A blocking command or session runs on a leased connection's own client (lease.c). */
+    sl_client *lease = atomic_load(&c->lease_active);
+    if (lease) sl_client_cancel(lease);
+}
+
+int sl_client_set_push_handler(sl_client *c, sl_push_fn fn, void *ctx)
+{
+    if (!c) return SL_EINVAL;
+    c->push_fn = fn;
+    c->push_ctx = ctx;
+    return 0;
 }
 
 int sl_client_refresh(sl_client *c)
