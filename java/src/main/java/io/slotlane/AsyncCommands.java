@@ -311,6 +311,146 @@ public abstract class AsyncCommands {
     }
 
     /**
+     * {@code BLMOVE} (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+     *
+     * <p>Reply: {@code string?} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 6.2.0.
+     * @param source the source (key)
+     * @param destination the destination (key)
+     * @param timeout the timeout (number)
+     * @return the future of the reply as {@code String}
+     */
+    public CompletableFuture<String> blmove(String source, String destination, double timeout) {
+        return blmove(source, destination, timeout, null);
+    }
+
+    /**
+     * {@code BLMOVE} (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+     *
+     * <p>Reply: {@code string?} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 6.2.0.
+     * @param source the source (key)
+     * @param destination the destination (key)
+     * @param timeout the timeout (number)
+     * @param options the options (null: none)
+     * @return the future of the reply as {@code String}
+     */
+    public CompletableFuture<String> blmove(String source, String destination, double timeout, CommandOptions.BlmoveOptions options) {
+        return submit(Commands.S_STRINGN, b -> Commands.blmove(b, source, destination, timeout, options));
+    }
+
+    /**
+     * {@code BLMPOP} (list): Pop elements from a list, or block until one is available.
+     *
+     * <p>Reply: {@code tuple&lt;string,array&lt;string&gt;&gt;?} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.
+     * @param timeout the timeout (number)
+     * @param keys the keys (keys)
+     * @return the future of the reply as {@code Tuple2&lt;String, List&lt;String&gt;&gt;}
+     */
+    public CompletableFuture<Tuple2<String, List<String>>> blmpop(double timeout, List<String> keys) {
+        return blmpop(timeout, keys, null);
+    }
+
+    /**
+     * {@code BLMPOP} (list): Pop elements from a list, or block until one is available.
+     *
+     * <p>Reply: {@code tuple&lt;string,array&lt;string&gt;&gt;?} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.
+     * @param timeout the timeout (number)
+     * @param keys the keys (keys)
+     * @param options the options (null: none)
+     * @return the future of the reply as {@code Tuple2&lt;String, List&lt;String&gt;&gt;}
+     */
+    public CompletableFuture<Tuple2<String, List<String>>> blmpop(double timeout, List<String> keys, CommandOptions.BlmpopOptions options) {
+        return submit(Commands.S_TUPLE_STRING_ARRAY_STRINGEEN, b -> Commands.blmpop(b, timeout, keys, options));
+    }
+
+    /**
+     * {@code BLPOP} (list): Remove and get the first element in a list, or block until one is available.
+     *
+     * <p>Reply: {@code tuple&lt;string,string&gt;?} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 2.0.0.
+     * @param keys the keys (keys)
+     * @param timeout the timeout (number)
+     * @return the future of the reply as {@code Tuple2&lt;String, String&gt;}
+     */
+    public CompletableFuture<Tuple2<String, String>> blpop(List<String> keys, double timeout) {
+        return submit(Commands.S_TUPLE_STRING_STRINGEN, b -> Commands.blpop(b, keys, timeout));
+    }
+
+    /**
+     * {@code BRPOP} (list): Remove and get the last element in a list, or block until one is available.
+     *
+     * <p>Reply: {@code tuple&lt;string,string&gt;?} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 2.0.0.
+     * @param keys the keys (keys)
+     * @param timeout the timeout (number)
+     * @return the future of the reply as {@code Tuple2&lt;String, String&gt;}
+     */
+    public CompletableFuture<Tuple2<String, String>> brpop(List<String> keys, double timeout) {
+        return submit(Commands.S_TUPLE_STRING_STRINGEN, b -> Commands.brpop(b, keys, timeout));
+    }
+
+    /**
+     * {@code BRPOPLPUSH} (list): Pop an element from a list, push it to another list and return it; or block until one is available.
+     *
+     * <p>Reply: {@code string?} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 2.2.0.
+     * @param source the source (key)
+     * @param destination the destination (key)
+     * @param timeout the timeout (number)
+     * @return the future of the reply as {@code String}
+     * @deprecated since Redis 6.2.0; use BLMOVE with the RIGHT and LEFT arguments
+     */
+    @Deprecated
+    public CompletableFuture<String> brpoplpush(String source, String destination, double timeout) {
+        return submit(Commands.S_STRINGN, b -> Commands.brpoplpush(b, source, destination, timeout));
+    }
+
+    /**
+     * {@code BZMPOP} (sorted-set): Remove and return members with scores in a sorted set or block until one is available.
+     *
+     * <p>Reply: {@code tuple&lt;string,pairs&lt;string,double&gt;&gt;?} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.
+     * @param timeout the timeout (number)
+     * @param keys the keys (keys)
+     * @return the future of the reply as {@code Tuple2&lt;String, List&lt;Pair&lt;String, Double&gt;&gt;&gt;}
+     */
+    public CompletableFuture<Tuple2<String, List<Pair<String, Double>>>> bzmpop(double timeout, List<String> keys) {
+        return bzmpop(timeout, keys, null);
+    }
+
+    /**
+     * {@code BZMPOP} (sorted-set): Remove and return members with scores in a sorted set or block until one is available.
+     *
+     * <p>Reply: {@code tuple&lt;string,pairs&lt;string,double&gt;&gt;?} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 7.0.0.
+     * @param timeout the timeout (number)
+     * @param keys the keys (keys)
+     * @param options the options (null: none)
+     * @return the future of the reply as {@code Tuple2&lt;String, List&lt;Pair&lt;String, Double&gt;&gt;&gt;}
+     */
+    public CompletableFuture<Tuple2<String, List<Pair<String, Double>>>> bzmpop(double timeout, List<String> keys, CommandOptions.BzmpopOptions options) {
+        return submit(Commands.S_TUPLE_STRING_PAIRS_STRING_DOUBLEEEN, b -> Commands.bzmpop(b, timeout, keys, options));
+    }
+
+    /**
+     * {@code BZPOPMAX} (sorted-set): Remove and return the member with the highest score from one or more sorted sets, or block until one is available.
+     *
+     * <p>Reply: {@code any} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 5.0.0.
+     * @param keys the keys (keys)
+     * @param timeout the timeout (number)
+     * @return the future of the reply as {@code Object}
+     */
+    public CompletableFuture<Object> bzpopmax(List<String> keys, double timeout) {
+        return submit(Commands.S_ANY, b -> Commands.bzpopmax(b, keys, timeout));
+    }
+
+    /**
+     * {@code BZPOPMIN} (sorted-set): Remove and return the member with the lowest score from one or more sorted sets, or block until one is available.
+     *
+     * <p>Reply: {@code any} &mdash; Blocks: runs on a connection leased for it (never the shared pipeline); its deadline is the timeout plus the client's grace (none for 0); in a pipeline of several commands it is refused (BlockingPipelineError). Since Redis 5.0.0.
+     * @param keys the keys (keys)
+     * @param timeout the timeout (number)
+     * @return the future of the reply as {@code Object}
+     */
+    public CompletableFuture<Object> bzpopmin(List<String> keys, double timeout) {
+        return submit(Commands.S_ANY, b -> Commands.bzpopmin(b, keys, timeout));
+    }
+
+    /**
      * {@code CLIENT GETNAME} (connection): Get the current connection name.
      *
      * <p>Reply: {@code string?}. Since Redis 2.6.9.
@@ -3501,6 +3641,18 @@ public abstract class AsyncCommands {
      */
     public CompletableFuture<Long> unlink(String... keys) {
         return submit(Commands.S_INT, b -> Commands.unlink(b, keys));
+    }
+
+    /**
+     * {@code WAIT} (generic): Wait for the synchronous replication of all the write commands sent in the context of the current connection.
+     *
+     * <p>Reply: {@code int} &mdash; Waits for replicas to acknowledge this connection's writes: alone it runs on a leased connection (deadline: its timeout plus the grace); to wait for a transaction's writes, send it in that session. Since Redis 3.0.0.
+     * @param numreplicas the numreplicas (integer)
+     * @param timeout the timeout (integer)
+     * @return the future of the reply as {@code Long}
+     */
+    public CompletableFuture<Long> wait(long numreplicas, long timeout) {
+        return submit(Commands.S_INT, b -> Commands.wait(b, numreplicas, timeout));
     }
 
     /**
