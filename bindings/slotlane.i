@@ -46,7 +46,7 @@ _Static_assert(offsetof(sl_route, version) == 0 && offsetof(sl_route, size) == 4
                offsetof(sl_route, kind) == 8 && offsetof(sl_route, slot) == 12 &&
                offsetof(sl_route, node) == 16 && sizeof(sl_route) == 16 + sizeof(void *),
                "sl_route layout");
-_Static_assert(sizeof(sl_stats) == 88 && offsetof(sl_stats, version) == 0 &&
+_Static_assert(sizeof(sl_stats) == 136 && offsetof(sl_stats, version) == 0 &&
                offsetof(sl_stats, size) == 4 && offsetof(sl_stats, commands) == 8 &&
                offsetof(sl_stats, moved) == 16 && offsetof(sl_stats, ask) == 24 &&
                offsetof(sl_stats, tryagain) == 32 && offsetof(sl_stats, refreshes) == 40 &&
@@ -129,6 +129,7 @@ SL_ADDRESS(sl_message *)
 SL_ADDRESS(sl_subscriber_stats *)
 /* a push handler is a C function: a binding passes 0 (no handler) or one of its own glue */
 SL_ADDRESS(sl_push_fn)
+SL_ADDRESS(sl_event_fn)       /* replicas: the event callback (the Java binding has no events yet: NULL) */
 
 /* The address of a direct ByteBuffer (JNI GetDirectBufferAddress; 0 for a heap buffer).
  * A binding reads it once per buffer and caches it: the buffers are reused across calls. */
@@ -235,6 +236,8 @@ static int sl_java_node_range(const void *nodes, int i, int k) {
 %ignore sl_batch_exec_async;
 %ignore sl_client_detach_loop;
 %ignore sl_loop_submit;
+%ignore sl_scan_next_async;      /* (callback forms; the _cq ones are bound) */
+%ignore sl_script_exec_async;
 
 #ifdef SWIGJAVA
 /* sizeof() is not a Java expression: these four are read through JNI once. */

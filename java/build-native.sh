@@ -105,13 +105,13 @@ done < <(header_functions)
 [ ${#missing[@]} -eq 0 ] || die "functions of slotlane.h not wrapped by bindings/slotlane.i: ${missing[*]}"
 nfn=$(header_functions | wc -l)
 [ "$nfn" -gt 10 ] || die "found only $nfn SL_EXTERN functions in $HEADER: the check itself is broken"
-# and every function of slotlane_uv.h but the caller's-loop API and the callback submission
+# and every function of slotlane_uv.h but the caller's-loop API and the callback submissions (of batches, scan pages, scripts)
 # (uv_loop_t and C function pointers: slotlane.i ignores them; AsyncClient uses the loop thread
 # and a completion queue)
 UV_HEADER=$CORE/include/slotlane_uv.h
 missing=()
 while read -r fn; do
-  case $fn in sl_client_attach_loop|sl_batch_exec_async|sl_client_detach_loop|sl_loop_submit) continue ;; esac
+  case $fn in sl_client_attach_loop|sl_batch_exec_async|sl_client_detach_loop|sl_loop_submit|sl_scan_next_async|sl_script_exec_async) continue ;; esac
   grep -q "public final static native [^ ]* $fn(" "$JNI_JAVA" || missing+=("$fn")
 done < <(HEADER=$UV_HEADER header_functions)
 [ ${#missing[@]} -eq 0 ] || die "functions of slotlane_uv.h not wrapped by bindings/slotlane.i: ${missing[*]}"

@@ -46,6 +46,7 @@ PLAIN_PORT = BASE
 CLUSTER_PORT = BASE + 10      # 3 primaries: +10..+12, buses +13..+15
 CHAOS_PORT = BASE + 20        # 3 primaries: +20..+22, buses +23..+25
 REPLICA_PORT = BASE + 60      # 3 primaries x 1 replica: +60..+65, buses +66..+71
+# (test_tls.py: +75..+78 and its TLS cluster +80..+85)
 SL_PERSHARD_PORT = BASE + 40  # 4 shards: +40..+43
 SL_ONEPORT_PORT = BASE + 50
 UNUSED_PORT = BASE + ports.BLOCK_SIZE - 1  # in the block, never listened on

@@ -9,7 +9,7 @@ import socket
 import tempfile
 from typing import IO, Optional, Tuple
 
-BLOCK_SIZE = 100  # conftest.py's layout uses base+0..+59; +99 is never listened on
+BLOCK_SIZE = 100  # conftest.py's layout uses base+0..+85; +99 is never listened on
 
 
 def suite_range(root: str, suite: str) -> Tuple[int, int]:

@@ -4,9 +4,9 @@ serving TLS only (ci/redis-plain.sh, ci/redis-cluster.sh with SL_REDIS_TLS_DIR),
 certificates made by `openssl` now (ci/tls-certs.sh). Each failure is a TlsError (a
 ConnectionError) that says what failed, never a hang.
 
-Ports (python's range in ci/lib.sh): 22060 TLS, client certificates optional; 22061 TLS,
-client certificates required; 22062 TLS with an expired certificate; 22063 plaintext;
-22070-22075 a 3-primary Redis Cluster with tls-cluster yes."""
+Ports (conftest.py's block of python's range in ci/lib.sh): BASE+75 TLS, client certificates
+optional; +76 TLS, client certificates required; +77 TLS with an expired certificate; +78
+plaintext; +80..+85 a 3-primary Redis Cluster with tls-cluster yes."""
 import os
 import subprocess
 from typing import Dict, Iterator
@@ -14,9 +14,9 @@ from typing import Dict, Iterator
 import pytest
 
 import slotlane
-from conftest import HOST, ROOT, TEST_DIR, script
+from conftest import BASE, HOST, ROOT, TEST_DIR, script
 
-TLS_PORT, MTLS_PORT, EXPIRED_PORT, PLAIN_PORT, CLUSTER_PORT = 22060, 22061, 22062, 22063, 22070
+TLS_PORT, MTLS_PORT, EXPIRED_PORT, PLAIN_PORT, CLUSTER_PORT = BASE + 75, BASE + 76, BASE + 77, BASE + 78, BASE + 80
 
 
 @pytest.fixture(scope="module")

@@ -119,7 +119,8 @@ pub const SL_EVENT_FAILOVER: sl_event_type = 4;
 
 /// `sl_event_fn`: called on the thread running the client's executions; must not call
 /// the client (slotlane.h).
-pub type sl_event_fn = Option<unsafe extern "C" fn(ctx: *mut c_void, type_: sl_event_type, addr: *const c_char)>;
+pub type sl_event_fn =
+    Option<unsafe extern "C" fn(ctx: *mut c_void, type_: sl_event_type, addr: *const c_char)>;
 
 pub const SL_CLIENT_OPTIONS_VERSION: c_uint = 4;
 
@@ -452,7 +453,11 @@ extern "C" {
     pub fn sl_session_close(session: *mut sl_session) -> c_int;
 
     pub fn sl_key_slot(key: *const c_void, len: usize) -> c_int;
-    pub fn sl_client_set_push_handler(client: *mut sl_client, f: sl_push_fn, ctx: *mut c_void) -> c_int;
+    pub fn sl_client_set_push_handler(
+        client: *mut sl_client,
+        f: sl_push_fn,
+        ctx: *mut c_void,
+    ) -> c_int;
     pub fn sl_subscriber_new(
         out: *mut *mut sl_subscriber,
         copts: *const sl_client_options,
@@ -460,8 +465,18 @@ extern "C" {
         errmsg: *mut c_char,
         errmsg_cap: usize,
     ) -> c_int;
-    pub fn sl_subscriber_subscribe(sub: *mut sl_subscriber, kind: c_int, name: *const c_void, len: usize) -> c_int;
-    pub fn sl_subscriber_unsubscribe(sub: *mut sl_subscriber, kind: c_int, name: *const c_void, len: usize) -> c_int;
+    pub fn sl_subscriber_subscribe(
+        sub: *mut sl_subscriber,
+        kind: c_int,
+        name: *const c_void,
+        len: usize,
+    ) -> c_int;
+    pub fn sl_subscriber_unsubscribe(
+        sub: *mut sl_subscriber,
+        kind: c_int,
+        name: *const c_void,
+        len: usize,
+    ) -> c_int;
     pub fn sl_subscriber_fd(sub: *const sl_subscriber) -> c_int;
     pub fn sl_subscriber_drain(
         sub: *mut sl_subscriber,
@@ -473,7 +488,10 @@ extern "C" {
         count: *mut usize,
         data_len: *mut usize,
     ) -> c_int;
-    pub fn sl_subscriber_stats_get(sub: *const sl_subscriber, stats: *mut sl_subscriber_stats) -> c_int;
+    pub fn sl_subscriber_stats_get(
+        sub: *const sl_subscriber,
+        stats: *mut sl_subscriber_stats,
+    ) -> c_int;
     pub fn sl_subscriber_close(sub: *mut sl_subscriber);
     pub fn sl_subscriber_free(sub: *mut sl_subscriber);
 }
@@ -627,9 +645,14 @@ pub struct sl_subscriber_stats {
 
 /// `sl_push_fn`: out-of-band pushes of command connections.
 pub type sl_push_fn = Option<
-    unsafe extern "C" fn(ctx: *mut c_void, node: *const c_char, records: *const sl_reply, count: usize, data: *const u8),
+    unsafe extern "C" fn(
+        ctx: *mut c_void,
+        node: *const c_char,
+        records: *const sl_reply,
+        count: usize,
+        data: *const u8,
+    ),
 >;
-
 
 /// The defaults of `SL_CLIENT_OPTIONS_INIT` (the macro's values, checked against the
 /// header by `tests/abi.rs`), for callers that want them without a call.
