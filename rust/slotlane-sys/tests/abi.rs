@@ -88,7 +88,12 @@ fn rust_consts() -> Vec<(String, String)> {
     RUST_SRC
         .lines()
         .filter_map(|l| l.trim().strip_prefix("pub const "))
-        .filter(|l| l.starts_with("SL_") && !l.starts_with("SL_CLIENT_OPTIONS_INIT"))
+        // (the server module's SL_SERVER_* are slotlane_server.h's, checked by the server's tests)
+        .filter(|l| {
+            l.starts_with("SL_")
+                && !l.starts_with("SL_CLIENT_OPTIONS_INIT")
+                && !l.starts_with("SL_SERVER_")
+        })
         .map(|l| {
             let (name, rest) = l.split_once(':').unwrap();
             let value = rest

@@ -109,6 +109,44 @@ impl Drop for OwnCluster {
 /// seed, on each of its three primaries (consecutive ports): the event a test waits for
 /// before it kills or cancels, instead of a sleep. The limit only turns a client that
 /// never blocks into a failure instead of a hang.
+/// Waits until the server at `url` (each primary of the test cluster) reports `n` blocked
+/// clients (INFO clients, blocked_clients): e.g. 0 once a cancelled blocking command's
+/// leased connection is closed. The limit only turns a count that never comes into a failure.
+#[allow(dead_code)]
+pub fn wait_blocked_count(url: &str, n: u64) {
+    let nodes: Vec<String> = match url.rsplit_once(':') {
+        Some((host, port)) if url == cluster_url() => {
+            let port: u16 = port.parse().unwrap();
+            (0..3).map(|i| format!("{host}:{}", port + i)).collect()
+        }
+        _ => vec![url.to_string()],
+    };
+    let mut admins: Vec<slotlane::Client> = nodes
+        .iter()
+        .map(|a| {
+            slotlane::Client::connect(slotlane::ConnectOptions::new(a).mode(slotlane::Mode::Plain))
+                .unwrap()
+        })
+        .collect();
+    let limit = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::time::Instant::now() < limit {
+        let mut total = 0u64;
+        for admin in admins.iter_mut() {
+            let info: String = slotlane::cmd("INFO").arg("clients").query(admin).unwrap();
+            total += info
+                .lines()
+                .find_map(|l| l.strip_prefix("blocked_clients:"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+        if total == n {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    panic!("{url}: blocked_clients never became {n}");
+}
+
 pub fn wait_blocked(url: &str, command: &str) {
     let nodes: Vec<String> = match url.rsplit_once(':') {
         Some((host, port)) if url == cluster_url() => {
