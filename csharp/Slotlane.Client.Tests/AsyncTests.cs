@@ -162,7 +162,9 @@ namespace Slotlane.Tests
                     Assert.That(AsyncEngine.DispatcherThreadId, Is.GreaterThan(0), "the dispatcher ran");
                     Assert.That(contThread, Is.Not.EqualTo(AsyncEngine.DispatcherThreadId), "continuation ran on the dispatcher");
                     Assert.That(t3.Result, Is.Not.EqualTo(AsyncEngine.DispatcherThreadId), "continuation ran on the dispatcher");
-                    Assert.That(contThread, Is.Not.EqualTo(Thread.CurrentThread.ManagedThreadId));
+                    // Not asserted: that the continuation ran off this thread. A reply that lands before
+                    // ContinueWith registers runs the continuation inline here, as .NET does for any
+                    // completed task (a loaded machine makes that common); only the dispatcher is wrong.
                 }
             }
         }
