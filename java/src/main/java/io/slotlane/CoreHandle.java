@@ -109,6 +109,8 @@ final class CoreHandle {
             opts.setMax_inflight_batches(o.maxInflightBatches);
             opts.setMax_inflight_bytes(o.maxInflightBytes);
             if (o.tls != null) opts.setTls(o.tls.handle()); // the client takes its own reference
+            opts.setRead_from(o.readFrom.code);
+            opts.setRetry_writes(o.retryWrites ? 1 : 0);
         }
     }
 
