@@ -36,6 +36,7 @@ public final class ClientOptions {
     final TlsOptions tls;
     final ReadFrom readFrom;
     final boolean retryWrites;
+    final ClientEvent.Sink events;
 
     /** Where read-only commands go in a cluster (the core's {@code sl_read_from}). */
     public enum ReadFrom {
@@ -73,6 +74,7 @@ public final class ClientOptions {
         this.tls = b.tls;
         this.readFrom = b.readFrom;
         this.retryWrites = b.retryWrites;
+        this.events = b.onEvent == null ? null : new ClientEvent.Sink(b.onEvent);
     }
 
     /**
@@ -162,8 +164,22 @@ public final class ClientOptions {
         private TlsOptions tls;
         private ReadFrom readFrom = ReadFrom.PRIMARY;
         private boolean retryWrites;
+        private ClientEvent.Listener onEvent;
 
         private Builder() {}
+
+        /**
+         * A listener of the core's events (topology changed, node down, node up, failover), for
+         * logging and metrics. It is called on a thread of these options' own, one event at a
+         * time (every client made with the options shares it).
+         *
+         * @param listener what to call; null: none
+         * @return this builder
+         */
+        public Builder onEvent(ClientEvent.Listener listener) {
+            this.onEvent = listener;
+            return this;
+        }
 
         /**
          * Where read-only commands (GET, MGET, HGETALL, ZRANGE... by Redis's command table) go

@@ -111,6 +111,10 @@ final class CoreHandle {
             if (o.tls != null) opts.setTls(o.tls.handle()); // the client takes its own reference
             opts.setRead_from(o.readFrom.code);
             opts.setRetry_writes(o.retryWrites ? 1 : 0);
+            if (o.events != null) {
+                opts.setOn_event(slotlane.sl_java_event_fn());
+                opts.setOn_event_ctx(o.events.ref());
+            }
         }
     }
 

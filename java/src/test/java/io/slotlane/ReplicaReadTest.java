@@ -2,11 +2,14 @@ package io.slotlane;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -94,5 +97,29 @@ class ReplicaReadTest {
         assertEquals(0, prim[0]);
         assertEquals(100, prim[1]);
         assertThrows(NullPointerException.class, () -> ClientOptions.builder().readFrom(null));
+    }
+
+    @Test
+    void listenerSeesTheTopologyEventAfterARefresh() throws Exception {
+        LinkedBlockingQueue<String> got = new LinkedBlockingQueue<>();
+        ClientOptions o = ClientOptions.builder().uri(cluster.url())
+                .onEvent((e, addr) -> got.add(e + " " + addr)).build();
+        try (SlotlaneClient c = SlotlaneClient.create(o)) {
+            c.set("jev:k", "v");
+            int replica = -1;
+            for (int i = 0; i < cluster.n && replica < 0; i++) if (isReplica(cluster.base + i)) replica = cluster.base + i;
+            cluster.failover(replica); // the replica is a primary now: the map changed
+            got.clear();
+            c.refresh();
+            String seen = null;
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (seen == null) {
+                long left = deadline - System.nanoTime();
+                assertTrue(left > 0, "no TOPOLOGY_CHANGED event after the refresh");
+                String ev = got.poll(left, TimeUnit.NANOSECONDS);
+                if (ev != null && ev.startsWith("TOPOLOGY_CHANGED 127.0.0.1:")) seen = ev;
+            }
+            assertEquals("v", c.get("jev:k")); // served across the change
+        }
     }
 }

@@ -120,6 +120,11 @@ final class TestServers {
             script("redis-cluster.sh", "restart", dir.toString(), Integer.toString(port));
         }
 
+        /** CLUSTER FAILOVER on replica port; returns when it is a primary. */
+        void failover(int port) {
+            script("redis-cluster.sh", "failover", dir.toString(), Integer.toString(port));
+        }
+
         void migrate(int slot, int from, int to) {
             script("redis-cluster.sh", "migrate", dir.toString(), Integer.toString(slot), Integer.toString(from), Integer.toString(to));
         }
