@@ -56,6 +56,18 @@ _Static_assert(sizeof(sl_stats) == 136 && offsetof(sl_stats, version) == 0 &&
 _Static_assert(sizeof(sl_completion) == 56 && offsetof(sl_completion, batch) == 0 &&
                offsetof(sl_completion, token) == 8 && offsetof(sl_completion, status) == 16 &&
                offsetof(sl_completion, sizes) == 24, "sl_completion layout");
+_Static_assert(sizeof(sl_message) == 32 && offsetof(sl_message, kind) == 0 &&
+               offsetof(sl_message, flags) == 1 && offsetof(sl_message, channel_len) == 4 &&
+               offsetof(sl_message, pattern_len) == 8 && offsetof(sl_message, payload_len) == 12 &&
+               offsetof(sl_message, count) == 16 && offsetof(sl_message, offset) == 24,
+               "sl_message layout (Subscriber.java decodes it)");
+_Static_assert(sizeof(sl_subscriber_options) == 24 && offsetof(sl_subscriber_options, size) == 4 &&
+               offsetof(sl_subscriber_options, max_queue_bytes) == 8 &&
+               offsetof(sl_subscriber_options, health_check_interval_ms) == 16,
+               "sl_subscriber_options layout (Subscriber.java writes it)");
+_Static_assert(sizeof(sl_subscriber_stats) == 80 && offsetof(sl_subscriber_stats, messages) == 8 &&
+               offsetof(sl_subscriber_stats, bytes_read) == 72,
+               "sl_subscriber_stats layout (Subscriber.java reads it)");
 %}
 
 %include <stdint.i>
