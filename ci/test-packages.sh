@@ -25,8 +25,9 @@
 #           jar; the sources jar rebuilds the jar offline in a scratch folder; a scratch Maven
 #           project depends on io.slotlane:slotlane from the local repository (offline)
 #   csharp  csharp/pack.sh (.nupkg: lib/netstandard2.1, checked to reference only
-#           netstandard; runtimes/linux-x64/native/libslotlane.so), nuget install from a
-#           folder feed, a program compiled with mcs against it and run under mono
+#           netstandard; runtimes/linux-x64/native/libslotlane.so and libslotlane_server.so),
+#           nuget install from a folder feed, a program compiled with mcs against it and run
+#           under mono, and one whose SlotlaneServer starts the embedded server (no URL given)
 # Every example checks its replies and prints "LANG ok"; the script fails otherwise.
 # Measured (2026-12-01, commit 422e640, the shared 2-vCPU VM at load average 14-22):
 # 8 min 36 s wall, 1 min 45 s CPU (user 1:35 + sys 0:09); by package, wall: c 12 s,
@@ -368,20 +369,26 @@ pkg_csharp() {
   grep 'references only netstandard' "$C/pack.log"
   local pkg=$C/feed/Slotlane.Client.$V.nupkg
   unzip -l "$pkg" | awk '{print $4}' > "$C/nupkg.list"
-  for f in lib/netstandard2.1/Slotlane.Client.dll runtimes/linux-x64/native/libslotlane.so build/Slotlane.Client.targets; do
+  for f in lib/netstandard2.1/Slotlane.Client.dll runtimes/linux-x64/native/libslotlane.so \
+      runtimes/linux-x64/native/libslotlane_server.so build/Slotlane.Client.targets; do
     grep -qx "$f" "$C/nupkg.list" || die "the .nupkg lacks $f"
   done
   ( cd "$C/app" && clean nuget install Slotlane.Client -Version "$V" -Source "$C/feed" -OutputDirectory packages \
       -NonInteractive ) >"$C/install.log" 2>&1 || { cat "$C/install.log" >&2; die "nuget install failed"; }
   local P=$C/app/packages/Slotlane.Client.$V
   [ -f "$P/lib/netstandard2.1/Slotlane.Client.dll" ] || die "nuget install did not unpack lib/netstandard2.1"
-  cp ci/packages/Example.cs "$C/app/Example.cs"
-  # what build/Slotlane.Client.targets does for a Mono consumer: the native library beside the program
-  cp "$P/runtimes/linux-x64/native/libslotlane.so" "$C/app/"
+  cp ci/packages/Example.cs ci/packages/ExampleTesting.cs "$C/app/"
+  # what build/Slotlane.Client.targets does for a Mono consumer: the native libraries beside the program
+  cp "$P/runtimes/linux-x64/native/libslotlane.so" "$P/runtimes/linux-x64/native/libslotlane_server.so" "$C/app/"
   cp "$P/lib/netstandard2.1/Slotlane.Client.dll" "$C/app/"
   ( cd "$C/app" && clean mcs -nologo -r:"$P/lib/netstandard2.1/Slotlane.Client.dll" -r:"$FAC" -out:Example.exe Example.cs \
       && clean mono Example.exe "$URL" ) > "$C/app.out" 2>&1 || { cat "$C/app.out" >&2; die "the C# scratch program failed"; }
   expect_ok csharp "$C/app.out"
+  # the testing helper from the package alone: an embedded 4-shard server, no URL given
+  ( cd "$C/app" && clean mcs -nologo -r:"$P/lib/netstandard2.1/Slotlane.Client.dll" -r:"$FAC" -out:ExampleTesting.exe \
+      ExampleTesting.cs && clean mono ExampleTesting.exe ) > "$C/testing.out" 2>&1 \
+    || { cat "$C/testing.out" >&2; die "the C# testing example failed"; }
+  expect_ok csharp-testing "$C/testing.out"
 }
 
 start_server

@@ -7,6 +7,9 @@
 #       a type is not in netstandard 2.1 and checks that netstandard is the only reference left
 #   runtimes/linux-x64/native/libslotlane.so  build-native.sh (the core's build description;
 #       libuv from the system)
+#   runtimes/linux-x64/native/libslotlane_server.so  build-native.sh (server/build.cfg): the
+#       embedded slotlane-server behind Slotlane.Testing.SlotlaneServer, for the user's tests (libuv and
+#       Lua 5.1 with cjson and bit from the system)
 #   build/Slotlane.Client.targets             copies the native library next to a Mono/.NET
 #       Framework consumer's assemblies
 set -euo pipefail
@@ -25,7 +28,7 @@ VERSION=$(python3 "$ROOT/core/describe.py" version)
 STAGE=$HERE/out/pack
 rm -rf "$STAGE" && mkdir -p "$STAGE/lib/netstandard2.1" "$STAGE/runtimes/linux-x64/native" "$STAGE/build" "$STAGE/obj" "$OUT"
 bash "$HERE/build-native.sh" "$HERE/out/native"
-cp "$HERE/out/native/libslotlane.so" "$STAGE/runtimes/linux-x64/native/"
+cp "$HERE/out/native/libslotlane.so" "$HERE/out/native/libslotlane_server.so" "$STAGE/runtimes/linux-x64/native/"
 cp "$HERE/Slotlane.Client/build/Slotlane.Client.targets" "$STAGE/build/"
 
 say "mcs Slotlane.Client.dll against $FACADE"
