@@ -23,7 +23,8 @@
 #           its test (dev-dependency with the feature testing) starts the embedded server
 #   java    mvn install: the jar (the JNI library for this platform inside) and the sources
 #           jar; the sources jar rebuilds the jar offline in a scratch folder; a scratch Maven
-#           project depends on io.slotlane:slotlane from the local repository (offline)
+#           project depends on io.slotlane:slotlane from the local repository (offline), runs
+#           an example and a JUnit 5 test whose SlotlaneServerExtension starts the embedded server
 #   csharp  csharp/pack.sh (.nupkg: lib/netstandard2.1, checked to reference only
 #           netstandard; runtimes/linux-x64/native/libslotlane.so and libslotlane_server.so),
 #           nuget install from a folder feed, a program compiled with mcs against it and run
@@ -304,6 +305,11 @@ pkg_java() {
   local V
   V=$(cat VERSION)
   mkdir -p "$J"
+  # the scratch project's JUnit and Surefire: the versions java/pom.xml uses (cached in ~/.m2 by its build)
+  local JUNIT SUREFIRE
+  JUNIT=$(sed -n 's:.*<junit.version>\(.*\)</junit.version>.*:\1:p' java/pom.xml)
+  SUREFIRE=$(grep -A1 '<artifactId>maven-surefire-plugin</artifactId>' java/pom.xml | sed -n 's:.*<version>\(.*\)</version>.*:\1:p' | head -n1)
+  [ -n "$JUNIT" ] && [ -n "$SUREFIRE" ] || die "could not read the JUnit and Surefire versions from java/pom.xml"
   # the jar and its sources jar into the local repository (the tests are ci/test-java.sh's)
   ( cd java && mvn -q -B -Dstyle.color=never install -Dmaven.test.skip=true ) >"$J/install.log" 2>&1 \
     || { tail -40 "$J/install.log" >&2; die "mvn install failed"; }
@@ -328,8 +334,9 @@ pkg_java() {
   unzip -l "$J/rebuild/target/slotlane-$V.jar" > "$J/rebuilt.list"
   grep -q "io/slotlane/native/linux-$arch/libslotlane_jni.so" "$J/rebuilt.list" || die "the rebuilt jar lacks the native library"
   # a scratch project that depends on the installed artifact, offline
-  mkdir -p "$J/app/src/main/java"
+  mkdir -p "$J/app/src/main/java" "$J/app/src/test/java"
   cp ci/packages/Example.java "$J/app/src/main/java/Example.java"
+  cp ci/packages/ExampleTest.java "$J/app/src/test/java/ExampleTest.java"
   cat > "$J/app/pom.xml" <<POM
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -342,12 +349,14 @@ pkg_java() {
   </properties>
   <dependencies>
     <dependency><groupId>io.slotlane</groupId><artifactId>slotlane</artifactId><version>$V</version></dependency>
+    <dependency><groupId>org.junit.jupiter</groupId><artifactId>junit-jupiter</artifactId><version>$JUNIT</version><scope>test</scope></dependency>
   </dependencies>
   <build>
     <plugins>
       <plugin><groupId>org.apache.maven.plugins</groupId><artifactId>maven-compiler-plugin</artifactId><version>3.13.0</version></plugin>
       <plugin><groupId>org.apache.maven.plugins</groupId><artifactId>maven-resources-plugin</artifactId><version>3.3.1</version></plugin>
       <plugin><groupId>org.codehaus.mojo</groupId><artifactId>exec-maven-plugin</artifactId><version>3.5.1</version></plugin>
+      <plugin><groupId>org.apache.maven.plugins</groupId><artifactId>maven-surefire-plugin</artifactId><version>$SUREFIRE</version></plugin>
     </plugins>
   </build>
 </project>
@@ -357,6 +366,11 @@ POM
     || { tail -40 "$J/app.out" >&2; die "the Java scratch project failed"; }
   grep -q "$D/slotlane-$V.jar" "$J/app.out" || { cat "$J/app.out" >&2; die "the example did not load the jar from the local repository"; }
   expect_ok java "$J/app.out"
+  # the user's JUnit 5 test: the jar's SlotlaneServerExtension starts the embedded server
+  ( cd "$J/app" && clean JAVA_HOME="${JAVA_HOME:-}" mvn -o -B -Dstyle.color=never test ) > "$J/test.out" 2>&1 \
+    || { tail -60 "$J/test.out" >&2; die "the Java scratch project's JUnit test failed"; }
+  grep -q "Tests run: 1, Failures: 0, Errors: 0, Skipped: 0" "$J/test.out" || { cat "$J/test.out" >&2; die "the scratch JUnit test did not run"; }
+  expect_ok java-testing "$J/test.out"
 }
 
 # ------------------------------------------------------------------ C#
