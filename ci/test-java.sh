@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # ci/test-java.sh — the Java binding's tests: `mvn -q -B install` in java/ (the build runs SWIG
 # and gcc through java/build-native.sh, then JUnit 5 under Surefire). The tests start and stop
-# their own servers: the bundled slotlane-server (built here if missing), Debian's
-# redis-server standalone and as Redis Clusters (ci/redis-plain.sh, ci/redis-cluster.sh), on
+# their own servers: the bundled slotlane-server (inside the test JVM through the jar's
+# io.slotlane.testing.SlotlaneServer), Debian's redis-server standalone and as Redis Clusters (ci/redis-plain.sh, ci/redis-cluster.sh), on
 # loopback ports BASE..BASE+99, BASE from $SL_JAVA_TEST_PORT or else chosen by the tests (the
 # first free block of the java range in ci/lib.sh, held with a lock file: TestServers,
 # PortBlocks). A bare `mvn test` in java/ works too.
@@ -14,11 +14,9 @@ ROOT=$SL_ROOT
 
 need() { command -v "$1" >/dev/null || die "$1 is missing (ci/deps.sh installs $2)"; }
 need mvn maven; need javac default-jdk; need swig swig; need gcc build-essential; need redis-server redis-server
-sl_server_bin >/dev/null  # built here when missing (the tests would build it too)
 
-# whatever a killed test JVM left behind: bundled servers by their pid files, Redis by the scripts
+# whatever a killed test JVM left behind: Redis, by the scripts (the bundled server dies with the JVM)
 WORK=$ROOT/java/target/test-servers
-sl_on_exit 'for f in "$WORK"/slotlane-server-*.pid; do [ -f "$f" ] && sl_stop_pid "$(cat "$f")" slotlane-server; rm -f "$f"; done'
 sl_on_exit '[ -d "$WORK/redis-plain" ] && bash ci/redis-plain.sh stop "$WORK/redis-plain"'
 sl_on_exit 'for d in "$WORK"/cluster-*; do [ -d "$d" ] && bash ci/redis-cluster.sh stop "$d"; done'
 

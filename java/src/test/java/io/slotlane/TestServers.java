@@ -1,6 +1,5 @@
 package io.slotlane;
 
-import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -10,9 +9,9 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The servers the tests run against, started on first use and stopped by PID when the JVM
- * exits (also after a failure): the bundled slotlane-server (per-shard mode, 4 shards, and
- * one shard for plain mode), Debian's redis-server standalone and as a 3-primary Redis
+ * The servers the tests run against, started on first use and stopped when the JVM exits
+ * (also after a failure): the bundled slotlane-server inside the JVM through the jar's own
+ * testing helper (per-shard mode, 4 shards, and one shard for plain mode), Debian's redis-server standalone and as a 3-primary Redis
  * Cluster (through ci/redis-plain.sh and ci/redis-cluster.sh). Loopback ports from
  * {@code slotlane.test.port} (default: the first free block of 100 in the java range of ci/lib.sh's
  * port map, held with a lock file; {@link PortBlocks}): +0..3 bundled cluster, +10 bundled plain,
@@ -139,47 +138,17 @@ final class TestServers {
         }
     }
 
+    /**
+     * The bundled server inside this JVM through the package's own helper (what users' tests
+     * use: io.slotlane.testing.SlotlaneServer, the embedded server library the jar carries), so
+     * {@code mvn test} needs no executable built beforehand; closed when the JVM exits.
+     */
     private static String startBundled(int shards, int port) {
-        Path bin = ROOT.resolve("build/server/slotlane-server");
-        if (!Files.isExecutable(bin)) {
-            // a fresh clone: `mvn test` alone must work, so build it (ci/server-bin.sh runs cmake)
-            try {
-                int rc = new ProcessBuilder("bash", ROOT.resolve("ci/server-bin.sh").toString())
-                        .redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.INHERIT)
-                        .start().waitFor();
-                if (rc != 0 || !Files.isExecutable(bin))
-                    throw new IllegalStateException(bin + " is missing and ci/server-bin.sh did not build it (exit " + rc + ")");
-            } catch (IOException | InterruptedException e) {
-                throw new IllegalStateException("building slotlane-server with ci/server-bin.sh: " + e, e);
-            }
-        }
         checkFree(port, port + shards - 1);
-        try {
-            Files.createDirectories(WORK);
-            File log = WORK.resolve("slotlane-server-" + port + ".log").toFile();
-            Process p = new ProcessBuilder(bin.toString(), "--shards", Integer.toString(shards), "--port", Integer.toString(port),
-                    "--bind", "127.0.0.1", "--loglevel", "warning")
-                    .redirectErrorStream(true).redirectOutput(log).start();
-            Files.writeString(WORK.resolve("slotlane-server-" + port + ".pid"), Long.toString(p.pid()));
-            STOPS.add(() -> stopProcess(p));
-            for (int i = 0; i < shards; i++) waitForPort(port + i, p);
-            return "redis://127.0.0.1:" + port;
-        } catch (IOException e) {
-            throw new IllegalStateException("cannot start " + bin, e);
-        }
-    }
-
-    static void stopProcess(Process p) {
-        p.destroy();
-        try {
-            if (!p.waitFor(5, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                p.waitFor(5, TimeUnit.SECONDS);
-            }
-        } catch (InterruptedException e) {
-            p.destroyForcibly();
-            Thread.currentThread().interrupt();
-        }
+        io.slotlane.testing.SlotlaneServer s = io.slotlane.testing.SlotlaneServer.start(
+                new io.slotlane.testing.SlotlaneServer.Options().shards(shards).port(port).bind("127.0.0.1"));
+        STOPS.add(s::close);
+        return s.url();
     }
 
     static void script(String name, String... args) {
@@ -222,20 +191,6 @@ final class TestServers {
         for (int p = from; p <= to; p++)
             if (portOpen(p))
                 throw new IllegalStateException("port " + p + " is in use: leave -Dslotlane.test.port unset to get a free block");
-    }
-
-    private static void waitForPort(int port, Process p) {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!portOpen(port)) {
-            if (!p.isAlive()) throw new IllegalStateException("slotlane-server exited with " + p.exitValue());
-            if (System.nanoTime() > deadline) throw new IllegalStateException("port " + port + " did not open");
-            try {
-                Thread.sleep(20);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            }
-        }
     }
 
     /** A client of the given server with default options but the URL. */
