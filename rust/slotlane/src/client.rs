@@ -19,6 +19,20 @@ pub enum Mode {
     Cluster,
 }
 
+/// Where read-only commands go (the core's `sl_read_from`; write commands always go to
+/// the slot's primary). Replica reads may see data a little behind the primary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadFrom {
+    /// Every command to the slot's primary (the default).
+    #[default]
+    Primary,
+    /// Read-only commands to the first usable replica of the slot's primary, falling
+    /// back to the primary when none answers.
+    PreferReplica,
+    /// Read-only commands rotate over the primary's usable replicas.
+    Replicas,
+}
+
 /// Where a command goes, instead of by its key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
@@ -132,6 +146,8 @@ pub struct ConnectOptions {
     max_aggregate_len: Option<u64>,
     max_depth: Option<i64>,
     tls: Option<crate::Tls>,
+    read_from: ReadFrom,
+    retry_writes: bool,
 }
 
 impl ConnectOptions {
@@ -154,6 +170,8 @@ impl ConnectOptions {
             max_aggregate_len: None,
             max_depth: None,
             tls: None,
+            read_from: ReadFrom::Primary,
+            retry_writes: false,
         }
     }
     /// Plain, cluster, or detect (the default).
@@ -235,6 +253,19 @@ impl ConnectOptions {
     /// `rediss://` URL without it uses the defaults: the system's CAs, full verification.
     pub fn tls(mut self, tls: crate::Tls) -> Self {
         self.tls = Some(tls);
+        self
+    }
+    /// Where read-only commands go (default [`ReadFrom::Primary`]); replicas are sent
+    /// READONLY by the core. In plain mode there are no replicas: the one node serves all.
+    pub fn read_from(mut self, r: ReadFrom) -> Self {
+        self.read_from = r;
+        self
+    }
+    /// `true`: a write already sent when its connection broke is sent once more (it may
+    /// then run twice). Default `false`: it fails with an I/O error saying it may have
+    /// been executed.
+    pub fn retry_writes(mut self, on: bool) -> Self {
+        self.retry_writes = on;
         self
     }
     /// The URL.
@@ -486,6 +517,12 @@ impl Client {
         if let Some(n) = o.max_depth {
             c.max_depth = int("max depth", n)?;
         }
+        c.read_from = match o.read_from {
+            ReadFrom::Primary => sys::SL_READ_PRIMARY,
+            ReadFrom::PreferReplica => sys::SL_READ_PREFER_REPLICA,
+            ReadFrom::Replicas => sys::SL_READ_REPLICAS_ROUND_ROBIN,
+        };
+        c.retry_writes = o.retry_writes as c_int;
         if let Some(n) = max_inflight {
             c.max_inflight_batches = n;
         }

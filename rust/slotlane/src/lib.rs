@@ -50,7 +50,7 @@ pub mod testing;
 mod tls;
 mod value;
 
-pub use client::{CancelHandle, Client, ConnectOptions, Mode, Route, Stats};
+pub use client::{CancelHandle, Client, ConnectOptions, Mode, ReadFrom, Route, Stats};
 pub use cluster::{ClusterNode, ScanIter, Script};
 pub use cmd::{cmd, Cmd, ToArg};
 pub use commands::*;

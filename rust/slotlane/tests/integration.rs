@@ -485,3 +485,21 @@ fn stats_count_commands_and_bytes() {
     c.refresh().unwrap();
     assert_eq!(c.stats().refreshes, s1.refreshes + 1);
 }
+
+#[test]
+fn read_from_and_retry_writes_are_accepted() {
+    // No replicas here: the replica modes fall back to the primary, writes still go there.
+    for r in [
+        slotlane::ReadFrom::Primary,
+        slotlane::ReadFrom::PreferReplica,
+        slotlane::ReadFrom::Replicas,
+    ] {
+        for (_, url) in [("plain", plain_url()), ("cluster", cluster_url())] {
+            let opts = ConnectOptions::new(&url).read_from(r).retry_writes(true);
+            let mut c = Client::connect(opts).unwrap();
+            let k = format!("{}:{r:?}", prefix("read_from"));
+            c.command(cmd("SET").arg(&k).arg("v")).unwrap();
+            assert_eq!(c.command(cmd("GET").arg(&k)).unwrap(), bulk(b"v"));
+        }
+    }
+}
