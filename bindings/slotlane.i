@@ -56,6 +56,18 @@ _Static_assert(sizeof(sl_stats) == 136 && offsetof(sl_stats, version) == 0 &&
 _Static_assert(sizeof(sl_completion) == 56 && offsetof(sl_completion, batch) == 0 &&
                offsetof(sl_completion, token) == 8 && offsetof(sl_completion, status) == 16 &&
                offsetof(sl_completion, sizes) == 24, "sl_completion layout");
+_Static_assert(sizeof(sl_message) == 32 && offsetof(sl_message, kind) == 0 &&
+               offsetof(sl_message, flags) == 1 && offsetof(sl_message, channel_len) == 4 &&
+               offsetof(sl_message, pattern_len) == 8 && offsetof(sl_message, payload_len) == 12 &&
+               offsetof(sl_message, count) == 16 && offsetof(sl_message, offset) == 24,
+               "sl_message layout (Subscriber.java decodes it)");
+_Static_assert(sizeof(sl_subscriber_options) == 24 && offsetof(sl_subscriber_options, size) == 4 &&
+               offsetof(sl_subscriber_options, max_queue_bytes) == 8 &&
+               offsetof(sl_subscriber_options, health_check_interval_ms) == 16,
+               "sl_subscriber_options layout (Subscriber.java writes it)");
+_Static_assert(sizeof(sl_subscriber_stats) == 80 && offsetof(sl_subscriber_stats, messages) == 8 &&
+               offsetof(sl_subscriber_stats, bytes_read) == 72,
+               "sl_subscriber_stats layout (Subscriber.java reads it)");
 %}
 
 %include <stdint.i>
@@ -129,7 +141,7 @@ SL_ADDRESS(sl_message *)
 SL_ADDRESS(sl_subscriber_stats *)
 /* a push handler is a C function: a binding passes 0 (no handler) or one of its own glue */
 SL_ADDRESS(sl_push_fn)
-SL_ADDRESS(sl_event_fn)       /* replicas: the event callback (the Java binding has no events yet: NULL) */
+SL_ADDRESS(sl_event_fn)       /* replicas: the event callback (Java: sl_java_event_fn's glue) */
 
 /* The address of a direct ByteBuffer (JNI GetDirectBufferAddress; 0 for a heap buffer).
  * A binding reads it once per buffer and caches it: the buffers are reused across calls. */
@@ -140,6 +152,47 @@ SWIGEXPORT jlong JNICALL Java_io_slotlane_internal_slotlaneJNI_sl_1java_1buffer_
 }
 %}
 %native(sl_java_buffer_address) jlong sl_java_buffer_address(jobject buffer);
+
+/* The event callback (sl_client_options.on_event) of the Java binding: ctx is a JNI global
+ * reference to an object with a method void event(int type, String addr), made by
+ * sl_java_event_ref (it also caches the JavaVM). The callback runs on the thread of the
+ * client's execution (a Java thread inside a native call) or the core's loop thread (attached
+ * as a daemon on its first event); a Java exception it raises is cleared. */
+%{
+static JavaVM *sl_java_vm;
+static void sl_java_event(void *ctx, sl_event_type type, const char *addr) {
+  JNIEnv *env = NULL;
+  JavaVM *vm = sl_java_vm;
+  if (!vm || !ctx) return;
+  if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_6) != JNI_OK) {
+    if ((*vm)->AttachCurrentThreadAsDaemon(vm, (void **)&env, NULL) != JNI_OK) return;
+  }
+  jobject sink = (jobject)ctx;
+  jclass cls = (*env)->GetObjectClass(env, sink);
+  jmethodID mid = cls ? (*env)->GetMethodID(env, cls, "event", "(ILjava/lang/String;)V") : NULL;
+  if (mid) {
+    jstring s = (*env)->NewStringUTF(env, addr ? addr : "");
+    if (s) {
+      (*env)->CallVoidMethod(env, sink, mid, (jint)type, s);
+      (*env)->DeleteLocalRef(env, s);
+    }
+  }
+  if ((*env)->ExceptionCheck(env)) (*env)->ExceptionClear(env);
+  if (cls) (*env)->DeleteLocalRef(env, cls);
+}
+SWIGEXPORT jlong JNICALL Java_io_slotlane_internal_slotlaneJNI_sl_1java_1event_1ref(JNIEnv *jenv, jclass jcls, jobject sink) {
+  (void)jcls;
+  if (!sink) return 0;
+  if (!sl_java_vm && (*jenv)->GetJavaVM(jenv, &sl_java_vm) != JNI_OK) return 0;
+  return (jlong)(intptr_t)(*jenv)->NewGlobalRef(jenv, sink);
+}
+SWIGEXPORT jlong JNICALL Java_io_slotlane_internal_slotlaneJNI_sl_1java_1event_1fn(JNIEnv *jenv, jclass jcls) {
+  (void)jenv; (void)jcls;
+  return (jlong)(intptr_t)&sl_java_event;
+}
+%}
+%native(sl_java_event_ref) jlong sl_java_event_ref(jobject sink);
+%native(sl_java_event_fn) jlong sl_java_event_fn();
 
 /* Fields of entry i of an sl_client_nodes() list (Java reads no C memory by itself):
  * the address as a String, is_primary / primary / nranges (field 0, 1, 2), and

@@ -51,6 +51,22 @@ static int slgo_run(sl_client *cl, sl_batch *b, int route_kind, int slot, const 
 	return rc;
 }
 
+// The event callback's Go side (events.go, exported); ctx is the id of the client's queue.
+extern void slgoOnEvent(uintptr_t ctx, int type, char *addr);
+
+static void slgo_event_tramp(void *ctx, sl_event_type type, const char *addr)
+{
+	slgoOnEvent((uintptr_t)ctx, (int)type, (char *)addr);
+}
+
+// The v4 replica options of a client: read_from, retry_writes, and the event callback
+// when ev is not 0 (the id of the client's event queue, carried as the ctx).
+typedef struct slgo_v4 {
+	int read_from;
+	int retry_writes;
+	uintptr_t ev;
+} slgo_v4;
+
 // The client options of createParams (-1: the core's default), for clients and subscribers.
 static sl_client_options slgo_opts(const char *url, int mode, const char *user, const char *pass,
                                    int db, int resp, int connect_ms, int command_ms, int max_redirects,
@@ -75,10 +91,16 @@ static sl_client_options slgo_opts(const char *url, int mode, const char *user, 
 
 static int slgo_new(sl_client **out, const char *url, int mode, const char *user, const char *pass,
                     int db, int resp, int connect_ms, int command_ms, int max_redirects, int refresh_ms,
-                    int reconnect_min_ms, int reconnect_max_ms, sl_tls *tls, char *errmsg, size_t cap)
+                    int reconnect_min_ms, int reconnect_max_ms, sl_tls *tls, slgo_v4 v4, char *errmsg, size_t cap)
 {
 	sl_client_options o = slgo_opts(url, mode, user, pass, db, resp, connect_ms, command_ms, max_redirects,
 	                                refresh_ms, reconnect_min_ms, reconnect_max_ms, tls);
+	o.read_from = (sl_read_from)v4.read_from;
+	o.retry_writes = v4.retry_writes;
+	if (v4.ev) {
+		o.on_event = slgo_event_tramp;
+		o.on_event_ctx = (void *)v4.ev;
+	}
 	return sl_client_new(out, &o, errmsg, cap);
 }
 
@@ -174,6 +196,8 @@ type createParams struct {
 	maxRedirects, refreshMs int
 	reconnMin, reconnMax    int
 	tls                     *tlsRef // the client's TLS configuration (each handle takes a reference), or nil
+	readFrom, retryWrites   int
+	events                  uintptr // the id of the client's eventQueue (events.go), or 0: no OnEvent
 }
 
 // cStrings are the C copies of the address and credentials (NULL for an empty one).
@@ -202,7 +226,9 @@ func newHandle(p *createParams) (*handle, error) {
 	var cl *C.sl_client
 	rc := C.slgo_new(&cl, curl, C.int(p.mode), cuser, cpass, C.int(p.db), C.int(p.resp),
 		C.int(p.connectMs), C.int(p.commandMs), C.int(p.maxRedirects), C.int(p.refreshMs),
-		C.int(p.reconnMin), C.int(p.reconnMax), p.tls.ptr(), &errbuf[0], C.size_t(len(errbuf)))
+		C.int(p.reconnMin), C.int(p.reconnMax), p.tls.ptr(),
+		C.slgo_v4{read_from: C.int(p.readFrom), retry_writes: C.int(p.retryWrites), ev: C.uintptr_t(p.events)},
+		&errbuf[0], C.size_t(len(errbuf)))
 	runtime.KeepAlive(p.tls) // the configuration outlives the call (the core took its own reference)
 	if rc != 0 {
 		return nil, newError(int(rc), C.GoString(&errbuf[0]), nil)
@@ -514,6 +540,8 @@ const (
 	codeTooSmall    = int(C.SL_ETOOSMALL)
 	codeUnsupported = int(C.SL_EUNSUPPORTED)
 	codeState       = int(C.SL_ESTATE)
+	codeAborted     = int(C.SL_EABORTED)
+	codeWatchMoved  = int(C.SL_EWATCHMOVED)
 )
 
 // Route kinds, from slotlane.h.

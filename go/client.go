@@ -74,6 +74,46 @@ type Options struct {
 	// TLS makes every connection TLS (seeds, discovered nodes, reconnects); loaded once
 	// by NewClient and shared by the client's handles. See TLSConfig.
 	TLS *TLSConfig
+	// ReadFrom says where read-only commands go in a cluster with replicas: ReadPrimary
+	// (default), ReadPreferReplica or ReadReplicas. A replica's data may lag its
+	// primary's (replication is asynchronous).
+	ReadFrom ReadFrom
+	// RetryWrites sends a write once more when its connection broke after it was sent.
+	// It may then run twice (an INCR counted twice); by default such a write fails with
+	// an I/O error saying it may have been executed. Reads and commands that never
+	// reached a socket are retried whatever this says.
+	RetryWrites bool
+	// OnEvent, when set, is called with the client's topology and node events (a refresh
+	// changed the map, a node down or up, a failover). The core reports them from inside
+	// an execution; the client queues them and calls OnEvent from a goroutine of its own,
+	// one event at a time, in order, so OnEvent may block or call the client. Each core
+	// handle (see PoolSize) watches its own connections, so one outage may be reported by
+	// several handles. Events still queued at Close are delivered before Close returns.
+	OnEvent func(Event)
+}
+
+// ReadFrom is where read-only commands (GET, MGET, HGETALL...; the command table's
+// flags decide) go in a cluster with replicas. Replica connections send READONLY.
+type ReadFrom int
+
+// Values of Options.ReadFrom.
+const (
+	ReadPrimary       ReadFrom = C.SL_READ_PRIMARY              // every command to the slot's primary (default)
+	ReadPreferReplica ReadFrom = C.SL_READ_PREFER_REPLICA       // reads to the first usable replica of the slot's primary, else the primary
+	ReadReplicas      ReadFrom = C.SL_READ_REPLICAS_ROUND_ROBIN // reads rotate over the primary's usable replicas, else the primary
+)
+
+// String returns "primary", "prefer-replica" or "replicas".
+func (r ReadFrom) String() string {
+	switch r {
+	case ReadPrimary:
+		return "primary"
+	case ReadPreferReplica:
+		return "prefer-replica"
+	case ReadReplicas:
+		return "replicas"
+	}
+	return fmt.Sprintf("ReadFrom(%d)", int(r))
 }
 
 // Stats are the counters of a client, summed over its handles (Nodes: the largest
@@ -109,6 +149,18 @@ type Client struct {
 
 	allMu sync.Mutex // guards all; taken only when a handle is created, and by Close and Stats
 	all   []*handle
+
+	events *eventQueue // Options.OnEvent's queue, or nil
+}
+
+// closeEvents stops the event queue and removes its id from the registry.
+func (c *Client) closeEvents() {
+	if c.events == nil {
+		return
+	}
+	unregisterEvents(c.params.events)
+	c.events.close()
+	c.events = nil
 }
 
 func durMillis(d time.Duration, name string) (int, error) {
@@ -198,6 +250,15 @@ func NewClient(ctx context.Context, opts *Options) (*Client, error) {
 	if p.reconnMax, err = durMillis(opts.ReconnectMax, "Options.ReconnectMax"); err != nil {
 		return nil, err
 	}
+	switch opts.ReadFrom {
+	case ReadPrimary, ReadPreferReplica, ReadReplicas:
+		p.readFrom = int(opts.ReadFrom)
+	default:
+		return nil, fmt.Errorf("%w: Options.ReadFrom %d", ErrInvalid, int(opts.ReadFrom))
+	}
+	if opts.RetryWrites {
+		p.retryWrites = 1
+	}
 	if opts.TLS != nil {
 		if p.tls, err = newTLSRef(opts.TLS); err != nil {
 			return nil, err
@@ -217,9 +278,14 @@ func NewClient(ctx context.Context, opts *Options) (*Client, error) {
 		wake:     make(chan struct{}, size),
 		poolSize: int32(size),
 	}
+	if opts.OnEvent != nil {
+		c.events = newEventQueue(opts.OnEvent)
+		c.params.events = registerEvents(c.events)
+	}
 	c.created.Store(1)
 	h, err := c.createHandle(ctx)
 	if err != nil {
+		c.closeEvents()
 		return nil, err
 	}
 	c.mode = h.mode()
@@ -507,6 +573,7 @@ func (c *Client) Close() error {
 		h.free()
 		h.mu.Unlock()
 	}
+	c.closeEvents()
 	return nil
 }
 

@@ -34,6 +34,25 @@ public final class ClientOptions {
     final Backpressure backpressure;
     final Executor executor;
     final TlsOptions tls;
+    final ReadFrom readFrom;
+    final boolean retryWrites;
+    final ClientEvent.Sink events;
+
+    /** Where read-only commands go in a cluster (the core's {@code sl_read_from}). */
+    public enum ReadFrom {
+        /** Every command to the slot's primary (default). */
+        PRIMARY(0),
+        /** Read-only commands to the first usable replica of the slot's primary, else to the primary. */
+        PREFER_REPLICA(1),
+        /** Read-only commands rotate over the primary's usable replicas, else go to the primary. */
+        REPLICAS(2);
+
+        final int code;
+
+        ReadFrom(int code) {
+            this.code = code;
+        }
+    }
 
     private ClientOptions(Builder b) {
         if (b.url == null) throw new IllegalArgumentException("ClientOptions: uri(...) or host(...) is required");
@@ -53,7 +72,20 @@ public final class ClientOptions {
         this.backpressure = b.backpressure;
         this.executor = b.executor;
         this.tls = b.tls;
+        this.readFrom = b.readFrom;
+        this.retryWrites = b.retryWrites;
+        this.events = b.onEvent == null ? null : new ClientEvent.Sink(b.onEvent);
     }
+
+    /**
+     * @return where read-only commands go ({@link ReadFrom#PRIMARY} by default)
+     */
+    public ReadFrom readFrom() { return readFrom; }
+
+    /**
+     * @return whether a sent write whose connection broke is sent once more
+     */
+    public boolean retryWrites() { return retryWrites; }
 
     /**
      * @return a builder with the defaults
@@ -130,8 +162,53 @@ public final class ClientOptions {
         private Backpressure backpressure = Backpressure.FAIL_FAST;
         private Executor executor;
         private TlsOptions tls;
+        private ReadFrom readFrom = ReadFrom.PRIMARY;
+        private boolean retryWrites;
+        private ClientEvent.Listener onEvent;
 
         private Builder() {}
+
+        /**
+         * A listener of the core's events (topology changed, node down, node up, failover), for
+         * logging and metrics. It is called on a thread of these options' own, one event at a
+         * time (every client made with the options shares it).
+         *
+         * @param listener what to call; null: none
+         * @return this builder
+         */
+        public Builder onEvent(ClientEvent.Listener listener) {
+            this.onEvent = listener;
+            return this;
+        }
+
+        /**
+         * Where read-only commands (GET, MGET, HGETALL, ZRANGE... by Redis's command table) go
+         * in a cluster: replica connections send READONLY, so a replica serves its primary's
+         * slots. A replica's data may lag its primary's (replication is asynchronous).
+         *
+         * @param readFrom {@link ReadFrom#PRIMARY} (default), {@link ReadFrom#PREFER_REPLICA} or
+         *                 {@link ReadFrom#REPLICAS} (round-robin)
+         * @return this builder
+         */
+        public Builder readFrom(ReadFrom readFrom) {
+            this.readFrom = Objects.requireNonNull(readFrom, "readFrom");
+            return this;
+        }
+
+        /**
+         * When a write was sent and its connection broke, the core fails it with a
+         * {@link ConnectionException} whose message ends "(the command was sent: it may have
+         * been executed)". With retryWrites it is sent once more instead: it may then run
+         * twice (an INCR counted twice). Commands that never reached a socket are always
+         * routed again and resent, and a sent read-only command is retried once.
+         *
+         * @param retry true to resend a sent write once (default false)
+         * @return this builder
+         */
+        public Builder retryWrites(boolean retry) {
+            this.retryWrites = retry;
+            return this;
+        }
 
         /**
          * The server's address: {@code redis://[user:password@]host:port[/db]}, {@code host:port},

@@ -65,11 +65,37 @@ final class CoreHandle {
         return newClient(o, scratch, slotlane.sl_java_buffer_address(scratch));
     }
 
-    private static long newClient(ClientOptions o, ByteBuffer scratch, long sa) {
+    /** The core's options of o (a proxy object: the caller deletes it). */
+    static sl_client_options coreOptions(ClientOptions o) {
         sl_client_options opts = new sl_client_options();
+        int rc = slotlane.sl_client_options_init(opts, slotlaneConstants.SL_CLIENT_OPTIONS_VERSION);
+        if (rc != 0) {
+            opts.delete();
+            throw new IllegalStateException("sl_client_options_init: " + slotlane.sl_strerror(rc));
+        }
+        fill(opts, o);
+        return opts;
+    }
+
+    private static long newClient(ClientOptions o, ByteBuffer scratch, long sa) {
+        sl_client_options opts = coreOptions(o);
         try {
-            int rc = slotlane.sl_client_options_init(opts, slotlaneConstants.SL_CLIENT_OPTIONS_VERSION);
-            if (rc != 0) throw new IllegalStateException("sl_client_options_init: " + slotlane.sl_strerror(rc));
+            int rc;
+            scratch.putLong(OUT_PTR, 0);
+            scratch.put(ERRMSG, (byte) 0);
+            rc = slotlane.sl_client_new(sa + OUT_PTR, opts, sa + ERRMSG, ERRMSG_CAP);
+            if (rc != 0) {
+                String msg = cString(scratch, ERRMSG, ERRMSG_CAP);
+                throw failure(rc, msg.isEmpty() ? slotlane.sl_strerror(rc) : msg, o.url);
+            }
+            return scratch.getLong(OUT_PTR);
+        } finally {
+            opts.delete();
+        }
+    }
+
+    private static void fill(sl_client_options opts, ClientOptions o) {
+        {
             opts.setUrl(o.url);
             opts.setMode(o.mode.code);
             if (o.username != null) opts.setUsername(o.username);
@@ -83,16 +109,12 @@ final class CoreHandle {
             opts.setMax_inflight_batches(o.maxInflightBatches);
             opts.setMax_inflight_bytes(o.maxInflightBytes);
             if (o.tls != null) opts.setTls(o.tls.handle()); // the client takes its own reference
-            scratch.putLong(OUT_PTR, 0);
-            scratch.put(ERRMSG, (byte) 0);
-            rc = slotlane.sl_client_new(sa + OUT_PTR, opts, sa + ERRMSG, ERRMSG_CAP);
-            if (rc != 0) {
-                String msg = cString(scratch, ERRMSG, ERRMSG_CAP);
-                throw failure(rc, msg.isEmpty() ? slotlane.sl_strerror(rc) : msg, o.url);
+            opts.setRead_from(o.readFrom.code);
+            opts.setRetry_writes(o.retryWrites ? 1 : 0);
+            if (o.events != null) {
+                opts.setOn_event(slotlane.sl_java_event_fn());
+                opts.setOn_event_ctx(o.events.ref());
             }
-            return scratch.getLong(OUT_PTR);
-        } finally {
-            opts.delete();
         }
     }
 
@@ -281,7 +303,7 @@ final class CoreHandle {
         return ByteBuffer.allocateDirect(cap).order(ByteOrder.nativeOrder());
     }
 
-    private static String cString(ByteBuffer b, int off, int cap) {
+    static String cString(ByteBuffer b, int off, int cap) {
         int n = 0;
         while (n < cap && b.get(off + n) != 0) n++;
         byte[] s = new byte[n];

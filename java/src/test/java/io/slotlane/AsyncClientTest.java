@@ -47,12 +47,14 @@ class AsyncClientTest {
 
     /** Waits (on the server's answer, bounded only to turn a hang into a failure) until n clients are blocked. */
     static void awaitBlocked(int n) {
-        for (int i = 0; i < 100_000; i++) {
-            String info = (String) sync.command("INFO", "clients");
+        String info = "";
+        // polled every millisecond; the bound (a minute or more) only turns a hang into a failure
+        for (int i = 0; i < 60_000; i++) {
+            info = (String) sync.command("INFO", "clients");
             if (info.contains("blocked_clients:" + n + "\r\n")) return;
-            Thread.onSpinWait();
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
         }
-        fail("the server never reported " + n + " blocked clients");
+        fail("the server never reported " + n + " blocked clients; its INFO clients said:\n" + info);
     }
 
     static Throwable cause(CompletableFuture<?> f) {
@@ -257,8 +259,12 @@ class AsyncClientTest {
             f.whenComplete((v, e) -> completions.incrementAndGet());
             fs.add(f);
         }
-        awaitBlocked(1); // the first holds the connection; the others wait behind it
-        c.close();
+        try {
+            // every BLPOP runs on a connection leased for it (core lease.c): all 20 are held
+            awaitBlocked(fs.size());
+        } finally {
+            c.close(); // also when the wait failed, so no held BLPOP outlives this test
+        }
         for (CompletableFuture<Object> f : fs) {
             assertTrue(f.isDone());
             assertInstanceOf(CancelledException.class, cause(f));

@@ -92,11 +92,17 @@ final class TestServers {
         final int n;
 
         RedisCluster(String name, int base, int n) {
+            this(name, base, n, 0);
+        }
+
+        /** n primaries with replicas replicas each (cluster-node-timeout 2 s with replicas: a fast promotion). */
+        RedisCluster(String name, int base, int n, int replicas) {
             this.dir = WORK.resolve("cluster-" + name);
             this.base = base;
-            this.n = n;
-            checkFree(base, base + 2 * n - 1);
-            script("redis-cluster.sh", "start", dir.toString(), Integer.toString(base), Integer.toString(n));
+            this.n = n * (1 + replicas);
+            checkFree(base, base + 2 * this.n - 1);
+            script(replicas > 0 ? java.util.Map.of("SL_CLUSTER_NODE_TIMEOUT", "2000") : java.util.Map.of(),
+                    "redis-cluster.sh", "start", dir.toString(), Integer.toString(base), Integer.toString(n), Integer.toString(replicas));
             synchronized (TestServers.class) {
                 STOPS.add(this::stop);
             }
@@ -112,6 +118,11 @@ final class TestServers {
 
         void restart(int port) {
             script("redis-cluster.sh", "restart", dir.toString(), Integer.toString(port));
+        }
+
+        /** CLUSTER FAILOVER on replica port; returns when it is a primary. */
+        void failover(int port) {
+            script("redis-cluster.sh", "failover", dir.toString(), Integer.toString(port));
         }
 
         void migrate(int slot, int from, int to) {
