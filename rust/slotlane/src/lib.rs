@@ -41,6 +41,7 @@ mod cluster;
 mod cmd;
 mod commands;
 mod error;
+mod events;
 mod pipeline;
 mod pool;
 mod pubsub;
@@ -55,6 +56,7 @@ pub use cluster::{ClusterNode, ScanIter, Script};
 pub use cmd::{cmd, Cmd, ToArg};
 pub use commands::*;
 pub use error::Error;
+pub use events::{Event, EventKind};
 pub use pipeline::Pipeline;
 pub use pool::{Pool, PooledClient};
 pub use pubsub::{
