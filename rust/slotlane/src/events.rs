@@ -127,10 +127,7 @@ pub(crate) struct Sink {
 impl Sink {
     /// The C callback and its context for `sl_client_options`.
     pub(crate) fn raw(self: &Arc<Sink>) -> (sys::sl_event_fn, *mut c_void) {
-        (
-            Some(on_event_c),
-            Arc::as_ptr(self) as *mut c_void,
-        )
+        (Some(on_event_c), Arc::as_ptr(self) as *mut c_void)
     }
 }
 
