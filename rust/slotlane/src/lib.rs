@@ -45,6 +45,7 @@ mod events;
 mod pipeline;
 mod pool;
 mod pubsub;
+mod session;
 pub mod shape;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -62,6 +63,7 @@ pub use pool::{Pool, PooledClient};
 pub use pubsub::{
     Message, MessageKind, MessageStream, PubSub, PubSubOptions, PubSubStats, SubKind,
 };
+pub use session::Session;
 pub use shape::Slot;
 pub use tls::{Tls, TlsConfig, TlsNodeNames, TlsVerify};
 pub use value::{FromValue, Value};
