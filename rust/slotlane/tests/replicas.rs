@@ -1,4 +1,5 @@
-//! Replica reads, retry_writes and topology events (issue 21) against a Redis Cluster of 3
+//! Replica reads, retry_writes and topology events (issue 21), and a watched slot migrated
+//! (issue 22, Error::WatchMoved), against a Redis Cluster of 3
 //! primaries x 1 replica of its own (ci/redis-cluster.sh): ports SLOTLANE_TEST_PORT_BASE
 //! +20..+31 — primaries +20..+22, replica of primary i on +23+i, buses +26..+31. One test
 //! in order (the failover at the end changes the roles). Decided by per-node INFO
@@ -163,6 +164,58 @@ fn replica_reads_retry_writes_and_failover_event() {
             assert_eq!(c.get(wkey.as_str()).unwrap(), None, "the INCR never ran");
         }
     }
+
+    // --- a watched key's slot migrated during the watch (issue 22): the session's EXEC
+    // fails with Error::WatchMoved and the session is broken; transaction() starts over
+    // on a new session, on the slot's new owner.
+    let mkey = (0..)
+        .map(|i| format!("mv:{i}"))
+        .find(|k| (5461..=10922).contains(&Client::key_slot(k.as_bytes())))
+        .unwrap();
+    let slot = Client::key_slot(mkey.as_bytes());
+    let (from, to) = (cl.ports[1], cl.ports[2]);
+    let mut c = Client::connect(url.as_str()).unwrap();
+    assert!(c.set(mkey.as_str(), 1, None).unwrap());
+    {
+        let mut s = c.session().unwrap();
+        s.watch(&[mkey.as_str()]).unwrap();
+        let v: Option<i64> = s.query(cmd("GET").arg(mkey.as_str())).unwrap();
+        assert_eq!(v, Some(1));
+        assert_eq!(s.slot(), Some(slot));
+        cl.run(&[
+            "migrate",
+            &slot.to_string(),
+            &from.to_string(),
+            &to.to_string(),
+        ]);
+        let mut pipe = slotlane::Pipeline::new();
+        pipe.incr(mkey.as_str());
+        match s.multi_exec(&pipe) {
+            Err(Error::WatchMoved(_)) => {}
+            other => panic!("EXEC after the watched slot moved: {other:?}"),
+        }
+        // Broken: nothing more runs on it.
+        assert!(s
+            .query::<Option<i64>>(cmd("GET").arg(mkey.as_str()))
+            .is_err());
+    }
+    let (old, replies) = c
+        .transaction(&[mkey.as_str()], |s, pipe| {
+            let old: Option<i64> = s.query(cmd("GET").arg(mkey.as_str()))?;
+            pipe.incr(mkey.as_str());
+            Ok(old)
+        })
+        .unwrap();
+    assert_eq!((old, replies), (Some(1), vec![Ok(slotlane::Value::Int(2))]));
+    let mut owner = admin(to);
+    assert_eq!(
+        cmd("GET")
+            .arg(mkey.as_str())
+            .query::<Option<i64>>(&mut owner),
+        Ok(Some(2)),
+        "the INCR ran on the new owner once"
+    );
+    drop(c);
 
     // --- on_event: CLUSTER FAILOVER of the replica, then a refresh. The callback runs on
     // the binding's own thread, so it may use the client that reported the event: here
