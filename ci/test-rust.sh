@@ -13,7 +13,8 @@
 # `cargo test` in rust/ works too: slotlane-testing starts what the environment lacks.
 # Ports: 22500-22999 (SLOTLANE_RUST_PORT: the base, default the first free block from
 # 22500): plain BASE, cluster BASE+10..+15, slotlane-server BASE+20..+23, the failure
-# tests' own clusters BASE+100..+115.
+# tests' own clusters BASE+100..+115 and, 3 primaries x 1 replica (tests/replicas.rs),
+# BASE+120..+131.
 SL_SUITE=rust
 . "$(dirname "$0")/lib.sh"
 cd "$SL_ROOT"
@@ -24,8 +25,8 @@ export CARGO_TERM_COLOR=never
 command -v cargo >/dev/null || die "cargo is not installed"
 command -v redis-server >/dev/null || die "redis-server is not installed (ci/deps.sh)"
 
-BASE=${SLOTLANE_RUST_PORT:-$(sl_free_block rust 120)}
-[ "$BASE" -ge 22500 ] && [ $((BASE + 119)) -le 22999 ] || die "SLOTLANE_RUST_PORT=$BASE: the run needs BASE..BASE+119 within 22500-22999"
+BASE=${SLOTLANE_RUST_PORT:-$(sl_free_block rust 140)}
+[ "$BASE" -ge 22500 ] && [ $((BASE + 139)) -le 22999 ] || die "SLOTLANE_RUST_PORT=$BASE: the run needs BASE..BASE+139 within 22500-22999"
 
 WORK=$(mktemp -d /tmp/sl-rust.XXXXXX)
 sl_on_exit "rm -rf '$WORK'"

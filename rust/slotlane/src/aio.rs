@@ -133,6 +133,8 @@ fn dispatch(e: &'static Engine) {
 struct Inner {
     raw: NonNull<sys::sl_client>,
     spare: Mutex<Vec<NonNull<sys::sl_batch>>>,
+    /// The event callback's context: dropped after sl_client_free (a field drops after Drop).
+    _events: Option<Arc<crate::events::Sink>>,
 }
 
 // SAFETY: with the loop thread, the core allows sl_batch_new/free/append and
@@ -190,7 +192,7 @@ impl Client {
     ) -> Result<Client, Error> {
         engine()?;
         let o: ConnectOptions = opts.into();
-        let raw = crate::Client::new_raw(&o, max_inflight)?;
+        let (raw, events) = crate::Client::new_raw(&o, max_inflight)?;
         // SAFETY: raw is live.
         let mode = match unsafe { sys::sl_client_mode(raw.as_ptr()) } {
             sys::SL_MODE_CLUSTER => Mode::Cluster,
@@ -200,6 +202,7 @@ impl Client {
             inner: Arc::new(Inner {
                 raw,
                 spare: Mutex::new(Vec::new()),
+                _events: events,
             }),
             mode,
         })

@@ -1,6 +1,7 @@
 //! [`Client`], its [`ConnectOptions`], [`Route`], [`Stats`] and [`CancelHandle`].
+use crate::events::{OnEvent, Sink};
 use crate::value::decode;
-use crate::{Cmd, Error, FromValue, Pipeline, Value};
+use crate::{Cmd, Error, Event, FromValue, Pipeline, Value};
 use slotlane_sys as sys;
 use std::ffi::{c_char, c_int, c_uint, CStr, CString};
 use std::ptr::{self, NonNull};
@@ -17,6 +18,20 @@ pub enum Mode {
     Plain,
     /// Discover the slot map and route every command by its key.
     Cluster,
+}
+
+/// Where read-only commands go (the core's `sl_read_from`; write commands always go to
+/// the slot's primary). Replica reads may see data a little behind the primary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadFrom {
+    /// Every command to the slot's primary (the default).
+    #[default]
+    Primary,
+    /// Read-only commands to the first usable replica of the slot's primary, falling
+    /// back to the primary when none answers.
+    PreferReplica,
+    /// Read-only commands rotate over the primary's usable replicas.
+    Replicas,
 }
 
 /// Where a command goes, instead of by its key.
@@ -132,6 +147,9 @@ pub struct ConnectOptions {
     max_aggregate_len: Option<u64>,
     max_depth: Option<i64>,
     tls: Option<crate::Tls>,
+    read_from: ReadFrom,
+    retry_writes: bool,
+    on_event: Option<OnEvent>,
 }
 
 impl ConnectOptions {
@@ -154,6 +172,9 @@ impl ConnectOptions {
             max_aggregate_len: None,
             max_depth: None,
             tls: None,
+            read_from: ReadFrom::Primary,
+            retry_writes: false,
+            on_event: None,
         }
     }
     /// Plain, cluster, or detect (the default).
@@ -237,6 +258,60 @@ impl ConnectOptions {
         self.tls = Some(tls);
         self
     }
+    /// Where read-only commands go (default [`ReadFrom::Primary`]); replicas are sent
+    /// READONLY by the core. In plain mode there are no replicas: the one node serves all.
+    pub fn read_from(mut self, r: ReadFrom) -> Self {
+        self.read_from = r;
+        self
+    }
+    /// `true`: a write already sent when its connection broke is sent once more (it may
+    /// then run twice). Default `false`: it fails with an I/O error saying it may have
+    /// been executed.
+    pub fn retry_writes(mut self, on: bool) -> Self {
+        self.retry_writes = on;
+        self
+    }
+    /// Calls `f` with each topology and node [`Event`] of the clients made from these
+    /// options ([`Client`], [`aio::Client`](crate::aio::Client), every client of a
+    /// [`Pool`](crate::Pool); a [`PubSub`](crate::PubSub) reports its own events in-band):
+    /// a refresh that changed the slot map (also the discovery at
+    /// connect), a node down or up again, a replica promoted (a failover). For logging
+    /// and metrics.
+    ///
+    /// The core reports an event from inside an execution, where nothing may block or call
+    /// the client; the binding queues it there, and `f` runs on a thread of the binding's
+    /// own (`slotlane-events`, one per `on_event` call, shared by every client made from
+    /// these options and their clones), one event at a time, in the order they happened.
+    /// So `f` may block and may use a client, this one included (through a `Mutex`, a
+    /// [`Pool`](crate::Pool) or an [`aio::Client`](crate::aio::Client)). Events queued when
+    /// the last client is dropped are still delivered, then the thread ends. A panic in
+    /// `f` loses that event only.
+    ///
+    /// ```
+    /// use slotlane::{Client, ConnectOptions, EventKind};
+    /// use std::sync::mpsc;
+    /// # let url = slotlane_testing::url(); // SLOTLANE_URL, else a slotlane-server of its own
+    /// let (tx, rx) = mpsc::channel();
+    /// let tx = std::sync::Mutex::new(tx);
+    /// let opts = ConnectOptions::new(url.as_str()).on_event(move |ev| {
+    ///     eprintln!("slotlane: {:?} {}", ev.kind, ev.addr);
+    ///     let _ = tx.lock().unwrap().send(ev.kind);
+    /// });
+    /// let mut client = Client::connect(opts)?;
+    /// client.ping()?;
+    /// # if client.mode() == slotlane::Mode::Cluster {
+    /// // a cluster client's discovery of the slot map is a topology change
+    /// assert_eq!(rx.recv().unwrap(), EventKind::TopologyChanged);
+    /// # }
+    /// # Ok::<(), slotlane::Error>(())
+    /// ```
+    pub fn on_event<F>(mut self, f: F) -> Self
+    where
+        F: Fn(Event) + Send + Sync + 'static,
+    {
+        self.on_event = Some(OnEvent::new(Arc::new(f)));
+        self
+    }
     /// The URL.
     pub fn url(&self) -> &str {
         &self.url
@@ -303,8 +378,21 @@ pub struct Stats {
     pub bytes_written: u64,
     /// Bytes read from sockets.
     pub bytes_read: u64,
-    /// Nodes currently known.
+    /// Nodes currently known (primaries and replicas).
     pub nodes: u64,
+    /// Promotions seen ([`EventKind::Failover`](crate::EventKind::Failover) events).
+    pub failovers: u64,
+    /// Refreshes asked for by a MOVED, CLUSTERDOWN, READONLY...
+    pub refreshes_moved: u64,
+    /// Refreshes asked for by a lost node.
+    pub refreshes_lost: u64,
+    /// Commands sent again after a lost connection or a `-LOADING`, `-MASTERDOWN`,
+    /// `-READONLY`, `-UNBLOCKED` reply.
+    pub retries: u64,
+    /// Read-only commands routed to a replica ([`ReadFrom`]).
+    pub replica_reads: u64,
+    /// [`EventKind::NodeDown`](crate::EventKind::NodeDown) events.
+    pub nodes_down: u64,
 }
 
 struct CancelShared {
@@ -361,6 +449,8 @@ pub struct Client {
     pub(crate) batch: NonNull<sys::sl_batch>,
     pub(crate) scratch: Vec<u8>,
     cancel: Option<Arc<CancelShared>>,
+    /// The event callback's context: dropped after sl_client_free (a field drops after Drop).
+    _events: Option<Arc<Sink>>,
 }
 
 // SAFETY: the core keeps no thread-local or global state; a handle may move between
@@ -380,7 +470,7 @@ impl Client {
     /// slot map. `opts` is a URL (`&str`, `String`) or [`ConnectOptions`].
     pub fn connect<O: Into<ConnectOptions>>(opts: O) -> Result<Client, Error> {
         let o: ConnectOptions = opts.into();
-        let raw = Client::new_raw(&o, None)?;
+        let (raw, events) = Client::new_raw(&o, None)?;
         let mut batch: *mut sys::sl_batch = ptr::null_mut();
         // SAFETY: raw is a live client.
         let rc = unsafe { sys::sl_batch_new(raw.as_ptr(), &mut batch) };
@@ -397,16 +487,19 @@ impl Client {
             batch: NonNull::new(batch).unwrap(),
             scratch: Vec::with_capacity(256),
             cancel: None,
+            _events: events,
         })
     }
 
     /// A core client from the options (`max_inflight`: the asynchronous client's in-flight
-    /// bound of batches, `None` for the core's default).
+    /// bound of batches, `None` for the core's default), and the context of its event
+    /// callback, which the caller keeps until after `sl_client_free`.
     pub(crate) fn new_raw(
         o: &ConnectOptions,
         max_inflight: Option<u32>,
-    ) -> Result<NonNull<sys::sl_client>, Error> {
-        Client::with_options(o, max_inflight, |c| {
+    ) -> Result<(NonNull<sys::sl_client>, Option<Arc<Sink>>), Error> {
+        let sink = o.on_event.as_ref().map(|e| e.sink()).transpose()?;
+        let raw = Client::with_options(o, max_inflight, sink.as_ref(), |c| {
             let mut raw: *mut sys::sl_client = ptr::null_mut();
             let mut msg = [0 as c_char; 512];
             // SAFETY: every pointer in c outlives the call; msg is writable for its length.
@@ -420,14 +513,17 @@ impl Client {
                 code: 0,
                 message: "sl_client_new gave NULL".into(),
             })
-        })?
+        })??;
+        Ok((raw, sink))
     }
 
     /// Runs `f` with the core's options of `o` (their strings live for the call): for
-    /// clients and subscribers (crate::pubsub).
+    /// clients and subscribers (crate::pubsub). `events`: the event callback's context
+    /// (None: no events), which must outlive the core handle made.
     pub(crate) fn with_options<R>(
         o: &ConnectOptions,
         max_inflight: Option<u32>,
+        events: Option<&Arc<Sink>>,
         f: impl FnOnce(&sys::sl_client_options) -> R,
     ) -> Result<R, Error> {
         let url = cstring("URL", &o.url)?;
@@ -486,6 +582,15 @@ impl Client {
         if let Some(n) = o.max_depth {
             c.max_depth = int("max depth", n)?;
         }
+        c.read_from = match o.read_from {
+            ReadFrom::Primary => sys::SL_READ_PRIMARY,
+            ReadFrom::PreferReplica => sys::SL_READ_PREFER_REPLICA,
+            ReadFrom::Replicas => sys::SL_READ_REPLICAS_ROUND_ROBIN,
+        };
+        c.retry_writes = o.retry_writes as c_int;
+        if let Some(s) = events {
+            (c.on_event, c.on_event_ctx) = s.raw();
+        }
         if let Some(n) = max_inflight {
             c.max_inflight_batches = n;
         }
@@ -524,6 +629,12 @@ impl Client {
             bytes_written: s.bytes_written,
             bytes_read: s.bytes_read,
             nodes: s.nodes,
+            failovers: s.failovers,
+            refreshes_moved: s.refreshes_moved,
+            refreshes_lost: s.refreshes_lost,
+            retries: s.retries,
+            replica_reads: s.replica_reads,
+            nodes_down: s.nodes_down,
         }
     }
 

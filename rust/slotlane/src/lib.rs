@@ -41,25 +41,29 @@ mod cluster;
 mod cmd;
 mod commands;
 mod error;
+mod events;
 mod pipeline;
 mod pool;
 mod pubsub;
+mod session;
 pub mod shape;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tls;
 mod value;
 
-pub use client::{CancelHandle, Client, ConnectOptions, Mode, Route, Stats};
+pub use client::{CancelHandle, Client, ConnectOptions, Mode, ReadFrom, Route, Stats};
 pub use cluster::{ClusterNode, ScanIter, Script};
 pub use cmd::{cmd, Cmd, ToArg};
 pub use commands::*;
 pub use error::Error;
+pub use events::{Event, EventKind};
 pub use pipeline::Pipeline;
 pub use pool::{Pool, PooledClient};
 pub use pubsub::{
     Message, MessageKind, MessageStream, PubSub, PubSubOptions, PubSubStats, SubKind,
 };
+pub use session::Session;
 pub use shape::Slot;
 pub use tls::{Tls, TlsConfig, TlsNodeNames, TlsVerify};
 pub use value::{FromValue, Value};

@@ -185,7 +185,7 @@ impl PubSub {
                 ms.min(c_int::MAX as u128) as c_int
             };
         }
-        let raw = Client::with_options(&o, None, |c| {
+        let raw = Client::with_options(&o, None, None, |c| {
             let mut raw: *mut sys::sl_subscriber = ptr::null_mut();
             let mut msg = [0 as c_char; 512];
             // SAFETY: c and so outlive the call; msg is writable for its length.

@@ -485,3 +485,60 @@ fn stats_count_commands_and_bytes() {
     c.refresh().unwrap();
     assert_eq!(c.stats().refreshes, s1.refreshes + 1);
 }
+
+#[test]
+fn read_from_and_retry_writes_are_accepted() {
+    // No replicas here: the replica modes fall back to the primary, writes still go there.
+    for r in [
+        slotlane::ReadFrom::Primary,
+        slotlane::ReadFrom::PreferReplica,
+        slotlane::ReadFrom::Replicas,
+    ] {
+        for (_, url) in [("plain", plain_url()), ("cluster", cluster_url())] {
+            let opts = ConnectOptions::new(&url).read_from(r).retry_writes(true);
+            let mut c = Client::connect(opts).unwrap();
+            let k = format!("{}:{r:?}", prefix("read_from"));
+            c.command(cmd("SET").arg(&k).arg("v")).unwrap();
+            assert_eq!(c.command(cmd("GET").arg(&k)).unwrap(), bulk(b"v"));
+        }
+    }
+}
+
+#[test]
+fn on_event_runs_on_one_thread_of_its_own_that_ends_with_the_last_client() {
+    let (tx, rx) = std::sync::mpsc::channel::<(slotlane::Event, Option<String>)>();
+    let tx = std::sync::Mutex::new(tx);
+    let opts = ConnectOptions::new(&cluster_url()).on_event(move |ev| {
+        let name = std::thread::current().name().map(str::to_string);
+        let _ = tx.lock().unwrap().send((ev, name));
+    });
+    assert_eq!(
+        opts,
+        opts.clone(),
+        "options compare their callback by identity"
+    );
+    assert_ne!(opts, ConnectOptions::new(&cluster_url()).on_event(|_| {}));
+    // Two clients and a pool's clients from the same options: one delivery thread.
+    let mut a = Client::connect(&opts).unwrap();
+    let b = slotlane::aio::Client::connect(&opts).unwrap();
+    let pool = Pool::new(opts, 2).unwrap();
+    let mut pc = pool.get().unwrap();
+    pc.ping().unwrap();
+    a.ping().unwrap();
+    // Each cluster client's discovery is a topology change: a, b and the pool's client.
+    for _ in 0..3 {
+        let (ev, thread) = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        assert_eq!(ev.kind, slotlane::EventKind::TopologyChanged, "{ev:?}");
+        assert_eq!(thread.as_deref(), Some("slotlane-events"));
+    }
+    drop(pc);
+    drop((a, b, pool));
+    // The thread ends once no client holds the callback: its sender is dropped with it.
+    loop {
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(_) => continue,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(e) => panic!("the event thread outlived its clients: {e}"),
+        }
+    }
+}

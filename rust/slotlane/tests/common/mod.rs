@@ -54,6 +54,13 @@ pub struct OwnCluster {
 impl OwnCluster {
     /// `n` primaries on ports base+offset .. (2n ports with the bus).
     pub fn start(name: &str, offset: u16, n: usize) -> OwnCluster {
+        OwnCluster::start_with_replicas(name, offset, n, 0)
+    }
+
+    /// `n` primaries with `replicas` replicas each on ports base+offset .. (2n(1+replicas)
+    /// ports with the bus): primary i on base+offset+i, its replica k on
+    /// base+offset+n(1+k)+i (ci/redis-cluster.sh).
+    pub fn start_with_replicas(name: &str, offset: u16, n: usize, replicas: usize) -> OwnCluster {
         let dir = std::env::temp_dir().join(format!("slotlane-rust-{name}-{}", std::process::id()));
         let base = port_base() + offset;
         let out = cluster_script(&[
@@ -61,6 +68,7 @@ impl OwnCluster {
             dir.to_str().unwrap(),
             &base.to_string(),
             &n.to_string(),
+            &replicas.to_string(),
         ]);
         if !out.status.success() {
             let _ = cluster_script(&["stop", dir.to_str().unwrap()]);
