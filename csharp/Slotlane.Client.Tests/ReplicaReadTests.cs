@@ -1,0 +1,155 @@
+using System;
+using System.Collections.Concurrent;
+using System.Collections.Generic;
+using System.IO;
+using System.Linq;
+using System.Text;
+using NUnit.Framework;
+
+namespace Slotlane.Tests
+{
+    /// <summary>ClientOptions.ReadFrom, RetryWrites and OnEvent against a Redis Cluster of 3 primaries x 1 replica
+    /// (Servers.ReplicaCluster): reads land where ReadFrom says, by each node's own INFO commandstats; after a
+    /// CLUSTER FAILOVER of a replica and a refresh the handler sees TopologyChanged.</summary>
+    [TestFixture]
+    public class ReplicaReadTests
+    {
+        private static readonly TimeSpan Wait = TimeSpan.FromSeconds(30);
+
+        private static int[] Ports()
+        {
+            string url = Servers.ReplicaCluster;
+            Assert.That(url, Is.Not.Null);
+            return File.ReadAllLines(Path.Combine(Servers.ReplicaDir, "ports")).Where(l => l.Trim().Length > 0).Select(int.Parse).ToArray();
+        }
+
+        private static SlotlaneClient Node(int port)
+        {
+            return SlotlaneClient.Connect(new ClientOptions { Host = Servers.Host, Port = port, Mode = ClientMode.Plain });
+        }
+
+        private static string Text(object o) { return o is byte[] ? Encoding.UTF8.GetString((byte[])o) : Convert.ToString(o); }
+
+        private static long GetCalls(int port)
+        {
+            using (var c = Node(port))
+            {
+                foreach (string line in Text(c.Execute("INFO", "commandstats")).Split('\n'))
+                    if (line.StartsWith("cmdstat_get:"))
+                        return long.Parse(line.Split(new[] { "calls=" }, StringSplitOptions.None)[1].Split(',')[0]);
+                return 0;
+            }
+        }
+
+        private static bool IsReplica(int port)
+        {
+            using (var c = Node(port)) return Text(c.Execute("INFO", "replication")).Contains("role:slave");
+        }
+
+        /// <summary>GETs of every key with readFrom: {on the replicas, on the primaries} by the nodes' counters.</summary>
+        private static long[] ReadsOn(ReadFrom readFrom, List<string> keys, out long replicaReads)
+        {
+            int[] ports = Ports();
+            var rep = ports.Where(IsReplica).ToList();
+            var prim = ports.Except(rep).ToList();
+            Assert.That(rep.Count, Is.EqualTo(3), "replicas");
+            var before = ports.ToDictionary(p => p, GetCalls);
+            using (var c = SlotlaneClient.Connect(new ClientOptions { Url = Servers.ReplicaCluster, ReadFrom = readFrom }))
+            {
+                using (var p = c.CreatePipeline())
+                {
+                    foreach (string k in keys) p.Add("GET", k);
+                    object[] got = p.ExecuteOrThrow();
+                    for (int i = 0; i < keys.Count; i++) Assert.That(Text(got[i]), Is.EqualTo(keys[i]));
+                }
+                replicaReads = c.GetStats().ReplicaReads;
+            }
+            return new[] { rep.Sum(p => GetCalls(p) - before[p]), prim.Sum(p => GetCalls(p) - before[p]) };
+        }
+
+        [Test]
+        public void ReadsLandWhereReadFromSays()
+        {
+            var keys = Enumerable.Range(0, 100).Select(i => "csrf:" + i).ToList();
+            using (var c = SlotlaneClient.Connect(new ClientOptions { Url = Servers.ReplicaCluster }))
+            using (var p = c.CreatePipeline())
+            {
+                foreach (string k in keys) p.Add("SET", k, k);
+                p.ExecuteOrThrow();
+            }
+            // the replicas hold the writes before they are read: each primary's WAIT for its replica
+            foreach (int port in Ports().Where(x => !IsReplica(x)))
+                using (var n = Node(port)) Assert.That(n.Execute("WAIT", 1, 10000), Is.EqualTo(1L), "WAIT on " + port);
+            long rr;
+            long[] pref = ReadsOn(ReadFrom.PreferReplica, keys, out rr);
+            Assert.That(pref, Is.EqualTo(new long[] { 100, 0 }), "PreferReplica: {replicas, primaries}");
+            Assert.That(rr, Is.EqualTo(100));
+            long[] robin = ReadsOn(ReadFrom.ReplicasRoundRobin, keys, out rr);
+            Assert.That(robin, Is.EqualTo(new long[] { 100, 0 }), "ReplicasRoundRobin: {replicas, primaries}");
+            Assert.That(rr, Is.EqualTo(100));
+            long[] prim = ReadsOn(ReadFrom.Primary, keys, out rr);
+            Assert.That(prim, Is.EqualTo(new long[] { 0, 100 }), "Primary: {replicas, primaries}");
+            Assert.That(rr, Is.EqualTo(0));
+            Assert.Throws<ArgumentOutOfRangeException>(() => SlotlaneClient.Connect(new ClientOptions { Url = Servers.ReplicaCluster, ReadFrom = (ReadFrom)7 }));
+        }
+
+        [Test]
+        public void OnEventSeesTheTopologyChangeAfterAFailover()
+        {
+            var got = new BlockingCollection<ClientEventArgs>();
+            int handlerThread = -1, testThread = System.Threading.Thread.CurrentThread.ManagedThreadId;
+            var o = new ClientOptions
+            {
+                Url = Servers.ReplicaCluster,
+                RetryWrites = true,
+                OnEvent = (s, e) => { handlerThread = System.Threading.Thread.CurrentThread.ManagedThreadId; got.Add(e); },
+            };
+            using (var c = SlotlaneClient.Connect(o))
+            {
+                c.Set("csev:k", "v");
+                int replica = Ports().First(IsReplica);
+                Servers.Script("redis-cluster.sh", "failover " + Servers.ReplicaDir + " " + replica);
+                ClientEventArgs e;
+                while (got.TryTake(out e)) { }  // what came before the refresh
+                c.Refresh();
+                ClientEventArgs seen = null;
+                DateTime deadline = DateTime.UtcNow + Wait;
+                while (seen == null)
+                {
+                    TimeSpan left = deadline - DateTime.UtcNow;
+                    Assert.That(left, Is.GreaterThan(TimeSpan.Zero), "no TopologyChanged event after the refresh");
+                    if (got.TryTake(out e, left) && e.Kind == ClientEventKind.TopologyChanged) seen = e;
+                }
+                StringAssert.StartsWith("127.0.0.1:", seen.Address);
+                StringAssert.StartsWith("TopologyChanged 127.0.0.1:", seen.ToString());
+                Assert.That(handlerThread, Is.Not.EqualTo(testThread), "the handler ran on the thread of the execution");
+                Assert.That(c.Get("csev:k"), Is.EqualTo("v"));  // served across the change
+            }
+        }
+
+        [Test]
+        public void AHandlerThatThrowsIsContained()
+        {
+            int calls = 0;
+            var o = new ClientOptions
+            {
+                Url = Servers.ReplicaCluster,
+                OnEvent = (s, e) => { System.Threading.Interlocked.Increment(ref calls); throw new InvalidOperationException("boom"); },
+            };
+            using (var c = SlotlaneClient.Connect(o))
+            {
+                int replica = Ports().First(IsReplica);
+                Servers.Script("redis-cluster.sh", "failover " + Servers.ReplicaDir + " " + replica);
+                c.Refresh();
+                DateTime deadline = DateTime.UtcNow + Wait;
+                while (System.Threading.Volatile.Read(ref calls) == 0)
+                {
+                    Assert.That(DateTime.UtcNow, Is.LessThan(deadline), "the handler was never called");
+                    System.Threading.Thread.Yield();
+                }
+                c.Set("csev:after", "1");   // the client works on
+                Assert.That(c.Get("csev:after"), Is.EqualTo("1"));
+            }
+        }
+    }
+}
