@@ -279,6 +279,53 @@ namespace Slotlane.Tests
             }
         }
 
+        [Test]
+        public void ShardChannelFollowsItsSlotToAnotherPrimary()
+        {
+            string url = Servers.StartChaos();
+            try
+            {
+                using (var c = SlotlaneClient.Connect(url))
+                using (var s = c.CreateSubscriber())
+                {
+                    const string ch = "csmv:{m}ch";
+                    s.SSubscribe(ch);
+                    Take(s, PubSubMessageKind.SSubscribe);
+                    Assert.That(c.Spublish(ch, "before"), Is.EqualTo(1));
+                    Assert.That(Take(s, PubSubMessageKind.SMessage).PayloadText, Is.EqualTo("before"));
+                    int slot = SlotlaneClient.KeySlot(ch), from = 0, to = 0;
+                    foreach (object[] range in (object[])c.Execute("CLUSTER", "SLOTS"))
+                    {
+                        int port = (int)(long)((object[])range[2])[1];
+                        if ((long)range[0] <= slot && slot <= (long)range[1]) from = port;
+                        else if (to == 0) to = port;
+                    }
+                    Assert.That(from, Is.Not.EqualTo(0));
+                    Assert.That(to, Is.Not.EqualTo(0));
+                    Servers.Script("redis-cluster.sh", "migrate " + Servers.ChaosDir + " " + slot + " " + from + " " + to);
+                    // the old owner's SUNSUBSCRIBE: the core subscribes on the new owner and says so
+                    PubSubMessage m;
+                    do
+                    {
+                        m = s.Poll(Wait);
+                        Assert.That(m, Is.Not.Null, "no Resubscribed after the slot moved");
+                        Assert.That(m.Kind, Is.Not.EqualTo(PubSubMessageKind.Error), m.ToString());
+                    } while (m.Kind != PubSubMessageKind.Resubscribed);
+                    Assert.That(m.Channel, Is.EqualTo(ch));
+                    Assert.That(m.SubscriptionKind, Is.EqualTo(SubscriptionKind.Shard));
+                    Until(() => c.Spublish(ch, "after") == 1, "the new owner has no subscriber of " + ch);
+                    do
+                    {
+                        m = s.Poll(Wait);
+                        Assert.That(m, Is.Not.Null, "no message from the new owner");
+                    } while (m.Kind != PubSubMessageKind.SMessage);
+                    Assert.That(m.PayloadText, Is.EqualTo("after"));
+                    Assert.That(s.GetStats().Resubscribed, Is.GreaterThanOrEqualTo(1));
+                }
+            }
+            finally { Servers.StopChaos(); }
+        }
+
         // Until's helper: confirmations still queued are taken so the loop only waits on the server.
         private static bool Drop(Subscriber s) { s.Poll(TimeSpan.Zero); return false; }
 

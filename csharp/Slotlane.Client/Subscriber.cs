@@ -210,6 +210,7 @@ namespace Slotlane
         private Thread _pump;
         private int _refs = 1;          // the owner's reference plus one per native call in progress
         private bool _disposed;
+        private bool _closed;           // Close was called
         private bool _ended;            // a drain said: closed and empty
         private SlMessage* _msgs;
         private readonly NativeBuffer _data = new NativeBuffer(1 << 16);
@@ -567,7 +568,8 @@ namespace Slotlane
             {
                 lock (_lock)
                 {
-                    while (!_disposed && !_ended && _handler == null && _waiters.Count == 0) Monitor.Wait(_lock);
+                    // closed: drain what is left (to the handler or into pending), then end on SL_ESTATE
+                    while (!_disposed && !_closed && !_ended && _handler == null && _waiters.Count == 0) Monitor.Wait(_lock);
                 }
                 bool alive;
                 try
@@ -673,8 +675,6 @@ namespace Slotlane
 
         /// <summary>True once <see cref="Close"/> or <see cref="Dispose"/> was called.</summary>
         public bool IsClosed { get { lock (_lock) return _closed || _disposed; } }
-
-        private bool _closed;
 
         /// <summary>Stops the subscriber: its connections are closed and its thread ends; what is queued can still be
         /// read, then <see cref="Poll(TimeSpan)"/> returns null and <see cref="ReceiveAsync(CancellationToken)"/> null.
