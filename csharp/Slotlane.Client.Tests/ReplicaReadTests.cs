@@ -10,7 +10,8 @@ namespace Slotlane.Tests
 {
     /// <summary>ClientOptions.ReadFrom, RetryWrites and OnEvent against a Redis Cluster of 3 primaries x 1 replica
     /// (Servers.ReplicaCluster): reads land where ReadFrom says, by each node's own INFO commandstats; after a
-    /// CLUSTER FAILOVER of a replica and a refresh the handler sees TopologyChanged.</summary>
+    /// CLUSTER FAILOVER of a replica and a refresh the handler sees TopologyChanged; with a replica killed, reads
+    /// go to its primary and NodeDown names it.</summary>
     [TestFixture]
     public class ReplicaReadTests
     {
@@ -91,6 +92,64 @@ namespace Slotlane.Tests
             Assert.That(prim, Is.EqualTo(new long[] { 0, 100 }), "Primary: {replicas, primaries}");
             Assert.That(rr, Is.EqualTo(0));
             Assert.Throws<ArgumentOutOfRangeException>(() => SlotlaneClient.Connect(new ClientOptions { Url = Servers.ReplicaCluster, ReadFrom = (ReadFrom)7 }));
+        }
+
+        private static int PrimaryOf(int replica)
+        {
+            using (var c = Node(replica))
+                foreach (string line in Text(c.Execute("INFO", "replication")).Split('\n'))
+                    if (line.StartsWith("master_port:")) return int.Parse(line.Substring(12).Trim());
+            throw new InvalidOperationException(replica + " has no master_port");
+        }
+
+        [Test]
+        public void ReadsFallBackToThePrimaryWhileTheReplicaIsDown()
+        {
+            int[] ports = Ports();
+            int replica = ports.First(IsReplica), primary = PrimaryOf(replica);
+            var got = new BlockingCollection<ClientEventArgs>();
+            var o = new ClientOptions { Url = Servers.ReplicaCluster, ReadFrom = ReadFrom.PreferReplica, OnEvent = (s, e) => got.Add(e) };
+            using (var c = SlotlaneClient.Connect(o))
+            {
+                var owner = new int[16384];
+                foreach (object[] range in (object[])c.Execute("CLUSTER", "SLOTS"))
+                    for (long x = (long)range[0]; x <= (long)range[1]; x++) owner[x] = (int)(long)((object[])range[2])[1];
+                var keys = Enumerable.Range(0, 1000).Select(i => "csfb:" + i).Where(k => owner[SlotlaneClient.KeySlot(k)] == primary).Take(20).ToList();
+                Assert.That(keys.Count, Is.EqualTo(20));
+                foreach (string k in keys) c.Set(k, k);
+                using (var n = Node(primary)) Assert.That(n.Execute("WAIT", 1, 10000), Is.EqualTo(1L));
+                Action readAll = () =>
+                {
+                    using (var p = c.CreatePipeline())
+                    {
+                        foreach (string k in keys) p.Add("GET", k);
+                        object[] r = p.ExecuteOrThrow();
+                        for (int i = 0; i < keys.Count; i++) Assert.That(Text(r[i]), Is.EqualTo(keys[i]));
+                    }
+                };
+                long onReplica = GetCalls(replica), onPrimary = GetCalls(primary);
+                readAll();   // the replica serves them (its connection is up from now on)
+                Assert.That(GetCalls(replica) - onReplica, Is.EqualTo(20), "reads on the replica");
+                Assert.That(GetCalls(primary) - onPrimary, Is.EqualTo(0), "reads on the primary");
+                Servers.Script("redis-cluster.sh", "kill " + Servers.ReplicaDir + " " + replica);
+                try
+                {
+                    onPrimary = GetCalls(primary);
+                    readAll();   // no read fails: they go to the primary
+                    Assert.That(GetCalls(primary) - onPrimary, Is.GreaterThanOrEqualTo(20), "reads on the primary while the replica is down");
+                    ClientEventArgs e;
+                    DateTime deadline = DateTime.UtcNow + Wait;
+                    do
+                    {
+                        TimeSpan left = deadline - DateTime.UtcNow;
+                        Assert.That(left, Is.GreaterThan(TimeSpan.Zero), "no NodeDown for the killed replica");
+                        if (!got.TryTake(out e, left)) continue;
+                        if (e.Kind == ClientEventKind.NodeDown && e.Address == "127.0.0.1:" + replica) break;
+                    } while (true);
+                    Assert.That(c.GetStats().NodesDown, Is.GreaterThanOrEqualTo(1));
+                }
+                finally { Servers.Script("redis-cluster.sh", "restart " + Servers.ReplicaDir + " " + replica); }
+            }
         }
 
         [Test]
