@@ -152,6 +152,58 @@ namespace Slotlane.Tests
             }
         }
 
+        /// <summary>An INCR held by CLIENT PAUSE WRITE on its primary (the server has it: blocked_clients says so)
+        /// when its connection is killed: it was sent and never executed. Without RetryWrites it fails with the
+        /// documented I/O error; with it, it is sent once more and runs once.</summary>
+        [TestCase(false)]
+        [TestCase(true)]
+        public void ASentWriteWhoseConnectionBrokeFailsUnlessRetryWrites(bool retry)
+        {
+            string key = "csrw:" + retry;
+            using (var c = SlotlaneClient.Connect(new ClientOptions { Url = Servers.ReplicaCluster, RetryWrites = retry }))
+            {
+                c.Set(key, "0");
+                int primary = 0;
+                foreach (object[] range in (object[])c.Execute("CLUSTER", "SLOTS"))
+                {
+                    int slot = SlotlaneClient.KeySlot(key);
+                    if ((long)range[0] <= slot && slot <= (long)range[1]) primary = (int)(long)((object[])range[2])[1];
+                }
+                using (var admin = Node(primary))
+                {
+                    Func<long> blocked = () =>
+                    {
+                        foreach (string line in Text(admin.Execute("INFO", "clients")).Split('\n'))
+                            if (line.StartsWith("blocked_clients:")) return long.Parse(line.Substring(16).Trim());
+                        return -1;
+                    };
+                    Assert.That(blocked(), Is.EqualTo(0));
+                    admin.Execute("CLIENT", "PAUSE", 20000, "WRITE");
+                    System.Threading.Tasks.Task<object> incr;
+                    try
+                    {
+                        incr = c.ExecuteAsync("INCR", key);
+                        DateTime deadline = DateTime.UtcNow + Wait;
+                        while (blocked() < 1) Assert.That(DateTime.UtcNow, Is.LessThan(deadline), "the INCR never reached the paused server");
+                        Assert.That(admin.Execute("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"), Is.GreaterThanOrEqualTo(1L));
+                    }
+                    finally { admin.Execute("CLIENT", "UNPAUSE"); }
+                    if (retry)
+                    {
+                        Assert.That(incr.Wait(Wait), Is.True);
+                        Assert.That(incr.Result, Is.EqualTo(1L));
+                    }
+                    else
+                    {
+                        var e = Assert.Throws<AggregateException>(() => incr.Wait(Wait));
+                        Assert.That(e.InnerException, Is.InstanceOf<SlotlaneConnectionException>(), e.ToString());
+                        StringAssert.EndsWith("(the command was sent: it may have been executed)", e.InnerException.Message);
+                    }
+                    Assert.That(c.Get(key), Is.EqualTo(retry ? "1" : "0"), "the INCR ran " + (retry ? "once" : "never"));
+                }
+            }
+        }
+
         [Test]
         public void OnEventSeesTheTopologyChangeAfterAFailover()
         {
