@@ -326,6 +326,42 @@ namespace Slotlane.Tests
             finally { Servers.StopChaos(); }
         }
 
+        [Test]
+        public void ShardOwnerKilledAndRestartedReportsTheGap()
+        {
+            string url = Servers.StartChaos();
+            try
+            {
+                using (var c = SlotlaneClient.Connect(new ClientOptions { Url = url, ConnectTimeout = TimeSpan.FromMilliseconds(300) }))
+                using (var s = c.CreateSubscriber(new SubscriberOptions { HealthCheckInterval = TimeSpan.FromSeconds(1) }))
+                {
+                    const string ch = "cskill:{k}ch";
+                    s.SSubscribe(ch);
+                    Take(s, PubSubMessageKind.SSubscribe);
+                    int slot = SlotlaneClient.KeySlot(ch), owner = 0;
+                    foreach (object[] range in (object[])c.Execute("CLUSTER", "SLOTS"))
+                        if ((long)range[0] <= slot && slot <= (long)range[1]) owner = (int)(long)((object[])range[2])[1];
+                    Servers.Script("redis-cluster.sh", "kill " + Servers.ChaosDir + " " + owner);
+                    PubSubMessage lost = Take(s, PubSubMessageKind.ConnectionLost);
+                    StringAssert.Contains(owner.ToString(), lost.PayloadText);
+                    Servers.Script("redis-cluster.sh", "restart " + Servers.ChaosDir + " " + owner);
+                    PubSubMessage m;
+                    do
+                    {
+                        m = s.Poll(Wait);
+                        Assert.That(m, Is.Not.Null, "no Resubscribed after the owner came back");
+                    } while (m.Kind != PubSubMessageKind.Resubscribed);
+                    Assert.That(m.Channel, Is.EqualTo(ch));
+                    Assert.That(m.SubscriptionKind, Is.EqualTo(SubscriptionKind.Shard));
+                    Until(() => c.Spublish(ch, "back") == 1 || Drop(s), "the restarted owner has no subscriber of " + ch);
+                    SubscriberStats st = s.GetStats();
+                    Assert.That(st.ConnectionLosses, Is.GreaterThanOrEqualTo(1), st.ToString());
+                    Assert.That(st.Resubscribed, Is.GreaterThanOrEqualTo(1), st.ToString());
+                }
+            }
+            finally { Servers.StopChaos(); }
+        }
+
         // Until's helper: confirmations still queued are taken so the loop only waits on the server.
         private static bool Drop(Subscriber s) { s.Poll(TimeSpan.Zero); return false; }
 
