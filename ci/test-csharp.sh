@@ -7,7 +7,7 @@
 # (NUnit 2.6, -define:NUNIT2) and the benchmark with mcs -langversion:7.2, then nunit-console.
 # The tests start their own servers on a free block of 50 ports in 24500-24599 (Servers.cs,
 # PortBlocks.cs; SL_CSHARP_TEST_PORT pins it: bundled slotlane-server, a standalone
-# redis-server, two 3-primary Redis Clusters) and stop them by PID; whatever an interrupted run
+# redis-server, two 3-primary Redis Clusters, one of 3 primaries x 1 replica) and stop them by PID; whatever an interrupted run
 # left behind is stopped here on exit. Needs build/server/slotlane-server (built here if missing).
 SL_SUITE=csharp
 . "$(dirname "$0")/lib.sh"
@@ -16,7 +16,7 @@ ROOT=$SL_ROOT
 export SL_CSHARP_WORK=$ROOT/csharp/out/test-work
 
 sl_on_exit '[ -f "$SL_CSHARP_WORK/bundled.pid" ] && sl_stop_pid "$(cat "$SL_CSHARP_WORK/bundled.pid")" slotlane-server; rm -f "$SL_CSHARP_WORK/bundled.pid"'
-sl_on_exit 'for d in cluster chaos; do [ -d "$SL_CSHARP_WORK/$d" ] && bash ci/redis-cluster.sh stop "$SL_CSHARP_WORK/$d"; done'
+sl_on_exit 'for d in cluster chaos replicas; do [ -d "$SL_CSHARP_WORK/$d" ] && bash ci/redis-cluster.sh stop "$SL_CSHARP_WORK/$d"; done'
 sl_on_exit '[ -d "$SL_CSHARP_WORK/plain" ] && bash ci/redis-plain.sh stop "$SL_CSHARP_WORK/plain"'
 # TlsTests' servers (stopped by the fixture; these only catch an interrupted run)
 sl_on_exit 'for d in tls mtls wrong-name expired; do [ -d "$SL_CSHARP_WORK/tls/$d" ] && bash ci/redis-plain.sh stop "$SL_CSHARP_WORK/tls/$d"; done; [ -d "$SL_CSHARP_WORK/tls/cluster" ] && bash ci/redis-cluster.sh stop "$SL_CSHARP_WORK/tls/cluster"; true'

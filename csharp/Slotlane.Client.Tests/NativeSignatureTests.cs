@@ -97,6 +97,11 @@ namespace Slotlane.Tests
             { "sl_scan**", new[] { "System.IntPtr*" } },
             { "sl_scan_options*", new[] { "Slotlane.SlScanOptions*" } },
             { "int*", new[] { "System.Int32*" } },
+            { "sl_subscriber*", new[] { "System.IntPtr" } },
+            { "sl_subscriber**", new[] { "System.IntPtr*" } },
+            { "sl_subscriber_options*", new[] { "Slotlane.SlSubscriberOptions*" } },
+            { "sl_subscriber_stats*", new[] { "Slotlane.SlSubscriberStats*" } },
+            { "sl_message*", new[] { "Slotlane.SlMessage*" } },
         };
 
         private static IEnumerable<MethodInfo> Imports()
@@ -168,6 +173,8 @@ namespace Slotlane.Tests
                 Tuple.Create(typeof(SlClientOptions), "sl_client_options"),
                 Tuple.Create(typeof(SlNodeInfo), "sl_node_info"), Tuple.Create(typeof(SlScanOptions), "sl_scan_options"),
                 Tuple.Create(typeof(SlCompletion), "sl_completion"), Tuple.Create(typeof(SlTlsOptions), "sl_tls_options"),
+                Tuple.Create(typeof(SlMessage), "sl_message"), Tuple.Create(typeof(SlSubscriberOptions), "sl_subscriber_options"),
+                Tuple.Create(typeof(SlSubscriberStats), "sl_subscriber_stats"),
             };
             var c = new StringBuilder("#include <stdio.h>\n#include <stddef.h>\n#include \"slotlane.h\"\n#include \"slotlane_uv.h\"\nint main(void){\n");
             var expect = new List<string>();
@@ -188,7 +195,7 @@ namespace Slotlane.Tests
             Run("gcc", "-std=c11 -D_GNU_SOURCE -I" + Path.Combine(Servers.Root, "core", "include") + " -o " + Path.Combine(dir, "probe") + " " + Path.Combine(dir, "probe.c"));
             string got = Run(Path.Combine(dir, "probe"), "");
             Assert.That(got.Trim().Split('\n'), Is.EqualTo(expect.ToArray()));
-            unsafe { Assert.That(sizeof(SlReply), Is.EqualTo(24)); }
+            unsafe { Assert.That(sizeof(SlReply), Is.EqualTo(24)); Assert.That(sizeof(SlMessage), Is.EqualTo(32)); }
         }
 
         [Test]
@@ -215,6 +222,21 @@ namespace Slotlane.Tests
             Assert.That(Regex.Match(h, @"#define SL_STATS_VERSION (\d+)").Groups[1].Value, Is.EqualTo(Native.SL_STATS_VERSION.ToString()));
             Assert.That(Regex.Match(h, @"#define SL_ROUTE_VERSION (\d+)").Groups[1].Value, Is.EqualTo(Native.SL_ROUTE_VERSION.ToString()));
             Assert.That(Regex.Match(h, @"#define SL_TLS_OPTIONS_VERSION (\d+)").Groups[1].Value, Is.EqualTo(Native.SL_TLS_OPTIONS_VERSION.ToString()));
+            Assert.That(Regex.Match(h, @"#define SL_SUBSCRIBER_OPTIONS_VERSION (\d+)").Groups[1].Value, Is.EqualTo(Native.SL_SUBSCRIBER_OPTIONS_VERSION.ToString()));
+            Assert.That(Regex.Match(h, @"#define SL_SUBSCRIBER_STATS_VERSION (\d+)").Groups[1].Value, Is.EqualTo(Native.SL_SUBSCRIBER_STATS_VERSION.ToString()));
+            int n;
+            n = 0;
+            foreach (var kv in values.Where(k => k.Key.StartsWith("SL_MSG_"))) { n++; Assert.That(norm(((PubSubMessageKind)kv.Value).ToString()), Is.EqualTo(norm(kv.Key.Substring(7))), kv.Key); }
+            Assert.That(n, Is.EqualTo(Enum.GetValues(typeof(PubSubMessageKind)).Length), "SL_MSG_* kinds");
+            n = 0;
+            foreach (var kv in values.Where(k => k.Key.StartsWith("SL_SUB_"))) { n++; Assert.That(norm(((SubscriptionKind)kv.Value).ToString()), Is.EqualTo(norm(kv.Key.Substring(7))), kv.Key); }
+            Assert.That(n, Is.EqualTo(Enum.GetValues(typeof(SubscriptionKind)).Length), "SL_SUB_* kinds");
+            n = 0;
+            foreach (var kv in values.Where(k => k.Key.StartsWith("SL_EVENT_"))) { n++; Assert.That(norm(((ClientEventKind)kv.Value).ToString()), Is.EqualTo(norm(kv.Key.Substring(9))), kv.Key); }
+            Assert.That(n, Is.EqualTo(Enum.GetValues(typeof(ClientEventKind)).Length), "SL_EVENT_* kinds");
+            n = 0;
+            foreach (var kv in values.Where(k => k.Key.StartsWith("SL_READ_"))) { n++; Assert.That(norm(((ReadFrom)kv.Value).ToString()), Is.EqualTo(norm(kv.Key.Substring(8))), kv.Key); }
+            Assert.That(n, Is.EqualTo(Enum.GetValues(typeof(ReadFrom)).Length), "SL_READ_* values");
             foreach (var kv in values.Where(k => k.Key.StartsWith("SL_TLS_VERIFY_")))
                 Assert.That(norm(((TlsVerify)kv.Value).ToString()), Is.EqualTo(norm(kv.Key.Substring(14))), kv.Key);
             foreach (var kv in values.Where(k => k.Key.StartsWith("SL_TLS_NODES_")))

@@ -18,7 +18,8 @@ namespace Slotlane.Tests
         private static PortBlocks.Block s_block; // held until the process exits
         internal static readonly int Base = ChooseBase();
         internal static readonly int BundledPort = Base;            // slotlane-server, 4 shards, per-shard: +0..+3
-        internal static readonly int PlainRedisPort = Base + 20;    // ci/redis-plain.sh
+        internal static readonly int ReplicaClusterPort = Base + 14; // ci/redis-cluster.sh, 3 primaries x 1 replica: +14..+19, buses +20..+25
+        internal static readonly int PlainRedisPort = Base + 26;    // ci/redis-plain.sh
         internal static readonly int ClusterRedisPort = Base + 30;  // ci/redis-cluster.sh, 3 primaries: +30..+35
         internal static readonly int ChaosRedisPort = Base + 40;    // ci/redis-cluster.sh for kill/migrate: +40..+45
         internal static readonly int UnusedPort = Base + BlockSize - 1; // in the block, never listened on
@@ -39,7 +40,7 @@ namespace Slotlane.Tests
 
         private static readonly object s_lock = new object();
         private static Process s_bundled;
-        private static bool s_plain, s_cluster, s_exitHook;
+        private static bool s_plain, s_cluster, s_replicas, s_exitHook;
 
         internal static string Root
         {
@@ -142,6 +143,28 @@ namespace Slotlane.Tests
             }
         }
 
+        internal static string ReplicaDir { get { return Path.Combine(WorkDir, "replicas"); } }
+
+        /// <summary>URL of a Redis Cluster of 3 primaries x 1 replica (cluster-node-timeout 2 s). Roles change
+        /// when a test fails a replica over: ask each node (INFO replication) for its role.</summary>
+        internal static string ReplicaCluster
+        {
+            get
+            {
+                lock (s_lock)
+                {
+                    Hook();
+                    if (!s_replicas)
+                    {
+                        Script("redis-cluster.sh", "start " + ReplicaDir + " " + ReplicaClusterPort + " 3 1", true,
+                               new Dictionary<string, string> { { "SL_CLUSTER_NODE_TIMEOUT", "2000" } });
+                        s_replicas = true;
+                    }
+                    return "redis://" + Host + ":" + ReplicaClusterPort;
+                }
+            }
+        }
+
         internal static string ChaosDir { get { return Path.Combine(WorkDir, "chaos"); } }
 
         /// <summary>Starts a fresh 3-primary cluster for a test that kills or reshards it.</summary>
@@ -218,6 +241,7 @@ namespace Slotlane.Tests
                 }
                 if (s_plain) { try { Script("redis-plain.sh", "stop " + Path.Combine(WorkDir, "plain"), false); } catch { } s_plain = false; }
                 if (s_cluster) { try { Script("redis-cluster.sh", "stop " + Path.Combine(WorkDir, "cluster"), false); } catch { } s_cluster = false; }
+                if (s_replicas) { try { Script("redis-cluster.sh", "stop " + ReplicaDir, false); } catch { } s_replicas = false; }
             }
         }
     }

@@ -15,6 +15,20 @@ namespace Slotlane
         Cluster = 2,
     }
 
+    /// <summary>Where read-only commands go in a cluster with replicas (<c>sl_read_from</c>). A command is
+    /// read-only when Redis's command table flags it so (GET, MGET, HGETALL, ZRANGE...); a replica's data may
+    /// lag its primary's (replication is asynchronous).</summary>
+    public enum ReadFrom
+    {
+        /// <summary>Every command to the slot's primary (the default).</summary>
+        Primary = 0,
+        /// <summary>Read-only commands to the first usable replica of the slot's primary (the same one while it
+        /// works), else to the primary.</summary>
+        PreferReplica = 1,
+        /// <summary>Read-only commands rotate over the primary's usable replicas, else go to the primary.</summary>
+        ReplicasRoundRobin = 2,
+    }
+
     /// <summary>Options of <see cref="SlotlaneClient.Connect(ClientOptions)"/>. Give either
     /// <see cref="Url"/> or <see cref="Host"/> (and <see cref="Port"/>). Every value is checked when
     /// connecting; a bad one raises an <see cref="ArgumentException"/> naming it.</summary>
@@ -64,6 +78,30 @@ namespace Slotlane
         /// <c>rediss://</c> (then the system's CAs and full verification).</summary>
         public TlsOptions Tls { get; set; }
 
+        /// <summary>Where read-only commands go (the core's <c>read_from</c>): <see cref="Slotlane.ReadFrom.Primary"/>
+        /// (default), <see cref="Slotlane.ReadFrom.PreferReplica"/> or <see cref="Slotlane.ReadFrom.ReplicasRoundRobin"/>.
+        /// Replica connections send READONLY; with no usable replica a read goes to the primary.</summary>
+        public ReadFrom ReadFrom { get; set; } = ReadFrom.Primary;
+
+        /// <summary>The core's <c>retry_writes</c>. In a cluster, a command that never reached a socket is always
+        /// routed again and sent, and a read-only command that was sent is retried once after its connection broke;
+        /// a write that was sent then fails with a <see cref="SlotlaneConnectionException"/> whose message ends
+        /// "(the command was sent: it may have been executed)". True: such a write is sent once more instead —
+        /// it may then run twice (an INCR counted twice). Default false.</summary>
+        public bool RetryWrites { get; set; }
+
+        /// <summary>Called with what the core reports about the cluster (<c>sl_client_options.on_event</c>):
+        /// topology changes, nodes down and up, failovers (<see cref="ClientEventKind"/>), with the node's address.
+        /// The handler runs on a thread-pool thread, one event at a time in the order the core reported them,
+        /// never on the thread of an execution: it may use the client. Every core handle of the client (the
+        /// pooled ones, the async one) reports its own events, so one change can be reported more than once.
+        /// The sender is null. An exception it throws is written to <see cref="System.Diagnostics.Trace"/> and
+        /// dropped. Null (default): no events.</summary>
+        public EventHandler<ClientEventArgs> OnEvent { get; set; }
+
+        // The registered sink of OnEvent (ClientEvents), made by SlotlaneClient.Connect; 0: none.
+        internal long EventSinkId;
+
         // The core's configuration made from Tls by SlotlaneClient.Connect, shared by every core handle.
         internal TlsConfig TlsRef;
 
@@ -74,6 +112,7 @@ namespace Slotlane
             var c = (ClientOptions)MemberwiseClone();
             c.Tls = Tls == null ? null : Tls.Clone();
             c.TlsRef = null;
+            c.EventSinkId = 0;
             return c;
         }
 
@@ -88,6 +127,8 @@ namespace Slotlane
             if (Port < 1 || Port > 65535) throw new ArgumentOutOfRangeException("options", Port, "ClientOptions.Port must be 1..65535");
             if (Mode != ClientMode.Auto && Mode != ClientMode.Plain && Mode != ClientMode.Cluster)
                 throw new ArgumentOutOfRangeException("options", Mode, "ClientOptions.Mode is not a ClientMode");
+            if (ReadFrom != ReadFrom.Primary && ReadFrom != ReadFrom.PreferReplica && ReadFrom != ReadFrom.ReplicasRoundRobin)
+                throw new ArgumentOutOfRangeException("options", ReadFrom, "ClientOptions.ReadFrom is not a ReadFrom");
             if (Database.HasValue && Database.Value < 0) throw new ArgumentOutOfRangeException("options", Database, "ClientOptions.Database must be >= 0");
             if (Protocol != 2 && Protocol != 3) throw new ArgumentOutOfRangeException("options", Protocol, "ClientOptions.Protocol must be 2 or 3");
             Ms(ConnectTimeout, "ConnectTimeout", false);

@@ -21,29 +21,14 @@ namespace Slotlane
         internal static CoreHandle Create(ClientOptions o)
         {
             var h = new CoreHandle();
-            SlClientOptions so;
-            int rc = Native.sl_client_options_init(&so, Native.SL_CLIENT_OPTIONS_VERSION);
-            if (rc != 0) throw new InvalidOperationException("sl_client_options_init failed: " + rc);
-            IntPtr url = ClientOptions.Utf8Z(o.Target()), user = ClientOptions.Utf8Z(o.Username), pass = ClientOptions.Utf8Z(o.Password);
-            try
+            using (var co = new CoreOptions(o))
             {
-                so.url = url;
-                so.mode = (int)o.Mode;
-                so.username = user;
-                so.password = pass;
-                so.db = o.Database ?? -1;
-                so.resp_version = o.Protocol;
-                so.connect_timeout_ms = ClientOptions.Ms(o.ConnectTimeout, "ConnectTimeout", false);
-                so.command_timeout_ms = ClientOptions.Ms(o.CommandTimeout, "CommandTimeout", true);
-                so.max_redirects = o.MaxRedirects;
-                so.refresh_interval_ms = ClientOptions.Ms(o.RefreshInterval, "RefreshInterval", true);
-                so.max_inflight_batches = (uint)o.MaxInflightBatches;
-                so.max_inflight_bytes = (ulong)o.MaxInflightBytes;
-                so.tls = o.TlsRef == null ? IntPtr.Zero : o.TlsRef.Ptr;
                 byte* err = stackalloc byte[512];
                 err[0] = 0;
                 IntPtr cl;
-                rc = Native.sl_client_new(&cl, &so, err, (UIntPtr)512);
+                int rc;
+                fixed (SlClientOptions* so = &co.Value)
+                    rc = Native.sl_client_new(&cl, so, err, (UIntPtr)512);
                 GC.KeepAlive(o.TlsRef); // the client took its own reference during the call
                 if (rc != 0)
                 {
@@ -62,12 +47,6 @@ namespace Slotlane
                 }
                 h.Batch = b;
                 return h;
-            }
-            finally
-            {
-                if (url != IntPtr.Zero) Marshal.FreeHGlobal(url);
-                if (user != IntPtr.Zero) Marshal.FreeHGlobal(user);
-                if (pass != IntPtr.Zero) Marshal.FreeHGlobal(pass);
             }
         }
 
@@ -147,6 +126,61 @@ namespace Slotlane
             // Only reached when the handle became unreachable without Dispose: nobody uses it.
             if (Batch != IntPtr.Zero) Native.sl_batch_free(Batch);
             if (Client != IntPtr.Zero) Native.sl_client_free(Client);
+        }
+    }
+
+    /// <summary>A <see cref="ClientOptions"/> as the core's <c>sl_client_options</c> (version 4), with the
+    /// unmanaged strings it points to (freed by Dispose, once the core has copied them: they are only read
+    /// during <c>sl_client_new</c> / <c>sl_subscriber_new</c>). Shared by the command clients and the subscriber.</summary>
+    internal sealed unsafe class CoreOptions : IDisposable
+    {
+        internal SlClientOptions Value;
+        private IntPtr _url, _user, _pass;
+
+        internal CoreOptions(ClientOptions o)
+        {
+            SlClientOptions so;
+            int rc = Native.sl_client_options_init(&so, Native.SL_CLIENT_OPTIONS_VERSION);
+            if (rc != 0) throw new InvalidOperationException("sl_client_options_init failed: " + rc);
+            try
+            {
+                _url = ClientOptions.Utf8Z(o.Target());
+                _user = ClientOptions.Utf8Z(o.Username);
+                _pass = ClientOptions.Utf8Z(o.Password);
+                so.url = _url;
+                so.mode = (int)o.Mode;
+                so.username = _user;
+                so.password = _pass;
+                so.db = o.Database ?? -1;
+                so.resp_version = o.Protocol;
+                so.connect_timeout_ms = ClientOptions.Ms(o.ConnectTimeout, "ConnectTimeout", false);
+                so.command_timeout_ms = ClientOptions.Ms(o.CommandTimeout, "CommandTimeout", true);
+                so.max_redirects = o.MaxRedirects;
+                so.refresh_interval_ms = ClientOptions.Ms(o.RefreshInterval, "RefreshInterval", true);
+                so.max_inflight_batches = (uint)o.MaxInflightBatches;
+                so.max_inflight_bytes = (ulong)o.MaxInflightBytes;
+                so.tls = o.TlsRef == null ? IntPtr.Zero : o.TlsRef.Ptr;
+                so.read_from = (int)o.ReadFrom;
+                so.retry_writes = o.RetryWrites ? 1 : 0;
+                if (o.EventSinkId != 0)
+                {
+                    so.on_event = ClientEvents.Callback;
+                    so.on_event_ctx = (IntPtr)o.EventSinkId;
+                }
+            }
+            catch
+            {
+                Dispose();
+                throw;
+            }
+            Value = so;
+        }
+
+        public void Dispose()
+        {
+            if (_url != IntPtr.Zero) { Marshal.FreeHGlobal(_url); _url = IntPtr.Zero; }
+            if (_user != IntPtr.Zero) { Marshal.FreeHGlobal(_user); _user = IntPtr.Zero; }
+            if (_pass != IntPtr.Zero) { Marshal.FreeHGlobal(_pass); _pass = IntPtr.Zero; }
         }
     }
 }

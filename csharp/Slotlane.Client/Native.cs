@@ -121,8 +121,49 @@ namespace Slotlane
         public int lease_idle_max;      // v4: idle leased connections kept per node (default 4)
         public int read_from;       // version 4 (replicas): sl_read_from
         public int retry_writes;
-        public IntPtr on_event;     // sl_event_fn: NULL (the C# binding has no events yet)
-        public IntPtr on_event_ctx;
+        public IntPtr on_event;     // sl_event_fn: ClientEvents.Callback when ClientOptions.OnEvent is set, else NULL
+        public IntPtr on_event_ctx; // the sink's id in ClientEvents (not a pointer)
+    }
+
+    /// <summary>Mirror of <c>sl_message</c>: one 32-byte record of a subscriber's queue.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct SlMessage
+    {
+        public byte kind;
+        public byte flags;
+        public ushort reserved;
+        public uint channel_len;
+        public uint pattern_len;
+        public uint payload_len;
+        public long count;
+        public ulong offset;
+    }
+
+    /// <summary>Mirror of <c>sl_subscriber_options</c> (version 1).</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct SlSubscriberOptions
+    {
+        public uint version;
+        public uint size;
+        public ulong max_queue_bytes;
+        public int health_check_interval_ms;
+    }
+
+    /// <summary>Mirror of <c>sl_subscriber_stats</c> (version 1).</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct SlSubscriberStats
+    {
+        public uint version;
+        public uint size;
+        public ulong messages;
+        public ulong dropped;
+        public ulong connection_losses;
+        public ulong resubscribed;
+        public ulong pings;
+        public ulong refreshes;
+        public ulong confirmed;
+        public ulong queued_bytes;
+        public ulong bytes_read;
     }
 
     /// <summary>Mirror of <c>sl_tls_options</c> (version 1).</summary>
@@ -208,6 +249,8 @@ namespace Slotlane
         internal const uint SL_STATS_VERSION = 2;
         internal const uint SL_ROUTE_VERSION = 1;
         internal const uint SL_TLS_OPTIONS_VERSION = 1;
+        internal const uint SL_SUBSCRIBER_OPTIONS_VERSION = 1;
+        internal const uint SL_SUBSCRIBER_STATS_VERSION = 1;
 
         /// <summary><c>SL_ROUTE_INIT</c>: a route by key, its version and size set.</summary>
         internal static SlRoute NewRoute()
@@ -345,6 +388,32 @@ namespace Slotlane
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern void sl_loop_free(IntPtr loop);
 
+        // ------------------------------------------------ pub/sub (Subscriber.cs)
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_subscriber_new(IntPtr* @out, SlClientOptions* copts, SlSubscriberOptions* sopts,
+                                                     byte* errmsg, UIntPtr errmsg_cap);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_subscriber_subscribe(IntPtr sub, int kind, void* name, UIntPtr len);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_subscriber_unsubscribe(IntPtr sub, int kind, void* name, UIntPtr len);
+
+        // blocks up to timeout_ms (the binding waits in slices: Mono cannot stop a thread inside a P/Invoke at exit)
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_subscriber_drain(IntPtr sub, int timeout_ms, SlMessage* msgs, UIntPtr cap,
+                                                       void* data, UIntPtr data_cap, UIntPtr* count, UIntPtr* data_len);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_subscriber_stats_get(IntPtr sub, SlSubscriberStats* stats);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sl_subscriber_close(IntPtr sub);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sl_subscriber_free(IntPtr sub);
+
         /// <summary>Functions of the headers deliberately not bound, with the reason (checked by the tests).</summary>
         internal const uint SL_SCAN_OPTIONS_VERSION = 1;
 
@@ -362,9 +431,9 @@ namespace Slotlane
             "sl_cq_fd",               // one dispatcher thread waits in sl_cq_wait: no event loop watches a descriptor
             "sl_cq_drain",
             "sl_cq_free",             // the process's one queue lives as long as the process (as its dispatcher)
-            // pub/sub: the C# subscriber is not written yet
-            "sl_client_set_push_handler", "sl_subscriber_new", "sl_subscriber_subscribe", "sl_subscriber_unsubscribe",
-            "sl_subscriber_fd", "sl_subscriber_drain", "sl_subscriber_stats_get", "sl_subscriber_close", "sl_subscriber_free",
+            // RESP3 pushes on command connections: no C# surface consumes them yet (the Subscriber has its own connections)
+            "sl_client_set_push_handler",
+            "sl_subscriber_fd",       // the Subscriber waits in sl_subscriber_drain (its poll and listener thread): no event loop watches a descriptor
             // cluster SCAN paged on the loop and its accessors: C# scans with the blocking sl_scan_next
             "sl_scan_done", "sl_scan_errmsg", "sl_scan_next_async", "sl_loop_submit_scan_cq",
             "sl_script_exec_async", "sl_loop_submit_script_cq",

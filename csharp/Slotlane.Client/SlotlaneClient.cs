@@ -81,8 +81,20 @@ namespace Slotlane
         public long BytesRead { get; internal set; }
         /// <summary>Core handles in the pool.</summary>
         public int Handles { get; internal set; }
-        /// <summary>Nodes known (the largest over the handles).</summary>
+        /// <summary>Nodes known, primaries and replicas (the largest over the handles).</summary>
         public long Nodes { get; internal set; }
+        /// <summary>Promotions seen (<see cref="ClientEventKind.Failover"/>).</summary>
+        public long Failovers { get; internal set; }
+        /// <summary>Refreshes asked for by a MOVED, CLUSTERDOWN, READONLY...</summary>
+        public long RefreshesMoved { get; internal set; }
+        /// <summary>Refreshes asked for by a lost node.</summary>
+        public long RefreshesLost { get; internal set; }
+        /// <summary>Commands sent again after a lost connection or a -LOADING, -MASTERDOWN, -READONLY, -UNBLOCKED reply.</summary>
+        public long Retries { get; internal set; }
+        /// <summary>Read-only commands routed to a replica (<see cref="ClientOptions.ReadFrom"/>).</summary>
+        public long ReplicaReads { get; internal set; }
+        /// <summary><see cref="ClientEventKind.NodeDown"/> events.</summary>
+        public long NodesDown { get; internal set; }
     }
 
     /// <summary>A Redis-protocol client for a plain server or a cluster. Thread-safe: concurrent callers
@@ -124,7 +136,16 @@ namespace Slotlane
             options = options.Clone();
             options.Validate();
             if (options.Tls != null) options.TlsRef = options.Tls.Build();
-            return new SlotlaneClient(options, CoreHandle.Create(options));
+            if (options.OnEvent != null) options.EventSinkId = ClientEvents.Register(options.OnEvent);
+            try
+            {
+                return new SlotlaneClient(options, CoreHandle.Create(options));
+            }
+            catch
+            {
+                ClientEvents.Unregister(options.EventSinkId);
+                throw;
+            }
         }
 
         /// <summary>Connects to a URL (<c>redis://host:port</c>, <c>host:port</c>, or comma-separated seeds)
@@ -331,6 +352,12 @@ namespace Slotlane
                         st.BytesWritten += (long)s.bytes_written;
                         st.BytesRead += (long)s.bytes_read;
                         st.Nodes = Math.Max(st.Nodes, (long)s.nodes);
+                        st.Failovers += (long)s.failovers;
+                        st.RefreshesMoved += (long)s.refreshes_moved;
+                        st.RefreshesLost += (long)s.refreshes_lost;
+                        st.Retries += (long)s.retries;
+                        st.ReplicaReads += (long)s.replica_reads;
+                        st.NodesDown += (long)s.nodes_down;
                     }
                     st.Handles = _all.Count;
                 }
@@ -359,6 +386,20 @@ namespace Slotlane
             }
             DisposeAsyncEngine();
             foreach (var h in free) h.Dispose();
+            // a handle still running on another thread reports into a removed sink: its events are dropped
+            ClientEvents.Unregister(_options.EventSinkId);
+        }
+
+        /// <summary>Makes a <see cref="Subscriber"/> for this client's servers, with the client's options
+        /// (URL or seeds, mode, credentials, protocol, TLS, timeouts): connections of its own, never the
+        /// client's command connections. Dispose it on its own (it outlives the client if need be).</summary>
+        /// <param name="options">The subscriber's queue bound and health check; null: the defaults.</param>
+        /// <returns>A connected subscriber with nothing subscribed.</returns>
+        /// <exception cref="SlotlaneConnectionException">No server could be reached.</exception>
+        public Subscriber CreateSubscriber(SubscriberOptions options = null)
+        {
+            if (_disposed) throw new ObjectDisposedException(nameof(SlotlaneClient));
+            return Subscriber.Create(_options, options);
         }
     }
 }
