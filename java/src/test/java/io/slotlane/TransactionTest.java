@@ -15,7 +15,9 @@ import org.junit.jupiter.api.Test;
  * the commits, the log holds exactly the committed tags), the transaction(keys, body) helper
  * retrying its aborts, an abandoned session whose connection comes back clean (the same
  * CLIENT ID, its WATCH gone), and CROSSSLOT refused before anything is sent (the node's
- * INFO commandstats). Decided by replies and counters only.
+ * INFO commandstats), and a watched key's slot migrated (a Redis Cluster of its own, BASE+82..+87:
+ * WatchMovedException, then the helper commits on the new owner). Decided by replies and
+ * counters only.
  */
 class TransactionTest {
     private static List<String[]> targets() {
@@ -223,6 +225,32 @@ class TransactionTest {
                 }
                 c.delete(a, b);
             }
+        }
+    }
+
+    @Test
+    void slotMigratedWhileWatched() {
+        int base = TestServers.BASE + 82; // a cluster of its own: +82..+87
+        try (TestServers.RedisCluster rc = new TestServers.RedisCluster("watch-moved", base, 3);
+             SlotlaneClient c = SlotlaneClient.create(ClientOptions.builder().uri(rc.url()).build())) {
+            String key = "{mig}k";
+            int slot = SlotlaneClient.keySlot(key);
+            c.set(key, "1");
+            int src = Integer.parseInt(ownerOf(c, key).replaceAll(".*:", ""));
+            int dst = src == base ? base + 1 : base;
+            try (Transaction tx = c.transaction()) {
+                tx.watch(key);
+                assertEquals("1", tx.get(key));
+                rc.migrate(slot, src, dst); // returns when the slot is the new owner's
+                Transaction.Multi m = tx.multi();
+                m.incr(key);
+                assertThrows(WatchMovedException.class, m::exec, "the slot moved while watched");
+            }
+            assertEquals("1", c.get(key), "nothing of it applied");
+            // a WatchException: the helper's retry takes it up on the new owner
+            assertEquals(List.of(2L), c.transaction(List.of(key), tx -> tx.multi().incr(key)));
+            c.refresh();
+            assertEquals(dst, Integer.parseInt(ownerOf(c, key).replaceAll(".*:", "")));
         }
     }
 }
