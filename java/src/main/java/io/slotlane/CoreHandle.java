@@ -111,6 +111,8 @@ final class CoreHandle {
             if (o.tls != null) opts.setTls(o.tls.handle()); // the client takes its own reference
             opts.setRead_from(o.readFrom.code);
             opts.setRetry_writes(o.retryWrites ? 1 : 0);
+            opts.setBlocking_grace_ms(o.blockingGraceMs);
+            opts.setLease_idle_max(o.leaseIdleMax);
             if (o.events != null) {
                 opts.setOn_event(slotlane.sl_java_event_fn());
                 opts.setOn_event_ctx(o.events.ref());

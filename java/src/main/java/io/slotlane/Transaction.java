@@ -39,7 +39,9 @@ import java.util.List;
  * {@link #reset()}) ends the session: the core sends UNWATCH or DISCARD when needed and gives
  * the connection back clean, or closes it after an error. A transaction holds one core
  * handle of its client's pool from its first command to the end of its session: close it
- * (try-with-resources). Not thread-safe: one thread at a time uses a transaction.
+ * (try-with-resources). Not thread-safe: one thread at a time uses a transaction. Inside a
+ * transaction use its own methods: the client's take another handle of the pool (with
+ * {@link ClientOptions.Builder#poolSize poolSize(1)} they would wait for this one).
  */
 public final class Transaction extends ClientCommands implements AutoCloseable {
     private final SlotlaneClient client;

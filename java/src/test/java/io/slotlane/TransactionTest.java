@@ -176,6 +176,31 @@ class TransactionTest {
         }
     }
 
+    @Test
+    void leaseIdleMaxNoneClosesTheSessionsConnection() {
+        String url = TestServers.bundledCluster();
+        assertThrows(IllegalArgumentException.class, () -> ClientOptions.builder().leaseIdleMax(-2));
+        assertThrows(IllegalArgumentException.class, () -> ClientOptions.builder().blockingGraceMs(-1));
+        Object[] ids = new Object[2];
+        for (int keep = 0; keep < 2; keep++) {
+            ClientOptions o = ClientOptions.builder().uri(url).poolSize(1).leaseIdleMax(keep == 0 ? -1 : 0).blockingGraceMs(500).build();
+            assertEquals(keep == 0 ? -1 : 0, o.leaseIdleMax());
+            try (SlotlaneClient c = SlotlaneClient.create(o)) {
+                Object first;
+                try (Transaction tx = c.transaction()) {
+                    tx.watch("{l}k");
+                    first = tx.command("CLIENT", "ID");
+                }
+                try (Transaction tx = c.transaction()) {
+                    tx.watch("{l}k");
+                    ids[keep] = tx.command("CLIENT", "ID");
+                }
+                if (keep == 0) assertNotEquals(first, ids[keep], "leaseIdleMax(-1): the connection was closed after use");
+                else assertEquals(first, ids[keep], "the default keeps it for the next session");
+            }
+        }
+    }
+
     private static String ownerOf(SlotlaneClient c, String key) {
         int slot = SlotlaneClient.keySlot(key);
         for (ClusterNode n : ClusterNode.list(c))
