@@ -165,6 +165,33 @@ public final class AsyncClient extends AsyncCommands implements AutoCloseable {
         }
     }
 
+    /**
+     * A Lua script run by its SHA1 on this client (EVALSHA; a node that answers NOSCRIPT
+     * gets it loaded and the command once more, in the core, on the loop thread); see
+     * {@link AsyncScript}.
+     *
+     * @param src the script's body
+     * @return the script
+     */
+    public AsyncScript script(String src) {
+        ensureOpen();
+        return new AsyncScript(this, Cmd.notNull(src, "src"));
+    }
+
+    /** Submits one EVALSHA / EVALSHA_RO of script with its reload on NOSCRIPT. */
+    @SuppressWarnings("unchecked")
+    CompletableFuture<Object> submitScript(AsyncScript script, SlotlaneClient.Encoder e) {
+        Scratch s = SCRATCH.get();
+        CommandBuffer b = s.cmd;
+        b.reset();
+        e.encode(b); // bad arguments throw here, before anything is submitted
+        b.flush();
+        AsyncOp op = new AsyncOp(this, new Shape<?>[] {Shape.ANY}, 1, null, 0);
+        op.script = script;
+        submit(op, b);
+        return op.future;
+    }
+
     /** Submits the next page of scan s (no page of it in flight); its future completes with the page. */
     @SuppressWarnings("unchecked")
     CompletableFuture<AsyncScan.Page> submitScan(AsyncScan scan, long s) {
@@ -233,7 +260,9 @@ public final class AsyncClient extends AsyncCommands implements AutoCloseable {
             inflight.add(op);
             long token = engine.register(op);
             op.markSubmitted();
-            rc = slotlane.sl_loop_submit_cq(engine.loop, batch, 0, engine.cq, token, flags);
+            AsyncScript script = op.script;
+            rc = script == null ? slotlane.sl_loop_submit_cq(engine.loop, batch, 0, engine.cq, token, flags)
+                    : slotlane.sl_loop_submit_script_cq(engine.loop, batch, script.bodyAddr, script.bodyLen, 0, engine.cq, token, flags);
             if (rc != 0) {
                 engine.unregister(token);
                 finished(op);

@@ -23,6 +23,8 @@ final class AsyncOp {
     long batch;
     /** The scan whose page this op fetches (sl_loop_submit_scan_cq), or null. */
     AsyncScan scan;
+    /** The script whose EVALSHA this op runs (sl_loop_submit_script_cq: its body kept alive until the completion), or null. */
+    AsyncScript script;
     private boolean submitted, done; // guarded by this
 
     @SuppressWarnings({"unchecked", "rawtypes"})
