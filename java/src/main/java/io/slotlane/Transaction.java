@@ -1,6 +1,8 @@
 package io.slotlane;
 
 import io.slotlane.internal.sl_error_code;
+import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
@@ -39,14 +41,17 @@ import java.util.List;
  * {@link #reset()}) ends the session: the core sends UNWATCH or DISCARD when needed and gives
  * the connection back clean, or closes it after an error. A transaction holds one core
  * handle of its client's pool from its first command to the end of its session: close it
- * (try-with-resources). Not thread-safe: one thread at a time uses a transaction. Inside a
+ * (try-with-resources; one dropped unclosed is ended by a {@link Cleaner} once collected,
+ * but until then its handle is not the pool's). Not thread-safe: one thread at a time uses a transaction. Inside a
  * transaction use its own methods: the client's take another handle of the pool (with
  * {@link ClientOptions.Builder#poolSize poolSize(1)} they would wait for this one).
  */
 public final class Transaction extends ClientCommands implements AutoCloseable {
+    private static final Cleaner CLEANER = Cleaner.create();
     private final SlotlaneClient client;
-    private CoreHandle h;     // from the first command to the end of the session
-    private long session;     // 0: none yet
+    /** The core handle and session, also ended by the cleaner when the transaction is dropped unclosed. */
+    private final Held st;
+    private final Cleaner.Cleanable cleanable;
     private boolean watching; // WATCH sent (and no UNWATCH)
     private Multi multi;      // the open MULTI (queued on the client side)
     private boolean closed;
@@ -67,16 +72,54 @@ public final class Transaction extends ClientCommands implements AutoCloseable {
 
     Transaction(SlotlaneClient client) {
         this.client = client;
+        this.st = new Held(client);
+        this.cleanable = CLEANER.register(this, st);
+    }
+
+    /**
+     * What a transaction holds from its first command to the end of its session: the pool's
+     * core handle and the core's session. Run (once per session) by reset(), close(), or the
+     * cleaner when a transaction is dropped without close(): the session ends (UNWATCH) and
+     * the handle goes back to the pool.
+     */
+    private static final class Held implements Runnable {
+        private final SlotlaneClient client;
+        volatile CoreHandle h; // from the first command to the end of the session
+        volatile long session; // 0: none yet
+
+        Held(SlotlaneClient client) {
+            this.client = client;
+        }
+
+        @Override
+        public void run() {
+            CoreHandle held = h;
+            long s = session;
+            session = 0;
+            h = null;
+            if (held != null) {
+                try {
+                    if (s != 0) {
+                        synchronized (held) {
+                            CoreHandle.sessionClose(s); // a failed UNWATCH/DISCARD closed the connection: nothing is lost
+                        }
+                    }
+                } finally {
+                    client.release(held);
+                }
+            }
+        }
     }
 
     // ------------------------------------------------------------------ the session
 
     private CoreHandle pin() {
         if (closed) throw new IllegalStateException("the transaction is closed");
-        if (h == null) h = client.acquire();
-        if (session == 0) {
+        CoreHandle h = st.h;
+        if (h == null) st.h = h = client.acquire();
+        if (st.session == 0) {
             synchronized (h) {
-                session = h.sessionNew();
+                st.session = h.sessionNew();
             }
         }
         return h;
@@ -93,21 +136,7 @@ public final class Transaction extends ClientCommands implements AutoCloseable {
             multi.done = true;
             multi = null;
         }
-        CoreHandle held = h;
-        long s = session;
-        session = 0;
-        h = null;
-        if (held != null) {
-            try {
-                if (s != 0) {
-                    synchronized (held) {
-                        CoreHandle.sessionClose(s); // a failed UNWATCH/DISCARD closed the connection: nothing is lost
-                    }
-                }
-            } finally {
-                client.release(held);
-            }
-        }
+        st.run();
     }
 
     /** Ends the session; the transaction cannot be used afterwards. Idempotent. */
@@ -115,6 +144,7 @@ public final class Transaction extends ClientCommands implements AutoCloseable {
     public void close() {
         closed = true;
         reset();
+        cleanable.clean(); // nothing left to end: deregistered
     }
 
     /**
@@ -127,7 +157,7 @@ public final class Transaction extends ClientCommands implements AutoCloseable {
         int rc;
         String msg;
         synchronized (held) {
-            rc = held.sessionExecute(session, b, 0);
+            rc = held.sessionExecute(st.session, b, 0);
             msg = held.sessionError;
         }
         if (rc == sl_error_code.SL_EWATCHMOVED) {
@@ -151,19 +181,23 @@ public final class Transaction extends ClientCommands implements AutoCloseable {
     private <T> T now(Shape<T> shape, SlotlaneClient.Encoder e) {
         if (closed) throw new IllegalStateException("the transaction is closed");
         ensureImmediate();
-        CoreHandle held = pin();
-        CommandBuffer b = held.cmd;
-        b.reset();
-        e.encode(b); // bad arguments throw here, before anything is sent
-        int rc = execute(b);
-        Object v = held.dec.next(shape == Shape.BYTES);
-        if (breaks(rc)) {
-            reset();
+        try {
+            CoreHandle held = pin();
+            CommandBuffer b = held.cmd;
+            b.reset();
+            e.encode(b); // bad arguments throw here, before anything is sent
+            int rc = execute(b);
+            Object v = held.dec.next(shape == Shape.BYTES);
+            if (breaks(rc)) {
+                reset();
+                if (v instanceof SlotlaneException) throw (SlotlaneException) v;
+                throw Errors.ofCode(rc, String.valueOf(held.sessionError));
+            }
             if (v instanceof SlotlaneException) throw (SlotlaneException) v;
-            throw Errors.ofCode(rc, String.valueOf(held.sessionError));
+            return shape.apply(v);
+        } finally {
+            Reference.reachabilityFence(this); // the cleaner may not end the session while it is in use
         }
-        if (v instanceof SlotlaneException) throw (SlotlaneException) v;
-        return shape.apply(v);
     }
 
     @Override
@@ -205,7 +239,7 @@ public final class Transaction extends ClientCommands implements AutoCloseable {
 
     /** UNWATCH on the transaction's connection (nothing when no key is watched). */
     public void unwatch() {
-        if (session != 0 && watching) now(Shape.ANY, b -> Cmd.raw(b, new String[] {"UNWATCH"}));
+        if (st.session != 0 && watching) now(Shape.ANY, b -> Cmd.raw(b, new String[] {"UNWATCH"}));
         watching = false;
     }
 
@@ -213,14 +247,16 @@ public final class Transaction extends ClientCommands implements AutoCloseable {
      * @return whether the session holds a WATCH (the core's view: also after the slot moved)
      */
     public boolean isWatching() {
-        return session != 0 && CoreHandle.sessionWatching(session);
+        long s = st.session;
+        return s != 0 && CoreHandle.sessionWatching(s);
     }
 
     /**
      * @return the slot the session is pinned to, or -1 (no session yet, or plain mode)
      */
     public int slot() {
-        return session == 0 ? -1 : CoreHandle.sessionSlot(session);
+        long s = st.session;
+        return s == 0 ? -1 : CoreHandle.sessionSlot(s);
     }
 
     /**
@@ -268,7 +304,7 @@ public final class Transaction extends ClientCommands implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "Transaction{" + (closed ? "closed" : session == 0 ? "no session" : "slot " + slot())
+        return "Transaction{" + (closed ? "closed" : st.session == 0 ? "no session" : "slot " + slot())
                 + (watching ? ", watching" : "") + (multi != null ? ", MULTI with " + multi.size() + " commands" : "") + "}";
     }
 
@@ -280,10 +316,11 @@ public final class Transaction extends ClientCommands implements AutoCloseable {
         if (m != multi) throw new IllegalStateException("this MULTI has already run or was discarded");
         int n = m.n;
         try {
-            if (n == 0 && session == 0) return new ArrayList<>(0); // nothing watched, nothing queued
+            if (n == 0 && st.session == 0) return new ArrayList<>(0); // nothing watched, nothing queued
             CommandBuffer b = m.buf;
             Cmd.raw(b, new String[] {"EXEC"});
             int rc = execute(b);
+            CoreHandle h = st.h;
             ReplyDecoder d = h.dec;
             Object first = d.next(false); // MULTI's OK
             SlotlaneException refused = first instanceof SlotlaneException ? (SlotlaneException) first : null;

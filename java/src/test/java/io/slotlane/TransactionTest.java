@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.*;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
@@ -197,6 +198,37 @@ class TransactionTest {
                 }
                 if (keep == 0) assertNotEquals(first, ids[keep], "leaseIdleMax(-1): the connection was closed after use");
                 else assertEquals(first, ids[keep], "the default keeps it for the next session");
+            }
+        }
+    }
+
+    /** A transaction dropped without close(): once collected, its cleaner ends the session and frees the handle. */
+    private static void dropWatching(SlotlaneClient c) {
+        Transaction tx = c.transaction();
+        tx.watch("{d}k");
+        assertTrue(tx.isWatching());
+    }
+
+    @Test
+    void droppedUnclosedGivesItsHandleBack() throws Exception {
+        ClientOptions o = ClientOptions.builder().uri(TestServers.bundledCluster()).poolSize(1).build();
+        try (SlotlaneClient c = SlotlaneClient.create(o); SlotlaneClient other = TestServers.client(TestServers.bundledCluster())) {
+            c.set("{d}k", "0");
+            dropWatching(c); // holds the pool's only handle until collected
+            java.util.concurrent.CompletableFuture<String> get = java.util.concurrent.CompletableFuture.supplyAsync(() -> c.get("{d}k"));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (!get.isDone()) { // the GET waits for the handle: each gc lets the cleaner run
+                assertTrue(System.nanoTime() < deadline, "the dropped transaction's handle never came back");
+                System.gc();
+                Thread.sleep(10);
+            }
+            assertEquals("0", get.get());
+            other.set("{d}k", "1"); // a WATCH left armed on the handle's connection would abort the next EXEC
+            try (Transaction tx = c.transaction()) {
+                tx.watch("{d}k");
+                Transaction.Multi m = tx.multi();
+                m.incr("{d}k");
+                assertEquals(List.of(2L), m.exec());
             }
         }
     }
