@@ -58,6 +58,8 @@ public final class AsyncClient extends AsyncCommands implements AutoCloseable {
     private final int flags;
     private final ConcurrentLinkedDeque<Long> spare = new ConcurrentLinkedDeque<>();
     private final Set<AsyncOp> inflight = ConcurrentHashMap.newKeySet();
+    /** The scans not freed yet: freed before the core client (after their last page). */
+    private final Set<AsyncScan> scans = ConcurrentHashMap.newKeySet();
     /** One for the open client, one per operation in flight: the last release frees the core client. */
     private final AtomicInteger refs = new AtomicInteger(1);
     /** Calls between their closed check and the end of their submission (close waits for them). */
@@ -139,6 +141,93 @@ public final class AsyncClient extends AsyncCommands implements AutoCloseable {
         return submit(Shape.BYTES, b -> Cmd.raw(b, args));
     }
 
+    /**
+     * A cluster-wide SCAN of every key (every primary; the one node in plain mode), fetched
+     * in pages on the core's loop thread; see {@link AsyncScan}. Close it (try-with-resources)
+     * or run it to the end with {@link AsyncScan#forEach}.
+     *
+     * @param match a glob pattern (MATCH), or null for every key
+     * @param count the per-call hint (COUNT), 0 for the server's default
+     * @param type  a type name (TYPE: "string", "hash"...), or null for any
+     * @return the scan (nothing is sent until its first {@link AsyncScan#next()})
+     * @throws IllegalArgumentException a negative count, an empty pattern or type
+     * @throws IllegalStateException on a closed client
+     */
+    public AsyncScan scan(String match, int count, String type) {
+        submitting.incrementAndGet(); // close() waits for it: the core client lives until it returns
+        try {
+            ensureOpen();
+            AsyncScan scan = new AsyncScan(this, AsyncScan.create(client, match, count, type));
+            scans.add(scan);
+            return scan;
+        } finally {
+            submitting.decrementAndGet();
+        }
+    }
+
+    /**
+     * A Lua script run by its SHA1 on this client (EVALSHA; a node that answers NOSCRIPT
+     * gets it loaded and the command once more, in the core, on the loop thread); see
+     * {@link AsyncScript}.
+     *
+     * @param src the script's body
+     * @return the script
+     */
+    public AsyncScript script(String src) {
+        ensureOpen();
+        return new AsyncScript(this, Cmd.notNull(src, "src"));
+    }
+
+    /** Submits one EVALSHA / EVALSHA_RO of script with its reload on NOSCRIPT. */
+    @SuppressWarnings("unchecked")
+    CompletableFuture<Object> submitScript(AsyncScript script, SlotlaneClient.Encoder e) {
+        Scratch s = SCRATCH.get();
+        CommandBuffer b = s.cmd;
+        b.reset();
+        e.encode(b); // bad arguments throw here, before anything is submitted
+        b.flush();
+        AsyncOp op = new AsyncOp(this, new Shape<?>[] {Shape.ANY}, 1, null, 0);
+        op.script = script;
+        submit(op, b);
+        return op.future;
+    }
+
+    /** Submits the next page of scan s (no page of it in flight); its future completes with the page. */
+    @SuppressWarnings("unchecked")
+    CompletableFuture<AsyncScan.Page> submitScan(AsyncScan scan, long s) {
+        Scratch sc = SCRATCH.get();
+        AsyncOp op = new AsyncOp(this, new Shape<?>[] {Shape.ANY}, 1, null, 0);
+        op.scan = scan;
+        submitting.incrementAndGet();
+        try {
+            if (closed) throw new IllegalStateException("the client is closed");
+            long batch = takeBatch(sc);
+            op.batch = batch;
+            refs.incrementAndGet();
+            inflight.add(op);
+            long token = engine.register(op);
+            op.markSubmitted();
+            int rc = slotlane.sl_loop_submit_scan_cq(engine.loop, s, batch, 0, engine.cq, token, flags);
+            if (rc != 0) {
+                engine.unregister(token);
+                finished(op);
+                inflight.remove(op);
+                scan.refused();
+                op.future.completeExceptionally(rc == sl_error_code.SL_EBUSY
+                        ? Errors.ofCode(rc, "the client's in-flight bound is reached (ClientOptions.maxInflight; Backpressure.FAIL_FAST)")
+                        : failure(rc));
+            }
+        } finally {
+            submitting.decrementAndGet();
+        }
+        return (CompletableFuture<AsyncScan.Page>) (CompletableFuture<?>) op.future;
+    }
+
+    /** A scan freed by its close (or its last page): not freed again with the client. */
+    void forget(AsyncScan scan) {
+        scans.remove(scan);
+    }
+
     // ------------------------------------------------------------------ submission
 
     @Override
@@ -171,7 +260,9 @@ public final class AsyncClient extends AsyncCommands implements AutoCloseable {
             inflight.add(op);
             long token = engine.register(op);
             op.markSubmitted();
-            rc = slotlane.sl_loop_submit_cq(engine.loop, batch, 0, engine.cq, token, flags);
+            AsyncScript script = op.script;
+            rc = script == null ? slotlane.sl_loop_submit_cq(engine.loop, batch, 0, engine.cq, token, flags)
+                    : slotlane.sl_loop_submit_script_cq(engine.loop, batch, script.bodyAddr, script.bodyLen, 0, engine.cq, token, flags);
             if (rc != 0) {
                 engine.unregister(token);
                 finished(op);
@@ -228,6 +319,8 @@ public final class AsyncClient extends AsyncCommands implements AutoCloseable {
         // closed and nothing in flight: every batch is idle, then the client (detached already)
         Long b;
         while ((b = spare.pollFirst()) != null) slotlane.sl_batch_free(b);
+        for (AsyncScan s : scans) s.freeWithClient(); // no page is in flight: the scans go before their client
+        scans.clear();
         slotlane.sl_client_free(client);
     }
 

@@ -21,6 +21,10 @@ final class AsyncOp {
     final AsyncPipeline pipeline;
     final int gen;
     long batch;
+    /** The scan whose page this op fetches (sl_loop_submit_scan_cq), or null. */
+    AsyncScan scan;
+    /** The script whose EVALSHA this op runs (sl_loop_submit_script_cq: its body kept alive until the completion), or null. */
+    AsyncScript script;
     private boolean submitted, done; // guarded by this
 
     @SuppressWarnings({"unchecked", "rawtypes"})
@@ -50,8 +54,11 @@ final class AsyncOp {
         Object value = null;
         Throwable error = null;
         try {
-            int rc = commands == count ? e.copyOut(batch, records, bytes) : (status != 0 ? status : sl_error_code.SL_EPROTO);
-            if (rc != 0) {
+            int rc = scan != null ? 0
+                    : commands == count ? e.copyOut(batch, records, bytes) : (status != 0 ? status : sl_error_code.SL_EPROTO);
+            if (scan != null) {
+                value = scan.completed(e, batch, status, records, bytes); // a page, or its failure thrown
+            } else if (rc != 0) {
                 error = client.failure(rc);
             } else if (pipeline == null) {
                 Shape<?> s = shapes[0];

@@ -36,6 +36,8 @@ public final class ClientOptions {
     final TlsOptions tls;
     final ReadFrom readFrom;
     final boolean retryWrites;
+    final int blockingGraceMs;
+    final int leaseIdleMax;
     final ClientEvent.Sink events;
 
     /** Where read-only commands go in a cluster (the core's {@code sl_read_from}). */
@@ -74,6 +76,8 @@ public final class ClientOptions {
         this.tls = b.tls;
         this.readFrom = b.readFrom;
         this.retryWrites = b.retryWrites;
+        this.blockingGraceMs = b.blockingGraceMs;
+        this.leaseIdleMax = b.leaseIdleMax;
         this.events = b.onEvent == null ? null : new ClientEvent.Sink(b.onEvent);
     }
 
@@ -86,6 +90,16 @@ public final class ClientOptions {
      * @return whether a sent write whose connection broke is sent once more
      */
     public boolean retryWrites() { return retryWrites; }
+
+    /**
+     * @return the grace added to a blocking command's block time for its deadline, in ms (0: the core's, 1000)
+     */
+    public int blockingGraceMs() { return blockingGraceMs; }
+
+    /**
+     * @return the idle leased connections kept per node (0: the core's, 4; -1: none)
+     */
+    public int leaseIdleMax() { return leaseIdleMax; }
 
     /**
      * @return a builder with the defaults
@@ -164,6 +178,8 @@ public final class ClientOptions {
         private TlsOptions tls;
         private ReadFrom readFrom = ReadFrom.PRIMARY;
         private boolean retryWrites;
+        private int blockingGraceMs;
+        private int leaseIdleMax;
         private ClientEvent.Listener onEvent;
 
         private Builder() {}
@@ -207,6 +223,34 @@ public final class ClientOptions {
          */
         public Builder retryWrites(boolean retry) {
             this.retryWrites = retry;
+            return this;
+        }
+
+        /**
+         * Blocking commands (BLPOP, XREAD BLOCK, WAIT...) run on a connection leased for them;
+         * their deadline is their block time plus this grace (none for a block time of 0), and
+         * at the deadline the leased connection is closed, so a pop still armed on the server
+         * never hands its element to anyone (the core's {@code blocking_grace_ms}).
+         *
+         * @param ms 0 (the default: the core's, 1000) or a positive grace in milliseconds
+         * @return this builder
+         */
+        public Builder blockingGraceMs(int ms) {
+            if (ms < 0) throw new IllegalArgumentException("blockingGraceMs must not be negative, not " + ms);
+            this.blockingGraceMs = ms;
+            return this;
+        }
+
+        /**
+         * How many idle leased connections (of blocking commands and {@link Transaction}s) a core
+         * handle keeps per node for reuse (the core's {@code lease_idle_max}).
+         *
+         * @param n 0 (the default: the core's, 4), a positive count, or -1 (none: each is closed after use)
+         * @return this builder
+         */
+        public Builder leaseIdleMax(int n) {
+            if (n < -1) throw new IllegalArgumentException("leaseIdleMax must be -1, 0 or positive, not " + n);
+            this.leaseIdleMax = n;
             return this;
         }
 

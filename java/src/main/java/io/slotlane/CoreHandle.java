@@ -111,6 +111,8 @@ final class CoreHandle {
             if (o.tls != null) opts.setTls(o.tls.handle()); // the client takes its own reference
             opts.setRead_from(o.readFrom.code);
             opts.setRetry_writes(o.retryWrites ? 1 : 0);
+            opts.setBlocking_grace_ms(o.blockingGraceMs);
+            opts.setLease_idle_max(o.leaseIdleMax);
             if (o.events != null) {
                 opts.setOn_event(slotlane.sl_java_event_fn());
                 opts.setOn_event_ctx(o.events.ref());
@@ -177,6 +179,57 @@ final class CoreHandle {
             throw failure(rc, slotlane.sl_client_errmsg(client), null);
         }
         dec.reset(rec, data, (int) scratch.getLong(SIZES));
+    }
+
+    // ------------------------------------------------------------ sessions
+
+    /** The core's message of the last sessionExecute that did not return 0 (null after a 0). */
+    String sessionError;
+
+    /** sl_session_new on this handle's client (nothing sent yet); the caller closes it. */
+    long sessionNew() {
+        scratch.putLong(OUT_PTR, 0);
+        int rc = slotlane.sl_session_new(client, scratchAddr + OUT_PTR);
+        if (rc != 0) throw failure(rc, slotlane.sl_client_errmsg(client), null);
+        return scratch.getLong(OUT_PTR);
+    }
+
+    /**
+     * Runs the buffer's commands on the session (reset, append, sl_session_exec, copy out) and
+     * leaves the decoder on their records. Returns sl_session_exec's code (0, SL_EABORTED,
+     * SL_EWATCHMOVED, SL_ECLUSTER, an execution's code) when there is a record per command;
+     * throws when the execution failed as a whole without records (SL_ESTATE: a broken session).
+     */
+    int sessionExecute(long session, CommandBuffer b, int timeoutMs) {
+        b.flush();
+        slotlane.sl_batch_reset(batch);
+        int rc = slotlane.sl_batch_append(batch, 0, b.addr, b.pos, b.count);
+        if (rc != 0) throw failure(rc, slotlane.sl_client_errmsg(client), null);
+        rc = slotlane.sl_session_exec(session, batch, timeoutMs, scratchAddr + SIZES);
+        if (rc == sl_error_code.SL_ENOMEM || rc == sl_error_code.SL_ESTATE || rc == sl_error_code.SL_EINVAL)
+            throw failure(rc, slotlane.sl_client_errmsg(client), null);
+        String msg = rc != 0 ? slotlane.sl_client_errmsg(client) : null;
+        sessionError = msg == null || msg.isEmpty() ? (rc != 0 ? slotlane.sl_strerror(rc) : null) : msg;
+        int crc = copyOutGrowing();
+        if (crc != 0 || scratch.getLong(SIZES + 16) != b.count)
+            throw failure(crc != 0 ? crc : rc, msg != null ? msg : slotlane.sl_client_errmsg(client), null);
+        dec.reset(rec, data, (int) scratch.getLong(SIZES));
+        return rc;
+    }
+
+    /** The session's pinned slot, or -1. */
+    static int sessionSlot(long session) {
+        return slotlane.sl_session_slot(session);
+    }
+
+    /** Whether the session holds a WATCH or an open MULTI. */
+    static boolean sessionWatching(long session) {
+        return slotlane.sl_session_watching(session) != 0;
+    }
+
+    /** sl_session_close: UNWATCH/DISCARD when needed, the connection back (or closed); 0 or the failed reset's code. */
+    static int sessionClose(long session) {
+        return slotlane.sl_session_close(session);
     }
 
     // ------------------------------------------------------------ scan, scripts, nodes

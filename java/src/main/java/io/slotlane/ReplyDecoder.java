@@ -93,6 +93,22 @@ final class ReplyDecoder {
         }
     }
 
+    /**
+     * The next top-level reply as EXEC's: an array whose element i is decoded as shapes[i]
+     * asks (bulk strings as byte[] for {@link Shape#BYTES}); any other reply (nil, an error)
+     * as {@link #next}.
+     */
+    Object nextExec(Shape<?>[] shapes, int count) {
+        if (idx >= nrec) throw new IllegalStateException("slotlane: fewer reply records than commands");
+        int o = idx * RECORD;
+        int type = rec.get(o) & 0xff;
+        if (type != ARRAY || rec.getInt(o + 4) != count) return next(false);
+        idx++;
+        List<Object> list = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) list.add(next(shapes[i] == Shape.BYTES));
+        return list;
+    }
+
     private byte[] bytes(int o) {
         int len = rec.getInt(o + 4);
         byte[] b = new byte[len];

@@ -120,6 +120,73 @@ public final class SlotlaneClient extends ClientCommands implements AutoCloseabl
     }
 
     /**
+     * A new WATCH/MULTI/EXEC transaction on a connection of its own; see {@link Transaction}.
+     * Close it (try-with-resources): it holds a core handle of the pool from its first
+     * command to the end of its session.
+     *
+     * @return the transaction (nothing is sent yet)
+     */
+    public Transaction transaction() {
+        ensureOpen();
+        return new Transaction(this);
+    }
+
+    /**
+     * Runs an optimistic transaction until it commits: WATCH the keys, run the body (its reads
+     * at once on the transaction's connection, its writes queued on {@link Transaction#multi()}),
+     * then EXEC; when a watched key changed (EXEC answered nil: {@link WatchException}) or the
+     * slot moved ({@link WatchMovedException}), again from the WATCH, on a new session.
+     *
+     * <pre>{@code
+     * List<Object> r = client.transaction(List.of("{c}n"), tx -> {
+     *     long n = Long.parseLong(tx.get("{c}n"));
+     *     tx.multi().set("{c}n", n + 1);
+     * });
+     * }</pre>
+     *
+     * @param watchKeys the keys to WATCH, all of one slot (empty: none)
+     * @param body      the transaction's reads and writes; run once per attempt
+     * @return the EXEC's replies, one per command the body queued
+     * @throws IllegalArgumentException null arguments
+     * @throws CancelledException the thread was interrupted between attempts
+     * @throws SlotlaneException what the body or the EXEC threw, but a {@code WatchException}
+     */
+    public List<Object> transaction(java.util.Collection<String> watchKeys, Transaction.Body body) {
+        return transaction(watchKeys, body, Integer.MAX_VALUE);
+    }
+
+    /**
+     * The same with at most maxAttempts attempts; the last attempt's {@link WatchException}
+     * is thrown when none committed.
+     *
+     * @param watchKeys   the keys to WATCH, all of one slot (empty: none)
+     * @param body        the transaction's reads and writes; run once per attempt
+     * @param maxAttempts at least 1
+     * @return the EXEC's replies
+     */
+    public List<Object> transaction(java.util.Collection<String> watchKeys, Transaction.Body body, int maxAttempts) {
+        Cmd.notNull(watchKeys, "watchKeys");
+        Cmd.notNull(body, "body");
+        if (maxAttempts < 1) throw new IllegalArgumentException("maxAttempts must be at least 1");
+        String[] keys = watchKeys.toArray(new String[0]);
+        try (Transaction tx = transaction()) {
+            for (int attempt = 1;; attempt++) {
+                try {
+                    if (keys.length > 0) tx.watch(keys);
+                    body.run(tx);
+                    Transaction.Multi m = tx.openMulti();
+                    return (m != null ? m : tx.multi()).exec();
+                } catch (WatchException e) {
+                    tx.reset();
+                    if (attempt >= maxAttempts) throw e;
+                    if (Thread.currentThread().isInterrupted())
+                        throw new CancelledException(ErrorKind.CANCELLED, "interrupted between the attempts of a transaction");
+                }
+            }
+        }
+    }
+
+    /**
      * The asynchronous client of the same server, with the same options: its typed methods
      * return {@link java.util.concurrent.CompletableFuture}s (see {@link AsyncClient}). Made
      * (and connected) on the first call, then the same one; closed with this client.

@@ -15,7 +15,8 @@ import java.util.concurrent.TimeUnit;
  * Cluster (through ci/redis-plain.sh and ci/redis-cluster.sh). Loopback ports from
  * {@code slotlane.test.port} (default: the first free block of 100 in the java range of ci/lib.sh's
  * port map, held with a lock file; {@link PortBlocks}): +0..3 bundled cluster, +10 bundled plain,
- * +20 Redis plain, +30..35 Redis Cluster, +40.. per-test clusters.
+ * +20 Redis plain, +30..35 Redis Cluster, +40.. per-test clusters (ClusterFailureTest +40..+55,
+ * TlsTest +60..+69, ReplicaReadTest +70..+81, TransactionTest +82..+87).
  */
 final class TestServers {
     static final Path ROOT = Paths.get(System.getProperty("slotlane.root", "..")).toAbsolutePath().normalize();
