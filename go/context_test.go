@@ -325,41 +325,8 @@ func TestCancelBlockingNothingSwallowed(t *testing.T) {
 			if _, err := c.Delete(ctx, key); err != nil {
 				t.Fatal(err)
 			}
-			blocked := func() int {
-				t.Helper()
-				var r Result
-				if s.cluster {
-					r = c.DoRoute(ctx, RouteSlot(KeySlot(key)), "INFO", "clients")
-				} else {
-					r = c.Do(ctx, "INFO", "clients")
-				}
-				info, err := r.Text()
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, l := range strings.Split(info, "\n") {
-					if v, ok := strings.CutPrefix(strings.TrimSpace(l), "blocked_clients:"); ok {
-						n, err := strconv.Atoi(v)
-						if err != nil {
-							t.Fatalf("INFO clients: %q", l)
-						}
-						return n
-					}
-				}
-				t.Fatalf("INFO clients has no blocked_clients: %q", info)
-				return 0
-			}
-			waitBlockedCount := func(want int) {
-				t.Helper()
-				// a poll on the server's counter, bounded only against a hang
-				for i := 0; i < 5000; i++ {
-					if blocked() == want {
-						return
-					}
-					time.Sleep(2 * time.Millisecond)
-				}
-				t.Fatalf("blocked_clients stayed at %d, want %d", blocked(), want)
-			}
+			blocked := func() int { return blockedClients(t, c, s.cluster, key) }
+			waitBlockedCount := func(want int) { waitBlockedClients(t, c, s.cluster, key, want) }
 			base := blocked()
 			for round := 0; round < 3; round++ {
 				bctx, cancel := context.WithCancel(ctx)
@@ -386,4 +353,43 @@ func TestCancelBlockingNothingSwallowed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// blockedClients is INFO blocked_clients of key's node (cluster), or of the server.
+func blockedClients(t *testing.T, c *Client, cluster bool, key string) int {
+	t.Helper()
+	ctx := testCtx(t)
+	var r Result
+	if cluster {
+		r = c.DoRoute(ctx, RouteSlot(KeySlot(key)), "INFO", "clients")
+	} else {
+		r = c.Do(ctx, "INFO", "clients")
+	}
+	info, err := r.Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "blocked_clients:"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("INFO clients: %q", l)
+			}
+			return n
+		}
+	}
+	t.Fatalf("INFO clients has no blocked_clients: %q", info)
+	return 0
+}
+
+// waitBlockedClients polls blockedClients until it is want (bounded only against a hang).
+func waitBlockedClients(t *testing.T, c *Client, cluster bool, key string, want int) {
+	t.Helper()
+	for i := 0; i < 5000; i++ {
+		if blockedClients(t, c, cluster, key) == want {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("blocked_clients stayed at %d, want %d", blockedClients(t, c, cluster, key), want)
 }

@@ -110,6 +110,13 @@ func (p *Pipeline) run(ctx context.Context, cmds []byte, count int, dst []Result
 	if err != ErrClosed {
 		p.c.release(h)
 	}
+	if err != nil {
+		for i := range dst { // refused before running (ctx already done, client closed): no records
+			if dst[i].Err == nil && dst[i].Value.kind == 0 {
+				dst[i].Err = err
+			}
+		}
+	}
 	return err
 }
 

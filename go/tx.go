@@ -35,7 +35,10 @@ import (
 // of the first key it sees (the one node of a plain client). Commands run on it at once
 // (Do, Pipelined) until TxPipelined sends MULTI ... EXEC. Every key must hash to that slot.
 // A Tx holds one of the client's handles (Options.PoolSize) until Close. It is not safe
-// for concurrent use.
+// for concurrent use. ctx cancels a Tx's call as a Client's. After a failed execution (a
+// timeout, a cancel, a connection error, ErrWatchMoved) the session is broken: it refuses
+// further commands (ErrInvalid, "the session is broken") and Close closes its connection
+// instead of giving it back.
 type Tx struct {
 	c   *Client
 	h   *handle // nil after Close

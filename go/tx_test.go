@@ -7,10 +7,12 @@ package slotlane
 // verdict comes from replies and counters, never from a sleep.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -473,6 +475,66 @@ func TestTxWatchMovedSlot(t *testing.T) {
 	}
 }
 
+// A ctx cancelled while a command waits on the session (a BLPOP 0 after the WATCH): the
+// call returns context.Canceled, the server drops the pop (blocked_clients back down), the
+// broken session refuses further commands, Close closes its connection instead of giving it
+// back, and the next transaction commits on a fresh one — the element pushed in between is
+// still in the list (the cancelled pop took nothing).
+func TestTxCancelledSession(t *testing.T) {
+	forTxServers(t, false, func(t *testing.T, s txServer) {
+		c := newTestClient(t, s.url, &Options{PoolSize: 2})
+		ctx := testCtx(t)
+		key, list := "{txq}:k", "{txq}:list"
+		if _, err := c.Delete(ctx, key, list); err != nil {
+			t.Fatal(err)
+		}
+		base := blockedClients(t, c, s.cluster, key)
+		tx, err := c.NewTx(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Close()
+		if err := tx.Watch(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+		id, err := tx.Do(ctx, "CLIENT", "ID").Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bctx, cancel := context.WithCancel(ctx)
+		done := make(chan Result, 1)
+		go func() { done <- tx.Do(bctx, "BLPOP", list, 0) }()
+		waitBlockedClients(t, c, s.cluster, key, base+1)
+		cancel()
+		if r := <-done; !errors.Is(r.Err, context.Canceled) || !errors.Is(r.Err, ErrCancelled) {
+			t.Fatalf("BLPOP 0 on the session after the cancel: %v %v", r.Value, r.Err)
+		}
+		waitBlockedClients(t, c, s.cluster, key, base)
+		if _, err := c.Rpush(ctx, list, "kept"); err != nil {
+			t.Fatal(err)
+		}
+		if r := tx.Do(ctx, "GET", key); !errors.Is(r.Err, ErrInvalid) || !strings.Contains(r.Err.Error(), "broken") {
+			t.Fatalf("a command on the broken session: %v %v", r.Value, r.Err)
+		}
+		if err := tx.Close(); err != nil {
+			t.Fatal(err)
+		}
+		err = c.Watch(ctx, func(tx *Tx) error {
+			if id2, err := tx.Do(ctx, "CLIENT", "ID").Int64(); err != nil || id2 == id {
+				return fmt.Errorf("the next session's connection %d (%v): the broken one (%d) came back", id2, err, id)
+			}
+			_, err := tx.TxPipelined(ctx, func(p *Pipeline) error { p.Set(key, "after", nil); return nil })
+			return err
+		}, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := c.Lrange(ctx, list, 0, -1); err != nil || len(got) != 1 || got[0] != "kept" {
+			t.Fatalf("the list after the cancelled pop: %v %v", got, err)
+		}
+	})
+}
+
 // Client.Close with a Tx open: the Tx's calls fail with ErrClosed, its Close returns nil.
 func TestTxClientClosed(t *testing.T) {
 	ctx := testCtx(t)
@@ -502,5 +564,49 @@ func TestTxClientClosed(t *testing.T) {
 	}
 	if err := c.Watch(ctx, nil); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("Watch(nil): %v", err)
+	}
+}
+
+// A ctx already done: nothing is sent, and every Result of a pipeline, a TxPipeline and a
+// Tx's pipeline holds the error (context.Canceled).
+func TestTxContextDoneBeforeSending(t *testing.T) {
+	c := newTestClient(t, bundledURL, nil)
+	ctx := testCtx(t)
+	key := "{txd}:n"
+	if _, err := c.Set(ctx, key, "0", nil); err != nil {
+		t.Fatal(err)
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	check := func(what string, res []Result, err error) {
+		t.Helper()
+		if !errors.Is(err, context.Canceled) || len(res) != 2 {
+			t.Fatalf("%s: %v %v", what, res, err)
+		}
+		for i, r := range res {
+			if !errors.Is(r.Err, context.Canceled) {
+				t.Fatalf("%s: result %d: %v", what, i, r.Err)
+			}
+		}
+	}
+	queue := func(p *Pipeline) error { p.Incr(key); p.Incr(key); return nil }
+	p := c.Pipeline()
+	_ = queue(p)
+	res, err := p.Exec(done)
+	check("Pipeline.Exec", res, err)
+	res, err = c.TxPipelined(done, queue)
+	check("Client.TxPipelined", res, err)
+	err = c.Watch(ctx, func(tx *Tx) error {
+		res, err := tx.TxPipelined(done, queue)
+		check("Tx.TxPipelined", res, err)
+		res, err = tx.Pipelined(done, queue)
+		check("Tx.Pipelined", res, err)
+		return nil
+	}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Do(ctx, "GET", key).Int64(); n != 0 {
+		t.Fatalf("something was sent: %d", n)
 	}
 }
