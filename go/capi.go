@@ -51,6 +51,17 @@ static int slgo_run(sl_client *cl, sl_batch *b, int route_kind, int slot, const 
 	return rc;
 }
 
+// One execution on the handle's transaction session (tx.go), like slgo_run: the commands
+// run in order on the session's pinned connection.
+static int slgo_session_run(sl_client *cl, sl_session *s, sl_batch *b, const void *cmds, size_t len, size_t count,
+                            int timeout_ms, slgo_out *out)
+{
+	int rc = sl_session_run(s, b, cmds, len, count, timeout_ms, NULL, 0, NULL, 0, &out->sizes);
+	out->recs = sl_batch_replies(b, &out->nrecs, &out->data, &out->dlen);
+	out->errmsg = rc ? sl_client_errmsg(cl) : "";
+	return rc;
+}
+
 // The event callback's Go side (events.go, exported); ctx is the id of the client's queue.
 extern void slgoOnEvent(uintptr_t ctx, int type, char *addr);
 
@@ -182,6 +193,7 @@ type handle struct {
 	b     *C.sl_batch
 	out   *C.slgo_out // C memory
 	freed bool
+	sess  *C.sl_session // the open transaction session (tx.go), or nil; closed before the client is freed
 
 	buf        []byte        // encoding scratch for single commands
 	cancelDone chan struct{} // the ctx watcher signals here after sl_client_cancel
@@ -260,6 +272,10 @@ func (h *handle) free() {
 	}
 	h.cmu.Lock()
 	h.freed = true
+	if h.sess != nil {
+		C.sl_session_close(h.sess) // before the client (slotlane.h); UNWATCH/DISCARD when needed
+		h.sess = nil
+	}
 	C.sl_batch_free(h.b)
 	C.sl_client_free(h.cl)
 	C.free(unsafe.Pointer(h.out))
@@ -309,8 +325,13 @@ type execution struct {
 // run executes count commands (cmds: concatenated RESP) with one crossing and decodes
 // the replies into dst (len(dst) == count) before the handle can run again. ctx's
 // deadline is the execution's deadline (timeoutMs, already computed by the caller);
-// ctx's cancellation cancels the execution through sl_client_cancel from a watcher.
-func (h *handle) run(ctx context.Context, cmds []byte, count int, rt *Route, timeoutMs int, dst []Result) execution {
+// ctx's cancellation cancels the execution through sl_client_cancel from a watcher: the
+// handle's client runs this one execution only, so that cancels exactly it (what
+// sl_batch_cancel does for the asynchronous API, which this binding does not use). A
+// blocking command runs on a leased connection, which the cancel closes: a pop still
+// armed on the server can never take an element meant for a later one. onSession runs
+// the commands on the handle's open session (tx.go) instead of routing them.
+func (h *handle) run(ctx context.Context, cmds []byte, count int, rt *Route, timeoutMs int, dst []Result, onSession bool) execution {
 	var stop func() bool
 	if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, h.cancelFn)
@@ -325,8 +346,14 @@ func (h *handle) run(ctx context.Context, cmds []byte, count int, rt *Route, tim
 			node = (*C.char)(unsafe.Pointer(&nodeBuf[0]))
 		}
 	}
-	rc := C.slgo_run(h.cl, h.b, kind, slot, node, unsafe.Pointer(unsafe.SliceData(cmds)), C.size_t(len(cmds)),
-		C.size_t(count), C.int(timeoutMs), h.out)
+	var rc C.int
+	if onSession {
+		rc = C.slgo_session_run(h.cl, h.sess, h.b, unsafe.Pointer(unsafe.SliceData(cmds)), C.size_t(len(cmds)),
+			C.size_t(count), C.int(timeoutMs), h.out)
+	} else {
+		rc = C.slgo_run(h.cl, h.b, kind, slot, node, unsafe.Pointer(unsafe.SliceData(cmds)), C.size_t(len(cmds)),
+			C.size_t(count), C.int(timeoutMs), h.out)
+	}
 	ex := execution{rc: int(rc)}
 	if rc != 0 {
 		ex.errmsg = C.GoString(h.out.errmsg)
@@ -339,6 +366,31 @@ func (h *handle) run(ctx context.Context, cmds []byte, count int, rt *Route, tim
 		<-h.cancelDone
 	}
 	return ex
+}
+
+// sessionNew opens the handle's transaction session (nothing is sent yet: the core leases
+// the connection when the first batch runs). The caller holds h.mu.
+func (h *handle) sessionNew() error {
+	if rc := C.sl_session_new(h.cl, &h.sess); rc != 0 {
+		h.sess = nil
+		return newError(int(rc), C.GoString(C.sl_client_errmsg(h.cl)), nil)
+	}
+	return nil
+}
+
+// sessionClose ends the session: the core sends DISCARD or UNWATCH when needed and gives
+// the connection back clean, or closes it (a broken session, a failed UNWATCH). The caller
+// holds h.mu.
+func (h *handle) sessionClose() error {
+	if h.sess == nil {
+		return nil
+	}
+	rc := C.sl_session_close(h.sess)
+	h.sess = nil
+	if rc != 0 {
+		return newError(int(rc), C.GoString(C.sl_client_errmsg(h.cl)), nil)
+	}
+	return nil
 }
 
 // decode turns the batch's records into dst. When the execution left no record per

@@ -422,8 +422,9 @@ func (c *Client) release(h *handle) {
 // exec runs count encoded commands on a handle and fills dst (len(dst) == count) with
 // one Result per command. It returns the execution's error (nil when every command got
 // a reply record, even if some of them are errors); then every dst[i] without its own
-// record holds that error.
-func (c *Client) exec(ctx context.Context, h *handle, cmds []byte, count int, rt *Route, dst []Result) error {
+// record holds that error. With onSession they run on h's open transaction session
+// (tx.go) instead of being routed.
+func (c *Client) exec(ctx context.Context, h *handle, cmds []byte, count int, rt *Route, dst []Result, onSession bool) error {
 	ms, ok := timeoutMillis(ctx)
 	if !ok {
 		return newError(codeTimeout, "the context's deadline passed before the execution", context.DeadlineExceeded)
@@ -436,7 +437,11 @@ func (c *Client) exec(ctx context.Context, h *handle, cmds []byte, count int, rt
 		h.mu.Unlock()
 		return ErrClosed
 	}
-	ex := h.run(ctx, cmds, count, rt, ms, dst)
+	if onSession && h.sess == nil {
+		h.mu.Unlock()
+		return errTxClosed
+	}
+	ex := h.run(ctx, cmds, count, rt, ms, dst, onSession)
 	h.mu.Unlock()
 	if ex.rc == codeOK {
 		return nil
@@ -516,7 +521,7 @@ func (c *Client) do(ctx context.Context, rt *Route, args []any) Result {
 		return Result{Err: err}
 	}
 	var res [1]Result
-	err = c.exec(ctx, h, h.buf, 1, rt, res[:])
+	err = c.exec(ctx, h, h.buf, 1, rt, res[:], false)
 	if err == ErrClosed {
 		return Result{Err: err}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -307,4 +308,88 @@ func TestCloseUnderLoad(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// A BLPOP 0 (no deadline) cancelled by its ctx returns an error matching ctx.Err() and
+// ErrCancelled; the cancel closes its leased connection, so the server drops the armed
+// pop (INFO blocked_clients of the key's node goes back down: the verdict is that counter,
+// not a sleep), and an element pushed afterwards is received by the next BLPOP: nothing is
+// swallowed by the cancelled one. Each handle's client runs one execution, so the cancel
+// (sl_client_cancel) is that execution's alone, as sl_batch_cancel is in the async API.
+func TestCancelBlockingNothingSwallowed(t *testing.T) {
+	for _, s := range txServers() {
+		t.Run(s.name, func(t *testing.T) {
+			c := newTestClient(t, s.url, &Options{PoolSize: 2})
+			ctx := testCtx(t)
+			key := "{cbs}:list"
+			if _, err := c.Delete(ctx, key); err != nil {
+				t.Fatal(err)
+			}
+			blocked := func() int { return blockedClients(t, c, s.cluster, key) }
+			waitBlockedCount := func(want int) { waitBlockedClients(t, c, s.cluster, key, want) }
+			base := blocked()
+			for round := 0; round < 3; round++ {
+				bctx, cancel := context.WithCancel(ctx)
+				done := make(chan Result, 1)
+				go func() { done <- c.Do(bctx, "BLPOP", key, 0) }()
+				waitBlockedCount(base + 1)
+				cancel()
+				r := <-done
+				if !errors.Is(r.Err, context.Canceled) || !errors.Is(r.Err, ErrCancelled) {
+					t.Fatalf("round %d: BLPOP 0 after its ctx was cancelled: %v %v", round, r.Value, r.Err)
+				}
+				waitBlockedCount(base) // the cancelled pop is gone from the server
+				elem := "e" + strconv.Itoa(round)
+				if _, err := c.Lpush(ctx, key, elem); err != nil {
+					t.Fatal(err)
+				}
+				got, err := c.Blpop(ctx, []string{key}, 5) // nil after 5 s if the element was swallowed
+				if err != nil || got == nil || got.First != key || got.Second != elem {
+					t.Fatalf("round %d: the next BLPOP got %v %v, want %s", round, got, err, elem)
+				}
+				if n, err := c.Do(ctx, "LLEN", key).Int64(); err != nil || n != 0 {
+					t.Fatalf("round %d: LLEN %d %v", round, n, err)
+				}
+			}
+		})
+	}
+}
+
+// blockedClients is INFO blocked_clients of key's node (cluster), or of the server.
+func blockedClients(t *testing.T, c *Client, cluster bool, key string) int {
+	t.Helper()
+	ctx := testCtx(t)
+	var r Result
+	if cluster {
+		r = c.DoRoute(ctx, RouteSlot(KeySlot(key)), "INFO", "clients")
+	} else {
+		r = c.Do(ctx, "INFO", "clients")
+	}
+	info, err := r.Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "blocked_clients:"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("INFO clients: %q", l)
+			}
+			return n
+		}
+	}
+	t.Fatalf("INFO clients has no blocked_clients: %q", info)
+	return 0
+}
+
+// waitBlockedClients polls blockedClients until it is want (bounded only against a hang).
+func waitBlockedClients(t *testing.T, c *Client, cluster bool, key string, want int) {
+	t.Helper()
+	for i := 0; i < 5000; i++ {
+		if blockedClients(t, c, cluster, key) == want {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("blocked_clients stayed at %d, want %d", blockedClients(t, c, cluster, key), want)
 }

@@ -24,6 +24,21 @@
 //	p.Do("INCR", "counter")
 //	results, err := p.Exec(ctx) // one Result per command; err only when the whole execution failed
 //
+// Transactions (go-redis's shape, on the core's sessions: one connection pinned to the
+// primary of the keys' slot): Watch runs a function with keys watched; TxPipelined sends
+// MULTI ... EXEC; an error matching ErrWatch means a watched key changed (or its slot moved:
+// ErrWatchMoved) and nothing was applied, so the caller runs it again:
+//
+//	err := client.Watch(ctx, func(tx *slotlane.Tx) error {
+//		n, err := tx.Do(ctx, "GET", "n").Int64()
+//		...
+//		_, err = tx.TxPipelined(ctx, func(p *slotlane.Pipeline) error {
+//			p.Set("n", n+1, nil)
+//			return nil
+//		})
+//		return err
+//	}, "n")
+//
 // Errors: a command's error reply is a *ResponseError (Kind, Msg, Prefix()); a failed
 // call is an *Error with the core's code. Both wrap the sentinel of their kind, so
 // errors.Is(err, ErrTimeout), errors.Is(err, ErrConnection), errors.Is(err,

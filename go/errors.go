@@ -62,12 +62,16 @@ func (e *Error) Error() string {
 	return s
 }
 
-// Unwrap returns the sentinel that matches Code and, when ctx caused the failure,
-// ctx.Err().
+// Unwrap returns the sentinel that matches Code (ErrWatchMoved comes with ErrWatch, its
+// parent in the error table: a transaction's retry loop takes both) and, when ctx caused
+// the failure, ctx.Err().
 func (e *Error) Unwrap() []error {
 	var errs []error
 	if s := sentinelOfCode(e.Code); s != nil {
 		errs = append(errs, s)
+		if s == ErrWatchMoved {
+			errs = append(errs, ErrWatch) // errors.json: WatchMovedError's parent is WatchError
+		}
 	}
 	if e.cause != nil {
 		errs = append(errs, e.cause)

@@ -19,6 +19,9 @@ type Pipeline struct {
 	gen     int      // Execs so far: a Reply is of the Exec that ran it
 	lastGen int      // the generation of last
 	last    []Result // the results of the last Exec (what Reply.Result reads)
+
+	tx    *Tx  // run on this transaction's session (Tx.Pipeline, Tx.TxPipeline), or nil
+	multi bool // Exec wraps the commands in MULTI ... EXEC (TxPipeline, tx.go)
 }
 
 type badCommand struct {
@@ -66,35 +69,62 @@ func (p *Pipeline) Exec(ctx context.Context) ([]Result, error) {
 		p.Reset()
 		return nil, fmt.Errorf("%w: nil context", ErrInvalid)
 	}
+	if p.multi {
+		return p.execTx(ctx)
+	}
 	n := p.n
 	results := make([]Result, n)
 	sent := n - len(p.bad)
 	var err error
 	if sent > 0 {
-		var h *handle
-		if h, err = p.c.acquire(ctx); err == nil {
-			dst := results
-			if len(p.bad) > 0 {
-				dst = make([]Result, sent)
-			}
-			err = p.c.exec(ctx, h, p.buf, sent, nil, dst)
-			p.c.release(h)
-			if len(p.bad) > 0 {
-				spread(results, dst, p.bad)
-			}
-		} else {
-			for i := range results {
-				results[i].Err = err
-			}
+		dst := results
+		if len(p.bad) > 0 {
+			dst = make([]Result, sent)
+		}
+		err = p.run(ctx, p.buf, sent, dst)
+		if len(p.bad) > 0 {
+			spread(results, dst, p.bad)
 		}
 	}
 	for _, b := range p.bad {
 		results[b.pos] = Result{Err: b.err}
 	}
+	p.finish(results)
+	return results, err
+}
+
+// run executes count encoded commands into dst: on the pipeline's transaction session, or
+// on a handle of the pool.
+func (p *Pipeline) run(ctx context.Context, cmds []byte, count int, dst []Result) error {
+	if p.tx != nil {
+		return p.tx.exec(ctx, cmds, count, dst)
+	}
+	h, err := p.c.acquire(ctx)
+	if err != nil {
+		for i := range dst {
+			dst[i].Err = err
+		}
+		return err
+	}
+	err = p.c.exec(ctx, h, cmds, count, nil, dst, false)
+	if err != ErrClosed {
+		p.c.release(h)
+	}
+	if err != nil {
+		for i := range dst { // refused before running (ctx already done, client closed): no records
+			if dst[i].Err == nil && dst[i].Value.kind == 0 {
+				dst[i].Err = err
+			}
+		}
+	}
+	return err
+}
+
+// finish empties the pipeline and keeps results for the Replies of this Exec.
+func (p *Pipeline) finish(results []Result) {
 	p.Reset()
 	p.last, p.lastGen = results, p.gen
 	p.gen++
-	return results, err
 }
 
 // spread places the results of the sent commands around the refused ones.
