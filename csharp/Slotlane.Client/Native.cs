@@ -414,15 +414,31 @@ namespace Slotlane
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern void sl_subscriber_free(IntPtr sub);
 
+        // transactions (Transaction.cs): sessions pinned to one slot's primary
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_session_new(IntPtr client, IntPtr* @out);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_session_run(IntPtr session, IntPtr batch, void* cmds, UIntPtr len, UIntPtr count,
+                                                  int timeout_ms, void* records, UIntPtr records_cap, void* data, UIntPtr data_cap,
+                                                  SlSizes* sizes);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_session_slot(IntPtr session);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_session_watching(IntPtr session);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_session_close(IntPtr session);
+
         /// <summary>Functions of the headers deliberately not bound, with the reason (checked by the tests).</summary>
         internal const uint SL_SCAN_OPTIONS_VERSION = 1;
 
         internal static readonly string[] NotBound =
         {
             "sl_batch_append_argv",   // the binding encodes RESP itself (one crossing per pipeline)
-            // transaction sessions: the C# transaction object is not written yet
-            "sl_session_new", "sl_session_exec", "sl_session_run", "sl_session_slot", "sl_session_watching",
-            "sl_session_close",
+            "sl_session_exec",        // a transaction's commands go through sl_session_run (one crossing)
             "sl_client_command",      // single commands go through sl_batch_run like pipelines
             "sl_client_attach_loop",  // the caller's-loop engine is for runtimes with a libuv loop (Node)
             "sl_batch_exec_async",
