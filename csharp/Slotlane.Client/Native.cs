@@ -352,6 +352,17 @@ namespace Slotlane
         internal static extern void sl_scan_free(IntPtr scan);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_scan_done(IntPtr scan);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern IntPtr sl_scan_errmsg(IntPtr scan);
+
+        // ScanCursor.NextPageAsync: a page of a cluster scan on the process's loop, into its completion queue
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_loop_submit_scan_cq(IntPtr loop, IntPtr scan, IntPtr batch, int timeout_ms, IntPtr cq,
+                                                          IntPtr token, int flags);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern void sl_script_sha1(void* body, UIntPtr len, byte* @out);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -450,8 +461,7 @@ namespace Slotlane
             // RESP3 pushes on command connections: no C# surface consumes them yet (the Subscriber has its own connections)
             "sl_client_set_push_handler",
             "sl_subscriber_fd",       // the Subscriber waits in sl_subscriber_drain (its poll and listener thread): no event loop watches a descriptor
-            // cluster SCAN paged on the loop and its accessors: C# scans with the blocking sl_scan_next
-            "sl_scan_done", "sl_scan_errmsg", "sl_scan_next_async", "sl_loop_submit_scan_cq",
+            "sl_scan_next_async",     // pages on the caller's loop are for runtimes with a libuv loop (Node): C# submits to the process's loop (sl_loop_submit_scan_cq)
             "sl_script_exec_async", "sl_loop_submit_script_cq",
         };
 
