@@ -1,6 +1,7 @@
 using System;
 using System.Collections.Concurrent;
 using System.Collections.Generic;
+using System.IO;
 using System.Linq;
 using System.Text;
 using System.Threading;
@@ -218,6 +219,68 @@ namespace Slotlane.Tests
                 ok.Execute();
                 Assert.That(c.Get(a), Is.EqualTo("2"));
             }
+        }
+
+        [Test]
+        public void AWatchedSlotMigratedIsWatchMoved()
+        {
+            string url = Servers.StartChaos();
+            try
+            {
+                int[] ports = File.ReadAllLines(Path.Combine(Servers.ChaosDir, "ports")).Where(l => l.Trim().Length > 0).Select(int.Parse).ToArray();
+                using (var c = SlotlaneClient.Connect(new ClientOptions { Url = url, CommandTimeout = TimeSpan.FromSeconds(5) }))
+                {
+                    // a key of the first node's slots
+                    string key = Enumerable.Range(0, 100000).Select(i => "cstx:moved:{" + i + "}")
+                        .First(k => (long)c.Execute(Route.Node(Servers.Host + ":" + ports[0]), "CLUSTER", "COUNTKEYSINSLOT", SlotlaneClient.KeySlot(k)) == 0
+                                    && IsOwner(c, ports[0], SlotlaneClient.KeySlot(k)));
+                    int slot = SlotlaneClient.KeySlot(key);
+                    c.Set(key, "1");
+                    using (var tx = c.CreateTransaction())
+                    {
+                        tx.Watch(key);
+                        Assert.That(tx.Execute("GET", key), Is.EqualTo(Encoding.ASCII.GetBytes("1")));
+                        Servers.Script("redis-cluster.sh", "migrate " + Servers.ChaosDir + " " + slot + " " + ports[0] + " " + ports[1]);
+                        // the watched connection's node answers MOVED now: the distinct error, not a retry elsewhere
+                        Pipeline p = tx.Multi();
+                        p.Incr(key);
+                        var e = Assert.Throws<SlotlaneWatchMovedException>(() => p.Execute());
+                        Assert.That(e, Is.InstanceOf<SlotlaneWatchException>(), "a WatchException: the usual retry loop takes it up");
+                        Assert.That(c.Get(key), Is.EqualTo("1"), "nothing applied");
+                        // a new Watch pins the slot's new owner
+                        tx.Watch(key);
+                        Pipeline again = tx.Multi();
+                        Reply<long> incr = again.Incr(key);
+                        again.Execute();
+                        Assert.That(incr.Value, Is.EqualTo(2));
+                    }
+                    // the helper retries a moved slot on the new owner too
+                    Servers.Script("redis-cluster.sh", "migrate " + Servers.ChaosDir + " " + slot + " " + ports[1] + " " + ports[2]);
+                    int bodies = 0;
+                    long v = c.Transaction(new object[] { key }, tx =>
+                    {
+                        bodies++;
+                        long n = long.Parse(Encoding.ASCII.GetString((byte[])tx.Execute("GET", key)));
+                        tx.Multi().Set(key, n + 1);
+                        return n + 1;
+                    });
+                    Console.WriteLine("the helper after a migration: {0} bodies", bodies);
+                    Assert.That(v, Is.EqualTo(3));
+                    Assert.That(c.Get(key), Is.EqualTo("3"));
+                    Assert.That((long)c.Execute(Route.Node(Servers.Host + ":" + ports[2]), "CLUSTER", "COUNTKEYSINSLOT", slot), Is.EqualTo(1L));
+                }
+            }
+            finally { Servers.StopChaos(); }
+        }
+
+        private static bool IsOwner(SlotlaneClient c, int port, int slot)
+        {
+            foreach (object r in (object[])c.Execute(Route.Node(Servers.Host + ":" + port), "CLUSTER", "SLOTS"))
+            {
+                var range = (object[])r;
+                if ((long)range[0] <= slot && slot <= (long)range[1] && (long)((object[])range[2])[1] == port) return true;
+            }
+            return false;
         }
 
         [Test]
