@@ -103,6 +103,31 @@ namespace Slotlane.Tests
         }
 
         [Test]
+        public void KeyByKeyWithMoveNextAsync()
+        {
+            string prefix = "csas:keys:";
+            using (var c = SlotlaneClient.Connect(Servers.Bundled))
+            {
+                Fill(c, prefix);
+                var got = new List<string>();
+                using (ScanCursor cur = ClusterScan.Cursor(c, prefix + "*", 200).GetAsyncEnumerator())
+                {
+                    while (true)
+                    {
+                        Task<bool> t = cur.MoveNextAsync();
+                        Assert.That(t.Wait(TimeSpan.FromSeconds(30)), Is.True, "MoveNextAsync did not complete");
+                        if (!t.Result) break;
+                        got.Add(Encoding.UTF8.GetString(cur.Current));
+                    }
+                    Assert.That(cur.IsDone, Is.True);
+                    Assert.That(cur.MoveNextAsync().Result, Is.False);
+                }
+                Assert.That(got.Count, Is.EqualTo(Strings + Hashes));
+                CollectionAssert.AreEquivalent(Sync(c, prefix + "*", 200, null), got);
+            }
+        }
+
+        [Test]
         public void MisuseIsAClearError()
         {
             using (var c = SlotlaneClient.Connect(Servers.Bundled))

@@ -280,6 +280,45 @@ namespace Slotlane
             return op.Tcs.Task;
         }
 
+        private IReadOnlyList<byte[]> _page;
+        private int _pos;
+
+        /// <summary>The key <see cref="MoveNextAsync"/> moved to.</summary>
+        public byte[] Current { get; private set; }
+
+        /// <summary>Key by key over the pages (the shape of an async enumerator, so C# 8's <c>await foreach</c>
+        /// takes the cursor through <see cref="GetAsyncEnumerator"/>): true with <see cref="Current"/> set, false
+        /// at the end. Fetches the next page when the current one is used up. Use either this or
+        /// <see cref="NextPageAsync"/> on one cursor, not both.</summary>
+        /// <param name="cancellationToken">Cancels the page being fetched, as for <see cref="NextPageAsync"/>.</param>
+        /// <returns>Whether there was another key.</returns>
+        public Task<bool> MoveNextAsync(CancellationToken cancellationToken = default(CancellationToken))
+        {
+            if (TakeBuffered()) return s_true;
+            if (_done) return s_false;
+            return ScanCursorKeys.Next(this, cancellationToken);
+        }
+
+        private static readonly Task<bool> s_true = Task.FromResult(true), s_false = Task.FromResult(false);
+
+        internal bool TakeBuffered()
+        {
+            if (_page == null || _pos >= _page.Count) return false;
+            Current = _page[_pos++];
+            return true;
+        }
+
+        internal void SetPage(IReadOnlyList<byte[]> page)
+        {
+            _page = page;
+            _pos = 0;
+        }
+
+        /// <summary>The cursor itself, for C# 8's <c>await foreach (byte[] key in ClusterScan.Cursor(...))</c>.</summary>
+        /// <param name="cancellationToken">Unused: pass a token to <see cref="MoveNextAsync"/> instead.</param>
+        /// <returns>This cursor.</returns>
+        public ScanCursor GetAsyncEnumerator(CancellationToken cancellationToken = default(CancellationToken)) { return this; }
+
         private void PageEnded()
         {
             lock (_lock)
@@ -338,6 +377,20 @@ namespace Slotlane
             internal override unsafe bool Complete(SlReply* recs, long nrec, byte* data) { return false; } // CompleteRaw takes every page
             internal override bool Fail(Exception e) { Ended(); return Tcs.TrySetException(e); }
             internal override bool Cancel(CancellationToken t) { Ended(); return Tcs.TrySetCanceled(t); }
+        }
+    }
+
+    /// <summary>ScanCursor.MoveNextAsync's awaiting part (an async method cannot be in the unsafe class).</summary>
+    internal static class ScanCursorKeys
+    {
+        internal static async Task<bool> Next(ScanCursor cur, CancellationToken ct)
+        {
+            while (true)
+            {
+                if (cur.TakeBuffered()) return true;
+                if (cur.IsDone) return false;
+                cur.SetPage(await cur.NextPageAsync(ct).ConfigureAwait(false));
+            }
         }
     }
 
