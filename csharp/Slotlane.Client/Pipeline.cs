@@ -18,7 +18,10 @@ namespace Slotlane
     /// and return a <see cref="Reply{T}"/> whose <see cref="Reply{T}.Value"/> is the reply as its type after the
     /// execution; <see cref="Add(object[])"/> queues any command.</para>
     /// <para>A pipeline is used by one thread at a time; it can be executed many times (it is emptied by each
-    /// execution). Dispose it to free its buffer.</para></summary>
+    /// execution). Dispose it to free its buffer.</para>
+    /// <para>A transaction's pipelines (<see cref="Slotlane.Transaction.Multi"/>,
+    /// <see cref="Slotlane.Transaction.CreatePipeline"/>) run on the transaction's session instead: Execute sends
+    /// MULTI ... EXEC (or the commands at once), and ExecuteAsync is not supported (sessions are synchronous).</para></summary>
     public sealed unsafe partial class Pipeline : IDisposable
     {
         private readonly SlotlaneClient _client;
