@@ -94,6 +94,8 @@ namespace Slotlane.Tests
             { "sl_node_info*", new[] { "System.IntPtr" } },
             { "sl_node_info**", new[] { "System.IntPtr*" } },
             { "sl_scan*", new[] { "System.IntPtr" } },
+            { "sl_session*", new[] { "System.IntPtr" } },
+            { "sl_session**", new[] { "System.IntPtr*" } },
             { "sl_scan**", new[] { "System.IntPtr*" } },
             { "sl_scan_options*", new[] { "Slotlane.SlScanOptions*" } },
             { "int*", new[] { "System.Int32*" } },

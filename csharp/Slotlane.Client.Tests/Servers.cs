@@ -2,8 +2,8 @@ using System;
 using System.Collections.Generic;
 using System.Diagnostics;
 using System.IO;
-using System.Net.Sockets;
 using System.Threading;
+using Slotlane.Testing;
 
 namespace Slotlane.Tests
 {
@@ -17,7 +17,7 @@ namespace Slotlane.Tests
         internal const int BlockSize = 50;
         private static PortBlocks.Block s_block; // held until the process exits
         internal static readonly int Base = ChooseBase();
-        internal static readonly int BundledPort = Base;            // slotlane-server, 4 shards, per-shard: +0..+3
+        internal static readonly int BundledPort = Base;            // embedded slotlane-server (SlotlaneServer), 4 shards, per-shard: +0..+3
         internal static readonly int ReplicaClusterPort = Base + 14; // ci/redis-cluster.sh, 3 primaries x 1 replica: +14..+19, buses +20..+25
         internal static readonly int PlainRedisPort = Base + 26;    // ci/redis-plain.sh
         internal static readonly int ClusterRedisPort = Base + 30;  // ci/redis-cluster.sh, 3 primaries: +30..+35
@@ -39,7 +39,7 @@ namespace Slotlane.Tests
         }
 
         private static readonly object s_lock = new object();
-        private static Process s_bundled;
+        private static SlotlaneServer s_bundled;
         private static bool s_plain, s_cluster, s_replicas, s_exitHook;
 
         internal static string Root
@@ -74,7 +74,9 @@ namespace Slotlane.Tests
             AppDomain.CurrentDomain.DomainUnload += (s, e) => StopAll();
         }
 
-        /// <summary>URL of the bundled slotlane-server (4 shards, per-shard ports, Redis Cluster replies).</summary>
+        /// <summary>URL of the bundled slotlane-server (4 shards, per-shard ports, Redis Cluster replies),
+        /// embedded in this process through <see cref="SlotlaneServer"/> (libslotlane_server.so beside
+        /// libslotlane.so) on BundledPort..+3, and disposed at exit: the suite needs no executable.</summary>
         internal static string Bundled
         {
             get
@@ -82,28 +84,20 @@ namespace Slotlane.Tests
                 lock (s_lock)
                 {
                     Hook();
-                    if (s_bundled == null || s_bundled.HasExited)
-                    {
-                        string bin = Environment.GetEnvironmentVariable("SL_SERVER");
-                        if (string.IsNullOrEmpty(bin))
-                        {
-                            bin = Path.Combine(Root, "build", "server", "slotlane-server");
-                            // a fresh clone: the runner alone must work, so build it (ci/server-bin.sh runs cmake)
-                            if (!File.Exists(bin)) Process.Start("bash", Path.Combine(Root, "ci", "server-bin.sh")).WaitForExit();
-                        }
-                        if (!File.Exists(bin)) throw new InvalidOperationException("slotlane-server not found at " + bin + " (set SL_SERVER)");
-                        var psi = new ProcessStartInfo(bin, "--shards 4 --port " + BundledPort + " --bind " + Host + " --loglevel warning")
-                        {
-                            UseShellExecute = false,
-                            RedirectStandardOutput = false,
-                            RedirectStandardError = false,
-                        };
-                        s_bundled = Process.Start(psi);
-                        File.WriteAllText(Path.Combine(WorkDir, "bundled.pid"), s_bundled.Id.ToString());
-                        for (int i = 0; i < 4; i++) WaitPort(BundledPort + i, s_bundled);
-                    }
+                    if (s_bundled == null)
+                        s_bundled = new SlotlaneServer(new SlotlaneServerOptions { Shards = 4, Port = BundledPort, Bind = Host });
                     return "redis://" + Host + ":" + BundledPort;
                 }
+            }
+        }
+
+        /// <summary>The embedded bundled server, started if need be (for tests that look at it).</summary>
+        internal static SlotlaneServer BundledServer
+        {
+            get
+            {
+                string unused = Bundled;
+                lock (s_lock) return s_bundled;
             }
         }
 
@@ -211,32 +205,13 @@ namespace Slotlane.Tests
             return Process.Start(psi);
         }
 
-        private static void WaitPort(int port, Process p)
-        {
-            var deadline = DateTime.UtcNow.AddSeconds(10);
-            while (DateTime.UtcNow < deadline)
-            {
-                if (p.HasExited) throw new InvalidOperationException("slotlane-server exited with " + p.ExitCode);
-                try
-                {
-                    using (var c = new TcpClient())
-                    {
-                        c.Connect(Host, port);
-                        return;
-                    }
-                }
-                catch (SocketException) { Thread.Sleep(50); }
-            }
-            throw new TimeoutException("port " + port + " did not open");
-        }
-
         internal static void StopAll()
         {
             lock (s_lock)
             {
                 if (s_bundled != null)
                 {
-                    try { if (!s_bundled.HasExited) { s_bundled.Kill(); s_bundled.WaitForExit(5000); } } catch { }
+                    try { s_bundled.Dispose(); } catch { }
                     s_bundled = null;
                 }
                 if (s_plain) { try { Script("redis-plain.sh", "stop " + Path.Combine(WorkDir, "plain"), false); } catch { } s_plain = false; }

@@ -106,6 +106,22 @@ namespace Slotlane.Tests
         }
 
         [Test]
+        public void TheSuitesBundledServerIsEmbedded()
+        {
+            // every test against the bundled server (Servers.Bundled) reaches a SlotlaneServer of this
+            // process on the suite's ports: INFO's process_id is ours, on every shard
+            SlotlaneServer s = Servers.BundledServer;
+            CollectionAssert.AreEqual(Enumerable.Range(Servers.BundledPort, 4).ToArray(), s.Ports.ToArray());
+            int pid = System.Diagnostics.Process.GetCurrentProcess().Id;
+            using (var c = SlotlaneClient.Connect(Servers.Bundled))
+                for (int i = 0; i < 4; i++)
+                {
+                    string info = System.Text.Encoding.UTF8.GetString((byte[])c.Execute(Route.Node(Servers.Host + ":" + (Servers.BundledPort + i)), "INFO", "server"));
+                    StringAssert.Contains("process_id:" + pid + "\r\n", info);
+                }
+        }
+
+        [Test]
         public void BadOptionsAreErrors()
         {
             StringAssert.Contains("shards", Assert.Throws<InvalidOperationException>(() => new SlotlaneServer(new SlotlaneServerOptions { Shards = 0 })).Message);

@@ -130,6 +130,10 @@ namespace Slotlane
         internal abstract bool Complete(SlReply* recs, long nrec, byte* data);
         internal abstract bool Fail(Exception e);
         internal abstract bool Cancel(CancellationToken t);
+
+        /// <summary>A completion that is not a batch of <see cref="Count"/> commands (a scan's page): it reads the
+        /// batch itself. Returns null to be completed as a batch.</summary>
+        internal virtual bool? CompleteRaw(int status, IntPtr batch) { return null; }
     }
 
     internal sealed unsafe class CommandOp<T> : AsyncOp
@@ -331,6 +335,94 @@ namespace Slotlane
             }
         }
 
+        // ------------------------------------------------ cluster scans paged on the loop (ScanCursor)
+
+        private readonly HashSet<IntPtr> _scans = new HashSet<IntPtr>(); // live sl_scan of _core.Client (under _lock)
+
+        /// <summary>sl_scan_new on the engine's client (allowed from any thread: it touches only the scan).</summary>
+        internal IntPtr NewScan(SlScanOptions* o)
+        {
+            lock (_lock)
+            {
+                if (_disposed) throw new ObjectDisposedException(nameof(SlotlaneClient));
+                IntPtr sc;
+                int rc = Native.sl_scan_new(_core.Client, o, &sc);
+                if (rc != 0) throw Errors.FromCode(rc, "bad scan options");
+                _scans.Add(sc);
+                return sc;
+            }
+        }
+
+        /// <summary>Frees a scan with no page in flight (a second call, or one after the engine freed it, does nothing).</summary>
+        internal void FreeScan(IntPtr scan)
+        {
+            lock (_lock)
+            {
+                if (_scans.Remove(scan)) Native.sl_scan_free(scan);
+            }
+        }
+
+        /// <summary>Submits the scan's next page (sl_loop_submit_scan_cq) on a pooled batch; the op completes once,
+        /// through <see cref="AsyncOp.CompleteRaw"/>. Same rules as <see cref="Submit(byte*, long, int, AsyncOp, CancellationToken)"/>.</summary>
+        internal void SubmitScan(IntPtr scan, AsyncOp op, CancellationToken ct)
+        {
+            op.Count = 1;
+            op.Token = ct;
+            if (ct.IsCancellationRequested)
+            {
+                if (_disposed) throw new ObjectDisposedException(nameof(SlotlaneClient));
+                op.Cancel(ct);
+                return;
+            }
+            int rc;
+            lock (_lock)
+            {
+                if (_disposed) throw new ObjectDisposedException(nameof(SlotlaneClient));
+                if (!_scans.Contains(scan)) throw new ObjectDisposedException(nameof(ScanCursor));
+                Slot s;
+                if (_idle.Count > 0) s = _idle.Pop();
+                else
+                {
+                    IntPtr b;
+                    rc = Native.sl_batch_new(_core.Client, &b);
+                    if (rc != 0) throw Errors.FromCode(rc, "sl_batch_new failed");
+                    s = new Slot { Batch = b, Owner = this };
+                    s.Self = GCHandle.Alloc(s);
+                    _all.Add(s);
+                }
+                Native.sl_batch_reset(s.Batch);
+                s.Op = op;
+                op.Slot = s;
+                rc = Native.sl_loop_submit_scan_cq(s_loop, scan, s.Batch, 0, s_cq, GCHandle.ToIntPtr(s.Self), Native.SL_SUBMIT_FAIL_FAST);
+                if (rc == 0) { _inflight++; SubmittedCount++; }
+                else
+                {
+                    s.Op = null;
+                    op.Slot = null;
+                    _idle.Push(s);
+                }
+            }
+            if (rc != 0)
+            {
+                if (rc == (int)SlCode.SL_ESTATE) throw new ObjectDisposedException(nameof(SlotlaneClient));
+                op.Fail(Errors.FromCode(rc, rc == (int)SlCode.SL_EBUSY
+                    ? "the client's in-flight bound is reached (ClientOptions.MaxInflightBatches): nothing was sent"
+                    : ""));
+                return;
+            }
+            if (ct.CanBeCanceled)
+            {
+                CancellationTokenRegistration reg = ct.Register(s_cancel, op);
+                bool done;
+                lock (op)
+                {
+                    done = op.Done;
+                    if (!done) op.Registration = reg;
+                }
+                if (done) reg.Dispose();
+            }
+        }
+
         // From the token's Cancel, on whatever thread cancels: cancels this batch only, and only while it is
         // in flight (after its completion was taken, the batch may already run someone else's commands).
         private static void CancelOp(object o)
@@ -360,9 +452,11 @@ namespace Slotlane
             bool first;
             try
             {
+                bool? raw;
                 if (cancelled && status == (int)SlCode.SL_ECANCELLED) first = op.Cancel(op.Token);
                 else if (status == (int)SlCode.SL_ECANCELLED)
                     first = op.Fail(new SlotlaneCancelledException("cancelled: the client was disposed while the call was in flight"));
+                else if ((raw = op.CompleteRaw(status, s.Batch)) != null) first = raw.Value;
                 else if ((long)sizes->commands != op.Count)
                     first = op.Fail(Errors.FromCode(status == 0 ? (int)SlCode.SL_ESTATE : status, ""));
                 else
@@ -405,6 +499,12 @@ namespace Slotlane
                 // woken by the last completion; the slice only notices a dispatcher ended by the process's exit
                 while (_inflight > 0 && s_dispatching) Monitor.Wait(_lock, WaitSliceMs);
                 if (_inflight > 0) return; // the process is exiting: its batches stay with the core's loop thread
+            }
+            lock (_lock)
+            {
+                // scans whose cursor was not disposed: freed before their client
+                foreach (IntPtr sc in _scans) Native.sl_scan_free(sc);
+                _scans.Clear();
             }
             foreach (var s in _all)
             {

@@ -5,6 +5,8 @@ using System.Collections;
 using System.Collections.Generic;
 using System.Runtime.InteropServices;
 using System.Text;
+using System.Threading;
+using System.Threading.Tasks;
 
 namespace Slotlane
 {
@@ -86,6 +88,27 @@ namespace Slotlane
             if (count < 0) throw new ArgumentException("count must not be negative", nameof(count));
             if (match != null && match.Length == 0) throw new ArgumentException("an empty MATCH pattern", nameof(match));
             return new Enumerable(client, match, count, type);
+        }
+
+        /// <summary>The same scan paged asynchronously (C# 7.2 has no <c>IAsyncEnumerable</c>): each
+        /// <see cref="ScanCursor.NextPageAsync"/> runs one page on the core's loop thread, so no thread waits
+        /// on the network. <c>using (var cur = ClusterScan.Cursor(client, "user:*")) while (!cur.IsDone)
+        /// foreach (byte[] key in await cur.NextPageAsync()) ...</c>. The keys are those
+        /// <see cref="Keys"/> returns (the same guarantees across reshards and failovers).</summary>
+        /// <param name="client">The client (its asynchronous connections are used).</param>
+        /// <param name="match">A glob pattern (MATCH), or null for every key.</param>
+        /// <param name="count">The per-call hint (COUNT), 0 for the server's default.</param>
+        /// <param name="type">A type name (TYPE: "string", "hash"...), or null for any.</param>
+        /// <returns>A cursor before its first page; dispose it (it frees the core's iterator).</returns>
+        /// <exception cref="ArgumentException">A negative count, an empty pattern, a NUL in the type.</exception>
+        /// <exception cref="ObjectDisposedException">The client is disposed.</exception>
+        public static ScanCursor Cursor(SlotlaneClient client, string match = null, int count = 0, string type = null)
+        {
+            if (client == null) throw new ArgumentNullException(nameof(client));
+            if (count < 0) throw new ArgumentException("count must not be negative", nameof(count));
+            if (match != null && match.Length == 0) throw new ArgumentException("an empty MATCH pattern", nameof(match));
+            if (type != null && (type.Length == 0 || type.IndexOf('\0') >= 0)) throw new ArgumentException("an empty TYPE or one with a NUL", nameof(type));
+            return new ScanCursor(client.Async(), match, count, type);
         }
 
         private sealed class Enumerable : IEnumerable<byte[]>
@@ -188,6 +211,185 @@ namespace Slotlane
                     _client.Return(_h);
                     _h = null;
                 }
+            }
+        }
+    }
+
+    /// <summary>A cluster scan paged asynchronously, from <see cref="ClusterScan.Cursor"/>: every primary's keys
+    /// (the one node's in plain mode), page by page, each page's steps (SCAN, CLUSTER NODES, a map refresh
+    /// after a failure) on the core's loop thread. A page may be empty before the end; the scan has ended
+    /// when <see cref="IsDone"/> is true (later pages are empty). One page at a time; the cursor is used by
+    /// one caller at a time.</summary>
+    public sealed unsafe class ScanCursor : IDisposable
+    {
+        private static readonly IReadOnlyList<byte[]> Empty = new byte[0][];
+        private readonly AsyncEngine _engine;
+        private readonly object _lock = new object();
+        private IntPtr _scan;
+        private bool _inFlight, _disposed;
+        private volatile bool _done;
+
+        internal ScanCursor(AsyncEngine engine, string match, int count, string type)
+        {
+            _engine = engine;
+            byte[] m = match == null ? null : Encoding.UTF8.GetBytes(match);
+            byte[] t = type == null ? null : Encoding.UTF8.GetBytes(type + "\0");
+            fixed (byte* mp = m)
+            fixed (byte* tp = t)
+            {
+                SlScanOptions o;
+                o.version = Native.SL_SCAN_OPTIONS_VERSION;
+                o.size = (uint)sizeof(SlScanOptions);
+                o.match = (IntPtr)mp;
+                o.match_len = (UIntPtr)(m == null ? 0 : m.Length);
+                o.type = (IntPtr)tp;
+                o.count = count;
+                _scan = engine.NewScan(&o); // the core copies the options
+            }
+        }
+
+        /// <summary>True once every slot has been scanned: no later page holds a key.</summary>
+        public bool IsDone { get { return _done; } }
+
+        /// <summary>Fetches the next page of keys. The task completes on the thread pool with the page (possibly
+        /// empty before the end; empty once <see cref="IsDone"/>), or faults with the page's
+        /// <see cref="SlotlaneException"/> (the node failed again after the core's one retry, no node serves a
+        /// slot...): the cursor stays usable and the next page tries again.</summary>
+        /// <param name="cancellationToken">Cancels this page (<c>sl_batch_cancel</c>): the task is cancelled and
+        /// the cursor stays usable; the core takes the interrupted node's pass up again from its start, so keys
+        /// of that node already returned may come again (never one missed).</param>
+        /// <returns>The page's keys.</returns>
+        /// <exception cref="InvalidOperationException">A page is in flight: await it first (thrown at once).</exception>
+        /// <exception cref="ObjectDisposedException">The cursor or its client is disposed (thrown at once).</exception>
+        public Task<IReadOnlyList<byte[]>> NextPageAsync(CancellationToken cancellationToken = default(CancellationToken))
+        {
+            lock (_lock)
+            {
+                if (_disposed) throw new ObjectDisposedException(nameof(ScanCursor));
+                if (_inFlight) throw new InvalidOperationException("a page of this scan is in flight: await it before asking for the next");
+                if (_done) return Task.FromResult(Empty);
+                _inFlight = true;
+            }
+            var op = new PageOp(this);
+            try { _engine.SubmitScan(_scan, op, cancellationToken); }
+            catch
+            {
+                op.Ended();
+                throw;
+            }
+            return op.Tcs.Task;
+        }
+
+        private IReadOnlyList<byte[]> _page;
+        private int _pos;
+
+        /// <summary>The key <see cref="MoveNextAsync"/> moved to.</summary>
+        public byte[] Current { get; private set; }
+
+        /// <summary>Key by key over the pages (the shape of an async enumerator, so C# 8's <c>await foreach</c>
+        /// takes the cursor through <see cref="GetAsyncEnumerator"/>): true with <see cref="Current"/> set, false
+        /// at the end. Fetches the next page when the current one is used up. Use either this or
+        /// <see cref="NextPageAsync"/> on one cursor, not both.</summary>
+        /// <param name="cancellationToken">Cancels the page being fetched, as for <see cref="NextPageAsync"/>.</param>
+        /// <returns>Whether there was another key.</returns>
+        public Task<bool> MoveNextAsync(CancellationToken cancellationToken = default(CancellationToken))
+        {
+            if (TakeBuffered()) return s_true;
+            if (_done) return s_false;
+            return ScanCursorKeys.Next(this, cancellationToken);
+        }
+
+        private static readonly Task<bool> s_true = Task.FromResult(true), s_false = Task.FromResult(false);
+
+        internal bool TakeBuffered()
+        {
+            if (_page == null || _pos >= _page.Count) return false;
+            Current = _page[_pos++];
+            return true;
+        }
+
+        internal void SetPage(IReadOnlyList<byte[]> page)
+        {
+            _page = page;
+            _pos = 0;
+        }
+
+        /// <summary>The cursor itself, for C# 8's <c>await foreach (byte[] key in ClusterScan.Cursor(...))</c>.</summary>
+        /// <param name="cancellationToken">Unused: pass a token to <see cref="MoveNextAsync"/> instead.</param>
+        /// <returns>This cursor.</returns>
+        public ScanCursor GetAsyncEnumerator(CancellationToken cancellationToken = default(CancellationToken)) { return this; }
+
+        private void PageEnded()
+        {
+            lock (_lock)
+            {
+                _inFlight = false;
+                if (_disposed) _engine.FreeScan(_scan);
+            }
+        }
+
+        /// <summary>Frees the core's iterator (after the page in flight, if any, has completed).</summary>
+        public void Dispose()
+        {
+            lock (_lock)
+            {
+                if (_disposed) return;
+                _disposed = true;
+                if (!_inFlight) _engine.FreeScan(_scan);
+            }
+        }
+
+        private sealed class PageOp : AsyncOp
+        {
+            internal readonly TaskCompletionSource<IReadOnlyList<byte[]>> Tcs =
+                new TaskCompletionSource<IReadOnlyList<byte[]>>(TaskCreationOptions.RunContinuationsAsynchronously);
+            private readonly ScanCursor _c;
+            private int _ended;
+
+            internal PageOp(ScanCursor c) { _c = c; }
+
+            internal void Ended() { if (Interlocked.Exchange(ref _ended, 1) == 0) _c.PageEnded(); }
+
+            // On the dispatcher thread, the page in the batch (still the op's until this returns).
+            internal override bool? CompleteRaw(int status, IntPtr batch)
+            {
+                if (status != 0)
+                {
+                    string msg = Native.PtrToUtf8(Native.sl_scan_errmsg(_c._scan));
+                    Ended();
+                    return Tcs.TrySetException(Errors.FromCode(status, msg));
+                }
+                UIntPtr n, dlen;
+                byte* data;
+                SlReply* recs = Native.sl_batch_replies(batch, &n, &data, &dlen);
+                var keys = new List<byte[]>((int)Math.Max(0, (long)n - 1));
+                for (long i = 1; i < (long)n; i++)
+                {
+                    var k = new byte[recs[i].len];
+                    if (k.Length > 0) Marshal.Copy((IntPtr)(data + (long)recs[i].offset), k, 0, k.Length);
+                    keys.Add(k);
+                }
+                if (Native.sl_scan_done(_c._scan) != 0) _c._done = true;
+                Ended();
+                return Tcs.TrySetResult(keys);
+            }
+
+            internal override unsafe bool Complete(SlReply* recs, long nrec, byte* data) { return false; } // CompleteRaw takes every page
+            internal override bool Fail(Exception e) { Ended(); return Tcs.TrySetException(e); }
+            internal override bool Cancel(CancellationToken t) { Ended(); return Tcs.TrySetCanceled(t); }
+        }
+    }
+
+    /// <summary>ScanCursor.MoveNextAsync's awaiting part (an async method cannot be in the unsafe class).</summary>
+    internal static class ScanCursorKeys
+    {
+        internal static async Task<bool> Next(ScanCursor cur, CancellationToken ct)
+        {
+            while (true)
+            {
+                if (cur.TakeBuffered()) return true;
+                if (cur.IsDone) return false;
+                cur.SetPage(await cur.NextPageAsync(ct).ConfigureAwait(false));
             }
         }
     }

@@ -352,6 +352,17 @@ namespace Slotlane
         internal static extern void sl_scan_free(IntPtr scan);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_scan_done(IntPtr scan);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern IntPtr sl_scan_errmsg(IntPtr scan);
+
+        // ScanCursor.NextPageAsync: a page of a cluster scan on the process's loop, into its completion queue
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_loop_submit_scan_cq(IntPtr loop, IntPtr scan, IntPtr batch, int timeout_ms, IntPtr cq,
+                                                          IntPtr token, int flags);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern void sl_script_sha1(void* body, UIntPtr len, byte* @out);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -414,15 +425,31 @@ namespace Slotlane
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern void sl_subscriber_free(IntPtr sub);
 
+        // transactions (Transaction.cs): sessions pinned to one slot's primary
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_session_new(IntPtr client, IntPtr* @out);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_session_run(IntPtr session, IntPtr batch, void* cmds, UIntPtr len, UIntPtr count,
+                                                  int timeout_ms, void* records, UIntPtr records_cap, void* data, UIntPtr data_cap,
+                                                  SlSizes* sizes);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_session_slot(IntPtr session);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_session_watching(IntPtr session);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sl_session_close(IntPtr session);
+
         /// <summary>Functions of the headers deliberately not bound, with the reason (checked by the tests).</summary>
         internal const uint SL_SCAN_OPTIONS_VERSION = 1;
 
         internal static readonly string[] NotBound =
         {
             "sl_batch_append_argv",   // the binding encodes RESP itself (one crossing per pipeline)
-            // transaction sessions: the C# transaction object is not written yet
-            "sl_session_new", "sl_session_exec", "sl_session_run", "sl_session_slot", "sl_session_watching",
-            "sl_session_close",
+            "sl_session_exec",        // a transaction's commands go through sl_session_run (one crossing)
             "sl_client_command",      // single commands go through sl_batch_run like pipelines
             "sl_client_attach_loop",  // the caller's-loop engine is for runtimes with a libuv loop (Node)
             "sl_batch_exec_async",
@@ -434,8 +461,7 @@ namespace Slotlane
             // RESP3 pushes on command connections: no C# surface consumes them yet (the Subscriber has its own connections)
             "sl_client_set_push_handler",
             "sl_subscriber_fd",       // the Subscriber waits in sl_subscriber_drain (its poll and listener thread): no event loop watches a descriptor
-            // cluster SCAN paged on the loop and its accessors: C# scans with the blocking sl_scan_next
-            "sl_scan_done", "sl_scan_errmsg", "sl_scan_next_async", "sl_loop_submit_scan_cq",
+            "sl_scan_next_async",     // pages on the caller's loop are for runtimes with a libuv loop (Node): C# submits to the process's loop (sl_loop_submit_scan_cq)
             "sl_script_exec_async", "sl_loop_submit_script_cq",
         };
 

@@ -18,7 +18,10 @@ namespace Slotlane
     /// and return a <see cref="Reply{T}"/> whose <see cref="Reply{T}.Value"/> is the reply as its type after the
     /// execution; <see cref="Add(object[])"/> queues any command.</para>
     /// <para>A pipeline is used by one thread at a time; it can be executed many times (it is emptied by each
-    /// execution). Dispose it to free its buffer.</para></summary>
+    /// execution). Dispose it to free its buffer.</para>
+    /// <para>A transaction's pipelines (<see cref="Slotlane.Transaction.Multi"/>,
+    /// <see cref="Slotlane.Transaction.CreatePipeline"/>) run on the transaction's session instead: Execute sends
+    /// MULTI ... EXEC (or the commands at once), and ExecuteAsync is not supported (sessions are synchronous).</para></summary>
     public sealed unsafe partial class Pipeline : IDisposable
     {
         private readonly SlotlaneClient _client;
@@ -29,7 +32,22 @@ namespace Slotlane
         private object[] _last;
         private int _gen, _lastGen = -1;
 
+        // a transaction's pipeline (Transaction.CreatePipeline / Multi): executed on its session
+        private readonly Transaction _tx;
+        private readonly bool _multi;
+
         internal Pipeline(SlotlaneClient client) { _client = client; }
+
+        internal Pipeline(SlotlaneClient client, Transaction tx, bool multi)
+        {
+            _client = client;
+            _tx = tx;
+            _multi = multi;
+        }
+
+        /// <summary>The transaction this pipeline belongs to (<see cref="Transaction.Multi"/>,
+        /// <see cref="Transaction.CreatePipeline"/>), or null for a client's pipeline.</summary>
+        public Transaction Transaction { get { return _tx; } }
 
         /// <summary>Queues a typed command's arguments; its Reply (nothing is queued on a bad argument).
         /// shapeId: the shape's constant of Commands.g.cs (the shape itself only gives T).</summary>
@@ -102,6 +120,11 @@ namespace Slotlane
             int n = _w.Count;
             int g = _gen++;
             _last = null; // the previous results are not kept alive while these are decoded (no promotion by the GC)
+            if (_tx != null)
+            {
+                try { return Done(_tx.RunPipeline(_w, _multi, cancellationToken), g); }
+                finally { _w.Clear(); }
+            }
             if (n == 0) return Done(new object[0], g);
             CoreHandle h = _client.Rent();
             try
@@ -128,6 +151,7 @@ namespace Slotlane
         internal object[] ExecuteRaw(out byte[] types)
         {
             Check();
+            if (_tx != null) throw new NotSupportedException("a transaction's pipeline");
             int n = _w.Count;
             CoreHandle h = _client.Rent();
             try
@@ -171,6 +195,8 @@ namespace Slotlane
         public Task<object[]> ExecuteAsync(CancellationToken cancellationToken = default(CancellationToken))
         {
             Check();
+            if (_tx != null)
+                throw new NotSupportedException("a transaction runs on its session synchronously (sessions are synchronous in the core): call Execute");
             int n = _w.Count;
             int g = _gen++;
             _last = null;

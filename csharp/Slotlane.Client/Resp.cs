@@ -83,6 +83,15 @@ namespace Slotlane
             Count++;
         }
 
+        /// <summary>Appends <paramref name="count"/> commands already encoded (another writer's buffer).</summary>
+        internal void AppendEncoded(byte* src, long len, int count)
+        {
+            if (Length + len > _buf.Capacity) _buf.Ensure(Length + len, Length);
+            if (len > 0) Buffer.MemoryCopy(src, _buf.Ptr + Length, _buf.Capacity - Length, len);
+            Length += len;
+            Count += count;
+        }
+
         internal static readonly byte[] GetPrefix = Encoding.ASCII.GetBytes("*2\r\n$3\r\nGET\r\n");
         internal static readonly byte[] SetPrefix = Encoding.ASCII.GetBytes("*3\r\n$3\r\nSET\r\n");
 

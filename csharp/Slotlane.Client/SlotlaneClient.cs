@@ -310,6 +310,79 @@ namespace Slotlane
             return new Pipeline(this);
         }
 
+        /// <summary>Starts a transaction on a connection of its own (see <see cref="Slotlane.Transaction"/>):
+        /// <c>tx.Watch(key)</c>, reads with <c>tx.Execute</c>, then <c>tx.Multi()</c>'s pipeline executed as
+        /// MULTI ... EXEC. It holds one of the client's pooled handles until disposed.</summary>
+        /// <returns>A new transaction (nothing is sent yet).</returns>
+        /// <exception cref="ObjectDisposedException">The client is disposed.</exception>
+        public global::Slotlane.Transaction CreateTransaction()
+        {
+            if (_disposed) throw new ObjectDisposedException(nameof(SlotlaneClient));
+            return new global::Slotlane.Transaction(this);
+        }
+
+        /// <summary>Runs a transaction with <paramref name="keys"/> watched, retrying while it aborts: on one
+        /// <see cref="Slotlane.Transaction"/>, WATCH the keys, then <paramref name="body"/> — it reads with the
+        /// transaction (the reads are watched) and queues the transaction's commands on <c>tx.Multi()</c>'s
+        /// pipeline (typed methods give <see cref="Reply{T}"/> handles) — then MULTI, the queue, EXEC (an
+        /// empty one when the body never called Multi). When a watched key changed before EXEC
+        /// (<see cref="SlotlaneWatchException"/>) or the slot moved (<see cref="SlotlaneWatchMovedException"/>:
+        /// a new session on the new owner), it starts again from the WATCH; the body must therefore only
+        /// act through the transaction. Any other exception (the body's too) ends it.</summary>
+        /// <typeparam name="T">The body's value.</typeparam>
+        /// <param name="keys">The keys to watch (strings, byte arrays...), of one slot (a <c>{hash tag}</c>).</param>
+        /// <param name="body">Reads and queues; its value of the attempt that committed is returned.</param>
+        /// <param name="maxAttempts">The most attempts before the last abort is thrown; 0: no limit.</param>
+        /// <returns>The body's value of the committed attempt (EXEC's replies fill its Reply handles).</returns>
+        /// <exception cref="ArgumentException">No keys, a null key, or a null body.</exception>
+        /// <exception cref="SlotlaneClusterException">Keys of several slots (nothing sent).</exception>
+        /// <exception cref="SlotlaneWatchException">Still aborted after <paramref name="maxAttempts"/> attempts.</exception>
+        public T Transaction<T>(object[] keys, Func<global::Slotlane.Transaction, T> body, int maxAttempts = 0)
+        {
+            object[] replies;
+            return RunTransaction(keys, body, maxAttempts, out replies);
+        }
+
+        /// <summary>As <see cref="Transaction{T}"/> for a body without a value: EXEC's replies, one per command
+        /// the body queued on <c>tx.Multi()</c>'s pipeline.</summary>
+        /// <param name="keys">The keys to watch, of one slot.</param>
+        /// <param name="body">Reads and queues.</param>
+        /// <param name="maxAttempts">The most attempts; 0: no limit.</param>
+        /// <returns>EXEC's replies of the committed attempt.</returns>
+        /// <exception cref="ArgumentException">No keys, a null key, or a null body.</exception>
+        /// <exception cref="SlotlaneWatchException">Still aborted after <paramref name="maxAttempts"/> attempts.</exception>
+        public object[] Transaction(object[] keys, Action<global::Slotlane.Transaction> body, int maxAttempts = 0)
+        {
+            if (body == null) throw new ArgumentNullException(nameof(body));
+            object[] replies;
+            RunTransaction<int>(keys, tx => { body(tx); return 0; }, maxAttempts, out replies);
+            return replies;
+        }
+
+        private T RunTransaction<T>(object[] keys, Func<global::Slotlane.Transaction, T> body, int maxAttempts, out object[] replies)
+        {
+            if (body == null) throw new ArgumentNullException(nameof(body));
+            if (keys == null || keys.Length == 0) throw new ArgumentException("a transaction needs at least one key to watch", nameof(keys));
+            if (maxAttempts < 0) throw new ArgumentOutOfRangeException(nameof(maxAttempts), maxAttempts, "0 (no limit) or more");
+            using (var tx = CreateTransaction())
+            {
+                for (int attempt = 1; ; attempt++)
+                {
+                    try
+                    {
+                        tx.Watch(keys);
+                        T value = body(tx);
+                        replies = tx.ExecuteQueued();
+                        return value;
+                    }
+                    catch (SlotlaneWatchException) when (maxAttempts == 0 || attempt < maxAttempts)
+                    {
+                        tx.Reset();
+                    }
+                }
+            }
+        }
+
         /// <summary>Re-reads the cluster's slot map now, on every pooled handle that is idle.</summary>
         public void Refresh()
         {
