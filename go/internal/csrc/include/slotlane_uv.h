@@ -164,8 +164,10 @@ SL_EXTERN int sl_scan_next_async(sl_scan *scan, sl_batch *batch, int timeout_ms,
 
 /* From any thread: the next page of the scan as one sl_loop_submit_cq submission: it
  * completes into cq once (with token), as sl_scan_next_async calls back. sl_batch_cancel
- * of the batch cancels the page (SL_ECANCELLED; the scan stays usable: the next page
- * re-reads what the cancelled one would have returned). Until the completion is taken,
+ * of the batch cancels the page (SL_ECANCELLED; the scan stays usable: the next page takes
+ * the cancelled page's node up again from its first cursor, so keys of that node already
+ * returned may come again — at least once, as across a topology change). Until the
+ * completion is taken,
  * neither the scan nor the batch may be touched. Codes as sl_loop_submit_cq (a scan
  * counts as one batch of no bytes in the in-flight bounds); SL_EINVAL also for another
  * client's batch. */
