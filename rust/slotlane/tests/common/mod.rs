@@ -113,19 +113,14 @@ impl Drop for OwnCluster {
 }
 
 /// The nodes to ask about the server at `url`: the test cluster's three primaries
-/// (consecutive ports from its seed), every shard of the embedded slotlane-server, else
-/// the node itself.
+/// (consecutive ports from its seed), else the node itself (slotlane-server's INFO
+/// blocked_clients and CLIENT LIST are the whole server's, on any shard's port).
 fn nodes_of(url: &str) -> Vec<String> {
     match url.rsplit_once(':') {
         Some((host, port)) if url == cluster_url() => {
             let port: u16 = port.parse().unwrap();
             (0..3).map(|i| format!("{host}:{}", port + i)).collect()
         }
-        Some((host, _)) if url == slotlane_testing::bundled() => slotlane_testing::bundled_server()
-            .ports()
-            .iter()
-            .map(|p| format!("{host}:{p}"))
-            .collect(),
         _ => vec![url.to_string()],
     }
 }
@@ -164,9 +159,9 @@ pub fn wait_blocked_count(url: &str, n: u64) {
 
 /// Waits until a client of the server at `url` is blocked in `command` (CLIENT LIST:
 /// flags with b, cmd=command), asked in plain mode on that node or on each node of
-/// [`nodes_of`] (the test cluster's primaries, the embedded server's shards): the
-/// event a test waits for before it kills or cancels, instead of a sleep. The limit only turns a client that
-/// never blocks into a failure instead of a hang.
+/// [`nodes_of`] (the test cluster's primaries): the event a test waits for before it
+/// kills or cancels, instead of a sleep. The limit only turns a client that never
+/// blocks into a failure instead of a hang.
 pub fn wait_blocked(url: &str, command: &str) {
     let nodes = nodes_of(url);
     let mut admins: Vec<slotlane::Client> = nodes
