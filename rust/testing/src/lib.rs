@@ -1,7 +1,7 @@
 //! The servers slotlane's Rust tests and doc examples run against, so that `cargo test`
 //! in `rust/` works with nothing started by hand, as redis-rs's own suite does.
 //!
-//! Each kind of server comes from the environment when the harness (ci/test-rust.sh)
+//! Each Redis server comes from the environment when the harness (ci/test-rust.sh)
 //! started it, or else is started on first use by `ci/suite-servers.sh rust ...` (ports
 //! from 22750 in the Rust range of ci/lib.sh's port map) and stopped when this test
 //! process exits: the helper waits for its stdin, a pipe whose write end this process
@@ -11,8 +11,14 @@
 //! |-------------|-----------------------------|------------------------------------------|
 //! | [`plain`]   | `SLOTLANE_TEST_PLAIN_URL`   | Debian's redis-server, standalone        |
 //! | [`cluster`] | `SLOTLANE_TEST_CLUSTER_URL` | a 3-primary Redis Cluster                |
-//! | [`bundled`] | `SLOTLANE_TEST_SERVER_URL`  | slotlane-server, 4 shards, per-shard (built with cmake when missing) |
 //! | [`url`]     | `SLOTLANE_URL`              | the same as [`bundled`] (doc examples)   |
+//!
+//! [`bundled`] is always the embedded slotlane-server of this test process
+//! ([`slotlane::testing::Server`], 4 shards in per-shard mode), started on first use and
+//! kept for the process's life: no executable, no cmake. Its base port is
+//! `SLOTLANE_TEST_SERVER_PORT` when the harness sets one (ci/test-rust.sh: BASE+20..+23,
+//! for test binaries, which cargo runs one at a time), else ports the kernel chooses (a
+//! bare `cargo test`, and the doc examples, which rustdoc runs in parallel).
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -94,10 +100,29 @@ pub fn cluster() -> String {
     from_env_or_start("SLOTLANE_TEST_CLUSTER_URL", "cluster", &U)
 }
 
-/// slotlane-server, 4 shards in per-shard mode.
+/// The embedded slotlane-server of this process: 4 shards in per-shard mode, `-MOVED`, in
+/// memory ([`slotlane::testing::ServerOptions`]'s defaults), on `SLOTLANE_TEST_SERVER_PORT`..+3
+/// or ephemeral ports. Started on first use, kept (never dropped) until the process exits.
 pub fn bundled() -> String {
-    static U: OnceLock<String> = OnceLock::new();
-    from_env_or_start("SLOTLANE_TEST_SERVER_URL", "bundled", &U)
+    bundled_server().url().to_string()
+}
+
+/// The [`slotlane::testing::Server`] behind [`bundled`] (its shards' ports).
+pub fn bundled_server() -> &'static slotlane::testing::Server {
+    static S: OnceLock<slotlane::testing::Server> = OnceLock::new();
+    S.get_or_init(|| {
+        let port = match std::env::var("SLOTLANE_TEST_SERVER_PORT") {
+            Ok(p) => p
+                .parse()
+                .unwrap_or_else(|_| panic!("SLOTLANE_TEST_SERVER_PORT={p:?} is not a port number")),
+            Err(_) => 0,
+        };
+        slotlane::testing::Server::with_options(&slotlane::testing::ServerOptions {
+            port,
+            ..slotlane::testing::ServerOptions::default()
+        })
+        .unwrap_or_else(|e| panic!("the embedded slotlane-server (port {port}): {e}"))
+    })
 }
 
 /// The server of the doc examples: `SLOTLANE_URL`, else [`bundled`].

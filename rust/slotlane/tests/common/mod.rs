@@ -4,7 +4,7 @@
 //! tests (ci/redis-cluster.sh).
 //!   SLOTLANE_TEST_PLAIN_URL    a standalone server
 //!   SLOTLANE_TEST_CLUSTER_URL  a seed of a Redis Cluster
-//!   SLOTLANE_TEST_SERVER_URL   slotlane-server in per-shard mode
+//!   (slotlane-server: embedded in this process by slotlane_testing::bundled())
 //!   SLOTLANE_TEST_PORT_BASE    first port for the tests' own clusters (default 22600)
 #![allow(dead_code)]
 use std::path::PathBuf;
@@ -112,23 +112,25 @@ impl Drop for OwnCluster {
     }
 }
 
-/// Waits until a client of the server at `url` is blocked in `command` (CLIENT LIST:
-/// flags with b, cmd=command), asked in plain mode on that node or, for the test cluster's
-/// seed, on each of its three primaries (consecutive ports): the event a test waits for
-/// before it kills or cancels, instead of a sleep. The limit only turns a client that
-/// never blocks into a failure instead of a hang.
-/// Waits until the server at `url` (each primary of the test cluster) reports `n` blocked
-/// clients (INFO clients, blocked_clients): e.g. 0 once a cancelled blocking command's
-/// leased connection is closed. The limit only turns a count that never comes into a failure.
-#[allow(dead_code)]
-pub fn wait_blocked_count(url: &str, n: u64) {
-    let nodes: Vec<String> = match url.rsplit_once(':') {
+/// The nodes to ask about the server at `url`: the test cluster's three primaries
+/// (consecutive ports from its seed), else the node itself (slotlane-server's INFO
+/// blocked_clients and CLIENT LIST are the whole server's, on any shard's port).
+fn nodes_of(url: &str) -> Vec<String> {
+    match url.rsplit_once(':') {
         Some((host, port)) if url == cluster_url() => {
             let port: u16 = port.parse().unwrap();
             (0..3).map(|i| format!("{host}:{}", port + i)).collect()
         }
         _ => vec![url.to_string()],
-    };
+    }
+}
+
+/// Waits until the server at `url` (summed over [`nodes_of`]) reports `n` blocked
+/// clients (INFO clients, blocked_clients): e.g. 0 once a cancelled blocking command's
+/// leased connection is closed. The limit only turns a count that never comes into a failure.
+#[allow(dead_code)]
+pub fn wait_blocked_count(url: &str, n: u64) {
+    let nodes = nodes_of(url);
     let mut admins: Vec<slotlane::Client> = nodes
         .iter()
         .map(|a| {
@@ -155,14 +157,13 @@ pub fn wait_blocked_count(url: &str, n: u64) {
     panic!("{url}: blocked_clients never became {n}");
 }
 
+/// Waits until a client of the server at `url` is blocked in `command` (CLIENT LIST:
+/// flags with b, cmd=command), asked in plain mode on that node or on each node of
+/// [`nodes_of`] (the test cluster's primaries): the event a test waits for before it
+/// kills or cancels, instead of a sleep. The limit only turns a client that never
+/// blocks into a failure instead of a hang.
 pub fn wait_blocked(url: &str, command: &str) {
-    let nodes: Vec<String> = match url.rsplit_once(':') {
-        Some((host, port)) if url == cluster_url() => {
-            let port: u16 = port.parse().unwrap();
-            (0..3).map(|i| format!("{host}:{}", port + i)).collect()
-        }
-        _ => vec![url.to_string()],
-    };
+    let nodes = nodes_of(url);
     let mut admins: Vec<slotlane::Client> = nodes
         .iter()
         .map(|n| {
