@@ -57,7 +57,9 @@ fn ready() -> ((f64, f64), Instant) {
     let cpu = cpu_ns();
     let t0 = Instant::now();
     let mut out = std::io::stdout().lock();
-    writeln!(out, "ready").and_then(|_| out.flush()).expect("stdout");
+    writeln!(out, "ready")
+        .and_then(|_| out.flush())
+        .expect("stdout");
     (cpu, t0)
 }
 
@@ -90,7 +92,10 @@ fn main() -> ExitCode {
             };
             let mut sub = PubSub::with_options(url, opts).expect("slotlane: connect");
             sub.subscribe(channel).expect("slotlane: subscribe");
-            let first = sub.next().expect("slotlane: closed").expect("slotlane: drain");
+            let first = sub
+                .next()
+                .expect("slotlane: closed")
+                .expect("slotlane: drain");
             assert_eq!(first.kind, MessageKind::Subscribe, "{first:?}");
             (cpu0, t0) = ready();
             for m in &mut sub {
@@ -98,7 +103,9 @@ fn main() -> ExitCode {
                 match m.kind {
                     MessageKind::Message => check.payload(&m.payload),
                     MessageKind::Overflow => {
-                        check.bad.get_or_insert(format!("{} messages were dropped", m.count));
+                        check
+                            .bad
+                            .get_or_insert(format!("{} messages were dropped", m.count));
                         break; // they will never come
                     }
                     k => {
