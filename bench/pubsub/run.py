@@ -3,8 +3,21 @@
 pub/sub in each binding beside the ecosystem's client, against the same redis-server, in
 one run.
 
-  flock /tmp/suite-bench-pubsub.lock python3 bench/pubsub/run.py [--langs python,go,node]
+  flock /tmp/suite-bench.lock python3 bench/pubsub/run.py [--langs python,rust,go,node,java]
       [--subs 1,16] [--sizes 32,1024] [--messages 200000] [--rounds 3] [--records bench/records]
+
+Clients (slotlane beside the ecosystem's): python slotlane / redis-py (with hiredis),
+bench/pubsub/sub_python.py; rust slotlane::PubSub / redis-rs (`redis` crate, sync
+Connection::as_pubsub), rust/bench/examples/pubsub_sub.rs; go slotlane / go-redis,
+go/bench/cmd/pubsub-sub; node slotlane / ioredis, bench/pubsub/sub_node.js; java
+io.slotlane.Subscriber (poll) / Jedis (JedisPubSub), java/bench/src/.../PubSubSub.java (one
+JVM per subscriber: -Xms256m -Xmx256m -XX:+UseSerialGC; its CPU is the whole JVM's from
+/proc/self/stat, 10 ms ticks, JIT and GC included). Build steps (prepare(), before the
+server starts): the publisher's venv build/python-venv when missing (pip install python/
+redis hiredis); rust: cargo build --release --example pubsub_sub in rust/bench; go: go build
+of the subscriber into build/bench-pubsub/; java: Maven's `bench` profile (mvn -Pbench
+verify, which builds the native library too) runs PubSubSub --write-classpath, and the
+subscribers then start as plain `java` processes on that class path.
 
 One publisher (slotlane's Python client, PUBLISH pipelined 16 at a time, as fast as it goes)
 and 1 or 16 subscriber processes of one client; every subscriber checks every message (its
@@ -41,6 +54,9 @@ PORT = 26800
 VENV_PY = os.path.join(ROOT, "build", "python-venv", "bin", "python")
 GO_SUB = os.path.join(ROOT, "build", "bench-pubsub", "pubsub-sub")
 NODE_SUB = os.path.join(HERE, "sub_node.js")
+RUST_SUB = os.path.join(ROOT, "rust", "target", "release", "examples", "pubsub_sub")
+JAVA_ARGS = os.path.join(ROOT, "build", "bench-pubsub", "java.args")  # a java @argfile: -cp "<class path>"
+JAVA_SUB = ["java", "-Xms256m", "-Xmx256m", "-XX:+UseSerialGC", "@" + JAVA_ARGS, "io.slotlane.bench.PubSubSub"]
 
 # language -> [(client, ecosystem?, argv prefix)]; argv gets URL CHANNEL N SIZE appended
 CLIENTS = {
@@ -48,14 +64,39 @@ CLIENTS = {
                ("redis-py", True, [VENV_PY, os.path.join(HERE, "sub_python.py"), "redis-py"])],
     "go": [("slotlane", False, [GO_SUB, "slotlane"]), ("go-redis", True, [GO_SUB, "go-redis"])],
     "node": [("slotlane", False, ["node", NODE_SUB, "slotlane"]), ("ioredis", True, ["node", NODE_SUB, "ioredis"])],
+    "rust": [("slotlane", False, [RUST_SUB, "slotlane"]), ("redis-rs", True, [RUST_SUB, "redis-rs"])],
+    "java": [("slotlane", False, JAVA_SUB + ["slotlane"]), ("jedis", True, JAVA_SUB + ["jedis"])],
 }
 
 
+def prepare_publisher():
+    """The venv of the publisher (and of the python subscribers), as ci/bench-langs.sh makes it."""
+    if os.path.exists(VENV_PY) and subprocess.run([VENV_PY, "-c", "import slotlane, redis"],
+                                                  stderr=subprocess.DEVNULL).returncode == 0:
+        return
+    venv = os.path.dirname(os.path.dirname(VENV_PY))
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    subprocess.run([os.path.join(venv, "bin", "pip"), "install", "-q", os.path.join(ROOT, "python"), "redis", "hiredis"],
+                   check=True)
+
+
 def prepare(lang):
+    os.makedirs(os.path.join(ROOT, "build", "bench-pubsub"), exist_ok=True)
     if lang == "go":
-        os.makedirs(os.path.dirname(GO_SUB), exist_ok=True)
         subprocess.run(["go", "build", "-o", GO_SUB, "./cmd/pubsub-sub"], cwd=os.path.join(ROOT, "go", "bench"),
                        check=True)
+    elif lang == "rust":
+        subprocess.run(["cargo", "build", "-q", "-j2", "--release", "--example", "pubsub_sub"],
+                       cwd=os.path.join(ROOT, "rust", "bench"), check=True)
+    elif lang == "java":
+        cp_file = os.path.join(ROOT, "build", "bench-pubsub", "java.classpath")
+        subprocess.run(["mvn", "-q", "-B", "-Dstyle.color=never", "-DskipTests", "-Pbench", "verify",
+                        "-Dbench.main=io.slotlane.bench.PubSubSub", "-Dbench.args=--write-classpath " + cp_file],
+                       cwd=os.path.join(ROOT, "java"), check=True)
+        with open(cp_file) as f:
+            cp = f.read().strip()
+        with open(JAVA_ARGS, "w") as f:
+            f.write('-cp "%s"\n' % cp.replace("\\", "\\\\").replace('"', '\\"'))
 
 
 def publish(url, channel, n, size):
@@ -113,7 +154,7 @@ def one_round(argv, url, subs, n, size, tag):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--langs", default="python,go,node")
+    ap.add_argument("--langs", default="python,rust,go,node,java")
     ap.add_argument("--subs", default="1,16")
     ap.add_argument("--sizes", default="32,1024")
     ap.add_argument("--messages", type=int, default=200000)
@@ -121,6 +162,12 @@ def main():
     ap.add_argument("--records", default=os.path.join(ROOT, "bench", "records"))
     a = ap.parse_args()
     langs = a.langs.split(",")
+    unknown = [x for x in langs if x not in CLIENTS]
+    if unknown:
+        ap.error("no pub/sub subscribers for %s (languages: %s)" % (",".join(unknown), ",".join(CLIENTS)))
+    if a.messages <= 0 or a.rounds <= 0:
+        ap.error("--messages and --rounds must be positive")
+    prepare_publisher()
     for lang in langs:
         prepare(lang)
     work = tempfile.mkdtemp(prefix="slotlane-bench-pubsub-")
