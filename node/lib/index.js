@@ -904,20 +904,28 @@ class Script {
   }
 }
 
-// The commands the core leases a connection for (core/src/lease.c): the BLPOP family, WAIT,
-// XREAD/XREADGROUP with BLOCK (before STREAMS).
-const BLOCKING = new Set(['BLPOP', 'BRPOP', 'BLMOVE', 'BRPOPLPUSH', 'BLMPOP', 'BZPOPMIN', 'BZPOPMAX', 'BZMPOP', 'WAIT']);
+// Whether a command blocks, as the core classifies it (sl_command_blocking: the BLPOP
+// family, WAIT, XREAD/XREADGROUP with BLOCK before STREAMS): such a command goes out alone
+// (the core runs it on a connection leased for it and refuses it in a pipeline). The core
+// is asked once per command name and its answer cached, except for the names whose answer
+// depends on their other arguments (the core says which: XREAD, XREADGROUP, WAIT), asked
+// per call. A command with no argument never blocks (the core's rule), and is not asked.
+const blockingByName = new Map();
+const BLOCKING_CACHE_MAX = 1024; // names sent with sendCommand are the caller's: bounded
 function blocks(args) {
-  const a0 = args[0];
-  const name = (typeof a0 === 'string' ? a0 : String(a0)).toUpperCase();
-  if (BLOCKING.has(name)) return true;
-  if (name !== 'XREAD' && name !== 'XREADGROUP') return false;
-  for (let i = 1; i < args.length; i++) {
-    const a = String(args[i]).toUpperCase();
-    if (a === 'STREAMS') return false;
-    if (a === 'BLOCK') return true;
+  if (!Array.isArray(args) || args.length < 2) return false; // (the encoder refuses a non-array)
+  const name = args[0];
+  const str = typeof name === 'string';
+  if (!str && !(name instanceof Uint8Array)) return false; // the encoder refuses it
+  if (str) { // by the name as given ('get' and 'GET' are two entries: the core decides, not a JS toUpperCase)
+    const known = blockingByName.get(name);
+    if (known !== undefined) return known;
   }
-  return false;
+  const [r, byArgs] = native.commandBlocking(args);
+  if (r < 0) return false; // an argument the encoder refuses next
+  const b = r === 1;
+  if (str && byArgs === 0 && blockingByName.size < BLOCKING_CACHE_MAX) blockingByName.set(name, b);
+  return b;
 }
 
 class Pipeline {

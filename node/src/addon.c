@@ -883,6 +883,103 @@ static napi_value js_key_slot(napi_env env, napi_callback_info info)
     return make_int(env, sl_key_slot(p, n));
 }
 
+/* commandBlocking(args) -> [blocks (1/0), byArgs (1/0)]: the core's classification of a
+ * command (sl_command_blocking). args: the command's array (strings, Buffers/Uint8Arrays;
+ * numbers and bigints as their decimal text; anything else counts as an empty argument:
+ * the encoder refuses it afterwards). A negative code in [0] when the core refuses. */
+static napi_value js_command_blocking(napi_env env, napi_callback_info info)
+{
+    size_t argc = 1;
+    napi_value argv[1], arr;
+    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    bool is_array = false;
+    if (argc < 1 || napi_is_array(env, argv[0], &is_array) != napi_ok || !is_array) {
+        napi_throw_type_error(env, NULL, "slotlane addon: commandBlocking(args)");
+        return NULL;
+    }
+    uint32_t n;
+    CHECK(napi_get_array_length(env, argv[0], &n));
+    if (n == 0 || n > 0x7fffffff) {
+        napi_throw_range_error(env, NULL, "slotlane addon: commandBlocking: bad argument count");
+        return NULL;
+    }
+    /* Strings are copied into one block; Buffers are read in place (no JS runs meanwhile). */
+    const char **ptrs = calloc(n, sizeof *ptrs);
+    size_t *lens = calloc(n, sizeof *lens);
+    char *text = NULL;
+    size_t text_len = 0, text_cap = 0;
+    size_t *text_off = calloc(n, sizeof *text_off); /* (size_t)-1: not in text */
+    int rc = ptrs && lens && text_off ? 0 : SL_ENOMEM;
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        napi_value v;
+        napi_valuetype t;
+        bool typed = false;
+        text_off[i] = (size_t)-1;
+        if (napi_get_element(env, argv[0], i, &v) != napi_ok || napi_typeof(env, v, &t) != napi_ok) {
+            rc = SL_EINVAL;
+            break;
+        }
+        if (t == napi_object && napi_is_typedarray(env, v, &typed) == napi_ok && typed) {
+            napi_typedarray_type tt;
+            size_t len;
+            void *data;
+            if (napi_get_typedarray_info(env, v, &tt, &len, &data, NULL, NULL) != napi_ok || tt != napi_uint8_array) {
+                rc = SL_EINVAL;
+                break;
+            }
+            ptrs[i] = len ? data : "";
+            lens[i] = len;
+            continue;
+        }
+        if (t == napi_number || t == napi_bigint) {
+            if (napi_coerce_to_string(env, v, &v) != napi_ok) {
+                rc = SL_EINVAL;
+                break;
+            }
+            t = napi_string;
+        }
+        if (t != napi_string) {
+            ptrs[i] = "";
+            lens[i] = 0;
+            continue;
+        }
+        size_t len = 0;
+        if (napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) {
+            rc = SL_EINVAL;
+            break;
+        }
+        if (text_len + len + 1 > text_cap) {
+            size_t cap = text_cap ? text_cap * 2 : 256;
+            while (cap < text_len + len + 1) cap *= 2;
+            char *grown = realloc(text, cap);
+            if (!grown) {
+                rc = SL_ENOMEM;
+                break;
+            }
+            text = grown;
+            text_cap = cap;
+        }
+        napi_get_value_string_utf8(env, v, text + text_len, len + 1, &len);
+        text_off[i] = text_len;
+        lens[i] = len;
+        text_len += len + 1;
+    }
+    int by_args = 0;
+    if (rc == 0) {
+        for (uint32_t i = 0; i < n; i++)
+            if (text_off[i] != (size_t)-1) ptrs[i] = text + text_off[i];
+        rc = sl_command_blocking((int)n, ptrs, lens, NULL, &by_args);
+    }
+    free(ptrs);
+    free(lens);
+    free(text_off);
+    free(text);
+    CHECK(napi_create_array_with_length(env, 2, &arr));
+    CHECK(napi_set_element(env, arr, 0, make_int(env, rc)));
+    CHECK(napi_set_element(env, arr, 1, make_int(env, by_args)));
+    return arr;
+}
+
 static napi_value js_version(napi_env env, napi_callback_info info)
 {
     (void)info;
@@ -932,6 +1029,7 @@ static napi_value init(napi_env env, napi_value exports)
         {"scanFree", NULL, js_scan_free, NULL, NULL, NULL, napi_default, NULL},
         {"scriptExec", NULL, js_script_exec, NULL, NULL, NULL, napi_default, NULL},
         {"keySlot", NULL, js_key_slot, NULL, NULL, NULL, napi_default, NULL},
+        {"commandBlocking", NULL, js_command_blocking, NULL, NULL, NULL, napi_default, NULL},
         {"version", NULL, js_version, NULL, NULL, NULL, napi_default, NULL},
         {"strerror", NULL, js_strerror, NULL, NULL, NULL, napi_default, NULL},
         {"layout", NULL, js_layout, NULL, NULL, NULL, napi_default, NULL},
