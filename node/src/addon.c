@@ -33,6 +33,114 @@
 
 typedef struct nclient nclient;
 
+/* options.onEvent: the core's on_event (sl_event_fn) runs on the thread running the
+ * client's executions — connect's worker thread during discovery, Node's loop thread after
+ * — from inside the library, where JavaScript must not run. Each event is handed to a
+ * threadsafe function, which calls JavaScript on the loop thread later, from a callback of
+ * its own. The threadsafe function is unref'd (it keeps no process alive) and may be
+ * finalized by Node at env teardown before the core client is freed: `gone` (under mu) then
+ * stops the core's later events. Freed by the last of: the tsfn's finalizer, the core
+ * client's end (events_core_done, after sl_client_free: no event can come after). */
+typedef struct nevents {
+    uv_mutex_t mu;
+    napi_threadsafe_function tsfn;
+    int gone;                  /* the tsfn was finalized */
+    int core_done;             /* the core client is freed */
+} nevents;
+
+typedef struct nevent {
+    int type;
+    char addr[];
+} nevent;
+
+static void events_on_core(void *ctx, sl_event_type type, const char *addr)
+{
+    nevents *ev = ctx;
+    size_t n = strlen(addr ? addr : "");
+    uv_mutex_lock(&ev->mu);
+    if (!ev->gone) {
+        nevent *e = malloc(sizeof *e + n + 1);
+        if (e) { /* out of memory: the event is lost (stats() still counts it) */
+            e->type = (int)type;
+            memcpy(e->addr, addr ? addr : "", n + 1);
+            if (napi_call_threadsafe_function(ev->tsfn, e, napi_tsfn_nonblocking) != napi_ok) free(e);
+        }
+    }
+    uv_mutex_unlock(&ev->mu);
+}
+
+/* On the loop thread: onEvent(type, addr) (the JS side names the type). */
+static void events_call_js(napi_env env, napi_value fn, void *context, void *data)
+{
+    (void)context;
+    nevent *e = data;
+    if (env && fn) {
+        napi_value argv[2], undef;
+        napi_get_undefined(env, &undef);
+        napi_create_int32(env, e->type, &argv[0]);
+        napi_create_string_utf8(env, e->addr, NAPI_AUTO_LENGTH, &argv[1]);
+        /* the JS side catches what the user's function throws */
+        napi_call_function(env, undef, fn, 2, argv, NULL);
+    }
+    free(e);
+}
+
+static void events_finalize(napi_env env, void *data, void *hint)
+{
+    (void)env;
+    (void)hint;
+    nevents *ev = data;
+    uv_mutex_lock(&ev->mu);
+    ev->gone = 1;
+    int done = ev->core_done;
+    uv_mutex_unlock(&ev->mu);
+    if (done) {
+        uv_mutex_destroy(&ev->mu);
+        free(ev);
+    }
+}
+
+/* Makes the delivery of fn (a JS function) and points opts' on_event at it; NULL after
+ * throwing. */
+static nevents *events_new(napi_env env, napi_value fn, sl_client_options *opts)
+{
+    nevents *ev = calloc(1, sizeof *ev);
+    if (!ev || uv_mutex_init(&ev->mu) != 0) {
+        free(ev);
+        napi_throw_error(env, NULL, "slotlane addon: out of memory");
+        return NULL;
+    }
+    napi_value name;
+    napi_create_string_utf8(env, "slotlane:event", NAPI_AUTO_LENGTH, &name);
+    if (napi_create_threadsafe_function(env, fn, NULL, name, 0, 1, ev, events_finalize, NULL, events_call_js,
+                                        &ev->tsfn) != napi_ok) {
+        uv_mutex_destroy(&ev->mu);
+        free(ev);
+        throw_last(env, "napi_create_threadsafe_function");
+        return NULL;
+    }
+    napi_unref_threadsafe_function(env, ev->tsfn);
+    opts->on_event = events_on_core;
+    opts->on_event_ctx = ev;
+    return ev;
+}
+
+/* The core client of ev is freed (no more events): on the loop thread. */
+static void events_core_done(nevents *ev)
+{
+    if (!ev) return;
+    uv_mutex_lock(&ev->mu);
+    ev->core_done = 1;
+    int gone = ev->gone;
+    uv_mutex_unlock(&ev->mu);
+    if (gone) {
+        uv_mutex_destroy(&ev->mu);
+        free(ev);
+    } else {
+        napi_release_threadsafe_function(ev->tsfn, napi_tsfn_abort); /* the finalizer frees ev */
+    }
+}
+
 typedef struct nslot {
     sl_batch *b;
     nclient *nc;
@@ -60,6 +168,7 @@ struct nclient {
     int tearing;               /* env teardown: call no JS */
     sl_scan **scans;           /* scanNew's iterators by id (NULL: free), freed before the client */
     int nscans;
+    nevents *events;           /* options.onEvent, or NULL: after the core client */
 };
 
 /* ------------------------------------------------------------------ helpers */
@@ -143,6 +252,8 @@ static void free_core(nclient *nc)
     nc->nslots = 0;
     sl_client_free(nc->c);
     nc->c = NULL;
+    events_core_done(nc->events);
+    nc->events = NULL;
 }
 
 static void release_js(nclient *nc)
@@ -216,6 +327,8 @@ void free_connect_work(napi_env env, connect_work *w)
     if (w->recv) napi_delete_reference(env, w->recv);
     if (w->fn) napi_delete_reference(env, w->fn);
     if (w->work) napi_delete_async_work(env, w->work);
+    sl_client_free(w->client); /* (NULL unless a failed connect left it) before its events */
+    events_core_done(w->events);
     free(w->url);
     free(w->username);
     free(w->password);
@@ -280,6 +393,7 @@ static void connect_complete(napi_env env, napi_status status, void *data)
     napi_get_undefined(env, &argv[2]);
     if (status != napi_ok || w->rc != 0) {
         sl_client_free(w->client);
+        w->client = NULL;
         char msg[600];
         snprintf(msg, sizeof msg, "%s", w->rc ? (w->err[0] ? w->err : sl_strerror(w->rc)) : "cancelled");
         napi_value m;
@@ -300,6 +414,7 @@ static void connect_complete(napi_env env, napi_status status, void *data)
         snprintf(msg, sizeof msg, "attaching to the event loop failed: %s",
                  rc == SL_ENOMEM ? sl_strerror(rc) : sl_client_errmsg(w->client));
         sl_client_free(w->client);
+        w->client = NULL;
         free(nc);
         napi_value m;
         napi_create_string_utf8(env, msg, NAPI_AUTO_LENGTH, &m);
@@ -312,6 +427,8 @@ static void connect_complete(napi_env env, napi_status status, void *data)
     nc->env = env;
     nc->c = w->client;
     w->client = NULL;
+    nc->events = w->events;
+    w->events = NULL;
     /* weak until a batch is in flight */
     napi_value recv, fn, name;
     napi_get_reference_value(env, w->recv, &recv);
@@ -337,7 +454,8 @@ static void connect_complete(napi_env env, napi_status status, void *data)
 }
 
 /* connect(opts, recv, onReply, cb): opts {url, mode, username, password, db, resp,
- * connectTimeout, commandTimeout, maxRedirects}; cb(code, handleOrMessage, mode). */
+ * connectTimeout, commandTimeout, maxRedirects, readFrom (sl_read_from), retryWrites (0/1),
+ * tls, onEvent (js_connect: a function(type, addr))}; cb(code, handleOrMessage, mode). */
 connect_work *connect_parse(napi_env env, napi_value opts)
 {
     napi_value argv[1] = {opts};
@@ -363,6 +481,11 @@ connect_work *connect_parse(napi_env env, napi_value opts)
     bad |= get_int_prop(env, argv[0], "connectTimeout", &w->opts.connect_timeout_ms);
     bad |= get_int_prop(env, argv[0], "commandTimeout", &w->opts.command_timeout_ms);
     bad |= get_int_prop(env, argv[0], "maxRedirects", &w->opts.max_redirects);
+    int read_from = 0, retry_writes = 0;
+    bad |= get_int_prop(env, argv[0], "readFrom", &read_from);
+    bad |= get_int_prop(env, argv[0], "retryWrites", &retry_writes);
+    w->opts.read_from = (sl_read_from)read_from;
+    w->opts.retry_writes = retry_writes;
     napi_value tls;
     napi_valuetype tt;
     napi_get_named_property(env, argv[0], "tls", &tls);
@@ -397,7 +520,13 @@ static napi_value js_connect(napi_env env, napi_callback_info info)
     }
     connect_work *w = connect_parse(env, argv[0]);
     if (!w) return NULL;
-    napi_value name;
+    napi_value name, on_event;
+    napi_valuetype et = napi_undefined;
+    if (napi_get_named_property(env, argv[0], "onEvent", &on_event) == napi_ok) napi_typeof(env, on_event, &et);
+    if (et == napi_function && !(w->events = events_new(env, on_event, &w->opts))) {
+        free_connect_work(env, w);
+        return NULL;
+    }
     napi_create_reference(env, argv[1], 1, &w->recv);
     napi_create_reference(env, argv[2], 1, &w->fn);
     napi_create_reference(env, argv[3], 1, &w->cb);
@@ -823,9 +952,12 @@ static napi_value js_stats(napi_env env, napi_callback_info info)
     st.size = sizeof st;
     sl_client_stats(nc->c, &st);
     const uint64_t f[] = {st.commands, st.moved, st.ask, st.tryagain, st.refreshes,
-                          st.connects, st.reconnects, st.bytes_written, st.bytes_read, st.nodes};
-    CHECK(napi_create_array_with_length(env, 10, &arr));
-    for (uint32_t i = 0; i < 10; i++) {
+                          st.connects, st.reconnects, st.bytes_written, st.bytes_read, st.nodes,
+                          st.failovers, st.refreshes_moved, st.refreshes_lost, st.retries,
+                          st.replica_reads, st.nodes_down};
+    const uint32_t nf = (uint32_t)(sizeof f / sizeof f[0]);
+    CHECK(napi_create_array_with_length(env, nf, &arr));
+    for (uint32_t i = 0; i < nf; i++) {
         napi_value v;
         CHECK(napi_create_double(env, (double)f[i], &v));
         CHECK(napi_set_element(env, arr, i, v));

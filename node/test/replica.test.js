@@ -1,0 +1,143 @@
+'use strict';
+// Replica reads and topology events (issue 21) against a Redis Cluster of 3 primaries x 1
+// replica (Debian's redis-server, ports 25230-25241, cluster-node-timeout 2 s): readFrom
+// sends read-only commands to the replicas or not (each node's INFO commandstats counts
+// them), stats() counts replicaReads, and onEvent reports the topology change a CLUSTER
+// FAILOVER makes, on the main thread, with a "host:port". Decided by replies, counters
+// and events, never by sleeping.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const sl = require('..');
+const { spawnSync } = require('node:child_process');
+const { startRedisCluster } = require('./helpers');
+
+const BASE = 25230;
+let cluster;
+test.before(() => { cluster = startRedisCluster(BASE, 3, 1); });
+test.after(() => { cluster && cluster.stop(); });
+
+// One node alone (plain mode).
+async function onNode(port, fn) {
+  const c = sl.createClient({ port, cluster: false });
+  try {
+    await c.connect();
+    return await fn(c);
+  } finally {
+    await c.close();
+  }
+}
+
+async function getCalls(port) {
+  const info = String(await onNode(port, (c) => c.sendCommand(['INFO', 'commandstats'])));
+  const m = /^cmdstat_get:calls=(\d+)/m.exec(info);
+  return m ? Number(m[1]) : 0;
+}
+
+// [primary ports, replica ports], by each node's own INFO replication.
+async function roles() {
+  const prim = [], rep = [];
+  for (const p of cluster.ports) {
+    const info = String(await onNode(p, (c) => c.sendCommand(['INFO', 'replication'])));
+    (/^role:slave/m.test(info) ? rep : prim).push(p);
+  }
+  return [prim, rep];
+}
+
+// 100 GETs through a client of readFrom: [GETs the replicas served, GETs the primaries served].
+async function spread(readFrom) {
+  const c = sl.createClient({ url: cluster.url, readFrom });
+  try {
+    await c.connect();
+    const keys = Array.from({ length: 100 }, (_, i) => `rf:${readFrom}:${i}`);
+    await Promise.all(keys.map((k) => c.set(k, k)));
+    const [prim, rep] = await roles();
+    // the replicas hold the writes before they are read
+    for (const p of prim) await onNode(p, (n) => n.sendCommand(['WAIT', '1', '5000']));
+    const before = new Map();
+    for (const p of [...prim, ...rep]) before.set(p, await getCalls(p));
+    const replicaReads = c.stats().replicaReads;
+    assert.deepEqual(await Promise.all(keys.map((k) => c.get(k))), keys);
+    let onRep = 0, onPrim = 0;
+    for (const p of rep) onRep += (await getCalls(p)) - before.get(p);
+    for (const p of prim) onPrim += (await getCalls(p)) - before.get(p);
+    return { onRep, onPrim, replicaReads: c.stats().replicaReads - replicaReads };
+  } finally {
+    await c.close();
+  }
+}
+
+test('readFrom and retryWrites are checked', () => {
+  assert.throws(() => sl.createClient({ readFrom: 'nearest' }), (e) => e instanceof TypeError && /readFrom must be 'primary', 'preferReplica' or 'replicas' \(got 'nearest'\)/.test(e.message));
+  assert.throws(() => sl.createClient({ readFrom: 1 }), /readFrom must be .* \(got number\)/);
+  assert.throws(() => sl.createClient({ readFrom: 'toString' }), TypeError);
+  assert.throws(() => sl.createClient({ retryWrites: 'yes' }), /retryWrites must be a boolean \(got string\)/);
+  assert.throws(() => sl.createClient({ onEvent: 'log' }), /onEvent must be a function \(got string\)/);
+});
+
+test("readFrom 'preferReplica' and 'replicas': GETs land on the replicas", async () => {
+  for (const readFrom of ['preferReplica', 'replicas']) {
+    const r = await spread(readFrom);
+    assert.deepEqual(r, { onRep: 100, onPrim: 0, replicaReads: 100 }, readFrom);
+  }
+});
+
+test("readFrom 'primary' (the default): GETs land on the primaries", async () => {
+  assert.deepEqual(await spread('primary'), { onRep: 0, onPrim: 100, replicaReads: 0 });
+});
+
+test('onEvent sees the topology change of a CLUSTER FAILOVER; the client keeps serving', async () => {
+  const events = [];
+  const onEvent = (event, addr) => { events.push([event, addr]); };
+  const c = sl.createClient({ url: cluster.url, onEvent, readFrom: 'preferReplica' });
+  try {
+    await c.connect();
+    const keys = Array.from({ length: 200 }, (_, i) => `fo:${i}`);
+    await Promise.all(keys.map((k) => c.set(k, 'v')));
+    const [, rep] = await roles();
+    const promoted = rep[0];
+    const seenBefore = events.length;
+    cluster.failover(promoted); // returns once promoted and every node agrees
+    // The client learns it from a MOVED (a write to the old primary) or a refresh: keep
+    // writing every key until an event says so. The bound only turns a hang into a failure.
+    const limit = Date.now() + 60000;
+    const seen = (name) => events.slice(seenBefore).find(([e]) => e === name);
+    while (!seen('failover')) {
+      assert.ok(Date.now() < limit, `no failover event within 60 s: ${JSON.stringify(events)}`);
+      await Promise.all(keys.map((k) => c.set(k, 'w').catch(() => null)));
+    }
+    for (const [event, addr] of events) {
+      assert.ok(['topologyChanged', 'nodeDown', 'nodeUp', 'failover'].includes(event), event);
+      assert.match(addr, /^127\.0\.0\.1:\d+$/);
+    }
+    assert.deepEqual(seen('failover'), ['failover', `127.0.0.1:${promoted}`]);
+    assert.ok(seen('topologyChanged'), JSON.stringify(events)); // the same refresh changed the map
+    assert.ok(c.stats().failovers >= 1);
+    // served again: every key reads and writes
+    assert.deepEqual((await Promise.all(keys.map((k) => c.set(k, 'x')))).every((v) => v === true), true);
+    assert.deepEqual(await Promise.all(keys.map((k) => c.get(k))), keys.map(() => 'x'));
+    assert.ok(c.stats().refreshes >= 1);
+  } finally {
+    await c.close();
+  }
+});
+
+test('the discovery of a connect is reported; an onEvent that throws is an uncaught exception', () => {
+  // in a process of its own: node:test takes the uncaught exceptions of its own process
+  const script = `
+    const sl = require(${JSON.stringify(require.resolve('..'))});
+    let client;
+    process.on('uncaughtException', async (e) => {
+      await client.connect();
+      const ok = await client.set('ue:after', '1'); // the client is unharmed
+      await client.close();
+      console.log(JSON.stringify({ message: e.message, ok }));
+    });
+    client = sl.createClient({ url: ${JSON.stringify(cluster.url)}, onEvent: (event, addr) => { throw new Error('listener bug: ' + event + ' ' + addr); } });
+    client.connect().catch((e) => { console.log(JSON.stringify({ connectError: e.message })); });`;
+  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60000 });
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout.trim().split('\n')[0]);
+  // the slot map found on connect's worker thread is a change, delivered on the main thread
+  assert.match(out.message, /^listener bug: topologyChanged 127\.0\.0\.1:\d+$/);
+  assert.equal(out.ok, true);
+});
