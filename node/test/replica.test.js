@@ -3,8 +3,9 @@
 // replica (Debian's redis-server, ports 25230-25241, cluster-node-timeout 2 s): readFrom
 // sends read-only commands to the replicas or not (each node's INFO commandstats counts
 // them), stats() counts replicaReads, and onEvent reports the topology change a CLUSTER
-// FAILOVER makes, on the main thread, with a "host:port". Decided by replies, counters
-// and events, never by sleeping.
+// FAILOVER makes, on the main thread, with a "host:port"; a primary killed with SIGKILL is
+// reported nodeDown then failover, and no read fails across it. Decided by replies,
+// counters and events, never by sleeping.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const sl = require('..');
@@ -118,6 +119,38 @@ test('onEvent sees the topology change of a CLUSTER FAILOVER; the client keeps s
     assert.ok(c.stats().refreshes >= 1);
   } finally {
     await c.close();
+  }
+});
+
+test('a primary killed with SIGKILL: nodeDown, then failover; no read fails; every key is served again', { timeout: 120000 }, async () => {
+  const events = [];
+  const c = sl.createClient({ url: cluster.url, commandTimeout: 15000, onEvent: (event, addr) => { events.push([event, addr]); } });
+  try {
+    await c.connect();
+    const [prim] = await roles();
+    const victim = prim.find((p) => p !== BASE); // not the seed
+    const keys = Array.from({ length: 60 }, (_, i) => `kf:${i}`);
+    await Promise.all(keys.map((k) => c.set(k, 'v'))); // connected everywhere before the kill
+    const failoversBefore = c.stats().failovers;
+    const seenBefore = events.length;
+    cluster.kill(victim);
+    const seen = (name, addr) => events.slice(seenBefore).some(([e, a]) => e === name && (addr === undefined || a === addr));
+    let failedReads = 0;
+    const limit = Date.now() + 60000;
+    while (!seen('failover')) {
+      assert.ok(Date.now() < limit, `no failover event within 60 s: ${JSON.stringify(events)}`);
+      const got = await Promise.all(keys.map((k) => c.get(k).then(() => 0, () => 1)));
+      failedReads += got.reduce((a, b) => a + b, 0);
+    }
+    assert.equal(failedReads, 0, 'a read failed across the failover');
+    assert.ok(seen('nodeDown', `127.0.0.1:${victim}`), JSON.stringify(events));
+    assert.ok(c.stats().failovers > failoversBefore);
+    assert.ok(c.stats().nodesDown >= 1);
+    // served again: every key reads and writes
+    assert.deepEqual(await Promise.all(keys.map((k) => c.get(k))), keys.map(() => 'v'));
+    assert.ok((await Promise.all(keys.map((k) => c.set(k, 'w')))).every((v) => v === true));
+  } finally {
+    await c.close(); // (the victim stays down: the later tests need only a working cluster)
   }
 });
 
