@@ -67,8 +67,9 @@ export interface ClientOptions {
   retryWrites?: boolean;
   /**
    * Called with each topology event of the core and the node's "host:port", on the main
-   * thread after the core has returned (it may use the client). What it throws is an
-   * uncaught exception, as from an event listener.
+   * thread after the core has returned (it may use the client); the connect's (its
+   * discovery is a 'topologyChanged') before connect() settles, none after close(). What it
+   * throws is an uncaught exception, as from an event listener.
    */
   onEvent?: (event: ClientEvent, addr: string) => void;
 }

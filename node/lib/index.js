@@ -224,8 +224,8 @@ class Client {
     this._ready.catch(() => {});
     // onEvent: the core's events, delivered on this thread after the core returned (never
     // from inside it: the function may use the client); what it throws is an uncaught
-    // exception, as from an event listener. Events of a connect that fails come too; none
-    // after close().
+    // exception, as from an event listener. The connect's events come before connect()
+    // settles (also when it fails); none after close().
     const connectOpts = o.onEvent === null ? o.native : { ...o.native, onEvent: eventDispatcher(o.onEvent, this) };
     native.connect(connectOpts, this, this._onReply, (code, h, mode) => this._connected(code, h, mode));
   }

@@ -35,23 +35,30 @@ typedef struct nclient nclient;
 
 /* options.onEvent: the core's on_event (sl_event_fn) runs on the thread running the
  * client's executions — connect's worker thread during discovery, Node's loop thread after
- * — from inside the library, where JavaScript must not run. Each event is handed to a
- * threadsafe function, which calls JavaScript on the loop thread later, from a callback of
- * its own. The threadsafe function is unref'd (it keeps no process alive) and may be
+ * — from inside the library, where JavaScript must not run. The connect's events are kept
+ * and delivered by connect_complete before it reports the outcome; each later one is handed
+ * to a threadsafe function, which calls JavaScript on the loop thread later, from a callback
+ * of its own. The threadsafe function is unref'd (it keeps no process alive) and may be
  * finalized by Node at env teardown before the core client is freed: `gone` (under mu) then
  * stops the core's later events. Freed by the last of: the tsfn's finalizer, the core
  * client's end (events_core_done, after sl_client_free: no event can come after). */
+typedef struct nevent {
+    struct nevent *next;
+    int type;
+    char addr[];
+} nevent;
+
 typedef struct nevents {
     uv_mutex_t mu;
     napi_threadsafe_function tsfn;
     int gone;                  /* the tsfn was finalized */
     int core_done;             /* the core client is freed */
+    /* Until connect_complete: the connect's events (its worker thread) are kept here and
+     * delivered there, before connect()'s outcome, in order. */
+    int collecting;
+    nevent *first, **last;
+    napi_ref fn;               /* the JS function, for that delivery (then deleted) */
 } nevents;
-
-typedef struct nevent {
-    int type;
-    char addr[];
-} nevent;
 
 static void events_on_core(void *ctx, sl_event_type type, const char *addr)
 {
@@ -61,28 +68,63 @@ static void events_on_core(void *ctx, sl_event_type type, const char *addr)
     if (!ev->gone) {
         nevent *e = malloc(sizeof *e + n + 1);
         if (e) { /* out of memory: the event is lost (stats() still counts it) */
+            e->next = NULL;
             e->type = (int)type;
             memcpy(e->addr, addr ? addr : "", n + 1);
-            if (napi_call_threadsafe_function(ev->tsfn, e, napi_tsfn_nonblocking) != napi_ok) free(e);
+            if (ev->collecting) {
+                *ev->last = e;
+                ev->last = &e->next;
+            } else if (napi_call_threadsafe_function(ev->tsfn, e, napi_tsfn_nonblocking) != napi_ok) {
+                free(e);
+            }
         }
     }
     uv_mutex_unlock(&ev->mu);
 }
 
-/* On the loop thread: onEvent(type, addr) (the JS side names the type). */
+/* On the loop thread: onEvent(type, addr) (the JS side names the type and catches what
+ * the user's function throws). */
 static void events_call_js(napi_env env, napi_value fn, void *context, void *data)
 {
     (void)context;
     nevent *e = data;
     if (env && fn) {
-        napi_value argv[2], undef;
-        napi_get_undefined(env, &undef);
-        napi_create_int32(env, e->type, &argv[0]);
-        napi_create_string_utf8(env, e->addr, NAPI_AUTO_LENGTH, &argv[1]);
-        /* the JS side catches what the user's function throws */
-        napi_call_function(env, undef, fn, 2, argv, NULL);
+        napi_handle_scope scope;
+        if (napi_open_handle_scope(env, &scope) == napi_ok) {
+            napi_value argv[2], undef;
+            napi_get_undefined(env, &undef);
+            napi_create_int32(env, e->type, &argv[0]);
+            napi_create_string_utf8(env, e->addr, NAPI_AUTO_LENGTH, &argv[1]);
+            if (napi_call_function(env, undef, fn, 2, argv, NULL) == napi_pending_exception) {
+                napi_value exc;
+                if (napi_get_and_clear_last_exception(env, &exc) == napi_ok) napi_fatal_exception(env, exc);
+            }
+            napi_close_handle_scope(env, scope);
+        }
     }
     free(e);
+}
+
+/* connect_complete, before it reports the outcome: the connect's events, then every later
+ * one goes through the threadsafe function. */
+static void events_connected(napi_env env, nevents *ev, int call)
+{
+    if (!ev) return;
+    uv_mutex_lock(&ev->mu);
+    nevent *e = ev->first;
+    ev->first = NULL;
+    ev->last = &ev->first;
+    ev->collecting = 0;
+    uv_mutex_unlock(&ev->mu);
+    napi_value fn = NULL;
+    if (call && ev->fn) napi_get_reference_value(env, ev->fn, &fn);
+    while (e) {
+        nevent *next = e->next;
+        events_call_js(env, fn, NULL, e); /* frees e */
+        e = next;
+    }
+    if (ev->fn) napi_delete_reference(env, ev->fn);
+    ev->fn = NULL;
 }
 
 static void events_finalize(napi_env env, void *data, void *hint)
@@ -120,15 +162,19 @@ static nevents *events_new(napi_env env, napi_value fn, sl_client_options *opts)
         return NULL;
     }
     napi_unref_threadsafe_function(env, ev->tsfn);
+    ev->collecting = 1;
+    ev->last = &ev->first;
+    napi_create_reference(env, fn, 1, &ev->fn);
     opts->on_event = events_on_core;
     opts->on_event_ctx = ev;
     return ev;
 }
 
 /* The core client of ev is freed (no more events): on the loop thread. */
-static void events_core_done(nevents *ev)
+static void events_core_done(napi_env env, nevents *ev)
 {
     if (!ev) return;
+    if (ev->collecting) events_connected(env, ev, 0); /* a connect that never completed: dropped */
     uv_mutex_lock(&ev->mu);
     ev->core_done = 1;
     int gone = ev->gone;
@@ -137,7 +183,7 @@ static void events_core_done(nevents *ev)
         uv_mutex_destroy(&ev->mu);
         free(ev);
     } else {
-        napi_release_threadsafe_function(ev->tsfn, napi_tsfn_abort); /* the finalizer frees ev */
+        napi_release_threadsafe_function(ev->tsfn, napi_tsfn_release); /* what is queued still comes; the finalizer frees ev */
     }
 }
 
@@ -252,7 +298,7 @@ static void free_core(nclient *nc)
     nc->nslots = 0;
     sl_client_free(nc->c);
     nc->c = NULL;
-    events_core_done(nc->events);
+    events_core_done(nc->env, nc->events);
     nc->events = NULL;
 }
 
@@ -328,7 +374,7 @@ void free_connect_work(napi_env env, connect_work *w)
     if (w->fn) napi_delete_reference(env, w->fn);
     if (w->work) napi_delete_async_work(env, w->work);
     sl_client_free(w->client); /* (NULL unless a failed connect left it) before its events */
-    events_core_done(w->events);
+    events_core_done(env, w->events);
     free(w->url);
     free(w->username);
     free(w->password);
@@ -386,6 +432,7 @@ napi_value new_output_buffer(napi_env env, size_t cap, uint8_t **ptr, napi_ref *
 static void connect_complete(napi_env env, napi_status status, void *data)
 {
     connect_work *w = data;
+    events_connected(env, w->events, status == napi_ok); /* the connect's events come first */
     napi_value cb, global, argv[3];
     napi_get_reference_value(env, w->cb, &cb);
     napi_get_global(env, &global);

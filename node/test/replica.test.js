@@ -92,6 +92,7 @@ test('onEvent sees the topology change of a CLUSTER FAILOVER; the client keeps s
   const c = sl.createClient({ url: cluster.url, onEvent, readFrom: 'preferReplica' });
   try {
     await c.connect();
+    assert.deepEqual(events.map(([e]) => e), ['topologyChanged']); // the discovery, before connect() resolved
     const keys = Array.from({ length: 200 }, (_, i) => `fo:${i}`);
     await Promise.all(keys.map((k) => c.set(k, 'v')));
     const [, rep] = await roles();
@@ -173,4 +174,32 @@ test('the discovery of a connect is reported; an onEvent that throws is an uncau
   // the slot map found on connect's worker thread is a change, delivered on the main thread
   assert.match(out.message, /^listener bug: topologyChanged 127\.0\.0\.1:\d+$/);
   assert.equal(out.ok, true);
+});
+
+test('onEvent in a Worker that ends with commands in flight; an idle client with onEvent keeps no process alive', () => {
+  const slPath = JSON.stringify(require.resolve('..'));
+  const url = JSON.stringify(cluster.url);
+  // a Worker: terminated from its first event (the connect's topologyChanged) with writes in flight
+  const w = spawnSync(process.execPath, ['-e', `
+    const { Worker } = require('worker_threads');
+    const w = new Worker(\`
+      const sl = require(${slPath});
+      const { parentPort } = require('worker_threads');
+      const c = sl.createClient({ url: ${url}, onEvent: (e) => parentPort.postMessage(e) });
+      c.connect().then(() => { for (let i = 0; i < 5000; i++) c.set('we:' + i, i); parentPort.postMessage('busy'); });\`, { eval: true });
+    const got = [];
+    w.on('message', (m) => { got.push(m); if (m === 'busy') w.terminate().then((code) => console.log(JSON.stringify({ got, code }))); });
+    w.on('error', (e) => { console.error(e); process.exit(3); });`], { encoding: 'utf8', timeout: 60000 });
+  assert.equal(w.status, 0, w.stderr);
+  const out = JSON.parse(w.stdout.trim());
+  assert.equal(out.code, 1);
+  assert.equal(out.got[0], 'topologyChanged'); // delivered before connect() resolved its then
+  // the process ends by itself: the event delivery is unref'd (an open idle client is not held)
+  const idle = spawnSync(process.execPath, ['-e', `
+    const sl = require(${slPath});
+    const seen = [];
+    const c = sl.createClient({ url: ${url}, onEvent: (e) => seen.push(e) });
+    c.set('idle:k', 'v').then(() => console.log(JSON.stringify(seen)));`], { encoding: 'utf8', timeout: 60000 });
+  assert.equal(idle.status, 0, idle.stderr || `signal ${idle.signal}`);
+  assert.deepEqual(JSON.parse(idle.stdout.trim()), ['topologyChanged']);
 });
