@@ -2,7 +2,8 @@
 // Replica reads and topology events (issue 21) against a Redis Cluster of 3 primaries x 1
 // replica (Debian's redis-server, ports 25230-25241, cluster-node-timeout 2 s): readFrom
 // sends read-only commands to the replicas or not (each node's INFO commandstats counts
-// them), stats() counts replicaReads, and onEvent reports the topology change a CLUSTER
+// them) and fall back to the primary when the replica is killed, stats() counts
+// replicaReads, and onEvent reports the topology change a CLUSTER
 // FAILOVER makes, on the main thread, with a "host:port"; a primary killed with SIGKILL is
 // reported nodeDown then failover, and no read fails across it. Decided by replies,
 // counters and events, never by sleeping.
@@ -84,6 +85,35 @@ test("readFrom 'preferReplica' and 'replicas': GETs land on the replicas", async
 
 test("readFrom 'primary' (the default): GETs land on the primaries", async () => {
   assert.deepEqual(await spread('primary'), { onRep: 0, onPrim: 100, replicaReads: 0 });
+});
+
+test("preferReplica falls back to the primary when the replica is down", { timeout: 120000 }, async () => {
+  const events = [];
+  const c = sl.createClient({ url: cluster.url, readFrom: 'preferReplica', onEvent: (e, a) => { events.push([e, a]); } });
+  let stopped = null;
+  try {
+    await c.connect();
+    const keys = Array.from({ length: 300 }, (_, i) => `fb:${i}`);
+    await Promise.all(keys.map((k) => c.set(k, k)));
+    const [prim, rep] = await roles();
+    for (const p of prim) await onNode(p, (n) => n.sendCommand(['WAIT', '1', '5000']));
+    assert.deepEqual(await Promise.all(keys.map((k) => c.get(k))), keys); // connected to every replica
+    stopped = rep[0];
+    const primaryOf = Number(/^master_port:(\d+)/m.exec(String(await onNode(stopped, (n) => n.sendCommand(['INFO', 'replication']))))[1]);
+    cluster.kill(stopped);
+    const before = await getCalls(primaryOf);
+    // every read is answered (by the primary where the replica is gone), none fails
+    const limit = Date.now() + 60000;
+    for (;;) {
+      assert.deepEqual(await Promise.all(keys.map((k) => c.get(k))), keys);
+      if ((await getCalls(primaryOf)) > before) break; // the primary took over its replica's reads
+      assert.ok(Date.now() < limit, 'the primary never served a read of its slots');
+    }
+    assert.ok(events.some(([e, a]) => e === 'nodeDown' && a === `127.0.0.1:${stopped}`), JSON.stringify(events));
+  } finally {
+    await c.close();
+    if (stopped !== null) cluster.restart(stopped); // back as the replica it was (the later tests fail primaries over)
+  }
 });
 
 test('onEvent sees the topology change of a CLUSTER FAILOVER; the client keeps serving', async () => {
