@@ -133,8 +133,9 @@ test('onEvent sees the topology change of a CLUSTER FAILOVER; the client keeps s
     // writing every key until an event says so. The bound only turns a hang into a failure.
     const limit = Date.now() + 60000;
     const seen = (name) => events.slice(seenBefore).find(([e]) => e === name);
-    while (!seen('failover')) {
-      assert.ok(Date.now() < limit, `no failover event within 60 s: ${JSON.stringify(events)}`);
+    // (a MOVED may show the promotion before the refresh that changes the map: both come)
+    while (!seen('failover') || !seen('topologyChanged')) {
+      assert.ok(Date.now() < limit, `no failover and topologyChanged events within 60 s: ${JSON.stringify(events)}`);
       await Promise.all(keys.map((k) => c.set(k, 'w').catch(() => null)));
     }
     for (const [event, addr] of events) {
@@ -142,7 +143,6 @@ test('onEvent sees the topology change of a CLUSTER FAILOVER; the client keeps s
       assert.match(addr, /^127\.0\.0\.1:\d+$/);
     }
     assert.deepEqual(seen('failover'), ['failover', `127.0.0.1:${promoted}`]);
-    assert.ok(seen('topologyChanged'), JSON.stringify(events)); // the same refresh changed the map
     assert.ok(c.stats().failovers >= 1);
     // served again: every key reads and writes
     assert.deepEqual((await Promise.all(keys.map((k) => c.set(k, 'x')))).every((v) => v === true), true);
