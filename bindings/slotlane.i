@@ -131,6 +131,9 @@ SL_ADDRESS(sl_node_info *)
 SL_ADDRESS(sl_node_info **)
 SL_ADDRESS(const sl_scan_options *)
 SL_ADDRESS(int *done)
+/* sl_command_blocking's out-parameters */
+SL_ADDRESS(int64_t *block_ms)
+SL_ADDRESS(int *by_args)
 SL_ADDRESS(char *out)
 /* the subscriber: its handle, options, records and counters (laid out by the binding) */
 SL_ADDRESS(sl_subscriber *)

@@ -12,7 +12,8 @@
  *  - sessions: pinned to the key's owner, CROSSSLOT refused before sending, EXEC nil is
  *    SL_EABORTED, MOVED while watching is SL_EWATCHMOVED (the connection closed, no
  *    UNWATCH), close sends UNWATCH or DISCARD and returns the connection for reuse;
- *  - version-3 option structs get the defaults of the new fields. */
+ *  - version-3 option structs get the defaults of the new fields;
+ *  - sl_command_blocking, the public form of the classification. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -99,6 +100,75 @@ static void test_which_commands_block(void **state)
     assert_int_equal(sl__lease_timeout(&c, 300, 0), 300);    /* unless the caller gives one */
     assert_int_equal(sl__lease_timeout(&c, -1, 1500), -1);
     assert_int_equal(sl__lease_timeout(&c, 0, -1), 5000);    /* unreadable: the client's default */
+}
+
+/* The public form (sl_command_blocking): the same answers, binary-safe lengths, which
+ * names' answers depend on their arguments, and bad input refused. */
+static void test_command_blocking_public(void **state)
+{
+    (void)state;
+    int64_t ms = 7;
+    int by = 7;
+    const char *blpop[] = {"blpop", "a", "b", "1.5"};
+    assert_int_equal(sl_command_blocking(4, blpop, NULL, &ms, &by), 1);
+    assert_int_equal(ms, 1500);
+    assert_int_equal(by, 0);
+    const char *brpop1[] = {"BRPOP", "k"}; /* the name alone decides: cached by name */
+    assert_int_equal(sl_command_blocking(2, brpop1, NULL, NULL, &by), 1);
+    assert_int_equal(by, 0);
+    const char *bzmpop[] = {"BZMPOP", "0", "1", "z", "MIN"};
+    assert_int_equal(sl_command_blocking(5, bzmpop, NULL, &ms, NULL), 1);
+    assert_int_equal(ms, 0);
+    const char *get[] = {"GET", "k"};
+    assert_int_equal(sl_command_blocking(2, get, NULL, &ms, &by), 0);
+    assert_int_equal(ms, -1);
+    assert_int_equal(by, 0);
+    const char *ping[] = {"BLPOP"}; /* no argument: never blocks */
+    assert_int_equal(sl_command_blocking(1, ping, NULL, &ms, &by), 0);
+    const char *xread[] = {"xread", "COUNT", "2", "block", "250", "STREAMS", "s", "$"};
+    assert_int_equal(sl_command_blocking(8, xread, NULL, &ms, &by), 1);
+    assert_int_equal(ms, 250);
+    assert_int_equal(by, 1);
+    const char *xread_nb[] = {"XREAD", "STREAMS", "BLOCK", "0"};
+    assert_int_equal(sl_command_blocking(4, xread_nb, NULL, &ms, &by), 0);
+    assert_int_equal(by, 1);
+    const char *xrg[] = {"XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">"};
+    assert_int_equal(sl_command_blocking(9, xrg, NULL, &ms, &by), 1);
+    assert_int_equal(ms, 0);
+    assert_int_equal(by, 1);
+    const char *wait3[] = {"WAIT", "1", "100"};
+    assert_int_equal(sl_command_blocking(3, wait3, NULL, &ms, &by), 1);
+    assert_int_equal(by, 1);
+    const char *wait2[] = {"WAIT", "1"};
+    assert_int_equal(sl_command_blocking(2, wait2, NULL, &ms, &by), 0);
+    assert_int_equal(by, 1);
+    /* lengths given: "BLPOPX" cut to "BLPOP", an argument holding a NUL */
+    const char *cut[] = {"BLPOPX", "a\0b", "0"};
+    size_t lens[] = {5, 3, 1};
+    assert_int_equal(sl_command_blocking(3, cut, lens, &ms, NULL), 1);
+    assert_int_equal(ms, 0);
+    lens[0] = 6;
+    assert_int_equal(sl_command_blocking(3, cut, lens, &ms, NULL), 0);
+    /* more arguments than the stack holds: the heap path, same answer */
+    enum { N = 3000 };
+    const char **many = malloc(sizeof *many * N);
+    assert_non_null(many);
+    many[0] = "XREAD";
+    many[1] = "BLOCK";
+    many[2] = "40";
+    many[3] = "STREAMS";
+    for (int i = 4; i < N; i++) many[i] = "some-stream-name-or-id";
+    assert_int_equal(sl_command_blocking(N, many, NULL, &ms, &by), 1);
+    assert_int_equal(ms, 40);
+    many[1] = "COUNT";
+    assert_int_equal(sl_command_blocking(N, many, NULL, &ms, &by), 0);
+    free(many);
+    /* bad input */
+    assert_int_equal(sl_command_blocking(0, blpop, NULL, &ms, &by), SL_EINVAL);
+    assert_int_equal(sl_command_blocking(-1, blpop, NULL, &ms, &by), SL_EINVAL);
+    assert_int_equal(sl_command_blocking(2, NULL, NULL, &ms, &by), SL_EINVAL);
+    const char *hole[] = {"BLPOP", NULL, "0"};
+    assert_int_equal(sl_command_blocking(3, hole, NULL, &ms, &by), SL_EINVAL);
 }
 
 /* ------------------------------------------------------------ a lone BLPOP */
@@ -572,6 +642,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_which_commands_block),
+        cmocka_unit_test(test_command_blocking_public),
         cmocka_unit_test(test_blpop_cancel_closes_only_its_lease),
         cmocka_unit_test(test_blpop_deadline_closes_only_its_lease),
         cmocka_unit_test(test_lease_pool_reuse),

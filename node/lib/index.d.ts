@@ -53,7 +53,37 @@ export interface ClientOptions {
   returnBuffers?: boolean;
   /** TLS, as ioredis (true: the defaults; "rediss://" alone uses the system's CAs). */
   tls?: boolean | TlsOptions;
+  /**
+   * Where a cluster's read-only commands go: 'primary' (default), 'preferReplica' (a
+   * replica of the slot's primary, the primary when none answers) or 'replicas'
+   * (round-robin over the primary's replicas). A replica's data may lag its primary's.
+   */
+  readFrom?: ReadFrom;
+  /**
+   * A write whose connection broke after it was sent is sent once more: it may then run
+   * twice (an INCR counted twice). Default false: it rejects with a ConnectionError whose
+   * message ends "(the command was sent: it may have been executed)".
+   */
+  retryWrites?: boolean;
+  /**
+   * Called with each topology event of the core and the node's "host:port", on the main
+   * thread after the core has returned (it may use the client); the connect's (its
+   * discovery is a 'topologyChanged') before connect() settles, none after close(). What it
+   * throws is an uncaught exception, as from an event listener.
+   */
+  onEvent?: (event: ClientEvent, addr: string) => void;
 }
+
+/** ClientOptions.readFrom. */
+export type ReadFrom = 'primary' | 'preferReplica' | 'replicas';
+
+/**
+ * ClientOptions.onEvent's events: a refresh changed the slot map or the replicas (addr:
+ * the node that answered it); a working connection to addr broke, or a connect to a node
+ * that had worked failed (once per outage); addr, reported down, connected again; addr, a
+ * replica, owns a slot of its primary now (once per promotion).
+ */
+export type ClientEvent = 'topologyChanged' | 'nodeDown' | 'nodeUp' | 'failover';
 
 /** PEM text (a string or a Buffer). */
 export type Pem = string | Buffer;
@@ -135,6 +165,18 @@ export interface Stats {
   bytesWritten: number;
   bytesRead: number;
   nodes: number;
+  /** Promotions seen ('failover' events). */
+  failovers: number;
+  /** Refreshes asked for by a MOVED, CLUSTERDOWN, READONLY... */
+  refreshesMoved: number;
+  /** Refreshes asked for by a lost node. */
+  refreshesLost: number;
+  /** Commands sent again after a lost connection or a -LOADING, -MASTERDOWN, -READONLY, -UNBLOCKED reply. */
+  retries: number;
+  /** Read-only commands routed to a replica. */
+  replicaReads: number;
+  /** 'nodeDown' events. */
+  nodesDown: number;
 }
 
 import type { ClientCommands, PipelineCommands, Key, Value, Int } from './commands';

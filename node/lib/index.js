@@ -41,6 +41,10 @@ const T_STRING = 1, T_STATUS = 2, T_ERROR = 3, T_INTEGER = 4, T_NIL = 5, T_ARRAY
 const MODES = { auto: 0, plain: 1, cluster: 2 };
 const MODE_NAMES = { 1: 'plain', 2: 'cluster' };
 const ROUTES = { 'all-primaries': 1, random: 4 };
+// options.readFrom -> sl_read_from
+const READ_FROM = { __proto__: null, primary: 0, preferReplica: 1, replicas: 2 };
+// sl_event_type -> onEvent's event name
+const EVENT_NAMES = { 1: 'topologyChanged', 2: 'nodeDown', 3: 'nodeUp', 4: 'failover' };
 
 const CONNECTING = 0, OPEN = 1, CLOSING = 2, CLOSED = 3, FAILED = 4;
 
@@ -113,6 +117,19 @@ function checkOptions(o) {
     throw new TypeError(`slotlane: option returnBuffers must be a boolean (got ${typeName(o.returnBuffers)})`);
   }
   const resp = int('resp', 2, 3);
+  let readFrom = 0;
+  if (o.readFrom !== undefined) {
+    readFrom = READ_FROM[o.readFrom];
+    if (typeof o.readFrom !== 'string' || readFrom === undefined) {
+      throw new TypeError(`slotlane: option readFrom must be 'primary', 'preferReplica' or 'replicas' (got ${typeof o.readFrom === 'string' ? `'${o.readFrom}'` : typeName(o.readFrom)})`);
+    }
+  }
+  if (o.retryWrites !== undefined && typeof o.retryWrites !== 'boolean') {
+    throw new TypeError(`slotlane: option retryWrites must be a boolean (got ${typeName(o.retryWrites)})`);
+  }
+  if (o.onEvent !== undefined && o.onEvent !== null && typeof o.onEvent !== 'function') {
+    throw new TypeError(`slotlane: option onEvent must be a function (got ${typeName(o.onEvent)})`);
+  }
   return {
     native: {
       url, mode,
@@ -122,7 +139,9 @@ function checkOptions(o) {
       commandTimeout: int('commandTimeout', 0, 0x7fffffff),
       maxRedirects: int('maxRedirects', 0, 1000),
       tls: tlsOptions(o.tls),
+      readFrom, retryWrites: o.retryWrites === true ? 1 : 0,
     },
+    onEvent: typeof o.onEvent === 'function' ? o.onEvent : null,
     returnBuffers: o.returnBuffers === true,
   };
 }
@@ -203,7 +222,12 @@ class Client {
     this._pos = 0;
     this._ready = new Promise((resolve, reject) => { this._readyRes = resolve; this._readyRej = reject; });
     this._ready.catch(() => {});
-    native.connect(o.native, this, this._onReply, (code, h, mode) => this._connected(code, h, mode));
+    // onEvent: the core's events, delivered on this thread after the core returned (never
+    // from inside it: the function may use the client); what it throws is an uncaught
+    // exception, as from an event listener. The connect's events come before connect()
+    // settles (also when it fails); none after close().
+    const connectOpts = o.onEvent === null ? o.native : { ...o.native, onEvent: eventDispatcher(o.onEvent, this) };
+    native.connect(connectOpts, this, this._onReply, (code, h, mode) => this._connected(code, h, mode));
   }
 
   _connected(code, h, mode) {
@@ -696,7 +720,10 @@ class Client {
   }
 
   /** The core's counters: commands, moved, ask, tryagain, refreshes, connects, reconnects,
-   * bytesWritten, bytesRead, nodes. */
+   * bytesWritten, bytesRead, nodes; failovers (promotions seen), refreshesMoved and
+   * refreshesLost (refreshes by cause), retries (commands sent again after a lost
+   * connection or a -LOADING/-MASTERDOWN/-READONLY/-UNBLOCKED), replicaReads (read-only
+   * commands routed to a replica), nodesDown ('nodeDown' events). */
   stats() {
     if (this._h === null || this._state >= CLOSED) {
       throw new ConnectionError('slotlane: stats() needs an open client', 'closed');
@@ -705,6 +732,8 @@ class Client {
     return {
       commands: s[0], moved: s[1], ask: s[2], tryagain: s[3], refreshes: s[4],
       connects: s[5], reconnects: s[6], bytesWritten: s[7], bytesRead: s[8], nodes: s[9],
+      failovers: s[10], refreshesMoved: s[11], refreshesLost: s[12], retries: s[13],
+      replicaReads: s[14], nodesDown: s[15],
     };
   }
 
@@ -844,6 +873,19 @@ class Client {
   }
 }
 
+// The function the addon calls with (sl_event_type, "host:port").
+// Nothing after close() (the core reports the connections it closes then as lost).
+function eventDispatcher(fn, client) {
+  return (type, addr) => {
+    if (client._state === CLOSING || client._state === CLOSED) return;
+    try {
+      fn(EVENT_NAMES[type] || `event${type}`, addr);
+    } catch (e) {
+      process.nextTick(() => { throw e; });
+    }
+  };
+}
+
 // The options of scanIterator (cluster: type allowed) and the one-key iterators: match as
 // a Buffer (or null), count 0 for the server's default.
 function scanOptions(options, cluster, what) {
@@ -904,20 +946,28 @@ class Script {
   }
 }
 
-// The commands the core leases a connection for (core/src/lease.c): the BLPOP family, WAIT,
-// XREAD/XREADGROUP with BLOCK (before STREAMS).
-const BLOCKING = new Set(['BLPOP', 'BRPOP', 'BLMOVE', 'BRPOPLPUSH', 'BLMPOP', 'BZPOPMIN', 'BZPOPMAX', 'BZMPOP', 'WAIT']);
+// Whether a command blocks, as the core classifies it (sl_command_blocking: the BLPOP
+// family, WAIT, XREAD/XREADGROUP with BLOCK before STREAMS): such a command goes out alone
+// (the core runs it on a connection leased for it and refuses it in a pipeline). The core
+// is asked once per command name and its answer cached, except for the names whose answer
+// depends on their other arguments (the core says which: XREAD, XREADGROUP, WAIT), asked
+// per call. A command with no argument never blocks (the core's rule), and is not asked.
+const blockingByName = new Map();
+const BLOCKING_CACHE_MAX = 1024; // names sent with sendCommand are the caller's: bounded
 function blocks(args) {
-  const a0 = args[0];
-  const name = (typeof a0 === 'string' ? a0 : String(a0)).toUpperCase();
-  if (BLOCKING.has(name)) return true;
-  if (name !== 'XREAD' && name !== 'XREADGROUP') return false;
-  for (let i = 1; i < args.length; i++) {
-    const a = String(args[i]).toUpperCase();
-    if (a === 'STREAMS') return false;
-    if (a === 'BLOCK') return true;
+  if (!Array.isArray(args) || args.length < 2) return false; // (the encoder refuses a non-array)
+  const name = args[0];
+  const str = typeof name === 'string';
+  if (!str && !(name instanceof Uint8Array)) return false; // the encoder refuses it
+  if (str) { // by the name as given ('get' and 'GET' are two entries: the core decides, not a JS toUpperCase)
+    const known = blockingByName.get(name);
+    if (known !== undefined) return known;
   }
-  return false;
+  const [r, byArgs] = native.commandBlocking(args);
+  if (r < 0) return false; // an argument the encoder refuses next
+  const b = r === 1;
+  if (str && byArgs === 0 && blockingByName.size < BLOCKING_CACHE_MAX) blockingByName.set(name, b);
+  return b;
 }
 
 class Pipeline {
@@ -1025,7 +1075,14 @@ commands.install(Client, Pipeline);
  * Creates a client and starts connecting (in the background: discovery of a cluster runs on
  * a worker thread). Commands issued before the connection is up are queued.
  * options: a URL string or { url | host/port, cluster, username, password, db, resp,
- * connectTimeout, commandTimeout, maxRedirects, returnBuffers, tls }. tls (as ioredis):
+ * connectTimeout, commandTimeout, maxRedirects, returnBuffers, tls, readFrom, retryWrites,
+ * onEvent }. readFrom (a cluster's read-only commands): 'primary' (default),
+ * 'preferReplica' (a replica of the slot's primary, the primary when none answers) or
+ * 'replicas' (round-robin over the replicas); a replica's data may lag its primary's.
+ * retryWrites: a write whose connection broke after it was sent is sent once more (it may
+ * then run twice); default false: it fails with a ConnectionError. onEvent(event, addr):
+ * 'topologyChanged', 'nodeDown', 'nodeUp' or 'failover' and the node's "host:port".
+ * tls (as ioredis):
  * { ca, cert, key, servername, rejectUnauthorized } or true; "rediss://" alone uses the
  * system's CAs.
  */

@@ -33,6 +33,160 @@
 
 typedef struct nclient nclient;
 
+/* options.onEvent: the core's on_event (sl_event_fn) runs on the thread running the
+ * client's executions — connect's worker thread during discovery, Node's loop thread after
+ * — from inside the library, where JavaScript must not run. The connect's events are kept
+ * and delivered by connect_complete before it reports the outcome; each later one is handed
+ * to a threadsafe function, which calls JavaScript on the loop thread later, from a callback
+ * of its own. The threadsafe function is unref'd (it keeps no process alive) and may be
+ * finalized by Node at env teardown before the core client is freed: `gone` (under mu) then
+ * stops the core's later events. Freed by the last of: the tsfn's finalizer, the core
+ * client's end (events_core_done, after sl_client_free: no event can come after). */
+typedef struct nevent {
+    struct nevent *next;
+    int type;
+    char addr[];
+} nevent;
+
+typedef struct nevents {
+    uv_mutex_t mu;
+    napi_threadsafe_function tsfn;
+    int gone;                  /* the tsfn was finalized */
+    int core_done;             /* the core client is freed */
+    /* Until connect_complete: the connect's events (its worker thread) are kept here and
+     * delivered there, before connect()'s outcome, in order. */
+    int collecting;
+    nevent *first, **last;
+    napi_ref fn;               /* the JS function, for that delivery (then deleted) */
+} nevents;
+
+static void events_on_core(void *ctx, sl_event_type type, const char *addr)
+{
+    nevents *ev = ctx;
+    size_t n = strlen(addr ? addr : "");
+    uv_mutex_lock(&ev->mu);
+    if (!ev->gone) {
+        nevent *e = malloc(sizeof *e + n + 1);
+        if (e) { /* out of memory: the event is lost (stats() still counts it) */
+            e->next = NULL;
+            e->type = (int)type;
+            memcpy(e->addr, addr ? addr : "", n + 1);
+            if (ev->collecting) {
+                *ev->last = e;
+                ev->last = &e->next;
+            } else if (napi_call_threadsafe_function(ev->tsfn, e, napi_tsfn_nonblocking) != napi_ok) {
+                free(e);
+            }
+        }
+    }
+    uv_mutex_unlock(&ev->mu);
+}
+
+/* On the loop thread: onEvent(type, addr) (the JS side names the type and catches what
+ * the user's function throws). */
+static void events_call_js(napi_env env, napi_value fn, void *context, void *data)
+{
+    (void)context;
+    nevent *e = data;
+    if (env && fn) {
+        napi_handle_scope scope;
+        if (napi_open_handle_scope(env, &scope) == napi_ok) {
+            napi_value argv[2], undef;
+            napi_get_undefined(env, &undef);
+            napi_create_int32(env, e->type, &argv[0]);
+            napi_create_string_utf8(env, e->addr, NAPI_AUTO_LENGTH, &argv[1]);
+            if (napi_call_function(env, undef, fn, 2, argv, NULL) == napi_pending_exception) {
+                napi_value exc;
+                if (napi_get_and_clear_last_exception(env, &exc) == napi_ok) napi_fatal_exception(env, exc);
+            }
+            napi_close_handle_scope(env, scope);
+        }
+    }
+    free(e);
+}
+
+/* connect_complete, before it reports the outcome: the connect's events, then every later
+ * one goes through the threadsafe function. */
+static void events_connected(napi_env env, nevents *ev, int call)
+{
+    if (!ev) return;
+    uv_mutex_lock(&ev->mu);
+    nevent *e = ev->first;
+    ev->first = NULL;
+    ev->last = &ev->first;
+    ev->collecting = 0;
+    uv_mutex_unlock(&ev->mu);
+    napi_value fn = NULL;
+    if (call && ev->fn) napi_get_reference_value(env, ev->fn, &fn);
+    while (e) {
+        nevent *next = e->next;
+        events_call_js(env, fn, NULL, e); /* frees e */
+        e = next;
+    }
+    if (ev->fn) napi_delete_reference(env, ev->fn);
+    ev->fn = NULL;
+}
+
+static void events_finalize(napi_env env, void *data, void *hint)
+{
+    (void)env;
+    (void)hint;
+    nevents *ev = data;
+    uv_mutex_lock(&ev->mu);
+    ev->gone = 1;
+    int done = ev->core_done;
+    uv_mutex_unlock(&ev->mu);
+    if (done) {
+        uv_mutex_destroy(&ev->mu);
+        free(ev);
+    }
+}
+
+/* Makes the delivery of fn (a JS function) and points opts' on_event at it; NULL after
+ * throwing. */
+static nevents *events_new(napi_env env, napi_value fn, sl_client_options *opts)
+{
+    nevents *ev = calloc(1, sizeof *ev);
+    if (!ev || uv_mutex_init(&ev->mu) != 0) {
+        free(ev);
+        napi_throw_error(env, NULL, "slotlane addon: out of memory");
+        return NULL;
+    }
+    napi_value name;
+    napi_create_string_utf8(env, "slotlane:event", NAPI_AUTO_LENGTH, &name);
+    if (napi_create_threadsafe_function(env, fn, NULL, name, 0, 1, ev, events_finalize, NULL, events_call_js,
+                                        &ev->tsfn) != napi_ok) {
+        uv_mutex_destroy(&ev->mu);
+        free(ev);
+        throw_last(env, "napi_create_threadsafe_function");
+        return NULL;
+    }
+    napi_unref_threadsafe_function(env, ev->tsfn);
+    ev->collecting = 1;
+    ev->last = &ev->first;
+    napi_create_reference(env, fn, 1, &ev->fn);
+    opts->on_event = events_on_core;
+    opts->on_event_ctx = ev;
+    return ev;
+}
+
+/* The core client of ev is freed (no more events): on the loop thread. */
+static void events_core_done(napi_env env, nevents *ev)
+{
+    if (!ev) return;
+    if (ev->collecting) events_connected(env, ev, 0); /* a connect that never completed: dropped */
+    uv_mutex_lock(&ev->mu);
+    ev->core_done = 1;
+    int gone = ev->gone;
+    uv_mutex_unlock(&ev->mu);
+    if (gone) {
+        uv_mutex_destroy(&ev->mu);
+        free(ev);
+    } else {
+        napi_release_threadsafe_function(ev->tsfn, napi_tsfn_release); /* what is queued still comes; the finalizer frees ev */
+    }
+}
+
 typedef struct nslot {
     sl_batch *b;
     nclient *nc;
@@ -60,6 +214,7 @@ struct nclient {
     int tearing;               /* env teardown: call no JS */
     sl_scan **scans;           /* scanNew's iterators by id (NULL: free), freed before the client */
     int nscans;
+    nevents *events;           /* options.onEvent, or NULL: after the core client */
 };
 
 /* ------------------------------------------------------------------ helpers */
@@ -143,6 +298,8 @@ static void free_core(nclient *nc)
     nc->nslots = 0;
     sl_client_free(nc->c);
     nc->c = NULL;
+    events_core_done(nc->env, nc->events);
+    nc->events = NULL;
 }
 
 static void release_js(nclient *nc)
@@ -216,6 +373,8 @@ void free_connect_work(napi_env env, connect_work *w)
     if (w->recv) napi_delete_reference(env, w->recv);
     if (w->fn) napi_delete_reference(env, w->fn);
     if (w->work) napi_delete_async_work(env, w->work);
+    sl_client_free(w->client); /* (NULL unless a failed connect left it) before its events */
+    events_core_done(env, w->events);
     free(w->url);
     free(w->username);
     free(w->password);
@@ -273,6 +432,7 @@ napi_value new_output_buffer(napi_env env, size_t cap, uint8_t **ptr, napi_ref *
 static void connect_complete(napi_env env, napi_status status, void *data)
 {
     connect_work *w = data;
+    events_connected(env, w->events, status == napi_ok); /* the connect's events come first */
     napi_value cb, global, argv[3];
     napi_get_reference_value(env, w->cb, &cb);
     napi_get_global(env, &global);
@@ -280,6 +440,7 @@ static void connect_complete(napi_env env, napi_status status, void *data)
     napi_get_undefined(env, &argv[2]);
     if (status != napi_ok || w->rc != 0) {
         sl_client_free(w->client);
+        w->client = NULL;
         char msg[600];
         snprintf(msg, sizeof msg, "%s", w->rc ? (w->err[0] ? w->err : sl_strerror(w->rc)) : "cancelled");
         napi_value m;
@@ -300,6 +461,7 @@ static void connect_complete(napi_env env, napi_status status, void *data)
         snprintf(msg, sizeof msg, "attaching to the event loop failed: %s",
                  rc == SL_ENOMEM ? sl_strerror(rc) : sl_client_errmsg(w->client));
         sl_client_free(w->client);
+        w->client = NULL;
         free(nc);
         napi_value m;
         napi_create_string_utf8(env, msg, NAPI_AUTO_LENGTH, &m);
@@ -312,6 +474,8 @@ static void connect_complete(napi_env env, napi_status status, void *data)
     nc->env = env;
     nc->c = w->client;
     w->client = NULL;
+    nc->events = w->events;
+    w->events = NULL;
     /* weak until a batch is in flight */
     napi_value recv, fn, name;
     napi_get_reference_value(env, w->recv, &recv);
@@ -337,7 +501,8 @@ static void connect_complete(napi_env env, napi_status status, void *data)
 }
 
 /* connect(opts, recv, onReply, cb): opts {url, mode, username, password, db, resp,
- * connectTimeout, commandTimeout, maxRedirects}; cb(code, handleOrMessage, mode). */
+ * connectTimeout, commandTimeout, maxRedirects, readFrom (sl_read_from), retryWrites (0/1),
+ * tls, onEvent (js_connect: a function(type, addr))}; cb(code, handleOrMessage, mode). */
 connect_work *connect_parse(napi_env env, napi_value opts)
 {
     napi_value argv[1] = {opts};
@@ -363,6 +528,11 @@ connect_work *connect_parse(napi_env env, napi_value opts)
     bad |= get_int_prop(env, argv[0], "connectTimeout", &w->opts.connect_timeout_ms);
     bad |= get_int_prop(env, argv[0], "commandTimeout", &w->opts.command_timeout_ms);
     bad |= get_int_prop(env, argv[0], "maxRedirects", &w->opts.max_redirects);
+    int read_from = 0, retry_writes = 0;
+    bad |= get_int_prop(env, argv[0], "readFrom", &read_from);
+    bad |= get_int_prop(env, argv[0], "retryWrites", &retry_writes);
+    w->opts.read_from = (sl_read_from)read_from;
+    w->opts.retry_writes = retry_writes;
     napi_value tls;
     napi_valuetype tt;
     napi_get_named_property(env, argv[0], "tls", &tls);
@@ -397,7 +567,13 @@ static napi_value js_connect(napi_env env, napi_callback_info info)
     }
     connect_work *w = connect_parse(env, argv[0]);
     if (!w) return NULL;
-    napi_value name;
+    napi_value name, on_event;
+    napi_valuetype et = napi_undefined;
+    if (napi_get_named_property(env, argv[0], "onEvent", &on_event) == napi_ok) napi_typeof(env, on_event, &et);
+    if (et == napi_function && !(w->events = events_new(env, on_event, &w->opts))) {
+        free_connect_work(env, w);
+        return NULL;
+    }
     napi_create_reference(env, argv[1], 1, &w->recv);
     napi_create_reference(env, argv[2], 1, &w->fn);
     napi_create_reference(env, argv[3], 1, &w->cb);
@@ -823,9 +999,12 @@ static napi_value js_stats(napi_env env, napi_callback_info info)
     st.size = sizeof st;
     sl_client_stats(nc->c, &st);
     const uint64_t f[] = {st.commands, st.moved, st.ask, st.tryagain, st.refreshes,
-                          st.connects, st.reconnects, st.bytes_written, st.bytes_read, st.nodes};
-    CHECK(napi_create_array_with_length(env, 10, &arr));
-    for (uint32_t i = 0; i < 10; i++) {
+                          st.connects, st.reconnects, st.bytes_written, st.bytes_read, st.nodes,
+                          st.failovers, st.refreshes_moved, st.refreshes_lost, st.retries,
+                          st.replica_reads, st.nodes_down};
+    const uint32_t nf = (uint32_t)(sizeof f / sizeof f[0]);
+    CHECK(napi_create_array_with_length(env, nf, &arr));
+    for (uint32_t i = 0; i < nf; i++) {
         napi_value v;
         CHECK(napi_create_double(env, (double)f[i], &v));
         CHECK(napi_set_element(env, arr, i, v));
@@ -883,6 +1062,103 @@ static napi_value js_key_slot(napi_env env, napi_callback_info info)
     return make_int(env, sl_key_slot(p, n));
 }
 
+/* commandBlocking(args) -> [blocks (1/0), byArgs (1/0)]: the core's classification of a
+ * command (sl_command_blocking). args: the command's array (strings, Buffers/Uint8Arrays;
+ * numbers and bigints as their decimal text; anything else counts as an empty argument:
+ * the encoder refuses it afterwards). A negative code in [0] when the core refuses. */
+static napi_value js_command_blocking(napi_env env, napi_callback_info info)
+{
+    size_t argc = 1;
+    napi_value argv[1], arr;
+    CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    bool is_array = false;
+    if (argc < 1 || napi_is_array(env, argv[0], &is_array) != napi_ok || !is_array) {
+        napi_throw_type_error(env, NULL, "slotlane addon: commandBlocking(args)");
+        return NULL;
+    }
+    uint32_t n;
+    CHECK(napi_get_array_length(env, argv[0], &n));
+    if (n == 0 || n > 0x7fffffff) {
+        napi_throw_range_error(env, NULL, "slotlane addon: commandBlocking: bad argument count");
+        return NULL;
+    }
+    /* Strings are copied into one block; Buffers are read in place (no JS runs meanwhile). */
+    const char **ptrs = calloc(n, sizeof *ptrs);
+    size_t *lens = calloc(n, sizeof *lens);
+    char *text = NULL;
+    size_t text_len = 0, text_cap = 0;
+    size_t *text_off = calloc(n, sizeof *text_off); /* (size_t)-1: not in text */
+    int rc = ptrs && lens && text_off ? 0 : SL_ENOMEM;
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        napi_value v;
+        napi_valuetype t;
+        bool typed = false;
+        text_off[i] = (size_t)-1;
+        if (napi_get_element(env, argv[0], i, &v) != napi_ok || napi_typeof(env, v, &t) != napi_ok) {
+            rc = SL_EINVAL;
+            break;
+        }
+        if (t == napi_object && napi_is_typedarray(env, v, &typed) == napi_ok && typed) {
+            napi_typedarray_type tt;
+            size_t len;
+            void *data;
+            if (napi_get_typedarray_info(env, v, &tt, &len, &data, NULL, NULL) != napi_ok || tt != napi_uint8_array) {
+                rc = SL_EINVAL;
+                break;
+            }
+            ptrs[i] = len ? data : "";
+            lens[i] = len;
+            continue;
+        }
+        if (t == napi_number || t == napi_bigint) {
+            if (napi_coerce_to_string(env, v, &v) != napi_ok) {
+                rc = SL_EINVAL;
+                break;
+            }
+            t = napi_string;
+        }
+        if (t != napi_string) {
+            ptrs[i] = "";
+            lens[i] = 0;
+            continue;
+        }
+        size_t len = 0;
+        if (napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) {
+            rc = SL_EINVAL;
+            break;
+        }
+        if (text_len + len + 1 > text_cap) {
+            size_t cap = text_cap ? text_cap * 2 : 256;
+            while (cap < text_len + len + 1) cap *= 2;
+            char *grown = realloc(text, cap);
+            if (!grown) {
+                rc = SL_ENOMEM;
+                break;
+            }
+            text = grown;
+            text_cap = cap;
+        }
+        napi_get_value_string_utf8(env, v, text + text_len, len + 1, &len);
+        text_off[i] = text_len;
+        lens[i] = len;
+        text_len += len + 1;
+    }
+    int by_args = 0;
+    if (rc == 0) {
+        for (uint32_t i = 0; i < n; i++)
+            if (text_off[i] != (size_t)-1) ptrs[i] = text + text_off[i];
+        rc = sl_command_blocking((int)n, ptrs, lens, NULL, &by_args);
+    }
+    free(ptrs);
+    free(lens);
+    free(text_off);
+    free(text);
+    CHECK(napi_create_array_with_length(env, 2, &arr));
+    CHECK(napi_set_element(env, arr, 0, make_int(env, rc)));
+    CHECK(napi_set_element(env, arr, 1, make_int(env, by_args)));
+    return arr;
+}
+
 static napi_value js_version(napi_env env, napi_callback_info info)
 {
     (void)info;
@@ -932,6 +1208,7 @@ static napi_value init(napi_env env, napi_value exports)
         {"scanFree", NULL, js_scan_free, NULL, NULL, NULL, napi_default, NULL},
         {"scriptExec", NULL, js_script_exec, NULL, NULL, NULL, napi_default, NULL},
         {"keySlot", NULL, js_key_slot, NULL, NULL, NULL, napi_default, NULL},
+        {"commandBlocking", NULL, js_command_blocking, NULL, NULL, NULL, napi_default, NULL},
         {"version", NULL, js_version, NULL, NULL, NULL, napi_default, NULL},
         {"strerror", NULL, js_strerror, NULL, NULL, NULL, napi_default, NULL},
         {"layout", NULL, js_layout, NULL, NULL, NULL, napi_default, NULL},

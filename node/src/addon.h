@@ -17,6 +17,7 @@ typedef struct connect_work {
     int tls_on, tls_verify;           /* options.tls (lib/index.js checked it) */
     char *tls_ca, *tls_cert, *tls_key, *tls_servername;
     sl_client_options opts;
+    struct nevents *events;           /* options.onEvent's delivery (addon.c), or NULL */
     sl_client *client;
     int rc;
     char err[512];

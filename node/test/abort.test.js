@@ -93,3 +93,53 @@ test('an aborted signal sends nothing; a bad signal is a TypeError', async () =>
     await admin.close();
   }
 });
+
+// What goes alone is the core's answer (sl_command_blocking), asked through the addon:
+// a leased connection shows as one more client on the server (INFO clients), a command in
+// the shared pipeline as none. A blocking command in the tick of a GET would fail both
+// with SL_EBLOCKING (ArgumentError) if it were not sent alone.
+async function connectedClients(admin) {
+  const info = String(await admin.sendCommand(['INFO', 'clients']));
+  return Number(/connected_clients:(\d+)/.exec(info)[1]);
+}
+
+test('the core classifies blocking commands: names in any case or as Buffers, XREAD per call', async () => {
+  const [c, admin] = await clients();
+  try {
+    const base = await connectedClients(admin); // c's shared connection, admin's
+    await c.set('ab:ck', 'v');
+    // XREAD without BLOCK (a stream named BLOCK after STREAMS): the shared pipeline
+    const [nb, g1] = await Promise.all([c.sendCommand(['XREAD', 'STREAMS', 'BLOCK', '0']), c.get('ab:ck')]);
+    assert.equal(nb, null);
+    assert.equal(g1, 'v');
+    assert.equal(await connectedClients(admin), base); // no lease was taken
+    // the same name with BLOCK (a number and a Buffer among the arguments): alone, on a lease
+    const xr = c.sendCommand(['XREAD', 'block', 0, 'STREAMS', 'ab:cs', Buffer.from('$')]);
+    const g2 = c.get('ab:ck'); // same tick: not behind it, not refused with it
+    assert.equal(await g2, 'v');
+    await waitBlocked(admin);
+    assert.equal(await connectedClients(admin), base + 1);
+    await admin.sendCommand(['XADD', 'ab:cs', '*', 'f', 'x']);
+    const got = await xr;
+    assert.equal(String(got[0][0]), 'ab:cs');
+    // a lowercase BLPOP from sendCommand and the typed blpop: leased too (the lease is reused)
+    await admin.sendCommand(['RPUSH', 'ab:cl', 'a', 'b']);
+    const [p1, g3] = await Promise.all([c.sendCommand(['blpop', 'ab:cl', '0']), c.get('ab:ck')]);
+    assert.deepEqual(p1, ['ab:cl', 'a']);
+    assert.equal(g3, 'v');
+    const [p2, g4] = await Promise.all([c.blpop(['ab:cl'], 0), c.get('ab:ck')]);
+    assert.deepEqual(p2, ['ab:cl', 'b']);
+    assert.equal(g4, 'v');
+    await admin.sendCommand(['RPUSH', 'ab:cl', 'c']);
+    const [p3, g5] = await Promise.all([c.sendCommand([Buffer.from('BLPOP'), 'ab:cl', '0']), c.get('ab:ck')]);
+    assert.deepEqual(p3, ['ab:cl', 'c']); // a Buffer name
+    assert.equal(g5, 'v');
+    assert.equal(await connectedClients(admin), base + 1); // one lease, reused; nothing else leased
+    // a bad argument is still the encoder's TypeError, classification or not
+    assert.throws(() => c.sendCommand(['BLPOP', 'ab:cl', {}]), TypeError);
+    assert.throws(() => c.sendCommand(null), TypeError);
+  } finally {
+    await c.close();
+    await admin.close();
+  }
+});

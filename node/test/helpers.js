@@ -98,8 +98,13 @@ function startRedisPlain(port, env) {
   return { port, url: `redis://127.0.0.1:${port}`, stop, dir };
 }
 
-/** A Redis Cluster of n primaries on ports base..base+n-1 (buses base+n..), ci/redis-cluster.sh. */
-function startRedisCluster(base, n = 3) {
+/**
+ * A Redis Cluster of n primaries on ports base..base+n-1 (buses base+n..), ci/redis-cluster.sh;
+ * with replicas > 0, n x (1 + replicas) nodes on base..base+N-1 (buses base+N..), replica k of
+ * primary i on base + n*(1+k) + i, and a cluster-node-timeout of 2 s (a fast promotion).
+ */
+function startRedisCluster(base, n = 3, replicas = 0) {
+  const env = replicas > 0 ? { SL_CLUSTER_NODE_TIMEOUT: process.env.SL_CLUSTER_NODE_TIMEOUT || '2000' } : undefined;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slotlane-node-cluster-'));
   const stop = () => {
     stoppers.delete(stop);
@@ -108,7 +113,7 @@ function startRedisCluster(base, n = 3) {
   };
   stoppers.add(stop);
   try {
-    script('redis-cluster.sh', ['start', dir, base, n]);
+    script('redis-cluster.sh', replicas > 0 ? ['start', dir, base, n, replicas] : ['start', dir, base, n], env);
   } catch (e) {
     stop();
     throw e;
@@ -119,7 +124,9 @@ function startRedisCluster(base, n = 3) {
     base, ports, dir, url: `redis://127.0.0.1:${base}`, stop,
     pid: (port) => pids[ports.indexOf(port)],
     kill: (port) => script('redis-cluster.sh', ['kill', dir, port]),
-    restart: (port) => script('redis-cluster.sh', ['restart', dir, port]),
+    restart: (port) => script('redis-cluster.sh', ['restart', dir, port], env),
+    /** CLUSTER FAILOVER on replica port; returns once it is a primary. */
+    failover: (port) => script('redis-cluster.sh', ['failover', dir, port], env),
     /** Starts a live migration of one slot in the background; resolves with its exit code and output. */
     migrate: (slot, from, to, count = 10) => new Promise((resolve) => {
       const p = spawn('bash', [path.join(ROOT, 'ci', 'redis-cluster.sh'), 'migrate', dir, String(slot), String(from), String(to)],

@@ -3,13 +3,14 @@
 // slotlane-server (4 shards, ports 25060-25063) and a 3-primary Redis Cluster (ports
 // 25120-25125): messages, patterns, shard channels, binary and 1 MB payloads, 20 000 in
 // order, a primary killed with SIGKILL and restarted (connectionLost, then resubscribed),
-// a shard channel's slot migrated while publishing, the overflow policy, bad arguments.
+// a shard channel's slot migrated while publishing, the overflow policy, a connection that
+// died silently (the health check notices: a server of its own on port 25075), bad arguments.
 // Every wait ends on an event or a counter; the test's timeout only turns a hang into a
 // failure.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const sl = require('..');
-const { startSlotlaneServer, startRedisCluster, ownerPort } = require('./helpers');
+const { startSlotlaneServer, startRedisCluster, ownerPort, freeze } = require('./helpers');
 
 let server;
 let cluster;
@@ -197,6 +198,41 @@ test("a shard channel's slot migrated while publishing: resubscribed on the new 
   } finally {
     sub.close();
     await c.quit();
+  }
+});
+
+// Issue 20: a connection that died silently (the server frozen with SIGSTOP: the socket
+// stays open, no FIN, nothing read) is noticed by the health check — a PING after
+// healthCheckInterval of silence, unanswered for as long again — and reported as
+// connectionLost; once the server runs again the subscriber reconnects and reports the
+// channel resubscribed. A server of its own (slotlane-server, 1 shard, port 25075), frozen
+// and thawed by its PID. Decided by the events and the pings counter.
+test('a subscriber whose connection died silently notices: health-check PING, connectionLost, resubscribed', { timeout: 90000 }, async () => {
+  const own = startSlotlaneServer(25075, 1);
+  const c = sl.createClient(own.url);
+  const sub = c.pubsub({ healthCheckInterval: 200 });
+  try {
+    await sub.subscribe('hc:ch');
+    const first = once(sub, 'message');
+    await c.publish('hc:ch', 'before');
+    assert.deepEqual(await first, ['hc:ch', 'before']);
+    const lost = once(sub, 'connectionLost');
+    const back = once(sub, 'resubscribed', (ch) => ch === 'hc:ch');
+    freeze(own.pid); // from now on nothing is answered, and nothing says so
+    const [why] = await lost; // only the health check can tell
+    assert.ok(typeof why === 'string' && why.length > 0, String(why));
+    const st = sub.stats();
+    assert.ok(st.pings >= 1, JSON.stringify(st));
+    assert.equal(st.connectionLosses, 1);
+    process.kill(own.pid, 'SIGCONT');
+    assert.deepEqual(await back, ['hc:ch', 'subscribe']);
+    const again = once(sub, 'message', (ch, m) => m === 'after');
+    await c.publish('hc:ch', 'after'); // the command client's own connection never broke
+    assert.deepEqual(await again, ['hc:ch', 'after']);
+  } finally {
+    sub.close();
+    await c.close();
+    own.stop();
   }
 });
 

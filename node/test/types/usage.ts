@@ -1,7 +1,7 @@
 // Compiled with tsc --strict --noEmit by ci/test-node.sh: the declarations cover the API as
 // the tests use it, and misuse is rejected (the @ts-expect-error lines must be errors).
 import {
-  createClient, Client, Pipeline, keySlot, version, METHODS, Reply, Stats,
+  createClient, Client, Pipeline, keySlot, version, METHODS, Reply, Stats, ClientEvent, ReadFrom,
   SlotlaneError, ReplyError, ConnectionError, TimeoutError, ClusterError,
   CancelledError, ArgumentError, ProtocolError, ResourceError,
 } from 'slotlane';
@@ -10,6 +10,15 @@ async function main(): Promise<void> {
   const c: Client = createClient({ url: 'redis://127.0.0.1:6379', cluster: true, resp: 3, returnBuffers: false });
   const d = createClient('redis://127.0.0.1:6379');
   const e = createClient({ host: 'localhost', port: 7000, commandTimeout: 100, connectTimeout: 100, maxRedirects: 3 });
+  const events: Array<[ClientEvent, string]> = [];
+  const rf: ReadFrom = 'preferReplica';
+  const r2 = createClient({ url: 'redis://127.0.0.1:7000', readFrom: rf, retryWrites: true, onEvent: (ev, addr) => { events.push([ev, addr]); } });
+  // @ts-expect-error: not a readFrom value
+  createClient({ readFrom: 'replica' });
+  // @ts-expect-error: onEvent takes (event, addr)
+  createClient({ onEvent: (ev: number) => ev });
+  const replicaReads: number = r2.stats().replicaReads + r2.stats().failovers + r2.stats().nodesDown;
+  console.log(replicaReads);
   await c.connect();
   const m: 'plain' | 'cluster' | null = c.mode;
   const open: boolean = c.isOpen;

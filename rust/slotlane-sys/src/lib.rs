@@ -452,6 +452,13 @@ extern "C" {
     pub fn sl_session_watching(session: *const sl_session) -> c_int;
     pub fn sl_session_close(session: *mut sl_session) -> c_int;
 
+    pub fn sl_command_blocking(
+        argc: c_int,
+        argv: *const *const c_char,
+        argvlen: *const usize,
+        block_ms: *mut i64,
+        by_args: *mut c_int,
+    ) -> c_int;
     pub fn sl_key_slot(key: *const c_void, len: usize) -> c_int;
     pub fn sl_client_set_push_handler(
         client: *mut sl_client,

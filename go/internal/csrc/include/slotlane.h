@@ -790,6 +790,22 @@ SL_EXTERN void sl_subscriber_free(sl_subscriber *sub);
  */
 typedef struct sl_session sl_session;
 
+/* Whether the command argv[0..argc) is a blocking one as the core classifies it (the list
+ * above: a batch of it alone runs on a lease, a pipeline holding it fails with
+ * SL_EBLOCKING), for bindings that must send such a command alone. argvlen may be NULL
+ * for NUL-terminated arguments; arguments are only read during the call (binary-safe,
+ * names case-insensitive). Returns 1 (it blocks), 0 (it does not: a command with no
+ * argument, argc 1, never does), or SL_EINVAL (argc < 1, argv NULL or an argument NULL),
+ * SL_ENOMEM. block_ms (may be NULL) gets its block time in ms when it blocks (0: forever;
+ * -1: unreadable, the server will refuse it), else -1. by_args (may be NULL) gets 1 when
+ * the answer for this command name may differ with its other arguments (XREAD and
+ * XREADGROUP: BLOCK before STREAMS; WAIT: exactly two arguments), 0 when every call of
+ * this name with at least one argument gets the same answer, so a binding may cache it by
+ * name. No I/O, no client: any thread. */
+SL_EXTERN int sl_command_blocking(int argc, const char *const *argv, const size_t *argvlen,
+                                  int64_t *block_ms, int *by_args);
+
+
 /* Opens a session on the client (nothing is sent yet: the connection is leased when the
  * first batch runs). *out is freed by sl_session_close, before the client. Returns 0,
  * SL_EINVAL or SL_ENOMEM. Same thread rule as the client (one thread at a time). */

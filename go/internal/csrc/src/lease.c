@@ -88,6 +88,59 @@ int sl__lease_blocking(const uint8_t *bytes, const sl__arg *args, uint32_t argc,
     }
 }
 
+/* The names whose answer above depends on more than the name (and argc >= 2): keep in
+ * step with sl__lease_blocking. */
+static int blocking_by_args(const uint8_t *nm, size_t nl)
+{
+    return sl__name_is(nm, nl, "XREAD") || sl__name_is(nm, nl, "XREADGROUP") || sl__name_is(nm, nl, "WAIT");
+}
+
+int sl_command_blocking(int argc, const char *const *argv, const size_t *argvlen, int64_t *block_ms,
+                        int *by_args)
+{
+    int64_t ms = -1;
+    if (block_ms) *block_ms = -1;
+    if (by_args) *by_args = 0;
+    if (argc < 1 || !argv) return SL_EINVAL;
+    /* The arguments side by side as a batch keeps them (bytes and spans). */
+    uint8_t sbuf[1024];
+    sl__arg sargs[32];
+    size_t total = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!argv[i]) return SL_EINVAL;
+        size_t n = argvlen ? argvlen[i] : strlen(argv[i]);
+        if (n > UINT32_MAX - total) return SL_EINVAL;
+        total += n;
+    }
+    uint8_t *buf = sbuf;
+    sl__arg *args = sargs;
+    if (total > sizeof sbuf || (size_t)argc > sizeof sargs / sizeof sargs[0]) {
+        buf = malloc(total ? total : 1);
+        args = malloc(sizeof *args * (size_t)argc);
+        if (!buf || !args) {
+            free(buf);
+            free(args);
+            return SL_ENOMEM;
+        }
+    }
+    size_t off = 0;
+    for (int i = 0; i < argc; i++) {
+        size_t n = argvlen ? argvlen[i] : strlen(argv[i]);
+        if (n) memcpy(buf + off, argv[i], n);
+        args[i].off = (uint32_t)off;
+        args[i].len = (uint32_t)n;
+        off += n;
+    }
+    int r = sl__lease_blocking(buf, args, (uint32_t)argc, &ms);
+    if (by_args) *by_args = blocking_by_args(buf, args[0].len);
+    if (buf != sbuf) {
+        free(buf);
+        free(args);
+    }
+    if (block_ms) *block_ms = ms;
+    return r;
+}
+
 /* Reads one "$len\r\n" header at p[*pos, end) (the framing was checked when queued). */
 static int bulk_at(const uint8_t *p, size_t end, size_t *pos, sl__arg *out)
 {
