@@ -96,10 +96,10 @@ class AsyncLang:
 
 LANGS = {
     "python": AsyncLang("slotlane-python-asyncio", "redis-py-asyncio", others=["valkey-glide-asyncio"],
-                        us_per_req=60, startup=8,
+                        us_per_req=250, startup=8,
                         note="valkey-glide's async client is measured when it is installed in the venv"),
     "rust": AsyncLang("slotlane-rs-aio", "redis-rs-async", us_per_req=15, startup=5),
-    "go": AsyncLang("slotlane-go", "go-redis", us_per_req=30, startup=10),
+    "go": AsyncLang("slotlane-go", "go-redis", us_per_req=100, startup=10),
     "node": AsyncLang("slotlane-node", "ioredis", requests=40960, us_per_req=15, startup=10),
     "java": AsyncLang("slotlane-java-async", "lettuce-async", variants=["slotlane-java-async-direct"],
                       requests=40960, us_per_req=20, startup=60,
@@ -409,6 +409,9 @@ def table(rec):
             head, _f(m["cpu_ns_per_req"]), _f(m["user_ns_per_req"]), _f(m["sys_ns_per_req"]), _f(m["req_per_s"]),
             _f(m["p50_us"]), _f(m["p99_us"]), xc, _f(r.get("x_sync_user"), "%.2f")))
     for run in rec.get("runs") or []:
+        nr = ((run.get("record") or {}).get("config") or {}).get("not_run") if isinstance(run.get("record"), dict) else None
+        if nr:
+            out.append("\n%s: not run: %s" % (run["lang"], ", ".join(map(str, nr))))
         if run.get("skipped"):
             out.append("\n%s: skipped (%s)" % (run["lang"], run["skipped"]))
         elif run.get("error"):

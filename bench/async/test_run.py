@@ -156,8 +156,10 @@ def test_normalize():
           "the other comparison client's ratio (GLIDE): %s" % s["x_others"])
     check(s["x_sync_user"] == round(18.0 / 8.0, 3), "x_sync_user: user CPU over the sync pipeline's (%s)" % s["x_sync_user"])
     check(by[("redis-py-asyncio", "plain", "GET", 64)]["x_comparison"] is None, "no ratio on a comparison row")
+    run["record"]["config"] = {"not_run": ["valkey-glide-asyncio (pip install valkey-glide)"]}
     rec = {"rows": rows, "runs": [run], "config": {"comparison_notes": {}}}
     t = ar.table(rec)
+    check("python: not run: valkey-glide-asyncio (pip install valkey-glide)" in t, "the table names a client not run")
     check("| Python | slotlane-python-asyncio | plain | GET | 64 | 20 (18 / 2) | 16384 | 900 / 2500 | "
           "0.40; 0.50 vs valkey-glide-asyncio | 2.25 |" in t, "the table line of a slotlane row:\n%s" % t)
     check("| Python | redis-py-asyncio | plain | GET | 64 | 55 " not in t and
