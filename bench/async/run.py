@@ -38,8 +38,8 @@ that breaks the row format fails every row of its language. Exit status 1 when a
 runner failed, 130 after Ctrl-C or SIGTERM (every process stopped, no record written).
 
 Timing: default 3 rounds of each runner's own request count per row (Python, Go, Rust 20480;
-Node, Java 40960; C# 65536), about 10 minutes on the loaded 2-vCPU VM after the builds;
---quick: 1 round of 8192 requests per row, about 3 minutes. Only one benchmark of the
+Node, Java 40960; C# 65536), 7 minutes on the 2-vCPU VM at load average ~10 (builds
+cached); --quick: 1 round of 8192 requests per row, 3 minutes. Only one benchmark of the
 repository runs at a time (flock on /tmp/slotlane-bench.lock, as bench/run.py).
 
 Python 3 standard library only.
