@@ -1,8 +1,9 @@
 # slotlane: the two commands of the README.
 #   make test   installs what is missing, builds everything, runs every test
-#   make bench  installs what is missing, builds, starts the server, runs every language's cluster-cost benchmark
+#   make bench  installs what is missing, builds, starts the server, runs every language's cluster-cost benchmark,
+#               then every language's async rows (bench/async/run.py), then the TLS rows
 #   make fuzz   the server's and the core's libFuzzer targets, FUZZ_SECONDS (60) each (not part of make test)
-.PHONY: all build build-asan build-tsan test bench bench-tls bench-c bench-python bench-rust bench-go bench-node bench-java bench-csharp fuzz deps clean
+.PHONY: all build build-asan build-tsan test bench bench-async bench-tls bench-c bench-python bench-rust bench-go bench-node bench-java bench-csharp fuzz deps clean
 JOBS ?= $(shell nproc)
 
 all: build
@@ -36,9 +37,19 @@ BENCH_ARGS ?=
 # Then the TLS rows (bench/tls/run.py: C, Python and Node over TLS beside the same rows without
 # it, against redis-server with TLS); BENCH_TLS=0 leaves them out.
 BENCH_TLS ?= 1
+# Between them the async rows (bench/async/run.py: every present language's async-cost runner,
+# N = 64 and 512 callers each awaiting one GET or SET, plain and cluster, beside the
+# ecosystem's async client, against one slotlane-server; one record and table). --quick in
+# BENCH_ARGS makes them quick too; BENCH_ASYNC_ARGS adds to them; BENCH_ASYNC=0 leaves them out.
+BENCH_ASYNC ?= 1
+BENCH_ASYNC_ARGS ?=
 bench: build
 	@SL_BENCH_INVOCATION="make bench$(if $(BENCH_ARGS), BENCH_ARGS=\"$(BENCH_ARGS)\")" python3 bench/run.py $(BENCH_ARGS)
+	@if [ "$(BENCH_ASYNC)" = 1 ]; then SL_BENCH_INVOCATION="make bench (async rows)" python3 bench/async/run.py $(if $(findstring --quick,$(BENCH_ARGS)),--quick) $(BENCH_ASYNC_ARGS); fi
 	@if [ "$(BENCH_TLS)" = 1 ]; then flock /tmp/suite-bench.lock python3 bench/tls/run.py $(BENCH_TLS_ARGS); fi
+
+bench-async: build
+	@SL_BENCH_INVOCATION="make bench-async" python3 bench/async/run.py $(BENCH_ASYNC_ARGS)
 
 bench-tls: build
 	@flock /tmp/suite-bench.lock python3 bench/tls/run.py $(BENCH_TLS_ARGS)

@@ -283,6 +283,12 @@ def prepare(procs, lang, args, log_path):
         pass  # java/run-bench.sh runs Maven's bench profile, which compiles
     elif lang == "csharp":
         cmds.append((["bash", os.path.join(ROOT, "csharp", "mono-build.sh"), "bench-build"], ROOT))
+    return run_prepare(procs, lang, cmds, log_path)
+
+
+def run_prepare(procs, lang, cmds, log_path):
+    """Runs build commands [(argv, cwd)] one after another, unpinned, their output to log_path.
+    Returns an error or None (bench/async/run.py prepares its runners with it too)."""
     env = dict(os.environ, npm_config_nodedir="/usr")
     with open(log_path, "a") as lf:
         for cmd, cwd in cmds:
@@ -558,6 +564,41 @@ def toolchain_versions(langs):
     return v
 
 
+def take_lock():
+    """Waits for the repository's one benchmark lock (SL_BENCH_LOCK, /tmp/slotlane-bench.lock, as
+    ci/bench.sh); returns its open file (held while it stays open), or None after Ctrl-C."""
+    path = os.environ.get("SL_BENCH_LOCK", "/tmp/slotlane-bench.lock")
+    wait = float(os.environ.get("SL_BENCH_LOCK_WAIT", "1800"))
+    lockf = open(path, "a")
+    t = time.time()
+    try:
+        while True:
+            try:
+                fcntl.flock(lockf, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return lockf
+            except OSError:
+                if time.time() - t > wait:
+                    raise SystemExit("bench: gave up waiting for %s after %d s" % (path, wait))
+                if int(time.time() - t) % 30 == 0:
+                    log("another benchmark holds %s; waiting (%s of at most %s)" % (
+                        path, fmt_s(time.time() - t), fmt_s(wait)))
+                time.sleep(1)
+    except KeyboardInterrupt:
+        log("interrupted while waiting for %s; nothing was started" % path)
+        lockf.close()
+        return None
+
+
+def install_signals():
+    """Ctrl-C, SIGTERM and SIGHUP raise KeyboardInterrupt (so every started process is stopped),
+    even when started with SIGINT ignored (`cmd &` in a script)."""
+    def on_term(signum, frame):
+        raise KeyboardInterrupt("SIGTERM")
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGHUP, on_term)
+
+
 # ------------------------------------------------------------------ main
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="bench/run.py", description=__doc__,
@@ -604,34 +645,13 @@ def main(argv=None):
     args = parse_args(argv)
     procs = Procs()
 
-    def on_term(signum, frame):
-        raise KeyboardInterrupt("SIGTERM")
-    # Ctrl-C raises KeyboardInterrupt even when started with SIGINT ignored (`cmd &` in a script)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGHUP, on_term)
+    install_signals()
 
     git = git_info()  # the code that runs, before anyone edits the tree during the run
     lockf = None
     if not args.no_lock:
-        path = os.environ.get("SL_BENCH_LOCK", "/tmp/slotlane-bench.lock")
-        wait = float(os.environ.get("SL_BENCH_LOCK_WAIT", "1800"))
-        lockf = open(path, "a")
-        t = time.time()
-        try:
-            while True:
-                try:
-                    fcntl.flock(lockf, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except OSError:
-                    if time.time() - t > wait:
-                        raise SystemExit("bench: gave up waiting for %s after %d s" % (path, wait))
-                    if int(time.time() - t) % 30 == 0:
-                        log("another benchmark holds %s; waiting (%s of at most %s)" % (
-                            path, fmt_s(time.time() - t), fmt_s(wait)))
-                    time.sleep(1)
-        except KeyboardInterrupt:
-            log("interrupted while waiting for %s; nothing was started" % path)
+        lockf = take_lock()
+        if lockf is None:
             return 130
 
     work = tempfile.mkdtemp(prefix="sl-bench-run.")

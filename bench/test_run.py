@@ -17,6 +17,9 @@
    `cmd &` in a script does); it must exit 130 within seconds,
    with the server and the runner it started gone (by their pids) and no record written.
 4. The server chart: bench/report.py server on a bench/server/run record.
+5. The async phase (bench/async/run.py, make bench's async rows): bench/async/test_run.py —
+   its arguments, each runner's command line, fake runner records normalised into rows,
+   the per-round ratios, failed/missing rows, broken and crashed runners, the table.
 Servers use ports of their own in 24760-24799 (bench/run.py's range is 24700-24799).
 """
 import glob
@@ -353,6 +356,13 @@ def test_server_chart(tmp):
           "bad input: a clear error, no traceback")
 
 
+def test_async_phase(tmp):
+    p = subprocess.run([sys.executable, os.path.join(HERE, "async", "test_run.py")], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=120)
+    sys.stdout.write("".join("  " + ln + "\n" for ln in p.stdout.splitlines()))
+    check(p.returncode == 0, "bench/async/test_run.py passes (exit %d)" % p.returncode)
+
+
 def main():
     if not os.access(os.path.join(BUILD, "server", "slotlane-server"), os.X_OK) or \
             not os.access(os.path.join(BUILD, "bench", "sl-cluster-cost"), os.X_OK):
@@ -362,7 +372,8 @@ def main():
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="sl-test-run.") as tmp:
         for name, fn in (("real run", test_real_run), ("failed rows", test_failed_rows),
-                         ("SIGINT", test_sigint), ("server chart", test_server_chart)):
+                         ("SIGINT", test_sigint), ("server chart", test_server_chart),
+                         ("async phase", test_async_phase)):
             n = len(failures)
             fn(tmp)
             print("%-12s %s" % (name, "ok" if len(failures) == n else "FAILED (%d)" % (len(failures) - n)))

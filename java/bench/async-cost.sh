@@ -11,6 +11,10 @@
 # $SL_BENCH_CLIENT_CPU (0); the record goes to bench/records/ (or --json DIR/); stops the
 # server by PID, also on failure. Ports $SL_JAVA_ASYNC_BENCH_PORT (24740) .. +3, in the bench
 # range of ci/lib.sh's port map. Hold the bench lock: flock /tmp/suite-bench.lock java/bench/async-cost.sh
+#
+#   java/bench/async-cost.sh --plain URL --cluster URL [--server-desc TEXT] [options...]
+# runs against a server the caller started (bench/async/run.py, `make bench`'s async rows):
+# no server is started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(cd .. && pwd)
@@ -18,13 +22,25 @@ BASE=${SL_JAVA_ASYNC_BENCH_PORT:-24740}
 SERVER_CPU=${SL_BENCH_SERVER_CPU:-1}
 CLIENT_CPU=${SL_BENCH_CLIENT_CPU:-0}
 JSON=$ROOT/bench/records/
+PLAIN=""; CLUSTER=""; desc=""
 pass=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --json) JSON=$2; shift 2 ;;
+    --json|--plain|--cluster|--server-desc)
+      [ $# -ge 2 ] || { echo "async-cost.sh: $1 needs a value" >&2; exit 2; }
+      case "$1" in --json) JSON=$2 ;; --plain) PLAIN=$2 ;; --cluster) CLUSTER=$2 ;; --server-desc) desc=$2 ;; esac
+      shift 2 ;;
     *) pass+=("$1"); shift ;;
   esac
 done
+if [ -n "$PLAIN$CLUSTER" ]; then
+  [ -n "$PLAIN" ] && [ -n "$CLUSTER" ] || { echo "async-cost.sh: give both --plain URL and --cluster URL" >&2; exit 2; }
+  desc=${desc:-"the slotlane-server given by --plain $PLAIN --cluster $CLUSTER (started by the caller); the benchmark JVM pinned to CPU $CLIENT_CPU"}
+  args="--plain $PLAIN --cluster $CLUSTER --json $JSON --invocation java/bench/async-cost.sh"
+  for a in "${pass[@]}"; do args="$args $a"; done
+  exec taskset -c "$CLIENT_CPU" mvn -q -B -o -Dstyle.color=never -DskipTests -Pbench verify \
+    -Dbench.main=io.slotlane.bench.AsyncCostBench "-Dbench.args=$args --server-desc \"$desc\""
+fi
 BIN=$(bash "$ROOT/ci/server-bin.sh")
 for p in $(seq "$BASE" $((BASE + 3))); do
   if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then

@@ -7,6 +7,9 @@
 //
 //   node node/bench/async-cost.js --server build/server/slotlane-server [--port 24730]
 //        [--server-cpu 0] [--rounds 3] [--requests 40960] [--json bench/records/]
+//   node node/bench/async-cost.js --url redis://127.0.0.1:PORT [--server-desc TEXT] ...
+//        (a slotlane-server the caller started, 4 shards per-shard with misrouted forward:
+//        bench/async/run.py, `make bench`'s async rows; no server is started)
 //
 // Run it pinned (taskset -c 1 node ...; the server is pinned to --server-cpu). Figures per
 // request: total CPU (user + system of the client process over the timed loop:
@@ -132,11 +135,14 @@ function writeRecord(dir, record) {
 
 async function main() {
   const bin = path.resolve(arg('--server', path.join(ROOT, 'build', 'server', 'slotlane-server')));
-  const port = Number(arg('--port', '24730'));
+  const url = arg('--url', null);
+  const m = url && /^redis:\/\/127\.0\.0\.1:(\d+)\/?$/.exec(url);
+  if (url && !m) throw new Error(`--url: redis://127.0.0.1:PORT expected, not ${url}`);
+  const port = m ? Number(m[1]) : Number(arg('--port', '24730'));
   const rounds = Number(arg('--rounds', '3'));
   const requests = Number(arg('--requests', '40960'));
   const serverCpu = arg('--server-cpu', '0');
-  const stop = await startServer(bin, port, serverCpu);
+  const stop = url ? () => {} : await startServer(bin, port, serverCpu);
   const clients = ['slotlane', 'ioredis'];
   const rowsSpec = [];
   for (const row of ['plain', 'cluster']) for (const op of ['GET', 'SET']) for (const callers of [64, 512]) rowsSpec.push({ row, op, callers });
@@ -189,7 +195,8 @@ async function main() {
     runtime: `node ${process.version} (one event loop: both clients on the main thread)`,
     versions: { ioredis: require('ioredis/package.json').version, slotlane: sl.version },
     config: { keys: KEYS, value_bytes: 32, requests_per_round: requests, rounds },
-    servers: { description: `slotlane-server (${bin}): 4 shards, per-shard, misrouted forward, ports ${port}-${port + 3}, pinned to CPU ${serverCpu}` },
+    servers: { description: url ? arg('--server-desc', `the slotlane-server at ${url} (started by the caller)`)
+      : `slotlane-server (${bin}): 4 shards, per-shard, misrouted forward, ports ${port}-${port + 3}, pinned to CPU ${serverCpu}` },
     load_note: 'a shared 2-core machine (other engineers\' builds and tests run on it): see rounds[].load1',
     rows, targets,
   };

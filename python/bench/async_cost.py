@@ -18,6 +18,8 @@ Each row runs a fixed number of requests per round; rounds with medians.
 
     python python/bench/async_cost.py --start-slotlane-server build/server/slotlane-server \\
         --port 24710 --server-cpu 0 --client-cpu 1 --json bench/records/
+    python python/bench/async_cost.py --url redis://127.0.0.1:24704 --json DIR/   (a server already
+        running, as bench/async/run.py starts it: `make bench`'s async rows)
 
 The JSON record: schema slotlane.bench.async-cost/1 (bench/records/README.md), file
 <host>-<date>-<time>-async-cost-python.json.
@@ -180,7 +182,11 @@ def med(rounds: List[Dict[str, Any]], k: str) -> Optional[float]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--start-slotlane-server", metavar="PATH", required=True)
+    ap.add_argument("--start-slotlane-server", metavar="PATH",
+                    help="start this slotlane-server (4 shards, per-shard, misrouted forward) on --port")
+    ap.add_argument("--url", default=None, help="instead: a slotlane-server the caller started (4 shards, "
+                    "per-shard ports, misrouted forward; bench/async/run.py): its first port's URL")
+    ap.add_argument("--server-desc", default=None, help="with --url: the server's description for the record")
     ap.add_argument("--port", type=int, default=24710, help="first of the server's 4 ports (bench range 24700-24799)")
     ap.add_argument("--server-cpu", type=int, default=None)
     ap.add_argument("--client-cpu", type=int, default=None)
@@ -192,6 +198,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--clients", default=",".join(CLIENTS))
     ap.add_argument("--json", default=None, help="a file, or a directory (bench/records/)")
     args = ap.parse_args(argv)
+    if (args.url is None) == (args.start_slotlane_server is None):
+        ap.error("give one of --start-slotlane-server PATH and --url URL")
     if args.client_cpu is not None:
         os.sched_setaffinity(0, {args.client_cpu})
     clients = [c for c in args.clients.split(",") if c]
@@ -202,8 +210,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         except ImportError:
             clients.remove("valkey-glide-asyncio")
             missing.append("valkey-glide-asyncio (pip install valkey-glide)")
-    server = OwnSlotlaneServer(args.start_slotlane_server, args.port, args.server_cpu)
-    url, _, desc = server.start()
+    server = OwnSlotlaneServer(args.start_slotlane_server, args.port, args.server_cpu) if args.url is None else None
+    if server is None:
+        url, desc = args.url, args.server_desc or "the slotlane-server at %s (started by the caller)" % args.url
+    else:
+        url, _, desc = server.start()
     started = datetime.datetime.now(datetime.timezone.utc)
     rows: Dict[Tuple[str, str, str, int], List[Dict[str, Any]]] = {}
     sync: Dict[str, List[Dict[str, Any]]] = {}
@@ -229,7 +240,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                   % (rnd, cl, row, op, n, r["cpu_ns_per_req"], r["user_ns_per_req"], r["req_per_s"],
                                      r["p50_us"], r["p99_us"]), flush=True)
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
     out_rows = []
     for (cl, row, op, n), rounds in rows.items():
         err = errors.get((cl, row, op, n))

@@ -13,7 +13,10 @@
 //! cd rust/bench && cargo build --release --example async_cost
 //! taskset -c 1 ../target/release/examples/async_cost --server ../../build/server/slotlane-server \
 //!     --port 24720 --server-cpu 0 --json ../../bench/records/
+//! ../target/release/examples/async_cost --url redis://127.0.0.1:PORT [--server-desc TEXT] ...
 //! ```
+//! With `--url`, a slotlane-server the caller started (4 shards, per-shard, misrouted forward:
+//! bench/async/run.py, `make bench`'s async rows): no server is started.
 //! Record: schema slotlane.bench.async-cost/1, file <host>-<date>-<time>-async-cost-rust.json.
 use redis::AsyncCommands;
 use serde_json::{json, Value as J};
@@ -233,8 +236,25 @@ fn main() {
     let rounds: usize = arg("--rounds", "3").parse().unwrap();
     let requests: usize = arg("--requests", "20480").parse().unwrap();
     let json_dest = arg("--json", "");
-    let server = start_server(&server_path, port, &arg("--server-cpu", "0"));
-    let url = format!("redis://127.0.0.1:{port}");
+    let given = arg("--url", "");
+    let (server, url, desc) = if given.is_empty() {
+        let desc = format!(
+            "slotlane-server ({server_path}): 4 shards, per-shard, misrouted forward, ports {port}-{}, pinned to CPU {}",
+            port + 3,
+            arg("--server-cpu", "0")
+        );
+        (
+            Some(start_server(&server_path, port, &arg("--server-cpu", "0"))),
+            format!("redis://127.0.0.1:{port}"),
+            desc,
+        )
+    } else {
+        let desc = arg(
+            "--server-desc",
+            &format!("the slotlane-server at {given} (started by the caller)"),
+        );
+        (None, given.clone(), desc)
+    };
     {
         let mut c =
             slotlane::Client::connect(ConnectOptions::new(&url).mode(Mode::Cluster)).unwrap();
@@ -319,7 +339,7 @@ fn main() {
         "ok": ok, "started_at_unix": started, "machine": {"hostname": host, "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)},
         "load_note": "a shared 2-core machine (other engineers' builds and tests run on it): see rounds[].load1",
         "command": args, "runtime": "tokio current-thread (both clients)",
-        "servers": {"description": format!("slotlane-server ({server_path}): 4 shards, per-shard, misrouted forward, ports {port}-{}, pinned to CPU {}", port + 3, arg("--server-cpu", "0"))},
+        "servers": {"description": desc},
         "config": {"requests_per_round": requests, "rounds": rounds, "keys": KEYS, "value_bytes": 32},
         "rows": out_rows, "targets": targets,
     });

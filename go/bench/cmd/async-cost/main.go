@@ -8,6 +8,9 @@
 //	cd go/bench && go build -o /tmp/async-cost ./cmd/async-cost
 //	taskset -c 1 /tmp/async-cost -server ../../build/server/slotlane-server -port 24740 \
 //	    -server-cpu 0 -json ../../bench/records/
+//	/tmp/async-cost -url redis://127.0.0.1:PORT [-server-desc TEXT] ...   (a slotlane-server the
+//	    caller started, 4 shards per-shard with misrouted forward: bench/async/run.py, `make
+//	    bench`'s async rows; no server is started)
 //
 // Figures per request: total CPU (user + system of the process over the timed loop,
 // getrusage: every thread, cgo's included), user, system, requests per second, p50/p99
@@ -167,6 +170,34 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
+// startServer starts slotlane-server (4 shards, per-shard, misrouted forward) on port..port+3,
+// waits for every port to answer PING, and returns what stops it.
+func startServer(server string, port int, serverCPU string) func() {
+	dir, err := os.MkdirTemp("", "slotlane-go-async-")
+	if err != nil {
+		fail(err)
+	}
+	srv := exec.Command("taskset", "-c", serverCPU, server, "--shards", "4", "--port-mode", "per-shard",
+		"--misrouted", "forward", "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--durability", "memory", "--dir", dir)
+	if err := srv.Start(); err != nil {
+		fail(err)
+	}
+	for i := 0; i < 4; i++ {
+		for t := 0; !pingPort(port + i); t++ {
+			if t > 200 {
+				_ = srv.Process.Kill()
+				fail(fmt.Errorf("slotlane-server did not answer on %d", port+i))
+			}
+			time.Sleep(25 * time.Millisecond) // a start-up poll, not a verdict
+		}
+	}
+	return func() {
+		_ = srv.Process.Kill()
+		_, _ = srv.Process.Wait()
+		os.RemoveAll(dir)
+	}
+}
+
 func main() {
 	server := flag.String("server", "../../build/server/slotlane-server", "slotlane-server binary")
 	port := flag.Int("port", 24740, "first of the 4 shard ports (the bench range 24700-24799)")
@@ -174,27 +205,23 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds")
 	requests := flag.Int("requests", 20480, "requests per row and round")
 	jsonDest := flag.String("json", "../../bench/records/", "record file or directory/")
+	given := flag.String("url", "", "a slotlane-server the caller started (redis://127.0.0.1:PORT, its first port): no server is started")
+	serverDesc := flag.String("server-desc", "", "with -url: the server's description for the record")
 	only := flag.String("clients", "slotlane-go,go-redis", "the clients to run (for a profile of one: strace -c -f, pprof)")
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "slotlane-go-async-")
-	if err != nil {
-		fail(err)
-	}
-	defer os.RemoveAll(dir)
-	srv := exec.Command("taskset", "-c", *serverCPU, *server, "--shards", "4", "--port-mode", "per-shard",
-		"--misrouted", "forward", "--bind", "127.0.0.1", "--port", strconv.Itoa(*port), "--durability", "memory", "--dir", dir)
-	if err := srv.Start(); err != nil {
-		fail(err)
-	}
-	defer func() { _ = srv.Process.Kill(); _, _ = srv.Process.Wait() }()
-	for i := 0; i < 4; i++ {
-		for t := 0; !pingPort(*port + i); t++ {
-			if t > 200 {
-				_ = srv.Process.Kill()
-				fail(fmt.Errorf("slotlane-server did not answer on %d", *port+i))
-			}
-			time.Sleep(25 * time.Millisecond) // a start-up poll, not a verdict
+	if *given != "" {
+		p, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSuffix(*given, "/"), "redis://127.0.0.1:"))
+		if err != nil || !strings.HasPrefix(*given, "redis://127.0.0.1:") {
+			fail(fmt.Errorf("-url: redis://127.0.0.1:PORT expected, not %q", *given))
 		}
+		*port = p
+		if *serverDesc == "" {
+			*serverDesc = "the slotlane-server at " + *given + " (started by the caller)"
+		}
+	} else {
+		*serverDesc = fmt.Sprintf("slotlane-server (%s): 4 shards, per-shard, misrouted forward, ports %d-%d, pinned to CPU %s", *server, *port, *port+3, *serverCPU)
+		stop := startServer(*server, *port, *serverCPU)
+		defer stop()
 	}
 	ctx := context.Background()
 	url := "redis://127.0.0.1:" + strconv.Itoa(*port)
@@ -335,7 +362,7 @@ func main() {
 		"machine":   map[string]any{"hostname": host, "cores": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0)},
 		"runtime":   runtime.Version() + " (goroutines; slotlane-go: a blocking cgo call per command on a pooled core handle)",
 		"config":    map[string]any{"keys": keys, "value_bytes": 32, "requests_per_round": *requests, "rounds": *rounds},
-		"servers":   map[string]any{"description": fmt.Sprintf("slotlane-server (%s): 4 shards, per-shard, misrouted forward, ports %d-%d, pinned to CPU %s", *server, *port, *port+3, *serverCPU)},
+		"servers":   map[string]any{"description": *serverDesc},
 		"load_note": "a shared 2-core machine (other engineers' builds and tests run on it): see rounds[].load1",
 		"rows":      out, "targets": targets,
 	}
