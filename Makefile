@@ -34,8 +34,8 @@ test: build build-asan build-tsan
 # cluster-cost runner against it one after another, one combined record, table and chart
 # (bench/run.py --help). E.g. make bench BENCH_ARGS="--quick" or BENCH_ARGS="--langs c,go".
 BENCH_ARGS ?=
-# Then the TLS rows (bench/tls/run.py: C, Python and Node over TLS beside the same rows without
-# it, against redis-server with TLS); BENCH_TLS=0 leaves them out.
+# Then the TLS rows (bench/tls/run.py: C, Python, Node, Go, Java, Rust and C# over TLS beside the
+# same rows without it, against redis-server with TLS); BENCH_TLS=0 leaves them out.
 BENCH_TLS ?= 1
 # Between them the async rows (bench/async/run.py: every present language's async-cost runner,
 # N = 64 and 512 callers each awaiting one GET or SET, plain and cluster, beside the

@@ -4,10 +4,15 @@ rows over TLS beside the same rows without TLS, against the same servers, in one
 tool (slotlane's C client; Debian's hiredis 0.14 has no TLS), the Python runner (slotlane
 and redis-py with hiredis, both with ssl=True and the test CA), the Node runner (slotlane and
 ioredis, both with tls: { ca }), the Go tool (slotlane-go with TLSConfig{CAFile}, go-redis
-with a tls.Config of the same CA) and the Java runner (java/run-bench.sh --tls-ca:
-RoutingCostBench's slotlane, Jedis with ssl(true), Lettuce with withSsl(true)).
+with a tls.Config of the same CA), the Java runner (java/run-bench.sh --tls-ca:
+RoutingCostBench's slotlane, Jedis with ssl(true), Lettuce with withSsl(true)), the Rust tool
+(rust/bench/examples/cluster_cost.rs --tls-ca: slotlane-rs with ConnectOptions::tls(TlsConfig
+ca_file), redis-rs with rediss:// and TlsCertificates { root_cert }, its tokio-rustls-comp
+feature: rustls with ring, where every slotlane binding uses the core's OpenSSL) and the C#
+tool (Slotlane.Client.Benchmarks --tls-ca: TlsOptions { CaFile }; figures only, no
+comparison client, as in bench/run.py).
 
-  python3 bench/tls/run.py [--langs c,python,node,go,java] [--rounds 3] [--seconds 1] [--warmup 0.3]
+  python3 bench/tls/run.py [--langs c,python,node,go,java,rust,csharp] [--rounds 3] [--seconds 1] [--warmup 0.3]
                            [--depths 16,64] [--ops GET,SET] [--records bench/records]
                            [--port-base 24720]
 
@@ -43,6 +48,9 @@ sys.path.insert(0, os.path.dirname(HERE))
 import run as bench_run  # noqa: E402  (bench/run.py: records, clocks, load averages)
 
 HOST = "127.0.0.1"
+LANGS = ("c", "python", "node", "go", "java", "rust", "csharp")
+RUST_TOOL = os.path.join(ROOT, "rust", "target", "release", "examples", "cluster_cost")
+CS_TOOL = os.path.join(ROOT, "csharp", "out", "bin", "Slotlane.Client.Benchmarks.exe")
 CLIENT_CPU, SERVER_CPU = "0", "1"
 
 
@@ -71,21 +79,22 @@ def main():
     ap.add_argument("--records", default=os.path.join(ROOT, "bench", "records"))
     ap.add_argument("--port-base", type=int, default=24720)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--langs", default="c,python,node,go,java", help="of c, python, node, go, java")
+    ap.add_argument("--langs", default=",".join(LANGS), help="of " + ", ".join(LANGS))
     a = ap.parse_args()
     a.quick = False
     langs = [x for x in a.langs.split(",") if x]
     for x in langs:
-        if x not in ("c", "python", "node", "go", "java"):
-            raise SystemExit("bench/tls/run.py: --langs: c, python, node, go or java, not %r" % x)
+        if x not in LANGS:
+            raise SystemExit("bench/tls/run.py: --langs: one of %s, not %r" % (", ".join(LANGS), x))
     tool = os.path.join(a.build, "bench", "sl-cluster-cost")
-    if not os.access(tool, os.X_OK):
+    if "c" in langs and not os.access(tool, os.X_OK):
         raise SystemExit("bench/tls/run.py: %s is not built (cmake --build build --target sl-cluster-cost)" % tool)
     work = tempfile.mkdtemp(prefix="sl-bench-tls.")
     gotool = os.path.join(work, "go-cluster-cost")
     if "go" in langs:  # (go/bench/run.sh builds it the same way)
         subprocess.run(["go", "build", "-o", gotool, "./cmd/cluster-cost"], cwd=os.path.join(ROOT, "go", "bench"), check=True)
-    for x in langs:  # what bench/run.py builds for the runner (the Python venv, node's addon and bench deps)
+    for x in langs:  # what bench/run.py builds for the runner (the Python venv, node's addon and bench deps,
+        # the Rust example with cargo --release, the C# tool with csharp/mono-build.sh bench-build)
         if x not in ("c", "go", "java"):  # (java/run-bench.sh compiles with Maven itself)
             err = bench_run.prepare(bench_run.Procs(), x, a, os.path.join(tempfile.gettempdir(), "sl-bench-tls-prepare.log"))
             if err:
@@ -119,8 +128,9 @@ def main():
                               "--ops", a.ops, "--depths", a.depths, "--rounds", "1", "--seconds", str(a.seconds),
                               "--warmup", str(a.warmup), "--json", out,
                               "--server-desc", "redis-server 7.0 standalone + 3-primary cluster, TLS and plaintext "
-                              "on the same processes, pinned to CPU %s" % SERVER_CPU,
-                              "--invocation", "bench/tls/run.py"]
+                              "on the same processes, pinned to CPU %s" % SERVER_CPU]
+                    if lang != "rust":  # (the Rust tool reads it from SL_BENCH_INVOCATION)
+                        common += ["--invocation", "bench/tls/run.py"]
                     if lang == "c":
                         cmd = ["taskset", "-c", CLIENT_CPU, tool] + common + ["--workers", str(a.workers),
                                                                               "--clients", "slotlane"]
@@ -141,6 +151,16 @@ def main():
                                str(a.warmup), "--workers", str(a.workers), "--clients", "slotlane,jedis,lettuce"]
                         if tls:
                             cmd += ["--tls-ca", os.path.join(certs, "ca.crt")]
+                    elif lang == "rust":  # (the example built by prepare(); its invocation from the environment)
+                        cmd = ["taskset", "-c", CLIENT_CPU, RUST_TOOL] + common + [
+                            "--workers", str(a.workers), "--clients", "slotlane-rs,redis-rs"]
+                        if tls:
+                            cmd += ["--tls-ca", os.path.join(certs, "ca.crt")]
+                    elif lang == "csharp":  # (under Mono, from its output directory as csharp/bench.sh runs it)
+                        cmd = ["taskset", "-c", CLIENT_CPU, "mono", CS_TOOL, "--cluster-cost"] + common + [
+                            "--workers", str(a.workers)]
+                        if tls:
+                            cmd += ["--tls-ca", os.path.join(certs, "ca.crt")]
                     elif lang == "node":  # (it pins its own children to CPU 0; --json DIR names the file)
                         d = out[:-5]
                         os.makedirs(d)
@@ -156,7 +176,9 @@ def main():
                                "--cluster-cost", "--clients", "slotlane-python,redis-py", "--json-only"] + common
                         if tls:
                             cmd += ["--tls-ca", os.path.join(certs, "ca.crt")]
-                    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+                    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900,
+                                       cwd=os.path.dirname(CS_TOOL) if lang == "csharp" else None,
+                                       env=dict(os.environ, SL_BENCH_INVOCATION="bench/tls/run.py"))
                     if p.returncode != 0:
                         raise SystemExit("bench/tls/run.py: %s failed (%d):\n%s" % (" ".join(cmd), p.returncode,
                                                                                     p.stdout[-3000:]))
@@ -181,7 +203,7 @@ def main():
             for rnd in row["rounds"]:
                 cells.setdefault(key, {False: {}, True: {}})[run["tls"]][run["round"]] = per_request(rnd)
     comparison = {"python": ("slotlane-python", "redis-py"), "node": ("slotlane", "ioredis"),
-                  "go": ("slotlane-go", "go-redis"), "java": ("slotlane", "jedis")}
+                  "go": ("slotlane-go", "go-redis"), "java": ("slotlane", "jedis"), "rust": ("slotlane-rs", "redis-rs")}
     table = []
     for key, v in sorted(cells.items()):
         lang, client, rowname, op, depth = key

@@ -13,6 +13,9 @@
 // pre-encodes every pipeline once and reads the records in place.
 // --compare FILE: a C tool record of the same servers; every row gets x_c_tool (C# user CPU over the
 // C tool's, medians) and the targets are evaluated.
+// --tls-ca FILE: every client (the rows' and the fill's) speaks TLS to --plain and --cluster (TLS ports
+// given as redis:// URLs), trusting that CA with full verification: ClientOptions.Tls = new TlsOptions
+// { CaFile = FILE } (the core's OpenSSL); the record's config then holds "tls" (bench/tls/run.py).
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
@@ -70,7 +73,7 @@ namespace Slotlane.Benchmarks
     internal static class Program
     {
         const int ValueLen = 32;
-        static string plainUrl, clusterUrl, jsonPath, serverDesc, invocation, comparePath;
+        static string plainUrl, clusterUrl, jsonPath, serverDesc, invocation, comparePath, tlsCa;
         static List<string> rows = new List<string> { "plain", "cluster", "one-node" };
         static List<string> ops = new List<string> { "GET", "SET" };
         static List<int> depths = new List<int> { 16, 64 };
@@ -102,6 +105,7 @@ namespace Slotlane.Benchmarks
   --no-fill         keys hold their values already
   --json PATH       a file, or DIR/ for an auto-named record
   --compare FILE    the C tool's record of the same servers: adds x_c_tool and the targets
+  --tls-ca FILE     every client over TLS (TlsOptions.CaFile = FILE, full verification)
   --server-desc TXT --invocation TXT");
         }
 
@@ -133,6 +137,7 @@ namespace Slotlane.Benchmarks
                     case "--compare": comparePath = next(); break;
                     case "--server-desc": serverDesc = next(); break;
                     case "--invocation": invocation = next(); break;
+                    case "--tls-ca": tlsCa = next(); break;
                     case "--no-fill": fill = false; break;
                     case "--quick": quick = true; seconds = 1; warmup = 0.3; break;
                     case "-h": case "--help": Usage(); return 0;
@@ -146,6 +151,7 @@ namespace Slotlane.Benchmarks
             if (rows.Any(r => r != "plain" && r != "cluster" && r != "one-node")) throw new ArgumentException("bad --rows");
             if (ops.Any(o => o != "GET" && o != "SET")) throw new ArgumentException("bad --ops");
             if (workers < 1 || rounds < 1 || nkeys < 1 || seconds <= 0) throw new ArgumentException("bad numbers");
+            if (tlsCa != null && !File.Exists(tlsCa)) throw new ArgumentException("--tls-ca " + tlsCa + ": no such file");
 
             keys[0] = Enumerable.Range(0, nkeys).Select(k => "key:" + k).ToArray();
             keys[1] = Enumerable.Range(0, nkeys).Select(k => "{t}:key:" + k).ToArray();
@@ -154,11 +160,11 @@ namespace Slotlane.Benchmarks
 
             if (fill)
             {
-                if (plainUrl != null) Fill(new ClientOptions { Url = plainUrl, Mode = ClientMode.Plain }, 0);
+                if (plainUrl != null) Fill(new ClientOptions { Url = plainUrl, Mode = ClientMode.Plain, Tls = TlsOpts() }, 0);
                 if (clusterUrl != null)
                 {
-                    Fill(new ClientOptions { Url = clusterUrl, Mode = ClientMode.Cluster }, 0);
-                    Fill(new ClientOptions { Url = clusterUrl, Mode = ClientMode.Cluster }, 1);
+                    Fill(new ClientOptions { Url = clusterUrl, Mode = ClientMode.Cluster, Tls = TlsOpts() }, 0);
+                    Fill(new ClientOptions { Url = clusterUrl, Mode = ClientMode.Cluster, Tls = TlsOpts() }, 1);
                 }
             }
 
@@ -198,6 +204,9 @@ namespace Slotlane.Benchmarks
 
         static void Fill(ClientOptions o, int keyset) { Fill(o, keys[keyset], vals); }
 
+        /// <summary>The clients' TLS: --tls-ca's CA with full verification, or null (plaintext).</summary>
+        static TlsOptions TlsOpts() { return tlsCa == null ? null : new TlsOptions { CaFile = tlsCa }; }
+
         internal static void Fill(ClientOptions o, string[] ks, byte[][] vs)
         {
             using (var c = SlotlaneClient.Connect(o))
@@ -228,6 +237,7 @@ namespace Slotlane.Benchmarks
                 Mode = plain ? ClientMode.Plain : ClientMode.Cluster,
                 CommandTimeout = TimeSpan.FromSeconds(10),
                 MaxPoolSize = workers,
+                Tls = TlsOpts(),
             };
             try
             {
@@ -504,7 +514,8 @@ namespace Slotlane.Benchmarks
                       ", \"cluster\": " + (clusterUrl == null ? "null" : "{\"url\": " + J(clusterUrl) + "}") + "},\n");
             sb.Append("  \"config\": {\"workers\": " + workers + ", \"seconds\": " + N(seconds) + ", \"warmup_seconds\": " + N(warmup) + ", \"rounds\": " + rounds +
                       ", \"keys\": " + nkeys + ", \"value_bytes\": " + ValueLen + ", \"api\": \"csharp-pipeline\", \"client_sharing\": \"one SlotlaneClient shared by the workers (pool of core handles), a Pipeline per worker\"" +
-                      ", \"timeout_ms\": 10000, \"quick\": " + (quick ? "true" : "false") + ", \"compare\": " + J(comparePath) + "},\n");
+                      ", \"timeout_ms\": 10000, \"quick\": " + (quick ? "true" : "false") + ", \"compare\": " + J(comparePath) +
+                      (tlsCa == null ? "" : ", \"tls\": {\"ca_file\": " + J(tlsCa) + ", \"options\": \"ClientOptions.Tls = new TlsOptions { CaFile } (the core's OpenSSL, full verification)\"}") + "},\n");
             sb.Append("  \"rows\": [\n");
             for (int i = 0; i < results.Count; i++)
             {

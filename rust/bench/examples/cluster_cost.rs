@@ -26,13 +26,21 @@
 //! Medians over rounds; one JSON record in bench/records/ (schema
 //! slotlane.bench.cluster-cost/1, bench/records/README.md, plus x_c and x_redis_rs).
 //!
+//! TLS: --tls-ca FILE and every client speaks TLS to the servers of --plain and --cluster
+//! (their redis:// URLs are TLS ports then), trusting that CA with full verification:
+//! slotlane-rs through ConnectOptions::tls (TlsConfig::ca_file, the core's OpenSSL),
+//! redis-rs with its tokio-rustls-comp feature (rustls with ring; a rediss:// URL and
+//! TlsCertificates { root_cert }, Client::build_with_tls / ClusterClientBuilder::certs),
+//! the C tool with its own --tls-ca. The tool's own fill and INFO connections too. The
+//! record's config then holds "tls" (bench/tls/run.py runs it with and without).
+//!
 //! Servers: --plain URL and --cluster URL, or none, and the tool starts its own with
 //! ci/redis-plain.sh and ci/redis-cluster.sh (a standalone redis-server for plain, a
 //! 3-primary Redis Cluster for cluster and one-node; ports from --port-base, default
 //! 22900), pins them to --server-cpu (1) and itself to --client-cpu (0), and stops them
 //! at the end, also on failure.
 use serde_json::{json, Value as J};
-use slotlane::{Client, ConnectOptions, Mode, Pipeline, Route, Value};
+use slotlane::{Client, ConnectOptions, Mode, Pipeline, Route, Tls, TlsConfig, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -64,6 +72,34 @@ struct Cfg {
     quick: bool,
     server_desc: String,
     timeout_ms: u64,
+    /// --tls-ca: the CA file, slotlane's configuration of it and redis-rs's certificates
+    tls: Option<(String, Tls, Vec<u8>)>,
+}
+
+impl Cfg {
+    /// A slotlane client's options for url: over TLS when --tls-ca was given.
+    fn opts(&self, url: &str) -> ConnectOptions {
+        let o = ConnectOptions::new(url);
+        match &self.tls {
+            Some((_, t, _)) => o.tls(t.clone()),
+            None => o,
+        }
+    }
+}
+
+/// redis-rs's TLS: its rediss:// URL for a TLS server given as redis://, and the CA.
+fn redis_rs_tls(url: &str, ca: &[u8]) -> (String, redis::TlsCertificates) {
+    let u = match url.strip_prefix("redis://") {
+        Some(rest) => format!("rediss://{rest}"),
+        None => url.to_string(),
+    };
+    (
+        u,
+        redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(ca.to_vec()),
+        },
+    )
 }
 
 const ALL_CLIENTS: [&str; 4] = ["slotlane-rs", "slotlane-rs-prebuilt", "redis-rs", "c"];
@@ -86,7 +122,8 @@ fn usage() -> ! {
   --json PATH                a file, or a DIR/ for an auto-named record (default <repo>/bench/records/)
   --no-fill                  the keys already hold the values
   --quick                    1 s per row, 0.3 s warmup, 1 round
-  --server-desc TEXT         a description kept in the record",
+  --server-desc TEXT         a description kept in the record
+  --tls-ca FILE              every client over TLS to --plain/--cluster, trusting this CA",
         ALL_CLIENTS.join(",")
     );
     std::process::exit(2)
@@ -226,9 +263,9 @@ fn key_index(start: usize, p: usize, depth: usize, j: usize, nkeys: usize) -> us
     (start + p * depth + j) % nkeys
 }
 
-fn fill(url: &str, mode: Mode, ks: &Keys, set: usize) -> Result<(), String> {
-    let mut c = Client::connect(ConnectOptions::new(url).mode(mode))
-        .map_err(|e| format!("fill {url}: {e}"))?;
+fn fill(cfg: &Cfg, url: &str, mode: Mode, ks: &Keys, set: usize) -> Result<(), String> {
+    let mut c =
+        Client::connect(cfg.opts(url).mode(mode)).map_err(|e| format!("fill {url}: {e}"))?;
     let mut pipe = Pipeline::new();
     for chunk in (0..ks.vals.len()).collect::<Vec<_>>().chunks(256) {
         pipe.clear();
@@ -436,13 +473,13 @@ impl Runner for RedisRsRunner<'_> {
 }
 
 /// Input bytes of the servers of a row (sum of total_net_input_bytes over the nodes).
-fn server_input(url: &str, cluster: bool) -> Option<i64> {
-    let mut c = Client::connect(ConnectOptions::new(url).mode(if cluster {
-        Mode::Cluster
-    } else {
-        Mode::Plain
-    }))
-    .ok()?;
+fn server_input(cfg: &Cfg, url: &str, cluster: bool) -> Option<i64> {
+    let mut c =
+        Client::connect(
+            cfg.opts(url)
+                .mode(if cluster { Mode::Cluster } else { Mode::Plain }),
+        )
+        .ok()?;
     let mut info = Pipeline::new();
     if cluster {
         info.cmd("INFO").arg("stats").route(Route::AllPrimaries);
@@ -502,6 +539,8 @@ fn measure(
         let nkeys = cfg.nkeys;
         let workers = cfg.workers;
         let timeout = cfg.timeout_ms;
+        let base = cfg.opts(&url);
+        let tls = cfg.tls.as_ref().map(|(_, _, ca)| ca.clone());
         threads.push(std::thread::spawn(move || {
             let plan = Plan {
                 op,
@@ -515,7 +554,7 @@ fn measure(
             let mut runner: Option<Box<dyn Runner>> = None;
             let setup = || -> Result<Box<dyn Runner + '_>, String> {
                 if client.starts_with("slotlane-rs") {
-                    let opts = ConnectOptions::new(&url)
+                    let opts = base
                         .mode(if cluster { Mode::Cluster } else { Mode::Plain })
                         .command_timeout(Duration::from_millis(timeout));
                     let c = Client::connect(opts).map_err(|e| format!("connect {url}: {e}"))?;
@@ -538,7 +577,12 @@ fn measure(
                     }))
                 } else {
                     let c = if cluster {
-                        let cc = redis::cluster::ClusterClient::builder(vec![url.clone()])
+                        let mut b = redis::cluster::ClusterClient::builder(vec![url.clone()]);
+                        if let Some(ca) = &tls {
+                            let (u, certs) = redis_rs_tls(&url, ca);
+                            b = redis::cluster::ClusterClient::builder(vec![u]).certs(certs);
+                        }
+                        let cc = b
                             .response_timeout(Duration::from_millis(timeout))
                             .build()
                             .map_err(|e| format!("redis-rs cluster client: {e}"))?;
@@ -547,8 +591,14 @@ fn measure(
                                 .map_err(|e| format!("redis-rs connect: {e}"))?,
                         ))
                     } else {
-                        let cl = redis::Client::open(url.as_str())
-                            .map_err(|e| format!("redis-rs client: {e}"))?;
+                        let cl = match &tls {
+                            Some(ca) => {
+                                let (u, certs) = redis_rs_tls(&url, ca);
+                                redis::Client::build_with_tls(u.as_str(), certs)
+                            }
+                            None => redis::Client::open(url.as_str()),
+                        }
+                        .map_err(|e| format!("redis-rs client: {e}"))?;
                         RedisConn::Plain(
                             cl.get_connection()
                                 .map_err(|e| format!("redis-rs connect: {e}"))?,
@@ -606,7 +656,7 @@ fn measure(
     std::thread::sleep(Duration::from_secs_f64(cfg.warmup));
     sh.phase.store(1, Ordering::Relaxed);
     sh.bar.wait(); // B1
-    let in0 = server_input(&url, cluster);
+    let in0 = server_input(cfg, &url, cluster);
     let load_1m = load1();
     let (u0, s0) = cpu_ns();
     let t0 = Instant::now();
@@ -616,7 +666,7 @@ fn measure(
     sh.bar.wait(); // B3
     let (u1, s1) = cpu_ns();
     let wall = t0.elapsed().as_secs_f64();
-    let in1 = server_input(&url, cluster);
+    let in1 = server_input(cfg, &url, cluster);
     sh.bar.wait(); // B4
     for t in threads {
         t.join().expect("worker panicked");
@@ -692,7 +742,13 @@ fn measure_c(cfg: &Cfg, tool: &Path, row: &str, op: &str, depth: usize) -> Round
             "slotlane",
             "--no-fill",
         ])
-        .args(["--timeout-ms", &cfg.timeout_ms.to_string(), "--json"])
+        .args(["--timeout-ms", &cfg.timeout_ms.to_string()])
+        .args(
+            cfg.tls
+                .iter()
+                .flat_map(|(ca, _, _)| ["--tls-ca", ca.as_str()]),
+        )
+        .arg("--json")
         .arg(&tmp)
         .output();
     let fail = |e: String| RoundResult {
@@ -809,7 +865,9 @@ fn main() {
         quick: false,
         server_desc: String::new(),
         timeout_ms: 10000,
+        tls: None,
     };
+    let mut tls_ca: Option<String> = None;
     let (mut port_base, mut client_cpu, mut server_cpu) =
         (22900u16, "0".to_string(), "1".to_string());
     let mut i = 0;
@@ -880,6 +938,7 @@ fn main() {
             "--no-fill" => cfg.fill = false,
             "--quick" => cfg.quick = true,
             "--server-desc" => cfg.server_desc = val(&mut i),
+            "--tls-ca" => tls_ca = Some(val(&mut i)),
             "-h" | "--help" => usage(),
             other => {
                 eprintln!("cluster_cost: unknown option {other}");
@@ -904,8 +963,23 @@ fn main() {
             }
         }
     }
+    if let Some(ca) = tls_ca {
+        let pem = std::fs::read(&ca).unwrap_or_else(|e| {
+            eprintln!("cluster_cost: --tls-ca {ca}: {e}");
+            std::process::exit(2)
+        });
+        let t = TlsConfig::new().ca_file(&ca).build().unwrap_or_else(|e| {
+            eprintln!("cluster_cost: --tls-ca {ca}: {e}");
+            std::process::exit(2)
+        });
+        cfg.tls = Some((ca, t, pem));
+    }
     let _servers;
     if cfg.plain.is_empty() || cfg.cluster.is_empty() {
+        if cfg.tls.is_some() {
+            eprintln!("cluster_cost: --tls-ca needs --plain and --cluster (the servers it starts speak plaintext)");
+            std::process::exit(2)
+        }
         if !(cfg.plain.is_empty() && cfg.cluster.is_empty()) {
             eprintln!("cluster_cost: give both --plain and --cluster, or neither");
             std::process::exit(2)
@@ -948,7 +1022,7 @@ fn main() {
             jobs.push((cfg.cluster.clone(), Mode::Cluster, 1));
         }
         for (u, m, s) in jobs {
-            if let Err(e) = fill(&u, m, &keys, s) {
+            if let Err(e) = fill(&cfg, &u, m, &keys, s) {
                 eprintln!("cluster_cost: {e}");
                 std::process::exit(1)
             }
@@ -1094,7 +1168,7 @@ fn main() {
                 .map(|v| v.trim_end_matches('"').to_string())
         });
     let server_version = |url: &str| -> J {
-        Client::connect(url)
+        Client::connect(cfg.opts(url))
             .ok()
             .and_then(|mut c| {
                 slotlane::cmd("INFO")
@@ -1113,7 +1187,7 @@ fn main() {
         .unwrap_or_default()
         .trim()
         .to_string();
-    let record = json!({
+    let mut record = json!({
         "schema": "slotlane.bench.cluster-cost/1",
         "benchmark": "cluster-cost",
         "tool": "rust/bench/examples/cluster_cost.rs (cargo run --release --example cluster_cost)",
@@ -1147,6 +1221,10 @@ fn main() {
         "targets": targets,
     });
 
+    if let Some((ca, _, _)) = &cfg.tls {
+        // (only over TLS: a plaintext record is what it always was)
+        record["config"]["tls"] = json!({"ca_file": ca, "options": "slotlane-rs: ConnectOptions::tls(TlsConfig::new().ca_file(..)) (OpenSSL, full verification); redis-rs: rediss:// + TlsCertificates { root_cert } (tokio-rustls-comp: rustls with ring); c: --tls-ca"});
+    }
     // Write: a temporary file, then a hard link to a name that never collides.
     let text = serde_json::to_string_pretty(&record).unwrap() + "\n";
     let path = if cfg.json.to_string_lossy().ends_with('/') || cfg.json.is_dir() {
