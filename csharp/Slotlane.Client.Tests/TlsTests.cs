@@ -64,6 +64,13 @@ namespace Slotlane.Tests
             StringAssert.Contains(want, e.Message);
         }
 
+        private static long BlockedClients(SlotlaneClient c)
+        {
+            string info = Encoding.UTF8.GetString((byte[])c.Execute("INFO", "clients"));
+            string line = info.Split('\n').First(l => l.StartsWith("blocked_clients:", StringComparison.Ordinal));
+            return long.Parse(line.Substring(16).Trim());
+        }
+
         private static void Works(ClientOptions o)
         {
             using (var c = SlotlaneClient.Connect(o))
@@ -103,11 +110,21 @@ namespace Slotlane.Tests
             Works(new ClientOptions { Url = Url(Servers.TlsPort), Tls = new TlsOptions { CaDirectory = Cert("cadir") } });
             using (var c = SlotlaneClient.Connect(new ClientOptions { Url = Url(Servers.TlsPort), MaxPoolSize = 4, Tls = new TlsOptions { CaFile = Cert("ca.crt") } }))
             {
-                // concurrent callers make more core handles, each with the client's one configuration
-                var ts = Enumerable.Range(0, 8).Select(i => Task.Factory.StartNew(() => c.Ping(), TaskCreationOptions.LongRunning)).ToArray();
-                Assert.That(Task.WaitAll(ts, TimeSpan.FromSeconds(30)), Is.True);
-                Assert.That(ts.All(t => t.Result == "PONG"), Is.True);
-                Assert.That(c.GetStats().Handles, Is.GreaterThan(1));
+                // a second caller while the first holds its core handle (a BLPOP the server keeps
+                // until the test pushes) gets a second handle, with the client's one configuration
+                c.Execute("DEL", "tls:handles");
+                var held = Task.Factory.StartNew(() => c.Execute("BLPOP", "tls:handles", "0"), TaskCreationOptions.LongRunning);
+                for (int i = 0; BlockedClients(c) != 1; i++)
+                {
+                    if (i == 30000 || held.IsCompleted) Assert.Fail("the BLPOP never blocked on the server");
+                    Thread.Sleep(2); // a poll interval on the server's counter, never a verdict
+                }
+                Assert.That(c.Ping(), Is.EqualTo("PONG"));
+                c.Execute("RPUSH", "tls:handles", "x");
+                Assert.That(held.Wait(TimeSpan.FromSeconds(60)), Is.True);
+                Assert.That(((object[])held.Result).Length, Is.EqualTo(2));
+                // (GetStats waits for every handle to be idle: only now)
+                Assert.That(c.GetStats().Handles, Is.GreaterThan(1), "the INFO above ran on a second handle");
             }
         }
 
