@@ -16,7 +16,7 @@ sl_on_exit "rm -rf '$WORK'"
 export SL_GO_TEST_DIR=$WORK/test
 mkdir -p "$SL_GO_TEST_DIR"
 # If the test binary dies, TestMain cannot stop its servers: stop them from their files.
-sl_on_exit 'for d in "$SL_GO_TEST_DIR"/cluster "$SL_GO_TEST_DIR"/failure-cluster "$SL_GO_TEST_DIR"/cluster-instead-of-bundled; do [ -d "$d" ] && bash ci/redis-cluster.sh stop "$d"; done'
+sl_on_exit 'for d in "$SL_GO_TEST_DIR"/cluster "$SL_GO_TEST_DIR"/failure-cluster; do [ -d "$d" ] && bash ci/redis-cluster.sh stop "$d"; done'
 sl_on_exit '[ -d "$SL_GO_TEST_DIR/plain" ] && bash ci/redis-plain.sh stop "$SL_GO_TEST_DIR/plain"'
 sl_on_exit '[ -f "$SL_GO_TEST_DIR/slotlane-server.pid" ] && sl_stop_pid "$(cat "$SL_GO_TEST_DIR/slotlane-server.pid")" slotlane-server'
 

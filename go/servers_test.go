@@ -3,9 +3,9 @@ package slotlane
 // The servers the tests run against, started by TestMain and stopped by PID when it
 // ends (ci/test-go.sh stops them too if the test binary dies):
 //
-//   - the bundled slotlane-server, 4 shards in per-shard mode (cluster), ports block+0..3
-//     ($SL_SERVER_BIN, else ../build/server/slotlane-server, built by ci/server-bin.sh when
-//     missing; SL_GO_ALLOW_NO_BUNDLED=1 puts a Redis Cluster there instead);
+//   - the bundled slotlane-server, 4 shards in per-shard mode (cluster), ports block+0..3:
+//     the module's own slotlanetest/cmd/slotlane-server (slotlanetest's embedded server in a
+//     process of its own), built here with the go tool;
 //   - Debian's redis-server, standalone (plain), port block+10 (ci/redis-plain.sh);
 //   - a 3-primary Redis Cluster, ports block+20..25 (ci/redis-cluster.sh), for the
 //     conformance cases in cluster mode against Redis and the live-reshard test;
@@ -75,15 +75,16 @@ func choosePorts() error {
 }
 
 var (
-	repoRoot    string
-	workDir     string
-	bundledURL  string // the bundled server (cluster, per-shard)
-	bundledDesc string
-	plainURL    string // standalone Redis
-	clusterURL  string // Redis Cluster
-	bundledPID  int
-	startedDirs []string // ci/redis-*.sh dirs to stop: "plain:DIR" or "cluster:DIR"
-	ownWorkDir  bool     // workDir was made here: removed at the end
+	repoRoot     string
+	workDir      string
+	bundledURL   string // the bundled server (cluster, per-shard)
+	bundledDesc  string
+	plainURL     string // standalone Redis
+	clusterURL   string // Redis Cluster
+	bundledPID   int
+	bundledStdin io.WriteCloser // closed (or this process gone): the server stops
+	startedDirs  []string       // ci/redis-*.sh dirs to stop: "plain:DIR" or "cluster:DIR"
+	ownWorkDir   bool           // workDir was made here: removed at the end
 )
 
 func TestMain(m *testing.M) {
@@ -129,33 +130,8 @@ func startServers() error {
 		}
 		ownWorkDir = true
 	}
-	bin := os.Getenv("SL_SERVER_BIN")
-	if bin == "" {
-		bin = filepath.Join(repoRoot, "build", "server", "slotlane-server")
-		if _, err := os.Stat(bin); err != nil && os.Getenv("SL_GO_ALLOW_NO_BUNDLED") != "1" {
-			// a fresh clone: build it (ci/server-bin.sh runs cmake), as `go test ./...` alone must work
-			out, err := exec.Command("bash", filepath.Join(repoRoot, "ci", "server-bin.sh")).Output()
-			if err != nil {
-				return fmt.Errorf("building slotlane-server with ci/server-bin.sh: %v", err)
-			}
-			bin = strings.TrimSpace(string(out))
-		}
-	}
-	if _, err := os.Stat(bin); err == nil {
-		if err := startBundled(bin); err != nil {
-			return err
-		}
-	} else if os.Getenv("SL_GO_ALLOW_NO_BUNDLED") == "1" {
-		dir := filepath.Join(workDir, "cluster-instead-of-bundled")
-		if err := script("redis-cluster.sh", "start", dir, strconv.Itoa(bundledPort), "4"); err != nil {
-			return err
-		}
-		startedDirs = append(startedDirs, "cluster:"+dir)
-		bundledURL = fmt.Sprintf("redis://127.0.0.1:%d", bundledPort)
-		os.Setenv("SLOTLANE_URL", bundledURL) // for Example
-		bundledDesc = "a 4-primary Redis Cluster (slotlane-server not built, SL_GO_ALLOW_NO_BUNDLED=1)"
-	} else {
-		return fmt.Errorf("%s is not built (run `make build`, or set SL_SERVER_BIN)", bin)
+	if err := startBundled(); err != nil {
+		return err
 	}
 	dir := filepath.Join(workDir, "plain")
 	if err := script("redis-plain.sh", "start", dir, strconv.Itoa(plainPort)); err != nil {
@@ -172,44 +148,58 @@ func startServers() error {
 	return nil
 }
 
-func startBundled(bin string) error {
+// startBundled runs the module's own slotlane-server command (slotlanetest/cmd/slotlane-server:
+// the server slotlanetest embeds, in a process of its own, because this package's tests
+// cannot import slotlanetest, which imports slotlane), built here with the go tool — so
+// `go test ./...` needs nothing built beforehand.
+func startBundled() error {
 	for i := 0; i < 4; i++ {
 		if portOpen(bundledPort + i) {
 			return fmt.Errorf("port %d is in use", bundledPort+i)
 		}
+	}
+	bin := filepath.Join(workDir, "slotlane-server")
+	build := exec.Command("go", "build", "-o", bin, "./slotlanetest/cmd/slotlane-server")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./slotlanetest/cmd/slotlane-server: %v\n%s", err, out)
 	}
 	logf, err := os.Create(filepath.Join(workDir, "slotlane-server.log"))
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "--shards", "4", "--port", strconv.Itoa(bundledPort), "--port-mode", "per-shard",
-		"--bind", "127.0.0.1")
-	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd := exec.Command(bin, "-shards", "4", "-port", strconv.Itoa(bundledPort), "-bind", "127.0.0.1")
+	cmd.Stderr = logf
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	// its standard input stays open until this process exits: end of file stops it
+	if bundledStdin, err = cmd.StdinPipe(); err != nil {
+		return err
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
 	bundledPID = cmd.Process.Pid
 	_ = os.WriteFile(filepath.Join(workDir, "slotlane-server.pid"), []byte(strconv.Itoa(bundledPID)+"\n"), 0o644)
+	// "ready URL PORT..." once every shard listens; end of output first means it failed
+	line, err := bufio.NewReader(stdout).ReadString('\n')
 	go func() { _ = cmd.Wait() }()
-	deadline := time.Now().Add(10 * time.Second)
-	for i := 0; i < 4; i++ {
-		for !portOpen(bundledPort + i) {
-			if time.Now().After(deadline) {
-				return fmt.Errorf("slotlane-server did not listen on %d (log: %s)", bundledPort+i, filepath.Join(workDir, "slotlane-server.log"))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+	if !strings.HasPrefix(line, "ready ") {
+		log, _ := os.ReadFile(filepath.Join(workDir, "slotlane-server.log"))
+		return fmt.Errorf("slotlane-server did not start (%v): %s", err, log)
 	}
-	bundledURL = fmt.Sprintf("redis://127.0.0.1:%d", bundledPort)
+	bundledURL = strings.Fields(line)[1]
 	os.Setenv("SLOTLANE_URL", bundledURL) // for Example
-	bundledDesc = fmt.Sprintf("slotlane-server, 4 shards, per-shard ports %d-%d", bundledPort, bundledPort+3)
+	bundledDesc = fmt.Sprintf("slotlane-server (slotlanetest's, in a process of its own), 4 shards, per-shard ports %d-%d", bundledPort, bundledPort+3)
 	return nil
 }
 
 func stopServers() {
 	if bundledPID > 0 {
+		_ = bundledStdin.Close()
 		_ = syscall.Kill(bundledPID, syscall.SIGTERM)
 		for i := 0; i < 100 && syscall.Kill(bundledPID, 0) == nil; i++ {
 			time.Sleep(20 * time.Millisecond)
