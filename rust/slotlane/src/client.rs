@@ -786,16 +786,7 @@ impl Client {
         let (rp, rn, dp, dn) = r?;
         // SAFETY: the same reply memory `run` returned: nothing ran since, and the
         // result borrows &mut self.
-        let recs = if rn == 0 {
-            &[][..]
-        } else {
-            unsafe { std::slice::from_raw_parts(rp, rn) }
-        };
-        let data = if dn == 0 {
-            &[][..]
-        } else {
-            unsafe { std::slice::from_raw_parts(dp, dn) }
-        };
+        let (recs, data) = unsafe { reply_slices(rp, rn, dp, dn) };
         let mut i = 0;
         decode(recs, data, &mut i)
     }
@@ -846,4 +837,29 @@ impl std::fmt::Debug for Client {
             .field("mode", &self.mode())
             .finish()
     }
+}
+
+/// The reply records and bytes a core call left at (rp, rn) and (dp, dn) as slices (empty
+/// when a length is 0, whatever the pointer).
+///
+/// # Safety
+/// Both regions must stay valid and unchanged for `'a`: the caller ties `'a` to the borrow
+/// of what owns them, and no core call on that owner runs meanwhile.
+pub(crate) unsafe fn reply_slices<'a>(
+    rp: *const sys::sl_reply,
+    rn: usize,
+    dp: *const u8,
+    dn: usize,
+) -> (&'a [sys::sl_reply], &'a [u8]) {
+    let recs = if rn == 0 {
+        &[][..]
+    } else {
+        unsafe { std::slice::from_raw_parts(rp, rn) }
+    };
+    let data = if dn == 0 {
+        &[][..]
+    } else {
+        unsafe { std::slice::from_raw_parts(dp, dn) }
+    };
+    (recs, data)
 }

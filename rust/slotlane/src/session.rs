@@ -2,7 +2,7 @@
 //! their own, thin over the core's `sl_session_*` (slotlane.h, "Blocking commands and
 //! sessions"), which pins the connection, refuses CROSSSLOT batches before sending, and
 //! sends UNWATCH/DISCARD when a session ends.
-use crate::client::batch_replies;
+use crate::client::{batch_replies, reply_slices};
 use crate::value::decode;
 use crate::{Client, Cmd, Error, FromValue, Pipeline, ToArg, Value};
 use slotlane_sys as sys;
@@ -212,16 +212,7 @@ impl<'c> Session<'c> {
         let (rc, rp, rn, dp, dn) = r?;
         // SAFETY: the reply memory `run` returned: nothing ran since, and the result
         // borrows &mut self.
-        let recs = if rn == 0 {
-            &[][..]
-        } else {
-            unsafe { std::slice::from_raw_parts(rp, rn) }
-        };
-        let data = if dn == 0 {
-            &[][..]
-        } else {
-            unsafe { std::slice::from_raw_parts(dp, dn) }
-        };
+        let (recs, data) = unsafe { reply_slices(rp, rn, dp, dn) };
         let mut i = 0;
         let out = (0..count).map(|_| decode(recs, data, &mut i)).collect();
         Ok((rc, out))
