@@ -11,7 +11,7 @@ const { startSlotlaneServer, freeze, withClient } = require('./helpers');
 let cluster, single;
 test.before(() => {
   cluster = startSlotlaneServer(25010, 4);
-  single = startSlotlaneServer(25030, 1);
+  single = startSlotlaneServer(25030, 1, { separateProcess: true }); // frozen with SIGSTOP below
 });
 test.after(() => {
   cluster && cluster.stop();

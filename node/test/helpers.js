@@ -1,6 +1,6 @@
 'use strict';
-// Servers for the tests: the bundled slotlane-server, and Debian's redis-server through the
-// repository's harness scripts. Every server is stopped by PID when the test file ends,
+// Servers for the tests: the bundled slotlane-server (through the package's own helper,
+// slotlane/testing), and Debian's redis-server through the repository's harness scripts. Every server is stopped by PID when the test file ends,
 // also when it fails (process 'exit' hook as the last resort). Ports: 25000-25499.
 const { spawn, execFileSync, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -9,7 +9,7 @@ const path = require('node:path');
 
 const ROOT = process.env.SL_ROOT || path.resolve(__dirname, '..', '..');
 const BUILD = process.env.SL_BUILD_DIR || path.join(ROOT, 'build');
-const SERVER = path.join(BUILD, 'server', 'slotlane-server');
+const { startServer } = require('../lib/testing');
 
 const stoppers = new Set();
 process.on('exit', () => {
@@ -40,38 +40,51 @@ function freeze(pid) {
   }
 }
 
-/** slotlane-server with `shards` shards in per-shard mode on port..port+shards-1. */
-function startSlotlaneServer(port, shards) {
-  if (!fs.existsSync(SERVER)) {
-    // a fresh clone: `npm test` alone must work, so build it (ci/server-bin.sh runs cmake)
-    const b = spawnSync('bash', [path.join(ROOT, 'ci', 'server-bin.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-    if (b.status !== 0 || !fs.existsSync(SERVER)) throw new Error(`${SERVER} is missing and ci/server-bin.sh did not build it`);
+/**
+ * slotlane-server with `shards` shards in per-shard mode on port..port+shards-1, through the
+ * package's own helper (slotlane/testing, what users' tests use): inside this process, or —
+ * with { separateProcess: true }, for a test that freezes it with SIGSTOP — in a child
+ * process running that helper (test-support/server-process.js); then `pid` is the child's.
+ */
+function startSlotlaneServer(port, shards, { separateProcess = false } = {}) {
+  if (!separateProcess) {
+    const srv = startServer({ port, shards, bind: '127.0.0.1' });
+    const stop = () => {
+      stoppers.delete(stop);
+      srv.stop();
+    };
+    stoppers.add(stop);
+    return { port, shards, pid: undefined, url: srv.url, stop };
   }
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slotlane-node-srv-'));
-  const log = fs.openSync(path.join(dir, 'server.log'), 'w');
-  const proc = spawn(SERVER, ['--shards', String(shards), '--port', String(port), '--dir', dir, '--loglevel', 'warning'],
-    { stdio: ['ignore', log, log] });
-  fs.closeSync(log);
+  const proc = spawn(process.execPath, [path.join(__dirname, '..', 'test-support', 'server-process.js'), String(port), String(shards)],
+    { stdio: ['pipe', 'pipe', 'pipe'] });
   const stop = () => {
     stoppers.delete(stop);
     if (proc.exitCode === null && proc.signalCode === null) {
       try { process.kill(proc.pid, 'SIGCONT'); } catch { /* gone */ }
       try { process.kill(proc.pid, 'SIGKILL'); } catch { /* gone */ }
     }
-    fs.rmSync(dir, { recursive: true, force: true });
   };
   stoppers.add(stop);
+  // "ready URL" on its stdout, read synchronously like the other harnesses here: poll the
+  // ports it was asked for (the child exiting first is a failure, with its stderr)
+  let err = '';
+  proc.stderr.on('data', (d) => { err += d; });
   for (let i = 0; i < shards; i++) {
-    const deadline = Date.now() + 10000;
+    const deadline = Date.now() + 20000;
     while (!ping(port + i)) {
       if (proc.exitCode !== null || Date.now() > deadline) {
-        const text = fs.readFileSync(path.join(dir, 'server.log'), 'utf8');
         stop();
-        throw new Error(`slotlane-server on port ${port + i} did not start:\n${text}`);
+        throw new Error(`slotlane-server (child) on port ${port + i} did not start: ${err}`);
       }
       sleepSync(50);
     }
   }
+  proc.stdout.resume();
+  proc.unref();
+  proc.stdin.unref?.();
+  proc.stdout.unref?.();
+  proc.stderr.unref?.();
   return { port, shards, pid: proc.pid, url: `redis://127.0.0.1:${port}`, stop, proc };
 }
 

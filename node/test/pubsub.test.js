@@ -208,7 +208,7 @@ test("a shard channel's slot migrated while publishing: resubscribed on the new 
 // channel resubscribed. A server of its own (slotlane-server, 1 shard, port 25075), frozen
 // and thawed by its PID. Decided by the events and the pings counter.
 test('a subscriber whose connection died silently notices: health-check PING, connectionLost, resubscribed', { timeout: 90000 }, async () => {
-  const own = startSlotlaneServer(25075, 1);
+  const own = startSlotlaneServer(25075, 1, { separateProcess: true }); // frozen with SIGSTOP below
   const c = sl.createClient(own.url);
   const sub = c.pubsub({ healthCheckInterval: 200 });
   try {
