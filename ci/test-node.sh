@@ -9,8 +9,8 @@
 #    ci/test-packages.sh node.)
 # 2. TypeScript: lib/index.d.ts type-checks a usage file under --strict (typescript and
 #    @types/node from npm into node/test/types/node_modules, once).
-# 3. node --test node/test: against slotlane-server (build/server/slotlane-server, built here
-#    when missing), a standalone redis-server and Redis Clusters; every test starts and stops
+# 3. node --test node/test: against slotlane-server (the package's slotlane/testing, inside
+#    the test process or a child of it), a standalone redis-server and Redis Clusters; every test starts and stops
 #    its own servers (ports 25000-25299).
 # 4. Only with SL_NODE_ASAN=1 (about 2 more minutes): the addon built again with
 #    -fsanitize=address,undefined in a copy of node/, and the tests run again with it
@@ -29,7 +29,6 @@ command -v npm >/dev/null || die "npm is not installed"
 
 WORK=$(mktemp -d /tmp/slotlane-node.XXXXXX)
 sl_on_exit "rm -rf '$WORK'"
-sl_server_bin >/dev/null  # built here when missing (the tests would build it too)
 
 say "npm install ./node (offline; node-gyp against $npm_config_nodedir/include/node)"
 rm -rf node/build

@@ -290,18 +290,7 @@ namespace Slotlane
             lock (_lock)
             {
                 if (_disposed) throw new ObjectDisposedException(nameof(SlotlaneClient));
-                Slot s;
-                if (_idle.Count > 0) s = _idle.Pop();
-                else
-                {
-                    IntPtr b;
-                    rc = Native.sl_batch_new(_core.Client, &b);
-                    if (rc != 0) throw Errors.FromCode(rc, "sl_batch_new failed");
-                    s = new Slot { Batch = b, Owner = this };
-                    s.Self = GCHandle.Alloc(s);
-                    _all.Add(s);
-                }
-                Native.sl_batch_reset(s.Batch);
+                Slot s = TakeSlot();
                 rc = Native.sl_batch_append(s.Batch, null, cmds, (UIntPtr)len, (UIntPtr)count);
                 if (rc == 0)
                 {
@@ -313,26 +302,7 @@ namespace Slotlane
                 }
                 if (rc != 0) _idle.Push(s);
             }
-            if (rc != 0)
-            {
-                if (rc == (int)SlCode.SL_ESTATE) throw new ObjectDisposedException(nameof(SlotlaneClient));
-                op.Fail(Errors.FromCode(rc, rc == (int)SlCode.SL_EBUSY
-                    ? "the client's in-flight bound is reached (ClientOptions.MaxInflightBatches / MaxInflightBytes): nothing was sent"
-                    : ""));
-                return;
-            }
-            if (ct.CanBeCanceled)
-            {
-                // Registered after the submission: a token cancelled meanwhile runs the callback here, at once.
-                CancellationTokenRegistration reg = ct.Register(s_cancel, op);
-                bool done;
-                lock (op)
-                {
-                    done = op.Done;
-                    if (!done) op.Registration = reg;
-                }
-                if (done) reg.Dispose();
-            }
+            Submitted(op, rc, ct, "ClientOptions.MaxInflightBatches / MaxInflightBytes");
         }
 
         // ------------------------------------------------ cluster scans paged on the loop (ScanCursor)
@@ -379,18 +349,7 @@ namespace Slotlane
             {
                 if (_disposed) throw new ObjectDisposedException(nameof(SlotlaneClient));
                 if (!_scans.Contains(scan)) throw new ObjectDisposedException(nameof(ScanCursor));
-                Slot s;
-                if (_idle.Count > 0) s = _idle.Pop();
-                else
-                {
-                    IntPtr b;
-                    rc = Native.sl_batch_new(_core.Client, &b);
-                    if (rc != 0) throw Errors.FromCode(rc, "sl_batch_new failed");
-                    s = new Slot { Batch = b, Owner = this };
-                    s.Self = GCHandle.Alloc(s);
-                    _all.Add(s);
-                }
-                Native.sl_batch_reset(s.Batch);
+                Slot s = TakeSlot();
                 s.Op = op;
                 op.Slot = s;
                 rc = Native.sl_loop_submit_scan_cq(s_loop, scan, s.Batch, 0, s_cq, GCHandle.ToIntPtr(s.Self), Native.SL_SUBMIT_FAIL_FAST);
@@ -402,11 +361,37 @@ namespace Slotlane
                     _idle.Push(s);
                 }
             }
+            Submitted(op, rc, ct, "ClientOptions.MaxInflightBatches");
+        }
+
+        // An idle slot (batch) of this engine, or a new one; under _lock.
+        private Slot TakeSlot()
+        {
+            Slot s;
+            if (_idle.Count > 0) s = _idle.Pop();
+            else
+            {
+                IntPtr b;
+                int rc = Native.sl_batch_new(_core.Client, &b);
+                if (rc != 0) throw Errors.FromCode(rc, "sl_batch_new failed");
+                s = new Slot { Batch = b, Owner = this };
+                s.Self = GCHandle.Alloc(s);
+                _all.Add(s);
+            }
+            Native.sl_batch_reset(s.Batch);
+            return s;
+        }
+
+        // After a submission (outside _lock): a refused one fails op (SL_EBUSY names the bounds that
+        // refused it); an accepted one gets ct's registration — registered after the submission, so a
+        // token cancelled meanwhile runs the callback here, at once.
+        private static void Submitted(AsyncOp op, int rc, CancellationToken ct, string bounds)
+        {
             if (rc != 0)
             {
                 if (rc == (int)SlCode.SL_ESTATE) throw new ObjectDisposedException(nameof(SlotlaneClient));
                 op.Fail(Errors.FromCode(rc, rc == (int)SlCode.SL_EBUSY
-                    ? "the client's in-flight bound is reached (ClientOptions.MaxInflightBatches): nothing was sent"
+                    ? "the client's in-flight bound is reached (" + bounds + "): nothing was sent"
                     : ""));
                 return;
             }
