@@ -11,7 +11,8 @@
 #
 #   c       cmake --install of build/ into a prefix: include/, lib/libslotlane.{a,so},
 #           lib/pkgconfig/slotlane.pc, lib/cmake/slotlane/; one example program built with
-#           pkg-config (shared and --static) and with find_package(slotlane)
+#           pkg-config (shared and --static) and with find_package(slotlane); and the
+#           server library (lib/libslotlane_server.a, slotlane-server.pc): embed_cluster.c
 #   python  python -m build: the sdist (its vendor/core and vendor/server written by setup.py's
 #           sdist step) and the wheel, each pip-installed into a fresh venv that runs
 #           ci/packages/example.py, then pytest on ci/packages/test_example_testing.py (the
@@ -139,6 +140,19 @@ CM
     || die "the find_package(slotlane) example did not build"
   clean "$SCRATCH/c/cm/build/example" "$URL" > "$SCRATCH/c/cm.out" 2>&1 || { cat "$SCRATCH/c/cm.out" >&2; die "the find_package example failed"; }
   expect_ok c "$SCRATCH/c/cm.out"
+  # the embeddable server for a C test suite: libslotlane_server.a + slotlane_server.h +
+  # slotlane-server.pc, and server/examples/embed_cluster.c (a 4-shard server in-process)
+  for f in include/slotlane_server.h lib/libslotlane_server.a lib/pkgconfig/slotlane-server.pc; do
+    [ -e "$P/$f" ] || die "cmake --install did not install $f"
+  done
+  mkdir -p "$SCRATCH/c/srv" && cp server/examples/embed_cluster.c "$SCRATCH/c/srv/"
+  ( cd "$SCRATCH/c/srv" && clean PKG_CONFIG_PATH="$P/lib/pkgconfig" sh -c '
+      cc -std=c11 -Wall -Wextra -Werror $(pkg-config --cflags slotlane slotlane-server) embed_cluster.c -o embed_cluster \
+         $(pkg-config --libs slotlane-server) $(pkg-config --libs slotlane)' ) || die "embed_cluster.c did not build against the installed server library"
+  clean LD_LIBRARY_PATH="$P/lib" "$SCRATCH/c/srv/embed_cluster" > "$SCRATCH/c/srv.out" 2>&1 \
+    || { cat "$SCRATCH/c/srv.out" >&2; die "the embedded-server example failed"; }
+  grep -q "^100 keys over 4 shards read back" "$SCRATCH/c/srv.out" || { cat "$SCRATCH/c/srv.out" >&2; die "the embedded-server example did not read its keys back"; }
+  echo "c-testing ok: $(tail -n 1 "$SCRATCH/c/srv.out")"
 }
 
 # ------------------------------------------------------------------ Python
