@@ -451,6 +451,7 @@ namespace Slotlane
             "sl_batch_append_argv",   // the binding encodes RESP itself (one crossing per pipeline)
             "sl_session_exec",        // a transaction's commands go through sl_session_run (one crossing)
             "sl_client_command",      // single commands go through sl_batch_run like pipelines
+            "sl_command_blocking",    // the core classifies blocking commands itself when it runs them (for Node's batching)
             "sl_client_attach_loop",  // the caller's-loop engine is for runtimes with a libuv loop (Node)
             "sl_batch_exec_async",
             "sl_client_detach_loop",
