@@ -29,7 +29,8 @@
 #   csharp  csharp/pack.sh (.nupkg: lib/netstandard2.1, checked to reference only
 #           netstandard; runtimes/linux-x64/native/libslotlane.so and libslotlane_server.so),
 #           nuget install from a folder feed, a program compiled with mcs against it and run
-#           under mono, and one whose SlotlaneServer starts the embedded server (no URL given)
+#           under mono, one whose SlotlaneServer starts the embedded server (no URL given), and
+#           an NUnit fixture on the package's SlotlaneServerFixture (content/) under nunit-console
 # Every example checks its replies and prints "LANG ok"; the script fails otherwise.
 # Measured (2026-12-01, commit 422e640, the shared 2-vCPU VM at load average 14-22):
 # 8 min 36 s wall, 1 min 45 s CPU (user 1:35 + sys 0:09); by package, wall: c 12 s,
@@ -417,6 +418,16 @@ pkg_csharp() {
       ExampleTesting.cs && clean mono ExampleTesting.exe ) > "$C/testing.out" 2>&1 \
     || { cat "$C/testing.out" >&2; die "the C# testing example failed"; }
   expect_ok csharp-testing "$C/testing.out"
+  # the user's NUnit fixture on the package's fixture base (its source, from content/)
+  local FIX=$P/content/Slotlane.Testing/SlotlaneServerFixture.cs NUNIT_FW=/usr/lib/cli/nunit.framework-2.6.3/nunit.framework.dll
+  [ -f "$FIX" ] || die "nuget install did not unpack content/Slotlane.Testing/SlotlaneServerFixture.cs"
+  cp ci/packages/ExampleFixtureTest.cs "$C/app/"
+  ( cd "$C/app" && clean mcs -nologo -target:library -define:NUNIT2 -r:"$NUNIT_FW" -r:"$P/lib/netstandard2.1/Slotlane.Client.dll" \
+      -r:"$FAC" -out:ExampleFixtureTest.dll ExampleFixtureTest.cs "$FIX" \
+      && cp "$NUNIT_FW" . && clean nunit-console -nologo -noshadow -labels ExampleFixtureTest.dll ) > "$C/nunit.out" 2>&1 \
+    || { cat "$C/nunit.out" >&2; die "the C# scratch NUnit fixture failed"; }
+  grep -q "Tests run: 1, Errors: 0, Failures: 0" "$C/nunit.out" || { cat "$C/nunit.out" >&2; die "the scratch NUnit fixture did not run"; }
+  expect_ok csharp-nunit "$C/nunit.out"
 }
 
 start_server

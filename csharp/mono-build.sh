@@ -27,7 +27,8 @@ say "mcs Slotlane.Client.dll"
 if [ "$what" = test ] || [ "$what" = build ]; then
   say "mcs Slotlane.Client.Tests.dll (NUnit 2.6)"
   "${MCS[@]}" -target:library -define:NUNIT2 -nowarn:1591 -r:"$NUNIT_FW" -r:System.Numerics -r:System.Xml -r:System.Xml.Linq \
-    -r:"$OUT/Slotlane.Client.dll" -out:"$OUT/Slotlane.Client.Tests.dll" "$HERE"/Slotlane.Client.Tests/*.cs
+    -r:"$OUT/Slotlane.Client.dll" -out:"$OUT/Slotlane.Client.Tests.dll" "$HERE"/Slotlane.Client.Tests/*.cs \
+    "$HERE"/Slotlane.Testing.NUnit/*.cs
   cp -p "$NUNIT_FW" "$OUT/"
 fi
 if [ "$what" = bench-build ] || [ "$what" = build ] || [ "$what" = test ]; then

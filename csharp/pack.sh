@@ -10,6 +10,8 @@
 #   runtimes/linux-x64/native/libslotlane_server.so  build-native.sh (server/build.cfg): the
 #       embedded slotlane-server behind Slotlane.Testing.SlotlaneServer, for the user's tests (libuv and
 #       Lua 5.1 with cjson and bit from the system)
+#   content/Slotlane.Testing/SlotlaneServerFixture.cs  the NUnit fixture base, as source (the
+#       package references no NUnit: the user's test project compiles it against its own)
 #   build/Slotlane.Client.targets             copies the native library next to a Mono/.NET
 #       Framework consumer's assemblies
 set -euo pipefail
@@ -26,7 +28,9 @@ for t in mcs mono nuget; do command -v $t >/dev/null || { say "$t is missing (ci
 VERSION=$(python3 "$ROOT/core/describe.py" version)
 
 STAGE=$HERE/out/pack
-rm -rf "$STAGE" && mkdir -p "$STAGE/lib/netstandard2.1" "$STAGE/runtimes/linux-x64/native" "$STAGE/build" "$STAGE/obj" "$OUT"
+rm -rf "$STAGE" && mkdir -p "$STAGE/lib/netstandard2.1" "$STAGE/runtimes/linux-x64/native" "$STAGE/build" "$STAGE/obj" "$OUT" \
+  "$STAGE/content/Slotlane.Testing"
+cp "$HERE/Slotlane.Testing.NUnit/SlotlaneServerFixture.cs" "$STAGE/content/Slotlane.Testing/"
 bash "$HERE/build-native.sh" "$HERE/out/native"
 cp "$HERE/out/native/libslotlane.so" "$HERE/out/native/libslotlane_server.so" "$STAGE/runtimes/linux-x64/native/"
 cp "$HERE/Slotlane.Client/build/Slotlane.Client.targets" "$STAGE/build/"

@@ -5,8 +5,11 @@ using OneTimeSetUpAttribute = NUnit.Framework.TestFixtureSetUpAttribute;
 using OneTimeTearDownAttribute = NUnit.Framework.TestFixtureTearDownAttribute;
 #endif
 
-namespace Slotlane.Tests
+namespace Slotlane.Testing
 {
+    // Shipped as source in the .nupkg (content/Slotlane.Testing/SlotlaneServerFixture.cs: the
+    // package itself references no NUnit, so the user's test project compiles it against its
+    // own NUnit; define NUNIT2 for NUnit 2.6) and compiled into this repository's tests.
     /// <summary>An NUnit fixture base: a <see cref="SlotlaneServer"/> (4 shards, ephemeral ports
     /// unless <see cref="ServerOptions"/> says otherwise) started before the fixture's tests and
     /// disposed after them. Derive a [TestFixture] from it and connect to <see cref="ServerUrl"/>.</summary>
