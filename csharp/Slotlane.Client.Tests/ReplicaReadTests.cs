@@ -4,6 +4,7 @@ using System.Collections.Generic;
 using System.IO;
 using System.Linq;
 using System.Text;
+using System.Threading;
 using NUnit.Framework;
 
 namespace Slotlane.Tests
@@ -78,9 +79,10 @@ namespace Slotlane.Tests
                 foreach (string k in keys) p.Add("SET", k, k);
                 p.ExecuteOrThrow();
             }
-            // the replicas hold the writes before they are read: each primary's WAIT for its replica
-            foreach (int port in Ports().Where(x => !IsReplica(x)))
-                using (var n = Node(port)) Assert.That(n.Execute("WAIT", 1, 10000), Is.EqualTo(1L), "WAIT on " + port);
+            // the replicas hold the writes before they are read: each replica's replication offset
+            // reaches its primary's (a WAIT on another connection would wait for that connection's
+            // writes only — none — and return at once: the CI run saw a replica read miss csrf:3)
+            foreach (int replica in Ports().Where(IsReplica)) WaitReplicated(replica);
             long rr;
             long[] pref = ReadsOn(ReadFrom.PreferReplica, keys, out rr);
             Assert.That(pref, Is.EqualTo(new long[] { 100, 0 }), "PreferReplica: {replicas, primaries}");
@@ -92,6 +94,26 @@ namespace Slotlane.Tests
             Assert.That(prim, Is.EqualTo(new long[] { 0, 100 }), "Primary: {replicas, primaries}");
             Assert.That(rr, Is.EqualTo(0));
             Assert.Throws<ArgumentOutOfRangeException>(() => SlotlaneClient.Connect(new ClientOptions { Url = Servers.ReplicaCluster, ReadFrom = (ReadFrom)7 }));
+        }
+
+        // INFO replication's master_repl_offset: on a primary what it has sent, on a replica what it applied
+        private static long ReplOffset(int port)
+        {
+            using (var c = Node(port))
+                foreach (string line in Text(c.Execute("INFO", "replication")).Split('\n'))
+                    if (line.StartsWith("master_repl_offset:")) return long.Parse(line.Substring(19).Trim());
+            throw new InvalidOperationException(port + " has no master_repl_offset");
+        }
+
+        // Until the replica has applied everything its primary had sent when this was called.
+        private static void WaitReplicated(int replica)
+        {
+            long want = ReplOffset(PrimaryOf(replica));
+            for (int i = 0; ReplOffset(replica) < want; i++)
+            {
+                if (i == 30000) Assert.Fail("replica " + replica + " never reached offset " + want);
+                Thread.Sleep(2); // a poll interval on the server's counter, never a verdict
+            }
         }
 
         private static int PrimaryOf(int replica)
@@ -117,7 +139,7 @@ namespace Slotlane.Tests
                 var keys = Enumerable.Range(0, 1000).Select(i => "csfb:" + i).Where(k => owner[SlotlaneClient.KeySlot(k)] == primary).Take(20).ToList();
                 Assert.That(keys.Count, Is.EqualTo(20));
                 foreach (string k in keys) c.Set(k, k);
-                using (var n = Node(primary)) Assert.That(n.Execute("WAIT", 1, 10000), Is.EqualTo(1L));
+                WaitReplicated(replica);
                 Action readAll = () =>
                 {
                     using (var p = c.CreatePipeline())

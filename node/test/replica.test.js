@@ -19,6 +19,28 @@ test.before(() => { cluster = startRedisCluster(BASE, 3, 1); });
 test.after(() => { cluster && cluster.stop(); });
 
 // One node alone (plain mode).
+/** A number of the node's INFO replication (master_repl_offset: sent by a primary, applied by a replica). */
+async function replField(port, field) {
+  const info = String(await onNode(port, (n) => n.sendCommand(['INFO', 'replication'])));
+  const line = info.split(/\r?\n/).find((l) => l.startsWith(`${field}:`));
+  if (!line) throw new Error(`${port} has no ${field}`);
+  return Number(line.slice(field.length + 1));
+}
+
+/**
+ * Until each replica applied what its primary had sent (a WAIT on another connection waits
+ * for that connection's writes only, none, and returns at once).
+ */
+async function waitReplicated(replicas) {
+  for (const r of replicas) {
+    const want = await replField(await replField(r, 'master_port'), 'master_repl_offset');
+    for (let i = 0; (await replField(r, 'master_repl_offset')) < want; i++) {
+      if (i === 30000) throw new Error(`replica ${r} never reached offset ${want}`);
+      await new Promise((res) => setTimeout(res, 2)); // a poll interval on the server's counter
+    }
+  }
+}
+
 async function onNode(port, fn) {
   const c = sl.createClient({ port, cluster: false });
   try {
@@ -54,7 +76,7 @@ async function spread(readFrom) {
     await Promise.all(keys.map((k) => c.set(k, k)));
     const [prim, rep] = await roles();
     // the replicas hold the writes before they are read
-    for (const p of prim) await onNode(p, (n) => n.sendCommand(['WAIT', '1', '5000']));
+    await waitReplicated(rep);
     const before = new Map();
     for (const p of [...prim, ...rep]) before.set(p, await getCalls(p));
     const replicaReads = c.stats().replicaReads;
@@ -96,7 +118,7 @@ test("preferReplica falls back to the primary when the replica is down", { timeo
     const keys = Array.from({ length: 300 }, (_, i) => `fb:${i}`);
     await Promise.all(keys.map((k) => c.set(k, k)));
     const [prim, rep] = await roles();
-    for (const p of prim) await onNode(p, (n) => n.sendCommand(['WAIT', '1', '5000']));
+    await waitReplicated(rep);
     assert.deepEqual(await Promise.all(keys.map((k) => c.get(k))), keys); // connected to every replica
     stopped = rep[0];
     const primaryOf = Number(/^master_port:(\d+)/m.exec(String(await onNode(stopped, (n) => n.sendCommand(['INFO', 'replication']))))[1]);

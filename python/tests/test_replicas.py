@@ -28,6 +28,30 @@ def get_calls(port: int) -> int:
     return 0
 
 
+def repl_field(port: int, field: bytes) -> int:
+    """A number of the node's INFO replication (master_repl_offset: sent by a primary,
+    applied by a replica; master_port on a replica)."""
+    with node_client(port) as c:
+        info = c.execute_command("INFO", "replication")
+    for line in bytes(info).splitlines():
+        if line.startswith(field + b":"):
+            return int(line.split(b":", 1)[1])
+    raise AssertionError("%d has no %r" % (port, field))
+
+
+def wait_replicated(replicas: List[int]) -> None:
+    """Until each replica applied what its primary had sent (a WAIT on another connection
+    waits for that connection's writes only, none, and returns at once)."""
+    for r in replicas:
+        want = repl_field(repl_field(r, b"master_port"), b"master_repl_offset")
+        for _ in range(30000):
+            if repl_field(r, b"master_repl_offset") >= want:
+                break
+            time.sleep(0.002)  # a poll interval on the server's counter, never a verdict
+        else:
+            raise AssertionError("replica %d never reached offset %d" % (r, want))
+
+
 def roles(cluster: RedisCluster) -> Tuple[List[int], List[int]]:
     """(primary ports, replica ports) by each node's own INFO replication."""
     prim, rep = [], []
@@ -48,9 +72,7 @@ def test_read_from_replica(replica_cluster: RedisCluster) -> None:
                 p.set(k, k)
             p.execute()
         # the replicas hold the writes before they are read
-        for port in roles(replica_cluster)[0]:
-            with node_client(port) as n:
-                n.execute_command("WAIT", "1", "5000")
+        wait_replicated(roles(replica_cluster)[1])
         prim, rep = roles(replica_cluster)
         before = {p: get_calls(p) for p in prim + rep}
         with c.pipeline() as p:

@@ -3,6 +3,7 @@ package io.slotlane;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -46,6 +47,15 @@ class ReplicaReadTest {
         }
     }
 
+    /** A number field of the node's INFO replication (master_repl_offset: sent by a primary, applied by a replica). */
+    private static long replInfo(int port, String field) {
+        try (SlotlaneClient c = node(port)) {
+            for (String line : String.valueOf(c.command("INFO", "replication")).split("\r?\n"))
+                if (line.startsWith(field)) return Long.parseLong(line.substring(field.length()).trim());
+        }
+        throw new IllegalStateException(port + " has no " + field);
+    }
+
     private static boolean isReplica(int port) {
         try (SlotlaneClient c = node(port)) {
             return String.valueOf(c.command("INFO", "replication")).contains("role:slave");
@@ -80,11 +90,16 @@ class ReplicaReadTest {
                 p.sync();
             }
         }
-        // the replicas hold the writes before they are read: each primary's WAIT for its replica
+        // the replicas hold the writes before they are read: each replica's replication offset
+        // reaches its primary's (a WAIT on another connection waits for that connection's writes
+        // only — none — and returns at once; C#'s same test read a replica that had not applied)
         for (int i = 0; i < cluster.n; i++) {
-            if (isReplica(cluster.base + i)) continue;
-            try (SlotlaneClient n = node(cluster.base + i)) {
-                assertEquals(1L, n.command("WAIT", "1", "10000"));
+            int port = cluster.base + i;
+            if (!isReplica(port)) continue;
+            long want = replInfo((int) replInfo(port, "master_port:"), "master_repl_offset:");
+            for (int k = 0; replInfo(port, "master_repl_offset:") < want; k++) {
+                if (k == 30_000) fail("replica " + port + " never reached offset " + want);
+                java.util.concurrent.locks.LockSupport.parkNanos(2_000_000); // a poll interval, never a verdict
             }
         }
         long[] pref = readsOn(ClientOptions.ReadFrom.PREFER_REPLICA, keys);
