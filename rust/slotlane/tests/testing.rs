@@ -14,7 +14,24 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn count(dir: &str) -> usize {
+    if dir == "/proc/self/task" {
+        return threads_of_this_test();
+    }
     std::fs::read_dir(dir).expect("read /proc").count()
+}
+
+/// This process's threads named as this one: the test harness names each test's thread
+/// after the test and the threads a thread creates inherit its name, so this counts this
+/// test's thread and the servers' threads it started, not the harness's threads of the
+/// other tests, which come and go as those tests end and begin.
+fn threads_of_this_test() -> usize {
+    let me =
+        std::fs::read_to_string("/proc/thread-self/comm").expect("read /proc/thread-self/comm");
+    std::fs::read_dir("/proc/self/task")
+        .expect("read /proc/self/task")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| *name == me)
+        .count()
 }
 
 #[test]
